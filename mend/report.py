@@ -1,0 +1,96 @@
+"""Output formats for scan results: a rich table, versioned JSON, SARIF 2.1.0."""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+
+from rich.console import Console
+from rich.table import Table
+
+from mend import __version__
+from mend.scan import ScanResult
+from mend.taxonomy import CATEGORIES
+
+
+@lru_cache(maxsize=None)
+def schema(name: str) -> dict:
+    """A JSON schema shipped in mend/schemas (``scan``, ``fix``)."""
+    return json.loads(resources.files("mend.schemas").joinpath(f"{name}.schema.json").read_text())
+
+
+def validate(doc: dict, name: str) -> None:
+    """Validate ``doc`` against a shipped schema; raises jsonschema.ValidationError."""
+    import jsonschema
+
+    jsonschema.validate(doc, schema(name))
+
+
+def scan_table(result: ScanResult, console: Console) -> None:
+    """Print a scan as a table: file:line, source, category, verdict."""
+    fixable = sum(s.count for s in result.fixable)
+    console.print(f"[bold]{result.target}[/]: {result.graph_count} graphs, "
+                  f"{result.graph_break_count} graph breaks ({fixable} fixable) at {len(result.sites)} sites"
+                  + (f"; torch._dynamo.explain would report {result.explain_break_count}"
+                     if result.explain_break_count != result.graph_break_count else ""))
+    if result.compiled_error:
+        console.print(f"[yellow]the compiled call raised: {result.compiled_error}[/]")
+    if not result.sites:
+        return
+    table = Table(show_lines=False)
+    table.add_column("site", overflow="fold")
+    table.add_column("n", justify="right")
+    table.add_column("source", overflow="fold", max_width=48)
+    table.add_column("category")
+    table.add_column("verdict")
+    table.add_column("reason", overflow="fold")
+    for s in result.sites:
+        verdict = f"[green]fixable: {s.fixable_by}[/]" if s.fixable_by else "[red]unfixable[/]"
+        if s.frame_skipped:
+            verdict += " [yellow](frame skipped)[/]"
+        table.add_row(f"{s.display_file}:{s.line}", str(s.count), s.source, s.category, verdict, s.reason)
+    console.print(table)
+
+
+def scan_json(result: ScanResult) -> dict:
+    doc = result.to_json()
+    validate(doc, "scan")
+    return doc
+
+
+def scan_sarif(results: list[ScanResult]) -> dict:
+    """SARIF 2.1.0: one rule per taxonomy category, one result per site.
+
+    Fixable sites are ``warning``; unfixable ones ``note``. Source: the OASIS SARIF 2.1.0
+    spec, as GitHub code scanning consumes it.
+    """
+    rules = [{"id": cat, "name": cat.replace("-", " ").title().replace(" ", ""),
+              "shortDescription": {"text": f"Graph break: {desc}"},
+              "helpUri": "https://docs.pytorch.org/docs/stable/torch.compiler_troubleshooting.html"}
+             for cat, desc in CATEGORIES.items()]
+    index = {r["id"]: i for i, r in enumerate(rules)}
+    sarif_results = []
+    for result in results:
+        for s in result.sites:
+            verdict = f"fixable by {s.fixable_by}" if s.fixable_by else f"unfixable: {s.reason}"
+            sarif_results.append({
+                "ruleId": s.category,
+                "ruleIndex": index[s.category],
+                "level": "warning" if s.fixable_by else "note",
+                "message": {"text": f"TorchDynamo graph break ({s.gb_type}), {s.count} hit(s) in {result.target}; {verdict}"},
+                "locations": [{"physicalLocation": {
+                    "artifactLocation": {"uri": s.display_file},
+                    "region": {"startLine": max(s.line, 1), "startColumn": s.column + 1},
+                }}],
+                "properties": {"gb_type": s.gb_type, "count": s.count, "fixable_by": s.fixable_by,
+                               "frame_skipped": s.frame_skipped},
+            })
+    return {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "mend", "version": __version__,
+                                "informationUri": "https://arxiv.org/abs/2509.16248", "rules": rules}},
+            "results": sarif_results,
+        }],
+    }

@@ -1,0 +1,52 @@
+"""Rewrite rules. Each rule is one module declaring its matcher, rewrite and proof
+obligations next to the examples it must fix and must decline (Fixit / pyupgrade style).
+
+A matcher is static: it looks at the LibCST node at a break site and answers either a
+:class:`Match` (the rule expects to fix it, pending verification) or a :class:`Decline`
+with a reason a user understands.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mend.locate import Located
+
+
+@dataclass
+class Match:
+    rule: str
+    detail: str = ""
+
+
+@dataclass
+class Decline:
+    rule: str | None
+    reason: str
+
+
+from mend.rules import deferred_effects, predicated_control_flow, predicated_validation  # noqa: E402
+
+RULES = {
+    "predicated-control-flow": predicated_control_flow,
+    "deferred-side-effects": deferred_effects,
+    "predicated-validation": predicated_validation,
+}
+
+# Which rule a category belongs to.
+RULE_FOR_CATEGORY = {
+    "data-dependent-branch": "predicated-control-flow",
+    "print-logging": "deferred-side-effects",
+    "raise-assert": "predicated-validation",
+}
+
+
+def match_site(category: str, loc: Located | None) -> Match | Decline:
+    """Ask the rule responsible for ``category`` whether it expects to fix the site."""
+    from mend.taxonomy import UNFIXABLE_REASONS
+
+    rule_name = RULE_FOR_CATEGORY.get(category)
+    if rule_name is None:
+        return Decline(None, UNFIXABLE_REASONS.get(category, UNFIXABLE_REASONS["other"]))
+    if loc is None:
+        return Decline(rule_name, "the source of this site could not be read or parsed")
+    return RULES[rule_name].match(loc)

@@ -1,0 +1,139 @@
+"""Scan: detect -> locate -> classify -> match, deduplicated by source site.
+
+The result is what ``mend scan`` prints and what ``mend fix`` plans from.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mend import __version__
+from mend.detect import BreakEvent, DetectResult, detect, display_path, gb_registry
+from mend.locate import Located, locate
+from mend.rules import Decline, match_site
+from mend.taxonomy import categorize
+from mend.targets import Target
+
+SCHEMA_VERSION = "1.0"
+
+
+@dataclass
+class Site:
+    """One break site (file:line) with every break Dynamo logged there.
+
+    ``file`` is absolute; ``display_file`` is relative to site-packages or the cwd.
+    ``count`` is how many breaks hit the site in the scanned call.
+    """
+
+    file: str
+    line: int
+    column: int
+    function: str
+    source: str
+    gb_type: str
+    message: str
+    category: str
+    fixable_by: str | None
+    reason: str
+    count: int = 0
+    frame_skipped: bool = False
+    skip_reason: str | None = None
+    stack: list = field(default_factory=list)
+    located: Located | None = field(default=None, repr=False)
+
+    @property
+    def display_file(self) -> str:
+        return display_path(self.file)
+
+    def to_json(self) -> dict:
+        return {
+            "file": self.display_file,
+            "line": self.line,
+            "column": self.column,
+            "function": self.function,
+            "source": self.source,
+            "category": self.category,
+            "gb_type": self.gb_type,
+            "gb_id": gb_registry().get(self.gb_type),
+            "message": self.message,
+            "count": self.count,
+            "fixable_by": self.fixable_by,
+            "reason": self.reason,
+            "frame_skipped": self.frame_skipped,
+            "skip_reason": self.skip_reason,
+            "stack": [{"file": display_path(f.file), "line": f.line, "function": f.function} for f in self.stack],
+        }
+
+
+@dataclass
+class ScanResult:
+    """Graphs, the honest break count and the deduplicated sites of one target."""
+
+    target: str
+    graph_count: int
+    sites: list[Site]
+    explain_break_count: int
+    compiled_error: str | None = None
+
+    @property
+    def graph_break_count(self) -> int:
+        return sum(s.count for s in self.sites)
+
+    @property
+    def fixable(self) -> list[Site]:
+        return [s for s in self.sites if s.fixable_by]
+
+    def to_json(self) -> dict:
+        import torch
+
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "mend_version": __version__,
+            "torch_version": torch.__version__,
+            "target": self.target,
+            "graph_count": self.graph_count,
+            "graph_break_count": self.graph_break_count,
+            "explain_graph_break_count": self.explain_break_count,
+            "fixable_break_count": sum(s.count for s in self.fixable),
+            "frames_skipped": sum(1 for s in self.sites if s.frame_skipped),
+            "compiled_error": self.compiled_error,
+            "sites": [s.to_json() for s in self.sites],
+        }
+
+
+def _site_from_event(ev: BreakEvent) -> Site:
+    fr = ev.site
+    file, line, function, source = (fr.file, fr.line, fr.function, fr.source) if fr else ("<unknown>", 0, "?", "")
+    loc = locate(file, line) if fr else None
+    category = categorize(ev.gb_type, loc)
+    verdict = match_site(category, loc)
+    if isinstance(verdict, Decline):
+        fixable_by, reason = None, verdict.reason
+        if verdict.rule:
+            reason = f"{verdict.rule} declines: {reason}"
+    else:
+        fixable_by, reason = verdict.rule, verdict.detail
+    if ev.frame_skipped and ev.skip_reason and fixable_by is None:
+        reason = f"{ev.skip_reason}; {reason}"
+    return Site(file, line, loc.column if loc else 0, function, source, ev.gb_type, ev.message, category,
+                fixable_by, reason, 0, ev.frame_skipped, ev.skip_reason, list(ev.stack), loc)
+
+
+def sites_from(result: DetectResult) -> list[Site]:
+    """Deduplicate break events by (file, line), keeping first-seen order and hit counts."""
+    by_key: dict[tuple[str, int], Site] = {}
+    for ev in result.events:
+        fr = ev.site
+        key = (fr.file, fr.line) if fr else ("<unknown>", 0)
+        if key not in by_key:
+            by_key[key] = _site_from_event(ev)
+        site = by_key[key]
+        site.count += ev.weight
+        site.frame_skipped = site.frame_skipped or ev.frame_skipped
+    return list(by_key.values())
+
+
+def scan(target: Target) -> ScanResult:
+    """Run ``target`` under TorchDynamo and classify every graph break site."""
+    result = detect(target)
+    return ScanResult(target.spec, result.graph_count, sites_from(result), result.explain_break_count,
+                      result.compiled_error)

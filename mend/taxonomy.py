@@ -1,0 +1,162 @@
+"""The break taxonomy: a small set of categories keyed on Dynamo's ``gb_type`` and the
+statement at the break site.
+
+=====================  ==================================================================
+category               what it is
+=====================  ==================================================================
+data-dependent-branch  ``if``/``and``/``or``/``bool()`` on a tensor's value
+data-dependent-loop    ``while`` on a tensor's value
+python-state-mutation  a tensor-guarded branch that mutates Python state (counters, flags)
+raise-assert           a tensor-guarded ``raise`` or ``assert``
+print-logging          ``print``, a ``logging``/transformers logger call, ``warnings.warn``
+item-tolist            scalar extraction: ``.item()``, ``.tolist()``, ``float(t)``, ``int(t)``
+dynamic-shape-op       an operator whose output shape depends on data (``nonzero``, masks)
+numpy                  a NumPy call Dynamo cannot trace
+generator              generators and iterators kept on the module
+unsupported-builtin    a builtin or library call Dynamo cannot trace (``time``, ``random``,
+                       ``torch.manual_seed``, functions in skipped files)
+deepcopy               ``copy.deepcopy``
+isinstance-type-check  ``isinstance`` Dynamo cannot decide
+other                  any other ``gb_type``
+=====================  ==================================================================
+
+Source: the gb_type keys of ``torch/_dynamo/graph_break_registry.json`` (torch 2.13) and
+the categories of shared/cases/README.md.
+"""
+from __future__ import annotations
+
+import libcst as cst
+
+from mend.locate import Located
+
+CATEGORIES = {
+    "data-dependent-branch": "branch on a tensor's value",
+    "data-dependent-loop": "loop on a tensor's value",
+    "python-state-mutation": "tensor-guarded branch that mutates Python state",
+    "raise-assert": "tensor-guarded raise or assert",
+    "print-logging": "print, logging or warnings call",
+    "item-tolist": "scalar extraction (.item(), .tolist())",
+    "dynamic-shape-op": "data-dependent output shape",
+    "numpy": "untraceable NumPy call",
+    "generator": "generator or iterator",
+    "unsupported-builtin": "untraceable builtin or library call",
+    "deepcopy": "copy.deepcopy",
+    "isinstance-type-check": "undecidable isinstance",
+    "other": "other graph break",
+}
+
+# Why a category is out of reach of every rule, in words a user understands.
+UNFIXABLE_REASONS = {
+    "data-dependent-loop": "the loop's trip count depends on tensor values; no local rewrite keeps it in one graph "
+                           "(torch.while_loop needs fixed-shape carried state)",
+    "python-state-mutation": "the branch mutates Python state (a counter or flag) that lives outside the graph; "
+                             "predicating it would change what the module records",
+    "item-tolist": "the tensor value leaves the graph as a Python number and Python code consumes it; "
+                   "keeping it a tensor needs a manual change (or capture_scalar_outputs=True with torch._check)",
+    "dynamic-shape-op": "the operator's output shape depends on tensor values; it traces only with "
+                        "capture_dynamic_output_shape_ops=True, which changes every shape downstream",
+    "numpy": "the NumPy call has no traceable PyTorch equivalent that keeps its random stream or dtype",
+    "generator": "the module keeps a Python iterator/generator whose state advances per call; the graph cannot own it",
+    "unsupported-builtin": "the call (wall clock, Python RNG, global seeding, a skipped library function) "
+                           "has effects Dynamo cannot trace and no graph-native equivalent",
+    "deepcopy": "copy.deepcopy of live objects cannot be traced",
+    "isinstance-type-check": "Dynamo cannot decide the isinstance check statically",
+    "other": "no rule handles this kind of graph break",
+}
+
+_BRANCH = {"Data-dependent branching", "Data-dependent branching with non-constant __bool__",
+           "torch.fx.experimental.symbolic_shapes.guard_scalar branch not supported"}
+_ITEM = {"Unsupported Tensor.item() call with capture_scalar_outputs=False",
+         "Tensor.tolist() with non-integer tensor", "Data dependent operator"}
+_SKIPPED = {"Attempted to call function marked as skipped", "Attempted to inline function marked as skipped",
+            "Attempted to inline function marked as skipped (SkipFunctionVariable)",
+            "Failed to trace builtin operator", "logging.Logger method not supported for non-export cases"}
+
+LOG_METHODS = {"debug", "info", "warning", "warn", "error", "critical", "exception", "log",
+               "warning_once", "info_once", "warning_advice"}
+
+
+def call_name(node: cst.CSTNode) -> str | None:
+    """Dotted name of a call's callee (``warnings.warn``, ``self.logger.info``), else None."""
+    if not isinstance(node, cst.Call):
+        return None
+    parts = []
+    func = node.func
+    while isinstance(func, cst.Attribute):
+        parts.append(func.attr.value)
+        func = func.value
+    if isinstance(func, cst.Name):
+        parts.append(func.value)
+        return ".".join(reversed(parts))
+    return None
+
+
+def side_effect_call(loc: Located | None) -> str | None:
+    """The dotted callee when the statement is a bare print/logger/warnings call."""
+    if loc is None or not isinstance(loc.node, cst.Expr):
+        return None
+    name = call_name(loc.node.value)
+    if name is None:
+        return None
+    last = name.rsplit(".", 1)[-1]
+    if name == "print" or name in ("warnings.warn", "warn") or (
+            "." in name and last in LOG_METHODS and ("log" in name.lower() or name.startswith("logging."))):
+        return name
+    return None
+
+
+def _mutates_python_state(stmts) -> bool:
+    """A body that bumps a counter or sets a flag: ``self.n += 1``, ``self.flag = True``."""
+    for stmt in stmts:
+        for small in getattr(stmt, "body", []) if isinstance(stmt, cst.SimpleStatementLine) else []:
+            if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Attribute):
+                return True
+    return False
+
+
+def _if_body(node: cst.If):
+    return list(node.body.body)
+
+
+def _only_raise(stmts) -> bool:
+    return (len(stmts) == 1 and isinstance(stmts[0], cst.SimpleStatementLine)
+            and len(stmts[0].body) == 1 and isinstance(stmts[0].body[0], cst.Raise))
+
+
+def categorize(gb_type: str, loc: Located | None) -> str:
+    """The taxonomy category of a break from its gb_type and the statement at its site."""
+    node = loc.node if loc is not None else None
+    if gb_type in _BRANCH or gb_type.startswith("Data-dependent assertion"):
+        if isinstance(node, cst.While):
+            return "data-dependent-loop"
+        if isinstance(node, cst.Assert):
+            return "raise-assert"
+        if isinstance(node, cst.If):
+            if _only_raise(_if_body(node)):
+                return "raise-assert"
+            if _mutates_python_state(_if_body(node)):
+                return "python-state-mutation"
+        return "data-dependent-branch"
+    if gb_type in _SKIPPED and side_effect_call(loc):
+        return "print-logging"
+    if gb_type == "logging.Logger method not supported for non-export cases":
+        return "print-logging"
+    if gb_type == "Data dependent operator" and loc is not None and not any(
+            k in loc.code() for k in (".item(", ".tolist(", "int(", "float(", "bool(")):
+        return "dynamic-shape-op"  # e.g. torch.nonzero: the op, not a scalar read, breaks
+    if gb_type in _ITEM:
+        return "item-tolist"
+    if gb_type.startswith("Dynamic shape operator") or "data-dependent output shape" in gb_type:
+        return "dynamic-shape-op"
+    low = gb_type.lower()
+    if "numpy" in low:
+        return "numpy"
+    if "deepcopy" in low:
+        return "deepcopy"
+    if "isinstance" in low:
+        return "isinstance-type-check"
+    if "generator" in low or "tp_iter" in low or low.startswith("iter()"):
+        return "generator"
+    if gb_type in _SKIPPED or gb_type in {"Tensor.random_ op", "torch.Generator method"} or "random" in low:
+        return "unsupported-builtin"
+    return "other"

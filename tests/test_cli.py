@@ -1,0 +1,85 @@
+"""The command line: output formats, exit codes and bad input."""
+import json
+
+import pytest
+
+from tests.conftest import FIXTURES
+
+
+def test_exit_1_when_fixable_and_table(run_mend):
+    code, out, _ = run_mend("scan", str(FIXTURES / "branch_where.py"))
+    assert code == 1
+    assert "1 graph breaks (1 fixable)" in out and "branch_where.py:12" in out
+
+
+def test_exit_0_when_nothing_fixable(run_mend):
+    assert run_mend("scan", str(FIXTURES / "clean.py"))[0] == 0
+    assert run_mend("scan", str(FIXTURES / "loop_branch.py"))[0] == 0
+
+
+def test_json_output(scan_json):
+    code, doc = scan_json(str(FIXTURES / "mixed.py"))
+    assert code == 1
+    assert doc["schema_version"] == "1.0"
+    # the branch resumes straight into warnings.warn, a resume that builds no graph:
+    # explain would say 3
+    assert (doc["graph_break_count"], doc["graph_count"], doc["explain_graph_break_count"]) == (4, 4, 3)
+    site = doc["sites"][0]
+    assert site["file"] == "tests/fixtures/mixed.py" or site["file"].endswith("tests/fixtures/mixed.py")
+    assert {"file", "line", "category", "gb_type", "count", "fixable_by", "reason"} <= set(site)
+
+
+def test_sarif_output(run_mend):
+    code, out, _ = run_mend("scan", str(FIXTURES / "mixed.py"), "--sarif")
+    assert code == 1
+    doc = json.loads(out)
+    assert doc["version"] == "2.1.0"
+    results = doc["runs"][0]["results"]
+    assert len(results) == 4
+    rule_ids = [r["id"] for r in doc["runs"][0]["tool"]["driver"]["rules"]]
+    for res in results:
+        assert rule_ids[res["ruleIndex"]] == res["ruleId"]
+        assert res["level"] in ("warning", "note")
+        assert res["locations"][0]["physicalLocation"]["region"]["startLine"] >= 1
+    assert {r["level"] for r in results} == {"warning", "note"}
+
+
+def test_list_targets(run_mend):
+    code, out, _ = run_mend("scan", "--list-targets")
+    assert code == 0
+    for name in ("hf:t5", "hf:bart@fp16", "hf:grounding-dino", "hf:longformer", "hf:phi3"):
+        assert name in out
+
+
+@pytest.mark.parametrize("spec, needle", [
+    ("bad_syntax.py", "bad_syntax.py:3: does not parse"),
+    ("bad_import.py", "No module named 'a_module_that_does_not_exist'"),
+    ("no_model.py", "defines no `Model`"),
+    ("bad_factory.py:factory", "must return (model, args)"),
+    ("bad_factory.py:factory_not_module", "not a torch.nn.Module"),
+    ("bad_factory.py:missing", "has no callable `missing`"),
+    ("wrong_shape.py", "rejected its example inputs"),
+    ("does_not_exist.py", "no such file"),
+])
+def test_bad_input_is_one_clear_error(run_mend, spec, needle):
+    code, out, err = run_mend("scan", str(FIXTURES / spec))
+    assert code == 2
+    assert needle in err.replace("\n", " ") or needle in " ".join(err.split())
+    assert "Traceback" not in err and out == ""
+
+
+def test_bad_module_and_catalogue_names(run_mend):
+    code, _, err = run_mend("scan", "no_such_pkg.sub:factory")
+    assert code == 2 and "cannot import module `no_such_pkg.sub`" in err
+    code, _, err = run_mend("scan", "hf:not-a-model")
+    assert code == 2 and "not-a-model" in err and "t5" in err
+
+
+def test_debug_shows_traceback(run_mend):
+    code, _, err = run_mend("scan", str(FIXTURES / "wrong_shape.py"), "--debug")
+    assert code == 2 and "Traceback" in err
+
+
+def test_no_target(run_mend):
+    code, _, err = run_mend("scan")
+    assert code == 2 and "no TARGET" in err

@@ -1,0 +1,70 @@
+"""Detection and taxonomy on our own fixtures (tests/fixtures)."""
+import jsonschema
+import pytest
+
+from mend.report import schema
+from mend.scan import scan
+from mend.targets import load_target
+from tests.conftest import FIXTURES
+
+
+def _scan(name, suffix=""):
+    return scan(load_target(str(FIXTURES / name) + suffix))
+
+
+def test_branch_is_one_fixable_break():
+    r = _scan("branch_where.py")
+    assert (r.graph_count, r.graph_break_count, r.explain_break_count) == (2, 1, 1)
+    (site,) = r.sites
+    assert site.line == 12 and site.category == "data-dependent-branch"
+    assert site.fixable_by == "predicated-control-flow"
+    assert site.gb_type == "Data-dependent branching"
+    assert site.located.kind == "If" and site.column == 8
+
+
+def test_nested_break_counts_the_split_caller():
+    # pre | inner(prefix | log | suffix) | post: 4 graphs, 3 breaks, all at the logger line
+    r = _scan("nested_logger.py")
+    assert r.graph_count == 4 and r.graph_break_count == 3
+    (site,) = r.sites
+    assert site.count == 3 and site.category == "print-logging" and site.line == 17
+    assert site.fixable_by == "deferred-side-effects"
+    assert [f.function for f in site.stack][-1] == "forward"
+
+
+def test_each_kind_is_classified():
+    r = _scan("mixed.py")
+    by_line = {s.line: s for s in r.sites}
+    assert by_line[15].category == "print-logging" and by_line[15].fixable_by == "deferred-side-effects"
+    assert by_line[16].category == "raise-assert" and by_line[16].fixable_by == "predicated-validation"
+    assert by_line[18].category == "print-logging" and by_line[18].fixable_by == "deferred-side-effects"
+    assert by_line[19].category == "item-tolist" and by_line[19].fixable_by is None
+    assert "Python number" in by_line[19].reason
+    assert r.graph_break_count == 4
+
+
+def test_factory_target_sees_the_same_breaks():
+    r1, r2 = _scan("mixed.py"), _scan("mixed.py", ":factory")
+    assert [(s.line, s.count) for s in r1.sites] == [(s.line, s.count) for s in r2.sites]
+
+
+def test_break_in_loop_is_a_skipped_frame_not_zero():
+    r = _scan("loop_branch.py")
+    assert r.graph_count == 0 and r.explain_break_count == -1
+    assert r.graph_break_count == 1
+    (site,) = r.sites
+    assert site.frame_skipped and site.fixable_by is None
+    assert "loop" in site.reason
+
+
+def test_clean_model_has_no_break_and_validates():
+    r = _scan("clean.py")
+    assert (r.graph_count, r.graph_break_count, r.sites) == (1, 0, [])
+    jsonschema.validate(r.to_json(), schema("scan"))
+
+
+@pytest.mark.parametrize("name", ["branch_where.py", "mixed.py", "loop_branch.py", "nested_logger.py"])
+def test_json_matches_schema(name):
+    doc = _scan(name).to_json()
+    jsonschema.validate(doc, schema("scan"))
+    assert doc["graph_break_count"] == sum(s["count"] for s in doc["sites"])
