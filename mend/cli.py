@@ -104,5 +104,62 @@ def scan(targets, as_json, sarif, list_targets, debug):
     sys.exit(1 if any(r.fixable for r in results) else 0)
 
 
+@main.command()
+@click.argument("target")
+@click.option("--write", is_flag=True, help="Rewrite the target's own file in place (atomically).")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Write the mended file (and certificates) to DIR.")
+@click.option("--json", "as_json", is_flag=True, help='Print {"before", "after", "rewrites", "declined"}.')
+@click.option("--seed", default=0, show_default=True, help="Hypothesis seed of the differential tests.")
+@click.option("--examples", default=30, show_default=True, help="Hypothesis examples per candidate rewrite.")
+@click.option("--debug", is_flag=True, help="Show tracebacks.")
+def fix(target, write, out_dir, as_json, seed, examples, debug):
+    """Rewrite the fixable graph breaks of TARGET (FILE.py), verifying each rewrite
+    differentially before it is emitted. Prints a unified diff unless --write/--out."""
+    from pathlib import Path
+
+    from mend.fix import certificate, fix as run_fix, write_atomic
+
+    with _errors(debug):
+        with err_console.status(f"scanning, rewriting and verifying {target}..."):
+            res = run_fix(target, seed=seed, max_examples=examples)
+        written = []
+        if out_dir or write:
+            dest = Path(out_dir) if out_dir else Path("mended")
+            dest.mkdir(parents=True, exist_ok=True)
+            if write:
+                write_atomic(res.file, res.mended)
+                written.append(str(res.file))
+            if out_dir:
+                write_atomic(dest / res.file.name, res.mended)
+                written.append(str(dest / res.file.name))
+            cert_dir = dest / "certificates"
+            cert_dir.mkdir(exist_ok=True)
+            for i, rw in enumerate(res.rewrites, 1):
+                cert = cert_dir / f"{res.file.stem}.{i}.{rw['rule']}.json"
+                write_atomic(cert, json.dumps(certificate(res, rw), indent=2))
+                written.append(str(cert))
+        if as_json:
+            click.echo(json.dumps({"before": res.before.to_json(), "after": res.after.to_json(),
+                                   "rewrites": res.rewrites, "declined": res.declined}, indent=2))
+        else:
+            console = out_console()
+            if not written:
+                click.echo(res.diff(), nl=False)
+            console.print(f"[bold]{target}[/]: graphs {res.before.graph_count} -> {res.after.graph_count}, "
+                          f"breaks {res.before.graph_break_count} -> {res.after.graph_break_count}; "
+                          f"{len(res.rewrites)} rewrite(s) verified, {len(res.declined)} declined")
+            for rw in res.rewrites:
+                ev = rw["evidence"]
+                console.print(f"  fixed    {rw['site']}  {rw['rule']}: {rw['detail']} "
+                              f"({ev['examples']} examples, outcomes {ev['predicate_outcomes']})")
+            for d in res.declined:
+                console.print(f"  declined {d.get('site') or d.get('file', '') + ':' + str(d.get('line'))}  {d['rule']}: {d['reason']}")
+            for s in res.after.sites:
+                if not s.fixable_by:
+                    console.print(f"  unfixable {s.display_file}:{s.line}  {s.category}: {s.reason}")
+            for w in written:
+                console.print(f"  wrote {w}")
+
+
 if __name__ == "__main__":
     main()

@@ -107,3 +107,12 @@ def locate(path: str, line: int) -> Located | None:
     if starting:
         start, end, col, node, ancestors = min(starting, key=lambda e: len(e[4]))
     return Located(path, start, col, end, node, list(ancestors), module)
+
+
+def line_of(path: str, node: cst.CSTNode) -> int | None:
+    """Start line of a statement node obtained from :func:`locate` on the same file."""
+    _, entries = parse_index(path)
+    for start, _end, _col, n, _anc in entries:
+        if n is node:
+            return start
+    return None

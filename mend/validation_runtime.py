@@ -1,0 +1,193 @@
+"""Restore the original exception of checks that mend rewrote into ``torch._assert_async``.
+
+The rule ``predicated-validation`` turns ``if cond: raise E(msg)`` into
+``torch._assert_async(<not cond>, f"mend-trap:{__name__}:_MEND_TRAPS.<id>")`` and keeps
+``lambda: E(msg)`` under ``<id>`` in the module-level table ``_MEND_TRAPS``. A failing
+check surfaces as ``RuntimeError("mend-trap:...")`` -- synchronously in eager, and at the
+end of the compiled call under the eager, aot_eager and inductor backends (torch 2.13,
+CPU; the message is kept exactly). This module maps that error back to ``E(msg)``.
+
+The mapping must happen outside the compiled region: a ``try``/``except`` inside it is
+traced by Dynamo and never sees the error the graph raises at run time, and forward hooks
+cannot replace an exception (``always_call`` hooks' own errors are silenced). So
+:func:`install` gives the top-level module a ``forward`` that Dynamo skips
+(``torch.compiler.disable(..., recursive=False)``): it calls the model's own ``forward``,
+whose frame Dynamo still compiles, and translates the error on the way out. Works for
+``torch.compile(model)``, ``model.compile()``, ``torch._dynamo.explain(model)`` and plain
+eager calls, with no extra graph break.
+
+Lookup is exact, never a guess: the marker names the module (``__name__``) and table; the
+table is found in ``sys.modules``, in the globals of the model's classes, or in the
+globals of a frame of the traceback, by that name. When no table, or two different ones,
+answer for the id, the RuntimeError is left as it is, with a note saying why.
+
+Not restored: CUDA (``_assert_async`` drops the message and raises a fatal device-side
+assert, pytorch#131491); a check reached from a module that was called directly rather
+than through the installed top-level module.
+"""
+from __future__ import annotations
+
+import functools
+import re
+import sys
+from types import ModuleType
+from typing import Any, Callable
+
+import torch
+
+MARKER_RE = re.compile(r"mend-trap:(?P<module>[A-Za-z_][\w.]*):(?P<table>_MEND_TRAPS\w*)\.(?P<key>[0-9a-f]{12})")
+_INSTALLED = "_mend_validation_base"
+_SUBCLASSES: dict[type, type] = {}
+
+
+def _globals_of(owner: Any) -> list[dict]:
+    """Module globals of the code behind ``owner``: for a module, every function defined on
+    the classes of its submodules; for a function, its own (through ``__wrapped__``)."""
+    out: list[dict] = []
+
+    def add(value: Any) -> None:
+        g = getattr(getattr(value, "__func__", value), "__globals__", None)
+        if isinstance(g, dict) and not any(g is h for h in out):
+            out.append(g)
+
+    if isinstance(owner, torch.nn.Module):
+        for sub in owner.modules():
+            for klass in type(sub).__mro__:
+                for value in vars(klass).values():
+                    add(value)
+    else:
+        seen = 0
+        while owner is not None and seen < 8:
+            add(owner)
+            owner, seen = getattr(owner, "__wrapped__", None), seen + 1
+    return out
+
+
+def _candidates(module: str, table: str, err: BaseException, model: Any) -> list[dict]:
+    """Distinct trap tables that the marker's (module, table) could name."""
+    found: list[dict] = []
+
+    def add(g: dict | None) -> None:
+        if g is not None and g.get("__name__") == module and isinstance(g.get(table), dict):
+            if not any(g[table] is f for f in found):
+                found.append(g[table])
+
+    mod = sys.modules.get(module)
+    add(vars(mod) if isinstance(mod, ModuleType) else None)
+    if model is not None:
+        for g in _globals_of(model):
+            add(g)
+    tb = err.__traceback__
+    while tb is not None:
+        add(tb.tb_frame.f_globals)
+        tb = tb.tb_next
+    return found
+
+
+def _describe(exc: BaseException) -> tuple:
+    return type(exc), repr(exc.args)
+
+
+def restore(err: BaseException, model: Any = None) -> BaseException | None:
+    """The original exception for a RuntimeError carrying a mend-trap marker, else None.
+
+    ``model`` (a module or function) widens the search for the trap table to the globals
+    of its code. When the marker is present but cannot be resolved, a note is added to
+    ``err`` and None is returned: the error is left as it is rather than guessed at.
+    """
+    if not isinstance(err, RuntimeError) or not err.args:
+        return None
+    match = MARKER_RE.search(str(err))
+    if match is None:
+        return None
+    module, table, key = match.group("module", "table", "key")
+    restored, why = [], None
+    for tab in _candidates(module, table, err, model):
+        factory = tab.get(key)
+        if factory is None:
+            continue
+        try:
+            exc = factory()
+            if isinstance(exc, type) and issubclass(exc, BaseException):
+                exc = exc()
+        except Exception as exc_err:  # the factory itself failed: do not guess
+            why = f"building the original exception failed: {type(exc_err).__name__}: {exc_err}"
+            continue
+        if isinstance(exc, BaseException):
+            restored.append(exc)
+    if restored and len({_describe(e) for e in restored}) == 1:
+        exc = restored[0]
+        exc.add_note(f"(restored by mend.validation_runtime from torch._assert_async marker {match.group(0)})")
+        return exc
+    if restored:
+        why = "two trap tables answer for it with different exceptions"
+    _note(err, f"mend: could not restore the original exception for {match.group(0)}: "
+               f"{why or f'no table {table} in module {module} holds it (is the mended module imported?)'}")
+    return None
+
+
+def _note(err: BaseException, text: str) -> None:
+    if text not in getattr(err, "__notes__", ()):
+        err.add_note(text)
+
+
+def restoring(fn: Callable) -> Callable:
+    """Wrap a function (or a ``torch.compile``d function) so mend traps raise their original
+    exception. The wrapper runs outside the compiled region."""
+    def run(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except RuntimeError as err:
+            restored = restore(err, fn)
+            if restored is None:
+                raise
+            raise restored.with_traceback(err.__traceback__) from None
+
+    return functools.wraps(fn)(torch.compiler.disable(run, recursive=False))
+
+
+def _subclass(base: type) -> type:
+    """``base`` with a ``forward`` that restores mend traps; same name, cached per class."""
+    if base not in _SUBCLASSES:
+        base_forward = base.forward
+
+        def forward(self, *args, **kwargs):
+            try:
+                return base_forward(self, *args, **kwargs)  # this frame is the one Dynamo compiles
+            except RuntimeError as err:
+                restored = restore(err, self)
+                if restored is None:
+                    raise
+                raise restored.with_traceback(err.__traceback__) from None
+
+        functools.update_wrapper(forward, base_forward)
+        namespace = {"forward": torch.compiler.disable(forward, recursive=False), _INSTALLED: base,
+                     "__module__": base.__module__, "__qualname__": base.__qualname__}
+        _SUBCLASSES[base] = type(base.__name__, (base,), namespace)
+    return _SUBCLASSES[base]
+
+
+def install(model: torch.nn.Module) -> torch.nn.Module:
+    """Make ``model`` raise the original exception of every mend trap reached from its
+    ``forward``, in eager and compiled calls alike. Idempotent; returns ``model``.
+
+    Install it on the module you call (the top level): installing on submodules would put
+    a Dynamo-skipped frame inside the compiled region. An ``OptimizedModule``
+    (``torch.compile(model)``) is handled through the module it wraps. The instance's class
+    is replaced by a same-named subclass: ``isinstance``, ``state_dict`` and ``deepcopy``
+    are unaffected; pickling the whole module (rather than its state_dict) is not supported.
+    """
+    target = getattr(model, "_orig_mod", model)
+    if not isinstance(target, torch.nn.Module):
+        raise TypeError(f"install() needs an nn.Module, got {type(model).__name__}")
+    if _INSTALLED not in vars(type(target)):
+        target.__class__ = _subclass(type(target))
+    return model
+
+
+def uninstall(model: torch.nn.Module) -> torch.nn.Module:
+    target = getattr(model, "_orig_mod", model)
+    base = vars(type(target)).get(_INSTALLED)
+    if base is not None:
+        target.__class__ = base
+    return model

@@ -1,0 +1,301 @@
+"""predicated-control-flow rewrite (GraphMend "[Where]"): generated from the rule's
+FIX_EXAMPLES / DECLINE_EXAMPLES, plus behavioural checks that run the rewritten code.
+
+Behavioural checks: original and rewritten modules built with the same weights give
+bit-identical outputs on inputs that take both sides of the branch, and the rewritten
+module compiles to exactly one graph.
+"""
+import linecache
+
+import libcst as cst
+import pytest
+import torch
+
+from mend.locate import locate
+from mend.rules import Decline, Match
+from mend.rules.predicated_control_flow import (
+    DECLINE_EXAMPLES,
+    FIX_EXAMPLES,
+    RewriteResult,
+    first_site,
+    match,
+    rewrite,
+)
+from tests.conftest import SHARED_CASES
+
+
+def _rewrite(source: str, line: int | None = None):
+    return rewrite(cst.parse_module(source), line or first_site(source))
+
+
+def _example(containing: str) -> tuple[str, str]:
+    found = [ex for ex in FIX_EXAMPLES if containing in ex[0]]
+    assert len(found) == 1, containing
+    return found[0]
+
+
+# -- generated from the example lists --------------------------------------------------
+
+
+def test_example_counts():
+    assert len(FIX_EXAMPLES) >= 8 and len(DECLINE_EXAMPLES) >= 8
+
+
+@pytest.mark.parametrize("before, after", FIX_EXAMPLES, ids=[f"fix{i}" for i in range(len(FIX_EXAMPLES))])
+def test_fix_example(before, after):
+    result = _rewrite(before)
+    assert isinstance(result, RewriteResult), result
+    assert result.code == after
+    assert result.predicates and result.obligations
+    cst.parse_module(result.code)  # still valid Python
+
+
+@pytest.mark.parametrize("source, reason", DECLINE_EXAMPLES, ids=[f"decline{i}" for i in range(len(DECLINE_EXAMPLES))])
+def test_decline_example(source, reason):
+    result = _rewrite(source)
+    assert isinstance(result, Decline), result
+    assert result.rule == "predicated-control-flow"
+    assert reason in result.reason
+
+
+# -- obligations and details -----------------------------------------------------------
+
+
+def _kinds(result: RewriteResult) -> set[str]:
+    return {o["kind"] for o in result.obligations}
+
+
+def test_sqrt_trap_carries_finite_gradient_obligation():
+    result = _rewrite(_example("torch.sqrt(s)")[0])
+    grad = [o for o in result.obligations if o["kind"] == "finite-gradient"]
+    assert grad and grad[0]["op"] == "sqrt" and grad[0]["expr"] == "torch.sqrt(s)"
+    assert {"same-shape", "same-dtype", "single-element-predicate", "untaken-side-cannot-raise"} <= _kinds(result)
+    assert {"kind": "same-shape", "target": "y", "lhs": "torch.sqrt(s)", "rhs": "s"} in result.obligations
+
+
+def test_division_gets_finite_gradient_obligation():
+    src = "import torch\n\n\ndef f(h):\n    norm = h.norm()\n    if norm > 1:\n        h = h / norm\n    return h\n"
+    result = _rewrite(src)
+    assert {"kind": "finite-gradient", "expr": "h / norm", "op": "/", "guard": "norm > 1"} in result.obligations
+
+
+def test_submodule_call_on_untaken_side_is_an_obligation():
+    src = ("import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n    def forward(self, x):\n"
+           "        h = x\n        if h.sum() > 0:\n            h = self.proj(h)\n        return h\n")
+    result = _rewrite(src)
+    assert isinstance(result, RewriteResult)
+    assert {"kind": "untaken-side-runs", "call": "self.proj(h)", "guard": "h.sum() > 0"} in result.obligations
+
+
+def test_span_detail_and_predicates():
+    result = _rewrite(_example("elif x.mean() < -1")[0])
+    assert result.span == (7, 12)
+    assert result.predicates == ["x.mean() > 1", "x.mean() < -1"]
+    assert "elif" in result.detail and "torch.where" in result.detail
+
+
+def test_fresh_name_avoids_every_name_in_the_module():
+    before = _example("b = y + a")[0].replace("return a, b", "_mend_pred_0 = 1\n        return a, b")
+    result = _rewrite(before)
+    assert "_mend_pred_1 = x.sum() > 0" in result.code
+    assert "_mend_pred_0 = 1" in result.code
+
+
+def test_everything_outside_the_if_is_untouched():
+    before, after = _example("(pad_mask == 0).any()")
+    result = _rewrite(before)
+    old, new = before.splitlines(), result.code.splitlines()
+    assert old[:6] == new[:6] and old[-1] == new[-1]
+
+
+def test_no_statement_on_line():
+    assert isinstance(_rewrite("import torch\n", 5), Decline)
+
+
+def test_static_test_is_declined():
+    src = "import torch\n\n\ndef f(x):\n    if x.dtype == torch.float16:\n        x = x.float()\n    return x\n"
+    result = _rewrite(src, 5)
+    assert isinstance(result, Decline) and "Python-level" in result.reason
+
+
+def test_match_accepts_if_return_followed_by_return(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text(_example("return h * 0.5")[0])
+    loc = locate(str(path), 8)
+    assert loc is not None and isinstance(match(loc), Match)
+
+
+# -- behaviour: eager equality on both sides, one graph when compiled ----------------------
+
+
+def _load(source: str, name: str) -> dict:
+    """exec ``source`` as a module named ``name`` (registered in linecache for Dynamo)."""
+    filename = f"<mend-test {name}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    ns = {"__name__": name}
+    exec(compile(source, filename, "exec"), ns)
+    return ns
+
+
+def _outputs(out) -> list[torch.Tensor]:
+    return list(out) if isinstance(out, tuple) else [out]
+
+
+def _branch_outcomes(model, inputs, monkeypatch) -> set[bool]:
+    """Truth values the original takes when it branches on a tensor."""
+    seen: set[bool] = set()
+    original = torch.Tensor.__bool__
+
+    def record(self):
+        value = original(self)
+        seen.add(value)
+        return value
+
+    with monkeypatch.context() as mp:
+        mp.setattr(torch.Tensor, "__bool__", record)
+        for args in inputs:
+            model(*args)
+    return seen
+
+
+def _check_behaviour(before: str, after: str, inputs, monkeypatch, cls: str = "Model"):
+    """``inputs``: a list of argument tuples, or a function of the original model giving one."""
+    torch.manual_seed(0)
+    original = _load(before, "mend_before")[cls]().eval()
+    torch.manual_seed(0)
+    mended = _load(after, "mend_after")[cls]().eval()
+    if callable(inputs):
+        inputs = inputs(original)
+    assert _branch_outcomes(original, inputs, monkeypatch) == {True, False}, "inputs must take both sides"
+    for args in inputs:
+        with torch.no_grad():
+            want, got = _outputs(original(*args)), _outputs(mended(*args))
+        assert len(want) == len(got)
+        for w, g in zip(want, got):
+            assert w.dtype == g.dtype and torch.equal(w, g)
+    for args in inputs:
+        torch._dynamo.reset()
+        explained = torch._dynamo.explain(mended)(*args)
+        # a break whose resumed code builds no graph is not counted: look at the reasons too
+        assert explained.graph_count == 1 and explained.graph_break_count == 0, explained.break_reasons
+        assert not explained.break_reasons
+        torch._dynamo.reset()
+        compiled = torch.compile(mended, backend="eager", fullgraph=True)
+        with torch.no_grad():
+            for w, g in zip(_outputs(original(*args)), _outputs(compiled(*args))):
+                assert torch.equal(w, g)
+    torch._dynamo.reset()
+
+
+def _randn(*shape, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+BEHAVIOUR = [
+    # (substring of the example's source, inputs covering both outcomes)
+    ("h.pow(2).mean() > self.threshold", lambda: [(_randn(4, 16) * 0.01,), (_randn(4, 16) * 10,)]),
+    ("(pad_mask == 0).any()", lambda: [(_randn(2, 6, 6), torch.ones(2, 6, dtype=torch.long)),
+                                       (_randn(2, 6, 6), torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]]))]),
+    ("if not inside:", lambda: [(_randn(5, 4) * 0.1,), (_randn(5, 4) * 3,)]),
+    ("b = y + a", lambda: [(_randn(3, 4) + 5, _randn(3, 4, seed=1)), (_randn(3, 4) - 5, _randn(3, 4, seed=1))]),
+    ("elif x.mean() < -1", lambda: [(_randn(3, 4) + 5,), (_randn(3, 4) - 5,), (_randn(3, 4) * 0.1,)]),
+    ("return x * 3", lambda: [(_randn(3, 4).abs() + 0.1,), (_randn(3, 4),)]),
+    ("return h * 0.5", lambda: [(_randn(3, 4) * 0.1,), (_randn(3, 4) * 10,)]),
+    ("h.clamp(0, 100)", lambda: [(_randn(3, 4).abs(),), (_randn(3, 4),), (_randn(3, 4).abs() * 1000,)]),
+    ("torch.isinf(h).any()", lambda: [(_randn(3, 4).half(),),
+                                      (torch.tensor([1.0, float("inf"), -float("inf")]).half(),)]),
+]
+
+
+@pytest.mark.parametrize("containing, inputs", BEHAVIOUR, ids=[b[0] for b in BEHAVIOUR])
+def test_rewritten_example_behaves_the_same(containing, inputs, monkeypatch):
+    before, after = _example(containing)
+    _check_behaviour(before, after, inputs(), monkeypatch)
+
+
+def test_original_examples_really_break():
+    for containing, inputs in BEHAVIOUR[:3]:
+        torch.manual_seed(0)
+        model = _load(_example(containing)[0], "mend_before")["Model"]().eval()
+        torch._dynamo.reset()
+        assert torch._dynamo.explain(model)(*inputs()[0]).break_reasons
+    torch._dynamo.reset()
+
+
+# -- the shared acceptance cases -----------------------------------------------------------
+
+needs_shared = pytest.mark.skipif(not (SHARED_CASES / "README.md").is_file(), reason="../shared/cases is absent")
+
+
+def _mend_file(name: str, rounds: int = 1) -> tuple[str, str, list[RewriteResult]]:
+    """Rewrite the first ``rounds`` sites of a shared case, one after the other."""
+    before = (SHARED_CASES / name).read_text()
+    code, results = before, []
+    for _ in range(rounds):
+        result = _rewrite(code)
+        assert isinstance(result, RewriteResult), result
+        code = result.code
+        results.append(result)
+    return before, code, results
+
+
+def _case_inputs(before: str):
+    return _load(before, "mend_case")["get_inputs"]()
+
+
+@needs_shared
+def test_shared_case_001_break_removed(monkeypatch):
+    before, after, _ = _mend_file("001_energy_gate_branch.py")
+    (x,) = _case_inputs(before)
+    # get_inputs() plus inputs that flip the branch both ways
+    _check_behaviour(before, after, [(x,), (x * 0.01,), (x * 10,)], monkeypatch)
+
+
+@needs_shared
+def test_shared_case_002_break_removed(monkeypatch):
+    before, after, _ = _mend_file("002_padding_any_masked_fill.py")
+    x, pad_mask = _case_inputs(before)
+    _check_behaviour(before, after, [(x, pad_mask), (x, torch.ones_like(pad_mask))], monkeypatch)
+
+
+@needs_shared
+def test_shared_case_004_both_breaks_removed(monkeypatch):
+    before, after, results = _mend_file("004_action_bounds_and_project.py", rounds=2)
+    assert [r.span for r in results] == [(37, 37), (38, 39)]
+    (obs,) = _case_inputs(before)
+
+    def inputs(model):  # get_inputs() is out of bounds; solve policy(obs) = 0 for one inside
+        w, b = model.policy.weight.detach(), model.policy.bias.detach()
+        inside = torch.linalg.lstsq(w, -b[:, None]).solution.T
+        return [(obs,), (inside.expand(3, -1).contiguous(),)]
+
+    _check_behaviour(before, after, inputs, monkeypatch)
+
+
+@needs_shared
+def test_shared_case_012_trap_keeps_forward_but_not_gradient():
+    """The obvious rewrite is forward-exact, yet its gradient is NaN where the if's is not:
+    exactly what the finite-gradient obligation tells the verifier to refute."""
+    before, after, (result,) = _mend_file("012_sqrt_branch_grad_nan.py")
+    assert "finite-gradient" in _kinds(result)
+    (x,) = _case_inputs(before)
+    grads = []
+    for src in (before, after):
+        torch.manual_seed(0)
+        model = _load(src, "mend_case")["Model"]()
+        out = model(x)
+        out.backward()
+        grads.append((out.detach(), model.scale.grad.clone(), model.proj.weight.grad.clone()))
+    assert torch.equal(grads[0][0], grads[1][0])
+    assert not grads[0][2].isnan().any() and grads[1][2].isnan().all()
+
+
+@needs_shared
+@pytest.mark.parametrize("name, reason", [
+    ("006_moe_skip_unused_expert.py", "inside a loop"),
+    ("008_all_ones_mask_to_none.py", "None"),
+    ("013_skip_counter_nonfinite.py", "self.skipped_steps"),
+])
+def test_shared_trap_cases_declined(name, reason):
+    result = _rewrite((SHARED_CASES / name).read_text())
+    assert isinstance(result, Decline) and reason in result.reason

@@ -1,0 +1,370 @@
+"""predicated-validation ("[Trap]"): examples from the rule, behaviour on fixtures, runtime.
+
+Generated tests: every FIX example is rewritten to exactly its expected text, every
+DECLINE example is declined with its reason. Behaviour tests load an original and a
+mended module (same weights) and compare outputs and raised exceptions (type and message)
+in eager and under torch.compile(backend="eager"/"aot_eager"), with the restore runtime
+installed; explain must show one graph and no break.
+"""
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import sys
+import types
+from pathlib import Path
+
+import libcst as cst
+import pytest
+import torch
+
+from mend import validation_runtime as vr
+from mend.locate import locate
+from mend.rules import Decline, Match
+from mend.rules import predicated_validation as pv
+
+SHARED_CASES = Path(__file__).resolve().parents[2] / "shared" / "cases"
+_ids = itertools.count()
+
+
+def _write(tmp_path: Path, code: str) -> Path:
+    path = tmp_path / f"pv_{next(_ids)}.py"
+    path.write_text(code)
+    return path
+
+
+def _load(tmp_path: Path, code: str) -> types.ModuleType:
+    path = _write(tmp_path, code)
+    name = f"_pv_fixture_{path.stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+# --- generated from the rule's example lists -------------------------------------------
+
+@pytest.mark.parametrize("before,after", pv.FIX_EXAMPLES, ids=[f"fix{i}" for i in range(len(pv.FIX_EXAMPLES))])
+def test_fix_example(before, after, tmp_path):
+    line = pv.example_line(before)
+    res = pv.rewrite(cst.parse_module(before), line)
+    assert isinstance(res, pv.RewriteResult), res
+    assert res.code == after
+    assert res.span[0] == line
+    compile(res.code, "<mended>", "exec")
+    # the matcher agrees with the rewriter
+    assert isinstance(pv.match(locate(str(_write(tmp_path, before)), line)), Match)
+    # nothing is left to rewrite, and the `if __debug__:` guard is not mistaken for a check
+    assert _next_check(res.code) is None
+    for i, text in enumerate(res.code.splitlines(), 1):
+        if text.strip() == "if __debug__:":
+            assert isinstance(pv.rewrite(cst.parse_module(res.code), i), Decline)
+
+
+@pytest.mark.parametrize("source,reason", pv.DECLINE_EXAMPLES,
+                         ids=[f"decline{i}" for i in range(len(pv.DECLINE_EXAMPLES))])
+def test_decline_example(source, reason, tmp_path):
+    line = pv.example_line(source)
+    res = pv.rewrite(cst.parse_module(source), line)
+    assert isinstance(res, Decline), res.code
+    assert res.rule == pv.NAME
+    assert reason in res.reason
+    loc = locate(str(_write(tmp_path, source)), line)
+    verdict = pv.match(loc)
+    # the matcher is syntactic: it may accept what scope analysis later declines
+    if isinstance(verdict, Decline):
+        assert verdict.reason == res.reason
+
+
+def test_obligations_are_data():
+    before, _ = pv.FIX_EXAMPLES[0]
+    res = pv.rewrite(cst.parse_module(before), pv.example_line(before))
+    kinds = [o["kind"] for o in res.obligations]
+    assert kinds[0] == "raises-iff-original"
+    assert {"restore-at-boundary", "state-unchanged-on-raise", "cpu-only", "condition-is-tensor"} <= set(kinds)
+    first = res.obligations[0]
+    assert first["exception"] == "ValueError"
+    assert first["message"] == "Make sure to align the spatial shapes with the sequence length"
+    assert first["raises_when"] == "(shapes[:, 0] * shapes[:, 1]).sum() != seq_len"
+    assert first["asserts"] == "(shapes[:, 0] * shapes[:, 1]).sum() == seq_len"
+    assert res.span == (6, 9)
+
+
+def test_no_line_and_unknown_statement():
+    src = "import torch\ndef f(x):\n    y = x + 1\n    return y\n"
+    assert "no `if`/`assert`/`raise`" in pv.rewrite(cst.parse_module(src), 3).reason
+    loc_src = "import torch\ndef f(x):\n    if x.sum() > 0:\n        raise ValueError('p')\n    return x\n"
+    # a report on the raise line resolves to the `if` around it
+    res = pv.rewrite(cst.parse_module(loc_src), 4)
+    assert isinstance(res, pv.RewriteResult) and res.span == (3, 4)
+
+
+def test_grounding_dino_site():
+    import transformers
+
+    path = Path(transformers.__file__).parent / "models" / "grounding_dino" / "modeling_grounding_dino.py"
+    source = path.read_text()
+    needle = "if (spatial_shapes[:, 0] * spatial_shapes[:, 1]).sum() != sequence_length:"
+    line = next(i for i, text in enumerate(source.splitlines(), 1) if text.strip() == needle)
+    res = pv.rewrite(cst.parse_module(source), line)
+    assert isinstance(res, pv.RewriteResult), res
+    assert res.span == (line, line + 3)
+    assert "(spatial_shapes[:, 0] * spatial_shapes[:, 1]).sum() == sequence_length," in res.code
+    assert 'lambda: ValueError("Make sure to align the spatial shapes with the sequence length of the encoder ' \
+           'hidden states")' in res.code
+    # nothing else changed: the table (6 lines) is added and 4 lines become 4
+    assert len(res.code.splitlines()) == len(source.splitlines()) + 6
+    old, new = source.splitlines(), res.code.splitlines()
+    assert old[line + 3:] == new[line + 9:]
+
+
+# --- shared cases: controls are left alone, the 023 trap is declined ---------------------
+
+@pytest.mark.parametrize("case", ["021_assert_all_control.py", "024_shape_assert_control.py",
+                                  "023_raise_nan_loss_then_update.py"])
+def test_shared_cases_declined(case):
+    path = SHARED_CASES / case
+    source = path.read_text()
+    module = cst.parse_module(source)
+    lines = [i for i, t in enumerate(source.splitlines(), 1) if t.lstrip().startswith(("if ", "assert "))
+             and t.startswith("        ")]
+    assert lines
+    for line in lines:
+        res = pv.rewrite(module, line)
+        assert isinstance(res, Decline), (case, line)
+        assert isinstance(pv.match(locate(str(path), line)), Decline)
+    if case.startswith("023"):
+        assert "formatted from runtime values" in pv.rewrite(module, lines[0]).reason
+    else:
+        assert all("nothing to rewrite" in pv.rewrite(module, line).reason for line in lines)
+
+
+# --- behaviour: original vs mended, same weights ------------------------------------------
+
+FIXTURE = '''import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    def __init__(self, dim: int = 8):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x, spatial_shapes):
+        batch, seq_len, _ = x.shape
+        # levels must tile the sequence
+        if (spatial_shapes[:, 0] * spatial_shapes[:, 1]).sum() != seq_len:
+            raise ValueError("Make sure to align the spatial shapes with the sequence length")
+        assert not torch.isnan(x).any(), "NaN in the encoder states"
+        h = self.proj(x)
+        if not torch.isfinite(h).all():
+            raise FloatingPointError
+        return h.softmax(-1)
+
+
+def get_inputs():
+    g = torch.Generator().manual_seed(7)
+    return torch.randn(2, 6, 8, generator=g), torch.tensor([[2, 2], [1, 2]])
+'''
+
+
+def _next_check(code: str) -> int | None:
+    lines = code.splitlines()
+    for i, text in enumerate(lines, 1):
+        s = text.strip()
+        if s.startswith("assert not ") or (s.startswith("if ") and i < len(lines)
+                                           and lines[i].strip().startswith("raise")):
+            return i
+    return None
+
+
+def _mend_all(code: str) -> tuple[str, list]:
+    results = []
+    while (line := _next_check(code)) is not None:
+        res = pv.rewrite(cst.parse_module(code), line)
+        assert isinstance(res, pv.RewriteResult), res
+        results.append(res)
+        code = res.code
+    return code, results
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("pv_pair")
+    mended_code, results = _mend_all(FIXTURE)
+    orig_mod, mended_mod = _load(tmp, FIXTURE), _load(tmp, mended_code)
+    torch.manual_seed(0)
+    orig = orig_mod.Model().eval()
+    mended = mended_mod.Model().eval()
+    mended.load_state_dict(orig.state_dict(), strict=True)
+    vr.install(mended)
+    return orig, mended, mended_mod, mended_code, results
+
+
+def _cases(mod):
+    x, shapes = mod.get_inputs()
+    nan_x = x.clone()
+    nan_x[0, 1, 2] = float("nan")
+    inf_x = x.clone()
+    inf_x[1, 0, 0] = float("inf")
+    return {"pass": (x, shapes), "shapes": (x, torch.tensor([[2, 2], [2, 2]])),
+            "nan": (nan_x, shapes), "inf": (inf_x, shapes)}
+
+
+def _outcome(fn, args):
+    try:
+        return ("ok", fn(*args))
+    except Exception as exc:  # behaviour under comparison
+        return ("raised", type(exc), str(exc))
+
+
+def _same(a, b):
+    if a[0] == "ok" and b[0] == "ok":
+        return torch.equal(a[1], b[1])
+    return a == b
+
+
+def test_fixture_is_fully_mended(pair):
+    _, _, _, code, results = pair
+    assert len(results) == 3
+    assert [r.obligations[0]["exception"] for r in results] == ["ValueError", "AssertionError", "FloatingPointError"]
+    assert "raise" not in code.split("def forward")[1].split("def get_inputs")[0]
+    assert "# levels must tile the sequence" in code
+
+
+def test_eager_same_behaviour(pair):
+    orig, mended, mod, _, _ = pair
+    expected = {"shapes": (ValueError, "Make sure to align the spatial shapes with the sequence length"),
+                "nan": (AssertionError, "NaN in the encoder states"), "inf": (FloatingPointError, "")}
+    for name, args in _cases(mod).items():
+        a, b = _outcome(orig, args), _outcome(mended, args)
+        assert _same(a, b), (name, a, b)
+        if name in expected:
+            assert a[1:] == expected[name]
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_compiled_same_behaviour(pair, backend):
+    orig, mended, mod, _, _ = pair
+    torch._dynamo.reset()
+    compiled = torch.compile(mended, backend=backend)
+    for name, args in _cases(mod).items():
+        a, b = _outcome(orig, args), _outcome(compiled, args)
+        assert _same(a, b), (backend, name, a, b)
+
+
+def test_model_compile_and_explain(pair):
+    orig, mended, mod, _, _ = pair
+    args = _cases(mod)["pass"]
+    torch._dynamo.reset()
+    before = torch._dynamo.explain(orig)(*args)
+    assert before.graph_break_count >= 2  # the if/raise checks and `assert not` break
+    torch._dynamo.reset()
+    after = torch._dynamo.explain(mended)(*args)
+    assert (after.graph_count, after.graph_break_count, len(after.break_reasons)) == (1, 0, 0)
+
+
+def test_without_runtime_the_marker_surfaces(pair):
+    _, mended, mod, _, _ = pair
+    vr.uninstall(mended)
+    try:
+        assert type(mended).forward is mod.Model.forward
+        with pytest.raises(RuntimeError, match=r"mend-trap:_pv_fixture_pv_\d+:_MEND_TRAPS\.[0-9a-f]{12}") as info:
+            mended(*_cases(mod)["shapes"])
+        restored = vr.restore(info.value, mended)
+        assert type(restored) is ValueError
+        assert str(restored) == "Make sure to align the spatial shapes with the sequence length"
+    finally:
+        vr.install(mended)
+
+
+def test_inductor_restores(pair):
+    orig, mended, mod, _, _ = pair
+    torch._dynamo.reset()
+    compiled = torch.compile(mended, backend="inductor")
+    for name in ("pass", "nan"):
+        args = _cases(mod)[name]
+        a, b = _outcome(orig, args), _outcome(compiled, args)
+        if a[0] == "ok":
+            assert b[0] == "ok" and torch.allclose(a[1], b[1])
+        else:
+            assert a == b
+
+
+# --- runtime --------------------------------------------------------------------------
+
+def _table_module(name: str, exc_factory) -> types.ModuleType:
+    mod = types.ModuleType(name)
+    mod._MEND_TRAPS = {"0123456789ab": exc_factory}
+    exec("def probe():\n    pass\n", vars(mod))
+    return mod
+
+
+def test_restore_leaves_other_errors_alone():
+    assert vr.restore(RuntimeError("shape mismatch")) is None
+    assert vr.restore(ValueError("mend-trap:x:_MEND_TRAPS.0123456789ab")) is None
+
+
+def test_restore_unresolved_marker_adds_note():
+    err = RuntimeError("mend-trap:no_such_module_xyz:_MEND_TRAPS.0123456789ab")
+    assert vr.restore(err) is None
+    assert any("could not restore" in n for n in err.__notes__)
+
+
+def test_restore_ambiguous_tables_are_not_guessed(monkeypatch):
+    a = _table_module("pv_dup_mod", lambda: ValueError("a"))
+    b = _table_module("pv_dup_mod", lambda: KeyError("b"))
+    monkeypatch.setitem(sys.modules, "pv_dup_mod", a)
+    marker = "mend-trap:pv_dup_mod:_MEND_TRAPS.0123456789ab"
+    assert type(vr.restore(RuntimeError(marker))) is ValueError
+    err = RuntimeError(marker)
+    assert vr.restore(err, b.probe) is None
+    assert any("different exceptions" in n for n in err.__notes__)
+
+
+def test_restore_factory_failure_is_reported(monkeypatch):
+    mod = _table_module("pv_broken_mod", lambda: UndefinedError("x"))  # noqa: F821
+    monkeypatch.setitem(sys.modules, "pv_broken_mod", mod)
+    err = RuntimeError("mend-trap:pv_broken_mod:_MEND_TRAPS.0123456789ab")
+    assert vr.restore(err) is None
+    assert any("NameError" in n for n in err.__notes__)
+
+
+def test_install_is_idempotent_and_reversible(pair):
+    _, mended, mod, _, _ = pair
+    keys = list(mended.state_dict())
+    cls = type(mended)
+    vr.install(mended)
+    assert type(mended) is cls and cls.__name__ == "Model" and isinstance(mended, mod.Model)
+    assert list(mended.state_dict()) == keys
+    vr.uninstall(mended)
+    assert type(mended) is mod.Model
+    vr.install(mended)
+
+
+def test_install_on_optimized_module_and_restoring_function(pair, tmp_path):
+    _, mended, mod, code, _ = pair
+    vr.uninstall(mended)
+    try:
+        torch._dynamo.reset()
+        opt = vr.install(torch.compile(mended, backend="eager"))
+        with pytest.raises(AssertionError, match="NaN in the encoder states"):
+            opt(*_cases(mod)["nan"])
+    finally:
+        vr.install(mended)
+    fn_mod = _load(tmp_path, _mend_all('''import torch
+
+
+def clamp_positive(x):
+    if (x < 0).any():
+        raise ValueError("negative input")
+    return x.sqrt()
+''')[0])
+    torch._dynamo.reset()
+    wrapped = vr.restoring(torch.compile(fn_mod.clamp_positive, backend="aot_eager"))
+    assert torch.equal(wrapped(torch.ones(3)), torch.ones(3))
+    with pytest.raises(ValueError) as info:
+        wrapped(-torch.ones(3))
+    assert str(info.value) == "negative input"
+    assert any("restored by mend" in n for n in info.value.__notes__)  # shown in tracebacks only

@@ -1,0 +1,74 @@
+"""Forcing predicate outcomes in instrumented copies (never in emitted code).
+
+Random inputs rarely flip some predicates (BART's fp16 overflow guard fires only when
+hidden states overflow). To test both outcomes, the verifier instruments the ORIGINAL
+source, wrapping the rewritten predicate ``P`` at line ``L`` as ``force(P, L)``, applies
+the rule's rewrite to that instrumented copy, and runs both with the predicate forced to
+True and to False. ``force`` returns ``P`` unchanged unless a value is being forced, so
+the instrumented copies behave exactly like their sources otherwise.
+"""
+from __future__ import annotations
+
+import contextlib
+
+import libcst as cst
+import torch
+
+_FORCED: dict[int, bool] = {}
+_SEEN: dict[int, set] = {}
+
+
+def force(pred, line: int):
+    """``pred``, or a 0-dim bool tensor holding the forced outcome for ``line``."""
+    if line in _FORCED:
+        _SEEN.setdefault(line, set()).add(_FORCED[line])
+        value = _FORCED[line]
+        return torch.tensor(value, device=pred.device) if isinstance(pred, torch.Tensor) else value
+    try:
+        _SEEN.setdefault(line, set()).add(bool(pred))
+    except Exception:  # a traced value under compile: nothing to record
+        pass
+    return pred
+
+
+@contextlib.contextmanager
+def forced(line: int, value: bool):
+    _FORCED[line] = value
+    try:
+        yield
+    finally:
+        _FORCED.pop(line, None)
+
+
+def seen(line: int) -> set:
+    return set(_SEEN.get(line, set()))
+
+
+def reset() -> None:
+    _SEEN.clear()
+
+
+class _Wrap(cst.CSTTransformer):
+    def __init__(self, module: cst.Module, line: int) -> None:
+        from libcst.metadata import MetadataWrapper, PositionProvider
+
+        self.line = line
+        self.wrapper = MetadataWrapper(module)
+        self.positions = self.wrapper.resolve(PositionProvider)
+        self.done = False
+
+    def leave_If(self, original: cst.If, updated: cst.If):
+        if self.done or self.positions[original].start.line != self.line:
+            return updated
+        self.done = True
+        call = cst.parse_expression(f"__import__('verifier.forcing', fromlist=['force']).force(_, {self.line})")
+        call = call.with_changes(args=[cst.Arg(updated.test), call.args[1]])
+        return updated.with_changes(test=call)
+
+
+def instrument(code: str, line: int) -> str | None:
+    """``code`` with the ``if`` test at ``line`` wrapped in ``force``; None if no ``if`` starts there.
+    Line numbers are unchanged."""
+    wrap = _Wrap(cst.parse_module(code), line)
+    out = wrap.wrapper.visit(wrap)
+    return out.code if wrap.done else None
