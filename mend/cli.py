@@ -13,7 +13,8 @@ from rich.console import Console
 from mend import __version__
 from mend.errors import MendError
 
-err_console = Console(stderr=True)
+# errors are one line, however narrow the terminal or pipe
+err_console = Console(stderr=True, soft_wrap=True)
 
 
 def out_console() -> Console:
@@ -33,6 +34,9 @@ def _errors(debug: bool):
         sys.exit(2)
     except KeyboardInterrupt:
         err_console.print("mend: interrupted")
+        sys.exit(2)
+    except BrokenPipeError:  # `mend scan ... | head`: the reader left, nothing to report
+        sys.stderr.close()
         sys.exit(2)
     except Exception as exc:  # a bug in mend itself: still one line unless --debug
         if debug:
@@ -80,6 +84,8 @@ def scan(targets, as_json, sarif, list_targets, debug):
 
     with _errors(debug):
         if list_targets:
+            if targets or as_json or sarif:
+                raise MendError("--list-targets takes no TARGET, --json or --sarif")
             _list_targets()
             return
         if not targets:
@@ -106,15 +112,22 @@ def scan(targets, as_json, sarif, list_targets, debug):
 
 @main.command()
 @click.argument("target")
-@click.option("--write", is_flag=True, help="Rewrite the target's own file in place (atomically).")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Write the mended file (and certificates) to DIR.")
+@click.option("--write", is_flag=True, help="Replace the target's own file in place (atomically). Files inside "
+              "installed packages are never touched: their mended copies go to --out.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False),
+              help="Write mended files and certificates under DIR (default mended/ with --write).")
 @click.option("--json", "as_json", is_flag=True, help='Print {"before", "after", "rewrites", "declined"}.')
 @click.option("--seed", default=0, show_default=True, help="Hypothesis seed of the differential tests.")
 @click.option("--examples", default=30, show_default=True, help="Hypothesis examples per candidate rewrite.")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 def fix(target, write, out_dir, as_json, seed, examples, debug):
-    """Rewrite the fixable graph breaks of TARGET (FILE.py), verifying each rewrite
-    differentially before it is emitted. Prints a unified diff unless --write/--out."""
+    """Rewrite the fixable graph breaks of TARGET, verifying each rewrite differentially
+    before it is emitted. Prints a unified diff unless --write or --out is given.
+
+    TARGET is FILE.py (defines Model and get_inputs()) or hf:NAME. Mended copies of
+    installed files go to DIR/<package path>; load them with
+    `python -m mend.run --overlay DIR script.py` or `mend.overlay.activate(DIR)`.
+    """
     from pathlib import Path
 
     from mend.fix import certificate, fix as run_fix, write_atomic
@@ -123,42 +136,47 @@ def fix(target, write, out_dir, as_json, seed, examples, debug):
         with err_console.status(f"scanning, rewriting and verifying {target}..."):
             res = run_fix(target, seed=seed, max_examples=examples)
         written = []
-        if out_dir or write:
-            dest = Path(out_dir) if out_dir else Path("mended")
-            dest.mkdir(parents=True, exist_ok=True)
-            if write:
-                write_atomic(res.file, res.mended)
-                written.append(str(res.file))
-            if out_dir:
-                write_atomic(dest / res.file.name, res.mended)
-                written.append(str(dest / res.file.name))
-            cert_dir = dest / "certificates"
-            cert_dir.mkdir(exist_ok=True)
-            for i, rw in enumerate(res.rewrites, 1):
-                cert = cert_dir / f"{res.file.stem}.{i}.{rw['rule']}.json"
-                write_atomic(cert, json.dumps(certificate(res, rw), indent=2))
-                written.append(str(cert))
+        if write or out_dir:
+            dest = Path(out_dir or "mended")
+            if write and not res.installed:
+                if res.files:
+                    write_atomic(res.file, res.mended)
+                    written.append(str(res.file))
+            else:
+                for rel, code in res.files.items():
+                    path = dest / (Path(rel).name if not res.installed else rel)
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    write_atomic(path, code)
+                    written.append(str(path))
+            if res.rewrites:
+                cert_dir = dest / "certificates"
+                cert_dir.mkdir(parents=True, exist_ok=True)
+                for i, rw in enumerate(res.rewrites, 1):
+                    cert = cert_dir / f"{Path(rw['file']).stem}.{i}.{rw['rule']}.json"
+                    write_atomic(cert, json.dumps(certificate(res, rw), indent=2))
+                    written.append(str(cert))
         if as_json:
             click.echo(json.dumps({"before": res.before.to_json(), "after": res.after.to_json(),
                                    "rewrites": res.rewrites, "declined": res.declined}, indent=2))
-        else:
-            console = out_console()
-            if not written:
-                click.echo(res.diff(), nl=False)
-            console.print(f"[bold]{target}[/]: graphs {res.before.graph_count} -> {res.after.graph_count}, "
-                          f"breaks {res.before.graph_break_count} -> {res.after.graph_break_count}; "
-                          f"{len(res.rewrites)} rewrite(s) verified, {len(res.declined)} declined")
-            for rw in res.rewrites:
-                ev = rw["evidence"]
-                console.print(f"  fixed    {rw['site']}  {rw['rule']}: {rw['detail']} "
-                              f"({ev['examples']} examples, outcomes {ev['predicate_outcomes']})")
-            for d in res.declined:
-                console.print(f"  declined {d.get('site') or d.get('file', '') + ':' + str(d.get('line'))}  {d['rule']}: {d['reason']}")
-            for s in res.after.sites:
-                if not s.fixable_by:
-                    console.print(f"  unfixable {s.display_file}:{s.line}  {s.category}: {s.reason}")
-            for w in written:
-                console.print(f"  wrote {w}")
+            return
+        console = out_console()
+        if not written:
+            click.echo(res.diff(), nl=False)
+        console.print(f"[bold]{target}[/]: graphs {res.before.graph_count} -> {res.after.graph_count}, "
+                      f"breaks {res.before.graph_break_count} -> {res.after.graph_break_count}; "
+                      f"{len(res.rewrites)} rewrite(s) verified, {len(res.declined)} declined", highlight=False)
+        for rw in res.rewrites:
+            ev = rw["evidence"]
+            console.print(f"  fixed     {rw['site']}  {rw['rule']}: {rw['detail']} "
+                          f"({ev['examples']} examples, predicate outcomes {ev['predicate_outcomes'] or 'n/a'})",
+                          highlight=False)
+        for d in res.declined:
+            console.print(f"  declined  {d['site']}  {d['rule']}: {d['reason']}", highlight=False)
+        for s in res.after.sites:
+            if not s.fixable_by:
+                console.print(f"  unfixable {s.display_file}:{s.line}  {s.category}: {s.reason}", highlight=False)
+        for w in written:
+            console.print(f"  wrote {w}", highlight=False)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,16 @@ class FixResult:
     rewrites: list[dict] = field(default_factory=list)
     declined: list[dict] = field(default_factory=list)
 
+    installed = False  # the user's own file: --write may replace it
+
+    @property
+    def originals(self) -> dict[str, str]:
+        return {display_path(str(self.file)): self.original}
+
+    @property
+    def files(self) -> dict[str, str]:
+        return {display_path(str(self.file)): self.mended} if self.mended != self.original else {}
+
     def diff(self) -> str:
         name = display_path(str(self.file))
         return "".join(difflib.unified_diff(self.original.splitlines(True), self.mended.splitlines(True),
@@ -46,7 +56,9 @@ class FixResult:
 
 def _build_pair(orig_path: Path, cand_path: Path, init: tuple):
     """Both models from their files, the candidate loaded with the original's weights."""
-    mods = [load_file_module(p, f"_mend_{tag}_{abs(hash(str(p)))}") for tag, p in (("a", orig_path), ("b", cand_path))]
+    # one module name for both: names derived from __name__ (loggers) must agree, as they
+    # would when the mended file replaces the original
+    mods = [load_file_module(p, "_mend_under_test") for p in (orig_path, cand_path)]
     models = []
     for mod in mods:
         torch.manual_seed(0)
@@ -55,6 +67,28 @@ def _build_pair(orig_path: Path, cand_path: Path, init: tuple):
     for model in models:  # restores exceptions that predicated validation turned into _assert_async
         validation_runtime.install(model)
     return mods, models
+
+
+UNFORCEABLE = ("the branch's predicate could not be instrumented for forcing, so both of its outcomes "
+               "cannot be verified")
+
+
+def _is_branch(code: str, line: int) -> bool:
+    """An ``if`` starts on ``line``: its rewrite must be verified on both outcomes."""
+    return instrument(code, line) is not None
+
+
+def instrumented_pair(rewrite, current: str, line: int):
+    """(instrumented current, instrumented candidate) with the site's predicate forceable,
+    or (None, None) when the rule does not rewrite any instrumented form."""
+    for last_and in (False, True):
+        inst = instrument(current, line, last_and)
+        if inst is None:
+            continue
+        res = rewrite(cst.parse_module(inst), line)
+        if not isinstance(res, Decline):
+            return inst, res.code
+    return None, None
 
 
 def _sha(text: str) -> str:
@@ -68,9 +102,11 @@ def fix(spec: str, *, seed: int = 0, max_examples: int = 30, max_rounds: int = 4
     import overlay, not yet available).
     """
     target = load_target(spec)
+    if spec.startswith("hf:"):
+        return fix_installed(target, seed=seed, max_rounds=max_rounds)
     if target.user_file is None or ":" in spec:
-        raise MendError(f"{spec}: mend fix currently rewrites single-file targets (FILE.py defining Model "
-                        "and get_inputs()); installed-package targets need the import overlay (not yet available)")
+        raise MendError(f"{spec}: mend fix rewrites FILE.py targets (defining Model and get_inputs()) and hf: "
+                        "catalogue targets; FILE:FACTORY and MODULE:FACTORY targets are scan-only for now")
     path = target.user_file
     original = path.read_text(encoding="utf-8")
     module = load_file_module(path, f"_mend_orig_{abs(hash(str(path)))}")
@@ -98,7 +134,7 @@ def fix(spec: str, *, seed: int = 0, max_examples: int = 30, max_rounds: int = 4
                 tried.add(key)
                 rule = RULES[site.fixable_by]
                 rewrite = getattr(rule, "rewrite", None)
-                where = f"{path}:{_orig_line(original, site.source, site.line)}"
+                where = f"{display_path(str(path))}:{_orig_line(original, site.source, site.line)}"
                 if rewrite is None:
                     declined.append({"site": where, "rule": site.fixable_by, "reason": "the rule's rewrite is not available yet"})
                     continue
@@ -109,12 +145,14 @@ def fix(spec: str, *, seed: int = 0, max_examples: int = 30, max_rounds: int = 4
                 cand_path = Path(tmp) / f"r{len(rewrites) + 1}_{path.name}"
                 cand_path.write_text(res.code)
                 # verify on instrumented copies: the predicate at the site can be forced
-                inst_cur = instrument(current, site.line)
-                inst_res = rewrite(cst.parse_module(inst_cur), site.line) if inst_cur else None
-                force_lines = [site.line] if inst_cur and not isinstance(inst_res, Decline) else []
+                inst_cur, inst_cand = instrumented_pair(rewrite, current, site.line)
+                force_lines = [site.line] if inst_cur else []
+                if not inst_cur and _is_branch(current, site.line):
+                    declined.append({"site": where, "rule": site.fixable_by, "reason": UNFORCEABLE})
+                    continue
                 ref_path, test_path = Path(tmp) / f"i{len(rewrites)}a_{path.name}", Path(tmp) / f"i{len(rewrites)}b_{path.name}"
-                ref_path.write_text(inst_cur if force_lines else current)
-                test_path.write_text(inst_res.code if force_lines else res.code)
+                ref_path.write_text(inst_cur or current)
+                test_path.write_text(inst_cand or res.code)
                 try:
                     _, (m_cur, m_cand) = _build_pair(ref_path, test_path, init)
                     _, (_, m_emit) = _build_pair(ref_path, cand_path, init)
@@ -131,7 +169,7 @@ def fix(spec: str, *, seed: int = 0, max_examples: int = 30, max_rounds: int = 4
                     continue
                 diff = "".join(difflib.unified_diff(current.splitlines(True), res.code.splitlines(True),
                                                     f"a/{path.name}", f"b/{path.name}"))
-                rewrites.append({"rule": site.fixable_by, "file": str(path), "site": where, "span": list(res.span),
+                rewrites.append({"rule": site.fixable_by, "file": display_path(str(path)), "site": where, "span": list(res.span),
                                  "detail": res.detail, "diff": diff, "obligations": res.obligations,
                                  "evidence": evidence.to_json()})
                 current, cur_path, progressed = res.code, cand_path, True
@@ -157,7 +195,8 @@ def _orig_line(original: str, source: str, fallback: int) -> int:
 def write_atomic(path: Path, text: str) -> None:
     """Replace ``path`` atomically (temp file in the same folder, then os.replace).
     Raises MendError when the file or its folder is not writable."""
-    if path.exists() and not os.access(path, os.W_OK):
+    # the mode bits too: root passes os.access, yet a file marked read-only is the user's word
+    if path.exists() and (not os.access(path, os.W_OK) or not path.stat().st_mode & 0o222):
         raise MendError(f"{path}: file is read-only; nothing was written (use the diff, or --out DIR)")
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".mend", dir=path.parent)
@@ -170,16 +209,208 @@ def write_atomic(path: Path, text: str) -> None:
         raise MendError(f"{path}: cannot write ({exc.strerror}); nothing was changed") from exc
 
 
-def certificate(res: FixResult, rw: dict) -> dict:
-    """Certificate v0.1 (differential evidence only; Z3 obligations come with --verify strict)."""
+def certificate(res, rw: dict) -> dict:
+    """Certificate (schema mend/schemas/certificate.schema.json, version 0.1): the rule,
+    site, diff, hashes of the original and mended file, obligations (as data; Z3
+    discharges them with --verify strict, issue 4) and the differential evidence."""
     import hypothesis
     import z3
 
     from mend import __version__
 
-    return {"schema_version": "0.1", "rule": rw["rule"], "file": str(res.file), "site": rw["site"], "span": rw["span"],
-            "diff": rw["diff"], "sha256_original": _sha(res.original), "sha256_mended": _sha(res.mended),
+    return {"schema_version": "0.1", "rule": rw["rule"], "file": rw["file"], "site": rw["site"], "span": rw["span"],
+            "diff": rw["diff"], "sha256_original": _sha(res.originals[rw["file"]]),
+            "sha256_mended": _sha(res.files[rw["file"]]),
             "obligations": rw["obligations"], "evidence": rw["evidence"],
             "versions": {"torch": torch.__version__, "mend": __version__, "z3": z3.get_version_string(),
                          "hypothesis": hypothesis.__version__},
             "breaks": {"before": res.before.graph_break_count, "after": res.after.graph_break_count}}
+
+
+# -- targets whose source lives in installed packages (hf:, MODULE:FACTORY) -------------------
+
+
+class ScanDoc:
+    """A scan result read back from a worker's JSON (the mended library lives there)."""
+
+    def __init__(self, doc: dict) -> None:
+        from types import SimpleNamespace
+
+        self.doc = doc
+        self.graph_count = doc["graph_count"]
+        self.graph_break_count = doc["graph_break_count"]
+        self.sites = [SimpleNamespace(**s, display_file=s["file"]) for s in doc["sites"]]
+
+    def to_json(self) -> dict:
+        doc = {k: v for k, v in self.doc.items()}
+        doc["sites"] = [{k: v for k, v in s.items() if k not in ("abs_file", "display", "overlay")} for s in self.doc["sites"]]
+        return doc
+
+
+def _worker(request: dict, tmp: Path, tag: str):
+    """Run verifier.worker in a fresh interpreter; raise MendError with its stderr on failure."""
+    import json
+    import subprocess
+    import sys
+
+    req = tmp / f"{tag}.json"
+    request["out"] = str(tmp / f"{tag}.out")
+    req.write_text(json.dumps(request))
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
+    proc = subprocess.run([sys.executable, "-m", "verifier.worker", str(req)], capture_output=True, text=True,
+                          env=env, cwd=str(Path(__file__).resolve().parents[1]))
+    if proc.returncode != 0:
+        tail = proc.stderr.strip().splitlines()[-1:] or ["(no output)"]
+        raise MendError(f"verification worker failed for {request['target']}: {tail[0]}")
+    if request["action"] == "scan":
+        return json.loads(Path(request["out"]).read_text())
+    return torch.load(request["out"], weights_only=False)
+
+
+def _overlay(root: Path, files: dict[str, str]) -> Path:
+    for rel, code in files.items():
+        dest = root / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(code)
+    return root
+
+
+def _draw_inputs(kwargs: dict, seed: int, n: int) -> list[dict]:
+    """``n`` input dicts shaped like ``kwargs``, drawn by Hypothesis (edge values included)."""
+    from hypothesis import HealthCheck, given, seed as hyp_seed, settings
+
+    from verifier.differential import _inputs_strategy
+
+    keys = list(kwargs)
+    drawn: list[dict] = [dict(kwargs)]
+
+    @hyp_seed(seed)
+    @settings(max_examples=n, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(_inputs_strategy(tuple(kwargs[k] for k in keys), edge=True))
+    def collect(values):
+        drawn.append(dict(zip(keys, values)))
+
+    collect()
+    return drawn[: n + 1]
+
+
+def _compare_runs(ref: dict, got: dict, exact: bool, natural_only: bool = False) -> float:
+    from verifier.differential import compare
+
+    worst = 0.0
+    ref_obs = [o for o in ref["observations"] if not natural_only or o["setting"][0] is None]
+    got_obs = got["observations"]
+    if len(ref_obs) != len(got_obs):
+        raise MendError("internal: observation counts differ")
+    for r, g in zip(ref_obs, got_obs):
+        worst = max(worst, compare(r["obs"], g["obs"], exact=exact))
+    return worst
+
+
+def fix_installed(target: Target, *, seed: int = 0, max_examples: int = 8, max_rounds: int = 4) -> FixResult:
+    """Rewrite breaks inside installed packages: mended copies only, verified out of process.
+
+    Each candidate is checked by three fresh interpreters: the current version and the
+    candidate, both instrumented so the predicate can be forced (eager, bit-exact), and
+    the emitted candidate under ``torch.compile(backend="eager")`` (natural predicates).
+    """
+    from verifier.differential import Mismatch
+
+    before = scan(target)
+    files: dict[str, str] = {}     # package-relative path -> mended code
+    originals: dict[str, str] = {}
+    rewrites, declined, tried = [], [], set()
+    with tempfile.TemporaryDirectory(prefix="mend-") as tmpname:
+        tmp = Path(tmpname)
+        inputs_path = tmp / "inputs.pt"
+        torch.save(_draw_inputs(target.kwargs, seed, max_examples), inputs_path)
+        current_scan = ScanDoc(before.to_json())
+        for s, raw in zip(current_scan.sites, before.sites):
+            s.abs_file = raw.file
+        n = 0
+        for _ in range(max_rounds):
+            progressed = False
+            for site in current_scan.sites:
+                rel = site.file
+                key = (rel, site.source, site.fixable_by)
+                if not site.fixable_by or key in tried:
+                    continue
+                tried.add(key)
+                where = f"{rel}:{site.line}"
+                if rel not in originals:
+                    if not os.path.isabs(site.abs_file) or not Path(site.abs_file).is_file():
+                        continue
+                    originals[rel] = Path(_installed_path(site.abs_file, rel)).read_text(encoding="utf-8")
+                current = files.get(rel, originals[rel])
+                rewrite = getattr(RULES[site.fixable_by], "rewrite", None)
+                res = rewrite(cst.parse_module(current), site.line) if rewrite else Decline(None, "no rewrite")
+                if isinstance(res, Decline):
+                    declined.append({"site": where, "rule": site.fixable_by, "reason": res.reason})
+                    continue
+                inst_cur, inst_cand = instrumented_pair(rewrite, current, site.line)
+                force = [site.line] if inst_cur else []
+                if not inst_cur and _is_branch(current, site.line):
+                    declined.append({"site": where, "rule": site.fixable_by, "reason": UNFORCEABLE})
+                    continue
+                n += 1
+                ref_dir = _overlay(tmp / f"ref{n}", {**files, rel: inst_cur or current})
+                cand_dir = _overlay(tmp / f"cand{n}", {**files, rel: inst_cand or res.code})
+                emit_dir = _overlay(tmp / f"emit{n}", {**files, rel: res.code})
+                base = {"target": target.spec, "action": "observe", "inputs": str(inputs_path), "force": force}
+                try:
+                    ref = _worker({**base, "overlay": str(ref_dir)}, tmp, f"ref{n}")
+                    cand = _worker({**base, "overlay": str(cand_dir)}, tmp, f"cand{n}")
+                    emit = _worker({**base, "overlay": str(emit_dir), "force": [], "compiled": True}, tmp, f"emit{n}")
+                    worst = max(_compare_runs(ref, cand, exact=True), _compare_runs(ref, emit, exact=False, natural_only=True))
+                except Mismatch as exc:
+                    declined.append({"site": where, "rule": site.fixable_by, "reason": f"differential test failed: {exc}"})
+                    continue
+                except MendError as exc:
+                    declined.append({"site": where, "rule": site.fixable_by, "reason": str(exc)})
+                    continue
+                evidence = {"passed": True, "hypothesis_seed": seed, "examples": max_examples + 1,
+                            "modes": ["eager", "compiled:eager-backend"],
+                            "predicate_outcomes": {str(l): {"natural": ref["seen"].get(str(l), []), "forced": [False, True]}
+                                                   for l in force},
+                            "max_abs_error": worst, "counterexample": None, "reason": None}
+                diff = "".join(difflib.unified_diff(current.splitlines(True), res.code.splitlines(True),
+                                                    f"a/{rel}", f"b/{rel}"))
+                rewrites.append({"rule": site.fixable_by, "file": rel, "site": where, "span": list(res.span),
+                                 "detail": res.detail, "diff": diff, "obligations": res.obligations, "evidence": evidence})
+                files[rel] = res.code
+                progressed = True
+                break  # line numbers moved: rescan
+            if not progressed:
+                break
+            current_scan = ScanDoc(_worker({"target": target.spec, "action": "scan",
+                                            "overlay": str(_overlay(tmp / f"scan{n}", files))}, tmp, f"scan{n}"))
+        after = current_scan if rewrites else ScanDoc(before.to_json())
+    return InstalledFixResult(target.spec, files, originals, before, after, rewrites, declined)
+
+
+def _installed_path(abs_file: str, rel: str) -> str:
+    """The installed file for ``rel`` (a later round's site may point into an overlay)."""
+    if Path(abs_file).as_posix().endswith(rel) and "site-packages" in abs_file:
+        return abs_file
+    import importlib.util
+
+    spec = importlib.util.find_spec(rel[:-3].replace("/", "."))
+    return spec.origin
+
+
+@dataclass
+class InstalledFixResult:
+    """Like FixResult, for files inside installed packages (keyed by package path)."""
+
+    installed = True
+    target: str
+    files: dict[str, str]
+    originals: dict[str, str]
+    before: ScanResult
+    after: "ScanDoc"
+    rewrites: list[dict]
+    declined: list[dict]
+
+    def diff(self) -> str:
+        return "".join("".join(difflib.unified_diff(self.originals[rel].splitlines(True), code.splitlines(True),
+                                                    f"a/{rel}", f"b/{rel}")) for rel, code in self.files.items())

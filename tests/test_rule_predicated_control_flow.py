@@ -6,6 +6,11 @@ bit-identical outputs on inputs that take both sides of the branch, and the rewr
 module compiles to exactly one graph.
 """
 import linecache
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import libcst as cst
 import pytest
@@ -118,6 +123,97 @@ def test_static_test_is_declined():
     assert isinstance(result, Decline) and "Python-level" in result.reason
 
 
+def test_hoisted_setup_obligations():
+    result = _rewrite(_example("self.long_freq, _ = self.freq_fn")[0])
+    guard = "seq_len > self.short_limit"
+    assert {"kind": "hoisted-setup-pure", "call": "self.freq_fn(self.dim, device, seq_len=self.short_limit + 1)",
+            "slot": "self.long_freq", "guard": guard} in result.obligations
+    assert {"kind": "idempotent-device-move", "target": "self.short_freq", "expr": "self.short_freq.to(device)",
+            "guard": f"not ({guard})"} in result.obligations
+    cannot_raise = [o for o in result.obligations if o["kind"] == "hoisted-setup-cannot-raise"]
+    assert [o["slot"] for o in cannot_raise] == ["self.long_freq", "self.short_freq"]
+    for kind in ("same-shape", "same-dtype"):
+        assert {"kind": kind, "target": "self.register_buffer('freq')", "lhs": "self.long_freq",
+                "rhs": "self.short_freq"} in result.obligations
+    assert "single-element-predicate" in _kinds(result) and "paired-call-value-not-aliased" in _kinds(result)
+    assert result.span == (14, 21)
+    assert "hoisted: memoised self.long_freq, device move of self.short_freq" in result.detail
+
+
+def test_same_device_move_on_both_sides_is_hoisted_once():
+    src = textwrap.dedent('''\
+        import torch
+
+
+        def f(self, x):
+            if x.sum() > 0:
+                self.base = self.base.to(x.device)
+                y = x * self.base
+            else:
+                self.base = self.base.to(x.device)
+                y = x + self.base
+            return y
+    ''')
+    result = _rewrite(src)
+    assert result.code.count("self.base = self.base.to(x.device)") == 1
+    assert "y = torch.where(x.sum() > 0, x * self.base, x + self.base)" in result.code
+
+
+def test_memo_reading_a_name_its_side_assigned_first_is_declined():
+    src = textwrap.dedent('''\
+        import torch
+
+
+        def f(self, x):
+            if x.sum() > 0:
+                y = x * 2
+                if not hasattr(self, "k"):
+                    self.k = self.init_fn(y)
+                y = y + self.k
+            else:
+                y = x
+            return y
+    ''')
+    result = _rewrite(src)
+    assert isinstance(result, Decline) and "reads `y`, which its branch assigns before it" in result.reason
+
+
+def test_hoisted_slot_read_by_the_test_is_declined():
+    src = textwrap.dedent('''\
+        import torch
+
+
+        def f(self, x):
+            if (x * self.scale).sum() > 0:
+                self.scale = self.scale.to(x.device)
+                y = x * self.scale
+            else:
+                y = x
+            return y
+    ''')
+    result = _rewrite(src)
+    assert isinstance(result, Decline) and "the test reads `self.scale`" in result.reason
+
+
+def _located(tmp_path, source: str):
+    path = tmp_path / "m.py"
+    path.write_text(source)
+    return locate(str(path), first_site(source))
+
+
+@pytest.mark.parametrize("before, after", FIX_EXAMPLES, ids=[f"fix{i}" for i in range(len(FIX_EXAMPLES))])
+def test_match_agrees_with_rewrite_on_fix_examples(before, after, tmp_path):
+    verdict = match(_located(tmp_path, before))
+    assert isinstance(verdict, Match), verdict
+    assert verdict.detail == _rewrite(before).detail
+
+
+@pytest.mark.parametrize("source, reason", DECLINE_EXAMPLES, ids=[f"decline{i}" for i in range(len(DECLINE_EXAMPLES))])
+def test_match_agrees_with_rewrite_on_decline_examples(source, reason, tmp_path):
+    verdict = match(_located(tmp_path, source))
+    assert isinstance(verdict, Decline) and reason in verdict.reason, verdict
+
+
 def test_match_accepts_if_return_followed_by_return(tmp_path):
     path = tmp_path / "m.py"
     path.write_text(_example("return h * 0.5")[0])
@@ -204,6 +300,12 @@ BEHAVIOUR = [
     ("h.clamp(0, 100)", lambda: [(_randn(3, 4).abs(),), (_randn(3, 4),), (_randn(3, 4).abs() * 1000,)]),
     ("torch.isinf(h).any()", lambda: [(_randn(3, 4).half(),),
                                       (torch.tensor([1.0, float("inf"), -float("inf")]).half(),)]),
+    # hoisted setup: memoised initialisation, device move, paired register_buffer
+    ("self.long_freq, _ = self.freq_fn", lambda: [(_randn(1, 3, 4), torch.arange(3)[None]),
+                                                  (_randn(1, 8, 4), torch.arange(8)[None]),
+                                                  (_randn(1, 2, 4), torch.arange(2)[None])]),
+    ("wide_table", lambda: [(_randn(3, 8) * 0.1,), (_randn(3, 8) * 10,), (_randn(3, 8) * 0.1,)]),
+    ("self.damp = self.weight_fn", lambda: [(_randn(2, 6) * 0.1,), (_randn(2, 6) * 10,)]),
 ]
 
 
@@ -299,3 +401,96 @@ def test_shared_case_012_trap_keeps_forward_but_not_gradient():
 def test_shared_trap_cases_declined(name, reason):
     result = _rewrite((SHARED_CASES / name).read_text())
     assert isinstance(result, Decline) and reason in result.reason
+
+
+# -- the real site: transformers 4.52.4 LongRoPE frequency update (hf:phi3's 5 breaks) ----------
+
+try:
+    import transformers
+except ImportError:  # pragma: no cover
+    transformers = None
+needs_tf = pytest.mark.skipif(transformers is None or transformers.__version__ != "4.52.4",
+                              reason="the LongRoPE site is pinned to transformers 4.52.4")
+ROPE_LINE = 50
+ROPE_MENDED = '''\
+        if not hasattr(self, "long_inv_freq"):
+            self.long_inv_freq, _ = self.rope_init_fn(
+                self.config, device, seq_len=original_max_position_embeddings + 1
+            )
+        # This .to() is needed if the model has been moved to a device after being initialized (because
+        # the buffer is automatically moved, but not the original copy)
+        self.original_inv_freq = self.original_inv_freq.to(device)
+        self.register_buffer("inv_freq", torch.where(seq_len > original_max_position_embeddings, \
+self.long_inv_freq, self.original_inv_freq), persistent=False)  # mend: predicated-control-flow \
+(was: if seq_len > original_max_position_embeddings)
+
+    def dynamic_frequency_update(self, position_ids, device):
+'''
+
+
+def _rope_source() -> Path:
+    return Path(transformers.__file__).parent / "modeling_rope_utils.py"
+
+
+@needs_tf
+def test_longrope_frequency_update_rewrite():
+    before = _rope_source().read_text()
+    result = _rewrite(before, ROPE_LINE)
+    assert isinstance(result, RewriteResult), result
+    assert result.span == (50, 60)
+    assert ROPE_MENDED in result.code
+    old, new = before.splitlines(), result.code.splitlines()
+    assert old[:49] == new[:49] and old[60:] == new[57:]  # nothing else changes
+    assert {"hoisted-setup-pure", "hoisted-setup-cannot-raise", "idempotent-device-move", "same-shape",
+            "same-dtype", "single-element-predicate"} <= _kinds(result)
+    verdict = match(locate(str(_rope_source()), ROPE_LINE))
+    assert isinstance(verdict, Match) and verdict.detail == result.detail
+
+
+_PHI3 = '''
+import sys
+if sys.argv[2]:
+    from mend.overlay import activate
+    activate(sys.argv[2])
+import torch
+import transformers.modeling_rope_utils as rope
+from mend.targets.hf import build
+
+assert rope.__file__.startswith(sys.argv[2] or "\\0") == bool(sys.argv[2]), rope.__file__
+short = build("phi3")[2]["input_ids"]
+long = torch.randint(3, 128, (1, 20), generator=torch.Generator().manual_seed(1))
+model = build("phi3")[0]
+with torch.no_grad():
+    logits = [model(input_ids=x).logits for x in (short, long, short)]
+    breaks = []
+    for x in (short, long):
+        torch._dynamo.reset()
+        explained = torch._dynamo.explain(build("phi3")[0])(input_ids=x)
+        breaks.append((explained.graph_count, explained.graph_break_count, len(explained.break_reasons)))
+torch.save({"logits": logits, "breaks": breaks}, sys.argv[1])
+'''
+
+
+def _phi3_run(tmp_path, overlay: str) -> dict:
+    out = tmp_path / ("mended.pt" if overlay else "original.pt")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    proc = subprocess.run([sys.executable, "-c", _PHI3, str(out), overlay], capture_output=True, text=True,
+                          env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return torch.load(out)
+
+
+@needs_tf
+def test_longrope_rewrite_removes_phi3_breaks_bit_exactly(tmp_path):
+    """Mended through the import overlay: one graph for 8 tokens (short factors) and for
+    20 tokens (> original_max_position_embeddings = 16: long factors); logits identical,
+    also when the model goes short -> long -> short (the memo and the buffer are state)."""
+    result = _rewrite(_rope_source().read_text(), ROPE_LINE)
+    overlay = tmp_path / "mended"
+    (overlay / "transformers").mkdir(parents=True)
+    (overlay / "transformers" / "modeling_rope_utils.py").write_text(result.code)
+    original, mended = _phi3_run(tmp_path, ""), _phi3_run(tmp_path, str(overlay))
+    assert [b[1] for b in original["breaks"]] == [5, 5]
+    assert mended["breaks"] == [(1, 0, 0), (1, 0, 0)]
+    for want, got in zip(original["logits"], mended["logits"]):
+        assert want.dtype == got.dtype and torch.equal(want, got)

@@ -20,8 +20,7 @@ _SEEN: dict[int, set] = {}
 
 def force(pred, line: int):
     """``pred``, or a 0-dim bool tensor holding the forced outcome for ``line``."""
-    if line in _FORCED:
-        _SEEN.setdefault(line, set()).add(_FORCED[line])
+    if line in _FORCED:  # forced runs are not evidence of natural coverage
         value = _FORCED[line]
         return torch.tensor(value, device=pred.device) if isinstance(pred, torch.Tensor) else value
     try:
@@ -49,10 +48,11 @@ def reset() -> None:
 
 
 class _Wrap(cst.CSTTransformer):
-    def __init__(self, module: cst.Module, line: int) -> None:
+    def __init__(self, module: cst.Module, line: int, last_and: bool = False) -> None:
         from libcst.metadata import MetadataWrapper, PositionProvider
 
         self.line = line
+        self.last_and = last_and
         self.wrapper = MetadataWrapper(module)
         self.positions = self.wrapper.resolve(PositionProvider)
         self.done = False
@@ -60,15 +60,24 @@ class _Wrap(cst.CSTTransformer):
     def leave_If(self, original: cst.If, updated: cst.If):
         if self.done or self.positions[original].start.line != self.line:
             return updated
-        self.done = True
         call = cst.parse_expression(f"__import__('verifier.forcing', fromlist=['force']).force(_, {self.line})")
-        call = call.with_changes(args=[cst.Arg(updated.test), call.args[1]])
-        return updated.with_changes(test=call)
+        test = updated.test
+        if self.last_and:
+            # `py_test and tensor_test`: force only the tensor part; the Python part
+            # (a dtype or config check) keeps deciding whether the branch exists at all
+            if not (isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And)):
+                return updated
+            self.done = True
+            forced = call.with_changes(args=[cst.Arg(test.right), call.args[1]])
+            return updated.with_changes(test=test.with_changes(right=forced))
+        self.done = True
+        return updated.with_changes(test=call.with_changes(args=[cst.Arg(test), call.args[1]]))
 
 
-def instrument(code: str, line: int) -> str | None:
-    """``code`` with the ``if`` test at ``line`` wrapped in ``force``; None if no ``if`` starts there.
+def instrument(code: str, line: int, last_and: bool = False) -> str | None:
+    """``code`` with the ``if`` test at ``line`` wrapped in ``force``; None if no ``if`` starts
+    there. With ``last_and``, only the last operand of a top-level ``and`` is wrapped.
     Line numbers are unchanged."""
-    wrap = _Wrap(cst.parse_module(code), line)
+    wrap = _Wrap(cst.parse_module(code), line, last_and)
     out = wrap.wrapper.visit(wrap)
     return out.code if wrap.done else None

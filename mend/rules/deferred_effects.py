@@ -2,21 +2,909 @@
 
 ``print``, logger methods and ``warnings.warn`` inside the compiled region are captured
 where they occur (tensor arguments snapshotted) and replayed after the compiled call in
-the original order, also when the forward raises.
+the original order, also when the forward raises. The statement is rewritten into a call
+of :mod:`mend.runtime`, which does the capture inside the graph with no break (a custom
+operator registered as an ordered effect) and the replay outside it::
+
+    print("pre-scale:", h)              ->  _mend_rt.defer_print("pre-scale:", h)
+    logger.warning_once("msg %s", n)    ->  _mend_rt.defer_log(logger, "warning_once", "msg %s", n)
+    warnings.warn("old", FutureWarning) ->  _mend_rt.defer_warn("old", FutureWarning)
+    print(f"h={h:.3f}")                 ->  _mend_rt.defer_print(_mend_rt.fmt("h={:.3f}", h))
+
+An f-string or ``"...".format(...)`` argument becomes a lazy ``fmt(template, *values)``:
+Dynamo cannot format a tensor inside the graph, and the values are snapshotted instead.
+``import mend.runtime as _mend_rt`` is added (another name when that one is taken).
+The model must be run through ``mend.runtime.install(model)`` (or ``capture()``) for the
+replay to happen after the call; without it the effects run from inside the graph, at
+their own position, with the same output.
+
+Fix safety -- declined, with the reason, when:
+
+* the call's value is used (``x = print(...)``, ``return warnings.warn(...)``, inside an
+  expression): a deferred call has no value to give;
+* ``print(..., file=...)`` writes to something other than ``sys.stdout``/``sys.stderr``,
+  or keywords are unpacked with ``**`` (the stream cannot be checked);
+* an argument has side effects (in-place tensor methods, container mutators, ``:=``,
+  ``next()``, ``print()``...) or reads a tensor value on the host (``.item()``,
+  ``.tolist()``, ``.numpy()``): a break of its own that deferral does not remove;
+* ``logger.exception`` or ``exc_info=``/``stack_info=``: they record the exception or stack
+  current at the call, which is gone at replay;
+* the logger is computed inside the compiled region (``logging.getLogger(...).info``,
+  ``self.loggers[0].info``), or ``print`` / ``warnings`` is not the builtin / standard
+  module in this file;
+* the call sits in a ``try`` block (an error it raises, e.g. under the warnings filter
+  ``"error"``, would no longer be caught there) or in a non-torch ``with`` block (the
+  context, e.g. ``warnings.catch_warnings()`` or ``redirect_stdout``, ends before the
+  replay), or outside a function;
+* an f-string uses ``=``, nested format specs, or an escape that produces a brace.
 """
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass, field
+
+import libcst as cst
+import libcst.matchers as m
+from libcst.codemod import CodemodContext
+from libcst.codemod.visitors import AddImportsVisitor
+from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
+
 from mend.locate import Located
 from mend.rules import Decline, Match
-from mend.taxonomy import side_effect_call
+from mend.taxonomy import LOG_METHODS, call_name
 
 NAME = "deferred-side-effects"
+RUNTIME = "mend.runtime"
+ALIAS = "_mend_rt"
+
+_PRINT_KEYWORDS = {"sep", "end", "file", "flush"}
+_WARN_KEYWORDS = {"message", "category", "stacklevel", "source"}
+_MUTATORS = {"append", "extend", "insert", "pop", "popitem", "popleft", "appendleft", "update", "setdefault",
+             "clear", "remove", "discard", "add", "write", "writelines", "send", "throw", "close", "flush",
+             "register_buffer", "register_parameter", "register_module", "add_module", "manual_seed", "seed"}
+_EFFECT_FUNCS = {"next", "print", "input", "open", "setattr", "delattr", "exec", "eval", "breakpoint"}
+_HOST_READS = {"item", "tolist", "numpy"}
+_TORCH_CONTEXTS = ("torch.",)  # `with torch.no_grad():` etc. keep their meaning for a captured call
+_EMPTY = cst.Module([])
+# an escape in a non-raw literal that yields `{` or `}` (it would become a format field)
+_BRACE_ESCAPE = re.compile(r"\\(N\{|x7[bdBD]|u007[bdBD]|U0000007[bdBD]|17[35])")
+
+
+@dataclass
+class RewriteResult:
+    """A rewrite awaiting verification: the whole new module, the replaced lines of the
+    input (1-based, inclusive), what was done, and what a verifier must establish."""
+
+    code: str
+    span: tuple[int, int]
+    detail: str
+    obligations: list[dict] = field(default_factory=list)
+
+
+@dataclass
+class _Plan:
+    stmt: cst.SimpleStatementLine
+    call: cst.Call
+    kind: str  # "print" | "log" | "warn"
+    callee: str  # dotted name, for messages
+    receiver: cst.BaseExpression | None = None  # the logger (log)
+    method: str | None = None  # the logger method (log)
+
+
+def _code(node: cst.CSTNode) -> str:
+    return _EMPTY.code_for_node(node)
+
+
+def _dotted(node: cst.BaseExpression) -> str | None:
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        return ".".join([node.value, *reversed(parts)])
+    return None
+
+
+# --------------------------------------------------------------------------- names in the file
+
+
+def _target_names(node: cst.CSTNode | None) -> list[str]:
+    """Names bound by an assignment target (``a``, ``a, (b, *c)``); attributes and items bind none."""
+    if isinstance(node, cst.Name):
+        return [node.value]
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return [n for el in node.elements for n in _target_names(el.value)]
+    if isinstance(node, cst.StarredElement):
+        return _target_names(node.value)
+    return []
+
+
+class _Bindings(cst.CSTVisitor):
+    """One pass over the file: every name it binds, with how, and every name it mentions."""
+
+    def __init__(self) -> None:
+        self.bound: dict[str, list[str]] = {}
+        self.names: set[str] = set()
+
+    def add(self, name: str, how: str) -> None:
+        self.bound.setdefault(name, []).append(how)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            full = _dotted(alias.name) or ""
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                self.add(alias.asname.name.value, f"import:{full}")
+            elif full:
+                self.add(full.split(".")[0], f"import:{full.split('.')[0]}")
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        mod = "." * len(node.relative) + ((_dotted(node.module) or "") if node.module is not None else "")
+        if isinstance(node.names, cst.ImportStar):
+            self.add("*", f"from:{mod}.*")
+            return
+        for alias in node.names:
+            name = alias.name.value if isinstance(alias.name, cst.Name) else (_dotted(alias.name) or "")
+            bound = alias.asname.name.value if alias.asname is not None else name
+            self.add(bound, f"from:{mod}.{name}")
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.add(node.name.value, "def")
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.add(node.name.value, "def")
+
+    def visit_Param(self, node: cst.Param) -> None:
+        self.add(node.name.value, "assign")
+
+    def _targets(self, target: cst.CSTNode | None) -> None:
+        for name in _target_names(target):
+            self.add(name, "assign")
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._targets(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._targets(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._targets(node.target)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._targets(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._targets(node.target)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._targets(node.target)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        self._targets(node.asname.name if node.asname is not None else None)
+
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        self._targets(node.name.name if node.name is not None else None)
+
+
+def _bindings(module: cst.Module) -> _Bindings:
+    """What the file binds (any scope: a conservative screen) and the names it uses."""
+    visitor = _Bindings()
+    module.visit(visitor)
+    return visitor
+
+
+def _imports_module(bound: dict[str, list[str]], name: str, module: str) -> bool:
+    """``name`` in this file is the module ``module`` and nothing else."""
+    return bound.get(name) == [f"import:{module}"] or (
+        bool(bound.get(name)) and all(h == f"import:{module}" for h in bound[name]))
+
+
+def _runtime_alias(b: _Bindings) -> tuple[str, bool]:
+    """(alias, already imported): an existing ``import mend.runtime as X``, else a free name."""
+    for name, hows in b.bound.items():
+        if hows and all(h == f"import:{RUNTIME}" for h in hows) and name != RUNTIME.split(".")[0]:
+            return name, True
+    used = b.names | set(b.bound)
+    alias, i = ALIAS, 1
+    while alias in used:
+        alias, i = f"{ALIAS}_{i}", i + 1
+    return alias, False
+
+
+# --------------------------------------------------------------------------- finding the site
+
+
+class _Calls(cst.CSTVisitor):
+    METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider)
+
+    def __init__(self, line: int) -> None:
+        self.line = line
+        self.found: list[tuple[int, int, cst.Call]] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        pos = self.get_metadata(PositionProvider, node)
+        if pos.start.line <= self.line <= pos.end.line and _kind(node) is not None:
+            self.found.append((pos.start.line, pos.end.line, node))
+
+
+def _kind(call: cst.Call) -> str | None:
+    """'print' | 'warn' | 'log' | 'log?' (a logger method on a computed receiver), else None."""
+    func = call.func
+    name = call_name(call)
+    if name == "print":
+        return "print"
+    if name in ("warnings.warn", "warn"):
+        return "warn"
+    if isinstance(func, cst.Attribute) and func.attr.value in LOG_METHODS:
+        if name is None:
+            return "log?" if "log" in _code(func.value).lower() else None
+        # the receiver is a logger by name: `logger`, `self._log`, `logging` (not `torch.log`)
+        if "log" in name.rsplit(".", 1)[0].rsplit(".", 1)[-1].lower():
+            return "log"
+    return None
+
+
+def _ancestors(wrapper: MetadataWrapper, node: cst.CSTNode) -> list[cst.CSTNode]:
+    parents = wrapper.resolve(ParentNodeProvider)
+    out = []
+    while node in parents:
+        node = parents[node]
+        out.append(node)
+    return out  # innermost first
+
+
+def _site(wrapper: MetadataWrapper, line: int) -> tuple[cst.Call, list[cst.CSTNode]] | None:
+    visitor = _Calls(line)
+    wrapper.visit(visitor)
+    if not visitor.found:
+        return None
+    starting = [f for f in visitor.found if f[0] == line]
+    # the outermost call starting on the line; else the innermost one covering it
+    start, end, call = starting[0] if starting else max(visitor.found, key=lambda f: f[0])
+    return call, _ancestors(wrapper, call)
+
+
+# --------------------------------------------------------------------------- screening
+
+
+def _used(call: cst.Call) -> str:
+    return f"the value of `{_code(call.func)}(...)` is used, so the call cannot be deferred"
+
+
+def _screen(call: cst.Call, ancestors: list[cst.CSTNode], bound: dict[str, list[str]]) -> _Plan | Decline:
+    """The plan for a deferrable call (``ancestors`` innermost first), or why not."""
+    kind = _kind(call)
+    callee = _code(call.func)
+    parent = ancestors[0] if ancestors else None
+    stmt = ancestors[1] if len(ancestors) > 1 else None
+    if not (isinstance(parent, cst.Expr) and isinstance(stmt, cst.SimpleStatementLine)):
+        return Decline(NAME, _used(call))
+    if kind == "log?":
+        return Decline(NAME, f"the logger of `{callee}(...)` is computed by an expression (a call or an index) "
+                             "inside the compiled region; bind it to a module-level name first")
+    scope = _scope_decline(ancestors)
+    if scope is not None:
+        return Decline(NAME, scope)
+    if kind == "print":
+        if "print" in bound:
+            return Decline(NAME, "`print` is rebound in this file, so it is not the builtin")
+        plan = _Plan(stmt, call, "print", callee)
+    elif kind == "warn":
+        head = callee.split(".")[0]
+        ok = (_imports_module(bound, "warnings", "warnings") if callee == "warnings.warn"
+              else bound.get("warn") == ["from:warnings.warn"])
+        if not ok:
+            return Decline(NAME, f"`{head}` is not the standard `warnings` module in this file")
+        plan = _Plan(stmt, call, "warn", callee)
+    else:
+        func = call.func
+        plan = _Plan(stmt, call, "log", callee, receiver=func.value, method=func.attr.value)
+    reason = _args_decline(plan, bound)
+    return Decline(NAME, reason) if reason else plan
+
+
+def _scope_decline(ancestors: list[cst.CSTNode]) -> str | None:
+    for anc in ancestors:
+        if isinstance(anc, (cst.FunctionDef, cst.Lambda)):
+            return None
+        if isinstance(anc, (cst.Try, cst.TryStar)):
+            return ("the call sits in a `try` block: an error it raises (e.g. under the warnings filter "
+                    "\"error\") would no longer be caught there once deferred")
+        if isinstance(anc, cst.With):
+            for item in anc.items:
+                ctx = item.item.func if isinstance(item.item, cst.Call) else item.item
+                name = _dotted(ctx) or _code(ctx)
+                if not name.startswith(_TORCH_CONTEXTS):
+                    return (f"the call sits in `with {_code(item.item)}`: the context (warning filters, "
+                            "redirected streams...) ends before the deferred effect is replayed")
+        if isinstance(anc, cst.ClassDef):
+            break
+    return "the call is not inside a function: it runs when the file is imported, not in a compiled region"
+
+
+def _args_decline(plan: _Plan, bound: dict[str, list[str]]) -> str | None:
+    call = plan.call
+    keywords = [a.keyword.value for a in call.args if a.keyword is not None]
+    if any(a.star == "**" for a in call.args):
+        return f"keyword arguments of `{plan.callee}(...)` are unpacked (`**`), so they cannot be checked"
+    if plan.kind == "print":
+        unknown = set(keywords) - _PRINT_KEYWORDS
+        if unknown:
+            return f"print() gets unknown keywords {sorted(unknown)}"
+        for a in call.args:
+            if a.keyword is not None and a.keyword.value == "file":
+                target = _dotted(a.value)
+                std = target in ("sys.stdout", "sys.stderr") and _imports_module(bound, "sys", "sys")
+                if not (std or (isinstance(a.value, cst.Name) and a.value.value == "None")):
+                    return (f"print(..., file={_code(a.value)}) writes to a stream other than sys.stdout/sys.stderr; "
+                            "deferring it could reorder it against other writes to that stream")
+    elif plan.kind == "warn":
+        unknown = set(keywords) - _WARN_KEYWORDS
+        if unknown:
+            return f"warnings.warn() gets keywords the runtime does not replay: {sorted(unknown)}"
+        if sum(1 for a in call.args if a.keyword is None) > 4:
+            return "warnings.warn() gets more than four positional arguments"
+    else:
+        if plan.method == "exception" or {"exc_info", "stack_info"} & set(keywords):
+            return (f"`{plan.callee}` records the exception or stack current at the call "
+                    "(exception/exc_info/stack_info), which is gone when the call is replayed")
+    for a in call.args:
+        reason = _effect_in(a.value)
+        if reason:
+            return f"the argument `{_code(a.value).strip()}` {reason}; deferral would not remove that"
+    return None
+
+
+def _effect_in(expr: cst.BaseExpression) -> str | None:
+    """Why evaluating ``expr`` has a side effect or a break of its own, else None."""
+    if m.findall(expr, m.NamedExpr() | m.Yield() | m.Await()):
+        return "binds or yields (`:=`, `yield`, `await`)"
+    for call in m.findall(expr, m.Call()):
+        func = call.func
+        if isinstance(func, cst.Attribute):
+            attr = func.attr.value
+            if attr in _HOST_READS:
+                return f"reads a tensor value on the host (`.{attr}()`), a graph break of its own"
+            if attr in _MUTATORS or (attr.endswith("_") and not attr.endswith("__") and not attr.startswith("_")):
+                return f"has a side effect (`.{attr}(...)`)"
+        elif isinstance(func, cst.Name) and func.value in _EFFECT_FUNCS:
+            return f"has a side effect (`{func.value}(...)`)"
+        if any(a.keyword is not None and a.keyword.value == "out" for a in call.args):
+            return "writes into an `out=` tensor"
+    return None
+
+
+# --------------------------------------------------------------------------- lazy formatting
+
+
+def _fmt_parts(node: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+    """The string literals of an implicit concatenation, in order; None if one is not a str literal."""
+    if isinstance(node, cst.ConcatenatedString):
+        left, right = _fmt_parts(node.left), _fmt_parts(node.right)
+        return None if left is None or right is None else left + right
+    if isinstance(node, (cst.SimpleString, cst.FormattedString)):
+        return [node]
+    return None
+
+
+def _template_of(part: cst.BaseExpression, exprs: list) -> str | Decline:
+    """A ``str.format`` literal for one literal of an f-string expression (exprs collected)."""
+    if isinstance(part, cst.SimpleString):
+        prefix = part.prefix.lower()
+        if "b" in prefix:
+            return Decline(NAME, "a bytes literal is concatenated with an f-string")
+        body = part.value[len(part.prefix) + len(part.quote):-len(part.quote)]
+        if "r" not in prefix and _BRACE_ESCAPE.search(body):
+            return Decline(NAME, "a string literal has an escape that produces a brace")
+        return part.prefix + part.quote + body.replace("{", "{{").replace("}", "}}") + part.quote
+    assert isinstance(part, cst.FormattedString)
+    raw = "r" in part.prefix.lower()
+    pieces = []
+    for p in part.parts:
+        if isinstance(p, cst.FormattedStringText):
+            if not raw and _BRACE_ESCAPE.search(p.value):
+                return Decline(NAME, "an f-string has an escape that produces a brace")
+            pieces.append(p.value)
+            continue
+        if p.equal is not None:
+            return Decline(NAME, "an f-string uses the `=` specifier (self-documenting expression)")
+        spec = ""
+        if p.format_spec:
+            if not all(isinstance(s, cst.FormattedStringText) for s in p.format_spec):
+                return Decline(NAME, "an f-string has a nested format spec (`{x:{w}}`)")
+            spec = ":" + "".join(s.value for s in p.format_spec)
+        conv = f"!{p.conversion}" if p.conversion else ""
+        pieces.append("{" + conv + spec + "}")
+        exprs.append(p.expression)
+    start = part.start.replace("f", "").replace("F", "")
+    return start + "".join(pieces) + part.end
+
+
+def _lazy(value: cst.BaseExpression, alias: str) -> cst.BaseExpression | Decline | None:
+    """``fmt(template, *values)`` for an f-string / ``"...".format(...)`` argument, else None."""
+    fmt = cst.Attribute(cst.Name(alias), cst.Name("fmt"))
+    if (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "format"
+            and isinstance(value.func.value, (cst.SimpleString, cst.ConcatenatedString))
+            and not m.findall(value.func.value, m.FormattedString())):
+        template = value.func.value
+        return cst.Call(fmt, [cst.Arg(template, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+                              *value.args] if value.args else [cst.Arg(template)],
+                        whitespace_before_args=value.whitespace_before_args)
+    parts = _fmt_parts(value)
+    if parts is None or not any(isinstance(p, cst.FormattedString) for p in parts):
+        return None
+    exprs: list = []
+    texts = []
+    for p in parts:
+        t = _template_of(p, exprs)
+        if isinstance(t, Decline):
+            return t
+        texts.append(t)
+    # keep the layout of an implicit concatenation: replace each literal in place
+    it = iter(texts)
+
+    class _Swap(cst.CSTTransformer):
+        def leave_SimpleString(self, original, updated):
+            return cst.SimpleString(next(it))
+
+        def leave_FormattedString(self, original, updated):
+            return cst.SimpleString(next(it))
+
+    template = value.visit(_Swap()) if isinstance(value, cst.ConcatenatedString) else cst.SimpleString(texts[0])
+    args = [cst.Arg(template)] + [cst.Arg(e) for e in exprs]
+    comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    args = [a.with_changes(comma=comma) for a in args[:-1]] + [args[-1]]
+    return cst.Call(fmt, args)
+
+
+# --------------------------------------------------------------------------- rewriting
 
 
 def match(loc: Located) -> Match | Decline:
-    """A bare ``print``/logger/``warnings.warn`` statement is deferrable."""
-    name = side_effect_call(loc)
-    if name is None:
-        return Decline(NAME, "the side effect is not a bare print/logger/warnings statement "
-                             "(its value is used, so it cannot be deferred)")
-    return Match(NAME, f"defer `{name}(...)` to after the compiled call")
+    """A bare ``print``/logger/``warnings.warn`` statement the rewrite accepts is deferrable.
+
+    Works from the located statement (no position metadata: fast on large files).
+    """
+    node = loc.node
+    calls = [c for c in m.findall(node, m.Call()) if _kind(c) is not None]
+    if not calls:
+        return Decline(NAME, f"no print/logger/warnings.warn call on line {loc.line}")
+    if not (isinstance(node, cst.Expr) and any(node.value is c for c in calls)):
+        return Decline(NAME, _used(calls[0]))
+    call = node.value
+    ancestors = [node, *reversed(loc.ancestors)]
+    plan = _screen(call, ancestors, _bindings(loc.module).bound)
+    if isinstance(plan, Decline):
+        return plan
+    for a in call.args:  # f-strings the rewrite could not make lazy
+        lazy = _lazy(a.value, ALIAS) if a.star == "" else None
+        if isinstance(lazy, Decline):
+            return lazy
+    return Match(NAME, f"defer `{plan.callee}(...)` to after the compiled call (mend.runtime)")
+
+
+def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
+    """Rewrite the print/logger/warnings call reported at ``line`` into its deferred form.
+
+    The whole module comes back (``code``), with ``import mend.runtime as <alias>`` added
+    when missing; ``span`` is the statement's lines in the input.
+    """
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    site = _site(wrapper, line)
+    if site is None:
+        return Decline(NAME, f"no print/logger/warnings.warn call on line {line}")
+    b = _bindings(module)
+    plan = _screen(site[0], site[1], b.bound)
+    if isinstance(plan, Decline):
+        return plan
+    pos = wrapper.resolve(PositionProvider)[plan.stmt]
+    alias, imported = _runtime_alias(b)
+
+    call = plan.call
+    args = []
+    lazies = []
+    for a in call.args:
+        lazy = _lazy(a.value, alias) if a.star == "" else None
+        if isinstance(lazy, Decline):
+            return lazy
+        if lazy is not None:
+            lazies.append(_code(lazy))
+            a = a.with_changes(value=lazy)
+        args.append(a)
+    comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    if plan.kind == "log":
+        extra = [cst.Arg(plan.receiver, comma=comma),
+                 cst.Arg(cst.SimpleString(f'"{plan.method}"'), comma=comma if args else cst.MaybeSentinel.DEFAULT)]
+        args = extra + args
+        func_name = "defer_log"
+    else:
+        func_name = "defer_print" if plan.kind == "print" else "defer_warn"
+    new_call = call.with_changes(func=cst.Attribute(cst.Name(alias), cst.Name(func_name)), args=args)
+    tree = module.deep_replace(call, new_call)
+    if not imported:
+        context = CodemodContext()
+        AddImportsVisitor.add_needed_import(context, RUNTIME, asname=alias)
+        tree = AddImportsVisitor(context).transform_module(tree)
+
+    detail = (f"`{plan.callee}(...)` -> `{alias}.{func_name}(...)`: captured inside the graph (tensor arguments "
+              "cloned), replayed after the compiled call in program order")
+    obligations = [
+        {"kind": "order-preserved",
+         "detail": "deferred effects replay in program order, after the compiled call"},
+        {"kind": "replayed-on-exception",
+         "detail": "effects captured before an exception are replayed before it propagates",
+         "requires": f"{RUNTIME}.install(model) or {RUNTIME}.capture()"},
+    ]
+    values = [_code(a.value).strip() for a in call.args
+              if not isinstance(a.value, (cst.SimpleString, cst.ConcatenatedString, cst.Integer, cst.Float))]
+    if values or lazies:
+        obligations.append({"kind": "snapshot-before-mutation", "values": values,
+                            "detail": "tensor arguments are cloned where the call was, before later in-place updates"})
+    if lazies:
+        obligations.append({"kind": "lazy-format-equals-fstring", "formats": lazies})
+    if plan.kind == "log" and plan.method and plan.method.endswith("_once"):
+        obligations.append({"kind": "once-per-process", "method": plan.method,
+                            "detail": "replayed through the same (lru_cache'd) method"})
+    if plan.kind == "warn":
+        obligations.append({"kind": "warning-identity", "same": ["category", "message"],
+                            "may_differ": ["filename", "lineno"]})
+    return RewriteResult(tree.code, (pos.start.line, pos.end.line), detail, obligations)
+
+
+def example_line(source: str) -> int:
+    """The line of an example's site: the first line with a print/warn/logger call."""
+    pat = re.compile(r"\b(print|warn|" + "|".join(sorted(LOG_METHODS)) + r")\(")
+    for i, text in enumerate(source.splitlines(), 1):
+        if pat.search(text) and not text.lstrip().startswith(("def ", "#")):
+            return i
+    raise ValueError("no site in example")
+
+
+# --------------------------------------------------------------------------- examples
+
+FIX_EXAMPLES: list[tuple[str, str]] = [
+    ('''import torch
+
+
+def forward(x):
+    h = x + 1
+    print("[debug] hidden computed")
+    return h
+''',
+     '''import torch
+import mend.runtime as _mend_rt
+
+
+def forward(x):
+    h = x + 1
+    _mend_rt.defer_print("[debug] hidden computed")
+    return h
+'''),
+    ('''import sys
+
+import torch
+
+
+def forward(self, x):
+    h = self.fc(x)
+    print("pre-scale:", h, sep=" | ", end="\\n\\n", file=sys.stderr)  # before the in-place update
+    h.mul_(self.scale)
+    return h
+''',
+     '''import sys
+
+import torch
+import mend.runtime as _mend_rt
+
+
+def forward(self, x):
+    h = self.fc(x)
+    _mend_rt.defer_print("pre-scale:", h, sep=" | ", end="\\n\\n", file=sys.stderr)  # before the in-place update
+    h.mul_(self.scale)
+    return h
+'''),
+    ('''import logging
+
+logger = logging.getLogger(__name__)
+
+
+def forward(self, x):
+    logger.info("shape %s, mean %.3f", x.shape, x.mean())
+    return x * 2
+''',
+     '''import logging
+import mend.runtime as _mend_rt
+
+logger = logging.getLogger(__name__)
+
+
+def forward(self, x):
+    _mend_rt.defer_log(logger, "info", "shape %s, mean %.3f", x.shape, x.mean())
+    return x * 2
+'''),
+    ('''from transformers.utils import logging
+
+logger = logging.get_logger(__name__)
+
+
+def forward(self, past_key_values):
+    if isinstance(past_key_values, tuple):
+        logger.warning_once(
+            "Passing a tuple of `past_key_values` is deprecated. "
+            "You should pass an instance of `Cache` instead."
+        )
+    return past_key_values
+''',
+     '''from transformers.utils import logging
+import mend.runtime as _mend_rt
+
+logger = logging.get_logger(__name__)
+
+
+def forward(self, past_key_values):
+    if isinstance(past_key_values, tuple):
+        _mend_rt.defer_log(
+            logger, "warning_once", "Passing a tuple of `past_key_values` is deprecated. "
+            "You should pass an instance of `Cache` instead."
+        )
+    return past_key_values
+'''),
+    ('''import logging
+
+
+def forward(self, x):
+    logging.warning("root logger: %d rows", x.shape[0])
+    self.logger.debug("through an attribute")
+    return x
+''',
+     '''import logging
+import mend.runtime as _mend_rt
+
+
+def forward(self, x):
+    _mend_rt.defer_log(logging, "warning", "root logger: %d rows", x.shape[0])
+    self.logger.debug("through an attribute")
+    return x
+'''),
+    ('''import warnings
+
+
+def forward(self, x, scale=None):
+    if scale is not None:
+        warnings.warn("`scale` is deprecated", FutureWarning, stacklevel=2)
+    return x
+''',
+     '''import warnings
+import mend.runtime as _mend_rt
+
+
+def forward(self, x, scale=None):
+    if scale is not None:
+        _mend_rt.defer_warn("`scale` is deprecated", FutureWarning, stacklevel=2)
+    return x
+'''),
+    ('''from warnings import warn
+
+
+def forward(self, x):
+    warn("legacy path")
+    return x
+''',
+     '''from warnings import warn
+import mend.runtime as _mend_rt
+
+
+def forward(self, x):
+    _mend_rt.defer_warn("legacy path")
+    return x
+'''),
+    ('''def forward(self, x):
+    h = x.relu()
+    print(f"h: {h.sum():.3f} ({h.shape!r}) {{raw}}")
+    return h
+''',
+     '''import mend.runtime as _mend_rt
+
+def forward(self, x):
+    h = x.relu()
+    _mend_rt.defer_print(_mend_rt.fmt("h: {:.3f} ({!r}) {{raw}}", h.sum(), h.shape))
+    return h
+'''),
+    ('''def forward(self, x):
+    print("{} rows, norm {n:.2f}".format(x.shape[0], n=x.norm()))
+    return x
+''',
+     '''import mend.runtime as _mend_rt
+
+def forward(self, x):
+    _mend_rt.defer_print(_mend_rt.fmt("{} rows, norm {n:.2f}", x.shape[0], n=x.norm()))
+    return x
+'''),
+    ('''import mend.runtime as rt
+
+
+def forward(self, x):
+    print("already imported", x)
+    return x
+''',
+     '''import mend.runtime as rt
+
+
+def forward(self, x):
+    rt.defer_print("already imported", x)
+    return x
+'''),
+    ('''def forward(self, x):
+    _mend_rt = x + 1
+    print("alias taken", _mend_rt)
+    return _mend_rt
+''',
+     '''import mend.runtime as _mend_rt_1
+
+def forward(self, x):
+    _mend_rt = x + 1
+    _mend_rt_1.defer_print("alias taken", _mend_rt)
+    return _mend_rt
+'''),
+    ('''import torch
+
+
+def forward(self, x, *extra):
+    with torch.no_grad():
+        print(*extra, x.max())
+    return x
+''',
+     '''import torch
+import mend.runtime as _mend_rt
+
+
+def forward(self, x, *extra):
+    with torch.no_grad():
+        _mend_rt.defer_print(*extra, x.max())
+    return x
+'''),
+]
+
+# (source, a substring of the reason); the site is the first line with a call (example_line)
+DECLINE_EXAMPLES: list[tuple[str, str]] = [
+    ('''def forward(self, x):
+    y = print("value used")
+    return x
+''',
+     'is used'),
+    ('''import warnings
+
+
+def forward(self, x):
+    return warnings.warn("value used")
+''',
+     'is used'),
+    ('''def forward(self, x):
+    print("to a file", x, file=self.log_file)
+    return x
+''',
+     'stream other than sys.stdout/sys.stderr'),
+    ('''def forward(self, x):
+    print("loss", x.sum().item())
+    return x
+''',
+     'reads a tensor value on the host'),
+    ('''def forward(self, x):
+    print("bumped", x.add_(1))
+    return x
+''',
+     'has a side effect'),
+    ('''def forward(self, x):
+    print("next batch", next(self.batches))
+    return x
+''',
+     'has a side effect'),
+    ('''def forward(self, x):
+    print("walrus", (y := x + 1))
+    return y
+''',
+     'binds or yields'),
+    ('''import logging
+
+logger = logging.getLogger(__name__)
+
+
+def forward(self, x):
+    logger.exception("failed")
+    return x
+''',
+     'records the exception or stack'),
+    ('''import logging
+
+logger = logging.getLogger(__name__)
+
+
+def forward(self, x):
+    logger.warning("with traceback", exc_info=True)
+    return x
+''',
+     'records the exception or stack'),
+    ('''import logging
+
+
+def forward(self, x):
+    logging.getLogger(__name__).info("computed logger")
+    return x
+''',
+     'computed by an expression'),
+    ('''def forward(self, x):
+    self.loggers[0].info("indexed logger")
+    return x
+''',
+     'computed by an expression'),
+    ('''import warnings
+
+
+def forward(self, x):
+    try:
+        warnings.warn("caught below")
+    except UserWarning:
+        x = x + 1
+    return x
+''',
+     '`try` block'),
+    ('''import warnings
+
+
+def forward(self, x):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        warnings.warn("silenced here")
+    return x
+''',
+     'ends before the deferred effect is replayed'),
+    ('''from rich import print
+
+
+def forward(self, x):
+    print("rich print")
+    return x
+''',
+     'not the builtin'),
+    ('''import numpy as warnings
+
+
+def forward(self, x):
+    warnings.warn("not the stdlib")
+    return x
+''',
+     'not the standard `warnings` module'),
+    ('''print("at import time")
+''',
+     'not inside a function'),
+    ('''def forward(self, x, **kw):
+    print("unpacked", **kw)
+    return x
+''',
+     'unpacked (`**`)'),
+    ('''def forward(self, x):
+    print(f"{x.shape=}")
+    return x
+''',
+     '`=` specifier'),
+    ('''def forward(self, x):
+    print(f"{x.norm():.{self.digits}f}")
+    return x
+''',
+     'nested format spec'),
+    ('''import warnings
+
+
+def forward(self, x):
+    warnings.warn("3.12 only", skip_file_prefixes=("/lib",))
+    return x
+''',
+     'does not replay'),
+    ('''def forward(self, x):
+    h = x.relu()
+    return h
+''',
+     'no print/logger/warnings.warn call'),
+]

@@ -16,12 +16,29 @@ Rewrites (see ``FIX_EXAMPLES``):
   the selection; an ``elif`` site whose chain starts with a Python test -> ``else:``
   around it;
 * a name assigned on one side only and used nowhere else (a setup temporary) is kept as
-  a plain assignment before the selection.
+  a plain assignment before the selection;
+* setup that GraphMend hoists (the LongRoPE frequency update of transformers'
+  ``modeling_rope_utils``): a memoised initialisation ``if not hasattr(self, "k"):
+  self.k = self.init_fn(...)`` under its five conditions (no ``else``; ``self.k``
+  definitely assigned; the rest of its body neutral; ``self.k`` read nowhere but by the
+  selection; the initialiser pure and unable to raise -- a ``self.<attr>(...)`` call that
+  is neither a method nor a submodule is accepted here only, as the obligations
+  ``hoisted-setup-pure`` / ``hoisted-setup-cannot-raise``) and an idempotent device move
+  ``self.a = self.a.to(d)`` (obligation ``idempotent-device-move``) run first, on every
+  path;
+* every side ending with ``self.register_buffer("<same name>", v_i, <same other args>)``
+  -> one call on ``torch.where(p, v_1, v_2)`` (obligations: same shape and dtype; the
+  buffer is a new tensor, no longer an alias of ``v_i``: ``paired-call-value-not-aliased``).
+
+:func:`match` runs :func:`rewrite` on the located site, so the static screen and the
+rewrite agree.
 
 Fix safety: ``torch.where`` evaluates both sides. The rule declines what it can see is
-unsafe (``DECLINE_EXAMPLES``): a side that mutates state, raises, returns early while the
-other falls through, assigns ``None``, draws random numbers, calls something that might
-not be pure, holds a nested compound statement, or a site inside a loop (Dynamo skipped
+unsafe (``DECLINE_EXAMPLES``): a side that mutates state (other than the hoistable
+setup above), raises, returns early while the other falls through, assigns ``None``,
+draws random numbers, calls something that might not be pure, holds a nested compound
+statement, setup that fails one of the hoisting conditions, trailing calls that differ in
+name or arguments, or a site inside a loop (Dynamo skipped
 the frame; predicating would run the untaken side every iteration, cf. shared/cases 006).
 What the source cannot decide -- equal shapes and dtypes, a single-element bool
 predicate, an untaken side that cannot raise, finite gradients through the untaken side
@@ -66,53 +83,17 @@ def is_device_move(stmt) -> bool:
         stmt.targets[0].target.deep_equals(stmt.value.func.value))
 
 
-def is_memo_init(stmt) -> bool:
-    """``if not hasattr(self, "k"): self.k... = init(...)``: a memoised initialisation."""
-    return bool(m.matches(stmt, m.If(
-        test=m.UnaryOperation(operator=m.Not(), expression=m.Call(func=m.Name("hasattr"))),
-        orelse=None)))
-
-
-def _check_branch(body) -> tuple[set[str], bool, set[str]] | Decline:
-    """(assigned names, returns?, names assigned None) or a Decline."""
-    names: set[str] = set()
-    nones: set[str] = set()
-    returns = False
-    for stmt in body.body:
-        if isinstance(stmt, cst.If) and is_memo_init(stmt):
-            continue
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            return Decline(NAME, f"a branch holds a nested `{type(stmt).__name__.lower()}` statement")
-        for small in stmt.body:
-            op = inplace_call(small)
-            if op:
-                return Decline(NAME, f"a branch mutates a tensor in place (`{op}`)")
-            if has_out_kwarg(small):
-                return Decline(NAME, "a branch writes through `out=`")
-            if isinstance(small, cst.Return):
-                returns = True
-            elif isinstance(small, cst.Pass):
-                pass
-            elif (name := assigned_name(small)) is not None:
-                names.add(name)
-                if m.matches(small.value, m.Name("None")):
-                    nones.add(name)
-            elif is_device_move(small):
-                pass
-            elif isinstance(small, cst.Expr) and (call_name(small.value) or "").endswith("register_buffer"):
-                pass
-            elif isinstance(small, (cst.AugAssign,)) or (isinstance(small, cst.Assign)):
-                target = small.target if isinstance(small, cst.AugAssign) else small.targets[0].target
-                code = cst.Module([]).code_for_node(target)
-                return Decline(NAME, f"a branch mutates state (`{code}`)")
-            elif isinstance(small, cst.Raise):
-                return Decline(NAME, "a branch raises")
-            elif isinstance(small, (cst.Global, cst.Nonlocal)):
-                return Decline(NAME, "a branch declares global/nonlocal state")
-            else:
-                code = cst.Module([]).code_for_node(small)
-                return Decline(NAME, f"a branch runs `{code.strip()[:60]}` for its effect")
-    return names, returns, nones
+def memo_slot(stmt) -> tuple[str, str] | None:
+    """``(obj, key)`` for ``if not hasattr(obj, "key"): ...``, a memoised initialisation."""
+    if not m.matches(stmt, m.If(test=m.UnaryOperation(operator=m.Not(), expression=m.Call(
+            func=m.Name("hasattr"), args=[m.Arg(value=m.Name(), keyword=None),
+                                          m.Arg(value=m.SimpleString(), keyword=None)])))):
+        return None
+    obj, key = stmt.test.expression.args
+    text = key.value.evaluated_value
+    if not isinstance(text, str) or not text.isidentifier():
+        return None
+    return obj.value.value, text
 
 
 def _return_follows(node: cst.If, parent: cst.CSTNode | None) -> bool:
@@ -127,38 +108,19 @@ def _return_follows(node: cst.If, parent: cst.CSTNode | None) -> bool:
 
 
 def match(loc: Located) -> Match | Decline:
-    """Static screen of a data-dependent branch site (no verification yet).
-
-    Looser than :func:`rewrite`: it also accepts branches whose setup GraphMend hoists
-    (memoised initialisation, device moves, buffer registration).
-    """
-    if loc.in_loop:
-        return Decline(NAME, "the branch sits inside a loop, so Dynamo skipped the whole frame; predicating it "
-                             "would evaluate the skipped side on every iteration (cost, inf*0 NaNs)")
+    """Whether :func:`rewrite` would rewrite the site at ``loc``: it runs the rewrite on
+    ``loc.module`` and keeps only the verdict, so the two always agree."""
     node = loc.node
-    if isinstance(node, cst.If):
-        arms = branches(node)
-        results = []
-        for _, body in arms:
-            res = _check_branch(body)
-            if isinstance(res, Decline):
-                return res
-            results.append(res)
-        if len(arms) == 1:
-            # the implicit else; `if p: return a` + `return b` is an if/else in disguise
-            parent = loc.ancestors[-1] if loc.ancestors else None
-            results.append((set(), results[0][1] and _return_follows(node, parent), set()))
-        returns = {r[1] for r in results}
-        if returns == {True, False}:
-            return Decline(NAME, "a branch leaves early (`return`) while the other falls through")
-        for nones in (r[2] for r in results):
-            if nones:
-                name = sorted(nones)[0]
-                return Decline(NAME, f"the two sides differ in None-ness (`{name}` becomes None on one side)")
-        return Match(NAME, "if/else -> torch.where or torch.cond")
-    if m.findall(node, m.BooleanOperation()):
-        return Match(NAME, "tensor `and`/`or` -> torch.logical_and/logical_or")
-    return Decline(NAME, "the tensor's truth value is taken in a form the rule does not rewrite")
+    if isinstance(node, cst.BaseSmallStatement) and loc.ancestors and isinstance(
+            loc.ancestors[-1], cst.SimpleStatementLine):
+        node = loc.ancestors[-1]
+    try:
+        result = _rewrite_at(loc.module, node, loc.line)
+    except Exception as exc:  # a scan must survive a rule bug; say what failed
+        return Decline(NAME, f"the rewrite failed on this site ({type(exc).__name__}: {exc})")
+    if isinstance(result, Decline):
+        return result
+    return Match(NAME, result.detail)
 
 
 # --------------------------------------------------------------------------------------
@@ -302,6 +264,8 @@ class _Env:
         self.names = {n.value for n in m.findall(module, m.Name())}
         self.counter = 0
         self.obligations: list[dict] = []
+        # (slot, guard) while screening a memoised initialisation that is being hoisted
+        self.hoisting: tuple[str, str] | None = None
         self.function = next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), None)
         cls = next((a for a in reversed(ancestors) if isinstance(a, cst.ClassDef)), None)
         self.methods: set[str] = set()
@@ -402,6 +366,17 @@ def _screen_call(call: cst.Call, env: _Env, side: str | None) -> None:
                 ("set_", "_assert")):
             raise _Declined(f"a side calls `{dotted}`, which has an effect")
         _nonfinite(call, last, env, side)
+    elif dotted is not None and dotted.startswith("self.") and dotted.count(".") == 1 and env.hoisting is not None:
+        # a memoised initialiser: `self.<attr>(...)` holding a plain function is accepted
+        # here only, as an obligation (the verifier checks it is pure and cannot raise)
+        attr = dotted.split(".")[1]
+        if attr in env.methods:
+            raise _Declined(f"the memoised initialisation calls the method `{dotted}`, which might not be pure; "
+                            "it cannot be hoisted")
+        if attr in env.submodules:
+            raise _Declined(f"the memoised initialisation calls `{dotted}`, a submodule ({env.submodules[attr]}); "
+                            "only a function held in an attribute is hoisted")
+        env.oblige("hoisted-setup-pure", call=_code(call), slot=env.hoisting[0], guard=env.hoisting[1])
     elif dotted is not None and dotted.startswith("self.") and dotted.count(".") == 1:
         attr = dotted.split(".")[1]
         if attr in env.methods:
@@ -602,20 +577,9 @@ class _Arm:
     returns: bool
 
 
-def _arm(pred, body: cst.BaseSuite | list) -> _Arm:
-    if isinstance(body, list):
-        smalls = body
-    elif isinstance(body, cst.SimpleStatementSuite):
-        smalls = list(body.body)
-    else:
-        smalls = []
-        for stmt in body.body:
-            if not isinstance(stmt, cst.SimpleStatementLine):
-                if isinstance(stmt, cst.If) and is_memo_init(stmt):
-                    raise _Declined("a branch holds a memoised initialisation (`if not hasattr(...)`); "
-                                    "hoisting it is not implemented")
-                raise _Declined(f"a branch holds a nested `{type(stmt).__name__.lower()}` statement")
-            smalls.extend(stmt.body)
+def _arm(pred, smalls: list[cst.BaseSmallStatement]) -> _Arm:
+    """The selection part of one side (hoisted setup and paired calls already taken out
+    by :func:`_plan_setup`)."""
     arm = _Arm(pred, [], None, False)
     for small in smalls:
         if arm.returns:
@@ -745,6 +709,298 @@ def _comments(node: cst.CSTNode, skip: tuple = ()) -> list[cst.EmptyLine]:
     return out
 
 
+# -- setup hoisting (GraphMend "[Where]": memoised initialisation, device moves) ------------
+
+# Calls that set one named slot of their receiver: when every side ends with the same call
+# on the same literal name and the same other arguments, one call whose value is chosen by
+# torch.where replaces them. method -> (name index, value index, value keyword)
+_PAIRED_SETTERS = {"register_buffer": (0, 1, "tensor")}
+
+
+@dataclass
+class _Hoisted:
+    """A setup statement moved above the selection (it now runs on every path)."""
+
+    stmt: cst.BaseStatement  # what is emitted
+    node: cst.CSTNode  # the original node
+    arm: int  # the side it came from
+    pos: int  # how many of that side's small statements came before it
+    slot: str  # `self.k`
+    kind: str  # "memo" | "device-move"
+    writes: set[str]  # `self.k` and local names it binds
+    reads: set[str]  # names and `obj.attr` it reads
+    also: dict[int, int] = field(default_factory=dict)  # other sides with the same device move: side -> pos
+
+
+@dataclass
+class _PairedCall:
+    call: cst.Call
+    func: str  # `self.register_buffer`
+    name: str  # the literal slot name
+    value: cst.BaseExpression
+    value_arg: int  # index of the value in call.args
+
+
+@dataclass
+class _Setup:
+    bodies: list[list[cst.BaseSmallStatement]]  # what each side selects
+    hoisted: list[_Hoisted]
+    paired: list[_PairedCall]  # one per side, or empty
+
+
+def _attrs(node: cst.CSTNode) -> set[str]:
+    """``obj.attr`` for every attribute of a plain name in ``node`` (read or written)."""
+    return {f"{a.value.value}.{a.attr.value}" for a in m.findall(node, m.Attribute(value=m.Name()))}
+
+
+def _reads(node: cst.CSTNode) -> set[str]:
+    return _read_names(node) | _attrs(node)
+
+
+def _bound_by(small: cst.BaseSmallStatement) -> set[str]:
+    if isinstance(small, cst.Assign):
+        return {n for t in small.targets for n in _bound_names(t.target)}
+    if isinstance(small, (cst.AnnAssign, cst.AugAssign)):
+        return _bound_names(small.target)
+    return set()
+
+
+def _screen_hoisted(expr: cst.BaseExpression, env: _Env, slot: str, guard: str) -> None:
+    """A memoised initialiser must be pure and must not raise: visible raising forms
+    (indexing, division by a non-constant) decline; opaque ``self.<attr>(...)`` calls
+    become obligations."""
+    for node in _walk(expr):
+        if isinstance(node, cst.Subscript):
+            raise _Declined(f"the memoised initialisation of `{slot}` indexes `{_code(node)}`, which may raise; "
+                            "it cannot be hoisted")
+        if isinstance(node, cst.BinaryOperation) and isinstance(
+                node.operator, (cst.Divide, cst.FloorDivide, cst.Modulo)) and not (
+                _is_literal(node.right) and not m.matches(node.right, m.Integer("0") | m.Float("0.0"))):
+            raise _Declined(f"the memoised initialisation of `{slot}` computes `{_code(node)}`, which may raise; "
+                            "it cannot be hoisted")
+    env.hoisting = (slot, guard)
+    try:
+        _screen(expr, env)
+    finally:
+        env.hoisting = None
+
+
+def _memo(stmt: cst.If, env: _Env, scope: cst.CSTNode, guard: str, arm: int, pos: int) -> _Hoisted:
+    """GraphMend's five conditions for hoisting ``if not hasattr(obj, "k"): obj.k = init(...)``:
+    no ``else``; ``obj.k`` definitely assigned by the body; the rest of the body neutral
+    (assignments to locals used nowhere else); ``obj.k`` not read elsewhere (checked by
+    :func:`_plan_setup`); the initialiser pure and unable to raise (screened here, the
+    opaque calls left as obligations)."""
+    obj, key = memo_slot(stmt)
+    slot = f"{obj}.{key}"
+    what = f'the memoised initialisation `if not hasattr({obj}, "{key}")`'
+    if stmt.orelse is not None:
+        raise _Declined(f"{what} has an `else`; it cannot be hoisted")
+    if isinstance(stmt.body, cst.SimpleStatementSuite):
+        smalls = list(stmt.body.body)
+    else:
+        smalls = []
+        for line in stmt.body.body:
+            if not isinstance(line, cst.SimpleStatementLine):
+                raise _Declined(f"{what} holds a nested `{type(line).__name__.lower()}`, so `{slot}` is not "
+                                "definitely assigned; it cannot be hoisted")
+            smalls.extend(line.body)
+    assigned, writes = False, {slot}
+    for small in smalls:
+        if not isinstance(small, cst.Assign):
+            raise _Declined(f"{what} runs `{_code(small)[:60]}`, which is not a neutral assignment; "
+                            "it cannot be hoisted")
+        for target in small.targets:
+            t = target.target
+            elements = [e.value for e in t.elements] if isinstance(t, (cst.Tuple, cst.List)) else [t]
+            for el in elements:
+                if m.matches(el, m.Attribute(value=m.Name(obj), attr=m.Name(key))):
+                    assigned = True
+                elif isinstance(el, cst.Name):
+                    if _occurrences_outside(scope, stmt, el.value):
+                        raise _Declined(f"{what} also assigns `{el.value}`, which is used elsewhere; "
+                                        "it cannot be hoisted")
+                    writes.add(el.value)
+                else:
+                    raise _Declined(f"{what} also writes `{_code(el)}`; it cannot be hoisted")
+        _screen_hoisted(small.value, env, slot, guard)
+    if not assigned:
+        raise _Declined(f"{what} does not definitely assign `{slot}`; it cannot be hoisted")
+    env.oblige("hoisted-setup-cannot-raise", stmt=_code(stmt), slot=slot, guard=guard)
+    return _Hoisted(stmt, stmt, arm, pos, slot, "memo", writes, _reads(stmt) - writes)
+
+
+def _device_move(small: cst.Assign, line: cst.SimpleStatementLine, env: _Env, guard: str, arm: int,
+                 pos: int) -> _Hoisted:
+    """``self.a = self.a.to(device)``: idempotent, so running it on every path changes at
+    most where ``self.a`` lives, which the taken side would have done anyway."""
+    slot = _code(small.targets[0].target)
+    for arg in small.value.args:
+        if not (_is_atom(arg.value) or m.matches(arg.value, m.Name("None"))):
+            raise _Declined(f"the device move `{_code(small)}` passes `{_code(arg.value)}`; only names and "
+                            "constants are hoisted")
+    env.oblige("idempotent-device-move", target=slot, expr=_code(small.value), guard=guard)
+    env.oblige("hoisted-setup-cannot-raise", stmt=_code(small), slot=slot, guard=guard)
+    stmt = line if len(line.body) == 1 else _line(small.with_changes(semicolon=cst.MaybeSentinel.DEFAULT))
+    return _Hoisted(stmt, line if len(line.body) == 1 else small, arm, pos, slot, "device-move", {slot},
+                    _read_names(small.value) | _attrs(small.value))
+
+
+def _paired_call(small: cst.BaseSmallStatement) -> _PairedCall | None:
+    """``self.register_buffer("name", value, ...)`` as a statement, else None."""
+    if not (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)):
+        return None
+    call = small.value
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value in _PAIRED_SETTERS
+            and isinstance(func.value, cst.Name)):
+        return None
+    name_at, value_at, value_kw = _PAIRED_SETTERS[func.attr.value]
+    positional = [i for i, a in enumerate(call.args) if a.keyword is None and not a.star]
+    name_i = positional[name_at] if len(positional) > name_at else next(
+        (i for i, a in enumerate(call.args) if a.keyword is not None and a.keyword.value == "name"), None)
+    value_i = positional[value_at] if len(positional) > value_at else next(
+        (i for i, a in enumerate(call.args) if a.keyword is not None and a.keyword.value == value_kw), None)
+    if name_i is None or value_i is None or any(a.star for a in call.args):
+        return None
+    name = call.args[name_i].value
+    literal = name.evaluated_value if isinstance(name, cst.SimpleString) else None
+    return _PairedCall(call, _code(func), literal if isinstance(literal, str) else None,
+                       call.args[value_i].value, value_i)
+
+
+def _without_value(p: _PairedCall) -> str:
+    args = list(p.call.args)
+    args[p.value_arg] = args[p.value_arg].with_changes(value=cst.Name("_"))
+    return _code(p.call.with_changes(args=args))
+
+
+def _plan_setup(chain, env: _Env, pred_codes: list[str]) -> _Setup:
+    """Split each side into what it selects, the setup hoisted above the selection, and
+    a trailing call paired across the sides; decline what cannot be moved unobserved."""
+    scope = env.function or env.module
+    bodies: list[list[cst.BaseSmallStatement]] = []
+    hoisted: list[_Hoisted] = []
+    for i, (_, body) in enumerate(chain):
+        guard = _guard_text(pred_codes, i)
+        lines = [cst.SimpleStatementLine(body=list(body.body))] if isinstance(body, cst.SimpleStatementSuite) \
+            else list(body.body)
+        smalls: list[cst.BaseSmallStatement] = []
+        bound: set[str] = set()  # names this side binds before the current statement
+
+        def hoist(h: _Hoisted) -> None:
+            late = (h.reads & bound) - {"self"}
+            if late:
+                raise _Declined(f"the setup `{_code(h.node)[:60]}` reads `{sorted(late)[0]}`, which its branch "
+                                "assigns before it; it cannot be hoisted")
+            same = [o for o in hoisted if o.kind == "device-move" == h.kind and _code(o.node) == _code(h.node)]
+            if same:  # the same move on several sides: once is enough (idempotent)
+                same[0].also[h.arm] = h.pos
+            else:
+                hoisted.append(h)
+
+        for line in lines:
+            if isinstance(line, cst.If) and memo_slot(line) is not None:
+                hoist(_memo(line, env, scope, guard, i, len(smalls)))
+                continue
+            if not isinstance(line, cst.SimpleStatementLine):
+                raise _Declined(f"a branch holds a nested `{type(line).__name__.lower()}` statement")
+            for small in line.body:
+                if is_device_move(small):
+                    hoist(_device_move(small, line, env, guard, i, len(smalls)))
+                    continue
+                smalls.append(small)
+                bound |= _bound_by(small)
+        bodies.append(smalls)
+
+    # a trailing call on the same slot on every side -> one call, its value selected
+    ends = [_paired_call(b[-1]) if b else None for b in bodies]
+    paired: list[_PairedCall] = []
+    if any(ends):
+        first = next(e for e in ends if e is not None)
+        if chain[-1][0] is not None or not all(ends):
+            raise _Declined(f"only one side ends with `{first.func}(...)`; the call cannot be paired across the "
+                            "sides, and running it on both would be seen")
+        funcs = {e.func for e in ends}
+        if len(funcs) > 1:
+            raise _Declined(f"the sides end with different calls ({', '.join(sorted(funcs))}); they cannot be paired")
+        if any(e.name is None for e in ends):
+            raise _Declined(f"`{first.func}` is called with a name that is not a string literal; "
+                            "the calls cannot be paired")
+        names = list(dict.fromkeys(e.name for e in ends))
+        if len(names) > 1:
+            raise _Declined(f"the sides call `{first.func}` on different names "
+                            f"({', '.join(repr(n) for n in names)}); they cannot be paired")
+        if len({_without_value(e) for e in ends}) > 1:
+            raise _Declined(f"the sides call `{first.func}({names[0]!r}, ...)` with different arguments besides "
+                            "the value; they cannot be paired")
+        paired = list(ends)
+        bodies = [b[:-1] for b in bodies]
+
+    # nobody may observe that the setup now runs first, and on every path
+    tests = [t for t, _ in chain if t is not None]
+    for h in hoisted:
+        for t in tests:
+            if h.slot in _attrs(t):
+                raise _Declined(f"the test reads `{h.slot}`, which the hoisted setup `{_code(h.node)[:50]}` writes")
+        # on its own side, only what came after it may read the slot; no other side may
+        at = {h.arm: h.pos, **h.also}
+        for j, body in enumerate(bodies):
+            before = body[:at[j]] if j in at else body
+            for small in before:
+                if clash := sorted(h.writes & _reads(small)):
+                    where = "before it on its side" if j in at else "on the other side"
+                    raise _Declined(f"`{clash[0]}` is read {where} (`{_code(small)[:50]}`), "
+                                    f"so the hoisted `{_code(h.node)[:50]}` would be seen")
+            if paired and j not in at and (clash := sorted(h.writes & _reads(paired[j].value))):
+                raise _Declined(f"`{clash[0]}` is read on the other side, so the hoisted `{_code(h.node)[:50]}` "
+                                "would be seen")
+        for o in hoisted:
+            if o.arm not in at and h.writes & o.reads:
+                raise _Declined(f"the hoisted setups of the two sides depend on each other "
+                                f"(`{sorted(h.writes & o.reads)[0]}`)")
+        if h.kind == "memo":
+            _memo_unobserved(h, bodies, paired, scope, env)
+    return _Setup(bodies, hoisted, paired)
+
+
+def _memo_unobserved(h: _Hoisted, bodies, paired, scope: cst.CSTNode, env: _Env) -> None:
+    """The memoised slot is read nowhere but by the selection after it on its own side:
+    not elsewhere in the function, not anywhere else in the module (by attribute or by
+    name string, as in ``hasattr``/``getattr``)."""
+    obj, key = h.slot.split(".", 1)
+    allowed = {id(h.node), *(id(s) for s in bodies[h.arm][h.pos:])}
+    if paired:
+        allowed.add(id(paired[h.arm].call))
+    seen: list[str] = []
+
+    class V(cst.CSTVisitor):
+        def __init__(self, skip: set[int], any_object: bool):
+            super().__init__()
+            self.skip, self.any_object = skip, any_object
+
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if id(node) in self.skip:
+                return False
+            if isinstance(node, cst.Attribute) and node.attr.value == key and (
+                    self.any_object or m.matches(node.value, m.Name(obj))):
+                seen.append(_code(node))
+            elif isinstance(node, cst.SimpleString) and node.evaluated_value == key:
+                seen.append(_code(node))
+            return not seen
+
+    scope.visit(V(allowed, False))
+    if seen:
+        raise _Declined(f"the memoised attribute `{h.slot}` is also read elsewhere in the function (`{seen[0]}`), "
+                        "so hoisting its initialisation could be observed")
+    if scope is not env.module:
+        env.module.visit(V({id(scope)}, True))
+        if seen:
+            raise _Declined(f"the memoised attribute `{h.slot}` is also used elsewhere in the module "
+                            f"(`{seen[0]}`), so hoisting its initialisation could be observed")
+
+
+
 def _rewrite_if(node: cst.If, ancestors: list[cst.CSTNode], env: _Env, positions):
     """The replacement of an if/elif/else statement: (old, new) node pairs to splice."""
     parent = ancestors[-1] if ancestors else None
@@ -756,7 +1012,9 @@ def _rewrite_if(node: cst.If, ancestors: list[cst.CSTNode], env: _Env, positions
                         "if that has an else")
     chain[0] = (first, chain[0][1])
 
-    arms = [_arm(test, body) for test, body in chain]
+    pred_codes = [_code(_strip(test)) for test, _ in chain if test is not None]
+    setup = _plan_setup(chain, env, pred_codes)
+    arms = [_arm(test, smalls) for (test, _), smalls in zip(chain, setup.bodies)]
     span_end = positions[node].end.line
     extra_return = None
     if chain[-1][0] is not None:  # no else
@@ -771,7 +1029,6 @@ def _rewrite_if(node: cst.If, ancestors: list[cst.CSTNode], env: _Env, positions
         raise _Declined("a branch leaves early (`return`) while the other falls through")
     returns = arms[0].returns
 
-    pred_codes = [_code(_strip(a.pred)) for a in arms if a.pred is not None]
     preds = [_predicate(a.pred, env) for a in arms if a.pred is not None]
     _screen(arms[0].pred, env)
     for i in range(1, len(preds)):  # elif tests used to run only when the earlier ones failed
@@ -807,6 +1064,8 @@ def _rewrite_if(node: cst.If, ancestors: list[cst.CSTNode], env: _Env, positions
             _screen(value, env, side=side)
         if arm.ret is not None:
             _screen(arm.ret, env, side=side)
+        if setup.paired:
+            _screen(setup.paired[i].value, env, side=side)
 
     def select(values: list[cst.BaseExpression], target: str, pred_exprs) -> cst.Call:
         for v in values[1:]:
@@ -817,7 +1076,7 @@ def _rewrite_if(node: cst.If, ancestors: list[cst.CSTNode], env: _Env, positions
             out = env.torch_call("where", p, v, out)
         return out
 
-    n_select = 1 if returns else len(selected)
+    n_select = (1 if returns else len(selected)) + (1 if setup.paired else 0)
     pred_exprs = preds
     stmts: list[cst.SimpleStatementLine] = []
     if n_select > 1:  # evaluate the predicates once, before any name is rebound
@@ -835,6 +1094,16 @@ def _rewrite_if(node: cst.If, ancestors: list[cst.CSTNode], env: _Env, positions
             stmts.append(_line(cst.Assign([cst.AssignTarget(cst.Name(n))], select(values, n, pred_exprs))))
     if returns:
         stmts.append(_line(cst.Return(select([a.ret for a in arms], "return", pred_exprs))))
+    if setup.paired:  # one call, its value selected
+        p0 = setup.paired[0]
+        target = f"{p0.func}({p0.name!r})"
+        values = [p.value for p in setup.paired]
+        value = values[0] if len({_code(v) for v in values}) == 1 else select(values, target, pred_exprs)
+        if len(values) > 1 and value is not values[0]:
+            env.oblige("paired-call-value-not-aliased", call=target, values=[_code(v) for v in values])
+        args = list(p0.call.args)
+        args[p0.value_arg] = args[p0.value_arg].with_changes(value=value)
+        stmts.append(_line(cst.Expr(p0.call.with_changes(args=args))))
     if not stmts:
         raise _Declined("no side assigns or returns anything; there is nothing to select")
 
@@ -845,27 +1114,33 @@ def _rewrite_if(node: cst.If, ancestors: list[cst.CSTNode], env: _Env, positions
     keep = [ln.comment for ln in node.leading_lines if ln.comment]  # stay where they are
     if guard is not None and isinstance(node.body, cst.IndentedBlock):
         keep += [node.body.header.comment, *(ln.comment for ln in node.body.footer if ln.comment)]
+    keep += [c for h in setup.hoisted for c in m.findall(h.node, m.Comment())]  # move with their statement
     comments = _comments(node, skip=tuple(c for c in keep if c is not None))
     if extra_return is not None:
         comments += _comments(extra_return)
     kind = "elif chain" if len(preds) > 1 else "if"
-    detail = f"{kind} -> torch.where ({'return' if returns else ', '.join(selected) or 'setup only'})"
+    chosen = ["return"] if returns else list(selected)
+    if setup.paired:
+        chosen.append(f"{setup.paired[0].func}({setup.paired[0].name!r}, ...)")
+    detail = f"{kind} -> torch.where ({', '.join(chosen) or 'setup only'})"
+    if setup.hoisted:
+        detail += "; hoisted: " + ", ".join(
+            f"memoised {h.slot}" if h.kind == "memo" else f"device move of {h.slot}" for h in setup.hoisted)
     span = (positions[node].start.line, span_end)
 
+    stmts[at] = _marked(stmts[at], was)
+    # the setup runs first, as it did on its side; the selection's comments stay with it
+    stmts[0] = stmts[0].with_changes(leading_lines=[*comments, *stmts[0].leading_lines])
+    out = [h.stmt for h in setup.hoisted] + stmts
     if guard is not None:  # if A and B: ... -> if A: <where on B>
-        stmts[at] = _marked(stmts[at], was)
-        stmts[0] = stmts[0].with_changes(leading_lines=comments)
-        body = node.body.with_changes(body=stmts) if isinstance(node.body, cst.IndentedBlock) \
-            else cst.IndentedBlock(body=stmts)
+        body = node.body.with_changes(body=out) if isinstance(node.body, cst.IndentedBlock) \
+            else cst.IndentedBlock(body=out)
         return [(node, [node.with_changes(test=guard, body=body)])], span, detail, pred_codes
     if elif_site:  # ... elif B: -> ... else: <where on B>
-        stmts[at] = _marked(stmts[at], was)
-        stmts[0] = stmts[0].with_changes(leading_lines=comments)
-        new_else = cst.Else(body=cst.IndentedBlock(body=stmts), leading_lines=node.leading_lines)
+        new_else = cst.Else(body=cst.IndentedBlock(body=out), leading_lines=node.leading_lines)
         return [(parent, [parent.with_changes(orelse=new_else)])], span, detail, pred_codes
-    stmts[at] = _marked(stmts[at], was)
-    stmts[0] = stmts[0].with_changes(leading_lines=[*node.leading_lines, *comments])
-    pairs = [(node, stmts)]
+    out[0] = out[0].with_changes(leading_lines=[*node.leading_lines, *out[0].leading_lines])
+    pairs = [(node, out)]
     if extra_return is not None:
         pairs.append((extra_return, []))
     return pairs, span, detail, pred_codes
@@ -963,8 +1238,15 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     the new module source and the proof obligations, or a :class:`Decline` saying why
     the site is unsafe to predicate.
     """
+    return _rewrite_at(module, None, line)
+
+
+def _rewrite_at(module: cst.Module, node: cst.CSTNode | None, line: int) -> RewriteResult | Decline:
+    """:func:`rewrite` of ``node`` (a statement of ``module``), or of the outermost
+    statement starting on ``line`` when ``node`` is None or not one the index holds."""
     index = _index(module)
-    starting = [(n, a) for ln, n, a in index.found if ln == line]
+    found = [(n, a) for _, n, a in index.found if n is node] if node is not None else []
+    starting = found or [(n, a) for ln, n, a in index.found if ln == line]
     if not starting:
         return Decline(NAME, f"no statement starts on line {line}")
     node, ancestors = min(starting, key=lambda e: len(e[1]))
@@ -1413,6 +1695,185 @@ FIX_EXAMPLES: list[tuple[str, str]] = [
                 return ok
         '''),
     ),
+    # the LongRoPE frequency update (transformers modeling_rope_utils): the memoised initialisation
+    # and the device move are hoisted above one register_buffer whose value is selected
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            def init_freq(dim, device, seq_len=None):
+                factor = 2.0 if seq_len else 1.0
+                exponents = torch.arange(0, dim, 2, device=device).float() / dim
+                return 1.0 / (factor * 10000 ** exponents), factor
+
+
+            def frequency_update(self, position_ids, device):
+                """Long frequencies past the short limit, short ones otherwise."""
+                seq_len = torch.max(position_ids) + 1
+                if seq_len > self.short_limit:
+                    if not hasattr(self, "long_freq"):
+                        self.long_freq, _ = self.freq_fn(self.dim, device, seq_len=self.short_limit + 1)
+                    self.register_buffer("freq", self.long_freq, persistent=False)
+                else:
+                    # keep the copy on the input's device
+                    self.short_freq = self.short_freq.to(device)
+                    self.register_buffer("freq", self.short_freq, persistent=False)
+
+
+            class Model(nn.Module):
+                def __init__(self, dim: int = 8, short_limit: int = 4):
+                    super().__init__()
+                    self.dim, self.short_limit = dim, short_limit
+                    self.freq_fn = init_freq
+                    freq, _ = init_freq(dim, None)
+                    self.register_buffer("freq", freq, persistent=False)
+                    self.short_freq = self.freq
+
+                def forward(self, x, position_ids):
+                    frequency_update(self, position_ids, x.device)
+                    angles = position_ids[..., None].float() * self.freq
+                    return x * torch.cos(angles)
+        '''),
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            def init_freq(dim, device, seq_len=None):
+                factor = 2.0 if seq_len else 1.0
+                exponents = torch.arange(0, dim, 2, device=device).float() / dim
+                return 1.0 / (factor * 10000 ** exponents), factor
+
+
+            def frequency_update(self, position_ids, device):
+                """Long frequencies past the short limit, short ones otherwise."""
+                seq_len = torch.max(position_ids) + 1
+                if not hasattr(self, "long_freq"):
+                    self.long_freq, _ = self.freq_fn(self.dim, device, seq_len=self.short_limit + 1)
+                # keep the copy on the input's device
+                self.short_freq = self.short_freq.to(device)
+                self.register_buffer("freq", torch.where(seq_len > self.short_limit, self.long_freq, self.short_freq), persistent=False)  # mend: predicated-control-flow (was: if seq_len > self.short_limit)
+
+
+            class Model(nn.Module):
+                def __init__(self, dim: int = 8, short_limit: int = 4):
+                    super().__init__()
+                    self.dim, self.short_limit = dim, short_limit
+                    self.freq_fn = init_freq
+                    freq, _ = init_freq(dim, None)
+                    self.register_buffer("freq", freq, persistent=False)
+                    self.short_freq = self.freq
+
+                def forward(self, x, position_ids):
+                    frequency_update(self, position_ids, x.device)
+                    angles = position_ids[..., None].float() * self.freq
+                    return x * torch.cos(angles)
+        '''),
+    ),
+    # the same pattern in a class: memoised table, device move, paired register_buffer
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            def ramp(dim, top):
+                return torch.linspace(1.0, top, dim)
+
+
+            class Model(nn.Module):
+                def __init__(self, dim: int = 8, limit: float = 1.0):
+                    super().__init__()
+                    self.dim, self.limit = dim, limit
+                    self.table_fn = ramp
+                    self.register_buffer("table", torch.ones(dim), persistent=False)
+                    self.base_table = self.table
+
+                def forward(self, x):
+                    if x.abs().amax() > self.limit:
+                        if not hasattr(self, "wide_table"):
+                            self.wide_table = self.table_fn(self.dim, 2.0)
+                        self.register_buffer("table", self.wide_table, persistent=False)
+                    else:
+                        self.base_table = self.base_table.to(x.device)
+                        self.register_buffer("table", self.base_table, persistent=False)
+                    return x * self.table
+        '''),
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            def ramp(dim, top):
+                return torch.linspace(1.0, top, dim)
+
+
+            class Model(nn.Module):
+                def __init__(self, dim: int = 8, limit: float = 1.0):
+                    super().__init__()
+                    self.dim, self.limit = dim, limit
+                    self.table_fn = ramp
+                    self.register_buffer("table", torch.ones(dim), persistent=False)
+                    self.base_table = self.table
+
+                def forward(self, x):
+                    if not hasattr(self, "wide_table"):
+                        self.wide_table = self.table_fn(self.dim, 2.0)
+                    self.base_table = self.base_table.to(x.device)
+                    self.register_buffer("table", torch.where(x.abs().amax() > self.limit, self.wide_table, self.base_table), persistent=False)  # mend: predicated-control-flow (was: if x.abs().amax() > self.limit)
+                    return x * self.table
+        '''),
+    ),
+    # a memoised initialisation on one side of a plain selection
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            def ramp(dim, top):
+                return torch.linspace(1.0, top, dim)
+
+
+            class Model(nn.Module):
+                def __init__(self, dim: int = 6, cap: float = 2.0):
+                    super().__init__()
+                    self.dim, self.cap = dim, cap
+                    self.weight_fn = ramp
+
+                def forward(self, x):
+                    if x.abs().max() > self.cap:
+                        if not hasattr(self, "damp"):
+                            self.damp = self.weight_fn(self.dim, 0.5)
+                        y = x * self.damp
+                    else:
+                        y = x
+                    return y
+        '''),
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            def ramp(dim, top):
+                return torch.linspace(1.0, top, dim)
+
+
+            class Model(nn.Module):
+                def __init__(self, dim: int = 6, cap: float = 2.0):
+                    super().__init__()
+                    self.dim, self.cap = dim, cap
+                    self.weight_fn = ramp
+
+                def forward(self, x):
+                    if not hasattr(self, "damp"):
+                        self.damp = self.weight_fn(self.dim, 0.5)
+                    y = torch.where(x.abs().max() > self.cap, x * self.damp, x)  # mend: predicated-control-flow (was: if x.abs().max() > self.cap)
+                    return y
+        '''),
+    ),
 ]
 
 DECLINE_EXAMPLES: list[tuple[str, str]] = [
@@ -1626,7 +2087,24 @@ DECLINE_EXAMPLES: list[tuple[str, str]] = [
         '''),
         'Python-level test',
     ),
-    # a memoised initialisation (GraphMend hoists it; not implemented here)
+    # paired calls on different buffer names
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, x):
+                    if x.sum() > 0:
+                        self.register_buffer("pos_table", x * 2, persistent=False)
+                    else:
+                        self.register_buffer("neg_table", x, persistent=False)
+                    return x
+        '''),
+        "on different names ('pos_table', 'neg_table')",
+    ),
+    # the memoised attribute is read elsewhere in the function
     (
         dedent('''\
             import torch
@@ -1639,9 +2117,194 @@ DECLINE_EXAMPLES: list[tuple[str, str]] = [
                         if not hasattr(self, "k"):
                             self.k = h
                         h = h * 2
+                    if hasattr(self, "k"):
+                        h = h + self.k
                     return h
         '''),
-        'memoised initialisation',
+        'also read elsewhere in the function',
+    ),
+    # the memoised attribute is used elsewhere in the module
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def reset(self):
+                    del self.scale_cache
+
+                def forward(self, x):
+                    if x.amax() > 1:
+                        if not hasattr(self, "scale_cache"):
+                            self.scale_cache = self.scale_fn(4)
+                        y = x * self.scale_cache
+                    else:
+                        y = x
+                    return y
+        '''),
+        'also used elsewhere in the module',
+    ),
+    # an `else` on the memoised initialisation
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, x):
+                    if x.sum() > 0:
+                        if not hasattr(self, "gain"):
+                            self.gain = self.gain_fn(4)
+                        else:
+                            self.gain = self.gain * 2
+                        y = x * self.gain
+                    else:
+                        y = x
+                    return y
+        '''),
+        'has an `else`',
+    ),
+    # another statement of the side has an effect
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, steps):
+                    if steps.max() > self.limit:
+                        if not hasattr(self, "long_table"):
+                            self.long_table = self.table_fn(self.dim)
+                        self.calls = self.calls + 1
+                        self.register_buffer("table", self.long_table, persistent=False)
+                    else:
+                        self.register_buffer("table", self.short_table, persistent=False)
+                    return self.table
+        '''),
+        'mutates state (`self.calls`)',
+    ),
+    # the initialiser is a method of the class
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def build_table(self, n):
+                    return torch.ones(n)
+
+                def forward(self, x):
+                    if x.sum() > 0:
+                        if not hasattr(self, "cached"):
+                            self.cached = self.build_table(4)
+                        y = x * self.cached
+                    else:
+                        y = x
+                    return y
+        '''),
+        'calls the method `self.build_table`',
+    ),
+    # the initialiser is a submodule
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.embed = nn.Embedding(8, 4)
+
+                def forward(self, x, ids):
+                    if x.sum() > 0:
+                        if not hasattr(self, "bias_row"):
+                            self.bias_row = self.embed(ids)
+                        y = x + self.bias_row
+                    else:
+                        y = x
+                    return y
+        '''),
+        'a submodule (nn.Embedding)',
+    ),
+    # the memoised slot is not definitely assigned
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, x):
+                    if x.sum() > 0:
+                        if not hasattr(self, "offset"):
+                            if self.training:
+                                self.offset = self.offset_fn(4)
+                        y = x + self.offset
+                    else:
+                        y = x
+                    return y
+        '''),
+        'not definitely assigned',
+    ),
+    # the initialiser may raise
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, x, n):
+                    if x.sum() > 0:
+                        if not hasattr(self, "window"):
+                            self.window = self.window_fn(self.size // n)
+                        y = x * self.window
+                    else:
+                        y = x
+                    return y
+        '''),
+        'which may raise',
+    ),
+    # only one side registers a buffer
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, x):
+                    if x.sum() > 0:
+                        y = x * 2
+                        self.register_buffer("last", y, persistent=False)
+                    else:
+                        y = x
+                    return y
+        '''),
+        'only one side ends with `self.register_buffer(...)`',
+    ),
+    # the moved attribute is read on the other side
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, x):
+                    if x.sum() > 0:
+                        self.base = self.base.to(x.device)
+                        y = x * self.base
+                    else:
+                        y = x + self.base
+                    return y
+        '''),
+        '`self.base` is read on the other side',
     ),
     # a scalar read out of the graph
     (

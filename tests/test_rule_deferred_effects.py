@@ -1,0 +1,564 @@
+"""deferred-side-effects ("[Defer]"): examples from the rule, the runtime, behaviour on models.
+
+Generated tests: every FIX example is rewritten to exactly its expected text, every
+DECLINE example is declined with its reason, and the matcher agrees with the rewriter.
+
+Behaviour tests rewrite every deferrable call of a model file, load the original and the
+mended module with the same weights, and record one ordered stream of events: stdout and
+stderr writes, log records (a handler), warnings (``showwarning`` under
+``catch_warnings``). The mended model must give the eager original's outputs and events
+(same text, same order, pre-mutation tensor values, also when ``forward`` raises) in
+eager and under ``torch.compile`` (backend ``"eager"`` and default inductor), with one
+graph and no break.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import itertools
+import logging
+import sys
+import types
+import warnings
+from pathlib import Path
+
+import libcst as cst
+import pytest
+import torch
+from torch._dynamo.utils import counters
+
+from mend import runtime as rt
+from mend.locate import locate
+from mend.rules import Decline, Match
+from mend.rules import deferred_effects as de
+
+SHARED_CASES = Path(__file__).resolve().parents[2] / "shared" / "cases"
+_ids = itertools.count()
+PREFIX = "_mend_defer_"
+
+
+# --- helpers ----------------------------------------------------------------------------
+
+def _write(tmp_path: Path, code: str, stem: str = "de") -> Path:
+    path = tmp_path / f"{PREFIX}{stem}_{next(_ids)}.py"
+    path.write_text(code)
+    return path
+
+
+def _load(path: Path) -> types.ModuleType:
+    name = f"{PREFIX}{path.stem.removeprefix(PREFIX)}_m{next(_ids)}"  # a fresh module: fresh loggers
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def mend_all(code: str) -> tuple[str, int]:
+    """Rewrite every deferrable call of ``code``, one site at a time (lines move)."""
+    count = 0
+    while True:
+        for line in range(1, len(code.splitlines()) + 1):
+            res = de.rewrite(cst.parse_module(code), line)
+            if isinstance(res, de.RewriteResult):
+                code, count = res.code, count + 1
+                break
+        else:
+            return code, count
+
+
+class _Stream(io.TextIOBase):
+    def __init__(self, events: list, name: str) -> None:
+        self.events, self.name = events, name
+
+    def write(self, text: str) -> int:
+        self.events.append((self.name, text))
+        return len(text)
+
+
+class _Handler(logging.Handler):
+    def __init__(self, events: list) -> None:
+        super().__init__(logging.DEBUG)
+        self.events = events
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.name.startswith(PREFIX) or record.name.startswith("mendtest"):
+            self.events.append(("log", record.levelname, record.getMessage()))
+
+
+@contextlib.contextmanager
+def recording():
+    """One ordered list of what the code prints (stdout, stderr), logs and warns."""
+    events: list = []
+    handler = _Handler(events)
+    root = logging.getLogger()
+    old_level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    torch_dir = str(Path(torch.__file__).parent)
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if not str(filename).startswith(torch_dir):
+            events.append(("warn", category.__name__, str(message)))
+
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stdout(_Stream(events, "stdout")), \
+                contextlib.redirect_stderr(_Stream(events, "stderr")):
+            warnings.simplefilter("always")
+            warnings.showwarning = show
+            yield events
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(old_level)
+
+
+def _coalesced(events: list) -> list:
+    out: list = []
+    for ev in events:
+        if out and ev[0] in ("stdout", "stderr") and out[-1][0] == ev[0]:
+            out[-1] = (ev[0], out[-1][1] + ev[1])
+        else:
+            out.append(ev)
+    return out
+
+
+def run_recorded(fn, args, calls: int = 1):
+    """(outputs or exception, events) of ``calls`` calls of ``fn(*args)``."""
+    results = []
+    with recording() as events:
+        for _ in range(calls):
+            try:
+                results.append(fn(*args))
+            except Exception as exc:  # the exception path is compared too
+                results.append((type(exc), str(exc)))
+    return results, _coalesced(events)
+
+
+def _same_results(a: list, b: list, exact: bool) -> None:
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        if isinstance(x, torch.Tensor):
+            assert isinstance(y, torch.Tensor)
+            assert torch.equal(x, y) if exact else torch.allclose(x, y, atol=1e-5, rtol=1e-5)
+        else:
+            assert x == y
+
+
+def _pair(orig_path: Path, mended_code: str, tmp_path: Path, *init):
+    a = _load(orig_path)
+    b = _load(_write(tmp_path, mended_code, "mended"))
+    for mod in (a, b):
+        if isinstance(getattr(mod, "logger", None), logging.Logger):
+            mod.logger.setLevel(logging.DEBUG)
+    torch.manual_seed(0)
+    ma = a.Model(*init).eval()
+    mb = b.Model(*init).eval()
+    mb.load_state_dict(ma.state_dict())
+    return a, b, ma, mb
+
+
+def compiled_breaks(model, args) -> tuple[int, int, list]:
+    """(graphs, breaks, break reasons) of ``explain`` (backend-independent tracing)."""
+    torch._dynamo.reset()
+    ex = torch._dynamo.explain(model)(*args)
+    return ex.graph_count, ex.graph_break_count, ex.break_reasons
+
+
+def check_equivalent(orig_path: Path, tmp_path: Path, inputs, *, init=(), backends=("eager", "inductor"),
+                     calls: int = 1, expect_breaks: bool = True, events_expected: bool = True):
+    """The mended model's outputs and events equal the eager original's: eager, and compiled."""
+    code, n = mend_all(orig_path.read_text())
+    assert n >= 1
+    a, b, ma, mb = _pair(orig_path, code, tmp_path, *init)
+    ref, ref_events = run_recorded(ma, inputs, calls)
+    if events_expected:
+        assert ref_events, "the fixture emits nothing: nothing would be compared"
+    # (a) eager: same outputs and same events, same order
+    rt.install(mb)
+    got, events = run_recorded(mb, inputs, calls)
+    _same_results(ref, got, exact=True)
+    assert events == ref_events
+    if expect_breaks:
+        with recording():  # explain runs the models: keep their output out of the test log
+            orig_breaks = compiled_breaks(ma, inputs)[1]
+            mended = compiled_breaks(mb, inputs)
+        assert orig_breaks >= 1  # the original breaks
+        assert mended == (1, 0, [])
+    # (b) compiled: no break, same outputs and events
+    for backend in backends:
+        torch._dynamo.reset()
+        counters.clear()
+        compiled = torch.compile(mb, backend=backend)
+        got, events = run_recorded(compiled, inputs, calls)
+        _same_results(ref, got, exact=backend == "eager")
+        assert events == ref_events, backend
+        assert not counters["graph_break"], dict(counters["graph_break"])
+        assert counters["stats"]["unique_graphs"] == 1
+        assert rt.pending() == 0
+    return ref_events
+
+
+# --- generated from the rule's example lists -------------------------------------------
+
+@pytest.mark.parametrize("before,after", de.FIX_EXAMPLES, ids=[f"fix{i}" for i in range(len(de.FIX_EXAMPLES))])
+def test_fix_example(before, after, tmp_path):
+    line = de.example_line(before)
+    res = de.rewrite(cst.parse_module(before), line)
+    assert isinstance(res, de.RewriteResult), res
+    assert res.code == after
+    assert res.span[0] == line
+    compile(res.code, "<mended>", "exec")
+    kinds = {o["kind"] for o in res.obligations}
+    assert {"order-preserved", "replayed-on-exception"} <= kinds
+    assert isinstance(de.match(locate(str(_write(tmp_path, before)), line)), Match)
+    # idempotent: the mended line is not a site any more
+    assert isinstance(de.rewrite(cst.parse_module(res.code), line + res.code.count("\n") - before.count("\n")),
+                      Decline)
+
+
+@pytest.mark.parametrize("source,reason", de.DECLINE_EXAMPLES,
+                         ids=[f"decline{i}" for i in range(len(de.DECLINE_EXAMPLES))])
+def test_decline_example(source, reason, tmp_path):
+    try:
+        line = de.example_line(source)
+    except ValueError:
+        line = 2
+    res = de.rewrite(cst.parse_module(source), line)
+    assert isinstance(res, Decline), res.code
+    assert reason in res.reason
+    loc = locate(str(_write(tmp_path, source)), line)
+    if loc is not None:
+        verdict = de.match(loc)
+        assert isinstance(verdict, Decline) and reason in verdict.reason
+
+
+def test_obligations_describe_the_site():
+    src = de.FIX_EXAMPLES[1][0]
+    res = de.rewrite(cst.parse_module(src), de.example_line(src))
+    snap = next(o for o in res.obligations if o["kind"] == "snapshot-before-mutation")
+    assert "h" in snap["values"]
+    once = de.FIX_EXAMPLES[3][0]
+    res = de.rewrite(cst.parse_module(once), de.example_line(once))
+    assert {"kind": "once-per-process", "method": "warning_once",
+            "detail": "replayed through the same (lru_cache'd) method"} in res.obligations
+    assert res.span == (8, 11)
+
+
+# --- runtime, eager (fast) --------------------------------------------------------------
+
+def test_eager_defer_is_immediate_and_formats_like_the_builtins():
+    h = torch.nn.Linear(3, 3)(torch.ones(2, 3))
+    lg = logging.getLogger("mendtest.eager")
+    lg.setLevel(logging.DEBUG)
+
+    def original():
+        print("a", h, 3, sep=" | ", end="!\n")
+        print("err", file=sys.stderr)
+        lg.info("x=%s n=%d", h[0], 2)
+        print(f"s={h.sum():.3f} {h.shape!r}")
+        warnings.warn("careful", RuntimeWarning)
+
+    def deferred():
+        rt.defer_print("a", h, 3, sep=" | ", end="!\n")
+        rt.defer_print("err", file=sys.stderr)
+        rt.defer_log(lg, "info", "x=%s n=%d", h[0], 2)
+        rt.defer_print(rt.fmt("s={:.3f} {!r}", h.sum(), h.shape))
+        rt.defer_warn("careful", RuntimeWarning)
+
+    assert run_recorded(deferred, ())[1] == run_recorded(original, ())[1]
+
+
+def test_eager_log_and_warning_locations_are_the_callers():
+    lg = logging.getLogger("mendtest.where")
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    lg.addHandler(handler)
+    try:
+        rt.defer_log(lg, "warning", "here")
+        line = sys._getframe().f_lineno - 1
+    finally:
+        lg.removeHandler(handler)
+    assert (records[0].filename, records[0].lineno, records[0].funcName) == (
+        Path(__file__).name, line, "test_eager_log_and_warning_locations_are_the_callers")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rt.defer_warn("w", UserWarning)
+        line = sys._getframe().f_lineno - 1
+    assert (Path(caught[0].filename).name, caught[0].lineno) == (Path(__file__).name, line)
+
+
+@pytest.mark.filterwarnings("ignore:Converting a tensor with requires_grad=True")
+def test_shown_snapshot_prints_like_the_tensor():
+    lin = torch.nn.Linear(3, 3)
+    h = lin(torch.randn(4, 3))
+    for t in (h, h[0], h[0, 0], h.sum(), lin(torch.randn(300, 3)), h.double(), lin.weight):
+        show = (rt._grad_fn_name(t), bool(t.requires_grad and t.is_leaf), isinstance(t, torch.nn.Parameter),
+                bool(t.requires_grad))
+        shown = rt._as_shown(t.detach().clone(), show)
+        assert str(shown) == str(t) and repr(shown) == repr(t)
+        if t.dim() == 0:
+            assert f"{shown:.4f}" == f"{t:.4f}" and "%.3f" % shown == "%.3f" % t
+
+
+def test_capture_scope_buffers_and_replays_on_exception():
+    @torch.compile(backend="eager", fullgraph=True)
+    def f(x):
+        rt.defer_print("inside", x.sum())
+        x.mul_(2)
+        return x
+
+    torch._dynamo.reset()
+    x = torch.ones(3)
+    with recording() as events:
+        with pytest.raises(KeyError):
+            with rt.capture():
+                f(x)
+                assert rt.pending() == 1 and events == []  # buffered, not printed yet
+                raise KeyError("after the compiled call")
+    assert _coalesced(events) == [("stdout", "inside tensor(3.)\n")]
+    assert rt.pending() == 0
+
+
+def test_install_is_idempotent_and_reversible():
+    model = torch.nn.Linear(2, 2)
+    base = type(model)
+    assert rt.install(rt.install(model)) is model
+    assert type(model).__mro__[1] is base and type(model).__name__ == base.__name__
+    rt.uninstall(model)
+    assert type(model) is base
+
+
+# --- behaviour: shared cases ------------------------------------------------------------
+
+needs_cases = pytest.mark.skipif(not (SHARED_CASES / "README.md").is_file(), reason="../shared/cases is absent")
+
+
+def _case(prefix: str) -> Path:
+    return next(SHARED_CASES.glob(f"{prefix}_*.py"))
+
+
+@needs_cases
+@pytest.mark.parametrize("case,backends", [("014", ("eager",)), ("015", ("eager", "inductor")),
+                                           ("016", ("eager",)), ("018", ("eager", "inductor"))])
+def test_shared_case(case, backends, tmp_path):
+    path = _case(case)
+    inputs = _load(path).get_inputs()
+    events = check_equivalent(path, tmp_path, inputs, backends=backends, calls=2)
+    if case == "015":  # printed in grad mode: the snapshot shows the grad_fn eager shows
+        assert events[0][0] == "stdout" and "grad_fn=<AddmmBackward0>" in events[0][1]
+
+
+@needs_cases
+def test_case_015_prints_pre_mutation_values(tmp_path):
+    path = _case("015")
+    code, _ = mend_all(path.read_text())
+    _, b, _, mb = _pair(path, code, tmp_path)
+    x, = b.get_inputs()
+    pre = mb.fc(x).detach()
+    rt.install(mb)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        _, events = run_recorded(torch.compile(mb, backend="eager"), (x,))
+    assert events == [("stdout", f"pre-scale activations: {pre}\n")]
+    assert str(pre * mb.scale) not in events[0][1]
+
+
+# --- behaviour: own fixtures --------------------------------------------------------------
+
+NESTED = '''import logging
+import sys
+import warnings
+
+import torch
+from torch import nn
+
+logger = logging.getLogger("mendtest." + __name__)
+
+
+class Child(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = self.fc(x)
+        print("child pre-scale:", h)  # the snapshot must not see the mul_ below
+        h.mul_(10.0)
+        logger.warning("child post-scale %s (rows=%d)", h[0], x.shape[0])
+        print(f"child sum {h.sum():.4f} of {x.shape!r}", file=sys.stderr)
+        return h
+
+
+class Model(nn.Module):
+    def __init__(self, fail=False):
+        super().__init__()
+        self.child = Child()
+        self.out = nn.Linear(4, 2)
+        self.fail = fail
+
+    def forward(self, x):
+        print("top start", x.shape, sep=" -- ")
+        h = self.child(x)
+        warnings.warn("top deprecated path", FutureWarning)
+        if self.fail:
+            raise ValueError("forward failed after the effects")
+        y = self.out(h)
+        logger.info("top done %s", y.sum())
+        return y
+'''
+
+
+def _nested(tmp_path) -> Path:
+    return _write(tmp_path, NESTED, "nested")
+
+
+def test_nested_child_module_all_effects(tmp_path):
+    x = torch.randn(3, 4, generator=torch.Generator().manual_seed(1))
+    events = check_equivalent(_nested(tmp_path), tmp_path, (x,), calls=2)
+    kinds = [e[0] for e in events]
+    assert kinds == ["stdout", "log", "stderr", "warn", "log"] * 2
+
+
+def test_nested_forward_raises_after_effects(tmp_path):
+    path = _nested(tmp_path)
+    code, n = mend_all(path.read_text())
+    assert n == 6
+    a, b, ma, mb = _pair(path, code, tmp_path, True)
+    x = torch.randn(2, 4, generator=torch.Generator().manual_seed(2))
+    ref, ref_events = run_recorded(ma, (x,), calls=2)
+    assert ref == [(ValueError, "forward failed after the effects")] * 2
+    assert [e[0] for e in ref_events] == ["stdout", "log", "stderr", "warn"] * 2
+    rt.install(mb)
+    for fn in (mb, torch.compile(mb, backend="eager"), torch.compile(mb)):
+        torch._dynamo.reset()
+        got, events = run_recorded(fn, (x,), calls=2)
+        assert got == ref
+        assert events == ref_events
+        assert rt.pending() == 0
+
+
+def test_without_install_effects_run_in_the_graph(tmp_path):
+    """No capture scope: the same events, performed by the graph at their own position."""
+    path = _nested(tmp_path)
+    code, _ = mend_all(path.read_text())
+    a, b, ma, mb = _pair(path, code, tmp_path)
+    x = torch.randn(3, 4, generator=torch.Generator().manual_seed(3))
+    ref, ref_events = run_recorded(ma, (x,))
+    torch._dynamo.reset()
+    got, events = run_recorded(torch.compile(mb, backend="eager", fullgraph=True), (x,))
+    _same_results(ref, got, exact=True)
+    assert events == ref_events
+
+
+HF_ONCE = '''import torch
+from torch import nn
+from transformers.utils import logging
+
+logger = logging.get_logger(__name__)
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x, past_key_values=None):
+        h = self.fc(x)
+        if past_key_values is None:
+            logger.warning_once(
+                "Passing no `past_key_values` is deprecated "
+                "and will be removed."
+            )
+        return h.relu()
+'''
+
+
+def test_warning_once_stays_once_per_process(tmp_path):
+    """transformers' ``warning_once`` is an ``lru_cache`` on (logger, message): the replay goes
+    through it, so three calls warn once -- as in eager. Each run gets a fresh module (and
+    so a fresh logger), since the cache is process-wide."""
+    pytest.importorskip("transformers")
+    path = _write(tmp_path, HF_ONCE, "hfonce")
+    code, n = mend_all(HF_ONCE)
+    assert n == 1
+    x = torch.randn(2, 4)
+    expected = [("log", "WARNING", "Passing no `past_key_values` is deprecated and will be removed.")]
+
+    def fresh(src_path: Path):
+        torch.manual_seed(0)
+        return _load(src_path).Model().eval()
+
+    assert run_recorded(fresh(path), (x,), calls=3)[1] == expected
+    mended_path = _write(tmp_path, code, "mended")
+    with recording():
+        assert compiled_breaks(fresh(path), (x,))[1] == 1
+        assert compiled_breaks(fresh(mended_path), (x,)) == (1, 0, [])
+    for backend in (None, "eager"):
+        model = rt.install(fresh(mended_path))
+        torch._dynamo.reset()
+        fn = model if backend is None else torch.compile(model, backend=backend)
+        assert run_recorded(fn, (x,), calls=3)[1] == expected
+
+
+def test_warnings_default_filter_once_per_location(tmp_path):
+    """Under the default filter a warning shows once per (text, category, line) of its
+    module: the replay keeps that, as it warns from the traced line of the mended file."""
+    src = NESTED.replace('raise ValueError("forward failed after the effects")', 'pass')
+    path = _write(tmp_path, src, "nested")
+    code, _ = mend_all(src)
+    a, b, ma, mb = _pair(path, code, tmp_path)
+    rt.install(mb)
+    x = torch.randn(3, 4)
+    seen = {}
+    for key, fn in (("eager", ma), ("compiled", torch.compile(mb, backend="eager"))):
+        torch._dynamo.reset()
+        with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(io.StringIO()), \
+                contextlib.redirect_stderr(io.StringIO()):
+            warnings.simplefilter("default")
+            for _ in range(3):
+                fn(x)
+        seen[key] = [(w.category, str(w.message)) for w in caught if w.category is FutureWarning]
+    assert seen["eager"] == seen["compiled"] == [(FutureWarning, "top deprecated path")]
+
+
+DYNAMIC = '''import logging
+
+import torch
+from torch import nn
+
+log = logging.getLogger("mendtest.dynamic")
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = self.fc(x)
+        print("rows", x.shape[0], "of", x.shape, (h[-1], [x.shape[1]]), {"sum": h.sum()})
+        log.log(logging.INFO, "%d rows, last %s", h.shape[0], h[-1, 0])
+        return h.relu()
+'''
+
+
+def test_dynamic_shapes_capture_symbolic_sizes(tmp_path):
+    """Under dynamic=True sizes are SymInts: they are graph values, captured per call, also
+    inside plain tuples, lists and dicts (as tensors are)."""
+    path = _write(tmp_path, DYNAMIC, "dynamic")
+    code, n = mend_all(DYNAMIC)
+    assert n == 2
+    a, b, ma, mb = _pair(path, code, tmp_path)
+    rt.install(mb)
+    xs = [torch.randn(k, 4, generator=torch.Generator().manual_seed(k)) for k in (2, 3, 5)]
+    torch._dynamo.reset()
+    counters.clear()
+    compiled = torch.compile(mb, backend="eager", dynamic=True)
+    for x in xs:
+        ref, ref_events = run_recorded(ma, (x,))
+        got, events = run_recorded(compiled, (x,))
+        _same_results(ref, got, exact=True)
+        assert events == ref_events and f"rows {x.shape[0]} of" in events[0][1]
+    assert not counters["graph_break"] and counters["stats"]["unique_graphs"] == 1
