@@ -116,9 +116,37 @@ def _frames(stack) -> list[Frame]:
 
 
 def _cause(exc):
-    """For a loop-skip break, the break inside the loop that caused it."""
+    """For a wrapper break (a loop-skip, a break under a context manager), the break
+    inside it that caused it."""
     inner = exc.__cause__ or exc.__context__
     return inner if inner is not None and hasattr(inner, "gb_type") else None
+
+
+# How Dynamo's log reason starts when it gives up on the rest of a frame
+_SKIP_PREFIXES = ("Failed to handle graph break gracefully", "Encountered graph break that we cannot resume")
+_LOOP_SKIP = "graph break inside a for/while loop: Dynamo skipped the whole frame and ran it eagerly"
+_RESUME_SKIP = "Dynamo could not resume after this break and ran the rest of the function eagerly"
+_CONTEXT_GB_TYPE = "Graph break under GenericContextWrappingVariable"
+
+
+def _skip_reason(gb_type: str) -> str:
+    """Why Dynamo ran (part of) a frame eagerly, in words; never None for a skipped frame."""
+    if gb_type == LOOP_GB_TYPE:
+        return _LOOP_SKIP
+    if gb_type == _CONTEXT_GB_TYPE:
+        return _RESUME_SKIP + " (the break is inside a `with` block of a context manager Dynamo cannot resume in)"
+    return _RESUME_SKIP
+
+
+def _inner_gb_type(exc, reason: str) -> str | None:
+    """The gb_type a wrapper break's text names first: its message, or the text after
+    "Graph break encountered:", starts with the inner break's gb_type."""
+    texts = [str(getattr(exc, "msg", "") or ""), reason.partition("Graph break encountered:")[2]]
+    for text in texts:
+        first = text.strip().splitlines()[:1]
+        if first and first[0].strip() in gb_registry():
+            return first[0].strip()
+    return None
 
 
 @contextlib.contextmanager
@@ -140,22 +168,18 @@ def record_graph_breaks(events: list[BreakEvent]):
             if stack is None:
                 stack = torch._guards.TracingContext.extract_stack()
             gb_type = getattr(exc, "gb_type", type(exc).__name__)
+            skipped = bool(getattr(exc, "skip_frame", False)) or reason.startswith(_SKIP_PREFIXES)
             skip_reason = None
-            skipped = bool(getattr(exc, "skip_frame", False)) or reason.startswith(
-                ("Failed to handle graph break gracefully", "Encountered graph break that we cannot resume")
-            )
-            if gb_type == LOOP_GB_TYPE:
+            if skipped:
+                skip_reason = _skip_reason(gb_type)
+                # wrapper breaks ("graph break in loop", a break under a user context manager)
+                # name the break inside them first; categorise by that one
                 inner = _cause(exc)
-                skip_reason = "graph break inside a for/while loop: Dynamo skipped the whole frame and ran it eagerly"
                 if inner is not None:
                     gb_type = inner.gb_type
                     stack = getattr(inner, "real_stack", None) or stack
-                else:  # the loop break's message starts with the inner break's message
-                    first = str(getattr(exc, "msg", "")).strip().splitlines()[:1]
-                    if first and first[0].strip() in gb_registry():
-                        gb_type = first[0].strip()
-            elif skipped:
-                skip_reason = reason.splitlines()[0]
+                else:
+                    gb_type = _inner_gb_type(exc, reason) or gb_type
             msg = str(getattr(exc, "msg", "") or reason).strip().splitlines()
             event = BreakEvent(gb_type, msg[0] if msg else gb_type, _frames(stack), skipped, skip_reason, cid_key)
             if skipped and len(event.stack) > 1:
@@ -206,8 +230,22 @@ def detect(target: Target, *, grad: bool = False) -> DetectResult:
     torch._dynamo.reset()
     if error is not None and not events and graphs == 0:
         raise TargetError(f"{target.spec}: the compiled model failed where eager ran: {error}")
+    _count_skips_not_relogged(events)
     _attribute_surplus(events, graphs)
     return DetectResult(graphs, events, graphs - 1, error)
+
+
+def _count_skips_not_relogged(events: list[BreakEvent]) -> None:
+    """A skip caused by a break in a callee is counted where the callee's own frame logs
+    the break again (weight 0 on the skip). When no such log came (Dynamo never compiled
+    the callee on its own, e.g. an exception's ``__init__`` during a ``raise``), count it
+    on the skip, or the frame would be reported with zero breaks."""
+    def where(e):
+        return (e.site.file, e.site.line) if e.site else None
+
+    for e in events:
+        if e.frame_skipped and e.weight == 0 and not any(o.weight and where(o) == where(e) for o in events):
+            e.weight = 1
 
 
 def _attribute_surplus(events: list[BreakEvent], graphs: int) -> None:
@@ -223,16 +261,24 @@ def _attribute_surplus(events: list[BreakEvent], graphs: int) -> None:
         i += 1
 
 
-def display_path(path: str) -> str:
-    """A path as users know it: relative to its site-packages root when inside an
-    installed package (``transformers/models/t5/modeling_t5.py``), else relative to the
-    working directory when below it, else absolute."""
+def site_packages_root(path: str) -> str | None:
+    """The site-packages directory ``path`` is installed under, else None."""
     roots = {sysconfig.get_paths()[k] for k in ("purelib", "platlib")}
     roots |= {p for p in sys.path if p.endswith(("site-packages", "dist-packages"))}
     for root in sorted(roots, key=len, reverse=True):
         root = os.path.abspath(root)
         if path.startswith(root + os.sep):
-            return os.path.relpath(path, root)
+            return root
+    return None
+
+
+def display_path(path: str) -> str:
+    """A path as users know it: relative to its site-packages root when inside an
+    installed package (``transformers/models/t5/modeling_t5.py``), else relative to the
+    working directory when below it, else absolute."""
+    root = site_packages_root(path)
+    if root is not None:
+        return os.path.relpath(path, root)
     cwd = os.getcwd()
     if path.startswith(cwd + os.sep):
         return os.path.relpath(path, cwd)

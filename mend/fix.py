@@ -103,7 +103,7 @@ def fix(spec: str, *, seed: int = 0, max_examples: int = 30, max_rounds: int = 4
     """
     target = load_target(spec)
     if spec.startswith("hf:"):
-        return fix_installed(target, seed=seed, max_rounds=max_rounds)
+        return fix_installed(target, seed=seed, max_examples=max_examples, max_rounds=max_rounds)
     if target.user_file is None or ":" in spec:
         raise MendError(f"{spec}: mend fix rewrites FILE.py targets (defining Model and get_inputs()) and hf: "
                         "catalogue targets; FILE:FACTORY and MODULE:FACTORY targets are scan-only for now")
@@ -323,7 +323,8 @@ def fix_installed(target: Target, *, seed: int = 0, max_examples: int = 8, max_r
     with tempfile.TemporaryDirectory(prefix="mend-") as tmpname:
         tmp = Path(tmpname)
         inputs_path = tmp / "inputs.pt"
-        torch.save(_draw_inputs(target.kwargs, seed, max_examples), inputs_path)
+        inputs = _draw_inputs(target.kwargs, seed, max_examples)
+        torch.save(inputs, inputs_path)
         current_scan = ScanDoc(before.to_json())
         for s, raw in zip(current_scan.sites, before.sites):
             s.abs_file = raw.file
@@ -368,7 +369,7 @@ def fix_installed(target: Target, *, seed: int = 0, max_examples: int = 8, max_r
                 except MendError as exc:
                     declined.append({"site": where, "rule": site.fixable_by, "reason": str(exc)})
                     continue
-                evidence = {"passed": True, "hypothesis_seed": seed, "examples": max_examples + 1,
+                evidence = {"passed": True, "hypothesis_seed": seed, "examples": len(inputs),
                             "modes": ["eager", "compiled:eager-backend"],
                             "predicate_outcomes": {str(l): {"natural": ref["seen"].get(str(l), []), "forced": [False, True]}
                                                    for l in force},

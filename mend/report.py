@@ -2,13 +2,17 @@
 from __future__ import annotations
 
 import json
+import os
 from functools import lru_cache
 from importlib import resources
+from pathlib import Path
+from urllib.parse import quote
 
 from rich.console import Console
 from rich.table import Table
 
 from mend import __version__
+from mend.detect import site_packages_root
 from mend.scan import ScanResult
 from mend.taxonomy import CATEGORIES
 
@@ -26,11 +30,16 @@ def validate(doc: dict, name: str) -> None:
     jsonschema.validate(doc, schema(name))
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def scan_table(result: ScanResult, console: Console) -> None:
     """Print a scan as a table: file:line, source, category, verdict."""
     fixable = sum(s.count for s in result.fixable)
-    console.print(f"[bold]{result.target}[/]: {result.graph_count} graphs, "
-                  f"{result.graph_break_count} graph breaks ({fixable} fixable) at {len(result.sites)} sites"
+    console.print(f"[bold]{result.target}[/]: {_plural(result.graph_count, 'graph')}, "
+                  f"{_plural(result.graph_break_count, 'graph break')} ({fixable} fixable) "
+                  f"at {_plural(len(result.sites), 'site')}"
                   + (f"; torch._dynamo.explain would report {result.explain_break_count}"
                      if result.explain_break_count != result.graph_break_count else ""))
     if result.compiled_error:
@@ -58,17 +67,42 @@ def scan_json(result: ScanResult) -> dict:
     return doc
 
 
+def _dir_uri(path: str) -> str:
+    return Path(path).as_uri().rstrip("/") + "/"  # a base URI must end with "/"
+
+
+def _artifact_location(file: str, bases: dict) -> dict:
+    """SARIF artifactLocation of ``file``: relative to ``%SRCROOT%`` (the current
+    directory) or ``SITE_PACKAGES`` (installed packages), else an absolute file URI.
+    Adds the base used to ``bases`` (the run's originalUriBaseIds)."""
+    root = site_packages_root(file)
+    if root is not None:
+        base = bases.setdefault("SITE_PACKAGES", {
+            "uri": _dir_uri(root), "description": {"text": "the site-packages directory of installed packages"}})
+        if base["uri"] == _dir_uri(root):  # a file of a second site-packages root gets a file URI
+            return {"uri": quote(Path(os.path.relpath(file, root)).as_posix()), "uriBaseId": "SITE_PACKAGES"}
+        return {"uri": Path(file).as_uri()}
+    cwd = os.getcwd()
+    if file.startswith(cwd + os.sep):
+        bases.setdefault("%SRCROOT%", {"uri": _dir_uri(cwd), "description": {"text": "the directory mend ran in"}})
+        return {"uri": quote(Path(os.path.relpath(file, cwd)).as_posix()), "uriBaseId": "%SRCROOT%"}
+    return {"uri": Path(file).as_uri() if os.path.isabs(file) else quote(file)}
+
+
 def scan_sarif(results: list[ScanResult]) -> dict:
     """SARIF 2.1.0: one rule per taxonomy category, one result per site.
 
-    Fixable sites are ``warning``; unfixable ones ``note``. Source: the OASIS SARIF 2.1.0
-    spec, as GitHub code scanning consumes it.
+    Fixable sites are ``warning``; unfixable ones ``note``. Locations are percent-encoded
+    URIs relative to ``%SRCROOT%`` or ``SITE_PACKAGES`` where they can be (both described
+    in ``originalUriBaseIds``). Source: the OASIS SARIF 2.1.0 spec, as GitHub code
+    scanning consumes it.
     """
     rules = [{"id": cat, "name": cat.replace("-", " ").title().replace(" ", ""),
               "shortDescription": {"text": f"Graph break: {desc}"},
               "helpUri": "https://docs.pytorch.org/docs/stable/torch.compiler_troubleshooting.html"}
              for cat, desc in CATEGORIES.items()]
     index = {r["id"]: i for i, r in enumerate(rules)}
+    bases: dict = {}
     sarif_results = []
     for result in results:
         for s in result.sites:
@@ -79,18 +113,21 @@ def scan_sarif(results: list[ScanResult]) -> dict:
                 "level": "warning" if s.fixable_by else "note",
                 "message": {"text": f"TorchDynamo graph break ({s.gb_type}), {s.count} hit(s) in {result.target}; {verdict}"},
                 "locations": [{"physicalLocation": {
-                    "artifactLocation": {"uri": s.display_file},
+                    "artifactLocation": _artifact_location(s.file, bases),
                     "region": {"startLine": max(s.line, 1), "startColumn": s.column + 1},
                 }}],
                 "properties": {"gb_type": s.gb_type, "count": s.count, "fixable_by": s.fixable_by,
                                "frame_skipped": s.frame_skipped},
             })
+    run = {
+        "tool": {"driver": {"name": "mend", "version": __version__,
+                            "informationUri": "https://arxiv.org/abs/2509.16248", "rules": rules}},
+        "results": sarif_results,
+    }
+    if bases:
+        run["originalUriBaseIds"] = bases
     return {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {"name": "mend", "version": __version__,
-                                "informationUri": "https://arxiv.org/abs/2509.16248", "rules": rules}},
-            "results": sarif_results,
-        }],
+        "runs": [run],
     }

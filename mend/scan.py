@@ -4,6 +4,7 @@ The result is what ``mend scan`` prints and what ``mend fix`` plans from.
 """
 from __future__ import annotations
 
+import linecache
 from dataclasses import dataclass, field
 
 from mend import __version__
@@ -100,10 +101,29 @@ class ScanResult:
         }
 
 
-def _site_from_event(ev: BreakEvent) -> Site:
+def _position(ev: BreakEvent) -> tuple[str, int, str, Located | None]:
+    """(file, line, source line, located statement) of a break's site.
+
+    Dynamo reports the line of the instruction that broke, which for a multi-line
+    statement (`if (` ... `):`, a call spread over lines) can be a continuation line;
+    the site is the statement, so report its start line and first source line.
+    """
     fr = ev.site
-    file, line, function, source = (fr.file, fr.line, fr.function, fr.source) if fr else ("<unknown>", 0, "?", "")
-    loc = locate(file, line) if fr else None
+    if fr is None:
+        return "<unknown>", 0, "", None
+    loc = locate(fr.file, fr.line)
+    if loc is None or loc.line == fr.line:
+        return fr.file, fr.line, fr.source, loc
+    return fr.file, loc.line, linecache.getline(fr.file, loc.line).strip(), loc
+
+
+def _reason_with_skip(reason: str, skip_reason: str | None, fixable_by: str | None) -> str:
+    return f"{skip_reason}; {reason}" if skip_reason and fixable_by is None else reason
+
+
+def _site_from_event(ev: BreakEvent) -> Site:
+    file, line, source, loc = _position(ev)
+    function = ev.site.function if ev.site else "?"
     category = categorize(ev.gb_type, loc)
     verdict = match_site(category, loc)
     if isinstance(verdict, Decline):
@@ -112,23 +132,27 @@ def _site_from_event(ev: BreakEvent) -> Site:
             reason = f"{verdict.rule} declines: {reason}"
     else:
         fixable_by, reason = verdict.rule, verdict.detail
-    if ev.frame_skipped and ev.skip_reason and fixable_by is None:
-        reason = f"{ev.skip_reason}; {reason}"
+    if ev.frame_skipped:
+        reason = _reason_with_skip(reason, ev.skip_reason, fixable_by)
     return Site(file, line, loc.column if loc else 0, function, source, ev.gb_type, ev.message, category,
                 fixable_by, reason, 0, ev.frame_skipped, ev.skip_reason, list(ev.stack), loc)
 
 
 def sites_from(result: DetectResult) -> list[Site]:
-    """Deduplicate break events by (file, line), keeping first-seen order and hit counts."""
+    """Deduplicate break events by statement (file, start line), keeping first-seen order
+    and hit counts."""
     by_key: dict[tuple[str, int], Site] = {}
     for ev in result.events:
-        fr = ev.site
-        key = (fr.file, fr.line) if fr else ("<unknown>", 0)
-        if key not in by_key:
-            by_key[key] = _site_from_event(ev)
-        site = by_key[key]
+        file, line, _, _ = _position(ev)
+        if (file, line) not in by_key:
+            by_key[(file, line)] = _site_from_event(ev)
+        site = by_key[(file, line)]
         site.count += ev.weight
-        site.frame_skipped = site.frame_skipped or ev.frame_skipped
+        if ev.frame_skipped and not site.frame_skipped:
+            # a later event at the same site skipped the frame (a loop re-tried after the
+            # first break): the site says so, with why
+            site.frame_skipped, site.skip_reason = True, ev.skip_reason
+            site.reason = _reason_with_skip(site.reason, ev.skip_reason, site.fixable_by)
     return list(by_key.values())
 
 

@@ -26,6 +26,7 @@ the categories of shared/cases/README.md.
 from __future__ import annotations
 
 import libcst as cst
+import libcst.matchers as m
 
 from mend.locate import Located
 
@@ -91,17 +92,32 @@ def call_name(node: cst.CSTNode) -> str | None:
     return None
 
 
-def side_effect_call(loc: Located | None) -> str | None:
-    """The dotted callee when the statement is a bare print/logger/warnings call."""
-    if loc is None or not isinstance(loc.node, cst.Expr):
-        return None
-    name = call_name(loc.node.value)
+def _is_side_effect(name: str | None) -> bool:
     if name is None:
-        return None
+        return False
     last = name.rsplit(".", 1)[-1]
-    if name == "print" or name in ("warnings.warn", "warn") or (
-            "." in name and last in LOG_METHODS and ("log" in name.lower() or name.startswith("logging."))):
-        return name
+    return name == "print" or name in ("warnings.warn", "warn") or (
+        "." in name and last in LOG_METHODS and ("log" in name.lower() or name.startswith("logging.")))
+
+
+def side_effect_call(loc: Located | None) -> str | None:
+    """The dotted callee of a print/logger/warnings call in the statement, else None.
+
+    Anywhere in the statement (``ok = print(x)`` too: the rule then declines because the
+    value is used); for an ``if``/``while``/``with``/``for`` only in its header, not its body.
+    """
+    if loc is None:
+        return None
+    node = loc.node
+    if isinstance(node, cst.BaseCompoundStatement):  # the body's calls are statements of their own
+        parts = [getattr(node, a) for a in ("test", "iter") if hasattr(node, a)] + list(getattr(node, "items", ()))
+    else:
+        parts = [node]
+    for part in parts:
+        for call in m.findall(part, m.Call()):
+            name = call_name(call)
+            if _is_side_effect(name):
+                return name
     return None
 
 

@@ -9,7 +9,7 @@ from tests.conftest import FIXTURES
 def test_exit_1_when_fixable_and_table(run_mend):
     code, out, _ = run_mend("scan", str(FIXTURES / "branch_where.py"))
     assert code == 1
-    assert "1 graph breaks (1 fixable)" in out and "branch_where.py:12" in out
+    assert "2 graphs, 1 graph break (1 fixable) at 1 site" in out and "branch_where.py:12" in out
 
 
 def test_exit_0_when_nothing_fixable(run_mend):
@@ -29,7 +29,8 @@ def test_json_output(scan_json):
     assert {"file", "line", "category", "gb_type", "count", "fixable_by", "reason"} <= set(site)
 
 
-def test_sarif_output(run_mend):
+def test_sarif_output(run_mend, monkeypatch):
+    monkeypatch.chdir(FIXTURES.parents[1])
     code, out, _ = run_mend("scan", str(FIXTURES / "mixed.py"), "--sarif")
     assert code == 1
     doc = json.loads(out)
@@ -41,6 +42,10 @@ def test_sarif_output(run_mend):
         assert rule_ids[res["ruleIndex"]] == res["ruleId"]
         assert res["level"] in ("warning", "note")
         assert res["locations"][0]["physicalLocation"]["region"]["startLine"] >= 1
+        # relative to the run's %SRCROOT% (the cwd), which the run describes
+        assert res["locations"][0]["physicalLocation"]["artifactLocation"] == {
+            "uri": "tests/fixtures/mixed.py", "uriBaseId": "%SRCROOT%"}
+    assert doc["runs"][0]["originalUriBaseIds"]["%SRCROOT%"]["uri"].endswith("/")
     assert {r["level"] for r in results} == {"warning", "note"}
 
 

@@ -53,3 +53,4 @@ def test_case(name, category, explain_breaks, graphs, reasons, fixable):
     for s in result.sites:
         assert s.reason, s
         assert s.line > 0
+        assert s.skip_reason or not s.frame_skipped, s

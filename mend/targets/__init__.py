@@ -11,8 +11,11 @@ Three forms are accepted (see README):
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
+import importlib.machinery
 import importlib.util
+import os
 import sys
 import traceback
 from dataclasses import dataclass, field
@@ -28,9 +31,10 @@ from mend.errors import TargetError
 class Target:
     """A built model and its example inputs.
 
-    ``model`` is in eval mode; ``args``/``kwargs`` are the example inputs the scan runs on.
-    ``user_file`` is the single file that defines the model, when the target is one.
-    ``rebuild`` builds a fresh ``Target`` of the same spec (same seed, same weights).
+    ``model`` is in eval mode and has never run; ``args``/``kwargs`` are the example inputs
+    the scan runs on. ``user_file`` is the single file that defines the model, when the
+    target is one. ``rebuild`` builds a fresh ``Target`` of the same spec (same seed, same
+    weights) without running it.
     """
 
     spec: str
@@ -56,9 +60,33 @@ def _user_line(exc: BaseException, path: Path) -> str:
     return where
 
 
+@contextlib.contextmanager
+def _first_on_sys_path(directory: str):
+    """``directory`` first on sys.path for the duration: ``python file.py`` puts the file's
+    directory there (sibling imports), ``python -m`` the current directory."""
+    sys.path.insert(0, directory)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.path.remove(directory)
+
+
+class _UncachedSourceLoader(importlib.machinery.SourceFileLoader):
+    """A source loader that never reads or writes __pycache__: ``model.txt`` and
+    ``model.py`` would share ``model.cpython-3XX.pyc``. (Without source stats,
+    SourceLoader.get_code skips the bytecode cache both ways.)"""
+
+    def path_stats(self, path):
+        raise OSError("no bytecode cache for non-.py targets")
+
+
 def load_file_module(path: Path, module_name: str | None = None):
-    """Import a Python file by path. Raises TargetError on a missing file, a syntax
+    """Import a Python file by path, whatever its suffix, with its directory first on
+    sys.path while it runs. Raises TargetError on a missing file or a directory, a syntax
     error (with file:line) or an exception while importing."""
+    if path.is_dir():
+        raise TargetError(f"{path}: is a directory, not a Python file")
     if not path.is_file():
         raise TargetError(f"{path}: no such file")
     try:
@@ -70,11 +98,15 @@ def load_file_module(path: Path, module_name: str | None = None):
     except SyntaxError as exc:
         raise TargetError(f"{path}:{exc.lineno}: does not parse: {exc.msg}") from exc
     name = module_name or f"_mend_target_{abs(hash(str(path.resolve())))}"
-    spec = importlib.util.spec_from_file_location(name, path)
+    # an explicit loader: spec_from_file_location guesses by suffix and gives None for
+    # `model.txt` or `x.py.bak`
+    loader_cls = importlib.machinery.SourceFileLoader if path.suffix == ".py" else _UncachedSourceLoader
+    spec = importlib.util.spec_from_file_location(name, path, loader=loader_cls(name, str(path)))
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # dataclasses and pickling look modules up here
     try:
-        spec.loader.exec_module(module)
+        with _first_on_sys_path(str(path.resolve().parent)):
+            spec.loader.exec_module(module)
     except Exception as exc:
         sys.modules.pop(name, None)
         raise TargetError(f"{_user_line(exc, path)}importing {path} failed: {_short_exc(exc)}") from exc
@@ -86,7 +118,8 @@ def _as_inputs(value: Any, what: str) -> tuple:
         return (value,)
     if isinstance(value, (tuple, list)):
         return tuple(value)
-    raise TargetError(f"{what} must return a tuple of inputs, got {type(value).__name__}")
+    hint = " (does it `return` its inputs?)" if value is None else ""
+    raise TargetError(f"{what} must return a tuple of inputs, got {type(value).__name__}{hint}")
 
 
 def _from_case_module(spec: str, path: Path, module) -> Target:
@@ -94,19 +127,24 @@ def _from_case_module(spec: str, path: Path, module) -> Target:
         raise TargetError(f"{path}: defines no `Model` class (a file target needs `Model` and `get_inputs()`, or use FILE:FACTORY)")
     if not callable(getattr(module, "get_inputs", None)):
         raise TargetError(f"{path}: defines no `get_inputs()` function")
+    has_init = hasattr(module, "get_init_inputs")
     try:
-        init = _as_inputs(module.get_init_inputs(), "get_init_inputs()") if hasattr(module, "get_init_inputs") else ()
+        init = _as_inputs(module.get_init_inputs(), f"{path}: get_init_inputs()") if has_init else ()
         torch.manual_seed(0)
         model = module.Model(*init)
     except TargetError:
         raise
     except Exception as exc:
-        raise TargetError(f"{_user_line(exc, path)}building Model() from {path} failed: {_short_exc(exc)}") from exc
+        hint = ""
+        if isinstance(exc, TypeError) and "__init__()" in str(exc) and not has_init:
+            hint = " (if Model() needs constructor arguments, define get_init_inputs() returning them)"
+        raise TargetError(f"{_user_line(exc, path)}building Model() from {path} failed: {_short_exc(exc)}{hint}") from exc
     if not isinstance(model, torch.nn.Module):
         raise TargetError(f"{path}: Model() is a {type(model).__name__}, not a torch.nn.Module")
     try:
-        args = _as_inputs(module.get_inputs(), "get_inputs()")
-        trap = _as_inputs(module.get_trap_inputs(), "get_trap_inputs()") if hasattr(module, "get_trap_inputs") else None
+        args = _as_inputs(module.get_inputs(), f"{path}: get_inputs()")
+        trap = (_as_inputs(module.get_trap_inputs(), f"{path}: get_trap_inputs()")
+                if hasattr(module, "get_trap_inputs") else None)
     except TargetError:
         raise
     except Exception as exc:
@@ -129,7 +167,8 @@ def _from_factory(spec: str, where: str, factory: Callable, user_file: Path | No
         raise TargetError(f"factory {where} returned a {type(model).__name__} as the model, not a torch.nn.Module")
     if not isinstance(kwargs, dict):
         raise TargetError(f"factory {where} returned kwargs of type {type(kwargs).__name__}, not a dict")
-    return Target(spec, model, _as_inputs(args, f"factory {where}"), kwargs, user_file=user_file)
+    # eval mode like the other target forms: the scan measures inference (dropout off)
+    return Target(spec, model.eval(), _as_inputs(args, f"factory {where}"), kwargs, user_file=user_file)
 
 
 def _load_hf(spec: str) -> Target:
@@ -143,46 +182,83 @@ def _load_hf(spec: str) -> Target:
     return Target(spec, model, tuple(args), dict(kwargs))
 
 
+def _factory_of(module, attr: str, where: str) -> Callable:
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        raise TargetError(f"{where}: has no callable `{attr}`")
+    return factory
+
+
+def _builder(spec: str) -> Callable[[], Target]:
+    """A function building a fresh, never-run Target of ``spec`` on each call.
+
+    File targets are re-imported on each build, so module-level state starts afresh too.
+    """
+    if spec.startswith("hf:"):
+        return lambda: _load_hf(spec)
+    file_part, _, attr = spec.partition(":")
+    path = Path(file_part)
+    # a directory named alone or as a path (`models/:f`); `pkg:f` imports a package
+    if path.is_dir() and (not attr or os.sep in file_part):
+        raise TargetError(f"{path}: is a directory, not a Python file (name a file, FILE:FACTORY or MODULE:FACTORY)")
+    if file_part.endswith(".py") or path.is_file():
+        def build_file() -> Target:
+            module = load_file_module(path)
+            if not attr:
+                return _from_case_module(spec, path, module)
+            return _from_factory(spec, f"{path}:{attr}", _factory_of(module, attr, str(path)), path.resolve())
+        return build_file
+    if attr:
+        def build() -> Target:
+            # the current directory importable, as `python -m` makes it
+            with _first_on_sys_path(os.getcwd()):
+                try:
+                    module = importlib.import_module(file_part)
+                except Exception as exc:
+                    raise TargetError(f"cannot import module `{file_part}`: {_short_exc(exc)}") from exc
+                return _from_factory(spec, spec, _factory_of(module, attr, f"module `{file_part}`"), None)
+        return build
+    raise TargetError(f"{spec}: not a file, FILE:FACTORY, MODULE:FACTORY or hf:NAME target")
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr():
+    """User code may print while it is imported or built; stdout carries --json/--sarif."""
+    with contextlib.redirect_stdout(sys.stderr):
+        yield
+
+
 def load_target(spec: str) -> Target:
     """Build the target named by ``spec`` and check that it runs on its example inputs.
+
+    Every form (file, factory, hf:) gives the model in eval mode. The eager check runs
+    on a separate, throwaway build, so the returned model has never run: its first call
+    (lazy initialisation, step counters, first-call prints) is the one the scan compiles.
+    Anything the user's code prints while loading goes to stderr, not stdout.
 
     Raises TargetError (one line, names the cause) when the file does not parse or
     import, the factory fails or returns the wrong thing, the catalogue name is unknown,
     or the model raises on its own example inputs in eager mode.
     """
-    if spec.startswith("hf:"):
-        target = _load_hf(spec)
-    else:
-        file_part, _, attr = spec.partition(":")
-        if file_part.endswith(".py") or Path(file_part).is_file():
-            path = Path(file_part)
-            module = load_file_module(path)
-            if attr:
-                factory = getattr(module, attr, None)
-                if not callable(factory):
-                    raise TargetError(f"{path}: has no callable `{attr}`")
-                target = _from_factory(spec, f"{path}:{attr}", factory, path.resolve())
-            else:
-                target = _from_case_module(spec, path, module)
-        elif attr:
-            try:
-                module = importlib.import_module(file_part)
-            except Exception as exc:
-                raise TargetError(f"cannot import module `{file_part}`: {_short_exc(exc)}") from exc
-            factory = getattr(module, attr, None)
-            if not callable(factory):
-                raise TargetError(f"module `{file_part}` has no callable `{attr}`")
-            target = _from_factory(spec, spec, factory, None)
-        else:
-            raise TargetError(f"{spec}: not a file, FILE:FACTORY, MODULE:FACTORY or hf:NAME target")
-    target.rebuild = lambda: load_target(spec)
-    check_runs(target)
+    with _stdout_to_stderr():
+        build = _builder(spec)
+        check_runs(build())
+        target = build()  # built last: for file targets sys.modules holds this module
+
+    def rebuild() -> Target:
+        with _stdout_to_stderr():
+            fresh = build()
+        fresh.rebuild = rebuild
+        return fresh
+
+    target.rebuild = rebuild
     return target
 
 
 def check_runs(target: Target) -> None:
-    """Run the model eagerly once; a model that rejects its own inputs is a TargetError."""
-    import contextlib
+    """Run the model eagerly once; a model that rejects its own inputs is a TargetError.
+
+    The run changes the model (first-call state), so pass a throwaway build."""
     import io
     import logging
     import warnings
