@@ -9,6 +9,25 @@ import libcst as cst
 import libcst.matchers as m
 
 
+_EMPTY = cst.Module([])
+
+
+def code_of(node: cst.CSTNode) -> str:
+    """Source text of ``node`` (default formatting of an empty module)."""
+    return _EMPTY.code_for_node(node)
+
+
+def dotted(node: cst.BaseExpression) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain, else None."""
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        return ".".join([node.value, *reversed(parts)])
+    return None
+
+
 def simple_statements(block) -> list[cst.BaseSmallStatement] | None:
     """The small statements of a block, or None when it holds a compound statement."""
     out = []

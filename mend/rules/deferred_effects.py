@@ -51,6 +51,7 @@ from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvide
 
 from mend.locate import Located
 from mend.rules import Decline, Match
+from mend.rules._effects import code_of as _code, dotted as _dotted
 from mend.taxonomy import LOG_METHODS, call_name
 
 NAME = "deferred-side-effects"
@@ -65,7 +66,6 @@ _MUTATORS = {"append", "extend", "insert", "pop", "popitem", "popleft", "appendl
 _EFFECT_FUNCS = {"next", "print", "input", "open", "setattr", "delattr", "exec", "eval", "breakpoint"}
 _HOST_READS = {"item", "tolist", "numpy"}
 _TORCH_CONTEXTS = ("torch.",)  # `with torch.no_grad():` etc. keep their meaning for a captured call
-_EMPTY = cst.Module([])
 # an escape in a non-raw literal that yields `{` or `}` (it would become a format field)
 _BRACE_ESCAPE = re.compile(r"\\(N\{|x7[bdBD]|u007[bdBD]|U0000007[bdBD]|17[35])")
 
@@ -91,18 +91,6 @@ class _Plan:
     method: str | None = None  # the logger method (log)
 
 
-def _code(node: cst.CSTNode) -> str:
-    return _EMPTY.code_for_node(node)
-
-
-def _dotted(node: cst.BaseExpression) -> str | None:
-    parts = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if isinstance(node, cst.Name):
-        return ".".join([node.value, *reversed(parts)])
-    return None
 
 
 # --------------------------------------------------------------------------- names in the file

@@ -47,7 +47,7 @@ from libcst.metadata import (BuiltinScope, ClassScope, GlobalScope, MetadataWrap
 
 from mend.locate import Located
 from mend.rules import Decline, Match
-from mend.rules._effects import has_out_kwarg, inplace_call
+from mend.rules._effects import code_of as _code, dotted as _dotted, has_out_kwarg, inplace_call
 
 NAME = "predicated-validation"
 TABLE = "_MEND_TRAPS"        # module-level table of exception factories (suffixed on collision)
@@ -58,7 +58,6 @@ _PY_MUTATORS = {"append", "extend", "insert", "pop", "popitem", "update", "setde
 _SHAPE_ATTRS = {"shape", "ndim"}
 _SHAPE_CALLS = {"size", "dim", "numel", "len"}
 _NEGATE = {cst.Equal: cst.NotEqual, cst.NotEqual: cst.Equal}  # exact for tensors, NaN included
-_EMPTY = cst.Module([])
 
 
 @dataclass
@@ -85,18 +84,6 @@ class _Plan:
     args: list
 
 
-def _code(node: cst.CSTNode) -> str:
-    return _EMPTY.code_for_node(node)
-
-
-def _dotted(node: cst.BaseExpression) -> str | None:
-    parts = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if isinstance(node, cst.Name):
-        return ".".join([node.value, *reversed(parts)])
-    return None
 
 
 def _literal(node: cst.BaseExpression):
