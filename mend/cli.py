@@ -119,8 +119,12 @@ def scan(targets, as_json, sarif, list_targets, debug):
 @click.option("--json", "as_json", is_flag=True, help='Print {"before", "after", "rewrites", "declined"}.')
 @click.option("--seed", default=0, show_default=True, help="Hypothesis seed of the differential tests.")
 @click.option("--examples", default=30, show_default=True, help="Hypothesis examples per candidate rewrite.")
+@click.option("--verify", "verify", type=click.Choice(["fast", "standard", "strict"]), default="standard",
+              show_default=True, help="strict: every proof obligation proved by Z3 and the differential tests pass; "
+              "standard: differential tests, and no obligation refuted; fast: static checks and a short "
+              "differential run (see README).")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
-def fix(target, write, out_dir, as_json, seed, examples, debug):
+def fix(target, write, out_dir, as_json, seed, examples, verify, debug):
     """Rewrite the fixable graph breaks of TARGET, verifying each rewrite differentially
     before it is emitted. Prints a unified diff unless --write or --out is given.
 
@@ -134,26 +138,35 @@ def fix(target, write, out_dir, as_json, seed, examples, debug):
 
     with _errors(debug):
         with err_console.status(f"scanning, rewriting and verifying {target}..."):
-            res = run_fix(target, seed=seed, max_examples=examples)
+            res = run_fix(target, seed=seed, max_examples=examples, verify=verify)
         written = []
         if write or out_dir:
             dest = Path(out_dir or "mended")
+            placed = {}  # file -> (mended path, original path or None, original module or None)
             if write and not res.installed:
                 if res.files:
                     write_atomic(res.file, res.mended)
                     written.append(str(res.file))
+                    placed = {rel: (res.file, None, None) for rel in res.files}
             else:
                 for rel, code in res.files.items():
                     path = dest / (Path(rel).name if not res.installed else rel)
                     path.parent.mkdir(parents=True, exist_ok=True)
                     write_atomic(path, code)
                     written.append(str(path))
+                    placed[rel] = (path, None if res.installed else res.file,
+                                   rel[:-3].replace("/", ".") if res.installed else None)
             if res.rewrites:
+                from verifier.certs import dumps, relpath_from
+
                 cert_dir = dest / "certificates"
                 cert_dir.mkdir(parents=True, exist_ok=True)
                 for i, rw in enumerate(res.rewrites, 1):
                     cert = cert_dir / f"{Path(rw['file']).stem}.{i}.{rw['rule']}.json"
-                    write_atomic(cert, json.dumps(certificate(res, rw), indent=2))
+                    mended, orig, module = placed.get(rw["file"], (None, None, None))
+                    paths = {"mended": relpath_from(cert, mended) if mended else None,
+                             "original": relpath_from(cert, orig) if orig else None, "original_module": module}
+                    write_atomic(cert, dumps(certificate(res, rw, paths)))
                     written.append(str(cert))
         if as_json:
             click.echo(json.dumps({"before": res.before.to_json(), "after": res.after.to_json(),
@@ -167,16 +180,68 @@ def fix(target, write, out_dir, as_json, seed, examples, debug):
                       f"{len(res.rewrites)} rewrite(s) verified, {len(res.declined)} declined", highlight=False)
         for rw in res.rewrites:
             ev = rw["evidence"]
+            obs = rw.get("obligations") or []
+            proved = sum(1 for o in obs if o.get("result") == "proved")
+            ver = rw.get("verification") or {}
             console.print(f"  fixed     {rw['site']}  {rw['rule']}: {rw['detail']} "
-                          f"({ev['examples']} examples, predicate outcomes {ev['predicate_outcomes'] or 'n/a'})",
+                          f"({ev['examples']} examples, predicate outcomes {ev['predicate_outcomes'] or 'n/a'}; "
+                          f"--verify {ver.get('level', verify)}: {proved}/{len(obs)} obligations proved"
+                          f"{', ' + ver['use'] if ver.get('use') == 'inference-only' else ''})",
                           highlight=False)
         for d in res.declined:
-            console.print(f"  declined  {d['site']}  {d['rule']}: {d['reason']}", highlight=False)
+            console.print(f"  declined  {d['site']}  {d['rule']}: {d['reason']}", highlight=False, markup=False)
         for s in res.after.sites:
             if not s.fixable_by:
                 console.print(f"  unfixable {s.display_file}:{s.line}  {s.category}: {s.reason}", highlight=False)
         for w in written:
             console.print(f"  wrote {w}", highlight=False)
+
+
+@main.group()
+def cert() -> None:
+    """Certificates written by `mend fix --out DIR` / `--write` (DIR/certificates/*.json)."""
+
+
+@cert.command("verify")
+@click.argument("certs", nargs=-1, type=click.Path())
+@click.option("--rerun", is_flag=True, help="Also replay the differential test from the recorded seed.")
+@click.option("--timeout-ms", type=int, default=None, help="z3 timeout per replayed query (default: the recorded "
+              "timeout, at least 10 s).")
+@click.option("--debug", is_flag=True, help="Show tracebacks.")
+def cert_verify(certs, rerun, timeout_ms, debug):
+    """Re-check certificates without trusting the run that wrote them: the files still hash
+    to the recorded values, every SMT query replays with z3 to its recorded result and is the
+    encoding of its obligation, and (--rerun) the differential test passes again.
+
+    Exit 0: every certificate holds; 1: some check failed; 2: a certificate cannot be read.
+    """
+    from rich.markup import escape
+
+    from verifier.certs import CertError, verify_file
+
+    failed = False
+    with _errors(debug):
+        if not certs:
+            raise MendError("no CERT given (certificates are written under DIR/certificates/ by mend fix --out DIR)")
+        console = out_console()
+        for path in certs:
+            try:
+                rep = verify_file(path, rerun=rerun, timeout_ms=timeout_ms)
+            except CertError as exc:
+                raise MendError(str(exc)) from exc
+            if rep.ok:
+                n = rep.checked.get("queries_replayed", 0)
+                extra = f"; rerun: {rep.checked['rerun']}" if "rerun" in rep.checked else ""
+                console.print(f"[green]ok[/]      {escape(str(path))}: hashes match, {n} SMT quer{'y' if n == 1 else 'ies'} "
+                              f"replayed to the recorded results{escape(extra)}", highlight=False)
+            else:
+                failed = True
+                console.print(f"[red]FAILED[/]  {escape(str(path))}", highlight=False)
+                for p in rep.problems:
+                    console.print(f"  - {p}", highlight=False, markup=False)
+            for note in rep.notes:
+                console.print(f"  note: {note}", highlight=False, markup=False)
+    sys.exit(1 if failed else 0)
 
 
 if __name__ == "__main__":

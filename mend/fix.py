@@ -25,6 +25,7 @@ from mend.scan import ScanResult, scan
 from mend.targets import Target, load_file_module, load_target
 from verifier.differential import differential_test
 from verifier.forcing import instrument
+from verifier.obligations import LEVELS, examples_for, facts_in_process, facts_out_of_process, prove
 
 
 @dataclass
@@ -69,6 +70,63 @@ def _build_pair(orig_path: Path, cand_path: Path, init: tuple):
     return mods, models
 
 
+_SIMPLE = (int, float, bool, str, type(None))
+
+
+def _state_snapshot(model: torch.nn.Module) -> dict:
+    snap = {}
+    for name, mod in model.named_modules():
+        for key, value in vars(mod).items():
+            if isinstance(value, _SIMPLE):
+                snap[(name, key)] = value
+        for key, buf in mod.named_buffers(recurse=False):
+            snap[(name, "buffer:" + key)] = buf.detach().clone()
+    return snap
+
+
+def _mutates_state(build) -> bool:
+    """Does a forward change module state (buffers, or plain Python attributes such as
+    counters), in eval or in training mode? Runs a fresh build on the example inputs."""
+    import contextlib
+    import io
+    import logging
+    import warnings
+
+    target = build()
+    model = target.model
+    for phase in (False, True):
+        model.train(phase)
+        before = _state_snapshot(model)
+        with torch.no_grad(), contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            logging.disable(logging.CRITICAL)
+            try:
+                model(*target.args, **target.kwargs)
+            except Exception:
+                pass
+            finally:
+                logging.disable(logging.NOTSET)
+        after = _state_snapshot(model)
+        if before.keys() != after.keys() or any(
+                not (torch.equal(before[k], after[k]) if isinstance(before[k], torch.Tensor) else before[k] == after[k])
+                for k in before):
+            return True
+    return False
+
+
+def _state_screen(build, res):
+    """Predicated validation moves a raise into the graph. A compiled graph applies state
+    updates (buffer writes, Python attribute changes) at other points than eager code
+    does -- inductor may apply later ones before the failure surfaces, and Python-side
+    updates made before the check are lost when the graph raises -- so a model whose
+    forward changes any state is declined (obligation state-unchanged-on-raise)."""
+    if _mutates_state(build):
+        return Decline("predicated-validation", "state-unchanged-on-raise cannot be shown: the model's forward "
+                       "changes module state (a buffer or a Python attribute), and a check moved into the compiled "
+                       "graph could let that update happen, or not happen, differently from eager on a failing call")
+    return res
+
+
 UNFORCEABLE = ("the branch's predicate could not be instrumented for forcing, so both of its outcomes "
                "cannot be verified")
 
@@ -95,15 +153,20 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def fix(spec: str, *, seed: int = 0, max_examples: int = 30, max_rounds: int = 4) -> FixResult:
+def fix(spec: str, *, seed: int = 0, max_examples: int = 30, max_rounds: int = 4,
+        verify: str = "standard") -> FixResult:
     """Rewrite the fixable breaks of the single-file target ``spec`` (FILE.py).
 
-    Raises MendError for targets that are not a single user file (hf: targets need the
-    import overlay, not yet available).
+    ``verify`` (fast, standard, strict) decides how each candidate's proof obligations
+    weigh (:func:`verifier.obligations.verdict`). Raises MendError for targets that are
+    not a single user file or hf: target.
     """
+    if verify not in LEVELS:
+        raise MendError(f"--verify {verify}: choose one of {', '.join(LEVELS)}")
     target = load_target(spec)
     if spec.startswith("hf:"):
-        return fix_installed(target, seed=seed, max_examples=max_examples, max_rounds=max_rounds)
+        return fix_installed(target, seed=seed, max_examples=max_examples, max_rounds=max_rounds, verify=verify)
+    max_examples = examples_for(verify, max_examples, installed=False)
     if target.user_file is None or ":" in spec:
         raise MendError(f"{spec}: mend fix rewrites FILE.py targets (defining Model and get_inputs()) and hf: "
                         "catalogue targets; FILE:FACTORY and MODULE:FACTORY targets are scan-only for now")
@@ -139,6 +202,8 @@ def fix(spec: str, *, seed: int = 0, max_examples: int = 30, max_rounds: int = 4
                     declined.append({"site": where, "rule": site.fixable_by, "reason": "the rule's rewrite is not available yet"})
                     continue
                 res = rewrite(cst.parse_module(current), site.line)
+                if not isinstance(res, Decline) and site.fixable_by == "predicated-validation":
+                    res = _state_screen(lambda: load_target(str(cur_path)), res)
                 if isinstance(res, Decline):
                     declined.append({"site": where, "rule": site.fixable_by, "reason": res.reason})
                     continue
@@ -150,16 +215,23 @@ def fix(spec: str, *, seed: int = 0, max_examples: int = 30, max_rounds: int = 4
                 if not inst_cur and _is_branch(current, site.line):
                     declined.append({"site": where, "rule": site.fixable_by, "reason": UNFORCEABLE})
                     continue
+                proof = prove(site.fixable_by, res.obligations, level=verify, before=current, code=res.code,
+                              facts_fn=lambda: facts_in_process(cand_path, "_mend_under_test", init, target.args,
+                                                                target.kwargs, res.obligations, current, res.code))
+                if not proof["accepted"]:
+                    declined.append({"site": where, "rule": site.fixable_by, "reason": proof["reason"],
+                                     "failed_obligations": proof["failed"]})
+                    continue
                 ref_path, test_path = Path(tmp) / f"i{len(rewrites)}a_{path.name}", Path(tmp) / f"i{len(rewrites)}b_{path.name}"
                 ref_path.write_text(inst_cur or current)
                 test_path.write_text(inst_cand or res.code)
                 try:
                     _, (m_cur, m_cand) = _build_pair(ref_path, test_path, init)
-                    _, (_, m_emit) = _build_pair(ref_path, cand_path, init)
+                    _, (m_ref, m_emit) = _build_pair(cur_path, cand_path, init)
                 except (TargetError, RuntimeError) as exc:
                     declined.append({"site": where, "rule": site.fixable_by, "reason": f"the rewritten file does not load: {exc}"})
                     continue
-                evidence = differential_test(m_cur, m_cand, target.args, emitted=m_emit, force_lines=force_lines,
+                evidence = differential_test(m_cur, m_cand, target.args, emitted=m_emit, reference=m_ref, force_lines=force_lines,
                                              extra_inputs=[target.trap_inputs] if target.trap_inputs else [],
                                              seed=seed, max_examples=max_examples)
                 if not evidence.passed:
@@ -170,8 +242,8 @@ def fix(spec: str, *, seed: int = 0, max_examples: int = 30, max_rounds: int = 4
                 diff = "".join(difflib.unified_diff(current.splitlines(True), res.code.splitlines(True),
                                                     f"a/{path.name}", f"b/{path.name}"))
                 rewrites.append({"rule": site.fixable_by, "file": display_path(str(path)), "site": where, "span": list(res.span),
-                                 "detail": res.detail, "diff": diff, "obligations": res.obligations,
-                                 "evidence": evidence.to_json()})
+                                 "detail": res.detail, "diff": diff, "obligations": proof["obligations"],
+                                 "verification": proof["verification"], "evidence": evidence.to_json()})
                 current, cur_path, progressed = res.code, cand_path, True
                 break  # line numbers moved: rescan before the next site
             if not progressed:
@@ -209,22 +281,29 @@ def write_atomic(path: Path, text: str) -> None:
         raise MendError(f"{path}: cannot write ({exc.strerror}); nothing was changed") from exc
 
 
-def certificate(res, rw: dict) -> dict:
-    """Certificate (schema mend/schemas/certificate.schema.json, version 0.1): the rule,
-    site, diff, hashes of the original and mended file, obligations (as data; Z3
-    discharges them with --verify strict, issue 4) and the differential evidence."""
+def certificate(res, rw: dict, paths: dict | None = None) -> dict:
+    """Certificate (schema mend/schemas/certificate.schema.json, version 0.2): the rule,
+    site, diff, hashes of the original and mended file and where they are (``paths``,
+    relative to the certificate's folder), each obligation with its SMT-LIB query, answer,
+    solver and assumptions, the differential evidence, sealed with a digest
+    (verifier/certs.py; re-checked by ``mend cert verify``)."""
     import hypothesis
     import z3
 
     from mend import __version__
+    from verifier.certs import seal
 
-    return {"schema_version": "0.1", "rule": rw["rule"], "file": rw["file"], "site": rw["site"], "span": rw["span"],
-            "diff": rw["diff"], "sha256_original": _sha(res.originals[rw["file"]]),
-            "sha256_mended": _sha(res.files[rw["file"]]),
-            "obligations": rw["obligations"], "evidence": rw["evidence"],
-            "versions": {"torch": torch.__version__, "mend": __version__, "z3": z3.get_version_string(),
-                         "hypothesis": hypothesis.__version__},
-            "breaks": {"before": res.before.graph_break_count, "after": res.after.graph_break_count}}
+    ver = rw.get("verification") or {"level": "fast", "use": "training and inference"}
+    obligations = [{"result": "unknown", "smtlib": None, "solver": f"z3 {z3.get_full_version()}", "assumptions": [],
+                    **o} for o in rw["obligations"]]
+    return seal({"schema_version": "0.2", "rule": rw["rule"], "target": res.target, "file": rw["file"],
+                 "site": rw["site"], "span": rw["span"], "diff": rw["diff"],
+                 "sha256_original": _sha(res.originals[rw["file"]]), "sha256_mended": _sha(res.files[rw["file"]]),
+                 "paths": {"mended": None, "original": None, "original_module": None, **(paths or {})},
+                 "obligations": obligations, "verification": ver, "evidence": rw["evidence"],
+                 "versions": {"torch": torch.__version__, "mend": __version__, "z3": z3.get_version_string(),
+                              "hypothesis": hypothesis.__version__},
+                 "breaks": {"before": res.before.graph_break_count, "after": res.after.graph_break_count}})
 
 
 # -- targets whose source lives in installed packages (hf:, MODULE:FACTORY) -------------------
@@ -307,7 +386,8 @@ def _compare_runs(ref: dict, got: dict, exact: bool, natural_only: bool = False)
     return worst
 
 
-def fix_installed(target: Target, *, seed: int = 0, max_examples: int = 8, max_rounds: int = 4) -> FixResult:
+def fix_installed(target: Target, *, seed: int = 0, max_examples: int = 8, max_rounds: int = 4,
+                  verify: str = "standard") -> FixResult:
     """Rewrite breaks inside installed packages: mended copies only, verified out of process.
 
     Each candidate is checked by three fresh interpreters: the current version and the
@@ -316,6 +396,7 @@ def fix_installed(target: Target, *, seed: int = 0, max_examples: int = 8, max_r
     """
     from verifier.differential import Mismatch
 
+    max_examples = examples_for(verify, max_examples, installed=True)
     before = scan(target)
     files: dict[str, str] = {}     # package-relative path -> mended code
     originals: dict[str, str] = {}
@@ -345,6 +426,8 @@ def fix_installed(target: Target, *, seed: int = 0, max_examples: int = 8, max_r
                 current = files.get(rel, originals[rel])
                 rewrite = getattr(RULES[site.fixable_by], "rewrite", None)
                 res = rewrite(cst.parse_module(current), site.line) if rewrite else Decline(None, "no rewrite")
+                if not isinstance(res, Decline) and site.fixable_by == "predicated-validation":
+                    res = _state_screen(lambda: load_target(target.spec), res)
                 if isinstance(res, Decline):
                     declined.append({"site": where, "rule": site.fixable_by, "reason": res.reason})
                     continue
@@ -357,6 +440,13 @@ def fix_installed(target: Target, *, seed: int = 0, max_examples: int = 8, max_r
                 ref_dir = _overlay(tmp / f"ref{n}", {**files, rel: inst_cur or current})
                 cand_dir = _overlay(tmp / f"cand{n}", {**files, rel: inst_cand or res.code})
                 emit_dir = _overlay(tmp / f"emit{n}", {**files, rel: res.code})
+                proof = prove(site.fixable_by, res.obligations, level=verify, before=current, code=res.code,
+                              facts_fn=lambda: facts_out_of_process(target.spec, str(emit_dir), rel, res.obligations,
+                                                                    current, res.code, tmp))
+                if not proof["accepted"]:
+                    declined.append({"site": where, "rule": site.fixable_by, "reason": proof["reason"],
+                                     "failed_obligations": proof["failed"]})
+                    continue
                 base = {"target": target.spec, "action": "observe", "inputs": str(inputs_path), "force": force}
                 try:
                     ref = _worker({**base, "overlay": str(ref_dir)}, tmp, f"ref{n}")
@@ -377,7 +467,8 @@ def fix_installed(target: Target, *, seed: int = 0, max_examples: int = 8, max_r
                 diff = "".join(difflib.unified_diff(current.splitlines(True), res.code.splitlines(True),
                                                     f"a/{rel}", f"b/{rel}"))
                 rewrites.append({"rule": site.fixable_by, "file": rel, "site": where, "span": list(res.span),
-                                 "detail": res.detail, "diff": diff, "obligations": res.obligations, "evidence": evidence})
+                                 "detail": res.detail, "diff": diff, "obligations": proof["obligations"],
+                                 "verification": proof["verification"], "evidence": evidence})
                 files[rel] = res.code
                 progressed = True
                 break  # line numbers moved: rescan

@@ -48,8 +48,10 @@ class Mismatch(AssertionError):
     pass
 
 
-def _observe(model, args, kwargs, grad: bool):
-    """Run once; return (result or exception, stdout, warnings, log records, grads)."""
+def _observe(model, args, kwargs, grad: bool, rng_seed: int = 1234):
+    """Run once; return (result or exception, stdout, warnings, log records, grads,
+    buffers after the call, inputs after the call). The RNG is seeded first, so dropout
+    draws the same masks in both models unless one of them draws more."""
     out = io.StringIO()
     records: list[tuple[str, int, str]] = []
 
@@ -65,6 +67,7 @@ def _observe(model, args, kwargs, grad: bool):
     args = tuple(a.detach().clone().requires_grad_(grad and a.is_floating_point()) if isinstance(a, torch.Tensor) else a
                  for a in args)
     grads = None
+    torch.manual_seed(rng_seed)
     try:
         with contextlib.redirect_stdout(out), warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -84,7 +87,10 @@ def _observe(model, args, kwargs, grad: bool):
     finally:
         root.removeHandler(handler)
         root.setLevel(old_level)
-    return result, out.getvalue(), warned, records, grads
+    target = getattr(model, "_orig_mod", model)
+    buffers = [(n, b.detach().clone()) for n, b in target.named_buffers()] if isinstance(target, torch.nn.Module) else []
+    after = [a.detach().clone() for a in args if isinstance(a, torch.Tensor)]
+    return result, out.getvalue(), warned, records, grads, buffers, after
 
 
 def _short(result) -> str:
@@ -122,11 +128,25 @@ def compare(a, b, exact: bool) -> float:
     pairs = list(zip(_flatten(ra), _flatten(rb)))
     if len(_flatten(ra)) != len(_flatten(rb)):
         raise Mismatch("output structure differs")
-    ga = [g for g in (a[4] or ()) if g is not None]
-    gb = [g for g in (b[4] or ()) if g is not None]
+    ga, gb = list(a[4] or ()), list(b[4] or ())
     if len(ga) != len(gb):
         raise Mismatch("gradient structure differs")
-    for kind, seq in (("output", pairs), ("gradient", list(zip(ga, gb)))):
+    for i, (x, y) in enumerate(zip(ga, gb)):
+        if (x is None) != (y is None):
+            raise Mismatch(f"gradient {i} is {'None' if x is None else 'a tensor'} in the original but "
+                           f"{'None' if y is None else 'a tensor'} in the mended code (the untaken side now runs)")
+    grads = [(x, y) for x, y in zip(ga, gb) if x is not None]
+    state = []
+    if len(a) > 5:
+        if [n for n, _ in a[5]] != [n for n, _ in b[5]]:
+            raise Mismatch("module buffers differ in structure after the call")
+        state += [(f"buffer `{n}` after the call", x, y) for (n, x), (_, y) in zip(a[5], b[5])]
+        state += [(f"input {i} after the call", x, y) for i, (x, y) in enumerate(zip(a[6], b[6]))]
+    for what, x, y in state:
+        if x.shape != y.shape or x.dtype != y.dtype or not torch.equal(x.isnan(), y.isnan()) or \
+                not torch.equal(x.nan_to_num(), y.nan_to_num()):
+            raise Mismatch(f"{what} differs")
+    for kind, seq in (("output", pairs), ("gradient", grads)):
         for x, y in seq:
             if x.shape != y.shape or x.dtype != y.dtype:
                 raise Mismatch(f"{kind} {tuple(x.shape)}/{x.dtype} vs {tuple(y.shape)}/{y.dtype}")
@@ -147,9 +167,30 @@ def compare(a, b, exact: bool) -> float:
     return worst
 
 
-def _inputs_strategy(example: tuple, edge: bool):
-    """Inputs shaped like ``example``: floats scaled/shifted/negated with edge values;
-    integer and bool tensors drawn within the example's range."""
+def _resize_batch(t: torch.Tensor, n: int) -> torch.Tensor:
+    """``t`` with its leading dimension repeated or cut to ``n``."""
+    reps = -(-n // t.shape[0])
+    return t.repeat(reps, *([1] * (t.dim() - 1)))[:n].clone()
+
+
+def _inputs_strategy(example: tuple, edge: bool, vary_batch: bool = True):
+    """Inputs like ``example``: floats scaled/shifted/negated with edge values; integer
+    tensors drawn from the example's range widened by 2 each side, and constant fills;
+    and, when ``vary_batch``, the leading dimension shared by the inputs set to 1, 2, 3
+    or its example size (a rewrite checked on one batch size alone can hide a shape bug)."""
+    tensors = [t for t in example if isinstance(t, torch.Tensor) and t.dim() >= 1]
+    batch = tensors[0].shape[0] if tensors else None
+    values = _values_strategy(example, edge)
+    if not vary_batch or batch is None:
+        return values
+
+    def rebatch(vals, n):
+        return tuple(_resize_batch(v, n) if isinstance(v, torch.Tensor) and v.dim() >= 2 and v.shape[0] == batch
+                     else v for v in vals)
+    return st.builds(rebatch, values, st.sampled_from(sorted({1, 2, 3, batch})))
+
+
+def _values_strategy(example: tuple, edge: bool):
     def one(t):
         if not isinstance(t, torch.Tensor):
             return st.just(t)
@@ -170,7 +211,7 @@ def _inputs_strategy(example: tuple, edge: bool):
             return (st.builds(lambda s: torch.rand(t.shape, generator=torch.Generator().manual_seed(s)) < 0.5,
                           st.integers(0, 2**16))
                 | st.just(t.clone()) | st.just(torch.ones_like(t)) | st.just(torch.zeros_like(t)))
-        lo, hi = int(t.min()), int(t.max())
+        lo, hi = int(t.min()) - 2, int(t.max()) + 2
         # random values, the example itself, and constant fills (an all-ones mask is
         # exactly the input that flips `if (mask == 0).any()`)
         return (st.builds(lambda s: torch.randint(lo, hi + 1, t.shape, generator=torch.Generator().manual_seed(s),
@@ -179,40 +220,62 @@ def _inputs_strategy(example: tuple, edge: bool):
     return st.tuples(*[one(t) for t in example])
 
 
-def differential_test(original, mended, example: tuple, *, emitted=None, force_lines: list[int] = (),
-                      extra_inputs: list[tuple] = (), seed: int = 0, max_examples: int = 40,
-                      compiled: bool = True, edge: bool = True) -> Evidence:
+def differential_test(original, mended, example: tuple, *, emitted=None, reference=None,
+                      force_lines: list[int] = (), extra_inputs: list[tuple] = (), seed: int = 0,
+                      max_examples: int = 40, compiled: bool = True, edge: bool = True,
+                      train: bool = True) -> Evidence:
     """Compare ``original`` and ``mended`` (same weights) on Hypothesis-drawn inputs.
 
     ``example``: the target's example args (tensors of any shape/dtype). ``force_lines``:
     rewritten predicates, instrumented with :func:`verifier.forcing.force` in both models;
     every input is run with each predicate natural, forced True and forced False, so both
     outcomes are always exercised. ``emitted``: the mended module exactly as it will be
-    written (no forcing hook; defaults to ``mended``). Modes: eager vs eager (bit-exact,
-    natural and forced) and eager vs ``torch.compile(emitted, backend="eager")``
-    (dtype-aware tolerance, natural predicates).
+    written (no forcing hook; defaults to ``mended``), compiled with both runtimes
+    installed as README tells users to; ``reference``: a separate copy of the original
+    that sees exactly the calls ``emitted`` sees (stateful modules stay in step). Modes:
+    eager vs eager (bit-exact, natural and forced), eager vs
+    ``torch.compile(emitted, backend="eager")`` (dtype-aware tolerance, natural
+    predicates), each in eval mode and, with ``train``, in training mode (dropout draws
+    and running statistics must agree). Compared besides outputs: exceptions, stdout,
+    logs, warnings, gradients of float inputs and parameters, buffers and inputs after
+    the call.
     """
     from verifier import forcing
 
     forcing.reset()
+    from mend import runtime, validation_runtime
+
     modes = ["eager"] + (["compiled:eager-backend"] if compiled else [])
-    compiled_model = torch.compile(emitted if emitted is not None else mended, backend="eager") if compiled else None
-    grad = any(p.requires_grad for p in original.parameters())
+    modes = [f"{m}/{phase}" for m in modes for phase in (("eval", "train") if train else ("eval",))]
+    emit = emitted if emitted is not None else mended
+    ref_c = reference if reference is not None else original
+    if compiled:
+        runtime.install(validation_runtime.install(emit))
+    compiled_model = torch.compile(emit, backend="eager") if compiled else None
+    # gradients: of every float input, and of the parameters; a rewrite that is only
+    # right without autograd must not pass
+    grad = True
     state = {"n": 0, "worst": 0.0}
     settings_ = [(None, None)] + [(line, v) for line in force_lines for v in (True, False)]
+    models = [original, mended, emit, ref_c]
 
     def check(args):
-        for line, value in settings_:
-            with (forcing.forced(line, value) if line is not None else contextlib.nullcontext()):
-                ref = _observe(original, args, {}, grad)
-                got = _observe(mended, args, {}, grad)
-                state["worst"] = max(state["worst"], compare(ref, got, exact=True))
-                if compiled_model is not None and line is None:
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
-                        got_c = _observe(compiled_model, args, {}, grad=False)
-                    ref_ng = _observe(original, args, {}, grad=False)
-                    state["worst"] = max(state["worst"], compare(ref_ng, got_c, exact=False))
+        for phase in (("eval", "train") if train else ("eval",)):
+            for mod in models:
+                mod.train(phase == "train")
+            for line, value in settings_:
+                with (forcing.forced(line, value) if line is not None else contextlib.nullcontext()):
+                    ref = _observe(original, args, {}, grad)
+                    got = _observe(mended, args, {}, grad)
+                    state["worst"] = max(state["worst"], compare(ref, got, exact=True))
+                    if compiled_model is not None and line is None:
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore")
+                            got_c = _observe(compiled_model, args, {}, grad=False)
+                        ref_c_obs = _observe(ref_c, args, {}, grad=False)
+                        state["worst"] = max(state["worst"], compare(ref_c_obs, got_c, exact=False))
+        for mod in models:
+            mod.eval()
         state["n"] += 1
 
     def describe(args):

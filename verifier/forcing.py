@@ -22,12 +22,14 @@ def force(pred, line: int):
     """``pred``, or a 0-dim bool tensor holding the forced outcome for ``line``."""
     if line in _FORCED:  # forced runs are not evidence of natural coverage
         value = _FORCED[line]
-        return torch.tensor(value, device=pred.device) if isinstance(pred, torch.Tensor) else value
+        return torch.tensor(value, device=pred.device if isinstance(pred, torch.Tensor) else None)
     try:
         _SEEN.setdefault(line, set()).add(bool(pred))
     except Exception:  # a traced value under compile: nothing to record
         pass
-    return pred
+    # `force(not x, L)`: a Python bool becomes a 0-dim tensor, so the rewrite's tensor ops
+    # (logical_not, where) apply to the instrumented copy as they do to the tensor form
+    return torch.tensor(pred) if isinstance(pred, bool) else pred
 
 
 @contextlib.contextmanager

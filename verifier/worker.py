@@ -31,10 +31,10 @@ def _observe_all(request: dict) -> list:
         for line, value in settings:
             ctx = forcing.forced(line, value) if line is not None else _null()
             with ctx:
-                result, stdout, warned, records, _ = _observe(model, (), kwargs, grad=False)
+                result, stdout, warned, records, _, buffers, after = _observe(model, (), kwargs, grad=False)
             if not (isinstance(result, tuple) and result and result[0] == "raised"):
                 result = [t.detach().clone() for t in _flatten(result)]
-            out.append({"setting": [line, value], "obs": (result, stdout, warned, records, None)})
+            out.append({"setting": [line, value], "obs": (result, stdout, warned, records, None, buffers, after)})
     return {"observations": out, "seen": {str(k): sorted(forcing.seen(k) - {None}) for k in request.get("force", [])}}
 
 

@@ -502,6 +502,13 @@ class _TensorLogic(cst.CSTTransformer):
     def leave_BooleanOperation(self, original: cst.BooleanOperation, updated: cst.BooleanOperation):
         self._operand(original.left)
         self._operand(original.right)
+        # `a and b` skips b when a is false; logical_and always evaluates b, so b must not
+        # be able to raise: an integer index (`x[i]`) can, a slice cannot
+        for sub in m.findall(original.right, m.Subscript(slice=[m.ZeroOrMore(), m.SubscriptElement(slice=m.Index()),
+                                                                 m.ZeroOrMore()])):
+            raise _Declined(f"the right operand of `{'and' if isinstance(original.operator, cst.And) else 'or'}` "
+                            f"would now run even when the left one short-circuits it, and its indexing "
+                            f"(`{_code(sub)}`) may raise")
         self.changed = True
         fn = "logical_and" if isinstance(original.operator, cst.And) else "logical_or"
         return self.env.torch_call(fn, updated.left, updated.right)

@@ -1,0 +1,243 @@
+"""Effect analysis for the obligations: what an operator or a function may write.
+
+* Operators: from their TorchScript schemas (``torch._C._jit_get_schemas_for_operator``):
+  an argument annotated ``Tensor(a!)`` is written (``aten::add_(Tensor(a!) self, ...)``).
+* ``mend::capture`` (the deferred-effects operator): its schema writes nothing, it is
+  registered as an ORDERED effect, and its Python body clones every tensor it buffers.
+* Python functions (a hoisted initialiser): a syntactic screen of the function's source --
+  no ``global``/``nonlocal``, no store into anything but its own locals, no in-place tensor
+  method, no call that performs I/O, logs, warns or mutates a container; calls to other
+  functions of the same module are screened too (depth 2). Method calls on other objects
+  are assumed pure unless their name says otherwise; that assumption is reported.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from typing import Any
+
+_EFFECT_CALLS = {"print", "open", "setattr", "delattr", "exec", "eval", "input", "__import__"}
+_EFFECT_METHODS = {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "popitem",
+                   "discard", "add", "sort", "reverse", "write", "register_buffer", "register_parameter",
+                   "register_module", "add_module", "backward", "warn", "warning", "warning_once", "info", "debug",
+                   "error", "critical", "exception", "log", "manual_seed", "seed", "copy_", "fill_", "zero_"}
+
+
+def op_writes(qualified: str) -> list[str]:
+    """Arguments some overload of ``qualified`` (``aten::add_``) writes, as ``name (overload)``."""
+    import torch
+
+    out = []
+    for schema in torch._C._jit_get_schemas_for_operator(qualified):
+        for arg in schema.arguments:
+            if arg.alias_info is not None and arg.alias_info.is_write:
+                out.append(f"{arg.name} ({schema.overload_name or 'default'})")
+    return out
+
+
+def capture_is_ordered() -> tuple[bool, str]:
+    """Whether mend::capture writes nothing and is an ORDERED effect (kept in program order)."""
+    try:
+        import torch
+
+        import mend.runtime  # noqa: F401 - registers the operator
+        from torch._higher_order_ops.effects import _get_effect
+
+        op = torch.ops.mend.capture.default
+        writes = [a.name for a in op._schema.arguments if a.alias_info is not None and a.alias_info.is_write]
+        effect = _get_effect(op)
+        ok = not writes and effect is not None and "ORDERED" in str(effect)
+        return ok, (f"mend::capture is registered as {effect} and its schema `{op._schema}` writes "
+                    f"{', '.join(writes) or 'no argument'} (checked at discharge time)")
+    except Exception as exc:  # noqa: BLE001
+        return False, f"mend::capture's effect registration could not be read ({type(exc).__name__})"
+
+
+def capture_clones() -> tuple[bool, str]:
+    """Whether the buffered snapshot of mend::capture is ``t.detach().clone()`` of each tensor."""
+    try:
+        import mend.runtime as rt
+
+        src = textwrap.dedent(inspect.getsource(rt._capture.__wrapped__ if hasattr(rt._capture, "__wrapped__")
+                                                else rt._capture))
+    except Exception:  # noqa: BLE001
+        try:
+            import mend.runtime as rt
+
+            src = inspect.getsource(rt)
+        except Exception:  # noqa: BLE001
+            return False, "the runtime's capture source could not be read"
+    ok = ".detach().clone()" in src
+    return ok, ("mend::capture buffers `t.detach().clone()` of each tensor argument (fresh storage; read from "
+                "mend/runtime.py at discharge time)" if ok else "mend::capture does not visibly clone its tensors")
+
+
+def inplace_writes_to(code: str, targets: list[str]) -> list[str]:
+    """In-place writes in ``code`` to any of ``targets`` (dotted, e.g. ``self.inv_freq``):
+    ``t.op_(...)``, ``t[...] = v``, ``t += v``, ``out=t``."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return ["the mended file does not parse"]
+    names = {t for t in targets if t}
+    out = []
+
+    def dotted(node):
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if isinstance(node, ast.Name):
+            return ".".join([node.id, *reversed(parts)])
+        return None
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            m = node.func.attr
+            if m.endswith("_") and not m.endswith("__") and dotted(node.func.value) in names:
+                out.append(f"line {node.lineno}: {ast.unparse(node)[:80]}")
+            for kw in node.keywords:
+                if kw.arg == "out" and dotted(kw.value) in names:
+                    out.append(f"line {node.lineno}: out={ast.unparse(kw.value)}")
+        elif isinstance(node, (ast.Assign, ast.AugAssign)):
+            targets_ = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets_:
+                if isinstance(t, ast.Subscript) and dotted(t.value) in names:
+                    out.append(f"line {node.lineno}: {ast.unparse(t)} = ...")
+                if isinstance(node, ast.AugAssign) and dotted(t) in names:
+                    out.append(f"line {node.lineno}: {ast.unparse(t)} {type(node.op).__name__}= ...")
+    return out
+
+
+_PURE_NAMESPACES = ("torch", "math", "np", "numpy", "F", "nn", "functools", "itertools", "operator", "builtins")
+
+
+def _fresh_locals(func: ast.AST) -> set[str]:
+    """Names only ever bound to new containers (``[]``, ``{}``, ``list(...)``, comprehensions):
+    mutating them touches nothing outside the call."""
+    fresh_kinds = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp, ast.Tuple)
+    fresh, other = set(), set()
+    for node in ast.walk(func):
+        if isinstance(node, ast.Assign):
+            value_fresh = isinstance(node.value, fresh_kinds) or (
+                isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
+                and node.value.func.id in ("list", "dict", "set", "tuple"))
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    (fresh if value_fresh else other).add(t.id)
+                else:
+                    for sub in ast.walk(t):
+                        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                            other.add(sub.id)
+        elif isinstance(node, (ast.For, ast.comprehension, ast.AugAssign, ast.AnnAssign, ast.withitem, ast.NamedExpr)):
+            tgt = getattr(node, "target", None) or getattr(node, "optional_vars", None)
+            for sub in ast.walk(tgt) if tgt is not None else ():
+                if isinstance(sub, ast.Name):
+                    other.add(sub.id)
+    return fresh - other
+
+
+def _root(node: ast.AST) -> ast.AST:
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node
+
+
+def function_purity(fn: Any, depth: int = 0, owner: type | None = None) -> tuple[list[str], list[str]]:
+    """(effects found, assumptions made) for a Python function, by its source. ``owner``:
+    the class of ``self`` when ``fn`` is a method (its ``self.method()`` calls are screened)."""
+    try:
+        src = textwrap.dedent(inspect.getsource(fn))
+        tree = ast.parse(src)
+    except (OSError, TypeError, SyntaxError):
+        return [f"the source of {getattr(fn, '__qualname__', fn)} is not available"], []
+    func = tree.body[0]
+    if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return ["not a function"], []
+    params = {a.arg for a in func.args.posonlyargs + func.args.args + func.args.kwonlyargs}
+    for extra in (func.args.vararg, func.args.kwarg):
+        if extra:
+            params.add(extra.arg)
+    local = set(params) | {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    fresh = _fresh_locals(func) - params
+    effects, assumptions = [], []
+    g = getattr(fn, "__globals__", {})
+    for node in ast.walk(func):
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            effects.append(f"line {node.lineno}: `{type(node).__name__.lower()}`")
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            ts = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in ts:
+                for sub in ast.walk(t):
+                    if isinstance(sub, (ast.Attribute, ast.Subscript)) and isinstance(sub.ctx, ast.Store):
+                        root = _root(sub)
+                        if not (isinstance(root, ast.Name) and root.id in fresh):
+                            effects.append(f"line {node.lineno}: store into `{ast.unparse(sub)}`")
+        elif isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Name):
+                if f.id in _EFFECT_CALLS:
+                    effects.append(f"line {node.lineno}: calls `{f.id}`")
+                elif f.id in g and inspect.isfunction(g[f.id]) and f.id not in local and depth < 2:
+                    e, a = function_purity(g[f.id], depth + 1)
+                    effects += [f"{f.id}: {x}" for x in e]
+                    assumptions += a
+            elif isinstance(f, ast.Attribute):
+                m = f.attr
+                recv = ast.unparse(f.value)
+                root = _root(f.value)
+                root_name = root.id if isinstance(root, ast.Name) else None
+                pure_ns = root_name in _PURE_NAMESPACES and root_name not in local
+                on_fresh = isinstance(f.value, ast.Name) and f.value.id in fresh
+                if m.endswith("_") and not m.endswith("__"):
+                    effects.append(f"line {node.lineno}: calls `{recv}.{m}()` (in place)")
+                elif m in _EFFECT_METHODS and not pure_ns and not on_fresh:
+                    effects.append(f"line {node.lineno}: calls `{recv}.{m}()`")
+                elif recv == "self" and owner is not None and inspect.isfunction(getattr(owner, m, None)):
+                    if depth < 2:
+                        e, a = function_purity(getattr(owner, m), depth + 1, owner)
+                        effects += [f"self.{m}: {x}" for x in e]
+                        assumptions += a
+                    else:
+                        assumptions.append(f"`self.{m}()` has no effect (not screened: too deep)")
+                elif not pure_ns and not on_fresh and recv != "self" and root_name not in local:
+                    assumptions.append(f"`{recv}.{m}()` has no effect")
+    return effects, sorted(set(assumptions))
+
+
+def module_effects(module: Any) -> tuple[list[str], list[str]]:
+    """(effects, assumptions) of calling ``module``: torch.nn modules by type (those that
+    update no state in their current mode), other modules by screening ``forward``."""
+    import torch
+
+    effects, assumptions = [], []
+    for name, sub in module.named_modules():
+        t = type(sub)
+        where = name or type(module).__name__
+        if t.__module__.startswith("torch.nn"):
+            if t.__name__.startswith(("BatchNorm", "SyncBatchNorm", "InstanceNorm")) and sub.training:
+                effects.append(f"{where} ({t.__name__}) updates running statistics in training mode")
+            elif t.__name__.startswith(("Dropout", "RReLU", "AlphaDropout", "FeatureAlphaDropout")) and sub.training:
+                effects.append(f"{where} ({t.__name__}) draws random numbers in training mode")
+            continue
+        if t.forward is torch.nn.Module.forward:
+            continue
+        e, a = function_purity(t.forward, 0, t)
+        effects += [f"{where} ({t.__name__}): {x}" for x in e]
+        assumptions += a
+    return effects, sorted(set(assumptions))
+
+
+def function_effects(facts: dict | None, call: str) -> str:
+    """A short description of what is known about the function a call targets."""
+    try:
+        node = ast.parse(call.strip(), mode="eval").body
+    except SyntaxError:
+        return "the call does not parse"
+    if isinstance(node, ast.Call):
+        name = ast.unparse(node.func)
+        f = (facts or {}).get("names", {}).get(name)
+        if f:
+            return f"{name} is {f.get('qualname') or f.get('type') or f.get('kind')}"
+    return "no fact about the callee"
