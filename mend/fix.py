@@ -373,7 +373,7 @@ def _draw_inputs(kwargs: dict, seed: int, n: int) -> list[dict]:
     return drawn[: n + 1]
 
 
-def _compare_runs(ref: dict, got: dict, exact: bool, natural_only: bool = False) -> float:
+def _compare_runs(ref: dict, got: dict, exact: bool, natural_only: bool = False, any_error: bool = False) -> float:
     from verifier.differential import compare
 
     worst = 0.0
@@ -382,7 +382,7 @@ def _compare_runs(ref: dict, got: dict, exact: bool, natural_only: bool = False)
     if len(ref_obs) != len(got_obs):
         raise MendError("internal: observation counts differ")
     for r, g in zip(ref_obs, got_obs):
-        worst = max(worst, compare(r["obs"], g["obs"], exact=exact))
+        worst = max(worst, compare(r["obs"], g["obs"], exact=exact, any_error=any_error))
     return worst
 
 
@@ -451,8 +451,11 @@ def fix_installed(target: Target, *, seed: int = 0, max_examples: int = 8, max_r
                 try:
                     ref = _worker({**base, "overlay": str(ref_dir)}, tmp, f"ref{n}")
                     cand = _worker({**base, "overlay": str(cand_dir)}, tmp, f"cand{n}")
-                    emit = _worker({**base, "overlay": str(emit_dir), "force": [], "compiled": True}, tmp, f"emit{n}")
-                    worst = max(_compare_runs(ref, cand, exact=True), _compare_runs(ref, emit, exact=False, natural_only=True))
+                    # the default backend: a rewrite must survive Inductor's code generation too
+                    # (graphs holding mend::capture have crashed it, see README)
+                    emit = _worker({**base, "overlay": str(emit_dir), "force": [], "compiled": True,
+                                    "backend": "inductor"}, tmp, f"emit{n}")
+                    worst = max(_compare_runs(ref, cand, exact=True), _compare_runs(ref, emit, exact=False, natural_only=True, any_error=True))
                 except Mismatch as exc:
                     declined.append({"site": where, "rule": site.fixable_by, "reason": f"differential test failed: {exc}"})
                     continue
@@ -460,7 +463,7 @@ def fix_installed(target: Target, *, seed: int = 0, max_examples: int = 8, max_r
                     declined.append({"site": where, "rule": site.fixable_by, "reason": str(exc)})
                     continue
                 evidence = {"passed": True, "hypothesis_seed": seed, "examples": len(inputs),
-                            "modes": ["eager", "compiled:eager-backend"],
+                            "modes": ["eager", "compiled:inductor"],
                             "predicate_outcomes": {str(l): {"natural": ref["seen"].get(str(l), []), "forced": [False, True]}
                                                    for l in force},
                             "max_abs_error": worst, "counterexample": None, "reason": None}

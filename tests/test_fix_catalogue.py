@@ -62,6 +62,6 @@ def test_catalogue_rows_fixed(name, before):
     assert res.after.graph_break_count == 0
     for rw in res.rewrites:
         ev = rw["evidence"]
-        assert ev["passed"] and ev["modes"] == ["eager", "compiled:eager-backend"]
+        assert ev["passed"] and ev["modes"] == ["eager", "compiled:inductor"]
         for outcome in ev["predicate_outcomes"].values():
             assert outcome["forced"] == [False, True]

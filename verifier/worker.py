@@ -23,7 +23,7 @@ def _observe_all(request: dict) -> list:
     target = load_target(request["target"])
     model = validation_runtime.install(target.model)
     if request.get("compiled"):
-        model = torch.compile(model, backend="eager")
+        model = torch.compile(model, backend=request.get("backend", "eager"))
     inputs = torch.load(request["inputs"], weights_only=False)
     settings = [(None, None)] + [(line, v) for line in request.get("force", []) for v in (True, False)]
     out = []
