@@ -17,6 +17,17 @@ import inspect
 import textwrap
 from typing import Any
 
+
+def dotted_name(node: ast.AST) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain, else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        return ".".join([node.id, *reversed(parts)])
+    return None
+
 _EFFECT_CALLS = {"print", "open", "setattr", "delattr", "exec", "eval", "input", "__import__"}
 _EFFECT_METHODS = {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "popitem",
                    "discard", "add", "sort", "reverse", "write", "register_buffer", "register_parameter",
@@ -83,29 +94,20 @@ def inplace_writes_to(code: str, targets: list[str]) -> list[str]:
     names = {t for t in targets if t}
     out = []
 
-    def dotted(node):
-        parts = []
-        while isinstance(node, ast.Attribute):
-            parts.append(node.attr)
-            node = node.value
-        if isinstance(node, ast.Name):
-            return ".".join([node.id, *reversed(parts)])
-        return None
-
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             m = node.func.attr
-            if m.endswith("_") and not m.endswith("__") and dotted(node.func.value) in names:
+            if m.endswith("_") and not m.endswith("__") and dotted_name(node.func.value) in names:
                 out.append(f"line {node.lineno}: {ast.unparse(node)[:80]}")
             for kw in node.keywords:
-                if kw.arg == "out" and dotted(kw.value) in names:
+                if kw.arg == "out" and dotted_name(kw.value) in names:
                     out.append(f"line {node.lineno}: out={ast.unparse(kw.value)}")
         elif isinstance(node, (ast.Assign, ast.AugAssign)):
             targets_ = node.targets if isinstance(node, ast.Assign) else [node.target]
             for t in targets_:
-                if isinstance(t, ast.Subscript) and dotted(t.value) in names:
+                if isinstance(t, ast.Subscript) and dotted_name(t.value) in names:
                     out.append(f"line {node.lineno}: {ast.unparse(t)} = ...")
-                if isinstance(node, ast.AugAssign) and dotted(t) in names:
+                if isinstance(node, ast.AugAssign) and dotted_name(t) in names:
                     out.append(f"line {node.lineno}: {ast.unparse(t)} {type(node.op).__name__}= ...")
     return out
 

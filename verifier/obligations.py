@@ -45,6 +45,8 @@ from typing import Any, Callable
 
 import z3
 
+from verifier.effects import dotted_name as _dotted
+
 TIMEOUT_MS = 2000
 RESULTS = ("proved", "refuted", "unknown")
 DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
@@ -222,14 +224,6 @@ def summarize(value: Any, depth: int = 0) -> dict:
     return {"kind": "other", "type": type(value).__name__}
 
 
-def _dotted(node: ast.AST) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        return ".".join([node.id, *reversed(parts)])
-    return None
 
 
 def names_in(exprs: list[str]) -> set[str]:
