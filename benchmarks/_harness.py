@@ -333,6 +333,10 @@ def prepare_row(row: Row, cfg: Config, work: Path, levels: list[str] = (), defau
         res["rewrites"] = [{"rule": r["rule"], "site": r["site"]} for r in fix_doc.get("rewrites", [])]
         res["declined"] = [{"rule": d.get("rule"), "site": d.get("site") or f"{d.get('file')}:{d.get('line')}",
                             "reason": d.get("reason")} for d in fix_doc.get("declined", [])]
+        # the breaks left after the fix, with mend's own reason for each (why no rule applies)
+        res["remaining_sites"] = [{k: s.get(k) for k in ("file", "line", "function", "source", "category", "count",
+                                                          "fixable_by", "reason", "frame_skipped")}
+                                  for s in fix_doc["after"].get("sites", [])]
     if cfg.scan_mended and res["mended_dir"]:
         res["scan_mended"] = scan_with_overlay(row, res["mended_dir"], cfg, env)
         res["counts"]["after_scan_agrees"] = (res["scan_mended"] or {}).get("graph_break_count") == res["counts"].get("breaks_after")
@@ -933,9 +937,9 @@ def _build(req: dict):
     import torch
 
     if req["kind"] == "hf":
-        from mend.targets.hf import build
+        from mend.targets import build_hf  # hf:NAME and hf:newest/NAME (run_newest.py)
 
-        model, args, kwargs = build(req["name"])
+        model, args, kwargs = build_hf(req["name"])
         return model, tuple(args), dict(kwargs)
     from mend.targets import load_file_module
 

@@ -128,7 +128,9 @@ def fix(target, write, out_dir, as_json, seed, examples, verify, debug):
     """Rewrite the fixable graph breaks of TARGET, verifying each rewrite differentially
     before it is emitted. Prints a unified diff unless --write or --out is given.
 
-    TARGET is FILE.py (defines Model and get_inputs()) or hf:NAME. Mended copies of
+    TARGET is FILE.py (defines Model and get_inputs()), FILE.py:FACTORY (returns (model,
+    args); sites in that file), MODULE:FACTORY (modules importable from the working
+    directory: --write replaces them in place) or hf:NAME. Mended copies of
     installed files go to DIR/<package path>; load them with
     `python -m mend.run --overlay DIR script.py` or `mend.overlay.activate(DIR)`.
     """
@@ -150,6 +152,12 @@ def fix(target, write, out_dir, as_json, seed, examples, verify, debug):
                     placed = {rel: (res.file, None, None) for rel in res.files}
             else:
                 for rel, code in res.files.items():
+                    own = res.in_place(rel) if write and res.installed else None
+                    if own is not None:  # MODULE:FACTORY: the user's module, replaced in place
+                        write_atomic(own, code)
+                        written.append(str(own))
+                        placed[rel] = (own, None, None)
+                        continue
                     path = dest / (Path(rel).name if not res.installed else rel)
                     path.parent.mkdir(parents=True, exist_ok=True)
                     write_atomic(path, code)

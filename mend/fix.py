@@ -52,18 +52,41 @@ class FixResult:
     def diff(self) -> str:
         name = display_path(str(self.file))
         return "".join(difflib.unified_diff(self.original.splitlines(True), self.mended.splitlines(True),
-                                            f"a/{name}", f"b/{name}"))
+                                            *_labels(name)))
 
 
-def _build_pair(orig_path: Path, cand_path: Path, init: tuple):
-    """Both models from their files, the candidate loaded with the original's weights."""
+def factory_of(spec: str) -> str | None:
+    """The FACTORY of a FILE.py:FACTORY spec; None for FILE.py (and hf:)."""
+    head, sep, tail = spec.rpartition(":")
+    return tail if sep and head and not spec.startswith("hf:") and tail.isidentifier() else None
+
+
+def model_maker(factory: str | None):
+    """How a target file builds its model: ``Model(*get_init_inputs())``, or the model its
+    ``factory()`` returns (FILE:FACTORY). Called on the original and on each candidate."""
+    def make(mod):
+        if factory is not None:
+            return getattr(mod, factory)()[0]
+        init = tuple(mod.get_init_inputs()) if hasattr(mod, "get_init_inputs") else ()
+        return mod.Model(*init)
+    return make
+
+
+def _labels(name: str) -> tuple[str, str]:
+    """Unified-diff labels: ``a/REL``/``b/REL``, or the absolute path twice (no ``a//abs``)."""
+    return (name, name) if os.path.isabs(name) else (f"a/{name}", f"b/{name}")
+
+
+def _build_pair(orig_path: Path, cand_path: Path, make):
+    """Both models from their files (``make(module)``), the candidate loaded with the
+    original's weights."""
     # one module name for both: names derived from __name__ (loggers) must agree, as they
     # would when the mended file replaces the original
     mods = [load_file_module(p, "_mend_under_test") for p in (orig_path, cand_path)]
     models = []
     for mod in mods:
         torch.manual_seed(0)
-        models.append(mod.Model(*init).eval())
+        models.append(make(mod).eval())
     models[1].load_state_dict(models[0].state_dict(), strict=True)
     for model in models:  # restores exceptions that predicated validation turned into _assert_async
         validation_runtime.install(model)
@@ -155,25 +178,30 @@ def _sha(text: str) -> str:
 
 def fix(spec: str, *, seed: int = 0, max_examples: int = 30, max_rounds: int = 4,
         verify: str = "standard") -> FixResult:
-    """Rewrite the fixable breaks of the single-file target ``spec`` (FILE.py).
+    """Rewrite the fixable breaks of the target ``spec``.
 
+    FILE.py, or FILE.py:FACTORY with positional inputs: sites in that file, verified in
+    this process (the factory builds the original and every candidate). hf: and
+    MODULE:FACTORY targets go to :func:`fix_installed` (fresh interpreters, import overlay).
     ``verify`` (fast, standard, strict) decides how each candidate's proof obligations
-    weigh (:func:`verifier.obligations.verdict`). Raises MendError for targets that are
-    not a single user file or hf: target.
+    weigh (:func:`verifier.obligations.verdict`). Raises MendError for a FILE:FACTORY whose
+    factory returns keyword inputs.
     """
     if verify not in LEVELS:
         raise MendError(f"--verify {verify}: choose one of {', '.join(LEVELS)}")
     target = load_target(spec)
-    if spec.startswith("hf:"):
+    if spec.startswith("hf:") or target.user_file is None:  # hf: and MODULE:FACTORY: through the overlay
         return fix_installed(target, seed=seed, max_examples=max_examples, max_rounds=max_rounds, verify=verify)
     max_examples = examples_for(verify, max_examples, installed=False)
-    if target.user_file is None or ":" in spec:
-        raise MendError(f"{spec}: mend fix rewrites FILE.py targets (defining Model and get_inputs()) and hf: "
-                        "catalogue targets; FILE:FACTORY and MODULE:FACTORY targets are scan-only for now")
+    factory = factory_of(spec)
+    if factory is not None and target.kwargs:
+        raise MendError(f"{spec}: the factory returns keyword inputs ({', '.join(target.kwargs)}); mend fix verifies "
+                        "file targets on positional inputs only: return (model, args)")
     path = target.user_file
     original = path.read_text(encoding="utf-8")
-    module = load_file_module(path, f"_mend_orig_{abs(hash(str(path)))}")
-    init = tuple(module.get_init_inputs()) if hasattr(module, "get_init_inputs") else ()
+    load_file_module(path, f"_mend_orig_{abs(hash(str(path)))}")
+    make = model_maker(factory)
+    spec_of = (lambda p: f"{p}:{factory}") if factory else str
     before = scan(target)
     current = original
     rewrites, declined, tried = [], [], set()
@@ -183,7 +211,7 @@ def fix(spec: str, *, seed: int = 0, max_examples: int = 30, max_rounds: int = 4
         result = before
         for rnd in range(max_rounds):
             progressed = False
-            cur_target = result if rnd == 0 else scan(load_target(str(cur_path)))
+            cur_target = result if rnd == 0 else scan(load_target(spec_of(cur_path)))
             for site in cur_target.sites:
                 scan_file = path if rnd == 0 else cur_path
                 if Path(site.file).resolve() != scan_file.resolve():
@@ -203,7 +231,7 @@ def fix(spec: str, *, seed: int = 0, max_examples: int = 30, max_rounds: int = 4
                     continue
                 res = rewrite(cst.parse_module(current), site.line)
                 if not isinstance(res, Decline) and site.fixable_by == "predicated-validation":
-                    res = _state_screen(lambda: load_target(str(cur_path)), res)
+                    res = _state_screen(lambda: load_target(spec_of(cur_path)), res)
                 if isinstance(res, Decline):
                     declined.append({"site": where, "rule": site.fixable_by, "reason": res.reason})
                     continue
@@ -216,7 +244,7 @@ def fix(spec: str, *, seed: int = 0, max_examples: int = 30, max_rounds: int = 4
                     declined.append({"site": where, "rule": site.fixable_by, "reason": UNFORCEABLE})
                     continue
                 proof = prove(site.fixable_by, res.obligations, level=verify, before=current, code=res.code,
-                              facts_fn=lambda: facts_in_process(cand_path, "_mend_under_test", init, target.args,
+                              facts_fn=lambda: facts_in_process(cand_path, "_mend_under_test", make, target.args,
                                                                 target.kwargs, res.obligations, current, res.code))
                 if not proof["accepted"]:
                     declined.append({"site": where, "rule": site.fixable_by, "reason": proof["reason"],
@@ -226,13 +254,14 @@ def fix(spec: str, *, seed: int = 0, max_examples: int = 30, max_rounds: int = 4
                 ref_path.write_text(inst_cur or current)
                 test_path.write_text(inst_cand or res.code)
                 try:
-                    _, (m_cur, m_cand) = _build_pair(ref_path, test_path, init)
-                    _, (m_ref, m_emit) = _build_pair(cur_path, cand_path, init)
+                    _, (m_cur, m_cand) = _build_pair(ref_path, test_path, make)
+                    _, (m_ref, m_emit) = _build_pair(cur_path, cand_path, make)
                 except (TargetError, RuntimeError) as exc:
                     declined.append({"site": where, "rule": site.fixable_by, "reason": f"the rewritten file does not load: {exc}"})
                     continue
                 evidence = differential_test(m_cur, m_cand, target.args, emitted=m_emit, reference=m_ref, force_lines=force_lines,
                                              extra_inputs=[target.trap_inputs] if target.trap_inputs else [],
+                                             extra_edge_values=getattr(res, "edge_values", ()),  # a rule's constants
                                              seed=seed, max_examples=max_examples)
                 if not evidence.passed:
                     declined.append({"site": where, "rule": site.fixable_by,
@@ -248,7 +277,7 @@ def fix(spec: str, *, seed: int = 0, max_examples: int = 30, max_rounds: int = 4
                 break  # line numbers moved: rescan before the next site
             if not progressed:
                 break
-        after = scan(load_target(str(cur_path)))
+        after = scan(load_target(spec_of(cur_path)))
         after.target = spec
         for s in after.sites:  # report the user's file, not the scratch copy
             if Path(s.file) == cur_path:
@@ -335,15 +364,21 @@ def _worker(request: dict, tmp: Path, tag: str):
     req = tmp / f"{tag}.json"
     request["out"] = str(tmp / f"{tag}.out")
     req.write_text(json.dumps(request))
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
     proc = subprocess.run([sys.executable, "-m", "verifier.worker", str(req)], capture_output=True, text=True,
-                          env=env, cwd=str(Path(__file__).resolve().parents[1]))
+                          env=worker_env(), cwd=str(Path(__file__).resolve().parents[1]))
     if proc.returncode != 0:
         tail = proc.stderr.strip().splitlines()[-1:] or ["(no output)"]
         raise MendError(f"verification worker failed for {request['target']}: {tail[0]}")
     if request["action"] == "scan":
         return json.loads(Path(request["out"]).read_text())
     return torch.load(request["out"], weights_only=False)
+
+
+def worker_env() -> dict:
+    """Environment of a verification interpreter: one intra-op thread, and the user's
+    working directory importable, as ``mend`` made it for MODULE:FACTORY targets."""
+    path = [os.getcwd(), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    return dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore", PYTHONPATH=os.pathsep.join(path))
 
 
 def _overlay(root: Path, files: dict[str, str]) -> Path:
@@ -354,20 +389,21 @@ def _overlay(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
-def _draw_inputs(kwargs: dict, seed: int, n: int) -> list[dict]:
-    """``n`` input dicts shaped like ``kwargs``, drawn by Hypothesis (edge values included)."""
+def _draw_inputs(args: tuple, kwargs: dict, seed: int, n: int) -> list[tuple[tuple, dict]]:
+    """The example ``(args, kwargs)`` and ``n`` more shaped like them, drawn by Hypothesis
+    (edge values included)."""
     from hypothesis import HealthCheck, given, seed as hyp_seed, settings
 
     from verifier.differential import _inputs_strategy
 
     keys = list(kwargs)
-    drawn: list[dict] = [dict(kwargs)]
+    drawn: list[tuple[tuple, dict]] = [(tuple(args), dict(kwargs))]
 
     @hyp_seed(seed)
     @settings(max_examples=n, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-    @given(_inputs_strategy(tuple(kwargs[k] for k in keys), edge=True))
+    @given(_inputs_strategy(tuple(args) + tuple(kwargs[k] for k in keys), edge=True))
     def collect(values):
-        drawn.append(dict(zip(keys, values)))
+        drawn.append((tuple(values[:len(args)]), dict(zip(keys, values[len(args):]))))
 
     collect()
     return drawn[: n + 1]
@@ -400,11 +436,12 @@ def fix_installed(target: Target, *, seed: int = 0, max_examples: int = 8, max_r
     before = scan(target)
     files: dict[str, str] = {}     # package-relative path -> mended code
     originals: dict[str, str] = {}
+    sources: dict[str, Path] = {}  # package-relative path -> the file it was read from
     rewrites, declined, tried = [], [], set()
     with tempfile.TemporaryDirectory(prefix="mend-") as tmpname:
         tmp = Path(tmpname)
         inputs_path = tmp / "inputs.pt"
-        inputs = _draw_inputs(target.kwargs, seed, max_examples)
+        inputs = _draw_inputs(target.args, target.kwargs, seed, max_examples)
         torch.save(inputs, inputs_path)
         current_scan = ScanDoc(before.to_json())
         for s, raw in zip(current_scan.sites, before.sites):
@@ -422,7 +459,12 @@ def fix_installed(target: Target, *, seed: int = 0, max_examples: int = 8, max_r
                 if rel not in originals:
                     if not os.path.isabs(site.abs_file) or not Path(site.abs_file).is_file():
                         continue
-                    originals[rel] = Path(_installed_path(site.abs_file, rel)).read_text(encoding="utf-8")
+                    source = Path(_installed_path(site.abs_file, rel, tmp))
+                    why = _not_overlayable(source, rel)
+                    if why:
+                        declined.append({"site": where, "rule": site.fixable_by, "reason": why})
+                        continue
+                    originals[rel], sources[rel] = source.read_text(encoding="utf-8"), source
                 current = files.get(rel, originals[rel])
                 rewrite = getattr(RULES[site.fixable_by], "rewrite", None)
                 res = rewrite(cst.parse_module(current), site.line) if rewrite else Decline(None, "no rewrite")
@@ -455,7 +497,17 @@ def fix_installed(target: Target, *, seed: int = 0, max_examples: int = 8, max_r
                     # (graphs holding mend::capture have crashed it, see README)
                     emit = _worker({**base, "overlay": str(emit_dir), "force": [], "compiled": True,
                                     "backend": "inductor"}, tmp, f"emit{n}")
-                    worst = max(_compare_runs(ref, cand, exact=True), _compare_runs(ref, emit, exact=False, natural_only=True, any_error=True))
+                    worst = _compare_runs(ref, cand, exact=True)
+                    try:
+                        worst = max(worst, _compare_runs(ref, emit, exact=False, natural_only=True, any_error=True))
+                    except Mismatch:
+                        # Inductor itself departs from eager on some inputs (NaN positions
+                        # where the inputs hold inf/NaN): the compiled candidate must then
+                        # agree with the compiled current version instead
+                        cur_dir = _overlay(tmp / f"cur{n}", {**files, rel: current})
+                        ref_i = _worker({**base, "overlay": str(cur_dir), "force": [], "compiled": True,
+                                         "backend": "inductor"}, tmp, f"cur{n}")
+                        worst = max(worst, _compare_runs(ref_i, emit, exact=False, any_error=True))
                 except Mismatch as exc:
                     declined.append({"site": where, "rule": site.fixable_by, "reason": f"differential test failed: {exc}"})
                     continue
@@ -480,17 +532,35 @@ def fix_installed(target: Target, *, seed: int = 0, max_examples: int = 8, max_r
             current_scan = ScanDoc(_worker({"target": target.spec, "action": "scan",
                                             "overlay": str(_overlay(tmp / f"scan{n}", files))}, tmp, f"scan{n}"))
         after = current_scan if rewrites else ScanDoc(before.to_json())
-    return InstalledFixResult(target.spec, files, originals, before, after, rewrites, declined)
+    return InstalledFixResult(target.spec, files, originals, before, after, rewrites, declined, sources)
 
 
-def _installed_path(abs_file: str, rel: str) -> str:
-    """The installed file for ``rel`` (a later round's site may point into an overlay)."""
-    if Path(abs_file).as_posix().endswith(rel) and "site-packages" in abs_file:
+def _installed_path(abs_file: str, rel: str, tmp: Path) -> str:
+    """The real file for ``rel`` (a later round's site may point into an overlay under ``tmp``)."""
+    if Path(abs_file).as_posix().endswith(rel) and not Path(abs_file).resolve().is_relative_to(tmp.resolve()):
         return abs_file
     import importlib.util
 
     spec = importlib.util.find_spec(rel[:-3].replace("/", "."))
     return spec.origin
+
+
+def _not_overlayable(source: Path, rel: str) -> str | None:
+    """Why the import overlay could not load a mended copy of ``source`` as ``rel``, or None.
+
+    The overlay serves module ``a.b.c`` from ``DIR/a/b/c.py``: the module that was
+    imported from ``source`` must carry that name (a user module: imported from the
+    working directory, as MODULE:FACTORY targets are)."""
+    import sys
+
+    name = rel[:-3].replace("/", ".") if rel.endswith(".py") else None
+    mod = sys.modules.get(name) if name and not os.path.isabs(rel) else None
+    if mod is None or not getattr(mod, "__file__", None) or Path(mod.__file__).resolve() != source.resolve():
+        return (f"{source} is not the module `{name or rel}` the import overlay would replace (mend fix loads mended "
+                "copies of modules imported from the working directory or from installed packages)")
+    if source.name == "__init__.py":
+        return "the site is in a package's __init__.py, which the import overlay does not replace"
+    return None
 
 
 @dataclass
@@ -505,6 +575,15 @@ class InstalledFixResult:
     after: "ScanDoc"
     rewrites: list[dict]
     declined: list[dict]
+    sources: dict[str, Path] = field(default_factory=dict)  # where each file was read from
+
+    def in_place(self, rel: str) -> Path | None:
+        """The user's own file behind ``rel`` (``--write`` may replace it); None inside
+        installed packages, which are never edited."""
+        from mend.detect import in_site_packages
+
+        src = self.sources.get(rel)
+        return src if src is not None and not in_site_packages(str(src)) else None
 
     def diff(self) -> str:
         return "".join("".join(difflib.unified_diff(self.originals[rel].splitlines(True), code.splitlines(True),

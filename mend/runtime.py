@@ -55,12 +55,14 @@ Differences from eager that remain (documented, and tested where they matter):
 * A ``grad_fn`` that Dynamo's fake tensors do not know (its placeholder ``Error`` node,
   seen when Dynamo re-traces a frame after an uncaught exception) is not shown.
 * The operator runs Python: CUDA graphs (``mode="reduce-overhead"``) cannot capture it.
+* A graph holding a capture threads AOT autograd's effect tokens, and such graphs bypass
+  Inductor's FX graph cache (torch 2.13: "Can't cache HigherOrderOperator: with_effects"):
+  a warm-cache cold start compiles them again (see benchmarks/README.md).
 """
 from __future__ import annotations
 
 import builtins
 import contextlib
-import functools
 import logging
 import sys
 import threading
@@ -69,6 +71,9 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 import torch
+
+from mend import _wrap
+from mend.validation_runtime import order_checks
 
 __all__ = ["defer_print", "defer_log", "defer_warn", "fmt", "flush", "install", "uninstall", "capture", "pending"]
 
@@ -189,8 +194,16 @@ def _intern(kind: str, method: Any, layout: tuple, names: tuple, logger_id: int 
 
 
 @torch.library.custom_op("mend::capture", mutates_args=())
-def _capture(key: int, tensors: list[torch.Tensor], ints: list[int]) -> None:
-    """The graph node of a deferred effect: snapshot into the buffer, or perform now."""
+def _capture(key: int, tensors: list[torch.Tensor], ints: list[int], anchor: torch.Tensor) -> None:
+    """The graph node of a deferred effect: snapshot into the buffer, or perform now.
+
+    ``anchor`` (an empty tensor, unused) gives the node a device. Inductor's scheduler
+    flushes the kernels it has fused so far before an extern kernel only when that kernel
+    has a device (``Scheduler.codegen``, torch 2.13); a deviceless node lets the CPU
+    backend emit the pending fused kernel after this node, while the buffers that kernel
+    reads were already freed before it: ``UnboundLocalError`` in the generated code, or
+    work of the original code moved across the effect (measured on hf:marian).
+    """
     if _STATE.depth > 0:
         _STATE.pending.append((key, [t.detach().clone() for t in tensors], list(ints)))
     else:
@@ -198,7 +211,7 @@ def _capture(key: int, tensors: list[torch.Tensor], ints: list[int]) -> None:
 
 
 @_capture.register_fake
-def _capture_fake(key, tensors, ints):
+def _capture_fake(key, tensors, ints, anchor):
     """Shape function; also notes how each tensor prints (``grad_fn=<...>``).
 
     Dynamo's fake tensors carry autograd metadata; the tensors the operator gets at run
@@ -238,6 +251,7 @@ def _register_ordered_effect() -> None:
 
 
 _register_ordered_effect()
+order_checks()  # captures and checks in one token chain: a failing check replays exactly what eager showed
 
 
 def _flatten(value: Any, layout: list, tensors: list, ints: list, consts: list) -> None:
@@ -297,7 +311,7 @@ def _record(kind: str, target: Any, method: str | None, args: tuple, kwargs: dic
     key = _intern(kind, method, tuple(layout), tuple(kwargs), logger_id, target, *consts)
     if key < 0:
         return False
-    _capture(key, tensors, ints)
+    _capture(key, tensors, ints, torch.empty(0))
     return True
 
 
@@ -579,26 +593,17 @@ def capture() -> Iterator[None]:
 
 
 _INSTALLED = "_mend_runtime_base"
-_SUBCLASSES: dict[type, type] = {}
 
 
-def _subclass(base: type) -> type:
-    """``base`` with a ``forward`` that opens a capture scope; same name, cached per class."""
-    if base not in _SUBCLASSES:
-        base_forward = base.forward
+def _scoped_forward(base_forward: Any) -> Any:
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        _enter()
+        try:
+            return base_forward(self, *args, **kwargs)  # this frame is the one Dynamo compiles
+        finally:
+            _exit()  # replays, also when forward raised
 
-        def forward(self, *args: Any, **kwargs: Any) -> Any:
-            _enter()
-            try:
-                return base_forward(self, *args, **kwargs)  # this frame is the one Dynamo compiles
-            finally:
-                _exit()  # replays, also when forward raised
-
-        functools.update_wrapper(forward, base_forward)
-        namespace = {"forward": torch.compiler.disable(forward, recursive=False), _INSTALLED: base,
-                     "__module__": base.__module__, "__qualname__": base.__qualname__}
-        _SUBCLASSES[base] = type(base.__name__, (base,), namespace)
-    return _SUBCLASSES[base]
+    return forward
 
 
 def install(model: torch.nn.Module) -> torch.nn.Module:
@@ -618,18 +623,9 @@ def install(model: torch.nn.Module) -> torch.nn.Module:
     deferred effects then run from inside the graph, with the same output.
     An ``OptimizedModule`` is handled through the module it wraps.
     """
-    target = getattr(model, "_orig_mod", model)
-    if not isinstance(target, torch.nn.Module):
-        raise TypeError(f"install() needs an nn.Module, got {type(model).__name__}")
-    if not any(_INSTALLED in vars(k) for k in type(target).__mro__):
-        target.__class__ = _subclass(type(target))
-    return model
+    return _wrap.install(model, _INSTALLED, _scoped_forward)
 
 
 def uninstall(model: torch.nn.Module) -> torch.nn.Module:
     """Undo :func:`install` (only when it is the outermost class swap)."""
-    target = getattr(model, "_orig_mod", model)
-    base = vars(type(target)).get(_INSTALLED)
-    if base is not None:
-        target.__class__ = base
-    return model
+    return _wrap.uninstall(model, _INSTALLED)

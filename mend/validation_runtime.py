@@ -35,9 +35,35 @@ from typing import Any, Callable
 
 import torch
 
+from mend import _wrap
+
+def order_checks() -> None:
+    """Make ``torch._assert_async`` an ordered side effect under ``torch.compile``.
+
+    Called when :mod:`mend.runtime` is imported, i.e. when a graph can hold deferred
+    effects. Without this, nothing orders a check against them:
+    Inductor's post-grad passes and scheduler move the ``mend::capture`` nodes of deferred
+    prints across it, and fuse two checks into one kernel, so a failing forward could
+    replay a print that eager never reached, lose one it did, or raise the second of two
+    failing checks (torch 2.13, measured). Registered ``ORDERED``, every check is threaded
+    through AOT autograd's effect tokens together with ``mend::capture``, as torch itself
+    does for ``aten::_linalg_check_errors`` (``torch/_higher_order_ops/effects.py``); a
+    check then runs as its own kernel, in program order. Its value semantics do not change.
+    Cost: like every graph with effect tokens, such graphs bypass Inductor's FX graph cache
+    ("Can't cache HigherOrderOperator: with_effects"; pytorch#194499 opens it for
+    ``_linalg_check_errors``), so it is not done for graphs with checks only.
+    """
+    try:
+        from torch._higher_order_ops.effects import _EffectType, _get_effect, _register_effectful_op
+    except ImportError:  # pragma: no cover - older torch
+        return
+    for op in (torch.ops.aten._assert_async.default, torch.ops.aten._assert_async.msg):
+        if _get_effect(op) is None:
+            _register_effectful_op(op, _EffectType.ORDERED)
+
+
 MARKER_RE = re.compile(r"mend-trap:(?P<module>[A-Za-z_][\w.]*):(?P<table>_MEND_TRAPS\w*)\.(?P<key>[0-9a-f]{12})")
 _INSTALLED = "_mend_validation_base"
-_SUBCLASSES: dict[type, type] = {}
 
 
 def _globals_of(owner: Any) -> list[dict]:
@@ -146,25 +172,17 @@ def restoring(fn: Callable) -> Callable:
     return functools.wraps(fn)(torch.compiler.disable(run, recursive=False))
 
 
-def _subclass(base: type) -> type:
-    """``base`` with a ``forward`` that restores mend traps; same name, cached per class."""
-    if base not in _SUBCLASSES:
-        base_forward = base.forward
+def _restoring_forward(base_forward: Callable) -> Callable:
+    def forward(self, *args, **kwargs):
+        try:
+            return base_forward(self, *args, **kwargs)  # this frame is the one Dynamo compiles
+        except RuntimeError as err:
+            restored = restore(err, self)
+            if restored is None:
+                raise
+            raise restored.with_traceback(err.__traceback__) from None
 
-        def forward(self, *args, **kwargs):
-            try:
-                return base_forward(self, *args, **kwargs)  # this frame is the one Dynamo compiles
-            except RuntimeError as err:
-                restored = restore(err, self)
-                if restored is None:
-                    raise
-                raise restored.with_traceback(err.__traceback__) from None
-
-        functools.update_wrapper(forward, base_forward)
-        namespace = {"forward": torch.compiler.disable(forward, recursive=False), _INSTALLED: base,
-                     "__module__": base.__module__, "__qualname__": base.__qualname__}
-        _SUBCLASSES[base] = type(base.__name__, (base,), namespace)
-    return _SUBCLASSES[base]
+    return forward
 
 
 def install(model: torch.nn.Module) -> torch.nn.Module:
@@ -177,17 +195,9 @@ def install(model: torch.nn.Module) -> torch.nn.Module:
     is replaced by a same-named subclass: ``isinstance``, ``state_dict`` and ``deepcopy``
     are unaffected; pickling the whole module (rather than its state_dict) is not supported.
     """
-    target = getattr(model, "_orig_mod", model)
-    if not isinstance(target, torch.nn.Module):
-        raise TypeError(f"install() needs an nn.Module, got {type(model).__name__}")
-    if _INSTALLED not in vars(type(target)):
-        target.__class__ = _subclass(type(target))
-    return model
+    return _wrap.install(model, _INSTALLED, _restoring_forward)
 
 
 def uninstall(model: torch.nn.Module) -> torch.nn.Module:
-    target = getattr(model, "_orig_mod", model)
-    base = vars(type(target)).get(_INSTALLED)
-    if base is not None:
-        target.__class__ = base
-    return model
+    """Undo :func:`install` (only when it is the outermost class swap)."""
+    return _wrap.uninstall(model, _INSTALLED)

@@ -100,3 +100,47 @@ def test_json_shape_and_sanity(smoke):
             assert t[v]["samples_per_s"] > 0 and t[v]["batch_rows"] == 2 * int(b)
             assert t[v]["timed_events"]["recompiles"] == 0
     assert row["output_agreement"]["allclose"] is True
+
+
+def _load_run_newest():
+    spec = importlib.util.spec_from_file_location("_run_newest", REPO / "benchmarks" / "run_newest.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_newest_table_writer_on_a_fake_result():
+    """benchmarks/run_newest.py's summary and newest.md on a tiny fake document (no venv, no network)."""
+    rn = _load_run_newest()
+    left = {"file": "/v/lib/python3.11/site-packages/transformers/models/x/modeling_x.py", "line": 12,
+            "function": "forward", "source": "n = int(mask.sum().item())", "category": "item-tolist", "count": 2,
+            "fixable_by": None, "reason": "the tensor value leaves the graph as a Python number", "frame_skipped": False}
+    timed = {"row": "hf:newest/led", "errors": [], "remaining_sites": [left, {**left, "category": "generator", "count": 1}],
+             "declined": [{"rule": "deferred-side-effects", "site": "x.py:3", "reason": "nested"}],
+             "counts": {"graphs_before": 5, "graphs_after": 4, "breaks_before": 5, "breaks_after": 3, "fixable": 2,
+                        "fixed": 2, "rewrites": 1},
+             "cold_start": {"cold": {"original": {"median_s": 2.0, "n": 1, "errors": []},
+                                     "mended": {"median_s": 1.0, "n": 1, "errors": []}, "ratio": 2.0},
+                            "warm": {"original": {"median_s": None, "n": 0, "errors": []},
+                                     "mended": {"median_s": None, "n": 0, "errors": []}, "ratio": None}},
+             "steady_state": {"original": {"median_s": 0.003}, "mended": {"median_s": 0.002}, "ratio": 1.5},
+             "throughput": {}, "output_agreement": {"allclose": True, "max_abs_diff": 0.0}}
+    untimed = {"row": "hf:newest/ctrl", "errors": [], "remaining_sites": [], "counts": {"breaks_before": 0},
+               "not_timed": "mend fix emitted no verified rewrite"}
+    doc = {"config": {"name": "newest", "device": "cpu", "backend": "inductor", "batch_sizes": [1], "threads": 1,
+                      "out_dir": "/nonexistent"},
+           "machine": {"cpu_count": 2}, "started": "now", "wall_s": 60.0, "loadavg_start": [0.0], "loadavg_end": [0.0],
+           "notes": ["quick settings"], "rows": [timed, untimed],
+           "environment": {"transformers": "9.9.9", "torch": "2.13.0+cpu", "venv": "benchmarks/.venv-newest",
+                           "system_site_packages": False, "torch_source": "test", "setup_s": 1.0}}
+    doc["summary"] = [rn.summarize_row(r) for r in doc["rows"]]
+    s = doc["summary"][0]
+    assert s["model"] == "led" and s["left_by_category"] == {"item-tolist": 2, "generator": 1}
+    assert (s["breaks_before"], s["breaks_after"], s["fixed"], s["cold_ratio"], s["steady_ratio"]) == (5, 3, 2, 2.0, 1.5)
+    md = rn.newest_markdown(doc)
+    assert "transformers **9.9.9**" in md
+    assert "| led | 5 → 4 | 5 → 3 | 2 | 1 | item-tolist ×2, generator ×1 | 2.00 | — | 1.50 | yes |" in md
+    assert "| ctrl |" in md and "not timed" in md and "* **ctrl**: nothing left." in md
+    assert "`transformers/models/x/modeling_x.py:12` (forward)" in md and "leaves the graph as a Python number" in md
+    assert "declined rewrite `deferred-side-effects`" in md
+    assert "## Detailed tables" in md and "Plots:" not in md

@@ -178,3 +178,16 @@ def test_rerun_replays_the_differential_test(work, run_mend):
     _reseal(cert, lambda d: d.update(sha256_mended=certs.sha256_file(mended)))
     code, out, _ = _verify(run_mend, cert, rerun=True)
     assert code == 1 and "--rerun: the differential test fails" in out
+
+
+def test_factory_target_certificates_rerun(tmp_path, run_mend):
+    """FILE.py:FACTORY: the certificate names the factory, and --rerun builds through it."""
+    shutil.copy(FIXTURES / "mixed.py", tmp_path / "mixed.py")
+    code, out, err = run_mend("fix", f"{tmp_path / 'mixed.py'}:factory", "--out", str(tmp_path / "out"),
+                              "--examples", "3")
+    assert code == 0, err
+    found = sorted((tmp_path / "out" / "certificates").glob("*.json"))
+    assert found and all(json.loads(p.read_text())["target"].endswith("mixed.py:factory") for p in found)
+    code, out, err = _verify(run_mend, found[-1], rerun=True)
+    assert code == 0, out + err
+    assert "rerun:" in out

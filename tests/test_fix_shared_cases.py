@@ -15,7 +15,7 @@ from tests.test_shared_cases import ROWS
 pytestmark = pytest.mark.skipif(not (SHARED_CASES / "README.md").is_file(), reason="../shared/cases is absent")
 
 # "yes" cases whose fix needs a rule mend does not have yet (each documented in README)
-KNOWN_GAPS = {"031_tolist_python_count.py": "needs a tolist-reduction rule (count via tensor sum)"}
+KNOWN_GAPS: dict[str, str] = {}
 
 
 def _run(model, args, compiled):

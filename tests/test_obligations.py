@@ -215,13 +215,24 @@ def test_strict_fix_records_proved_obligations():
 
 @pytest.mark.skipif(not (SHARED_CASES / "README.md").is_file(), reason="../shared/cases is absent")
 @pytest.mark.parametrize("case, kind", [("009_branch_changes_seq_len.py", "same-shape"),
-                                        ("010_branch_changes_dtype.py", "same-dtype"),
-                                        ("012_sqrt_branch_grad_nan.py", "finite-gradient")])
+                                        ("010_branch_changes_dtype.py", "same-dtype")])
 def test_strict_declines_traps_naming_the_obligation(case, kind):
     res = fix(str(SHARED_CASES / case), max_examples=5, verify="strict")
     assert res.rewrites == [] and res.mended == res.original
     (d,) = res.declined
     assert kind in d["failed_obligations"] and f"obligation {kind}" in d["reason"] and "refuted" in d["reason"]
+
+
+@pytest.mark.skipif(not (SHARED_CASES / "README.md").is_file(), reason="../shared/cases is absent")
+def test_strict_rewrites_the_sqrt_trap_with_cond_not_where():
+    """012: torch.where would leak NaN gradients (finite-gradient is refuted for it, see
+    above); torch.cond runs only the taken side, so strict emits that, every obligation proved."""
+    res = fix(str(SHARED_CASES / "012_sqrt_branch_grad_nan.py"), max_examples=5, verify="strict")
+    (rw,) = res.rewrites
+    assert "torch.cond(" in rw["diff"] and "torch.where(" not in rw["diff"]
+    kinds = {o["kind"]: o["result"] for o in rw["obligations"]}
+    assert set(kinds.values()) == {"proved"} and "cond-taken-side-only" in kinds and "finite-gradient" not in kinds
+    assert "compiled:eager-backend/forced/train" in rw["evidence"]["modes"]
 
 
 def test_fast_does_not_consult_z3():

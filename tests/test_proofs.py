@@ -21,10 +21,10 @@ def _header(path: Path) -> dict:
 
 def test_there_is_a_lemma_per_rule_schema():
     rules = {_header(p)["rule"].split(" ")[0] for p in FILES}
-    assert {"predicated-control-flow", "deferred-side-effects", "predicated-validation"} <= rules
+    assert {"predicated-control-flow", "deferred-side-effects", "predicated-validation", "host-count-reduction"} <= rules
     names = {p.name for p in FILES}
     assert {"pcf_where_ite_fp32.smt2", "pcf_where_ite_fp16.smt2", "pcf_where_ite_bf16.smt2",
-            "pv_assert_async.smt2", "dse_replay_order.smt2"} <= names
+            "pv_assert_async.smt2", "dse_replay_order.smt2", "hc_compare_exact.smt2"} <= names
 
 
 @pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])

@@ -562,3 +562,67 @@ def test_dynamic_shapes_capture_symbolic_sizes(tmp_path):
         _same_results(ref, got, exact=True)
         assert events == ref_events and f"rows {x.shape[0]} of" in events[0][1]
     assert not counters["graph_break"] and counters["stats"]["unique_graphs"] == 1
+
+
+class _ChecksAndPrints(torch.nn.Module):
+    """Mended code as the rules write it: two checks with a deferred print between them."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = self.fc(x)
+        rt.defer_print("before")
+        torch._assert_async(torch.logical_not((h.abs() > 1e30).any()), "A")
+        rt.defer_print("between", h.sum())
+        torch._assert_async(torch.logical_not(torch.isnan(h).any()), "B")
+        rt.defer_warn("after")  # no tensor argument: the node once had no device
+        return h * h.abs().max()
+
+
+def test_inductor_keeps_checks_and_captures_in_program_order(capsys):
+    """Inductor once fused a check into a kernel emitted after a later capture and freed
+    that kernel's input first (UnboundLocalError, hf:marian); checks could also move
+    across captures. Both are now ordered: compare the events of every outcome."""
+    torch.manual_seed(0)
+    model = rt.install(_ChecksAndPrints().eval())
+    compiled = torch.compile(model)  # inductor
+    cases = {"ok": torch.randn(2, 4), "B": torch.full((2, 4), float("nan")), "A": torch.full((2, 4), 1e38)}
+    for name, x in cases.items():
+        outcomes = []
+        for fn in (model, compiled):
+            with warnings.catch_warnings(record=True) as caught, torch.no_grad():
+                warnings.simplefilter("always")
+                try:
+                    out = fn(x)
+                    result = ("ok", out)
+                except RuntimeError as exc:
+                    result = ("raised", str(exc))
+            printed = capsys.readouterr().out.splitlines()
+            outcomes.append((result, [line.split(" tensor")[0] for line in printed],
+                             [str(w.message) for w in caught]))
+        (eager_res, eager_out, eager_warn), (comp_res, comp_out, comp_warn) = outcomes
+        assert eager_res[0] == comp_res[0] == ("ok" if name == "ok" else "raised")
+        if name == "ok":
+            torch.testing.assert_close(comp_res[1], eager_res[1])
+        else:
+            assert comp_res[1] == eager_res[1] == name
+        assert comp_out == eager_out and comp_warn == eager_warn
+        expected = {"ok": ["before", "between"], "B": ["before", "between"], "A": ["before"]}[name]
+        assert eager_out == expected
+
+
+def test_both_installs_compose_and_are_idempotent():
+    from mend import validation_runtime as vr
+
+    model = torch.nn.Linear(2, 2)
+    base = type(model)
+    for _ in range(2):  # either order, repeated: one swap each
+        vr.install(rt.install(vr.install(model)))
+    assert type(model).__mro__[1].__mro__[1] is base and len(type(model).__mro__) == len(base.__mro__) + 2
+    vr.uninstall(model)  # not the outermost: nothing happens
+    assert len(type(model).__mro__) == len(base.__mro__) + 2
+    rt.uninstall(model)
+    vr.uninstall(model)
+    assert type(model) is base

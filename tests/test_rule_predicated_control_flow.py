@@ -375,21 +375,87 @@ def test_shared_case_004_both_breaks_removed(monkeypatch):
 
 
 @needs_shared
-def test_shared_case_012_trap_keeps_forward_but_not_gradient():
-    """The obvious rewrite is forward-exact, yet its gradient is NaN where the if's is not:
-    exactly what the finite-gradient obligation tells the verifier to refute."""
+def test_shared_case_012_trap_becomes_cond_with_the_ifs_gradient():
+    """The test guards sqrt's domain, so torch.where (which runs sqrt on the untaken side and
+    gives NaN gradients there) is not used: the rule emits torch.cond under torch.compile,
+    keeps the if for eager, and waives finite-gradient with its reason. Output and gradients
+    equal the original's, eager and compiled, on both outcomes."""
     before, after, (result,) = _mend_file("012_sqrt_branch_grad_nan.py")
-    assert "finite-gradient" in _kinds(result)
+    assert "torch.cond(s > 0, lambda: torch.sqrt(s), lambda: s.clone())" in after
+    assert "finite-gradient" not in _kinds(result)
+    (waiver,) = [o for o in result.obligations if o["kind"] == "cond-taken-side-only"]
+    assert "finite-gradient" in waiver["waives"] and "only the branch its predicate selects" in waiver["reason"]
     (x,) = _case_inputs(before)
-    grads = []
-    for src in (before, after):
-        torch.manual_seed(0)
-        model = _load(src, "mend_case")["Model"]()
-        out = model(x)
-        out.backward()
-        grads.append((out.detach(), model.scale.grad.clone(), model.proj.weight.grad.clone()))
-    assert torch.equal(grads[0][0], grads[1][0])
-    assert not grads[0][2].isnan().any() and grads[1][2].isnan().all()
+    for args in [(x,), (-x,), (x * 0.0,)]:  # s > 0, s < 0 (the NaN trap of where), s == bias
+        grads = []
+        for src, compiled in ((before, False), (after, False), (after, True)):
+            torch.manual_seed(0)
+            model = _load(src, "mend_case")["Model"]()
+            run = torch.compile(model, backend="eager", fullgraph=True) if compiled else model
+            out = run(*args)
+            out.backward()
+            grads.append((out.detach(), model.scale.grad.clone(), model.proj.weight.grad.clone()))
+        for got in grads[1:]:
+            assert all(torch.equal(a, b) for a, b in zip(grads[0], got))
+            assert not got[2].isnan().any()
+
+
+def test_cond_obligations_discharge():
+    """The cond obligations are encoded in Z3 and proved (the facts as a run would record them)."""
+    from verifier.obligations import discharge
+
+    src = _example("y = self.mlp_a(h)")[0]
+    result = _rewrite(src)
+    kinds = _kinds(result)
+    assert {"cond-predicate", "cond-branch-types", "cond-output-not-aliased", "cond-taken-side-only",
+            "cond-side-pure"} <= kinds
+    assert not kinds & {"finite-gradient", "untaken-side-cannot-raise", "untaken-side-runs", "same-dtype"}
+    res = {o["kind"]: o for o in discharge("predicated-control-flow", result.obligations, facts=None)}
+    assert res["cond-taken-side-only"]["result"] == "proved" and "(check-sat)" in res["cond-taken-side-only"]["smtlib"]
+    assert res["cond-output-not-aliased"]["result"] == "proved"
+    # without facts, types and purity are unknown, never proved by accident
+    assert res["cond-branch-types"]["result"] == "unknown" and res["cond-side-pure"]["result"] == "unknown"
+
+
+def test_cond_clone_declined_when_the_copy_escapes():
+    """`return y` after `else: y = s` would hand the caller a copy: cond is not used, and the
+    rule keeps today's torch.where candidate (verification judges it)."""
+    result = _rewrite(_example("torch.sqrt(s)")[0])
+    assert "torch.where(s > 0, torch.sqrt(s), s)" in result.code and "torch.cond" not in result.code
+
+
+def test_cond_rewrites_compile_to_one_graph_and_match_eager():
+    """Each torch.cond example, on both outcomes: one graph without autograd (fullgraph), the
+    original's output; with autograd (the cond runs there only when the sides read the same
+    tensors) the original's gradients, None-ness included."""
+    cases = {
+        "lambda: self.mlp_a(h)": [(torch.randn(3, 8) + 2,), (torch.randn(3, 8) - 2,)],
+        "lambda: torch.log(x)": [(torch.rand(3, 4) + 0.5,), (torch.randn(3, 4) - 3,)],
+        "lambda: h[:, :4].clone()": [(torch.rand(2, 4) + 0.1,), (torch.randn(2, 4) - 3,)],
+        "lambda: torch.sqrt(t)": [(torch.tensor(2.0),), (torch.tensor(-1.0),)],
+    }
+    for needle, inputs in cases.items():
+        (before, after), = [ex for ex in FIX_EXAMPLES if needle in ex[1]]
+        for args in inputs:
+            outs = []
+            for src, compiled in ((before, False), (after, True)):
+                torch.manual_seed(0)
+                model = _load(src, "mend_cond")["Model"]()
+                if compiled:
+                    torch._dynamo.reset()
+                    with torch.no_grad():
+                        fg = torch.compile(model, backend="eager", fullgraph=True)(*args)
+                leaf = args[0].clone().requires_grad_(True)
+                run = torch.compile(model, backend="eager") if compiled else model
+                out = run(leaf)
+                out.sum().backward()
+                grads = [leaf.grad] + [p.grad for p in model.parameters()]
+                outs.append((out.detach(), grads))
+            assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][0], fg), needle
+            for a, b in zip(outs[0][1], outs[1][1]):
+                assert (a is None) == (b is None), needle
+                assert a is None or torch.equal(a.nan_to_num(), b.nan_to_num()), needle
+    torch._dynamo.reset()
 
 
 @needs_shared

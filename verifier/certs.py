@@ -270,7 +270,7 @@ def rerun_differential(path: Path, doc: dict) -> tuple[bool, str]:
         t = load_target(target)
         with tempfile.TemporaryDirectory(prefix="mend-rerun-") as tmpname:
             tmp = Path(tmpname)
-            inputs = _draw_inputs(t.kwargs, seed, n)
+            inputs = _draw_inputs(t.args, t.kwargs, seed, n)
             torch.save(inputs, tmp / "inputs.pt")
             base = {"target": target, "action": "observe", "inputs": str(tmp / "inputs.pt"), "force": []}
             ref = _worker(dict(base), tmp, "ref")
@@ -292,17 +292,24 @@ def rerun_differential(path: Path, doc: dict) -> tuple[bool, str]:
     from mend.targets import load_file_module
     from verifier.differential import differential_test
 
+    from mend.fix import factory_of, model_maker
+
+    factory = factory_of(target)
+    make = model_maker(factory)
     mods = [load_file_module(p, "_mend_under_test") for p in (orig, mended)]
-    init = tuple(mods[0].get_init_inputs()) if hasattr(mods[0], "get_init_inputs") else ()
     models = []
     for mod in mods:
         torch.manual_seed(0)
-        models.append(mod.Model(*init).eval())
+        models.append(make(mod).eval())
     models[1].load_state_dict(models[0].state_dict(), strict=True)
     for m in models:
         validation_runtime.install(m)
-    args = tuple(mods[0].get_inputs())
-    traps = [tuple(mods[0].get_trap_inputs())] if hasattr(mods[0], "get_trap_inputs") else []
+    if factory is not None:  # the factory's example inputs (positional: fix refuses keyword inputs)
+        torch.manual_seed(0)
+        args, traps = tuple(getattr(mods[0], factory)()[1]), []
+    else:
+        args = tuple(mods[0].get_inputs())
+        traps = [tuple(mods[0].get_trap_inputs())] if hasattr(mods[0], "get_trap_inputs") else []
     res = differential_test(models[0], models[1], args, extra_inputs=traps, seed=seed, max_examples=n)
     if not res.passed:
         return False, f"{res.reason} on {res.counterexample}"

@@ -13,6 +13,7 @@ compare behaviour on many, as in translation validation (Alive2).
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import logging
 import warnings
@@ -22,6 +23,56 @@ import torch
 from hypothesis import HealthCheck, given, seed as hyp_seed, settings, strategies as st
 
 EDGE_VALUES = [0.0, -0.0, float("inf"), float("-inf"), float("nan"), 1e30, -1e30]
+
+
+def edge_values_for(dtype: torch.dtype, constants) -> list:
+    """Edge values a tensor of ``dtype`` gets from a rewrite's constants (a comparison's
+    threshold C): C, C rounded to ``dtype`` and that value's neighbours (``torch.nextafter``)
+    for floating dtypes; floor and ceiling of C and their neighbours, within range, for
+    integer dtypes. A comparison that miscounts does so there."""
+    out: list = []
+    for c in constants:
+        if isinstance(c, bool) or not isinstance(c, (int, float)) or c != c or c in (float("inf"), float("-inf")):
+            continue
+        if dtype.is_floating_point:
+            vals = [float(c)]
+            try:
+                r = torch.tensor(float(c), dtype=dtype)
+                up, down = torch.tensor(float("inf"), dtype=dtype), torch.tensor(float("-inf"), dtype=dtype)
+                vals += [r.item(), torch.nextafter(r, up).item(), torch.nextafter(r, down).item()]
+            except (RuntimeError, TypeError, OverflowError):
+                pass
+        elif dtype == torch.bool:
+            vals = [False, True]
+        elif not dtype.is_complex:
+            import math
+
+            info = torch.iinfo(dtype)
+            lo, hi = math.floor(c), math.ceil(c)
+            vals = [v for v in (lo - 1, lo, hi, hi + 1) if info.min <= v <= info.max]
+        else:
+            continue
+        for v in vals:
+            if not any(v == o and type(v) is type(o) and str(v) == str(o) for o in out):
+                out.append(v)
+    return out
+
+
+def with_edge_values(example: tuple, constants) -> tuple | None:
+    """``example`` with the leading elements of each tensor (rank >= 1) set to the edge values
+    of ``constants`` for its dtype, cycled; None when no tensor changes."""
+    changed, out = False, []
+    for t in example:
+        vals = edge_values_for(t.dtype, constants) if isinstance(t, torch.Tensor) and t.dim() >= 1 and t.numel() else []
+        if vals:
+            flat = t.detach().clone().reshape(-1)
+            for i in range(min(flat.numel(), max(len(vals), 1))):
+                flat[i] = vals[i % len(vals)]
+            out.append(flat.reshape(t.shape))
+            changed = True
+        else:
+            out.append(t)
+    return tuple(out) if changed else None
 
 
 @dataclass
@@ -188,14 +239,14 @@ def _resize_batch(t: torch.Tensor, n: int) -> torch.Tensor:
     return t.repeat(reps, *([1] * (t.dim() - 1)))[:n].clone()
 
 
-def _inputs_strategy(example: tuple, edge: bool, vary_batch: bool = True):
+def _inputs_strategy(example: tuple, edge: bool, vary_batch: bool = True, extra_edge_values=()):
     """Inputs like ``example``: floats scaled/shifted/negated with edge values; integer
     tensors drawn from the example's range widened by 2 each side, and constant fills;
     and, when ``vary_batch``, the leading dimension shared by the inputs set to 1, 2, 3
     or its example size (a rewrite checked on one batch size alone can hide a shape bug)."""
     tensors = [t for t in example if isinstance(t, torch.Tensor) and t.dim() >= 1]
     batch = tensors[0].shape[0] if tensors else None
-    values = _values_strategy(example, edge)
+    values = _values_strategy(example, edge, extra_edge_values)
     if not vary_batch or batch is None:
         return values
 
@@ -205,15 +256,23 @@ def _inputs_strategy(example: tuple, edge: bool, vary_batch: bool = True):
     return st.builds(rebatch, values, st.sampled_from(sorted({1, 2, 3, batch})))
 
 
-def _values_strategy(example: tuple, edge: bool):
+def _values_strategy(example: tuple, edge: bool, extra_edge_values=()):
+    """``extra_edge_values``: a rewrite's constants (see :func:`edge_values_for`), drawn into
+    tensors besides EDGE_VALUES; none (the default) leaves the strategy as it was."""
     def one(t):
         if not isinstance(t, torch.Tensor):
             return st.just(t)
+        extra = edge_values_for(t.dtype, extra_edge_values) if extra_edge_values and t.numel() else []
+        index = st.integers(0, max(t.numel() - 1, 0))
         if t.is_floating_point():
             scale = st.sampled_from([1.0, -1.0, 0.5, 2.0, -3.0, 10.0, 1e-3, 1e3, 0.0])
             shift = st.sampled_from([0.0, 1.0, -1.0, 10.0, -10.0])
-            edge_st = st.lists(st.tuples(st.integers(0, max(t.numel() - 1, 0)), st.sampled_from(EDGE_VALUES)),
+            edge_st = st.lists(st.tuples(index, st.sampled_from(EDGE_VALUES)),
                                max_size=3) if edge else st.just([])
+            if extra:
+                edge_st = (st.lists(st.tuples(index, st.sampled_from(EDGE_VALUES + extra)), max_size=3)
+                           | st.lists(st.tuples(index, st.sampled_from(extra)), min_size=1,
+                                      max_size=max(3, min(t.numel(), 16))))
 
             def build(s, b, edges):
                 x = (t.detach().double() * s + b).to(t.dtype)
@@ -229,16 +288,26 @@ def _values_strategy(example: tuple, edge: bool):
         lo, hi = int(t.min()) - 2, int(t.max()) + 2
         # random values, the example itself, and constant fills (an all-ones mask is
         # exactly the input that flips `if (mask == 0).any()`)
-        return (st.builds(lambda s: torch.randint(lo, hi + 1, t.shape, generator=torch.Generator().manual_seed(s),
-                                                  dtype=t.dtype), st.integers(0, 2**16))
-                | st.just(t.clone()) | st.just(torch.full_like(t, lo)) | st.just(torch.full_like(t, hi)))
+        drawn = (st.builds(lambda s: torch.randint(lo, hi + 1, t.shape, generator=torch.Generator().manual_seed(s),
+                                                   dtype=t.dtype), st.integers(0, 2**16))
+                 | st.just(t.clone()) | st.just(torch.full_like(t, lo)) | st.just(torch.full_like(t, hi)))
+        if not extra:
+            return drawn
+
+        def inject(x, edges):
+            flat = x.reshape(-1).clone()
+            for i, v in edges:
+                flat[i] = v
+            return flat.reshape(t.shape)
+        return drawn | st.builds(inject, drawn, st.lists(st.tuples(index, st.sampled_from(extra)), min_size=1,
+                                                         max_size=max(3, min(t.numel(), 16))))
     return st.tuples(*[one(t) for t in example])
 
 
 def differential_test(original, mended, example: tuple, *, emitted=None, reference=None,
                       force_lines: list[int] = (), extra_inputs: list[tuple] = (), seed: int = 0,
                       max_examples: int = 40, compiled: bool = True, edge: bool = True,
-                      train: bool = True) -> Evidence:
+                      train: bool = True, extra_edge_values=()) -> Evidence:
     """Compare ``original`` and ``mended`` (same weights) on Hypothesis-drawn inputs.
 
     ``example``: the target's example args (tensors of any shape/dtype). ``force_lines``:
@@ -253,7 +322,10 @@ def differential_test(original, mended, example: tuple, *, emitted=None, referen
     predicates), each in eval mode and, with ``train``, in training mode (dropout draws
     and running statistics must agree). Compared besides outputs: exceptions, stdout,
     logs, warnings, gradients of float inputs and parameters, buffers and inputs after
-    the call.
+    the call. ``extra_edge_values``: the rewrite's constants (a comparison's threshold); each
+    is drawn as an edge value (itself, rounded to the input's dtype, and its neighbours there:
+    :func:`edge_values_for`), and the example with them written into its leading elements
+    is one more fixed input. Empty (the default): as without it.
     """
     from verifier import forcing
 
@@ -267,12 +339,21 @@ def differential_test(original, mended, example: tuple, *, emitted=None, referen
     if compiled:
         runtime.install(validation_runtime.install(emit))
     compiled_model = torch.compile(emit, backend="eager") if compiled else None
+    # the rewritten predicates forced both ways under torch.compile too, with gradients: a
+    # rewrite may take effect only when compiling (torch.cond keeps the `if` for eager), so
+    # eager runs alone would not see it. Private copies, so stateful modules stay in step.
+    pair_c = None
+    if compiled and force_lines:
+        orig_f, mended_f = copy.deepcopy(original), copy.deepcopy(mended)
+        runtime.install(validation_runtime.install(mended_f))
+        pair_c = (orig_f, torch.compile(mended_f, backend="eager"))
+        modes = modes + [f"compiled:eager-backend/forced/{p}" for p in (("eval", "train") if train else ("eval",))]
     # gradients: of every float input, and of the parameters; a rewrite that is only
     # right without autograd must not pass
     grad = True
     state = {"n": 0, "worst": 0.0}
     settings_ = [(None, None)] + [(line, v) for line in force_lines for v in (True, False)]
-    models = [original, mended, emit, ref_c]
+    models = [original, mended, emit, ref_c] + (list(pair_c) if pair_c else [])
 
     def check(args):
         for phase in (("eval", "train") if train else ("eval",)):
@@ -289,6 +370,12 @@ def differential_test(original, mended, example: tuple, *, emitted=None, referen
                             got_c = _observe(compiled_model, args, {}, grad=False)
                         ref_c_obs = _observe(ref_c, args, {}, grad=False)
                         state["worst"] = max(state["worst"], compare(ref_c_obs, got_c, exact=False))
+                    if pair_c is not None:
+                        ref_f = _observe(pair_c[0], args, {}, grad)
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore")
+                            got_f = _observe(pair_c[1], args, {}, grad)
+                        state["worst"] = max(state["worst"], compare(ref_f, got_f, exact=False))
         for mod in models:
             mod.eval()
         state["n"] += 1
@@ -302,6 +389,10 @@ def differential_test(original, mended, example: tuple, *, emitted=None, referen
                 for line in force_lines}
 
     fixed = [tuple(example)] + [tuple(x) for x in extra_inputs]
+    if extra_edge_values:
+        seeded = with_edge_values(tuple(example), extra_edge_values)
+        if seeded is not None:
+            fixed.append(seeded)
     try:
         for args in fixed:
             check(args)
@@ -313,7 +404,7 @@ def differential_test(original, mended, example: tuple, *, emitted=None, referen
     @hyp_seed(seed)
     @settings(max_examples=max_examples, deadline=None, database=None, derandomize=False,
               suppress_health_check=list(HealthCheck), report_multiple_bugs=False)
-    @given(_inputs_strategy(tuple(example), edge))
+    @given(_inputs_strategy(tuple(example), edge, extra_edge_values=tuple(extra_edge_values)))
     def run(args):
         try:
             check(args)
@@ -342,7 +433,15 @@ def differential_test(original, mended, example: tuple, *, emitted=None, referen
                     warnings.simplefilter("ignore")
                     got_i = _observe(inductor, args, {}, grad=False)
                 ref_i = _observe(ref_c, args, {}, grad=False)
-                state["worst"] = max(state["worst"], compare(ref_i, got_i, exact=False, any_error=True))
+                try:
+                    state["worst"] = max(state["worst"], compare(ref_i, got_i, exact=False, any_error=True))
+                except Mismatch:
+                    # Inductor itself can depart from eager (NaN positions on inf/NaN
+                    # inputs): then the reference is the original under Inductor too
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        ref_i = _observe(torch.compile(ref_c), args, {}, grad=False)
+                    state["worst"] = max(state["worst"], compare(ref_i, got_i, exact=False, any_error=True))
         except Mismatch as exc:
             return Evidence(False, seed, state["n"], modes, outcomes(), state["worst"], describe(args),
                             f"under torch.compile (inductor): {exc}")

@@ -9,6 +9,7 @@ the instrumented copies behave exactly like their sources otherwise.
 """
 from __future__ import annotations
 
+import builtins
 import contextlib
 
 import libcst as cst
@@ -22,7 +23,14 @@ def force(pred, line: int):
     """``pred``, or a 0-dim bool tensor holding the forced outcome for ``line``."""
     if line in _FORCED:  # forced runs are not evidence of natural coverage
         value = _FORCED[line]
+        if isinstance(pred, torch.Tensor) and pred.numel() == 1:
+            # computed from pred, not a constant: under torch.compile a constant predicate
+            # would let the graph fold the branch (and a failing check) at trace time
+            p = pred.reshape(()).bool()
+            return torch.logical_or(p, torch.ones_like(p)) if value else torch.logical_and(p, torch.zeros_like(p))
         return torch.tensor(value, device=pred.device if isinstance(pred, torch.Tensor) else None)
+    if torch.compiler.is_compiling():  # bool(pred) would break the graph; nothing to record
+        return torch.tensor(pred) if isinstance(pred, bool) else pred
     try:
         _SEEN.setdefault(line, set()).add(bool(pred))
     except Exception:  # a traced value under compile: nothing to record
@@ -30,6 +38,12 @@ def force(pred, line: int):
     # `force(not x, L)`: a Python bool becomes a 0-dim tensor, so the rewrite's tensor ops
     # (logical_not, where) apply to the instrumented copy as they do to the tensor form
     return torch.tensor(pred) if isinstance(pred, bool) else pred
+
+
+# Instrumented copies call ``__mend_force__(P, L)``: a name in builtins (set here, when the
+# verifier is loaded) that Dynamo inlines like any Python function, so a compiled
+# instrumented copy forces its predicate inside the graph (``__import__`` is untraceable).
+builtins.__mend_force__ = force
 
 
 @contextlib.contextmanager
@@ -62,7 +76,7 @@ class _Wrap(cst.CSTTransformer):
     def leave_If(self, original: cst.If, updated: cst.If):
         if self.done or self.positions[original].start.line != self.line:
             return updated
-        call = cst.parse_expression(f"__import__('verifier.forcing', fromlist=['force']).force(_, {self.line})")
+        call = cst.parse_expression(f"__mend_force__(_, {self.line})")
         test = updated.test
         if self.last_and:
             # `py_test and tensor_test`: force only the tensor part; the Python part

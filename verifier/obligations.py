@@ -265,16 +265,57 @@ def _lookup(frame, dotted: str):
     return value
 
 
-def trace_facts(run: Callable[[], Any], file: str, lines: list[int], names: set[str]) -> dict:
+def fact_key(summary: dict) -> str:
+    """What observations of one name must agree on: kind, dtype, rank and device of a
+    tensor; category of a number; the summary itself otherwise (sizes and values may vary)."""
+    k = summary.get("kind")
+    if k == "tensor":
+        return json.dumps(["tensor", summary.get("dtype"), len(summary.get("shape", [])), summary.get("device")])
+    if k == "num":
+        return json.dumps(["num", summary.get("cat")])
+    if k == "seq":
+        return json.dumps(["seq", [fact_key(i) for i in summary.get("items", [])]])
+    if k == "module":
+        return json.dumps({**summary, "weight": fact_key(summary["weight"]) if "weight" in summary else None},
+                          sort_keys=True, default=str)
+    return json.dumps({a: b for a, b in summary.items() if a != "value" or k in ("dtype", "device", "pymodule")},
+                      sort_keys=True, default=str)
+
+
+def trace_facts(run: Callable[[], Any], file: str, lines: list[int], names: set[str],
+                watch: dict[int, list[str]] | None = None) -> dict:
     """Run ``run()`` once, reading ``names`` in the frames of ``file`` at each of ``lines``
     (before the line executes). Later lines override earlier ones; the first call of the
-    function wins. Returns ``{"names": {dotted: summary}, "hits": n, "self": {attr: module summary}}``."""
+    function wins. Returns ``{"names": {dotted: summary}, "hits": n, "self": {attr: module summary}}``.
+
+    ``watch`` (``line -> dotted names``): besides, every observation of those names at that
+    line, in every frame and on every hit, goes to ``"at": {line: {name: [summary per
+    distinct fact_key]}}`` (a name that cannot be read there: ``{"kind": "unavailable"}``)
+    with ``"at_hits": {line: n}``; nothing overrides anything there."""
     target = os.path.realpath(file)
     wanted = set(lines)
     facts: dict = {"names": {}, "hits": 0, "self": {}}
     first: list = []
+    watch = {int(k): list(v) for k, v in (watch or {}).items()}
+    if watch:
+        facts["at"], facts["at_hits"] = {}, {}
+
+    def observe(frame, ln):
+        key = str(ln)
+        facts["at_hits"][key] = facts["at_hits"].get(key, 0) + 1
+        rec = facts["at"].setdefault(key, {})
+        for name in watch[ln]:
+            try:
+                s = summarize(_lookup(frame, name))
+            except Exception:  # noqa: BLE001 - not defined here
+                s = {"kind": "unavailable"}
+            seen = rec.setdefault(name, [])
+            if fact_key(s) not in {fact_key(o) for o in seen} and len(seen) < 16:
+                seen.append(s)
 
     def local(frame, event, arg):
+        if event == "line" and watch and frame.f_lineno in watch:
+            observe(frame, frame.f_lineno)
         if event == "line" and frame.f_lineno in wanted:
             if first and first[0] is not frame:
                 return local
@@ -2315,6 +2356,112 @@ def ob_paired_not_aliased(ob: dict, ctx: Ctx) -> dict:
                       "no other module writes these attributes"], "arrays of float32")
 
 
+# predicated control flow as torch.cond (mend/rules/predicated_control_flow.py:_rewrite_cond) ----
+
+
+def ob_cond_predicate(ob: dict, ctx: Ctx) -> dict:
+    """torch.cond's predicate is a single-element bool tensor: never a Python bool (which
+    torch.cond specialises on), never a float or multi-element tensor."""
+    def build(ev: ShapeEval):
+        p = ev.eval(_expr(ob["pred"]))
+        if p.kind != "tensor":
+            return z3.BoolVal(True), p      # a Python value would reach torch.cond
+        return z3.Or(_numel(p.shape) != 1, p.dtype != DTC["bool"]), p
+
+    def describe(model, extra):
+        p = extra[1]
+        return "the predicate is a Python value, not a tensor" if p.kind != "tensor" else _model_text(model)
+    return _decide("cond-predicate", _shape_tiers(ctx, build), ctx,
+                   "PyTorch dtypes (DType datatype) and nonlinear integer arithmetic (numel)", describe)
+
+
+def ob_cond_branch_types(ob: dict, ctx: Ctx) -> dict:
+    """The two branch outputs agree in structure (each one tensor) and dtype (PyTorch
+    promotion rules), as torch.cond requires; shapes are a separate same-shape obligation."""
+    def build(ev: ShapeEval):
+        a, b = ev.eval(_expr(ob["lhs"])), ev.eval(_expr(ob["rhs"]))
+        if a.kind != "tensor" or b.kind != "tensor":
+            if {a.kind, b.kind} <= {"tensor", "num"}:
+                return z3.BoolVal(True), (a, b)     # a Python number: torch.cond returns tensors only
+            raise Unsupported(f"structure of a {a.kind} and a {b.kind}")
+        return a.dtype != b.dtype, (a, b)
+
+    def describe(model, extra):
+        a, b = extra[1]
+        if a.kind != "tensor" or b.kind != "tensor":
+            return "a side is a Python number, not a tensor: the branch outputs differ in structure"
+        return _model_text(model)
+    return _decide("cond-branch-types", _shape_tiers(ctx, build), ctx,
+                   "pytree structure (one tensor per name) and PyTorch type promotion (torch.promote_types table, "
+                   "ATen combine_categories) over a DType datatype", describe)
+
+
+def ob_cond_not_aliased(ob: dict, ctx: Ctx) -> dict:
+    """No branch output is an input of the cond or a view of one (torch.cond rejects that,
+    even in eager). Storages are an uninterpreted sort; a fresh value or a clone is a new
+    storage; a clone replaces an alias only when nothing observes the lost aliasing."""
+    values, treatment = ob.get("values", []), ob.get("treatment", [])
+    if not values or len(values) != len(treatment):
+        return _unknown("the branch values and their treatment are not recorded")
+    observers = ob.get("observers", [])
+    if "clone" in treatment and observers:
+        return {**_unknown("the lost aliasing of a clone could be observed: " + "; ".join(observers[:3]))}
+    if "clone" in treatment and "observers" not in ob:
+        return _unknown("the code after the site was not screened for in-place writes and escapes")
+    St = z3.DeclareSort("Storage")
+    reads = sorted(names_in(values)) or ["input"]
+    ins = [z3.Const(f"storage({n})", St) for n in reads]
+    outs = [z3.Const(f"storage(out_{i})", St) for i in range(len(values))]
+
+    def build():
+        # each output is allocated by its op (or .clone()): distinct from every input's storage
+        return [z3.Distinct(o, *ins) for o in outs] + [z3.Or(*[o == i for o in outs for i in ins])]
+    assumptions = []
+    for v, t in zip(values, treatment):
+        if t == "clone":
+            assumptions.append(f"`{v}` allocates new storage (Tensor.clone); nothing after the site writes in place "
+                               f"or lets {', '.join('`%s`' % w for w in ob.get('watched', []))} escape (source screen)")
+        else:
+            assumptions.append(f"`{v}` is computed by ops that allocate their result (no view, no identity op: "
+                               "a submodule returning its input fails torch.cond's alias check when traced)")
+    return _protocol("cond-output-not-aliased", ctx, build, assumptions, "uninterpreted storages")
+
+
+def ob_cond_side_pure(ob: dict, ctx: Ctx) -> dict:
+    """A submodule called in a cond branch writes no state (Dynamo traces both branches)."""
+    res = ob_untaken_runs(ob, ctx)
+    if res.get("smtlib"):
+        res["smtlib"] = res["smtlib"].replace("untaken-side-runs", "cond-side-pure")
+    return res
+
+
+def ob_cond_no_autograd(ob: dict, ctx: Ctx) -> dict:
+    """The cond is guarded by ``not torch.is_grad_enabled()``: it never runs under autograd,
+    where its backward would give tensors the if leaves without gradient a zero gradient."""
+    compiling, grad, runs = z3.Bool("is_compiling"), z3.Bool("is_grad_enabled"), z3.Bool("cond_runs")
+
+    def build():
+        return [runs == z3.And(compiling, z3.Not(grad)), z3.And(runs, grad)]   # negated: cond runs with autograd
+    return _protocol("cond-no-autograd", ctx, build,
+                     ["the emitted guard is `torch.compiler.is_compiling() and not torch.is_grad_enabled()` "
+                      "(Dynamo guards on the grad mode, so each mode gets its own graph)", ob.get("reason") or ""],
+                     "Booleans")
+
+
+def ob_cond_taken_side_only(ob: dict, ctx: Ctx) -> dict:
+    """torch.cond runs only the selected branch, so the where-only obligations about the
+    untaken side (finite-gradient, untaken-side-cannot-raise, untaken-side-runs) are waived."""
+    p, runs_t, runs_f = z3.Bool("pred"), z3.Bool("true_branch_runs"), z3.Bool("false_branch_runs")
+
+    def build():
+        return [runs_t == p, runs_f == z3.Not(p),                       # cond(p, f, g) = ite(p, f(), g())
+                z3.Or(z3.And(p, runs_f), z3.And(z3.Not(p), runs_t))]   # negated: the untaken side runs
+    return _protocol("cond-taken-side-only", ctx, build,
+                     [ob.get("reason") or "torch.cond evaluates only the branch its predicate selects",
+                      "measured on torch 2.13: eager, aot_eager and inductor; gradients through the untaken side "
+                      "are not computed"], "Booleans")
+
+
 def _callee(call: str) -> str | None:
     try:
         node = ast.parse(call.strip(), mode="eval").body
@@ -2363,6 +2510,309 @@ def ob_hoisted_cannot_raise(ob: dict, ctx: Ctx) -> dict:
                       "every call (not checked beyond the example)"], "uninterpreted raise predicate")
 
 
+# -- host-count-reduction: host counting loops over `.tolist()` ------------------------------------
+# `n = n0; for s in T.tolist(): if s <op> C: n += k`  ->  `n = n + k * (T <op> C).sum()`.
+# Self-contained: each obligation reads only its own fields and the facts of the example run
+# (T's dtype, rank and device; the other operands of later uses of n), so a certificate
+# re-encodes it from its own data. General lemma: proofs/hc_compare_exact.smt2.
+# Facts are per line (``watched_lines`` -> trace_facts ``watch``): T's names where the count
+# runs (the obligation's ``line``), each use operand's names where that use runs (``uses``),
+# every hit and every call, all alike (:func:`_hc_view`); facts without per-line observations
+# (given by hand) are used as given. count-compare-exact, count-tolist-1d and
+# count-uses-keep-type are required at every level (ALWAYS_REQUIRED).
+
+HC_COUNT_BITS = 48           # counts (elements of a 1-D tensor) below 2**48
+_HC_EXACT = z3.FPSort(15, 113)   # binary128: holds every int64 and every float64 exactly
+_HC_FP = {">": z3.fpGT, ">=": z3.fpGEQ, "<": z3.fpLT, "<=": z3.fpLEQ, "==": z3.fpEQ,
+          "!=": lambda a, b: z3.Not(z3.fpEQ(a, b))}
+_HC_SIGNED = {">": lambda a, b: a > b, ">=": lambda a, b: a >= b, "<": lambda a, b: a < b,
+              "<=": lambda a, b: a <= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
+_HC_UNSIGNED = {">": z3.UGT, ">=": z3.UGE, "<": z3.ULT, "<=": z3.ULE, "==": lambda a, b: a == b,
+                "!=": lambda a, b: a != b}
+_HC_UNSIGNED_DTYPES = {"uint8", "bool"}
+
+
+def _fact_words(f: dict) -> str:
+    k = f.get("kind")
+    if k == "tensor":
+        return f"a {len(f.get('shape', []))}-D {f.get('dtype')} tensor on {f.get('device')}"
+    if k == "num":
+        return f"a Python {f.get('cat')}"
+    if k == "unavailable":
+        return "not readable there"
+    return f"a {f.get('type') or k}"
+
+
+def watched_lines(obligations: list[dict]) -> dict[int, list[str]]:
+    """``line -> names`` the tracer observes at that line only, on every hit and every call
+    (:func:`trace_facts` ``watch``): host-count-reduction's iterated tensor where the count
+    runs, each later use's other operand where that use runs."""
+    out: dict[int, set] = {}
+    for o in obligations:
+        if o.get("kind") not in HC_KINDS:
+            continue
+        if isinstance(o.get("line"), int) and isinstance(o.get("expr"), str):
+            out.setdefault(o["line"], set()).update(names_in([o["expr"]]))
+        for u in o.get("uses") or []:
+            if isinstance(u, dict) and isinstance(u.get("line"), int) and isinstance(u.get("value"), str):
+                out.setdefault(u["line"], set()).update(names_in([u["value"]]))
+    return {k: sorted(v) for k, v in sorted(out.items())}
+
+
+class _HcFacts(Exception):
+    """The observations at a line cannot be used (never hit, or they disagree)."""
+
+
+def _hc_view(ctx: Ctx, text: str, line) -> dict:
+    """The facts of the names ``text`` reads, observed at ``line`` only (every hit, every call),
+    which must agree on kind, dtype, rank and device. Facts without per-line observations
+    (given by hand, not traced) are used as they are."""
+    facts = ctx.facts or {}
+    if not isinstance(line, int) or "at" not in facts:
+        return facts
+    key = str(line)
+    at = facts["at"].get(key)
+    if not at or not (facts.get("at_hits") or {}).get(key):
+        raise _HcFacts(f"line {line} did not run on the example run: nothing is observed where `{text}` is read")
+    names = {}
+    for name in sorted(names_in([text])):
+        obs = at.get(name) or []
+        if len({fact_key(o) for o in obs}) > 1:
+            raise _HcFacts(f"the observations of `{name}` at line {line} disagree (every hit and every call is "
+                           "observed): it is " + " and ".join(_fact_words(o) for o in obs[:3]))
+        if obs and obs[0].get("kind") != "unavailable":
+            names[name] = obs[0]
+    return {"names": names, "self": {}}
+
+
+def _hc_observed(ctx: Ctx, text: str, line=None):
+    """(abstract value, dtype name or None, assumptions) of ``text`` at ``line`` on the example run."""
+    view = _hc_view(ctx, text, line)
+    se = ShapeEval(view, {} if "at" in (ctx.facts or {}) else ctx.defs, "observed", strict_dtypes=True)
+    mv = se.eval(_expr(text))
+    dtype = None
+    if mv.kind == "tensor":
+        s = z3.Solver()
+        s.add(*[a for a, _ in se.assume])
+        if s.check() == z3.sat:
+            dtype = _as_name(s.model().eval(mv.dtype, model_completion=True))
+    texts = _assumption_texts(se.assume)
+    if isinstance(line, int) and "at" in (ctx.facts or {}):
+        texts.append(f"the facts of `{text}` are those observed at line {line} on every hit and every call, "
+                     "all alike")
+    return mv, dtype, texts
+
+
+def _hc_devices(ctx: Ctx, text: str, line=None) -> set:
+    facts = _hc_view(ctx, text, line).get("names", {})
+    return {facts[n].get("device") for n in names_in([text]) if facts.get(n, {}).get("kind") == "tensor"}
+
+
+def ob_hc_tolist_1d(ob: dict, ctx: Ctx) -> dict:
+    expr = ob["expr"]
+    try:
+        mv, dtype, texts = _hc_observed(ctx, expr, ob.get("line"))
+    except _HcFacts as exc:
+        return _unknown(str(exc))
+    except Unsupported as exc:
+        return _unknown(f"the rank of `{expr}` is not known where the rewrite runs: {exc}")
+    observed = mv.rank if mv.kind == "tensor" else -1
+    rank = z3.Int(f"{expr}.dim()")
+
+    def build():
+        seen = f"{observed}-D" if observed >= 0 else f"not a tensor ({mv.kind})"
+        return ([rank == observed, rank != 1],
+                texts + [f"`{expr}` is {seen} on every call, as on the example run (observed)",
+                         "tolist() of a 1-D tensor is a list of Python numbers; of a 0-D tensor a number and of "
+                         "an n-D tensor (n >= 2) nested lists, on which the original loop raises TypeError"], None)
+
+    def describe(model, extra):
+        if observed < 0:
+            return f"`{expr}` is not a tensor on the example run: `.tolist()` and the tensor comparison differ"
+        return (f"`{expr}` is {observed}-D on the example run: its tolist() does not yield numbers (the original "
+                "raises TypeError comparing them), while the tensor count does not raise")
+    return _decide("count-tolist-1d", [("observed", build)], ctx, "integers (rank)", describe)
+
+
+def _hc_compare_terms(dtype: str, op: str, c) -> tuple[Any, list, str]:
+    """(element symbol, [(compute model, torch result)], Python result) for ``s <op> c``."""
+    if isinstance(c, bool) or not isinstance(c, (int, float)):
+        raise Unsupported(f"the threshold {c!r} is not an int or float")
+    if isinstance(c, float) and not math.isfinite(c):
+        raise Unsupported("the threshold is not finite")
+    if dtype in FP_FORMAT:
+        if isinstance(c, int) and float(c) != c:
+            raise Unsupported(f"the int threshold {c} is not exact as a float64")
+        sort = fp_sort(dtype)
+        x = z3.FP("s", sort)
+        c64 = z3.FPVal(float(c), z3.Float64())
+        py = _HC_FP[op](z3.fpToFP(RNE, x, z3.Float64()), c64)       # tolist(): exact float64; Python: double compare
+        models = [(f"in {dtype}, C rounded to {dtype} (RNE)", _HC_FP[op](x, z3.fpToFP(RNE, c64, sort)))]
+        if dtype in ("float16", "bfloat16"):
+            f32 = z3.Float32()
+            models.append(("in float32 after upcasting, C rounded to float32 (CPU kernels, inductor)",
+                           _HC_FP[op](z3.fpToFP(RNE, x, f32), z3.fpToFP(RNE, c64, f32))))
+        return x, models, py
+    if dtype in INT_BITS or dtype == "bool":
+        bits = INT_BITS.get(dtype, 1)
+        unsigned = dtype in _HC_UNSIGNED_DTYPES
+        x = z3.BitVec("s", bits)
+        if isinstance(c, int):
+            if abs(c) >= 2 ** 64:
+                raise Unsupported("the int threshold does not fit in 64 bits")
+            wide = 80
+            xw = z3.ZeroExt(wide - bits, x) if unsigned else z3.SignExt(wide - bits, x)
+            py = _HC_SIGNED[op](xw, z3.BitVecVal(c, wide))           # Python ints: exact
+            if dtype == "bool":   # result_type(bool tensor, int) = int64; C converted with wrap-around
+                t = _HC_SIGNED[op](z3.ZeroExt(63, x), z3.BitVecVal(c % 2 ** 64, 64))
+                return x, [("in int64 (bool promoted), C converted to int64 (wraps)", t)], py
+            cmp = _HC_UNSIGNED if unsigned else _HC_SIGNED
+            t = cmp[op](x, z3.Extract(bits - 1, 0, z3.BitVecVal(c, wide)))
+            return x, [(f"in {dtype}, C converted to {dtype} (wraps, measured)", t)], py
+        # float C with an integer/bool tensor: result_type is the default float dtype (float32)
+        to = z3.fpUnsignedToFP if unsigned else z3.fpSignedToFP
+        exact = to(RNE, x, _HC_EXACT)                                 # every int64 is exact in binary128
+        py = _HC_FP[op](exact, z3.fpToFP(RNE, z3.FPVal(c, z3.Float64()), _HC_EXACT))   # Python int vs float: exact
+        f32 = z3.Float32()
+        t = _HC_FP[op](to(RNE, x, f32), z3.fpToFP(RNE, z3.FPVal(c, z3.Float64()), f32))
+        return x, [(f"in float32 (result_type of a {dtype} tensor and a Python float), both rounded (RNE)", t)], py
+    raise Unsupported(f"dtype {dtype} is outside the encoded dtypes")
+
+
+def ob_hc_compare_exact(ob: dict, ctx: Ctx) -> dict:
+    """For every element value s of T's dtype: Python's ``s <op> C`` on tolist()'s number equals
+    torch's elementwise ``T <op> C`` (under each compute model listed)."""
+    expr, op, c = ob["expr"], ob["op"], ob.get("threshold_value")
+    if op not in _HC_FP:
+        return _unknown(f"comparison `{op}` is not encoded")
+    try:
+        mv, dtype, texts = _hc_observed(ctx, expr, ob.get("line"))
+    except _HcFacts as exc:
+        return _unknown(str(exc))
+    except Unsupported as exc:
+        return _unknown(f"the dtype of `{expr}` is not known where the rewrite runs: {exc}")
+    if dtype is None:
+        return _unknown(f"`{expr}` is not shown to be a torch.Tensor of known dtype on the example run "
+                        f"(it is {'a tensor of unknown dtype' if mv.kind == 'tensor' else 'a ' + str(mv.kind)})")
+    x, models, py = _hc_compare_terms(dtype, op, c)
+
+    def build():
+        return ([z3.Or(*[py != t for _, t in models])],
+                texts + [f"`{expr}` has dtype {dtype} on every call (observed)",
+                         "Tensor.tolist() gives each element's exact value (float64 for floating dtypes, int for "
+                         "integer dtypes, bool)",
+                         "torch compares " + "; or ".join(d for d, _ in models)], (x, models, py))
+
+    def describe(model, extra):
+        x, models, py = extra
+        val = _fmt_value(model.eval(x, model_completion=True))
+        got = [str(z3.is_true(model.eval(t, model_completion=True))) for _, t in models]
+        return (f"s = {val} ({dtype}): Python `s {op} {ob.get('threshold')}` is "
+                f"{z3.is_true(model.eval(py, model_completion=True))}, torch `{expr} {op} {ob.get('threshold')}` gives "
+                f"{' / '.join(got)}; the threshold is not exact in {dtype if dtype in FP_FORMAT else 'the promoted dtype'}")
+    arith = (f"IEEE 754 in Z3's FloatingPoint theory, RNE ({dtype}, float64, float32; binary128 for exact int/float "
+             "comparison); integers as bit-vectors; never reals")
+    return _decide("count-compare-exact", [("observed", build)], ctx, arith, describe)
+
+
+def ob_hc_sum_exact(ob: dict, ctx: Ctx) -> dict:
+    n0, k = ob.get("init"), ob.get("step")
+    if not isinstance(n0, int) or not isinstance(k, int) or abs(n0) >= 2 ** 63 or abs(k) >= 2 ** 63:
+        return _unknown("the initial value and the increment must be int64 literals")
+    count = z3.BitVec("count", 64)
+
+    def build():
+        torch_n = z3.BitVecVal(n0, 64) + z3.BitVecVal(k, 64) * count        # int64, wraps
+        exact = z3.BitVecVal(n0, 160) + z3.BitVecVal(k, 160) * z3.ZeroExt(96, count)   # Python int: no wrap
+        return ([z3.ULT(count, z3.BitVecVal(2 ** HC_COUNT_BITS, 64)), z3.SignExt(96, torch_n) != exact],
+                [f"the count is below 2^{HC_COUNT_BITS} (a 1-D tensor has fewer elements)",
+                 "the sum of a bool tensor is int64 and counts exactly (integer addition below 2^63)",
+                 f"the original adds {k} once per counted element to the Python int {n0}"], None)
+    return _decide("count-sum-exact", [("bounded count", build)], ctx,
+                   "64-bit bit-vectors (int64, wrapping) against 160-bit bit-vectors (exact)")
+
+
+def ob_hc_uses(ob: dict, ctx: Ctx) -> dict:
+    """Each later use ``n <op> v`` (op in +, -, *): a Python int n and a 0-d int64 tensor n give
+    the same result dtype (ATen: a Python number and a 0-d tensor both yield to a dimensioned
+    tensor of the same category; two 0-d tensors promote) and compatible devices. ``v``'s facts
+    are those observed where that use runs (``uses``: value and line), on every hit."""
+    expr = ob.get("expr", "")
+    uses = ob.get("uses")
+    if not isinstance(uses, list):
+        uses = [{"value": v, "line": None} for v in ob.get("values") or []]
+    try:
+        dev_t = _hc_devices(ctx, expr, ob.get("line"))
+    except _HcFacts as exc:
+        return _unknown(str(exc))
+    premises, differs, texts, bad = [], [], [], []
+    for u in uses:
+        v, line = u.get("value"), u.get("line")
+        where = f" (line {line})" if isinstance(line, int) else ""
+        try:
+            view = _hc_view(ctx, v, line)
+            se = ShapeEval(view, {} if "at" in (ctx.facts or {}) else ctx.defs, "observed", strict_dtypes=True)
+            mv = se.eval(_expr(v))
+        except _HcFacts as exc:
+            return _unknown(f"the other operand `{v}` of a later use{where}: {exc}")
+        except Unsupported as exc:
+            return _unknown(f"the other operand `{v}` of a later use{where} is not known: {exc}")
+        if mv.kind != "tensor":
+            bad.append(f"`{v}`{where} (a Python {mv.cat or mv.kind})")
+            continue
+        premises += [a for a, _ in se.assume]
+        texts += [t for t in _assumption_texts(se.assume) if t not in texts]
+        texts.append(f"`{v}` is a {mv.rank}-D tensor where it is used{where}, on every hit and call (observed)")
+        original = combine(mv.dtype, DTC["int64"])        # Python int: a wrapped number, lowest priority
+        mended = combine(mv.dtype, DTC["int64"]) if mv.rank >= 1 else promote(mv.dtype, DTC["int64"])
+        differs.append(original != mended)
+        dev_v = {f.get("device") for n, f in view.get("names", {}).items()
+                 if n in names_in([v]) and f.get("kind") == "tensor"}
+        if dev_t and dev_t != {"cpu"} and dev_v != dev_t:
+            bad.append(f"`{v}`{where} on {', '.join(sorted(d for d in dev_v if d)) or 'another device'}, the count on "
+                       f"{', '.join(sorted(d for d in dev_t if d))}")
+
+    def build():
+        if bad:
+            return [z3.BoolVal(True)], texts, None
+        if not differs:
+            return [z3.BoolVal(False)], ["no later use of the counter"], None
+        return premises + [z3.Or(*differs)], texts + [
+            "the count is on " + (", ".join(sorted(d for d in dev_t if d)) or "the iterated tensor's device")
+            + " (observed); a CPU 0-d tensor combines with tensors on any device"], None
+
+    def describe(model, extra):
+        if bad:
+            return ("a later use combines the count with " + ", ".join(bad[:3])
+                    + ": the result would change type (a tensor instead of a Python number, or another dtype) "
+                    "or mix devices")
+        return (_model_text(model) + ": a 0-d integer tensor operand keeps its dtype with a Python int but is "
+                "promoted to int64 by a 0-d int64 count")
+    return _decide("count-uses-keep-type", [("observed", build)], ctx,
+                   "PyTorch type promotion (torch.promote_types table, ATen combine_categories) over a DType datatype",
+                   describe)
+
+
+def ob_hc_no_gradient(ob: dict, ctx: Ctx) -> dict:
+    orig, mended = z3.Bool("python_count.requires_grad"), z3.Bool("tensor_count.requires_grad")
+
+    def build():
+        return [orig == z3.BoolVal(False), mended == z3.BoolVal(False), z3.Or(orig != mended, mended)]
+    return _protocol("count-no-gradient", ctx, build,
+                     ["a Python int from tolist() comparisons carries no gradient",
+                      "aten comparison ops (gt, ge, lt, le, eq, ne) have no derivative: their bool result and its "
+                      "sum have requires_grad=False (measured on torch 2.13)"], "Booleans")
+
+
+HC_KINDS = {
+    "count-tolist-1d": ob_hc_tolist_1d,
+    "count-compare-exact": ob_hc_compare_exact,
+    "count-sum-exact": ob_hc_sum_exact,
+    "count-uses-keep-type": ob_hc_uses,
+    "count-no-gradient": ob_hc_no_gradient,
+}
+
+
 KINDS: dict[str, Callable[[dict, Ctx], dict]] = {
     "same-shape": ob_same_shape,
     "same-dtype": ob_same_dtype,
@@ -2373,6 +2823,12 @@ KINDS: dict[str, Callable[[dict, Ctx], dict]] = {
     "finite-gradient": ob_finite_gradient,
     "where-equals-ite": ob_where_equals_ite,
     "untaken-side-runs": ob_untaken_runs,
+    "cond-predicate": ob_cond_predicate,
+    "cond-branch-types": ob_cond_branch_types,
+    "cond-output-not-aliased": ob_cond_not_aliased,
+    "cond-side-pure": ob_cond_side_pure,
+    "cond-taken-side-only": ob_cond_taken_side_only,
+    "cond-no-autograd": ob_cond_no_autograd,
     "idempotent-device-move": ob_idempotent_move,
     "paired-call-value-not-aliased": ob_paired_not_aliased,
     "hoisted-setup-pure": ob_hoisted_pure,
@@ -2390,6 +2846,7 @@ KINDS: dict[str, Callable[[dict, Ctx], dict]] = {
     "cpu-only": ob_cpu_only,
     "condition-is-tensor": ob_condition_is_tensor,
     "restore-at-boundary": ob_restore_at_boundary,
+    **HC_KINDS,
 }
 
 # the fields discharge adds to an obligation; the rest is the obligation's own data
@@ -2477,16 +2934,35 @@ def discharge(rule: str, obligations: list[dict], *, facts: dict | None, code: s
 LEVELS = ("fast", "standard", "strict")
 STRICT_MIN_EXAMPLES = 20
 STRICT_MIN_EXAMPLES_INSTALLED = 8
+# obligations a rule's rewrite needs PROVED at every level, fast included (unknown or refuted
+# declines, naming the obligation): those without which the rewrite is wrong on ordinary inputs
+ALWAYS_REQUIRED: dict[str, frozenset] = {
+    "host-count-reduction": frozenset({"count-compare-exact", "count-tolist-1d", "count-uses-keep-type"}),
+}
 
 
-def verdict(results: list[dict], level: str) -> tuple[bool, str | None, str]:
+def required_kinds(rule: str | None) -> frozenset:
+    """The obligation kinds ``rule`` needs proved at every level (every rule's, when ``rule``
+    is None: the kinds are each rule's own)."""
+    if rule is None:
+        return frozenset().union(*ALWAYS_REQUIRED.values())
+    return ALWAYS_REQUIRED.get(rule, frozenset())
+
+
+def verdict(results: list[dict], level: str, rule: str | None = None) -> tuple[bool, str | None, str]:
     """(accepted, reason when declined, use) for a discharged rewrite at ``level``.
 
-    strict: every obligation proved. standard: nothing refuted (a refuted finite-gradient
-    only makes the rewrite inference-only). fast: Z3 is not consulted.
+    Every level: the rule's ALWAYS_REQUIRED obligations proved. strict: every obligation
+    proved. standard: nothing refuted (a refuted finite-gradient only makes the rewrite
+    inference-only). fast: Z3 is not consulted beyond the always-required obligations.
     """
     use = "inference-only" if any(r["kind"] == "finite-gradient" and r["result"] == "refuted" for r in results) \
         else "training and inference"
+    required = required_kinds(rule)
+    must = [r for r in results if r["kind"] in required and r["result"] != "proved"]
+    if must:
+        return False, f"required at every level ({level}): " + "; ".join(_why(r) for r in must[:4]) + (
+            f" (+{len(must) - 4} more)" if len(must) > 4 else ""), use
     if level == "fast":
         return True, None, use
     if level == "strict":
@@ -2536,7 +3012,7 @@ def facts_main(request_path: str) -> int:
     def run():
         with torch.no_grad():
             model(*target.args, **target.kwargs)
-    facts = trace_facts(run, file, req["lines"], set(req["names"]))
+    facts = trace_facts(run, file, req["lines"], set(req["names"]), watch=req.get("watch"))
     with open(req["out"], "w") as fh:
         json.dump(facts, fh)
     return 0
@@ -2551,12 +3027,12 @@ if __name__ == "__main__":
 
 # -- entry points for mend fix -------------------------------------------------------------------
 
-NEEDS_FACTS = {"predicated-control-flow", "predicated-validation"}
+NEEDS_FACTS = {"predicated-control-flow", "predicated-validation", "host-count-reduction"}
 
 
 def _names_and_lines(obligations: list[dict], before: str, code: str) -> tuple[list[int], set[str], dict]:
     lines = changed_lines(before, code)
-    defs = temp_defs(code, lines)
+    defs = temp_defs(code, changed_lines(before, code))
     names = names_in(obligation_exprs(obligations) + list(defs.values()))
     return lines, names, defs
 
@@ -2573,15 +3049,16 @@ def facts_in_process(path, module_name: str, init: tuple, args: tuple, kwargs: d
     from mend.targets import load_file_module
 
     lines, names, defs = _names_and_lines(obligations, before, code)
+    watch = watched_lines(obligations)
     mod = load_file_module(path, module_name)
     torch.manual_seed(0)
-    model = mod.Model(*init).eval()
+    model = (init(mod) if callable(init) else mod.Model(*init)).eval()  # init: a maker, or Model's arguments
 
     def run():
         with torch.no_grad(), contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             model(*args, **kwargs)
-    return trace_facts(run, str(path), lines, names), defs
+    return trace_facts(run, str(path), lines, names, watch=watch), defs
 
 
 def facts_out_of_process(spec: str, overlay: str, rel: str, obligations: list[dict], before: str, code: str,
@@ -2595,10 +3072,12 @@ def facts_out_of_process(spec: str, overlay: str, rel: str, obligations: list[di
     out = req.with_suffix(".out")
     req.write_text(json.dumps({"target": spec, "overlay": overlay, "module": rel[:-3].replace("/", "."),
                                "file": str(Path(overlay) / rel), "lines": lines, "names": sorted(names),
+                               "watch": {str(k): v for k, v in watched_lines(obligations).items()},
                                "out": str(out)}))
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
+    from mend.fix import worker_env
+
     proc = subprocess.run([sys.executable, "-m", "verifier.obligations", "facts", str(req)], capture_output=True,
-                          text=True, env=env, cwd=str(Path(__file__).resolve().parents[1]))
+                          text=True, env=worker_env(), cwd=str(Path(__file__).resolve().parents[1]))
     if proc.returncode != 0 or not out.is_file():
         tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
         return {"names": {}, "self": {}, "hits": 0, "error": tail}, defs
@@ -2610,13 +3089,18 @@ def check_rewrite(rule: str, obligations: list[dict], *, level: str, before: str
     """Discharge and judge one candidate: ``{"obligations", "accepted", "reason", "use", "seconds"}``."""
     t0 = time.perf_counter()
     if level == "fast":
-        results = [{**o, "result": "unknown", "status": None, "smtlib": None, "assumptions": [],
+        required = required_kinds(rule)
+        todo = expand(rule, obligations)
+        done = iter(discharge(rule, [o for o in todo if o["kind"] in required], facts=facts, code=code,
+                              before=before, defs=defs, timeout_ms=timeout_ms) if required else [])
+        results = [next(done) if o["kind"] in required else
+                   {**o, "result": "unknown", "status": None, "smtlib": None, "assumptions": [],
                     "reason": "not discharged (--verify fast)", "solver": solver_version(),
-                    "timeout_ms": timeout_ms} for o in expand(rule, obligations)]
+                    "timeout_ms": timeout_ms} for o in todo]
     else:
         results = discharge(rule, obligations, facts=facts, code=code, before=before, defs=defs,
                             timeout_ms=timeout_ms)
-    ok, reason, use = verdict(results, level)
+    ok, reason, use = verdict(results, level, rule)
     return {"obligations": results, "accepted": ok, "reason": reason, "use": use,
             "seconds": round(time.perf_counter() - t0, 3)}
 
@@ -2630,7 +3114,7 @@ def prove(rule: str, obligations: list[dict], *, level: str, before: str, code: 
     """
     t0 = time.perf_counter()
     facts, defs = {"names": {}, "self": {}}, {}
-    if level != "fast" and rule in NEEDS_FACTS:
+    if (level != "fast" or required_kinds(rule)) and rule in NEEDS_FACTS:
         try:
             facts, defs = facts_fn()
         except Exception as exc:  # noqa: BLE001 - no facts: the obligations needing them stay unknown
@@ -2640,7 +3124,9 @@ def prove(rule: str, obligations: list[dict], *, level: str, before: str, code: 
     out["verification"] = {"level": level, "use": out["use"], "solver": solver_version(),
                            "seconds": round(time.perf_counter() - t0, 3), "facts": facts, "defs": defs}
     bad = ("refuted",) if level == "standard" else ("refuted", "unknown")
-    out["failed"] = [r["kind"] for r in out["obligations"] if r["result"] in bad] if level != "fast" else []
+    required = required_kinds(rule)
+    out["failed"] = [r["kind"] for r in out["obligations"]
+                     if (level != "fast" and r["result"] in bad) or (r["kind"] in required and r["result"] != "proved")]
     return out
 
 

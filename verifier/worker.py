@@ -27,11 +27,12 @@ def _observe_all(request: dict) -> list:
     inputs = torch.load(request["inputs"], weights_only=False)
     settings = [(None, None)] + [(line, v) for line in request.get("force", []) for v in (True, False)]
     out = []
-    for kwargs in inputs:
+    for item in inputs:
+        args, kwargs = item if isinstance(item, (tuple, list)) else ((), item)  # (args, kwargs), or kwargs
         for line, value in settings:
             ctx = forcing.forced(line, value) if line is not None else _null()
             with ctx:
-                result, stdout, warned, records, _, buffers, after = _observe(model, (), kwargs, grad=False)
+                result, stdout, warned, records, _, buffers, after = _observe(model, tuple(args), kwargs, grad=False)
             if not (isinstance(result, tuple) and result and result[0] == "raised"):
                 result = [t.detach().clone() for t in _flatten(result)]
             out.append({"setting": [line, value], "obs": (result, stdout, warned, records, None, buffers, after)})

@@ -24,12 +24,13 @@ class Decline:
     reason: str
 
 
-from mend.rules import deferred_effects, predicated_control_flow, predicated_validation  # noqa: E402
+from mend.rules import deferred_effects, host_count, predicated_control_flow, predicated_validation  # noqa: E402
 
 RULES = {
     "predicated-control-flow": predicated_control_flow,
     "deferred-side-effects": deferred_effects,
     "predicated-validation": predicated_validation,
+    "host-count-reduction": host_count,
 }
 
 # Which rule a category belongs to.
@@ -37,6 +38,8 @@ RULE_FOR_CATEGORY = {
     "data-dependent-branch": "predicated-control-flow",
     "print-logging": "deferred-side-effects",
     "raise-assert": "predicated-validation",
+    # only host counting loops over `.tolist()`; every other scalar read keeps the category's reason
+    "item-tolist": "host-count-reduction",
 }
 
 
@@ -48,5 +51,7 @@ def match_site(category: str, loc: Located | None) -> Match | Decline:
     if rule_name is None:
         return Decline(None, UNFIXABLE_REASONS.get(category, UNFIXABLE_REASONS["other"]))
     if loc is None:
+        if category in UNFIXABLE_REASONS:  # a rule for a narrow shape of an otherwise unfixable category
+            return Decline(None, UNFIXABLE_REASONS[category])
         return Decline(rule_name, "the source of this site could not be read or parsed")
     return RULES[rule_name].match(loc)

@@ -58,3 +58,13 @@ def assigned_name(stmt: cst.BaseSmallStatement) -> str | None:
     if isinstance(stmt, cst.AnnAssign) and isinstance(stmt.target, cst.Name) and stmt.value is not None:
         return stmt.target.value
     return None
+
+
+class Replace(cst.CSTTransformer):
+    """Replace one node (by identity) wherever it sits in the tree."""
+
+    def __init__(self, target: cst.CSTNode, replacement: cst.CSTNode):
+        self.target, self.replacement = target, replacement
+
+    def on_leave(self, original_node, updated_node):
+        return self.replacement if original_node is self.target else updated_node

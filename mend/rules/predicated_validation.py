@@ -47,7 +47,7 @@ from libcst.metadata import (BuiltinScope, ClassScope, GlobalScope, MetadataWrap
 
 from mend.locate import Located
 from mend.rules import Decline, Match
-from mend.rules._effects import code_of as _code, dotted as _dotted, has_out_kwarg, inplace_call
+from mend.rules._effects import Replace, code_of as _code, dotted as _dotted, has_out_kwarg, inplace_call
 
 NAME = "predicated-validation"
 TABLE = "_MEND_TRAPS"        # module-level table of exception factories (suffixed on collision)
@@ -396,14 +396,6 @@ def _insert_table(module: cst.Module, stmt: cst.SimpleStatementLine) -> cst.Modu
     return module.with_changes(body=body)
 
 
-class _Replace(cst.CSTTransformer):
-    def __init__(self, target: cst.CSTNode, replacement: cst.CSTNode):
-        self.target, self.replacement = target, replacement
-
-    def on_leave(self, original_node, updated_node):
-        return self.replacement if original_node is self.target else updated_node
-
-
 def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     """Rewrite the check reported at ``line`` of ``module`` (see the module docstring)."""
     wrapper = MetadataWrapper(module)
@@ -451,7 +443,7 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     else:  # `python -O` strips asserts; so does `if __debug__:`
         new = cst.If(test=cst.Name("__debug__"), body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Expr(call)])]),
                      leading_lines=plan.stmt.leading_lines)
-    tree = tree.visit(_Replace(plan.stmt, new))
+    tree = tree.visit(Replace(plan.stmt, new))
 
     entry = (f'"{key}"', f"lambda: {exc_code}")
     existing = _tables(tree).get(table)
@@ -463,7 +455,7 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
         else:
             entries.append(entry)
         replacement = _table_stmt(table, entries).with_changes(leading_lines=existing.leading_lines)
-        tree = tree.visit(_Replace(existing, replacement))
+        tree = tree.visit(Replace(existing, replacement))
     if binding == "none":
         context = CodemodContext()
         AddImportsVisitor.add_needed_import(context, "torch")

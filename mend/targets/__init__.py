@@ -7,7 +7,9 @@ Three forms are accepted (see README):
 * ``path/to/file.py:factory`` or ``package.module:factory``: a callable returning
   ``(model, args)`` or ``(model, args, kwargs)``.
 * ``hf:NAME[@VARIANT]``: a transformers model from the built-in catalogue
-  (:mod:`mend.targets.hf`), small config, random weights, nothing downloaded.
+  (:mod:`mend.targets.hf`), small config, random weights, nothing downloaded;
+  ``hf:newest/NAME``: the rows for the newest transformers release
+  (:mod:`mend.targets.hf_newest`, see benchmarks/run_newest.py).
 """
 from __future__ import annotations
 
@@ -174,12 +176,24 @@ def _from_factory(spec: str, where: str, factory: Callable, user_file: Path | No
 def _load_hf(spec: str) -> Target:
     from mend.targets import hf
 
-    name = spec[3:]
     try:
-        model, args, kwargs = hf.build(name)
+        model, args, kwargs = build_hf(spec[3:])
     except (hf.UnknownTarget, hf.CatalogueUnavailable) as exc:
         raise TargetError(str(exc)) from exc
     return Target(spec, model, tuple(args), dict(kwargs))
+
+
+def build_hf(name: str) -> tuple[torch.nn.Module, tuple, dict]:
+    """``(model, args, kwargs)`` of ``hf:NAME``: the built-in catalogue (:mod:`mend.targets.hf`),
+    or, for ``newest/NAME``, the rows for the newest transformers release
+    (:mod:`mend.targets.hf_newest`, used by ``benchmarks/run_newest.py``)."""
+    from mend.targets import hf_newest
+
+    if name.startswith(hf_newest.PREFIX):
+        return hf_newest.build(name[len(hf_newest.PREFIX):])
+    from mend.targets import hf
+
+    return hf.build(name)
 
 
 def _factory_of(module, attr: str, where: str) -> Callable:

@@ -1,0 +1,850 @@
+"""Rule: host-side counting loop over ``.tolist()`` -> a tensor count (shared case 031).
+
+::
+
+    n = 0                              n = 0
+    for s in T.tolist():       ->      n = n + (T > C).sum()        # k * (...) when k != 1
+        if s > C:
+            n += 1
+
+``T.tolist()`` moves every element to the host as a Python number (a graph break:
+"Tensor.tolist() with non-integer tensor"); the loop then counts in Python. The rewrite
+counts on the tensor, so the loop and the break disappear. The count becomes a 0-d int64
+tensor instead of a Python int.
+
+What makes it exact (proof obligations, discharged by ``verifier/obligations.py``, section
+"host-count-reduction"; general lemma in ``proofs/hc_compare_exact.smt2``):
+
+* ``count-compare-exact``: Python compares each element's exact value (``tolist()`` turns
+  float16/bfloat16/float32 into the same float64) with C; torch compares in the promoted
+  dtype after converting C to it (float C and a float tensor: the tensor's dtype; float C
+  and an integer/bool tensor: float32; int C and an integer tensor: the tensor's dtype,
+  wrapping). Proved for every element value of T's dtype (NaN, +-inf, -0.0 included)
+  when C is exact there, refuted with a counterexample otherwise (C = 0.1 on float32:
+  s = fp32(0.1) is > 0.1 in Python, not in torch). T's dtype is the example run's.
+* ``count-tolist-1d``: T is 1-D (observed; recorded as an assumption). ``tolist()`` of a
+  2-D tensor yields lists and ``list > C`` raises TypeError in the original.
+* ``count-sum-exact``: the int64 sum of the bool tensor, scaled and added to the int
+  literal, equals the Python int (bit-vector arithmetic, counts below 2^48).
+* ``count-uses-keep-type``: every later use of ``n`` is an operand of ``+``, ``-`` or ``*``
+  whose other operand is a tensor; a Python int there and a 0-d int64 tensor give the same
+  dtype (ATen's promotion categories; observed dtypes and ranks) and the same device.
+* ``count-no-gradient``: comparisons are not differentiable; neither count carries a
+  gradient.
+
+The facts (T's dtype, rank, device; each use operand's kind, dtype, rank) are observed on
+the example run at one line each -- T where the count runs (the loop's line), each use's
+other operand where that use reads it -- on every hit of the line and every call of the
+function (``trace_facts(watch=...)``); the observations must agree (kind, dtype, rank,
+device), else the obligation is unknown with the disagreement as reason. T must be shown to
+be a torch.Tensor. ``count-compare-exact``, ``count-tolist-1d`` and ``count-uses-keep-type``
+are required PROVED at every level, ``--verify fast`` included
+(``verifier.obligations.ALWAYS_REQUIRED``): unknown or refuted declines, naming the
+obligation. The threshold is exposed as ``RewriteResult.edge_values`` for the differential
+test (drawn as C, C rounded to the input's dtype and its neighbours).
+
+Fix safety -- declined, with the reason, when: the loop body does anything but one
+``if s <cmp> C: n += <int literal>`` (an else/elif arm, break/continue, other statements,
+a chained or non-numeric comparison, a non-literal threshold or increment), the loop has
+an ``else``, iterates anything but ``<expr>.tolist()``, sits in another loop or outside a
+function, the loop variable is read after the loop (Python leaves it bound), ``n`` is not
+initialised to an int literal in the same block before the loop or is assigned between,
+``n`` or the loop variable is captured by a nested function or declared global/nonlocal,
+a later use of ``n`` is anything but an operand of ``+``/``-``/``*`` with a non-literal
+other operand (returned, compared, formatted, passed to a call, stored, reassigned...), a
+use shares its line with another statement or its statement binds with ``:=`` (facts are
+observed per line), the loop holds a comment the rewrite would drop, T goes through NumPy
+(``.numpy()``: the count would be a NumPy integer), or a name T reads (a ``self.``
+attribute of it) is bound, deleted or written into (attribute/item assignment, ``setattr``)
+anywhere from the counter's initialisation to the end of the function -- conservatively,
+whether or not that statement runs: the facts observed where the count runs might not
+describe the value the loop iterates on other inputs.
+"""
+from __future__ import annotations
+
+import ast
+import math
+from dataclasses import dataclass, field
+
+import libcst as cst
+import libcst.matchers as m
+from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
+
+from mend.locate import Located
+from mend.rules import Decline, Match
+from mend.rules._effects import Replace, code_of as _code
+
+NAME = "host-count-reduction"
+CATEGORY = "item-tolist"
+
+_OPS = {cst.GreaterThan: ">", cst.GreaterThanEqual: ">=", cst.LessThan: "<", cst.LessThanEqual: "<=",
+        cst.Equal: "==", cst.NotEqual: "!="}
+_FLIP = {">": "<", ">=": "<=", "<": ">", "<=": ">=", "==": "==", "!=": "!="}
+_ARITH = {cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*"}
+_INT64 = 2 ** 63
+_DYNAMIC_SCOPE = {"locals", "vars", "eval", "exec", "globals"}
+
+
+@dataclass
+class RewriteResult:
+    """A verified-pending rewrite: the whole new module, the replaced lines of the input
+    (1-based, inclusive), what was done, and what a verifier must establish."""
+
+    code: str
+    span: tuple[int, int]
+    detail: str
+    obligations: list[dict] = field(default_factory=list)
+    # constants the rewrite's behaviour turns on (the comparison's threshold): a differential
+    # test draws them, rounded to each input's dtype and their neighbours, as edge values
+    edge_values: list = field(default_factory=list)
+
+
+@dataclass
+class _Plan:
+    loop: cst.For
+    counter: str
+    var: str
+    tensor: cst.BaseExpression
+    op: str                    # normalised: `s <op> C`
+    threshold: cst.BaseExpression
+    threshold_value: int | float
+    init: int
+    step: int
+    uses: list                 # (other operand node, statement of the use)
+
+
+def _generic() -> Decline:
+    from mend.taxonomy import UNFIXABLE_REASONS
+
+    return Decline(None, UNFIXABLE_REASONS[CATEGORY])
+
+
+def _number(node: cst.BaseExpression) -> int | float | None:
+    """The value of a numeric literal (``3``, ``0.5``, ``-1e-3``), else None."""
+    inner, sign = node, 1
+    while isinstance(inner, cst.UnaryOperation) and isinstance(inner.operator, (cst.Minus, cst.Plus)):
+        sign = -sign if isinstance(inner.operator, cst.Minus) else sign
+        inner = inner.expression
+    if not isinstance(inner, (cst.Integer, cst.Float)):
+        return None
+    try:
+        value = ast.literal_eval(inner.value)
+    except (ValueError, SyntaxError):
+        return None
+    return sign * value
+
+
+def _is_tolist(node: cst.BaseExpression) -> bool:
+    return (isinstance(node, cst.Call) and not node.args and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value == "tolist")
+
+
+def _names(node: cst.CSTNode, name: str) -> list[cst.Name]:
+    return [n for n in m.findall(node, m.Name(name))]
+
+
+class _Walk(cst.CSTVisitor):
+    """Every Name node of ``names`` in a function, with the enclosing nested scope if any."""
+
+    def __init__(self, names: set[str]):
+        self.names = names
+        self.found: list[tuple[cst.Name, bool]] = []
+        self.depth = 0
+
+    def _enter(self, node) -> bool:
+        self.depth += 1
+        return True
+
+    def _leave(self, node) -> None:
+        self.depth -= 1
+
+    visit_FunctionDef = visit_Lambda = visit_ClassDef = _enter
+    leave_FunctionDef = leave_Lambda = leave_ClassDef = _leave
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value in self.names:
+            self.found.append((node, self.depth > 0))
+
+
+def _stmt_of(node: cst.CSTNode, parents) -> cst.CSTNode:
+    cur = node
+    while cur in parents and not isinstance(cur, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+        cur = parents[cur]
+    return cur
+
+
+def _use_kind(name: cst.Name, parents) -> str:
+    """How a later read of the counter uses it, in words."""
+    parent = parents.get(name)
+    while isinstance(parent, (cst.LeftParen, cst.RightParen)):
+        parent = parents.get(parent)
+    if isinstance(parent, cst.Return):
+        return "returned directly"
+    if isinstance(parent, (cst.Comparison, cst.ComparisonTarget)):
+        return "compared"
+    if isinstance(parent, cst.Arg):
+        return "passed to a call"
+    if isinstance(parent, cst.FormattedStringExpression):
+        return "formatted into a string"
+    if isinstance(parent, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.Del)):
+        return "reassigned or deleted"
+    if isinstance(parent, cst.Assign):
+        return "stored (`... = n`)"
+    if isinstance(parent, cst.Subscript) or isinstance(parent, (cst.SubscriptElement, cst.Index, cst.Slice)):
+        return "used as an index or slice bound"
+    if isinstance(parent, cst.BinaryOperation):
+        return "an operand of an operator other than +, - and *"
+    if isinstance(parent, cst.UnaryOperation):
+        return "negated or inverted on its own"
+    return f"used as part of a {type(parent).__name__}" if parent is not None else "used"
+
+
+def _screen(wrapper: MetadataWrapper, line: int) -> _Plan | Decline:
+    pos = wrapper.resolve(PositionProvider)
+    parents = wrapper.resolve(ParentNodeProvider)
+    loops = [n for n in m.findall(wrapper.module, m.For()) if pos[n].start.line == line]
+    if not loops:
+        return _generic()
+    loop = loops[0]
+    chain, cur = [], loop
+    while cur in parents:
+        cur = parents[cur]
+        chain.append(cur)
+    chain.reverse()
+    function = next((a for a in reversed(chain) if isinstance(a, cst.FunctionDef)), None)
+    where = f"line {line}"
+    if not _is_tolist(loop.iter):
+        return Decline(NAME, f"the loop ({where}) iterates `{_code(loop.iter)}`, not `<tensor>.tolist()`; "
+                             + _generic().reason)
+    if function is None:
+        return Decline(NAME, f"the counting loop ({where}) is not inside a function")
+    inner = chain[chain.index(function) + 1:]
+    if any(isinstance(a, (cst.For, cst.While)) for a in inner):
+        return Decline(NAME, f"the counting loop ({where}) sits inside another loop")
+    if loop.asynchronous is not None:
+        return Decline(NAME, f"`async for` ({where}) is not rewritten")
+    if loop.orelse is not None:
+        return Decline(NAME, f"the loop ({where}) has an `else` branch")
+    if not isinstance(loop.target, cst.Name):
+        return Decline(NAME, f"the loop target `{_code(loop.target)}` ({where}) is not a single name")
+    var = loop.target.value
+    tensor = loop.iter.func.value
+    if m.findall(tensor, m.NamedExpr() | m.Lambda() | m.Yield() | m.Await()):
+        return Decline(NAME, f"the iterated expression ({where}) binds a name or defines/awaits a function")
+    if _through_numpy(tensor):
+        return Decline(NAME, f"the iterated expression `{_code(tensor)}` ({where}) goes through NumPy: its "
+                             "tolist() is not a torch.Tensor's, and the count would not be a tensor")
+    body = loop.body.body if isinstance(loop.body, cst.IndentedBlock) else ()
+    if m.findall(loop.body, m.Break() | m.Continue()):
+        return Decline(NAME, f"the loop body ({where}) has `break`/`continue`: the count stops early")
+    if len(body) != 1 or not isinstance(body[0], cst.If):
+        return Decline(NAME, f"the loop body ({where}) is not a single `if s <cmp> C: n += k`")
+    if_ = body[0]
+    if if_.orelse is not None:
+        return Decline(NAME, f"the `if` in the loop ({where}) has an else/elif arm")
+    stmts = if_.body.body if isinstance(if_.body, cst.IndentedBlock) else ()
+    small = stmts[0].body if len(stmts) == 1 and isinstance(stmts[0], cst.SimpleStatementLine) else []
+    if len(small) != 1 or not isinstance(small[0], cst.AugAssign):
+        return Decline(NAME, f"the guarded body ({where}) does more than `n += <int literal>`")
+    aug = small[0]
+    if not isinstance(aug.operator, cst.AddAssign) or not isinstance(aug.target, cst.Name):
+        return Decline(NAME, f"`{_code(aug).strip()}` ({where}) is not `n += <int literal>`")
+    counter = aug.target.value
+    if not isinstance(aug.value, cst.Integer):
+        return Decline(NAME, f"the increment `{_code(aug.value)}` ({where}) is not an int literal")
+    step = ast.literal_eval(aug.value.value)
+    if counter == var:
+        return Decline(NAME, f"the loop variable `{var}` is also the counter ({where})")
+    test = if_.test
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1 or \
+            type(test.comparisons[0].operator) not in _OPS:
+        return Decline(NAME, f"the test `{_code(test)}` ({where}) is not one comparison `s <cmp> C` "
+                             "with <cmp> one of >, >=, <, <=, ==, !=")
+    op = _OPS[type(test.comparisons[0].operator)]
+    left, right = test.left, test.comparisons[0].comparator
+    if m.matches(left, m.Name(var)) and _number(right) is not None:
+        threshold = right
+    elif m.matches(right, m.Name(var)) and _number(left) is not None:
+        threshold, op = left, _FLIP[op]
+    else:
+        return Decline(NAME, f"the test `{_code(test)}` ({where}) does not compare the loop variable `{var}` "
+                             "with a numeric literal")
+    value = _number(threshold)
+    if isinstance(value, float) and not math.isfinite(value):
+        return Decline(NAME, f"the threshold `{_code(threshold)}` ({where}) is not a finite number")
+    if isinstance(value, int) and abs(value) > 2 ** 53:
+        return Decline(NAME, f"the threshold `{_code(threshold)}` ({where}) is an int beyond 2**53, not exact "
+                             "as a float64 (the comparison is not encoded)")
+    stripped = loop.with_changes(leading_lines=[])
+    if m.findall(stripped, m.Comment()):
+        return Decline(NAME, f"the loop ({where}) holds a comment the rewrite would drop")
+
+    # the counter's initialisation: the last statement binding it in the same block
+    block = parents[loop]
+    siblings = list(block.body)
+    idx = siblings.index(loop)
+    init, init_line = None, 0
+    for prev in reversed(siblings[:idx]):
+        if not _binds(prev, counter):
+            continue
+        small = prev.body if isinstance(prev, cst.SimpleStatementLine) else []
+        if len(small) == 1 and isinstance(small[0], cst.Assign) and len(small[0].targets) == 1 and \
+                m.matches(small[0].targets[0].target, m.Name(counter)):
+            n0 = _number(small[0].value)
+            if isinstance(n0, int) and not isinstance(small[0].value, cst.Float):
+                init, init_line = n0, pos[prev].start.line
+                break
+            return Decline(NAME, f"`{counter}` starts as `{_code(small[0].value)}` (line {pos[prev].start.line}), "
+                                 "not an int literal")
+        return Decline(NAME, f"`{counter}` is assigned between its initialisation and the loop "
+                             f"(line {pos[prev].start.line})")
+    if init is None:
+        return Decline(NAME, f"`{counter}` is not initialised to an int literal in the same block before the "
+                             f"loop ({where})")
+    if abs(init) >= _INT64 or abs(step) >= _INT64:
+        return Decline(NAME, f"the initial value or increment of `{counter}` does not fit in int64")
+
+    # the rest of the function
+    for g in m.findall(function, m.Global() | m.Nonlocal()):
+        declared = {n.name.value for n in g.names}
+        if declared & {counter, var}:
+            return Decline(NAME, f"`{sorted(declared & {counter, var})[0]}` is declared global/nonlocal")
+    for call in m.findall(function, m.Call(func=m.Name())):
+        if call.func.value in _DYNAMIC_SCOPE:
+            return Decline(NAME, f"the function calls `{call.func.value}()`, which can read the loop's names")
+    walk = _Walk({counter, var})
+    function.body.visit(walk)
+    end = pos[loop].end.line
+    uses = []
+    for node, nested in walk.found:
+        ln = pos[node].start.line
+        if nested:
+            return Decline(NAME, f"`{node.value}` is captured by a nested function or class (line {ln})")
+        if ln <= end:
+            continue
+        if node.value == var:
+            return Decline(NAME, f"the loop variable `{var}` is read after the loop (line {ln}); Python leaves it "
+                                 "bound to the last element")
+        parent = parents.get(node)
+        if not isinstance(parent, cst.BinaryOperation) or type(parent.operator) not in _ARITH:
+            return Decline(NAME, f"`{counter}` is {_use_kind(node, parents)} after the loop (line {ln}); the count "
+                                 "becomes a 0-d int64 tensor, so only operands of +, - and * keep their meaning")
+        other = parent.right if parent.left is node else parent.left
+        if _number(other) is not None or isinstance(other, (cst.SimpleString, cst.ConcatenatedString)):
+            return Decline(NAME, f"`{_code(parent)}` (line {ln}) combines `{counter}` with a Python literal: the "
+                                 "result would become a tensor instead of a Python number")
+        if _names(other, counter):
+            return Decline(NAME, f"`{_code(parent)}` (line {ln}) reads `{counter}` on both sides")
+        stmt = _stmt_of(node, parents)
+        if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) > 1:
+            return Decline(NAME, f"the use `{_code(parent)}` (line {ln}) shares its line with other statements: its "
+                                 "operand's facts are observed per line")
+        if m.findall(stmt if isinstance(stmt, cst.SimpleStatementLine) else parent, m.NamedExpr()):
+            return Decline(NAME, f"the statement of the use `{_code(parent)}` (line {ln}) binds a name (`:=`)")
+        uses.append((other, stmt))
+    rebound = _rebinding(function, tensor, pos, init_line)
+    if rebound:
+        return Decline(NAME, f"`{rebound[0]}` (read by the iterated `{_code(tensor)}`) is rebound or written at line "
+                             f"{rebound[1]}, after `{counter}` is initialised (line {init_line}): the dtype and rank "
+                             "observed where the count runs might not describe what the loop iterates")
+    return _Plan(loop, counter, var, tensor, op, threshold, value, init, step, uses)
+
+
+def _through_numpy(tensor: cst.BaseExpression) -> bool:
+    """Whether the iterated expression goes through NumPy (``.numpy()``, ``np.``/``numpy.``)."""
+    return bool(m.findall(tensor, m.Attribute(attr=m.Name("numpy")) | m.Name("numpy") | m.Name("np")))
+
+
+def _target_roots(expr: ast.AST) -> tuple[set[str], set[str]]:
+    """(root names, dotted ``a.b`` chains) a binding target rebinds or writes into."""
+    if isinstance(expr, ast.Name):
+        return {expr.id}, {expr.id}
+    if isinstance(expr, (ast.Tuple, ast.List)):
+        roots, dotted = set(), set()
+        for el in expr.elts:
+            r, d = _target_roots(el)
+            roots |= r
+            dotted |= d
+        return roots, dotted
+    if isinstance(expr, ast.Starred):
+        return _target_roots(expr.value)
+    if isinstance(expr, (ast.Attribute, ast.Subscript)):
+        roots, dotted = _target_roots(expr.value)
+        if isinstance(expr, ast.Attribute):
+            dotted = {f"{d}.{expr.attr}" for d in dotted} if dotted else set()
+        return roots, dotted
+    return set(), set()
+
+
+def _read_names(tensor: cst.BaseExpression) -> tuple[set[str], set[str]]:
+    """(names, dotted ``self.`` chains) the iterated expression reads."""
+    try:
+        tree = ast.parse(_code(tensor).strip(), mode="eval")
+    except SyntaxError:
+        return set(), set()
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    chains = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            _, dotted = _target_roots(node)
+            chains |= {d for d in dotted if d.startswith("self.")}
+    return names, chains
+
+
+def _rebinding(function: cst.FunctionDef, tensor: cst.BaseExpression, pos, init_line: int) -> tuple[str, int] | None:
+    """A name (or ``self.`` attribute) the iterated expression reads that some statement from
+    the counter's initialisation to the end of the function binds, deletes or writes into
+    (attribute or item assignment): (name, line), else None. Conservative: any such
+    statement counts, wherever it is and whether or not it runs."""
+    names, chains = _read_names(tensor)
+    plain = names - {"self"}
+    if not names:
+        return None
+    kinds = (m.AssignTarget() | m.AugAssign() | m.AnnAssign() | m.For() | m.CompFor() | m.WithItem() | m.NamedExpr()
+             | m.Del() | m.ImportAlias() | m.FunctionDef() | m.ClassDef() | m.ExceptHandler() | m.Global()
+             | m.Nonlocal())
+    for t in m.findall(function.body, kinds):
+        line = pos[t].start.line if t in pos else init_line
+        if line < init_line:
+            continue
+        if isinstance(t, (cst.Global, cst.Nonlocal)):
+            hit = {n.name.value for n in t.names} & names
+            if hit:
+                return sorted(hit)[0], line
+            continue
+        if isinstance(t, cst.ImportAlias):
+            bound = {_code(t.asname.name) if t.asname else _code(t.name).split(".")[0]}
+            hit = bound & names
+            if hit:
+                return sorted(hit)[0], line
+            continue
+        if isinstance(t, (cst.FunctionDef, cst.ClassDef)):
+            if t.name.value in names:
+                return t.name.value, line
+            continue
+        if isinstance(t, cst.ExceptHandler):
+            target = t.name.name if t.name is not None else None
+        elif isinstance(t, cst.WithItem):
+            target = t.asname.name if t.asname is not None else None
+        elif isinstance(t, cst.Del):
+            target = t.target
+        else:
+            target = t.target
+        if target is None:
+            continue
+        try:
+            tree = ast.parse(_code(target).strip(), mode="eval").body
+        except SyntaxError:
+            return _code(target).strip(), line
+        roots, dotted = _target_roots(tree)
+        hit = roots & plain
+        if hit:
+            return sorted(hit)[0], line
+        if "self" in roots and "self" in names:
+            if "self" in dotted:
+                return "self", line
+            for d in dotted:
+                for c in chains:
+                    if c == d or c.startswith(d + ".") or d.startswith(c + "."):
+                        return c, line
+    if "self" in names:
+        for call in m.findall(function.body, m.Call(func=m.Name("setattr") | m.Name("delattr"))):
+            return f"self (`{call.func.value}`)", pos[call].start.line
+    return None
+
+
+def _binds(stmt: cst.CSTNode, name: str) -> bool:
+    """Whether ``stmt`` (anywhere inside) binds ``name``."""
+    pattern = m.Name(name)
+    for t in m.findall(stmt, m.AssignTarget() | m.AugAssign() | m.AnnAssign() | m.For() | m.WithItem()
+                       | m.NamedExpr() | m.Del() | m.ImportAlias() | m.CompFor() | m.FunctionDef() | m.ClassDef()
+                       | m.ExceptHandler() | m.Global() | m.Nonlocal()):
+        target = getattr(t, "target", None) or getattr(t, "asname", None) or getattr(t, "name", None)
+        if isinstance(t, (cst.Global, cst.Nonlocal)):
+            if any(n.name.value == name for n in t.names):
+                return True
+            continue
+        if target is not None and m.findall(target, pattern):
+            return True
+        if isinstance(t, cst.ImportAlias) and t.asname is None and _code(t.name).split(".")[0] == name:
+            return True
+    return False
+
+
+def match(loc: Located) -> Match | Decline:
+    node = loc.node
+    if not isinstance(node, cst.For):
+        return _generic()
+    plan = _screen(MetadataWrapper(loc.module, unsafe_skip_copy=True), loc.line)
+    if isinstance(plan, Decline):
+        return plan
+    return Match(NAME, f"`for {plan.var} in ....tolist(): if {plan.var} {plan.op} ...: {plan.counter} += "
+                       f"{plan.step}` -> `{plan.counter} = {plan.counter} + {_count_expr(plan)}`")
+
+
+def _count_expr(plan: _Plan) -> str:
+    count = f"({_code(plan.tensor)} {plan.op} {_code(plan.threshold)}).sum()"
+    return count if plan.step == 1 else f"{plan.step} * {count}"
+
+
+def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
+    """Rewrite the counting loop reported at ``line`` of ``module`` (see the module docstring)."""
+    wrapper = MetadataWrapper(module)
+    plan = _screen(wrapper, line)
+    if isinstance(plan, Decline):
+        return plan
+    pos = wrapper.resolve(PositionProvider)
+    span = (pos[plan.loop].start.line, pos[plan.loop].end.line)
+    shift = span[1] - span[0]
+    n = plan.counter
+    new = cst.parse_statement(f"{n} = {n} + {_count_expr(plan)}\n").with_changes(
+        leading_lines=plan.loop.leading_lines)
+    tree = wrapper.module.visit(Replace(plan.loop, new))
+    use_lines = sorted({pos[stmt].start.line - shift for _, stmt in plan.uses})
+    values = [_code(other) for other, _ in plan.uses]
+    # each use's other operand, where it is read (the line of the operand itself: a line
+    # event there precedes its load)
+    uses = [{"value": _code(other), "line": pos[other].start.line - shift} for other, _ in plan.uses]
+    line = span[0]     # the count statement's line in the mended code: the loop's
+    tensor = _code(plan.tensor)
+    c = _code(plan.threshold)
+    detail = (f"host counting loop over `{tensor}.tolist()` -> `{n} = {n} + {_count_expr(plan)}` "
+              f"({n} becomes a 0-d int64 tensor)")
+    obligations = [
+        {"kind": "count-tolist-1d", "expr": tensor, "line": line},
+        {"kind": "count-compare-exact", "expr": tensor, "op": plan.op, "threshold": c,
+         "threshold_value": plan.threshold_value, "line": line},
+        {"kind": "count-sum-exact", "init": plan.init, "step": plan.step},
+        {"kind": "count-uses-keep-type", "expr": tensor, "values": values, "lines": use_lines, "line": line,
+         "uses": uses},
+        {"kind": "count-no-gradient", "expr": tensor},
+    ]
+    return RewriteResult(tree.code, span, detail, obligations, edge_values=[plan.threshold_value])
+
+
+# --- examples (Fixit style): FIX (before, exact after) and DECLINE (source, reason) -----------
+# The site is the first `for` line (see :func:`example_line`).
+
+def example_line(source: str) -> int:
+    """The line of an example's site: its first `for` line over `.tolist()`, else its first `for`."""
+    lines = [(i, t) for i, t in enumerate(source.splitlines(), 1) if t.lstrip().startswith("for ")]
+    if not lines:
+        raise ValueError("no loop in example")
+    return next((i for i, t in lines if ".tolist()" in t), lines[0][0])
+
+
+FIX_EXAMPLES: list[tuple[str, str]] = [
+    # shared case 031: a comment above the loop is kept
+    ('''import torch
+
+
+def forward(self, x):
+    scores = torch.sigmoid(self.fc(x)).squeeze(-1)
+    n_confident = 0
+    # count the confident ones
+    for s in scores.tolist():
+        if s > 0.5:
+            n_confident += 1
+    return scores * n_confident
+''', '''import torch
+
+
+def forward(self, x):
+    scores = torch.sigmoid(self.fc(x)).squeeze(-1)
+    n_confident = 0
+    # count the confident ones
+    n_confident = n_confident + (scores > 0.5).sum()
+    return scores * n_confident
+'''),
+    # `C <cmp> s` is normalised; step 2; a use on the right of `-`
+    ('''import torch
+
+
+def f(logits, h):
+    hits = 3
+    for v in logits.float().tolist():
+        if 0.25 >= v:
+            hits += 2
+    return h - hits
+''', '''import torch
+
+
+def f(logits, h):
+    hits = 3
+    hits = hits + 2 * (logits.float() <= 0.25).sum()
+    return h - hits
+'''),
+    # an int tensor counted against an int; statements between init and loop that read n
+    ('''import torch
+
+
+class M(torch.nn.Module):
+    def forward(self, ids, emb):
+        nnz = 0
+        base = emb * nnz
+        for t in ids.tolist():
+            if t != 0:
+                nnz += 1
+        return base + emb * nnz
+''', '''import torch
+
+
+class M(torch.nn.Module):
+    def forward(self, ids, emb):
+        nnz = 0
+        base = emb * nnz
+        nnz = nnz + (ids != 0).sum()
+        return base + emb * nnz
+'''),
+    # a negative threshold, `<=`, an unused counter after the loop
+    ('''import torch
+
+
+def f(x):
+    low = 0
+    for s in x[0].tolist():
+        if s <= -1.5:
+            low += 1
+    return x
+''', '''import torch
+
+
+def f(x):
+    low = 0
+    low = low + (x[0] <= -1.5).sum()
+    return x
+'''),
+    # `==` against an integer-valued float; the use is an operand of `*` inside a call's argument
+    ('''import torch
+
+
+def f(mask, h):
+    n = 0
+    for m in mask.tolist():
+        if m == 1.0:
+            n += 1
+    return torch.relu(h * n)
+''', '''import torch
+
+
+def f(mask, h):
+    n = 0
+    n = n + (mask == 1.0).sum()
+    return torch.relu(h * n)
+'''),
+    # `<` with an int threshold on a float tensor, two uses
+    ('''import torch
+
+
+def f(x, y):
+    small = 0
+    for s in x.tolist():
+        if s < 2:
+            small += 1
+    a = x * small
+    return a + small * y
+''', '''import torch
+
+
+def f(x, y):
+    small = 0
+    small = small + (x < 2).sum()
+    a = x * small
+    return a + small * y
+'''),
+]
+
+DECLINE_EXAMPLES: list[tuple[str, str]] = [
+    ('''import torch
+def f(x):
+    n = 0
+    for s in x.tolist():
+        if s > 0.5:
+            n += 1
+    return n
+''', "returned directly"),
+    ('''import torch
+def f(x):
+    n = 0
+    for s in x.tolist():
+        if s > 0.5:
+            n += 1
+    if n > 2:
+        x = x * 2
+    return x
+''', "compared"),
+    ('''import torch
+def f(x):
+    n = 0
+    for s in x.tolist():
+        if s > 0.5:
+            n += 1
+    return x[:n]
+''', "index or slice"),
+    ('''import torch
+def f(x):
+    n = 0
+    for s in x.tolist():
+        if s > 0.5:
+            n += 1
+    print(f"{n} confident")
+    return x
+''', "formatted"),
+    ('''import torch
+def f(x):
+    n = 0
+    for s in x.tolist():
+        if s > 0.5:
+            n += 1
+    return torch.zeros(n)
+''', "passed to a call"),
+    ('''import torch
+def f(self, x):
+    n = 0
+    for s in x.tolist():
+        if s > 0.5:
+            n += 1
+    self.count = n
+    return x
+''', "stored"),
+    ('''import torch
+def f(x):
+    n = 0
+    for s in x.tolist():
+        if s > 0.5:
+            n += 1
+    return x * (n + 1)
+''', "Python literal"),
+    ('''import torch
+def f(x):
+    n = 0
+    for s in x.tolist():
+        if s > 0.5:
+            n += 1
+        else:
+            n -= 1
+    return x * n
+''', "else/elif"),
+    ('''import torch
+def f(x):
+    n = 0
+    for s in x.tolist():
+        if s > 0.5:
+            n += 1
+            break
+    return x * n
+''', "break"),
+    ('''import torch
+def f(x):
+    n = 0
+    for s in x.tolist():
+        if s > 0.5:
+            n += 1
+    else:
+        n = 0
+    return x * n
+''', "`else` branch"),
+    ('''import torch
+def f(x):
+    n = 0
+    for s in x.tolist():
+        print(s)
+        if s > 0.5:
+            n += 1
+    return x * n
+''', "not a single"),
+    ('''import torch
+def f(x):
+    n = 0
+    for s in x.tolist():
+        if s > 0.5:
+            n += 1
+    return x * n + s
+''', "read after the loop"),
+    ('''import torch
+def f(x, y):
+    n = 0
+    n = y.shape[0]
+    for s in x.tolist():
+        if s > 0.5:
+            n += 1
+    return x * n
+''', "starts as"),
+    ('''import torch
+def f(x):
+    n = 0
+    x, n = x * 2, 1
+    for s in x.tolist():
+        if s > 0.5:
+            n += 1
+    return x * n
+''', "assigned between"),
+    ('''import torch
+def f(x):
+    n = 0.0
+    for s in x.tolist():
+        if s > 0.5:
+            n += 1
+    return x * n
+''', "not an int literal"),
+    ('''import torch
+def f(x):
+    n = 0
+    for s in list(x):
+        if s > 0.5:
+            n += 1
+    return x * n
+''', "not `<tensor>.tolist()`"),
+    ('''import torch
+def f(x, w):
+    n = 0
+    for s in x.tolist():
+        if s > 0.5:
+            n += w
+    return x * n
+''', "not an int literal"),
+    ('''import torch
+def f(x, thr):
+    n = 0
+    for s in x.tolist():
+        if s > thr:
+            n += 1
+    return x * n
+''', "numeric literal"),
+    ('''import torch
+def f(x):
+    n = 0
+    for s in x.tolist():
+        if 0.1 < s < 0.9:
+            n += 1
+    return x * n
+''', "one comparison"),
+    ('''import torch
+def f(xs):
+    out = []
+    for x in xs:
+        n = 0
+        for s in x.tolist():
+            if s > 0.5:
+                n += 1
+        out.append(x * n)
+    return out
+''', "inside another loop"),
+    ('''import torch
+def f(x):
+    n = 0
+    get = lambda: n
+    for s in x.tolist():
+        if s > 0.5:
+            n += 1
+    return x * get()
+''', "captured"),
+    ('''import torch
+def f(x):
+    n = 0
+    for s in x.tolist():  # host loop, see issue 12
+        if s > 0.5:
+            n += 1
+    return x * n
+''', "comment"),
+]

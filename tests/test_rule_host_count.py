@@ -1,0 +1,352 @@
+"""host-count-reduction: examples from the rule, obligations, fixtures through mend.fix.fix.
+
+Generated tests: every FIX example is rewritten to exactly its expected text, every DECLINE
+example is declined with its reason (statically, with file:line). REFUTED examples pass the
+static screen and are declined by their proof obligations on the example run's facts (a
+threshold not exact in the tensor's dtype, a 2-D tensor, a 0-d int operand).
+"""
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import libcst as cst
+import pytest
+import torch
+
+from mend.fix import fix
+from mend.locate import locate
+from mend.rules import Decline, Match, match_site
+from mend.rules import host_count as hc
+from mend.targets import load_file_module
+from tests.conftest import FIXTURES
+from verifier import obligations as O
+
+_ids = itertools.count()
+
+
+def _write(tmp_path: Path, code: str) -> Path:
+    path = tmp_path / f"hc_{next(_ids)}.py"
+    path.write_text(code)
+    return path
+
+
+@pytest.mark.parametrize("before,after", hc.FIX_EXAMPLES, ids=[f"fix{i}" for i in range(len(hc.FIX_EXAMPLES))])
+def test_fix_example(before, after, tmp_path):
+    line = hc.example_line(before)
+    res = hc.rewrite(cst.parse_module(before), line)
+    assert isinstance(res, hc.RewriteResult), res
+    assert res.code == after
+    assert res.span[0] == line
+    compile(res.code, "<mended>", "exec")
+    assert isinstance(hc.match(locate(str(_write(tmp_path, before)), line)), Match)
+    assert ".tolist()" not in res.code
+    assert [o["kind"] for o in res.obligations] == ["count-tolist-1d", "count-compare-exact", "count-sum-exact",
+                                                    "count-uses-keep-type", "count-no-gradient"]
+
+
+@pytest.mark.parametrize("source,reason", hc.DECLINE_EXAMPLES,
+                         ids=[f"decline{i}" for i in range(len(hc.DECLINE_EXAMPLES))])
+def test_decline_example(source, reason, tmp_path):
+    line = hc.example_line(source)
+    res = hc.rewrite(cst.parse_module(source), line)
+    assert isinstance(res, Decline), res.code
+    assert res.rule == hc.NAME
+    assert reason in res.reason
+    assert "line " in res.reason   # says where
+    verdict = hc.match(locate(str(_write(tmp_path, source)), line))
+    assert isinstance(verdict, Decline) and verdict.reason == res.reason
+
+
+# (source, facts of the example run, the refuted obligation, words of its counterexample)
+_F32 = {"kind": "tensor", "dtype": "float32", "shape": [6], "device": "cpu", "param": False}
+REFUTED = [
+    # C = 0.1 is not a float32: s = fp32(0.1) counts in Python (0.10000000149 > 0.1), not in torch
+    ('''import torch
+def f(x):
+    n = 0
+    for s in x.tolist():
+        if s > 0.1:
+            n += 1
+    return x * n
+''', {"x": _F32}, "count-compare-exact", "s = 0.10000000149011612"),
+    ('''import torch
+def f(x):
+    n = 0
+    for s in x.tolist():
+        if s == 0.1:
+            n += 1
+    return x * n
+''', {"x": {**_F32, "dtype": "float16"}}, "count-compare-exact", "float16"),
+    # int64 compared with a float: torch rounds both to float32
+    ('''import torch
+def f(x, h):
+    n = 0
+    for s in x.tolist():
+        if s > 16777216.0:
+            n += 1
+    return h * n
+''', {"x": {**_F32, "dtype": "int64"}, "h": _F32}, "count-compare-exact", "16777217"),
+    # int threshold outside uint8: torch wraps it
+    ('''import torch
+def f(x, h):
+    n = 0
+    for s in x.tolist():
+        if s < 300:
+            n += 1
+    return h * n
+''', {"x": {**_F32, "dtype": "uint8"}, "h": _F32}, "count-compare-exact", "uint8"),
+    # a 2-D tensor: tolist() yields lists, the original raises TypeError
+    ('''import torch
+def f(x):
+    n = 0
+    for s in x.tolist():
+        if s > 0.5:
+            n += 1
+    return x * n
+''', {"x": {**_F32, "shape": [2, 3]}}, "count-tolist-1d", "2-D"),
+    # a 0-d int32 operand: int * it stays int32, a 0-d int64 count promotes it to int64
+    ('''import torch
+def f(x, z):
+    n = 0
+    for s in x.tolist():
+        if s > 0.5:
+            n += 1
+    return z * n
+''', {"x": _F32, "z": {**_F32, "dtype": "int32", "shape": []}}, "count-uses-keep-type", "int32"),
+    # an operand that is a Python number on the example run
+    ('''import torch
+def f(x, k):
+    n = 0
+    for s in x.tolist():
+        if s > 0.5:
+            n += 1
+    return k * n
+''', {"x": _F32, "k": {"kind": "num", "cat": "int", "value": 3}}, "count-uses-keep-type", "Python int"),
+]
+
+
+@pytest.mark.parametrize("source,names,kind,words", REFUTED, ids=[f"refuted{i}" for i in range(len(REFUTED))])
+def test_refuted_by_obligation(source, names, kind, words):
+    res = hc.rewrite(cst.parse_module(source), hc.example_line(source))
+    assert isinstance(res, hc.RewriteResult)
+    results = O.discharge(hc.NAME, res.obligations, facts={"names": names, "self": {}}, code=res.code, before=source)
+    bad = [r for r in results if r["result"] != "proved"]
+    assert [r["kind"] for r in bad] == [kind], [(r["kind"], r["result"], r.get("reason")) for r in results]
+    assert bad[0]["result"] == "refuted" and words in bad[0]["counterexample"]
+    for level in ("fast", "standard", "strict"):   # these three are required at every level
+        ok, reason, _ = O.verdict(results, level, hc.NAME)
+        assert not ok and kind in reason
+
+
+@pytest.mark.parametrize("dtype,threshold,op", [("float32", 0.5, ">"), ("float16", 0.25, "<="),
+                                                ("bfloat16", -3.0, "=="), ("float64", 0.1, "!="),
+                                                ("int64", 0, "!="), ("int8", 0.5, ">"), ("bool", 0, ">")])
+def test_compare_exact_proved(dtype, threshold, op):
+    facts = {"names": {"x": {**_F32, "dtype": dtype}}, "self": {}}
+    ob = {"kind": "count-compare-exact", "expr": "x", "op": op, "threshold": repr(threshold),
+          "threshold_value": threshold}
+    (r,) = O.discharge(hc.NAME, [ob], facts=facts)
+    assert r["result"] == "proved", r
+    assert O.replay(r["smtlib"]) == "unsat"
+
+
+def test_sum_exact_refuted_beyond_int64():
+    (r,) = O.discharge(hc.NAME, [{"kind": "count-sum-exact", "init": 2 ** 62, "step": 2 ** 20}], facts=None)
+    assert r["result"] == "refuted"
+
+
+def test_other_item_tolist_sites_keep_the_category_reason(tmp_path):
+    from mend.taxonomy import UNFIXABLE_REASONS
+
+    path = _write(tmp_path, "import torch\ndef f(x):\n    v = x.max().item()\n    sizes = x.tolist()\n"
+                            "    for i in range(int(x.sum())):\n        pass\n    return v\n")
+    for line in (3, 4):
+        verdict = match_site("item-tolist", locate(str(path), line))
+        assert verdict.rule is None and verdict.reason == UNFIXABLE_REASONS["item-tolist"]
+    verdict = match_site("item-tolist", locate(str(path), 5))
+    assert verdict.rule == hc.NAME and "not `<tensor>.tolist()`" in verdict.reason and "Python number" in verdict.reason
+    assert match_site("item-tolist", None).reason == UNFIXABLE_REASONS["item-tolist"]
+
+
+# --- fixtures of the same kind, through mend.fix.fix ------------------------------------------
+
+@pytest.mark.parametrize("name,expected", [
+    ("count_le_step2.py", "n_small = n_small + 2 * (norms <= 2.0).sum()"),
+    ("count_nonzero_ids.py", "nnz = nnz + (ids != 0).sum()"),
+])
+def test_fixture_fixed(name, expected, tmp_path):
+    res = fix(str(FIXTURES / name), verify="strict", max_examples=10)
+    assert res.before.graph_break_count == 1 and res.after.graph_break_count == 0
+    (rw,) = res.rewrites
+    assert rw["rule"] == hc.NAME and not res.declined
+    assert all(o["result"] == "proved" for o in rw["obligations"])
+    assert expected in res.mended and ".tolist()" not in res.mended
+    # eager and compiled behaviour of the mended file equals the original's
+    mended = tmp_path / name
+    mended.write_text(res.mended)
+    a_mod, b_mod = load_file_module(FIXTURES / name, f"_hc_a_{name[:6]}"), load_file_module(mended, f"_hc_b_{name[:6]}")
+    torch.manual_seed(0)
+    a = a_mod.Model().eval()
+    b = b_mod.Model().eval()
+    b.load_state_dict(a.state_dict())
+    args = a_mod.get_inputs()
+    with torch.no_grad():
+        ref = a(*args)
+        assert torch.equal(ref, b(*args))
+        torch._dynamo.reset()
+        explain = torch._dynamo.explain(b)(*args)
+        assert (explain.graph_count, explain.graph_break_count) == (1, 0)
+        assert torch.equal(ref, torch.compile(b, backend="eager")(*args))
+
+
+def test_threshold_not_exact_is_declined_by_fix(tmp_path):
+    source = (FIXTURES / "count_le_step2.py").read_text().replace("if v <= 2.0:", "if v <= 0.1:")
+    path = tmp_path / "count_inexact.py"
+    path.write_text(source)
+    res = fix(str(path), verify="standard", max_examples=5)
+    assert res.rewrites == [] and res.mended == res.original
+    (d,) = res.declined
+    assert d["rule"] == hc.NAME and "count-compare-exact" in d["reason"] and "counterexample" in d["reason"]
+
+
+# --- required at every level; facts observed per line, every hit and call -----------------------
+
+def test_required_obligations_at_every_level():
+    assert O.required_kinds(hc.NAME) == {"count-compare-exact", "count-tolist-1d", "count-uses-keep-type"}
+    assert O.required_kinds("predicated-control-flow") == frozenset()
+    source = REFUTED[0][0]
+    res = hc.rewrite(cst.parse_module(source), hc.example_line(source))
+    facts = {"names": {"x": _F32}, "self": {}}
+    # fast discharges the required obligations only, and declines on the refuted one
+    out = O.check_rewrite(hc.NAME, res.obligations, level="fast", before=source, code=res.code, facts=facts, defs={})
+    assert not out["accepted"] and "count-compare-exact" in out["reason"] and "refuted" in out["reason"]
+    by_kind = {r["kind"]: r["result"] for r in out["obligations"]}
+    assert by_kind == {"count-tolist-1d": "proved", "count-compare-exact": "refuted", "count-sum-exact": "unknown",
+                       "count-uses-keep-type": "proved", "count-no-gradient": "unknown"}
+    # unknown declines too (standard would otherwise accept an unknown)
+    out = O.check_rewrite(hc.NAME, res.obligations, level="standard", before=source, code=res.code,
+                          facts={"names": {}, "self": {}}, defs={})
+    assert not out["accepted"] and "count-tolist-1d" in out["reason"] and "unknown" in out["reason"]
+
+
+def _traced(tmp_path, source, call, obligations):
+    path = _write(tmp_path, source)
+    mod = load_file_module(path, f"_hc_trace_{next(_ids)}")
+    return O.trace_facts(lambda: call(mod), str(path), [], set(), watch=O.watched_lines(obligations))
+
+
+def test_facts_of_every_call_must_agree(tmp_path):
+    source = REFUTED[0][0].replace("0.1", "0.5")
+    res = hc.rewrite(cst.parse_module(source), hc.example_line(source))
+    count_line = res.span[0]
+    mended = res.code + "\ndef both(x):\n    return f(x.double()), f(x)\n"
+    facts = _traced(tmp_path, mended, lambda mod: mod.both(torch.ones(4)), res.obligations)
+    assert facts["at_hits"][str(count_line)] == 2
+    assert [o["dtype"] for o in facts["at"][str(count_line)]["x"]] == ["float64", "float32"]
+    results = O.discharge(hc.NAME, res.obligations, facts=facts, code=res.code, before=source)
+    by_kind = {r["kind"]: r for r in results}
+    for kind in ("count-tolist-1d", "count-compare-exact"):
+        assert by_kind[kind]["result"] == "unknown" and "disagree" in by_kind[kind]["reason"]
+    for level in O.LEVELS:
+        assert not O.verdict(results, level, hc.NAME)[0]
+    # one dtype on every call: proved
+    facts = _traced(tmp_path, res.code, lambda mod: (mod.f(torch.ones(4)), mod.f(torch.zeros(3))), res.obligations)
+    assert all(r["result"] == "proved" for r in O.discharge(hc.NAME, res.obligations, facts=facts, code=res.code))
+
+
+def test_use_operand_is_observed_at_its_own_line(tmp_path):
+    source = '''import torch
+def f(x):
+    n = 0
+    for s in x.tolist():
+        if s > 0.5:
+            n += 1
+    v = 0.5
+    a = v * n
+    v = x
+    b = v * n
+    return a + b
+'''
+    res = hc.rewrite(cst.parse_module(source), hc.example_line(source))
+    (uses,) = [o["uses"] for o in res.obligations if o["kind"] == "count-uses-keep-type"]
+    assert uses == [{"value": "v", "line": 6}, {"value": "v", "line": 8}]
+    facts = _traced(tmp_path, res.code, lambda mod: mod.f(torch.ones(4)), res.obligations)
+    (r,) = [r for r in O.discharge(hc.NAME, res.obligations, facts=facts, code=res.code)
+            if r["kind"] == "count-uses-keep-type"]
+    assert r["result"] == "refuted" and "Python float" in r["counterexample"] and "line 6" in r["counterexample"]
+
+
+@pytest.mark.parametrize("source,words", [
+    ('''import torch
+def f(x):
+    n = 0
+    for s in x.tolist():
+        if s > 0.5:
+            n += 1
+    x = x.double()
+    return x * n
+''', "`x` (read by the iterated `x`) is rebound"),
+    ('''import torch
+def f(self, h):
+    n = 0
+    for s in self.buf.tolist():
+        if s > 0.5:
+            n += 1
+    self.buf = self.buf.double()
+    return h * n
+''', "`self.buf`"),
+    ('''import torch
+def f(x):
+    n = 0
+    x.data = x.data.half()
+    for s in x.tolist():
+        if s > 0.5:
+            n += 1
+    return x * n
+''', "rebound or written at line 4"),
+    ('''import torch
+def f(x):
+    n = 0
+    for s in x.cpu().numpy().tolist():
+        if s > 0.5:
+            n += 1
+    return x * n
+''', "NumPy"),
+    ('''import torch
+def f(x, v):
+    n = 0
+    for s in x.tolist():
+        if s > 0.5:
+            n += 1
+    v = x; a = v * n
+    return a
+''', "shares its line"),
+])
+def test_static_declines_for_facts(source, words):
+    res = hc.rewrite(cst.parse_module(source), hc.example_line(source))
+    assert isinstance(res, Decline) and words in res.reason, res
+
+
+def test_edge_values_of_the_threshold():
+    from verifier.differential import edge_values_for
+
+    vals = edge_values_for(torch.float32, [0.1])
+    assert 0.1 in vals and 0.10000000149011612 in vals and 0.10000000894069672 in vals and 0.09999999403953552 in vals
+    assert edge_values_for(torch.int64, [2.5]) == [1, 2, 3, 4]
+    res = hc.rewrite(cst.parse_module(REFUTED[0][0]), hc.example_line(REFUTED[0][0]))
+    assert res.edge_values == [0.1]
+
+
+def test_differential_sees_a_miscount_at_the_threshold(tmp_path):
+    """With the threshold as an edge value, the differential test alone catches the
+    fp32 0.1 miscount (the obligation refutes it first in mend fix)."""
+    from verifier.differential import differential_test
+
+    src = (FIXTURES / "adversarial" / "hc7_inexact_threshold.py").read_text()
+    res = hc.rewrite(cst.parse_module(src), hc.example_line(src))
+    a_mod = load_file_module(_write(tmp_path, src), f"_hc_d_{next(_ids)}")
+    b_mod = load_file_module(_write(tmp_path, res.code), f"_hc_d_{next(_ids)}")
+    ev = differential_test(a_mod.Model(), b_mod.Model(), a_mod.get_inputs(), max_examples=3, compiled=False,
+                           train=False, extra_edge_values=res.edge_values)
+    assert not ev.passed and "differ" in ev.reason
