@@ -426,9 +426,12 @@ def fix_installed(target: Target, *, seed: int = 0, max_examples: int = 8, max_r
                   verify: str = "standard") -> FixResult:
     """Rewrite breaks inside installed packages: mended copies only, verified out of process.
 
-    Each candidate is checked by three fresh interpreters: the current version and the
-    candidate, both instrumented so the predicate can be forced (eager, bit-exact), and
-    the emitted candidate under ``torch.compile(backend="eager")`` (natural predicates).
+    Each candidate is checked by fresh interpreters: the current version and the
+    candidate, both instrumented so the predicate can be forced (eager, bit-exact); for a
+    branch, the instrumented candidate again under ``torch.compile(backend="eager")``
+    with the predicate forced both ways; and the emitted candidate under Inductor on every
+    drawn input (natural predicates; against the current version under Inductor where
+    Inductor itself departs from eager).
     """
     from verifier.differential import Mismatch
 
@@ -498,6 +501,11 @@ def fix_installed(target: Target, *, seed: int = 0, max_examples: int = 8, max_r
                     emit = _worker({**base, "overlay": str(emit_dir), "force": [], "compiled": True,
                                     "backend": "inductor"}, tmp, f"emit{n}")
                     worst = _compare_runs(ref, cand, exact=True)
+                    if force:  # the predicate forced both ways under torch.compile too: a rewrite
+                        # may take effect only when compiling (torch.cond keeps the `if` for eager)
+                        cand_c = _worker({**base, "overlay": str(cand_dir), "compiled": True, "backend": "eager"},
+                                         tmp, f"candc{n}")
+                        worst = max(worst, _compare_runs(ref, cand_c, exact=False))
                     try:
                         worst = max(worst, _compare_runs(ref, emit, exact=False, natural_only=True, any_error=True))
                     except Mismatch:
@@ -515,7 +523,7 @@ def fix_installed(target: Target, *, seed: int = 0, max_examples: int = 8, max_r
                     declined.append({"site": where, "rule": site.fixable_by, "reason": str(exc)})
                     continue
                 evidence = {"passed": True, "hypothesis_seed": seed, "examples": len(inputs),
-                            "modes": ["eager", "compiled:inductor"],
+                            "modes": ["eager", "compiled:inductor"] + (["compiled:eager-backend/forced"] if force else []),
                             "predicate_outcomes": {str(l): {"natural": ref["seen"].get(str(l), []), "forced": [False, True]}
                                                    for l in force},
                             "max_abs_error": worst, "counterexample": None, "reason": None}
