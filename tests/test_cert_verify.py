@@ -191,3 +191,19 @@ def test_factory_target_certificates_rerun(tmp_path, run_mend):
     code, out, err = _verify(run_mend, found[-1], rerun=True)
     assert code == 0, out + err
     assert "rerun:" in out
+
+
+@pytest.mark.skipif(not (FIXTURES.parents[1].parent / "shared" / "cases" / "README.md").is_file(),
+                    reason="../shared/cases is absent")
+def test_cond_certificate_reencodes(tmp_path, run_mend):
+    """A torch.cond rewrite (case 012): every obligation, the waiver included, re-encodes
+    from the certificate's own data."""
+    case = FIXTURES.parents[1].parent / "shared" / "cases" / "012_sqrt_branch_grad_nan.py"
+    shutil.copy(case, tmp_path / case.name)
+    code, _, err = run_mend("fix", str(tmp_path / case.name), "--verify", "strict", "--out", str(tmp_path / "out"),
+                            "--examples", "3")
+    assert code == 0, err
+    (cert,) = (tmp_path / "out" / "certificates").glob("*.json")
+    assert any(o["kind"] == "cond-taken-side-only" for o in json.loads(cert.read_text())["obligations"])
+    code, out, err = _verify(run_mend, cert)
+    assert code == 0, out + err

@@ -384,7 +384,7 @@ def test_shared_case_012_trap_becomes_cond_with_the_ifs_gradient():
     assert "torch.cond(s > 0, lambda: torch.sqrt(s), lambda: s.clone())" in after
     assert "finite-gradient" not in _kinds(result)
     (waiver,) = [o for o in result.obligations if o["kind"] == "cond-taken-side-only"]
-    assert "finite-gradient" in waiver["waives"] and "only the branch its predicate selects" in waiver["reason"]
+    assert "finite-gradient" in waiver["waives"] and "only the branch its predicate selects" in waiver["why"]
     (x,) = _case_inputs(before)
     for args in [(x,), (-x,), (x * 0.0,)]:  # s > 0, s < 0 (the NaN trap of where), s == bias
         grads = []

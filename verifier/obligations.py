@@ -2444,7 +2444,7 @@ def ob_cond_no_autograd(ob: dict, ctx: Ctx) -> dict:
         return [runs == z3.And(compiling, z3.Not(grad)), z3.And(runs, grad)]   # negated: cond runs with autograd
     return _protocol("cond-no-autograd", ctx, build,
                      ["the emitted guard is `torch.compiler.is_compiling() and not torch.is_grad_enabled()` "
-                      "(Dynamo guards on the grad mode, so each mode gets its own graph)", ob.get("reason") or ""],
+                      "(Dynamo guards on the grad mode, so each mode gets its own graph)", ob.get("why") or ""],
                      "Booleans")
 
 
@@ -2457,7 +2457,7 @@ def ob_cond_taken_side_only(ob: dict, ctx: Ctx) -> dict:
         return [runs_t == p, runs_f == z3.Not(p),                       # cond(p, f, g) = ite(p, f(), g())
                 z3.Or(z3.And(p, runs_f), z3.And(z3.Not(p), runs_t))]   # negated: the untaken side runs
     return _protocol("cond-taken-side-only", ctx, build,
-                     [ob.get("reason") or "torch.cond evaluates only the branch its predicate selects",
+                     [ob.get("why") or "torch.cond evaluates only the branch its predicate selects",
                       "measured on torch 2.13: eager, aot_eager and inductor; gradients through the untaken side "
                       "are not computed"], "Booleans")
 

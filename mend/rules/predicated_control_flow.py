@@ -1406,7 +1406,7 @@ def _rewrite_cond(node: cst.If, arms: list[_Arm], selected: list[str], order_see
     waived = sorted({h["kind"] for h in hazards} | {"untaken-side-cannot-raise"})
     obligations.append({"kind": "cond-taken-side-only", "pred": pred_codes[0], "waives": waived,
                         "exprs": [h.get("expr") or h.get("call") for h in hazards],
-                        "reason": COND_TAKEN_SIDE_ONLY.format(waived=", ".join(waived))})
+                        "why": COND_TAKEN_SIDE_ONLY.format(waived=", ".join(waived))})
 
     stmts: list[cst.SimpleStatementLine] = []
     pred_expr = pred
@@ -1428,7 +1428,7 @@ def _rewrite_cond(node: cst.If, arms: list[_Arm], selected: list[str], order_see
     if grad_why is not None:  # cond only where no gradient exists (inference); with autograd the if runs
         compiling = cst.BooleanOperation(left=compiling, operator=cst.And(), right=cst.UnaryOperation(
             operator=cst.Not(), expression=cst.Call(func=cst.Attribute(cst.Name(env.torch), cst.Name("is_grad_enabled")))))
-        obligations.append({"kind": "cond-no-autograd", "reason": f"{grad_why}: with autograd on, torch.cond's "
+        obligations.append({"kind": "cond-no-autograd", "why": f"{grad_why}: with autograd on, torch.cond's "
                             "backward would give tensors the if leaves without gradient a zero gradient, so the "
                             "cond runs only when torch.is_grad_enabled() is False"})
     header = cst.TrailingWhitespace(whitespace=cst.SimpleWhitespace("  "),
