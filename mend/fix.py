@@ -25,6 +25,7 @@ from mend.scan import ScanResult, scan
 from mend.targets import Target, load_file_module, load_target
 from verifier.differential import differential_test
 from verifier.forcing import instrument
+from verifier.worker import worker_env
 from verifier.obligations import LEVELS, examples_for, facts_in_process, facts_out_of_process, prove
 
 
@@ -77,7 +78,7 @@ def _labels(name: str) -> tuple[str, str]:
     return (name, name) if os.path.isabs(name) else (f"a/{name}", f"b/{name}")
 
 
-def _build_pair(orig_path: Path, cand_path: Path, make):
+def build_pair(orig_path: Path, cand_path: Path, make):
     """Both models from their files (``make(module)``), the candidate loaded with the
     original's weights."""
     # one module name for both: names derived from __name__ (loggers) must agree, as they
@@ -254,14 +255,14 @@ def fix(spec: str, *, seed: int = 0, max_examples: int = 30, max_rounds: int = 4
                 ref_path.write_text(inst_cur or current)
                 test_path.write_text(inst_cand or res.code)
                 try:
-                    _, (m_cur, m_cand) = _build_pair(ref_path, test_path, make)
-                    _, (m_ref, m_emit) = _build_pair(cur_path, cand_path, make)
+                    _, (m_cur, m_cand) = build_pair(ref_path, test_path, make)
+                    _, (m_ref, m_emit) = build_pair(cur_path, cand_path, make)
                 except (TargetError, RuntimeError) as exc:
                     declined.append({"site": where, "rule": site.fixable_by, "reason": f"the rewritten file does not load: {exc}"})
                     continue
                 evidence = differential_test(m_cur, m_cand, target.args, emitted=m_emit, reference=m_ref, force_lines=force_lines,
                                              extra_inputs=[target.trap_inputs] if target.trap_inputs else [],
-                                             extra_edge_values=getattr(res, "edge_values", ()),  # a rule's constants
+                                             extra_edge_values=res.edge_values,  # a rule's constants
                                              seed=seed, max_examples=max_examples)
                 if not evidence.passed:
                     declined.append({"site": where, "rule": site.fixable_by,
@@ -372,13 +373,6 @@ def _worker(request: dict, tmp: Path, tag: str):
     if request["action"] == "scan":
         return json.loads(Path(request["out"]).read_text())
     return torch.load(request["out"], weights_only=False)
-
-
-def worker_env() -> dict:
-    """Environment of a verification interpreter: one intra-op thread, and the user's
-    working directory importable, as ``mend`` made it for MODULE:FACTORY targets."""
-    path = [os.getcwd(), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-    return dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore", PYTHONPATH=os.pathsep.join(path))
 
 
 def _overlay(root: Path, files: dict[str, str]) -> Path:

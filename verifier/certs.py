@@ -145,6 +145,14 @@ def verify_file(path: str | Path, *, rerun: bool = False, timeout_ms: int | None
     return rep
 
 
+def _check_hash(rep: Report, role: str, path: Path, recorded: str, problem: str) -> None:
+    """Record ``path`` as the checked ``role`` file; a problem when its sha256 is not ``recorded``."""
+    got = sha256_file(path)
+    rep.checked[role] = str(path)
+    if got != recorded:
+        rep.problems.append(f"the {role} file {path} {problem} (sha256 {got[:12]}..., recorded {recorded[:12]}...)")
+
+
 def _check_files(path: Path, doc: dict, rep: Report) -> None:
     paths = doc.get("paths") or {}
     mended = resolve(path, paths.get("mended"))
@@ -153,11 +161,7 @@ def _check_files(path: Path, doc: dict, rep: Report) -> None:
     elif not mended.is_file():
         rep.problems.append(f"the mended file {mended} is missing")
     else:
-        got = sha256_file(mended)
-        rep.checked["mended"] = str(mended)
-        if got != doc["sha256_mended"]:
-            rep.problems.append(f"the mended file {mended} changed since the certificate was issued "
-                                f"(sha256 {got[:12]}..., recorded {doc['sha256_mended'][:12]}...)")
+        _check_hash(rep, "mended", mended, doc["sha256_mended"], "changed since the certificate was issued")
     orig = resolve(path, paths.get("original")) if paths.get("original") else None
     if orig is None and paths.get("original_module"):
         orig = _installed_origin(paths["original_module"])
@@ -167,11 +171,8 @@ def _check_files(path: Path, doc: dict, rep: Report) -> None:
         if not orig.is_file():
             rep.problems.append(f"the original file {orig} is missing")
         else:
-            got = sha256_file(orig)
-            rep.checked["original"] = str(orig)
-            if got != doc["sha256_original"]:
-                rep.problems.append(f"the original file {orig} differs from the one the rewrite was verified against "
-                                    f"(sha256 {got[:12]}..., recorded {doc['sha256_original'][:12]}...)")
+            _check_hash(rep, "original", orig, doc["sha256_original"],
+                        "differs from the one the rewrite was verified against")
     elif not paths.get("original_module"):
         rep.notes.append("the original file is not kept (--write replaced it): only the mended file's hash is checked")
 
@@ -288,22 +289,11 @@ def rerun_differential(path: Path, doc: dict) -> tuple[bool, str]:
         return False, "the original file changed"
     import torch
 
-    from mend import validation_runtime
-    from mend.targets import load_file_module
+    from mend.fix import build_pair, factory_of, model_maker
     from verifier.differential import differential_test
 
-    from mend.fix import factory_of, model_maker
-
     factory = factory_of(target)
-    make = model_maker(factory)
-    mods = [load_file_module(p, "_mend_under_test") for p in (orig, mended)]
-    models = []
-    for mod in mods:
-        torch.manual_seed(0)
-        models.append(make(mod).eval())
-    models[1].load_state_dict(models[0].state_dict(), strict=True)
-    for m in models:
-        validation_runtime.install(m)
+    mods, models = build_pair(orig, mended, model_maker(factory))
     if factory is not None:  # the factory's example inputs (positional: fix refuses keyword inputs)
         torch.manual_seed(0)
         args, traps = tuple(getattr(mods[0], factory)()[1]), []

@@ -319,7 +319,8 @@ def differential_test(original, mended, example: tuple, *, emitted=None, referen
     that sees exactly the calls ``emitted`` sees (stateful modules stay in step). Modes:
     eager vs eager (bit-exact, natural and forced), eager vs
     ``torch.compile(emitted, backend="eager")`` (dtype-aware tolerance, natural
-    predicates), each in eval mode and, with ``train``, in training mode (dropout draws
+    predicates), with ``force_lines`` also eager vs the compiled instrumented candidate
+    (forced both ways, gradients; private copies), each in eval mode and, with ``train``, in training mode (dropout draws
     and running statistics must agree). Compared besides outputs: exceptions, stdout,
     logs, warnings, gradients of float inputs and parameters, buffers and inputs after
     the call. ``extra_edge_values``: the rewrite's constants (a comparison's threshold); each

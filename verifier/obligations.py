@@ -3074,7 +3074,7 @@ def facts_out_of_process(spec: str, overlay: str, rel: str, obligations: list[di
                                "file": str(Path(overlay) / rel), "lines": lines, "names": sorted(names),
                                "watch": {str(k): v for k, v in watched_lines(obligations).items()},
                                "out": str(out)}))
-    from mend.fix import worker_env
+    from verifier.worker import worker_env
 
     proc = subprocess.run([sys.executable, "-m", "verifier.obligations", "facts", str(req)], capture_output=True,
                           text=True, env=worker_env(), cwd=str(Path(__file__).resolve().parents[1]))

@@ -8,8 +8,16 @@ or records its observable behaviour on a list of inputs (saved with ``torch.save
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
+
+
+def worker_env() -> dict:
+    """Environment of a verification interpreter: one intra-op thread, and the user's
+    working directory importable, as ``mend`` made it for MODULE:FACTORY targets."""
+    path = [os.getcwd(), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    return dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore", PYTHONPATH=os.pathsep.join(path))
 
 
 def _observe_all(request: dict) -> list:

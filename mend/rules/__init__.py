@@ -7,7 +7,7 @@ with a reason a user understands.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mend.locate import Located
 
@@ -22,6 +22,24 @@ class Match:
 class Decline:
     rule: str | None
     reason: str
+
+
+@dataclass
+class RewriteResult:
+    """A rewrite awaiting verification: the whole new module (``code``), the replaced lines
+    of the input (``span``, 1-based, inclusive), what was done, and what a verifier must
+    establish. ``obligations`` are data only (``{"kind": "same-shape", "target": "h",
+    "lhs": "h * 2.0", "rhs": "h"}``...); ``predicates``: the original predicate sources of a
+    predicated branch; ``edge_values``: constants the rewrite's behaviour turns on (a
+    comparison's threshold), which the differential test draws, rounded to each input's
+    dtype and their neighbours, as edge values."""
+
+    code: str
+    span: tuple[int, int]
+    detail: str
+    obligations: list[dict] = field(default_factory=list)
+    predicates: list[str] = field(default_factory=list)
+    edge_values: list = field(default_factory=list)
 
 
 from mend.rules import deferred_effects, host_count, predicated_control_flow, predicated_validation  # noqa: E402

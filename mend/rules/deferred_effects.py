@@ -41,7 +41,7 @@ Fix safety -- declined, with the reason, when:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import libcst as cst
 import libcst.matchers as m
@@ -50,7 +50,7 @@ from libcst.codemod.visitors import AddImportsVisitor
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
 from mend.locate import Located
-from mend.rules import Decline, Match
+from mend.rules import Decline, Match, RewriteResult
 from mend.rules._effects import code_of as _code, dotted as _dotted
 from mend.taxonomy import LOG_METHODS, call_name
 
@@ -68,17 +68,6 @@ _HOST_READS = {"item", "tolist", "numpy"}
 _TORCH_CONTEXTS = ("torch.",)  # `with torch.no_grad():` etc. keep their meaning for a captured call
 # an escape in a non-raw literal that yields `{` or `}` (it would become a format field)
 _BRACE_ESCAPE = re.compile(r"\\(N\{|x7[bdBD]|u007[bdBD]|U0000007[bdBD]|17[35])")
-
-
-@dataclass
-class RewriteResult:
-    """A rewrite awaiting verification: the whole new module, the replaced lines of the
-    input (1-based, inclusive), what was done, and what a verifier must establish."""
-
-    code: str
-    span: tuple[int, int]
-    detail: str
-    obligations: list[dict] = field(default_factory=list)
 
 
 @dataclass

@@ -64,14 +64,14 @@ from __future__ import annotations
 
 import ast
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
 from mend.locate import Located
-from mend.rules import Decline, Match
+from mend.rules import Decline, Match, RewriteResult
 from mend.rules._effects import Replace, code_of as _code
 
 NAME = "host-count-reduction"
@@ -83,20 +83,6 @@ _FLIP = {">": "<", ">=": "<=", "<": ">", "<=": ">=", "==": "==", "!=": "!="}
 _ARITH = {cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*"}
 _INT64 = 2 ** 63
 _DYNAMIC_SCOPE = {"locals", "vars", "eval", "exec", "globals"}
-
-
-@dataclass
-class RewriteResult:
-    """A verified-pending rewrite: the whole new module, the replaced lines of the input
-    (1-based, inclusive), what was done, and what a verifier must establish."""
-
-    code: str
-    span: tuple[int, int]
-    detail: str
-    obligations: list[dict] = field(default_factory=list)
-    # constants the rewrite's behaviour turns on (the comparison's threshold): a differential
-    # test draws them, rounded to each input's dtype and their neighbours, as edge values
-    edge_values: list = field(default_factory=list)
 
 
 @dataclass

@@ -56,7 +56,7 @@ from libcst.codemod.visitors import AddImportsVisitor
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from mend.locate import Located
-from mend.rules import Decline, Match
+from mend.rules import Decline, Match, RewriteResult
 from mend.rules._effects import assigned_name, has_out_kwarg, inplace_call, simple_statements  # noqa: F401
 from mend.taxonomy import call_name
 
@@ -126,22 +126,6 @@ def match(loc: Located) -> Match | Decline:
 # --------------------------------------------------------------------------------------
 # Rewrite
 # --------------------------------------------------------------------------------------
-
-
-@dataclass
-class RewriteResult:
-    """A rewritten module and what the verifier must still prove about it.
-
-    ``span`` is the (first, last) line of the original statements replaced;
-    ``predicates`` are the original predicate sources; ``obligations`` are data only
-    (``{"kind": "same-shape", "target": "h", "lhs": "h * 2.0", "rhs": "h"}``...).
-    """
-
-    code: str
-    span: tuple[int, int]
-    detail: str
-    predicates: list[str] = field(default_factory=list)
-    obligations: list[dict] = field(default_factory=list)
 
 
 class _Declined(Exception):
@@ -1574,7 +1558,7 @@ def _rewrite_at(module: cst.Module, node: cst.CSTNode | None, line: int) -> Rewr
         ctx = CodemodContext()
         AddImportsVisitor.add_needed_import(ctx, "torch")
         new = AddImportsVisitor(ctx).transform_module(new)
-    return RewriteResult(new.code, span, detail, preds, env.obligations)
+    return RewriteResult(new.code, span, detail, env.obligations, predicates=preds)
 
 
 def _same_function(ancestors: list[cst.CSTNode]) -> list[cst.CSTNode]:

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import libcst as cst
 import libcst.matchers as m
@@ -46,7 +46,7 @@ from libcst.metadata import (BuiltinScope, ClassScope, GlobalScope, MetadataWrap
                              PositionProvider, ScopeProvider)
 
 from mend.locate import Located
-from mend.rules import Decline, Match
+from mend.rules import Decline, Match, RewriteResult
 from mend.rules._effects import Replace, code_of as _code, dotted as _dotted, has_out_kwarg, inplace_call
 
 NAME = "predicated-validation"
@@ -58,17 +58,6 @@ _PY_MUTATORS = {"append", "extend", "insert", "pop", "popitem", "update", "setde
 _SHAPE_ATTRS = {"shape", "ndim"}
 _SHAPE_CALLS = {"size", "dim", "numel", "len"}
 _NEGATE = {cst.Equal: cst.NotEqual, cst.NotEqual: cst.Equal}  # exact for tensors, NaN included
-
-
-@dataclass
-class RewriteResult:
-    """A verified-pending rewrite: the whole new module, the replaced lines of the input
-    (1-based, inclusive), what was done, and what a verifier must establish."""
-
-    code: str
-    span: tuple[int, int]
-    detail: str
-    obligations: list[dict] = field(default_factory=list)
 
 
 @dataclass
