@@ -50,3 +50,27 @@ def test_cond_rewrite_emitted_verified_and_compiles(name, cond, tmp_path):
             assert (p.grad is None) == (q.grad is None), n
             assert p.grad is None or (torch.equal(p.grad, q.grad) and not q.grad.isnan().any()), n
     torch._dynamo.reset()
+
+
+def test_cond_keeps_the_ifs_error_when_the_predicate_is_not_one_element(tmp_path):
+    """A predicate of batch size (one element on the example): with an empty batch the `if`
+    raises; the emitted cond once returned an empty tensor under Inductor instead. The guard
+    now requires numel() == 1, so other shapes take the original `if`."""
+    src = FIXTURES / "adversarial" / "cond_batch_sized_predicate.py"
+    res = fix(str(src), max_examples=3)
+    assert "torch.cond(" in res.mended and ".numel() == 1" in res.mended
+    (tmp_path / "mended.py").write_text(res.mended)
+    errors = []
+    for path in (src, tmp_path / "mended.py"):
+        mod = load_file_module(path, "_mend_cond_numel")
+        torch.manual_seed(0)
+        model = torch.compile(mod.Model().eval())
+        with torch.no_grad():
+            model(*mod.get_inputs())
+            try:
+                model(torch.randn(0, 8))
+                errors.append(None)
+            except RuntimeError as exc:
+                errors.append(str(exc))
+        torch._dynamo.reset()
+    assert errors[0] is not None and errors == [errors[0]] * 2

@@ -1408,6 +1408,13 @@ def _rewrite_cond(node: cst.If, arms: list[_Arm], selected: list[str], order_see
         was = was[:57] + "..."
     compiling = cst.Call(func=cst.Attribute(cst.Attribute(cst.Name(env.torch), cst.Name("compiler")),
                                             cst.Name("is_compiling")))
+    # a single-element predicate was seen on the example only: with another input shape the
+    # `if` raises (no values / ambiguous), so the cond runs only when numel() == 1 (a shape
+    # guard under Dynamo) and the original `if` keeps its error otherwise
+    boxed = _strip(pred).with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    one = cst.Comparison(left=cst.Call(func=cst.Attribute(boxed, cst.Name("numel"))),
+                         comparisons=[cst.ComparisonTarget(cst.Equal(), cst.Integer("1"))])
+    compiling = cst.BooleanOperation(left=compiling, operator=cst.And(), right=one)
     grad_why = _grad_sensitive([(t, f) for _, (t, f) in emitted], env)
     if grad_why is not None:  # cond only where no gradient exists (inference); with autograd the if runs
         compiling = cst.BooleanOperation(left=compiling, operator=cst.And(), right=cst.UnaryOperation(
@@ -2676,7 +2683,7 @@ FIX_EXAMPLES += [
                 def forward(self, h):
                     # torch.cond under torch.compile only: in eager it costs ~1.5 s on the first call and ~16 ms
                     # per call (torch 2.13); both paths compute the same value (the sides are pure, only the taken one runs)
-                    if torch.compiler.is_compiling() and not torch.is_grad_enabled():  # mend: predicated-control-flow (was: if h.mean() > 0)
+                    if torch.compiler.is_compiling() and (h.mean() > 0).numel() == 1 and not torch.is_grad_enabled():  # mend: predicated-control-flow (was: if h.mean() > 0)
                         y = torch.cond(h.mean() > 0, lambda: self.mlp_a(h), lambda: self.mlp_b(h))
                     else:
                         if h.mean() > 0:
@@ -2710,7 +2717,7 @@ FIX_EXAMPLES += [
                 def forward(self, t):
                     # torch.cond under torch.compile only: in eager it costs ~1.5 s on the first call and ~16 ms
                     # per call (torch 2.13); both paths compute the same value (the sides are pure, only the taken one runs)
-                    if torch.compiler.is_compiling():  # mend: predicated-control-flow (was: if t > 0)
+                    if torch.compiler.is_compiling() and (t > 0).numel() == 1:  # mend: predicated-control-flow (was: if t > 0)
                         y = torch.cond(t > 0, lambda: torch.sqrt(t), lambda: t.clone())
                     else:
                         if t > 0:
@@ -2746,7 +2753,7 @@ FIX_EXAMPLES += [
                 def forward(self, x):
                     # torch.cond under torch.compile only: in eager it costs ~1.5 s on the first call and ~16 ms
                     # per call (torch 2.13); both paths compute the same value (the sides are pure, only the taken one runs)
-                    if torch.compiler.is_compiling() and not torch.is_grad_enabled():  # mend: predicated-control-flow (was: if x.min() > 0)
+                    if torch.compiler.is_compiling() and (x.min() > 0).numel() == 1 and not torch.is_grad_enabled():  # mend: predicated-control-flow (was: if x.min() > 0)
                         _mend_pred_0 = x.min() > 0
                         y = torch.cond(_mend_pred_0, lambda: torch.log(x), lambda: x * 0.0)
                         z = torch.cond(_mend_pred_0, lambda: y * 2.0, lambda: x + 1.0)
@@ -2792,7 +2799,7 @@ FIX_EXAMPLES += [
                 def forward(self, h):
                     # torch.cond under torch.compile only: in eager it costs ~1.5 s on the first call and ~16 ms
                     # per call (torch 2.13); both paths compute the same value (the sides are pure, only the taken one runs)
-                    if torch.compiler.is_compiling() and not torch.is_grad_enabled():  # mend: predicated-control-flow (was: if (h > 0).all())
+                    if torch.compiler.is_compiling() and ((h > 0).all()).numel() == 1 and not torch.is_grad_enabled():  # mend: predicated-control-flow (was: if (h > 0).all())
                         out = torch.cond((h > 0).all(), lambda: self.head(h), lambda: h[:, :4].clone())
                     else:
                         if (h > 0).all():
