@@ -50,7 +50,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -238,7 +238,7 @@ def child_env(cfg: Config, cache_dir: Path | None) -> dict:
 
 
 def _last_line(text: str) -> str:
-    lines = [l for l in text.strip().splitlines() if l.strip()]
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
     return lines[-1][:400] if lines else "(no output)"
 
 

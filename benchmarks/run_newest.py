@@ -256,7 +256,7 @@ def newest_markdown(doc: dict) -> str:
         for d in r.get("declined") or []:
             L.append(f"  * declined rewrite `{d.get('rule')}` at `{_short(d.get('site'))}`: {d.get('reason')}")
     detail = H.markdown(doc).splitlines()
-    detail = [("#" + l if l.startswith("#") else l) for l in detail[1:] if not l.startswith("Plots: ")
+    detail = [("#" + ln if ln.startswith("#") else ln) for ln in detail[1:] if not ln.startswith("Plots: ")
               or any(Path(doc.get("config", {}).get("out_dir", ".")).glob("newest_*.png"))]
     L += ["", "## Detailed tables (the shared harness, as in cpu.md)", ""] + detail
     return "\n".join(L) + "\n"

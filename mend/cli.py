@@ -2,6 +2,7 @@
 1 fixable graph breaks found, 2 error."""
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import traceback
@@ -118,9 +119,11 @@ def scan(targets, as_json, sarif, list_targets, debug):
               help="Write mended files and certificates under DIR (default mended/ with --write).")
 @click.option("--json", "as_json", is_flag=True, help='Print {"before", "after", "rewrites", "declined"}.')
 @click.option("--seed", default=0, show_default=True, help="Hypothesis seed of the differential tests.")
-@click.option("--examples", default=30, show_default=True, help="Hypothesis examples per candidate rewrite.")
+@click.option("--examples", default=30, show_default=True, type=click.IntRange(min=1),
+              help="Hypothesis examples per candidate rewrite (strict raises it to its minimum).")
 @click.option("--verify", "verify", type=click.Choice(["fast", "standard", "strict"]), default="standard",
-              show_default=True, help="strict: every proof obligation proved by Z3 and the differential tests pass; "
+              show_default=True, help="strict: every obligation with a solver encoding proved by Z3, every other one checked, and the "
+              "differential tests pass; "
               "standard: differential tests, and no obligation refuted; fast: static checks and a short "
               "differential run (see README).")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
@@ -129,56 +132,23 @@ def fix(target, write, out_dir, as_json, seed, examples, verify, debug):
     before it is emitted. Prints a unified diff unless --write or --out is given.
 
     TARGET is FILE.py (defines Model and get_inputs()), FILE.py:FACTORY (returns (model,
-    args); sites in that file), MODULE:FACTORY (modules importable from the working
+    args) or (model, args, kwargs); sites in that file), MODULE:FACTORY (modules importable from the working
     directory: --write replaces them in place) or hf:NAME. Mended copies of
     installed files go to DIR/<package path>; load them with
     `python -m mend.run --overlay DIR script.py` or `mend.overlay.activate(DIR)`.
     """
-    from pathlib import Path
-
-    from mend.fix import certificate, fix as run_fix, write_atomic
+    from mend.pipeline import fix as run_fix
+    from mend.pipeline.emit import emit
 
     with _errors(debug):
-        with err_console.status(f"scanning, rewriting and verifying {target}..."):
+        # what the target's code prints while it is loaded and run goes to stderr, never
+        # into the diff or the JSON
+        with err_console.status(f"scanning, rewriting and verifying {target}..."), \
+                contextlib.redirect_stdout(sys.stderr):
             res = run_fix(target, seed=seed, max_examples=examples, verify=verify)
-        written = []
-        if write or out_dir:
-            dest = Path(out_dir or "mended")
-            placed = {}  # file -> (mended path, original path or None, original module or None)
-            if write and not res.installed:
-                if res.files:
-                    write_atomic(res.file, res.mended)
-                    written.append(str(res.file))
-                    placed = {rel: (res.file, None, None) for rel in res.files}
-            else:
-                for rel, code in res.files.items():
-                    own = res.in_place(rel) if write and res.installed else None
-                    if own is not None:  # MODULE:FACTORY: the user's module, replaced in place
-                        write_atomic(own, code)
-                        written.append(str(own))
-                        placed[rel] = (own, None, None)
-                        continue
-                    path = dest / (Path(rel).name if not res.installed else rel)
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    write_atomic(path, code)
-                    written.append(str(path))
-                    placed[rel] = (path, None if res.installed else res.file,
-                                   rel[:-3].replace("/", ".") if res.installed else None)
-            if res.rewrites:
-                from verifier.certs import dumps, relpath_from
-
-                cert_dir = dest / "certificates"
-                cert_dir.mkdir(parents=True, exist_ok=True)
-                for i, rw in enumerate(res.rewrites, 1):
-                    cert = cert_dir / f"{Path(rw['file']).stem}.{i}.{rw['rule']}.json"
-                    mended, orig, module = placed.get(rw["file"], (None, None, None))
-                    paths = {"mended": relpath_from(cert, mended) if mended else None,
-                             "original": relpath_from(cert, orig) if orig else None, "original_module": module}
-                    write_atomic(cert, dumps(certificate(res, rw, paths)))
-                    written.append(str(cert))
+        written = emit(res, write=write, out_dir=out_dir)
         if as_json:
-            click.echo(json.dumps({"before": res.before.to_json(), "after": res.after.to_json(),
-                                   "rewrites": res.rewrites, "declined": res.declined}, indent=2))
+            click.echo(json.dumps(res.to_json(), indent=2))
             return
         console = out_console()
         if not written:
@@ -187,17 +157,17 @@ def fix(target, write, out_dir, as_json, seed, examples, verify, debug):
                       f"breaks {res.before.graph_break_count} -> {res.after.graph_break_count}; "
                       f"{len(res.rewrites)} rewrite(s) verified, {len(res.declined)} declined", highlight=False)
         for rw in res.rewrites:
-            ev = rw["evidence"]
-            obs = rw.get("obligations") or []
+            ev, obs, ver = rw.evidence, rw.obligations, rw.verification or {}
             proved = sum(1 for o in obs if o.get("result") == "proved")
-            ver = rw.get("verification") or {}
-            console.print(f"  fixed     {rw['site']}  {rw['rule']}: {rw['detail']} "
+            checked = sum(1 for o in obs if o.get("result") == "checked")
+            console.print(f"  fixed     {rw.site}  {rw.rule}: {rw.detail} "
                           f"({ev['examples']} examples, predicate outcomes {ev['predicate_outcomes'] or 'n/a'}; "
                           f"--verify {ver.get('level', verify)}: {proved}/{len(obs)} obligations proved"
+                          f"{f', {checked} checked' if checked else ''}"
                           f"{', ' + ver['use'] if ver.get('use') == 'inference-only' else ''})",
-                          highlight=False)
+                          highlight=False, markup=False)
         for d in res.declined:
-            console.print(f"  declined  {d['site']}  {d['rule']}: {d['reason']}", highlight=False, markup=False)
+            console.print(f"  declined  {d.site}  {d.rule}: {d.reason}", highlight=False, markup=False)
         for s in res.after.sites:
             if not s.fixable_by:
                 console.print(f"  unfixable {s.display_file}:{s.line}  {s.category}: {s.reason}", highlight=False)
@@ -225,8 +195,18 @@ def cert_verify(certs, rerun, timeout_ms, debug):
     """
     from rich.markup import escape
 
+    import mend.runtime  # noqa: F401 - registers mend::capture: the capture checks re-read its registration
     from verifier.certs import CertError, verify_file
 
+    rerun_fn = None
+    if rerun:  # the verifier builds no target: mend's executors replay the test
+        from mend.pipeline.rerun import rerun as rerun_fn
+    import os
+
+    # MODULE:FACTORY certificates name modules imported from the working directory, as
+    # `mend fix` imported them (`python -m` puts it first on sys.path)
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     failed = False
     with _errors(debug):
         if not certs:
@@ -234,14 +214,16 @@ def cert_verify(certs, rerun, timeout_ms, debug):
         console = out_console()
         for path in certs:
             try:
-                rep = verify_file(path, rerun=rerun, timeout_ms=timeout_ms)
+                rep = verify_file(path, rerun=rerun_fn, timeout_ms=timeout_ms)
             except CertError as exc:
                 raise MendError(str(exc)) from exc
             if rep.ok:
                 n = rep.checked.get("queries_replayed", 0)
                 extra = f"; rerun: {rep.checked['rerun']}" if "rerun" in rep.checked else ""
+                c, lem = rep.checked.get("checks_rerun", 0), rep.checked.get("lemmas_replayed", 0)
                 console.print(f"[green]ok[/]      {escape(str(path))}: hashes match, {n} SMT quer{'y' if n == 1 else 'ies'} "
-                              f"replayed to the recorded results{escape(extra)}", highlight=False)
+                              f"replayed to the recorded results, {c} check{'' if c == 1 else 's'} re-run, "
+                              f"{lem} cited lemma{'' if lem == 1 else 's'} replayed{escape(extra)}", highlight=False)
             else:
                 failed = True
                 console.print(f"[red]FAILED[/]  {escape(str(path))}", highlight=False)
@@ -250,6 +232,31 @@ def cert_verify(certs, rerun, timeout_ms, debug):
             for note in rep.notes:
                 console.print(f"  note: {note}", highlight=False, markup=False)
     sys.exit(1 if failed else 0)
+
+
+@main.command("rules")
+@click.argument("name", required=False)
+@click.option("--debug", is_flag=True, help="Show tracebacks.")
+def rules_command(name, debug):
+    """List the rewrite rules with their fix safety, or print the documentation of rule NAME
+    (generated from the rule: doc, categories, obligations, fix safety, examples).
+
+    Exit 2: no rule is called NAME.
+    """
+    from rich.markdown import Markdown
+
+    from mend.rules import RULES
+    from mend.rules._doc import rule_page, rules_table
+
+    with _errors(debug):
+        console = out_console()
+        if name is None:
+            console.print(rules_table(RULES.values()))
+            return
+        rule = RULES.get(name) or next((r for r in RULES.values() if r.module_name == name), None)
+        if rule is None:
+            raise MendError(f"unknown rule {name!r} (the rules: {', '.join(sorted(RULES))})")
+        console.print(Markdown(rule_page(rule)))
 
 
 if __name__ == "__main__":

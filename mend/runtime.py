@@ -2,7 +2,7 @@
 replay them outside it, in program order.
 
 This is the runtime half of the "deferred side effects" rule
-(:mod:`mend.rules.deferred_effects`). The idea is GraphMend's "[Defer]" transformation
+(:mod:`mend.rules.deferred_side_effects`). The idea is GraphMend's "[Defer]" transformation
 (Kashmira et al., arXiv 2509.16248, §4): effects are buffered with their tensor
 arguments cloned where they occur, and replayed after the graph in program order, also
 when the forward raises; flushing happens outside the compiled region because a

@@ -10,6 +10,7 @@ python-state-mutation  a tensor-guarded branch that mutates Python state (counte
 raise-assert           a tensor-guarded ``raise`` or ``assert``
 print-logging          ``print``, a ``logging``/transformers logger call, ``warnings.warn``
 item-tolist            scalar extraction: ``.item()``, ``.tolist()``, ``float(t)``, ``int(t)``
+tensor-check           a check that reads its tensor on the host (``torch._check_tensor_all``)
 dynamic-shape-op       an operator whose output shape depends on data (``nonzero``, masks)
 numpy                  a NumPy call Dynamo cannot trace
 generator              generators and iterators kept on the module
@@ -37,6 +38,7 @@ CATEGORIES = {
     "raise-assert": "tensor-guarded raise or assert",
     "print-logging": "print, logging or warnings call",
     "item-tolist": "scalar extraction (.item(), .tolist())",
+    "tensor-check": "tensor check read on the host (torch._check_tensor_all)",
     "dynamic-shape-op": "data-dependent output shape",
     "numpy": "untraceable NumPy call",
     "generator": "generator or iterator",
@@ -139,6 +141,15 @@ def _only_raise(stmts) -> bool:
             and len(stmts[0].body) == 1 and isinstance(stmts[0].body[0], cst.Raise))
 
 
+_TENSOR_CHECKS = ("_check_tensor_all",)
+
+
+def _host_tensor_check(node) -> bool:
+    """``torch._check_tensor_all(...)`` as a statement: a check that reads its tensor on the host."""
+    return (isinstance(node, cst.Expr) and isinstance(node.value, cst.Call)
+            and isinstance(node.value.func, cst.Attribute) and node.value.func.attr.value in _TENSOR_CHECKS)
+
+
 def categorize(gb_type: str, loc: Located | None) -> str:
     """The taxonomy category of a break from its gb_type and the statement at its site."""
     node = loc.node if loc is not None else None
@@ -161,7 +172,7 @@ def categorize(gb_type: str, loc: Located | None) -> str:
             k in loc.code() for k in (".item(", ".tolist(", "int(", "float(", "bool(")):
         return "dynamic-shape-op"  # e.g. torch.nonzero: the op, not a scalar read, breaks
     if gb_type in _ITEM:
-        return "item-tolist"
+        return "tensor-check" if _host_tensor_check(node) else "item-tolist"
     if gb_type.startswith("Dynamic shape operator") or "data-dependent output shape" in gb_type:
         return "dynamic-shape-op"
     low = gb_type.lower()

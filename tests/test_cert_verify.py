@@ -9,17 +9,18 @@ import pytest
 from mend.report import schema
 from tests.conftest import FIXTURES
 from verifier import certs
+from verifier.encoders import CHECKS
 
 
 @pytest.fixture(scope="module")
 def issued(tmp_path_factory):
-    """`mend fix FILE --out out --verify strict` on two fixtures: certificates of all three rules."""
+    """`mend fix FILE --out out --verify strict` on three fixtures: certificates of all four rules."""
     from click.testing import CliRunner
 
     from mend.cli import main
 
     root = tmp_path_factory.mktemp("certs")
-    for name in ("branch_where.py", "mixed.py"):
+    for name in ("branch_where.py", "mixed.py", "count_le_step2.py"):
         shutil.copy(FIXTURES / name, root / name)
         r = CliRunner().invoke(main, ["fix", str(root / name), "--out", str(root / "out"), "--verify", "strict",
                                       "--examples", "5"])
@@ -49,11 +50,15 @@ def test_issued_certificates_verify(work, run_mend):
     for p in found:
         doc = json.loads(p.read_text())
         jsonschema.validate(doc, schema("certificate"))
-        assert doc["schema_version"] == "0.2" and doc["verification"]["level"] == "strict"
-        assert all(o["result"] == "proved" and o["smtlib"].count("(check-sat)") == 1 and o["solver"].startswith("z3")
-                   for o in doc["obligations"])
+        assert doc["schema_version"] == "0.3" and doc["verification"]["level"] == "strict"
+        for o in doc["obligations"]:
+            assert o["solver"].startswith("z3")
+            if o["result"] == "proved":
+                assert o["smtlib"].count("(check-sat)") == 1 and o["status"] == "unsat" and "checked_by" not in o
+            else:
+                assert o["result"] == "checked" and o["checked_by"] and o["smtlib"] is None, o
         rules.add(doc["rule"])
-    assert rules == {"predicated-control-flow", "deferred-side-effects", "predicated-validation"}
+    assert rules == {"predicated-control-flow", "deferred-side-effects", "predicated-validation", "host-count-reduction"}
     code, out, err = _verify(run_mend, *found)
     assert code == 0, out + err
     assert out.count("ok ") == len(found) and "replayed to the recorded results" in out
@@ -111,13 +116,23 @@ def _reseal(cert, edit):
     cert.write_text(certs.dumps(certs.seal(doc)))
 
 
+def _with_query(found):
+    """A certificate and the index of an obligation with an SMT query in it."""
+    for cert in found:
+        doc = json.loads(cert.read_text())
+        for i, o in enumerate(doc["obligations"]):
+            if o.get("smtlib"):
+                return cert, i
+    raise AssertionError("no certificate with a query")
+
+
 def test_changed_query_fails_even_when_resealed(work, run_mend):
     """A query swapped for an easier one (still unsat) is not the obligation's encoding."""
     root, found = work
-    cert = found[0]
+    cert, i = _with_query(found)
 
     def weaken(doc):
-        o = doc["obligations"][0]
+        o = doc["obligations"][i]
         o["smtlib"] = o["smtlib"].replace("(check-sat)", "(assert false)\n(check-sat)")
     _reseal(cert, weaken)
     code, out, _ = _verify(run_mend, cert)
@@ -126,7 +141,7 @@ def test_changed_query_fails_even_when_resealed(work, run_mend):
 
 def test_one_changed_byte_of_a_query_fails(work, run_mend):
     root, found = work
-    cert = found[0]
+    cert, _ = _with_query(found)
     raw = cert.read_text()
     i = raw.index('"smtlib": "') + len('"smtlib": "') + 3
     cert.write_text(_flip(raw, i))
@@ -136,11 +151,11 @@ def test_one_changed_byte_of_a_query_fails(work, run_mend):
 
 def test_flipped_result_fails_on_replay(work, run_mend):
     root, found = work
-    cert = found[0]
+    cert, i = _with_query(found)
 
     def flip(doc):
-        doc["obligations"][0]["status"] = "sat"
-        doc["obligations"][0]["result"] = "refuted"
+        doc["obligations"][i]["status"] = "sat"
+        doc["obligations"][i]["result"] = "refuted"
         doc["verification"]["level"] = "standard"
     _reseal(cert, flip)
     code, out, _ = _verify(run_mend, cert)
@@ -204,6 +219,114 @@ def test_cond_certificate_reencodes(tmp_path, run_mend):
                             "--examples", "3")
     assert code == 0, err
     (cert,) = (tmp_path / "out" / "certificates").glob("*.json")
-    assert any(o["kind"] == "cond-taken-side-only" for o in json.loads(cert.read_text())["obligations"])
+    obs = json.loads(cert.read_text())["obligations"]
+    assert any(o["kind"] == "cond-taken-side-only" for o in obs)
+    for o in obs:   # the cond protocol is checked (citing pcf_cond_ite.smt2), never proved
+        assert (o["result"] == "checked" and o["smtlib"] is None) if o["kind"] in CHECKS else \
+            o["result"] in ("proved", "checked"), o
+    assert next(o for o in obs if o["kind"] == "cond-predicate")["result"] == "proved"
+    assert next(o for o in obs if o["kind"] == "cond-taken-side-only")["lemmas"] == ["proofs/pcf_cond_ite.smt2"]
     code, out, err = _verify(run_mend, cert)
     assert code == 0, out + err
+
+
+# -- outcome kinds: checks re-run, lemmas replayed and hashed ------------------------------------
+
+def _checked(found):
+    for cert in found:
+        doc = json.loads(cert.read_text())
+        for i, o in enumerate(doc["obligations"]):
+            if o["result"] == "checked" and o.get("lemmas"):
+                return cert, i
+    raise AssertionError("no certificate with a checked obligation citing a lemma")
+
+
+def test_formerly_constant_kinds_are_checked_in_json_and_certificate(work, run_mend, tmp_path):
+    """On --verify strict, every kind decided outside a solver (the deferred effects'
+    protocols, predicated validation's checks) is `checked`, with what checked it, never
+    `proved`, in the `mend fix --json` output and in the certificate; the verification
+    record lists them."""
+    root, found = work
+    seen = set()
+    for p in found:
+        doc = json.loads(p.read_text())
+        for o in doc["obligations"]:
+            if o["kind"] in CHECKS:
+                assert o["result"] == "checked" and o["checked_by"] and o["smtlib"] is None, o
+                seen.add(o["kind"])
+        assert sorted(c["kind"] for c in doc["verification"]["checked"]) == sorted(
+            o["kind"] for o in doc["obligations"] if o["result"] == "checked")
+    assert {"order-preserved", "replayed-on-exception", "warning-identity", "same-result-when-passing",
+            "first-failure-wins", "restore-at-boundary", "state-unchanged-on-raise", "cpu-only",
+            "count-tolist-1d", "count-no-gradient"} <= seen
+    shutil.copy(FIXTURES / "mixed.py", tmp_path / "mixed.py")
+    code, out, err = run_mend("fix", str(tmp_path / "mixed.py"), "--verify", "strict", "--json", "--examples", "3")
+    assert code == 0, err
+    kinds = {o["kind"]: o for rw in json.loads(out)["rewrites"] for o in rw["obligations"]}
+    assert {"order-preserved", "warning-identity", "first-failure-wins", "restore-at-boundary", "cpu-only",
+            "state-unchanged-on-raise"} <= set(kinds)
+    for kind, o in kinds.items():
+        if kind in CHECKS:
+            assert o["result"] == "checked" and o["checked_by"] and o["smtlib"] is None, o
+
+
+def test_checked_outcome_is_rerun_and_a_forged_one_fails(work, run_mend):
+    """A check is re-run from the certificate's data: an obligation recorded checked whose
+    check does not hold there fails, even with the digest recomputed."""
+    root, found = work
+    cert = next(p for p in found if any(o["kind"] == "cpu-only" for o in json.loads(p.read_text())["obligations"]))
+    code, out, err = _verify(run_mend, cert)
+    assert code == 0, out + err
+
+    def forge(doc):
+        for fact in doc["verification"]["facts"]["names"].values():
+            if fact.get("kind") == "tensor":
+                fact["device"] = "cuda"
+    _reseal(cert, forge)
+    code, out, _ = _verify(run_mend, cert)
+    assert code == 1 and "cpu-only" in out and "re-run from the certificate's data it is refuted" in out
+
+
+def test_checked_relabelled_as_proved_fails(work, run_mend):
+    root, found = work
+    cert, i = _checked(found)
+
+    def relabel(doc):
+        o = doc["obligations"][i]
+        o.update(result="proved", status="unsat", smtlib="(assert false)\n(check-sat)\n")
+        for k in ("checked_by", "lemmas", "lemma_sha256"):
+            o.pop(k)
+        doc["verification"]["checked"] = [c for c in doc["verification"]["checked"] if c["kind"] != o["kind"]]
+    _reseal(cert, relabel)
+    code, out, _ = _verify(run_mend, cert)
+    assert code == 1 and "is not the encoding of this obligation" in out
+
+
+def test_cited_lemma_is_replayed_and_its_hash_checked(work, run_mend, tmp_path, monkeypatch):
+    root, found = work
+    cert, i = _checked(found)
+    doc = json.loads(cert.read_text())
+    lemma = doc["obligations"][i]["lemmas"][0]
+    code, out, err = _verify(run_mend, cert)
+    assert code == 0, out + err
+
+    def wrong_hash(d):
+        d["obligations"][i]["lemma_sha256"][lemma] = "0" * 64
+    _reseal(cert, wrong_hash)
+    code, out, _ = _verify(run_mend, cert)
+    assert code == 1 and f"cited lemma {lemma} has sha256" in out
+    # the lemma file itself edited (its negation dropped: now sat) fails on replay
+    from verifier import outcomes
+
+    proofs = tmp_path / "proofs"
+    shutil.copytree(outcomes.PROOFS, proofs)
+    text = (proofs / lemma.split("/")[1]).read_text()
+    (proofs / lemma.split("/")[1]).write_text(text[:text.rfind("(assert (not")] + "(check-sat)\n")
+    monkeypatch.setattr(outcomes, "PROOFS", proofs)
+
+    def rehash(d):
+        import hashlib
+        d["obligations"][i]["lemma_sha256"][lemma] = hashlib.sha256((proofs / lemma.split("/")[1]).read_bytes()).hexdigest()
+    _reseal(cert, rehash)
+    code, out, _ = _verify(run_mend, cert)
+    assert code == 1 and f"cited lemma {lemma} replays to sat" in out

@@ -4,7 +4,6 @@ import shutil
 import stat
 
 import jsonschema
-import pytest
 
 from mend.fix import certificate, fix
 from mend.report import schema
@@ -94,14 +93,16 @@ def test_file_factory_target_is_fixed_through_its_factory():
     assert res.file == (FIXTURES / "mixed.py").resolve()
 
 
-def test_file_factory_with_keyword_inputs_is_refused(tmp_path):
-    from mend.errors import MendError
-
+def test_file_factory_with_keyword_inputs_is_verified(tmp_path):
+    """A factory returning keyword inputs is fixed like one returning positional inputs."""
     src = tmp_path / "kw.py"
-    src.write_text("import torch\n\n\ndef make():\n    m = torch.nn.Linear(2, 2)\n"
-                   "    return m, (), {'input': torch.randn(1, 2)}\n")
-    with pytest.raises(MendError, match="keyword inputs"):
-        fix(f"{src}:make")
+    src.write_text("import torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x, *, scale):\n"
+                   "        if scale.sum() > 0:\n            y = x + scale\n        else:\n            y = x - scale\n"
+                   "        return y\n\n\ndef make():\n    return M(), (torch.randn(2, 3),), {'scale': torch.ones(2, 3)}\n")
+    res = fix(f"{src}:make", max_examples=4)
+    (rw,) = res.rewrites
+    assert "torch.where(scale.sum() > 0, x + scale, x - scale)" in res.mended
+    assert rw["evidence"]["passed"] and list(rw["evidence"]["predicate_outcomes"].values())[0]["forced"] == [False, True]
 
 
 def test_module_factory_target_fixes_the_users_module_in_place(tmp_path, monkeypatch, run_mend):

@@ -66,7 +66,7 @@ def test_host_count_wrong_rewrite_is_declined(name, level):
 def test_host_count_obligations_decline_without_the_static_screen(name, screen, monkeypatch):
     """Defence in depth: with the static screen off, the facts observed where the count runs
     (x is float32 there; `.numpy()` is not modelled) still decline, at --verify fast."""
-    from mend.rules import host_count as hc
+    from mend.rules.host_count_reduction import screen as hc
 
     monkeypatch.setattr(hc, screen, lambda *a, **k: None)
     res = fix(str(FIXTURES / "adversarial" / name), verify="fast", max_examples=5)

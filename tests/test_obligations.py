@@ -1,14 +1,21 @@
-"""verifier/obligations.py: each obligation kind proved, refuted with a counterexample, or
-unknown; timeouts are unknown and block --verify strict."""
+"""The verifier's obligations (verifier/encoders, levels, outcomes): each kind proved,
+refuted with a counterexample, unknown, or checked by what it names; timeouts are unknown
+and block --verify strict; a kind without an encoder declines at every level."""
+import ast
+import re
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
 import z3
 
+import mend.runtime  # noqa: F401 - registers mend::capture, whose registration the capture checks read
 from mend.fix import fix
 from tests.conftest import FIXTURES, SHARED_CASES
 from verifier import obligations as O
+from verifier.encoders import CHECKS, KINDS, SOLVER_KINDS
+from verifier.outcomes import BadOutcome, Outcome
 
 
 def tensor(dtype="float32", shape=(2, 5), device="cpu"):
@@ -21,8 +28,8 @@ def facts(**names):
     return {"names": out, "self": {}}
 
 
-def one(kind, f, rule="predicated-control-flow", code=None, **data):
-    (res,) = [r for r in O.discharge(rule, [{"kind": kind, **data}], facts=f, code=code) if r["kind"] == kind]
+def one(kind, f, code=None, **data):
+    (res,) = [r for r in O.discharge([{"kind": kind, **data}], facts=f, code=code) if r["kind"] == kind]
     return res
 
 
@@ -31,9 +38,11 @@ def one(kind, f, rule="predicated-control-flow", code=None, **data):
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64"])
 def test_where_equals_ite_proved_in_fp_theory_of_the_dtype(dtype):
     f = facts(h=tensor(dtype))
-    obs = [{"kind": "single-element-predicate", "pred": "h.sum() > 0 and not (h.mean() < -1.0)"},
-           {"kind": "same-dtype", "target": "h", "lhs": "h * 2.0", "rhs": "h - 1.0"}]
-    res = {r["kind"]: r for r in O.discharge("predicated-control-flow", obs, facts=f)}
+    pred = "h.sum() > 0 and not (h.mean() < -1.0)"
+    obs = [{"kind": "single-element-predicate", "pred": pred},
+           {"kind": "same-dtype", "target": "h", "lhs": "h * 2.0", "rhs": "h - 1.0"},
+           {"kind": "where-equals-ite", "target": "h", "lhs": "h * 2.0", "rhs": "h - 1.0", "pred": pred}]
+    res = {r["kind"]: r for r in O.discharge(obs, facts=f)}
     r = res["where-equals-ite"]
     assert r["result"] == "proved" and r["status"] == "unsat"
     e, s = O.FP_FORMAT[dtype]
@@ -93,9 +102,13 @@ def test_untaken_side_cannot_raise():
     f = facts(h=tensor(shape=(2, 3)), self__bias=tensor(shape=(5,)))
     r = one("untaken-side-cannot-raise", f, expr="h + self.bias", guard="h.sum() > 0")
     assert r["result"] == "refuted" and "sizes broadcast" in r["counterexample"]
-    ok = one("untaken-side-cannot-raise", facts(h=tensor(shape=(2, 3))), expr="torch.clamp(h * 2.0, min=-1.0)",
-             guard="h.sum() > 0")
-    assert ok["result"] == "proved"
+    ok = one("untaken-side-cannot-raise", facts(h=tensor(shape=(2, 3)), w=tensor(shape=(3, 4))),
+             expr="torch.clamp(h @ w, min=-1.0)", guard="h.sum() > 0")
+    assert ok["result"] == "proved" and ok["status"] == "unsat"
+    # clamp's only precondition is decided in Python (min given): nothing for a solver
+    fixed = one("untaken-side-cannot-raise", facts(h=tensor(shape=(2, 3))), expr="torch.clamp(h * 2.0, min=-1.0)",
+                guard="h.sum() > 0")
+    assert fixed["result"] == "checked" and fixed["smtlib"] is None
 
 
 def test_bool_predicate_refuted_for_a_float_test():
@@ -142,26 +155,31 @@ def test_raises_iff_original_with_restored_message():
     ob = {"kind": "raises-iff-original", "exception": "ValueError", "message": "bad shapes", "args": ["bad shapes"],
           "raises_when": "(a[:, 0] * a[:, 1]).sum() != n", "asserts": "(a[:, 0] * a[:, 1]).sum() == n",
           "trap": "_MEND_TRAPS.abc123abc123"}
-    (r,) = O.discharge("predicated-validation", [ob], facts=f, code=CODE)
+    (r,) = O.discharge([ob], facts=f, code=CODE)
     assert r["result"] == "proved" and r["restored"] == ["ValueError", "bad shapes"]
-    (bad,) = O.discharge("predicated-validation", [{**ob, "message": "other"}], facts=f, code=CODE)
+    (bad,) = O.discharge([{**ob, "message": "other"}], facts=f, code=CODE)
     assert bad["result"] == "refuted"
-    (neg,) = O.discharge("predicated-validation", [{**ob, "asserts": "(a[:, 0] * a[:, 1]).sum() != n"}],
-                         facts=f, code=CODE)
+    (neg,) = O.discharge([{**ob, "asserts": "(a[:, 0] * a[:, 1]).sum() != n"}], facts=f, code=CODE)
     assert neg["result"] == "refuted"
 
 
-def test_protocol_obligations_are_proved_with_assumptions():
+def test_runtime_protocols_are_checked_citing_their_lemmas():
+    """The deferred-effect protocols are site-independent lemmas, proved once in proofs/ and
+    cited; per site, the runtime facts they assume are checked, never re-solved as a proof."""
     obs = [{"kind": "order-preserved"}, {"kind": "replayed-on-exception", "requires": "mend.runtime.install(model)"},
            {"kind": "snapshot-before-mutation", "values": ["x"]}, {"kind": "once-per-process", "method": "warning_once"}]
-    res = O.discharge("deferred-side-effects", obs, facts=None)
-    assert [r["result"] for r in res] == ["proved"] * 4
-    assert any("ORDERED" in a for a in res[0]["assumptions"])
-    assert any("clone" in a for a in res[2]["assumptions"])
+    res = O.discharge(obs, facts=None)
+    assert [r["result"] for r in res] == ["checked"] * 4
+    assert all(r["smtlib"] is None and r["status"] is None and r["checked_by"] for r in res)
+    assert [r["lemmas"] for r in res] == [["proofs/dse_replay_order.smt2"], ["proofs/dse_replay_on_exception.smt2"],
+                                          ["proofs/dse_snapshot.smt2"], ["proofs/dse_once_per_process.smt2"]]
+    assert all(set(r["lemma_sha256"]) == set(r["lemmas"]) for r in res)
+    assert "ORDERED" in res[0]["checked_by"] and any("ORDERED" in a for a in res[0]["assumptions"])
+    assert "clone" in res[2]["checked_by"] and any("clone" in a for a in res[2]["assumptions"])
 
 
 def test_unknown_kind_is_unknown():
-    (r,) = O.discharge("deferred-side-effects", [{"kind": "something-new"}], facts=None)
+    (r,) = O.discharge([{"kind": "something-new"}], facts=None)
     assert r["result"] == "unknown" and "no encoding" in r["reason"]
 
 
@@ -193,7 +211,9 @@ def test_timed_out_obligation_declines_strict_fix(monkeypatch, tmp_path):
             return real(_hard_query(), timeout_ms=1, comments=comments)
         return real(assertions, timeout_ms=timeout_ms, comments=comments)
 
-    monkeypatch.setattr(O, "solve", slow)
+    import verifier.encoders.base as base
+
+    monkeypatch.setattr(base, "solve", slow)
     res = fix(str(src), max_examples=5, verify="strict")
     assert res.rewrites == []
     (d,) = res.declined
@@ -205,11 +225,15 @@ def test_timed_out_obligation_declines_strict_fix(monkeypatch, tmp_path):
 
 # -- mend fix --verify -------------------------------------------------------------------------
 
-def test_strict_fix_records_proved_obligations():
+def test_strict_fix_records_established_obligations():
     res = fix(str(FIXTURES / "branch_where.py"), max_examples=5, verify="strict")
     (rw,) = res.rewrites
     assert rw["verification"]["level"] == "strict"
-    assert all(o["result"] == "proved" and o["smtlib"] for o in rw["obligations"])
+    assert all((o["result"] == "proved" and o["smtlib"]) or (o["result"] == "checked" and o["checked_by"])
+               for o in rw["obligations"])
+    assert rw["verification"]["checked"] == [{"kind": o["kind"], "checked_by": o["checked_by"],
+                                              **({"lemmas": o["lemmas"]} if o.get("lemmas") else {})}
+                                             for o in rw["obligations"] if o["result"] == "checked"]
     assert rw["evidence"]["examples"] >= O.STRICT_MIN_EXAMPLES
 
 
@@ -231,7 +255,9 @@ def test_strict_rewrites_the_sqrt_trap_with_cond_not_where():
     (rw,) = res.rewrites
     assert "torch.cond(" in rw["diff"] and "torch.where(" not in rw["diff"]
     kinds = {o["kind"]: o["result"] for o in rw["obligations"]}
-    assert set(kinds.values()) == {"proved"} and "cond-taken-side-only" in kinds and "finite-gradient" not in kinds
+    assert set(kinds.values()) <= {"proved", "checked"} and "finite-gradient" not in kinds
+    assert all(kinds[k] == "checked" for k in kinds if k in CHECKS) and kinds["cond-taken-side-only"] == "checked"
+    assert kinds["cond-predicate"] == kinds["cond-branch-types"] == "proved"
     assert "compiled:eager-backend/forced/train" in rw["evidence"]["modes"]
 
 
@@ -246,17 +272,25 @@ def test_facts_are_read_where_the_rewrite_runs(tmp_path):
     import libcst as cst
 
     from mend.rules import RULES
-    from mend.targets import load_target
+    from mend.targets import load_file_module, load_target
 
     code = (FIXTURES / "branch_where.py").read_text()
     rw = RULES["predicated-control-flow"].rewrite(cst.parse_module(code), 12)
     t = load_target(str(FIXTURES / "branch_where.py"))
     cand = tmp_path / "cand.py"
     cand.write_text(rw.code)
-    f, _ = O.facts_in_process(cand, "_mend_under_test", (), t.args, {}, rw.obligations, code, rw.code)
+
+    def build():
+        torch.manual_seed(0)
+        return load_file_module(cand, "_mend_under_test").Model().eval()
+    f, _ = O.facts_in_process(build, str(cand), t.args, {}, rw.obligations, code, rw.code)
     h = f["names"]["h"]
     assert h == {"kind": "tensor", "dtype": "float32", "shape": [2, 8], "device": "cpu", "param": False}
-    assert f["hits"] >= 1 and isinstance(torch.tensor(0), torch.Tensor)
+    assert f["hits"] >= 1 and "state" not in f
+    request, defs = O.fact_request(rw.obligations, code, rw.code)
+    import json
+    assert json.loads(json.dumps(request)) == request and request["state"] is False
+    assert O.collect_facts(build(), t.args, {}, str(cand), request)["names"]["h"] == h
 
 
 @pytest.mark.skipif(not (SHARED_CASES / "README.md").is_file(), reason="../shared/cases is absent")
@@ -293,3 +327,285 @@ def test_strict_on_shared_cases_emits_no_wrong_rewrite(tmp_path):
             validation_runtime.install(b)
             ref = _run(a, args, compiled=False)
             assert _same(ref, _run(b, args, compiled=False)) and _same(ref, _run(b, args, compiled=True)), name
+
+
+# -- outcomes: four kinds, typed; checks never recorded as proofs --------------------------------
+
+def _module(pure=True):
+    return {"kind": "module", "type": "Linear", "training": False, "pure": pure, "effects": [] if pure else
+            ["proj (Counter): line 3: store into `self.hits`"], "assumptions": []}
+
+
+ASSERT_CODE = CODE
+# a positive instance of every kind whose encoder is a check: (obligation, facts, mended code)
+CHECK_CASES = {
+    "order-preserved": ({}, None, None),
+    "replayed-on-exception": ({"requires": "mend.runtime.install(model)"}, None, None),
+    "snapshot-before-mutation": ({"values": ["x"]}, None, None),
+    "lazy-format-equals-fstring": ({"formats": [":.2f"]}, None, None),
+    "once-per-process": ({"method": "warning_once"}, None, None),
+    "warning-identity": ({"same": ["category", "message"], "may_differ": ["filename", "lineno"]}, None, None),
+    "same-result-when-passing": ({}, None, None),
+    "first-failure-wins": ({}, None, ASSERT_CODE),
+    "restore-at-boundary": ({"trap": "_MEND_TRAPS.abc123abc123", "restored": ["ValueError", "bad shapes"]}, None, None),
+    "state-unchanged-on-raise": ({}, {"names": {}, "self": {}, "state": {"modes": ["eval", "train"], "changes": []}},
+                                 None),
+    "cpu-only": ({}, facts(a=tensor("int64", (4, 2))), None),
+    "untaken-side-runs": ({"call": "self.proj(h)", "guard": "h.sum() > 0"},
+                          {"names": {}, "self": {"proj": _module()}}, None),
+    "cond-side-pure": ({"call": "self.proj(h)"}, {"names": {}, "self": {"proj": _module()}}, None),
+    "cond-output-not-aliased": ({"values": ["h * 2.0"], "treatment": ["computed"]}, None, None),
+    "cond-no-autograd": ({"why": "the sides read different parameters"}, None,
+                         "if torch.compiler.is_compiling() and not torch.is_grad_enabled():\n"
+                         "    y = torch.cond(p, lambda: a, lambda: b)\n"),
+    "cond-taken-side-only": ({"pred": "h.sum() > 0", "waives": ["finite-gradient"]}, None,
+                             "y = torch.cond(p, lambda: a, lambda: b)\n"),
+    "idempotent-device-move": ({"target": "self.a", "expr": "self.a.to(x.device)"}, None, None),
+    "paired-call-value-not-aliased": ({"call": "self.register_buffer", "values": ["self.b"], "inplace_writes": []},
+                                      None, None),
+    "hoisted-setup-pure": ({"call": "init(x)", "slot": "self.cache"},
+                           {"names": {"init": {"kind": "callable", "qualname": "m.init", "effects": [],
+                                               "assumptions": []}}, "self": {}}, None),
+    "hoisted-setup-cannot-raise": ({"slot": "self.cache", "stmt": "self.cache = init(x)"},
+                                   facts(self__cache=tensor()), None),
+    "count-tolist-1d": ({"expr": "x"}, facts(x=tensor(shape=(7,))), None),
+    "count-no-gradient": ({"expr": "x"}, None, None),
+    "check-equivalent": ({"call": "torch._check_tensor_all", "expr": "cond"}, None,
+                         "import torch\n\n\ndef f(cond):\n    if isinstance(cond, torch.Tensor) and cond.dtype == torch.bool:\n"
+                         "        torch._assert_async(cond.all(), 'Expected cond to be True, but got False. (Could this "
+                         "error message be improved? If so, please report an enhancement request to PyTorch.)')\n"
+                         "    else:\n        torch._check_tensor_all(cond)\n"),
+}
+
+
+def test_every_check_kind_has_a_case():
+    assert set(CHECK_CASES) == set(CHECKS)
+    assert len(KINDS) == 38 and SOLVER_KINDS | CHECKS == set(KINDS) and not SOLVER_KINDS & CHECKS
+
+
+@pytest.mark.parametrize("kind", sorted(CHECK_CASES))
+def test_formerly_constant_kinds_are_checked_never_proved(kind):
+    """Each kind whose answer Python decides (a screen, the effect analysis, an observation)
+    is `checked`, with what checked it, and carries no SMT query recorded as a proof."""
+    data, f, code = CHECK_CASES[kind]
+    r = one(kind, f, code=code, **data)
+    assert r["result"] == "checked", r
+    assert r["checked_by"] and r["smtlib"] is None and r["status"] is None
+    for lemma in r.get("lemmas", []):
+        assert (Path(O.__file__).resolve().parents[1] / lemma).is_file()
+        assert re.fullmatch(r"[0-9a-f]{64}", r["lemma_sha256"][lemma])
+
+
+@pytest.mark.parametrize("kind, data, f, code, words", [
+    ("cpu-only", {}, facts(a=tensor("int64", device="cuda")), None, "cuda"),
+    # the naive rewrite without the bool guard: an int64 condition would pass silently
+    ("check-equivalent", {"call": "torch._check_tensor_all", "expr": "cond"}, None,
+     "import torch\n\n\ndef f(cond):\n    if isinstance(cond, torch.Tensor):\n"
+     "        torch._assert_async(cond.all(), 'Expected cond to be True, but got False. (Could this "
+     "error message be improved? If so, please report an enhancement request to PyTorch.)')\n"
+     "    else:\n        torch._check_tensor_all(cond)\n", "int64 ones"),
+    ("hoisted-setup-pure", {"call": "init(x)"},
+     {"names": {"init": {"kind": "callable", "qualname": "m.init", "effects": ["line 2: calls `print`"],
+                         "assumptions": []}}, "self": {}}, None, "print"),
+    ("count-tolist-1d", {"expr": "x"}, facts(x=tensor(shape=(2, 3))), None, "2-D"),
+])
+def test_a_failing_check_refutes_without_a_query(kind, data, f, code, words):
+    r = one(kind, f, code=code, **data)
+    assert r["result"] == "refuted" and r["smtlib"] is None and r["checked_by"] and words in r["counterexample"]
+    assert not O.verdict([r], "standard")[0]
+
+
+@pytest.mark.parametrize("kind, data, f, code", [
+    ("first-failure-wins", {"checks_in_file": 2}, None, None),
+    ("untaken-side-runs", {"call": "self.proj(h)"}, {"names": {}, "self": {"proj": _module(pure=False)}}, None),
+    ("cond-no-autograd", {}, None, "y = torch.cond(p, f, g)\n"),
+    ("restore-at-boundary", {"trap": "_MEND_TRAPS.x"}, None, None),
+    ("state-unchanged-on-raise", {}, None, None),
+])
+def test_an_undecided_check_is_unknown(kind, data, f, code):
+    r = one(kind, f, code=code, **data)
+    assert r["result"] == "unknown" and r["reason"] and r["smtlib"] is None
+
+
+def test_a_claim_false_before_solving_is_checked_not_proved():
+    """An elementwise side has no op with a precondition: the negated claim is the literal
+    False Python built, so the result is checked by the transfer functions, not proved."""
+    r = one("untaken-side-cannot-raise", facts(h=tensor()), expr="h * 2.0 + 1.0", guard="h.sum() > 0")
+    assert r["result"] == "checked" and "precondition" in r["checked_by"] and r["smtlib"] is None
+    c, m = z3.Strings("c m")
+    k = z3.Int("k")
+    from verifier.smt import fixed_false
+
+    assert fixed_false([z3.And(k > 0, z3.BoolVal(False))])
+    assert fixed_false([z3.Or(c != c, m != m)], identity=True) and not fixed_false([k == 1])
+    assert not fixed_false([z3.Or(c != c, m != m)])     # identity: the solver's (same-shape of equal terms)
+
+
+def test_outcome_records_validate_where_built():
+    with pytest.raises(BadOutcome):
+        Outcome("maybe", reason="x")
+    with pytest.raises(BadOutcome):
+        Outcome("proved", status="sat", smtlib="(check-sat)")
+    with pytest.raises(BadOutcome):
+        Outcome("proved", status="unsat", smtlib="(check-sat)", checked_by="a screen")
+    with pytest.raises(BadOutcome):
+        Outcome("checked")
+    with pytest.raises(BadOutcome):
+        Outcome("checked", checked_by="x", smtlib="(check-sat)", status="unsat")
+    with pytest.raises(BadOutcome):
+        Outcome("checked", checked_by="x", lemmas=("proofs/no_such_lemma.smt2",))
+    with pytest.raises(BadOutcome):
+        Outcome("refuted", checked_by="a screen")      # a refuting check names its counterexample
+    with pytest.raises(BadOutcome):
+        Outcome("unknown")
+    ok = Outcome("checked", checked_by="x", lemmas=("proofs/dse_snapshot.smt2",)).to_json()
+    assert ok["result"] == "checked" and ok["lemmas"] == ["proofs/dse_snapshot.smt2"]
+
+
+# -- fail closed; the level policy --------------------------------------------------------------
+
+def _rule_kinds() -> dict[str, set[str]]:
+    """Every obligation kind each rule can emit: the rule's ``obligation_kinds`` (the Rule
+    protocol), or, for a rule that does not declare them, the kind literals in its source."""
+    from mend import rules
+    from mend.rules import RULES
+
+    out = {}
+    root = Path(rules.__file__).parent
+    for name, rule in RULES.items():
+        kinds = getattr(rule, "obligation_kinds", None)
+        if kinds is None:
+            pkg = root / name.replace("-", "_")
+            files = list(pkg.rglob("*.py")) if pkg.is_dir() else [root / (name.replace("-", "_") + ".py")]
+            text = "\n".join(p.read_text() for p in files if p.is_file())
+            kinds = set(re.findall(r'"kind": "([a-z0-9-]+)"', text)) | set(re.findall(r'oblige\("([a-z0-9-]+)"', text))
+        out[name] = set(kinds)
+    return out
+
+
+def test_every_kind_any_rule_can_emit_has_an_encoder():
+    kinds = _rule_kinds()
+    assert set(kinds) >= {"predicated-control-flow", "deferred-side-effects", "predicated-validation",
+                          "host-count-reduction"}
+    missing = {n: sorted(k - set(KINDS)) for n, k in kinds.items() if k - set(KINDS)}
+    assert not missing, f"obligation kinds without an encoder (they would decline at every level): {missing}"
+    assert "where-equals-ite" in kinds["predicated-control-flow"]
+
+
+@pytest.mark.parametrize("level", O.LEVELS)
+def test_a_kind_without_an_encoder_declines_at_every_level(level):
+    obs = [{"kind": "same-shape", "target": "h", "lhs": "h", "rhs": "h"}, {"kind": "brand-new-kind"}]
+    out = O.check_rewrite(obs, level=level, before="", code="", facts=facts(h=tensor()), defs={})
+    assert not out["accepted"] and "brand-new-kind" in out["reason"] and "no encoding" in out["reason"]
+    res = {r["kind"]: r for r in out["obligations"]}
+    assert res["brand-new-kind"]["result"] == "unknown"
+    proof = O.prove(obs, level=level, before="", code="", facts_fn=lambda: (facts(h=tensor()), {}))
+    assert not proof["accepted"] and "brand-new-kind" in proof["failed"]
+
+
+def test_strict_accepts_checked_and_lists_them():
+    obs = [{"kind": "same-shape", "target": "h", "lhs": "h * 2.0", "rhs": "h"}, {"kind": "order-preserved"}]
+    proof = O.prove(obs, level="strict", before="", code="", facts_fn=lambda: (facts(h=tensor()), {}))
+    assert proof["accepted"] and proof["failed"] == []
+    assert [r["result"] for r in proof["obligations"]] == ["proved", "checked"]
+    (c,) = proof["verification"]["checked"]
+    assert c["kind"] == "order-preserved" and "ORDERED" in c["checked_by"] and c["lemmas"] == ["proofs/dse_replay_order.smt2"]
+
+
+def test_required_kinds_must_be_established_at_every_level():
+    refuted = {"kind": "cpu-only"}
+    f = facts(a=tensor(device="cuda"))
+    for level in O.LEVELS:
+        out = O.prove([refuted], level=level, before="", code="", facts_fn=lambda: (f, {}), required={"cpu-only"})
+        assert not out["accepted"] and "required at every level" in out["reason"] and out["failed"] == ["cpu-only"]
+    ok = O.prove([refuted], level="fast", before="", code="", facts_fn=lambda: (facts(a=tensor()), {}),
+                 required={"cpu-only"})
+    assert ok["accepted"] and ok["obligations"][0]["result"] == "checked"
+    # fast discharges only the required kinds; nothing else runs
+    two = O.prove([{"kind": "cpu-only"}, {"kind": "same-shape", "lhs": "h", "rhs": "h"}], level="fast", before="",
+                  code="", facts_fn=lambda: (facts(a=tensor(), h=tensor()), {}), required={"cpu-only"})
+    assert [r["result"] for r in two["obligations"]] == ["checked", "unknown"] and two["accepted"]
+    assert "not discharged" in two["obligations"][1]["reason"]
+
+
+def test_facts_are_not_collected_when_not_needed():
+    calls = []
+
+    def facts_fn():
+        calls.append(1)
+        return facts(), {}
+    O.prove([{"kind": "order-preserved"}], level="strict", before="", code="", facts_fn=facts_fn, needs_facts=False)
+    O.prove([{"kind": "same-shape", "lhs": "h", "rhs": "h"}], level="fast", before="", code="", facts_fn=facts_fn)
+    assert calls == []
+    O.prove([{"kind": "same-shape", "lhs": "h", "rhs": "h"}], level="standard", before="", code="", facts_fn=facts_fn)
+    assert calls == [1]
+
+
+# -- state-unchanged-on-raise: observed in the facts run, eval and train mode ------------------
+
+class _Counter(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, x):
+        if self.training:
+            self.calls += 1
+        return x * 2
+
+
+def test_state_change_is_observed_in_train_mode_and_declines_at_every_level():
+    from verifier.facts import observe_state
+
+    m = _Counter().eval()
+    state = observe_state(m, (torch.ones(2),), {})
+    assert state["modes"] == ["eval", "train"] and state["changes"] == ["train: attribute `calls`"]
+    assert not m.training
+    f = {"names": {}, "self": {}, "state": state}
+    for level in O.LEVELS:
+        out = O.prove([{"kind": "state-unchanged-on-raise"}], level=level, before="", code="",
+                      facts_fn=lambda: (f, {}), required={"state-unchanged-on-raise"})
+        assert not out["accepted"] and "state-unchanged-on-raise cannot be shown" in out["reason"]
+        assert out["failed"] == ["state-unchanged-on-raise"]
+    clean = observe_state(torch.nn.Linear(2, 2), (torch.ones(2),), {})
+    assert clean["changes"] == []
+
+
+def test_state_is_observed_only_when_an_obligation_needs_it(tmp_path):
+    src = tmp_path / "m.py"
+    src.write_text("import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        y = x + 1\n"
+                   "        return y\n")
+    from mend.targets import load_file_module
+
+    build = lambda: load_file_module(src, "_m_state").M()  # noqa: E731
+    obs = [{"kind": "state-unchanged-on-raise"}]
+    code = src.read_text()
+    f, _ = O.facts_in_process(build, str(src), (torch.ones(2),), {}, obs, code.replace("x + 1", "x"), code)
+    assert f["state"] == {"modes": ["eval", "train"], "changes": []}
+    assert one("state-unchanged-on-raise", f)["result"] == "checked"
+
+
+# -- the verifier stands alone --------------------------------------------------------------
+
+VERIFIER = Path(O.__file__).resolve().parent
+
+
+def test_verifier_imports_nothing_from_mend():
+    offenders = []
+    for path in sorted(VERIFIER.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            offenders += [f"{path.relative_to(VERIFIER)}:{node.lineno} {n}" for n in names
+                          if n == "mend" or n.startswith("mend.")]
+    assert not offenders
+
+
+def test_obligation_modules_are_small_and_have_no_main():
+    mine = ["obligations.py", "smt.py", "dtypes.py", "shapes.py", "values.py", "facts.py", "outcomes.py",
+            "discharge.py", "levels.py", "ops.py", "effects.py"] + [f"encoders/{p.name}" for p in
+                                                                     (VERIFIER / "encoders").glob("*.py")]
+    for name in mine:
+        text = (VERIFIER / name).read_text()
+        assert len(text.splitlines()) <= 850, name
+        assert "__main__" not in text, name

@@ -3,7 +3,6 @@
 Every case must be reported with at least as many breaks as explain counts, in the
 category its README gives; frames skipped whole are reported as such, not as zero.
 """
-import importlib.util
 import re
 
 import pytest

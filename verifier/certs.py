@@ -4,14 +4,17 @@
 
 1. it is the JSON text mend wrote (``json.dumps(cert, indent=2)``; any edited byte that
    keeps valid JSON changes that text or the content) and matches the schema
-   (``mend/schemas/certificate.schema.json``, version 0.2);
+   (``mend/schemas/certificate.schema.json``, version 0.3, read by path);
 2. its content hashes to its ``digest`` (sha256 of the canonical JSON without the digest);
 3. the files it names still hash to ``sha256_mended`` / ``sha256_original``;
-4. every obligation's SMT-LIB query replays with the installed z3 to the recorded answer
-   (``unsat`` for proved, ``sat`` for refuted), and re-encoding the obligation from the
-   certificate's own data (its facts and the obligation's fields, with
-   :mod:`verifier.obligations`) gives the same query up to the names of ``let`` bindings:
-   a query that was edited, or swapped for an easier one, fails;
+4. every obligation is re-checked by its outcome kind (:func:`_check_queries`): a solver
+   outcome's SMT-LIB query replays with the installed z3 to the recorded answer (``unsat``
+   for proved, ``sat`` for refuted), and re-encoding the obligation from the certificate's
+   own data (its facts and the obligation's fields, with :mod:`verifier.obligations`) gives
+   the same query up to the names of ``let`` bindings: a query that was edited, or swapped
+   for an easier one, fails; a ``checked`` outcome (or one refuted by a check) is re-run from
+   the same data and must give the same outcome; each cited lemma must be the file in
+   ``proofs/`` with the recorded sha256 and replay to the answer its header states;
 5. with ``rerun=True``, the differential test is replayed from the recorded seed and number
    of examples (original against mended file; hf: targets out of process with the overlay).
 
@@ -26,7 +29,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-SCHEMA_VERSION = "0.2"
+SCHEMA_VERSION = "0.3"
+SCHEMA = Path(__file__).resolve().parents[1] / "mend" / "schemas" / "certificate.schema.json"
 
 
 class CertError(Exception):
@@ -115,10 +119,13 @@ def _installed_origin(module: str) -> Path | None:
     return Path(spec.origin) if spec and spec.origin else None
 
 
-def verify_file(path: str | Path, *, rerun: bool = False, timeout_ms: int | None = None) -> Report:
-    """Check one certificate; raises CertError when it cannot be read."""
-    from mend.report import schema
+def verify_file(path: str | Path, *, rerun=None, timeout_ms: int | None = None) -> Report:
+    """Check one certificate; raises CertError when it cannot be read.
 
+    ``rerun``: None, or ``rerun(cert_path, doc) -> (passed, detail)`` replaying the
+    differential test with the executor the certificate names (``doc["executor"]``). The
+    caller supplies it (``mend cert verify --rerun`` passes mend's), so the verifier builds
+    no target itself."""
     path = Path(path)
     raw, doc = load(path)
     rep = Report(str(path))
@@ -129,7 +136,7 @@ def verify_file(path: str | Path, *, rerun: bool = False, timeout_ms: int | None
     import jsonschema
 
     try:
-        jsonschema.validate(doc, schema("certificate"))
+        jsonschema.validate(doc, json.loads(SCHEMA.read_text(encoding="utf-8")))
     except jsonschema.ValidationError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
         rep.problems.append(f"does not match the certificate schema at {where}: {exc.message[:160]}")
@@ -139,10 +146,19 @@ def verify_file(path: str | Path, *, rerun: bool = False, timeout_ms: int | None
     if doc.get("digest") != digest(doc):
         rep.problems.append("the certificate's content does not match its digest (tampered)")
     _check_files(path, doc, rep)
-    _check_queries(doc, rep, timeout_ms)
-    if rerun:
-        _rerun(path, doc, rep)
+    _check_queries(doc, rep, timeout_ms, code=_mended_code(path, doc))
+    if rerun is not None:
+        _rerun(path, doc, rep, rerun)
     return rep
+
+
+def _mended_code(path: Path, doc: dict) -> str | None:
+    """The mended file's text when it is there and hashes to the recorded value (the checks
+    that read the mended file re-read it), else None."""
+    mended = resolve(path, (doc.get("paths") or {}).get("mended"))
+    if mended is None or not mended.is_file() or sha256_file(mended) != doc.get("sha256_mended"):
+        return None
+    return mended.read_text(encoding="utf-8")
 
 
 def _check_hash(rep: Report, role: str, path: Path, recorded: str, problem: str) -> None:
@@ -177,41 +193,69 @@ def _check_files(path: Path, doc: dict, rep: Report) -> None:
         rep.notes.append("the original file is not kept (--write replaced it): only the mended file's hash is checked")
 
 
-def _check_queries(doc: dict, rep: Report, timeout_ms: int | None) -> None:
+def _check_queries(doc: dict, rep: Report, timeout_ms: int | None, code: str | None = None) -> None:
+    """Re-check each obligation by its outcome kind (:mod:`verifier.outcomes`): the recorded
+    result is a well-formed outcome; a solver outcome (proved / refuted with a query)
+    replays with z3 to its recorded answer and is the encoding of its obligation; a check
+    (checked, or refuted by a check) gives the same outcome when re-run from the
+    certificate's own data (facts, the obligation's fields, the mended file ``code``); every
+    cited lemma is the file in proofs/ with the recorded sha256 and replays to its stated
+    answer."""
     from verifier import obligations as O
+    from verifier.outcomes import BadOutcome, from_json
 
     obs = doc["obligations"]
     ver = doc.get("verification", {})
     if ver.get("level") == "strict":
-        bad = [o["kind"] for o in obs if o.get("result") != "proved"]
+        bad = [o["kind"] for o in obs if o.get("result") not in ("proved", "checked")]
         if bad:
-            rep.problems.append(f"a strict certificate with obligations not proved: {', '.join(bad)}")
+            rep.problems.append(f"a strict certificate with obligations neither proved nor checked: {', '.join(bad)}")
+        listed = sorted(c.get("kind") for c in ver.get("checked") or [])
+        if listed != sorted(o["kind"] for o in obs if o.get("result") == "checked"):
+            rep.problems.append("the verification record's `checked` list is not the obligations recorded checked")
     # re-encode from the certificate's own data
     rederived = None
-    if ver.get("level") in ("standard", "strict"):
-        try:
-            rederived = O.discharge(doc["rule"], [O.obligation_data(o) for o in obs
-                                                  if o["kind"] not in O.ADDED_KINDS],
-                                    facts=ver.get("facts"), defs=ver.get("defs"), code=None,
-                                    timeout_ms=max(int(o.get("timeout_ms") or O.TIMEOUT_MS) for o in obs) if obs else O.TIMEOUT_MS)
-        except Exception as exc:  # noqa: BLE001 - report, do not crash
-            rep.problems.append(f"the obligations could not be re-encoded ({type(exc).__name__}: {exc})")
-    replayed = 0
+    try:
+        rederived = O.discharge([O.obligation_data(o) for o in obs], facts=ver.get("facts"), defs=ver.get("defs"),
+                                code=code, timeout_ms=max(int(o.get("timeout_ms") or O.TIMEOUT_MS) for o in obs)
+                                if obs else O.TIMEOUT_MS)
+    except Exception as exc:  # noqa: BLE001 - report, do not crash
+        rep.problems.append(f"the obligations could not be re-encoded ({type(exc).__name__}: {exc})")
+    replayed = rechecked = 0
+    lemmas: dict[str, str | None] = {}
     for i, o in enumerate(obs):
         name = f"obligation {i + 1} ({o['kind']})"
-        text, status, result = o.get("smtlib"), o.get("status"), o.get("result")
-        if result not in O.RESULTS:
-            rep.problems.append(f"{name}: result {result!r} is not proved/refuted/unknown")
+        try:
+            outcome = from_json(o)
+        except BadOutcome as exc:
+            rep.problems.append(f"{name}: the recorded result is not a well-formed outcome ({exc})")
             continue
-        if text is None:
-            if result != "unknown":
-                rep.problems.append(f"{name}: result {result} without an SMT query")
+        match = rederived[i] if rederived is not None and i < len(rederived) else None
+        if match is not None and any(match.get(k) != v for k, v in O.obligation_data(o).items()):
+            match = None
+        if rederived is not None and match is None:
+            rep.problems.append(f"{name}: not among the obligations re-encoded from the certificate's data")
+        for lemma in outcome.lemmas:
+            lemmas.setdefault(lemma, (o.get("lemma_sha256") or {}).get(lemma))
+            if (o.get("lemma_sha256") or {}).get(lemma) != lemmas[lemma]:
+                rep.problems.append(f"{name}: lemma {lemma} is recorded with two different hashes")
+        if outcome.smtlib is None:
+            if outcome.checked_by is not None and match is not None:
+                rechecked += 1
+                if match.get("result") != outcome.result:
+                    rep.problems.append(f"{name}: recorded {outcome.result} by a check ({outcome.checked_by[:80]}), "
+                                        f"re-run from the certificate's data it is {match.get('result')}"
+                                        + (f" ({match.get('reason')})" if match.get("reason") else ""))
+                elif match.get("checked_by") != outcome.checked_by:
+                    rep.notes.append(f"{name}: re-checked here by {str(match.get('checked_by'))[:160]}")
             continue
-        if O.result_of(status) != result:
-            rep.problems.append(f"{name}: recorded result {result} does not follow from the solver's answer {status}")
+        status = outcome.status
+        if O.result_of(status) != outcome.result and not (outcome.result == "unknown" and status == "sat"):
+            rep.problems.append(f"{name}: recorded result {outcome.result} does not follow from the solver's answer "
+                                f"{status}")
         t = int(timeout_ms or max(int(o.get("timeout_ms") or O.TIMEOUT_MS), 10_000))
         try:
-            got = O.replay(text, timeout_ms=t)
+            got = O.replay(outcome.smtlib, timeout_ms=t)
         except Exception as exc:  # noqa: BLE001 - z3 rejects the text
             rep.problems.append(f"{name}: the SMT query does not parse ({str(exc)[:120]})")
             continue
@@ -220,90 +264,70 @@ def _check_queries(doc: dict, rep: Report, timeout_ms: int | None) -> None:
             rep.problems.append(f"{name}: the SMT query replays to {got}, the certificate records {status}")
         elif status == "unknown" and got != "unknown":
             rep.notes.append(f"{name}: recorded unknown (timeout), now decides {got}")
-        if rederived is not None:
-            match = next((r for r in rederived if O.obligation_data(r) == O.obligation_data(o)), None)
-            if match is None:
-                rep.problems.append(f"{name}: not among the obligations re-encoded from the certificate's data")
-            elif match.get("smtlib") is None or normalize_smt(match["smtlib"]) != normalize_smt(text):
+        if match is not None:
+            if match.get("smtlib") is None or normalize_smt(match["smtlib"]) != normalize_smt(outcome.smtlib):
                 if match.get("status") == "unknown" or status == "unknown":
                     rep.notes.append(f"{name}: re-encoding stopped at another tier (a timeout); replay only")
                 else:
                     rep.problems.append(f"{name}: the SMT query is not the encoding of this obligation "
                                         "(re-encoded from the certificate's data, it differs)")
+    for lemma, recorded in sorted(lemmas.items()):
+        problem = check_lemma(lemma, recorded)
+        if problem:
+            rep.problems.append(problem)
     rep.checked["queries_replayed"] = replayed
+    rep.checked["checks_rerun"] = rechecked
+    rep.checked["lemmas_replayed"] = len(lemmas)
     solver = next((o.get("solver") for o in obs if o.get("solver")), None)
     if solver and solver != O.solver_version():
         rep.notes.append(f"recorded with {solver}, replayed with {O.solver_version()}")
 
 
-def _rerun(path: Path, doc: dict, rep: Report) -> None:
+_LEMMAS_SEEN: dict[tuple[str, str], str | None] = {}
+
+
+def check_lemma(lemma: str, recorded_sha256: str | None) -> str | None:
+    """None when the cited ``lemma`` (``proofs/NAME.smt2``) is the file in proofs/ with the
+    recorded sha256 and replays with z3 to the answer its header states; else the problem."""
+    from verifier.outcomes import BadOutcome, lemma_path
+
     try:
-        passed, detail = rerun_differential(path, doc)
+        path = lemma_path(lemma)
+    except BadOutcome as exc:
+        return f"cited lemma {lemma!r}: {exc}"
+    if not path.is_file():
+        return f"cited lemma {lemma} is not in proofs/"
+    got = hashlib.sha256(path.read_bytes()).hexdigest()
+    if recorded_sha256 != got:
+        return (f"cited lemma {lemma} has sha256 {got[:12]}..., the certificate records "
+                f"{(recorded_sha256 or 'none')[:12]}...")
+    key = (lemma, got)
+    if key not in _LEMMAS_SEEN:
+        import z3
+
+        text = path.read_text(encoding="utf-8")
+        m = re.search(r"^; expect: (sat|unsat)\s*$", text, re.M)
+        solver = z3.Solver()
+        solver.set("timeout", 30_000)
+        try:
+            solver.from_string(text)
+            answer = str(solver.check())
+        except z3.Z3Exception as exc:
+            answer = f"an error ({exc})"
+        _LEMMAS_SEEN[key] = None if m and answer == m.group(1) else (
+            f"cited lemma {lemma} replays to {answer}, its header expects {m.group(1) if m else 'nothing'}")
+    return _LEMMAS_SEEN[key]
+
+
+def _rerun(path: Path, doc: dict, rep: Report, rerun) -> None:
+    try:
+        passed, detail = rerun(path, doc)
     except Exception as exc:  # noqa: BLE001 - a failure to rerun is a failure of the check
         rep.problems.append(f"--rerun: the differential test could not run ({type(exc).__name__}: {exc})")
         return
     rep.checked["rerun"] = detail
     if not passed:
         rep.problems.append(f"--rerun: the differential test fails: {detail}")
-
-
-def rerun_differential(path: Path, doc: dict) -> tuple[bool, str]:
-    """Replay the differential test of the final mended file against its original, from the
-    recorded seed and number of examples (natural predicates, eager and compiled)."""
-    ev = doc["evidence"]
-    seed, n = int(ev["hypothesis_seed"]), max(int(ev["examples"]) - 1, 1)
-    target = doc.get("target") or ""
-    paths = doc.get("paths") or {}
-    mended = resolve(path, paths.get("mended"))
-    if target.startswith("hf:"):
-        import tempfile
-
-        import torch
-
-        from mend.fix import _compare_runs, _draw_inputs, _worker
-        from mend.targets import load_target
-        from verifier.differential import Mismatch
-
-        mended = mended.resolve() if mended else None
-        root = Path(str(mended)[: -len(doc["file"])]) if mended and str(mended).endswith(doc["file"]) else None
-        if root is None:
-            return False, "the mended file is not under its package path (DIR/<package path>)"
-        t = load_target(target)
-        with tempfile.TemporaryDirectory(prefix="mend-rerun-") as tmpname:
-            tmp = Path(tmpname)
-            inputs = _draw_inputs(t.args, t.kwargs, seed, n)
-            torch.save(inputs, tmp / "inputs.pt")
-            base = {"target": target, "action": "observe", "inputs": str(tmp / "inputs.pt"), "force": []}
-            ref = _worker(dict(base), tmp, "ref")
-            emit = _worker({**base, "overlay": str(root)}, tmp, "eager")
-            comp = _worker({**base, "overlay": str(root), "compiled": True}, tmp, "compiled")
-            try:
-                worst = max(_compare_runs(ref, emit, exact=True), _compare_runs(ref, comp, exact=False))
-            except Mismatch as exc:
-                return False, str(exc)
-        return True, f"{len(inputs)} inputs, seed {seed}, eager and compiled agree (max abs error {worst:.3g})"
-    orig = resolve(path, paths.get("original"))
-    if orig is None or not orig.is_file():
-        return False, "the original file is not available (--write replaced it; use --out to keep it)"
-    if sha256_file(orig) != doc["sha256_original"]:
-        return False, "the original file changed"
-    import torch
-
-    from mend.fix import build_pair, factory_of, model_maker
-    from verifier.differential import differential_test
-
-    factory = factory_of(target)
-    mods, models = build_pair(orig, mended, model_maker(factory))
-    if factory is not None:  # the factory's example inputs (positional: fix refuses keyword inputs)
-        torch.manual_seed(0)
-        args, traps = tuple(getattr(mods[0], factory)()[1]), []
-    else:
-        args = tuple(mods[0].get_inputs())
-        traps = [tuple(mods[0].get_trap_inputs())] if hasattr(mods[0], "get_trap_inputs") else []
-    res = differential_test(models[0], models[1], args, extra_inputs=traps, seed=seed, max_examples=n)
-    if not res.passed:
-        return False, f"{res.reason} on {res.counterexample}"
-    return True, f"{res.examples} inputs, seed {seed}, eager and compiled agree (max abs error {res.max_abs_error:.3g})"
 
 
 def relpath_from(cert_file: Path, target: Path) -> str:

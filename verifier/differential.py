@@ -17,7 +17,7 @@ import copy
 import io
 import logging
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from hypothesis import HealthCheck, given, seed as hyp_seed, settings, strategies as st
@@ -102,7 +102,7 @@ class Mismatch(AssertionError):
     pass
 
 
-def _observe(model, args, kwargs, grad: bool, rng_seed: int = 1234):
+def observe(model, args, kwargs, grad: bool, rng_seed: int = 1234):
     """Run once; return (result or exception, stdout, warnings, log records, grads,
     buffers after the call, inputs after the call). The RNG is seeded first, so dropout
     draws the same masks in both models unless one of them draws more."""
@@ -120,8 +120,11 @@ def _observe(model, args, kwargs, grad: bool, rng_seed: int = 1234):
     root.addHandler(handler)
     old_level = root.level
     root.setLevel(logging.DEBUG)
-    args = tuple(a.detach().clone().requires_grad_(grad and a.is_floating_point()) if isinstance(a, torch.Tensor) else a
-                 for a in args)
+    def fresh(a):
+        return a.detach().clone().requires_grad_(grad and a.is_floating_point()) if isinstance(a, torch.Tensor) else a
+    args = tuple(fresh(a) for a in args)
+    kwargs = {k: fresh(v) for k, v in kwargs.items()}
+    inputs = list(args) + list(kwargs.values())
     grads = None
     torch.manual_seed(rng_seed)
     try:
@@ -131,9 +134,9 @@ def _observe(model, args, kwargs, grad: bool, rng_seed: int = 1234):
                 with torch.enable_grad() if grad else torch.no_grad():
                     result = model(*args, **kwargs)
                     if grad:
-                        leaves = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
+                        leaves = [a for a in inputs if isinstance(a, torch.Tensor) and a.requires_grad]
                         leaves += [p for p in model.parameters() if p.requires_grad]
-                        flat = [t for t in _flatten(result) if t.is_floating_point() and t.requires_grad]
+                        flat = [t for t in flatten(result) if t.is_floating_point() and t.requires_grad]
                         if flat and leaves:
                             total = sum(t.sum() for t in flat)
                             grads = torch.autograd.grad(total, leaves, allow_unused=True)
@@ -145,7 +148,7 @@ def _observe(model, args, kwargs, grad: bool, rng_seed: int = 1234):
         root.setLevel(old_level)
     target = getattr(model, "_orig_mod", model)
     buffers = [(n, b.detach().clone()) for n, b in target.named_buffers()] if isinstance(target, torch.nn.Module) else []
-    after = [a.detach().clone() for a in args if isinstance(a, torch.Tensor)]
+    after = [a.detach().clone() for a in inputs if isinstance(a, torch.Tensor)]
     return result, out.getvalue(), warned, records, grads, buffers, after
 
 
@@ -155,15 +158,15 @@ def _short(result) -> str:
     return "returned normally"
 
 
-def _flatten(obj):
+def flatten(obj):
     if isinstance(obj, torch.Tensor):
         return [obj]
     if isinstance(obj, dict):
-        return [t for v in obj.values() for t in _flatten(v)]
+        return [t for v in obj.values() for t in flatten(v)]
     if isinstance(obj, (list, tuple)):
-        return [t for v in obj for t in _flatten(v)]
+        return [t for v in obj for t in flatten(v)]
     if hasattr(obj, "to_tuple"):  # transformers ModelOutput
-        return _flatten(obj.to_tuple())
+        return flatten(obj.to_tuple())
     return []
 
 
@@ -191,8 +194,8 @@ def compare(a, b, exact: bool, any_error: bool = False) -> float:
         if a[i] != b[i]:
             raise Mismatch(f"{what} differ: original {a[i]!r}, mended {b[i]!r}")
     worst = 0.0
-    pairs = list(zip(_flatten(ra), _flatten(rb)))
-    if len(_flatten(ra)) != len(_flatten(rb)):
+    pairs = list(zip(flatten(ra), flatten(rb)))
+    if len(flatten(ra)) != len(flatten(rb)):
         raise Mismatch("output structure differs")
     ga, gb = list(a[4] or ()), list(b[4] or ())
     if len(ga) != len(gb):
@@ -239,7 +242,7 @@ def _resize_batch(t: torch.Tensor, n: int) -> torch.Tensor:
     return t.repeat(reps, *([1] * (t.dim() - 1)))[:n].clone()
 
 
-def _inputs_strategy(example: tuple, edge: bool, vary_batch: bool = True, extra_edge_values=()):
+def inputs_strategy(example: tuple, edge: bool, vary_batch: bool = True, extra_edge_values=()):
     """Inputs like ``example``: floats scaled/shifted/negated with edge values; integer
     tensors drawn from the example's range widened by 2 each side, and constant fills;
     and, when ``vary_batch``, the leading dimension shared by the inputs set to 1, 2, 3
@@ -304,10 +307,10 @@ def _values_strategy(example: tuple, edge: bool, extra_edge_values=()):
     return st.tuples(*[one(t) for t in example])
 
 
-def differential_test(original, mended, example: tuple, *, emitted=None, reference=None,
-                      force_lines: list[int] = (), extra_inputs: list[tuple] = (), seed: int = 0,
+def differential_test(original, mended, example: tuple, *, example_kwargs: dict | None = None, emitted=None,
+                      reference=None, force_lines: list[int] = (), extra_inputs: list[tuple] = (), seed: int = 0,
                       max_examples: int = 40, compiled: bool = True, edge: bool = True,
-                      train: bool = True, extra_edge_values=()) -> Evidence:
+                      train: bool = True, extra_edge_values=(), prepare=None) -> Evidence:
     """Compare ``original`` and ``mended`` (same weights) on Hypothesis-drawn inputs.
 
     ``example``: the target's example args (tensors of any shape/dtype). ``force_lines``:
@@ -326,19 +329,41 @@ def differential_test(original, mended, example: tuple, *, emitted=None, referen
     the call. ``extra_edge_values``: the rewrite's constants (a comparison's threshold); each
     is drawn as an edge value (itself, rounded to the input's dtype, and its neighbours there:
     :func:`edge_values_for`), and the example with them written into its leading elements
-    is one more fixed input. Empty (the default): as without it.
+    is one more fixed input. Empty (the default): as without it. ``example_kwargs``: the
+    example's keyword inputs, drawn like the positional ones (a transformers model called
+    as ``model(input_ids=..., attention_mask=...)``). ``prepare``: applied to every
+    compiled mended model before ``torch.compile`` (the caller installs its runtimes there,
+    as users are told to); the verifier itself knows no runtime.
     """
+    # forcing guards on the forced value and drawn batch sizes recompile the frame: past
+    # Dynamo's recompile limit (8) it would run the "compiled" models eagerly, unnoticed
+    with torch._dynamo.config.patch(recompile_limit=64):
+        return _differential_test(original, mended, example, example_kwargs=example_kwargs, emitted=emitted,
+                                  reference=reference, force_lines=force_lines, extra_inputs=extra_inputs, seed=seed,
+                                  max_examples=max_examples, compiled=compiled, edge=edge, train=train,
+                                  extra_edge_values=extra_edge_values, prepare=prepare)
+
+
+def _differential_test(original, mended, example: tuple, *, example_kwargs, emitted, reference, force_lines,
+                       extra_inputs, seed, max_examples, compiled, edge, train, extra_edge_values, prepare) -> Evidence:
     from verifier import forcing
 
     forcing.reset()
-    from mend import runtime, validation_runtime
+    prepare = prepare or (lambda m: m)
+    keys = list(example_kwargs or {})
+    n_args = len(example)
+    example = tuple(example) + tuple((example_kwargs or {})[k] for k in keys)
+
+    def split(values):
+        """(args, kwargs) of a drawn input: the keyword values follow the positional ones."""
+        return tuple(values[:n_args]), dict(zip(keys, values[n_args:]))
 
     modes = ["eager"] + (["compiled:eager-backend"] if compiled else [])
     modes = [f"{m}/{phase}" for m in modes for phase in (("eval", "train") if train else ("eval",))]
     emit = emitted if emitted is not None else mended
     ref_c = reference if reference is not None else original
     if compiled:
-        runtime.install(validation_runtime.install(emit))
+        prepare(emit)
     compiled_model = torch.compile(emit, backend="eager") if compiled else None
     # the rewritten predicates forced both ways under torch.compile too, with gradients: a
     # rewrite may take effect only when compiling (torch.cond keeps the `if` for eager), so
@@ -346,7 +371,7 @@ def differential_test(original, mended, example: tuple, *, emitted=None, referen
     pair_c = None
     if compiled and force_lines:
         orig_f, mended_f = copy.deepcopy(original), copy.deepcopy(mended)
-        runtime.install(validation_runtime.install(mended_f))
+        prepare(mended_f)
         pair_c = (orig_f, torch.compile(mended_f, backend="eager"))
         modes = modes + [f"compiled:eager-backend/forced/{p}" for p in (("eval", "train") if train else ("eval",))]
     # gradients: of every float input, and of the parameters; a rewrite that is only
@@ -356,26 +381,27 @@ def differential_test(original, mended, example: tuple, *, emitted=None, referen
     settings_ = [(None, None)] + [(line, v) for line in force_lines for v in (True, False)]
     models = [original, mended, emit, ref_c] + (list(pair_c) if pair_c else [])
 
-    def check(args):
+    def check(values):
+        args, kwargs = split(values)
         for phase in (("eval", "train") if train else ("eval",)):
             for mod in models:
                 mod.train(phase == "train")
             for line, value in settings_:
                 with (forcing.forced(line, value) if line is not None else contextlib.nullcontext()):
-                    ref = _observe(original, args, {}, grad)
-                    got = _observe(mended, args, {}, grad)
+                    ref = observe(original, args, kwargs, grad)
+                    got = observe(mended, args, kwargs, grad)
                     state["worst"] = max(state["worst"], compare(ref, got, exact=True))
                     if compiled_model is not None and line is None:
                         with warnings.catch_warnings():
                             warnings.simplefilter("ignore")
-                            got_c = _observe(compiled_model, args, {}, grad=False)
-                        ref_c_obs = _observe(ref_c, args, {}, grad=False)
+                            got_c = observe(compiled_model, args, kwargs, grad=False)
+                        ref_c_obs = observe(ref_c, args, kwargs, grad=False)
                         state["worst"] = max(state["worst"], compare(ref_c_obs, got_c, exact=False))
                     if pair_c is not None:
-                        ref_f = _observe(pair_c[0], args, {}, grad)
+                        ref_f = observe(pair_c[0], args, kwargs, grad)
                         with warnings.catch_warnings():
                             warnings.simplefilter("ignore")
-                            got_f = _observe(pair_c[1], args, {}, grad)
+                            got_f = observe(pair_c[1], args, kwargs, grad)
                         state["worst"] = max(state["worst"], compare(ref_f, got_f, exact=False))
         for mod in models:
             mod.eval()
@@ -389,7 +415,8 @@ def differential_test(original, mended, example: tuple, *, emitted=None, referen
         return {str(line): {"natural": sorted(forcing.seen(line) - {None}), "forced": [False, True]}
                 for line in force_lines}
 
-    fixed = [tuple(example)] + [tuple(x) for x in extra_inputs]
+    # extra inputs are positional; the example's keyword values go with them
+    fixed = [tuple(example)] + [tuple(x) + (example[n_args:] if len(x) == n_args else ()) for x in extra_inputs]
     if extra_edge_values:
         seeded = with_edge_values(tuple(example), extra_edge_values)
         if seeded is not None:
@@ -405,7 +432,7 @@ def differential_test(original, mended, example: tuple, *, emitted=None, referen
     @hyp_seed(seed)
     @settings(max_examples=max_examples, deadline=None, database=None, derandomize=False,
               suppress_health_check=list(HealthCheck), report_multiple_bugs=False)
-    @given(_inputs_strategy(tuple(example), edge, extra_edge_values=tuple(extra_edge_values)))
+    @given(inputs_strategy(tuple(example), edge, extra_edge_values=tuple(extra_edge_values)))
     def run(args):
         try:
             check(args)
@@ -427,13 +454,14 @@ def differential_test(original, mended, example: tuple, *, emitted=None, referen
         inductor = torch.compile(emit)
         modes.append("compiled:inductor/eval")
         try:
-            for args in fixed:
+            for values in fixed:
+                args, kwargs = split(values)
                 for mod in models:
                     mod.eval()
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    got_i = _observe(inductor, args, {}, grad=False)
-                ref_i = _observe(ref_c, args, {}, grad=False)
+                    got_i = observe(inductor, args, kwargs, grad=False)
+                ref_i = observe(ref_c, args, kwargs, grad=False)
                 try:
                     state["worst"] = max(state["worst"], compare(ref_i, got_i, exact=False, any_error=True))
                 except Mismatch:
@@ -441,9 +469,9 @@ def differential_test(original, mended, example: tuple, *, emitted=None, referen
                     # inputs): then the reference is the original under Inductor too
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
-                        ref_i = _observe(torch.compile(ref_c), args, {}, grad=False)
+                        ref_i = observe(torch.compile(ref_c), args, kwargs, grad=False)
                     state["worst"] = max(state["worst"], compare(ref_i, got_i, exact=False, any_error=True))
         except Mismatch as exc:
-            return Evidence(False, seed, state["n"], modes, outcomes(), state["worst"], describe(args),
+            return Evidence(False, seed, state["n"], modes, outcomes(), state["worst"], describe(values),
                             f"under torch.compile (inductor): {exc}")
     return Evidence(True, seed, state["n"], modes, outcomes(), state["worst"])

@@ -3,7 +3,9 @@
 * Operators: from their TorchScript schemas (``torch._C._jit_get_schemas_for_operator``):
   an argument annotated ``Tensor(a!)`` is written (``aten::add_(Tensor(a!) self, ...)``).
 * ``mend::capture`` (the deferred-effects operator): its schema writes nothing, it is
-  registered as an ORDERED effect, and its Python body clones every tensor it buffers.
+  registered as an ORDERED effect (read from torch's registry: the caller loads the
+  runtime), and its Python body clones every tensor it buffers (read from the runtime's
+  source, found by module name: ``verifier`` imports nothing from ``mend``).
 * Python functions (a hoisted initialiser): a syntactic screen of the function's source --
   no ``global``/``nonlocal``, no store into anything but its own locals, no in-place tensor
   method, no call that performs I/O, logs, warns or mutates a container; calls to other
@@ -47,41 +49,119 @@ def op_writes(qualified: str) -> list[str]:
     return out
 
 
-def capture_is_ordered() -> tuple[bool, str]:
-    """Whether mend::capture writes nothing and is an ORDERED effect (kept in program order)."""
-    try:
-        import torch
+RUNTIME = "mend.runtime"      # the deferred-effects runtime, by name only: never imported here
 
-        import mend.runtime  # noqa: F401 - registers the operator
+
+def runtime_file(module: str = RUNTIME, path: str | None = None) -> str | None:
+    """Where the runtime's source is, without importing anything: ``path`` when given, else
+    the file of the module if it is loaded (``sys.modules``), else its spec when its parent
+    package is loaded (``importlib.util.find_spec`` then imports nothing new)."""
+    import importlib.util
+    import sys
+
+    if path:
+        return str(path)
+    mod = sys.modules.get(module)
+    if mod is not None and getattr(mod, "__file__", None):
+        return mod.__file__
+    parent = module.rpartition(".")[0]
+    if parent and parent not in sys.modules:
+        return None
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    return spec.origin if spec and spec.origin else None
+
+
+def _definitions(path: str | None) -> dict[str, str] | None:
+    """``name -> source`` of every function and class defined in the file at ``path``."""
+    if not path:
+        return None
+    try:
+        src = open(path, encoding="utf-8").read()
+        tree = ast.parse(src)
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return None
+    out = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.setdefault(node.name, ast.get_source_segment(src, node) or "")
+    return out
+
+
+def runtime_screen(needles: list[tuple[str, str]], *, module: str = RUNTIME, path: str | None = None
+                   ) -> tuple[bool, str]:
+    """Whether each ``(definition, text)``: the function or class ``definition`` of the
+    runtime's source contains ``text``. Returns (all found, what was read, in words)."""
+    where = runtime_file(module, path)
+    defs = _definitions(where)
+    if defs is None:
+        return False, f"the source of {module} could not be read (is it loaded?)"
+    missing = [f"`{t}` in {d}" for d, t in needles if t not in defs.get(d, "")]
+    if missing:
+        return False, f"{module} ({where}) lacks " + ", ".join(missing)
+    return True, f"{module}'s source: " + ", ".join(f"{d} has `{t}`" for d, t in needles)
+
+
+def capture_op():
+    """``torch.ops.mend.capture.default`` when the runtime registered it in this process
+    (the caller loads the runtime), else None."""
+    import torch
+
+    try:
+        return torch.ops.mend.capture.default
+    except (AttributeError, RuntimeError):
+        return None
+
+
+def capture_is_ordered(op=None) -> tuple[bool, str]:
+    """Whether mend::capture writes nothing and is an ORDERED effect (kept in program order),
+    read from torch's operator registry."""
+    op = op if op is not None else capture_op()
+    if op is None:
+        return False, ("mend::capture is not registered in this process (its runtime is not loaded), so its "
+                       "effect registration could not be read")
+    try:
         from torch._higher_order_ops.effects import _get_effect
 
-        op = torch.ops.mend.capture.default
         writes = [a.name for a in op._schema.arguments if a.alias_info is not None and a.alias_info.is_write]
         effect = _get_effect(op)
-        ok = not writes and effect is not None and "ORDERED" in str(effect)
-        return ok, (f"mend::capture is registered as {effect} and its schema `{op._schema}` writes "
-                    f"{', '.join(writes) or 'no argument'} (checked at discharge time)")
     except Exception as exc:  # noqa: BLE001
         return False, f"mend::capture's effect registration could not be read ({type(exc).__name__})"
+    ok = not writes and effect is not None and "ORDERED" in str(effect)
+    return ok, (f"mend::capture is registered as {effect} and its schema `{op._schema}` writes "
+                f"{', '.join(writes) or 'no argument'} (read from torch's registry at discharge time)")
 
 
-def capture_clones() -> tuple[bool, str]:
-    """Whether the buffered snapshot of mend::capture is ``t.detach().clone()`` of each tensor."""
+def _op_body(path: str | None, qualname: str) -> str | None:
+    """The source of the function decorated as the custom op ``qualname`` in ``path``."""
+    if not path:
+        return None
     try:
-        import mend.runtime as rt
+        src = open(path, encoding="utf-8").read()
+        tree = ast.parse(src)
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                isinstance(d, ast.Call) and d.args and isinstance(d.args[0], ast.Constant) and d.args[0].value == qualname
+                for d in node.decorator_list):
+            return ast.get_source_segment(src, node) or ""
+    return None
 
-        src = textwrap.dedent(inspect.getsource(rt._capture.__wrapped__ if hasattr(rt._capture, "__wrapped__")
-                                                else rt._capture))
-    except Exception:  # noqa: BLE001
-        try:
-            import mend.runtime as rt
 
-            src = inspect.getsource(rt)
-        except Exception:  # noqa: BLE001
-            return False, "the runtime's capture source could not be read"
-    ok = ".detach().clone()" in src
+def capture_clones(path: str | None = None) -> tuple[bool, str]:
+    """Whether the body of the runtime's ``mend::capture`` op buffers ``t.detach().clone()``
+    of each tensor (read from the runtime's source, found by module name)."""
+    where = runtime_file(RUNTIME, path)
+    body = _op_body(where, "mend::capture")
+    if body is None:
+        return False, ("the runtime's source defines no function registered as mend::capture" if where else
+                       "the runtime's capture source could not be read (is it loaded?)")
+    ok = ".detach().clone()" in body
     return ok, ("mend::capture buffers `t.detach().clone()` of each tensor argument (fresh storage; read from "
-                "mend/runtime.py at discharge time)" if ok else "mend::capture does not visibly clone its tensors")
+                "the runtime's source at discharge time)" if ok else "mend::capture does not visibly clone its tensors")
 
 
 def inplace_writes_to(code: str, targets: list[str]) -> list[str]:

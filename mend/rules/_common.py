@@ -1,4 +1,5 @@
-"""Static, conservative checks on LibCST statements shared by the rule matchers.
+"""Static, conservative checks on LibCST statements shared by the rule matchers (a module
+whose name starts with ``_`` is not a rule: discovery skips it).
 
 These are syntactic screens. The verifier (``verifier/``) decides purity from operator
 schemas; a matcher only rejects what is obviously out of scope.

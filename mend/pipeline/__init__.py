@@ -1,0 +1,155 @@
+"""mend fix: one pipeline, target -> detect -> plan -> verify -> emit.
+
+For each fixable site of a scan, the rule's ``rewrite`` (LibCST) proposes a candidate;
+the verifier discharges its proof obligations (:func:`verifier.obligations.prove`) and
+tests it differentially against the version before it, both predicate outcomes forced;
+only candidates that pass are kept. After each accepted rewrite the target is scanned
+again, since breaks hide behind breaks. Where candidates are loaded and run is the
+executor's business (:mod:`mend.pipeline.executors`): in this process for a file target,
+in fresh interpreters with the import overlay for installed and imported modules. Both
+produce the same records (:mod:`mend.pipeline.records`).
+"""
+from __future__ import annotations
+
+import difflib
+import tempfile
+from pathlib import Path
+
+import libcst as cst
+
+from mend.errors import MendError
+from mend.pipeline.executors import Failed, InProcess, Overlay, Skip, build_pair, factory_of, model_maker
+from mend.pipeline.records import Declined, FixResult, Rewrite
+from mend.rules import RULES, Decline
+from mend.scan import scan
+from mend.targets import load_target
+from verifier.forcing import instrument
+from verifier.obligations import LEVELS, examples_for, prove
+
+__all__ = ["fix", "FixResult", "Rewrite", "Declined", "build_pair", "factory_of", "model_maker", "UNFORCEABLE"]
+
+UNFORCEABLE = ("the branch's predicate could not be instrumented for forcing, so both of its outcomes "
+               "cannot be verified")
+
+
+def instrumented_pair(rewrite, current: str, line: int):
+    """(instrumented current, instrumented candidate) with the site's predicate forceable,
+    or (None, None) when the rule does not rewrite any instrumented form."""
+    for last_and in (False, True):
+        inst = instrument(current, line, last_and)
+        if inst is None:
+            continue
+        res = rewrite(cst.parse_module(inst), line)
+        if not isinstance(res, Decline):
+            return inst, res.code
+    return None, None
+
+
+def _is_branch(code: str, line: int) -> bool:
+    """An ``if`` starts on ``line``: its rewrite must be verified on both outcomes."""
+    return instrument(code, line) is not None
+
+
+def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds: int = 4,
+        verify: str = "standard") -> FixResult:
+    """Rewrite the fixable graph breaks of the target ``spec`` and verify each rewrite.
+
+    ``spec``: FILE.py, FILE.py:FACTORY (in-process executor; the factory may return
+    ``(model, args)`` or ``(model, args, kwargs)``), MODULE:FACTORY or hf:NAME (overlay
+    executor). ``max_examples``: Hypothesis examples per candidate (default 30 in process,
+    8 through the overlay, where each example runs in several fresh interpreters);
+    ``verify`` (fast, standard, strict) decides how each candidate's obligations weigh
+    (README, "Verification levels"). Nothing is written: the result holds the mended text.
+    Raises MendError for an unknown level and TargetError for a target that cannot be built.
+    """
+    if verify not in LEVELS:
+        raise MendError(f"--verify {verify}: choose one of {', '.join(LEVELS)}")
+    target = load_target(spec)
+    overlay = spec.startswith("hf:") or target.user_file is None
+    executor_cls = Overlay if overlay else InProcess
+    n_examples = examples_for(verify, max_examples if max_examples is not None else (8 if overlay else 30),
+                              installed=overlay)
+    before = scan(target)
+    files: dict[str, str] = {}       # display path -> mended text
+    originals: dict[str, str] = {}
+    sources: dict[str, Path] = {}
+    rewrites: list[Rewrite] = []
+    declined: list[Declined] = []
+    tried: set = set()
+    with tempfile.TemporaryDirectory(prefix="mend-") as tmpname:
+        ex = executor_cls(target, spec, Path(tmpname), seed, n_examples)
+        current_scan = ex.first_scan(before) if overlay else before
+        for _ in range(max_rounds):
+            accepted = None
+            for site in current_scan.sites:
+                if not site.fixable_by or (site.file, site.source, site.fixable_by) in tried:
+                    continue
+                tried.add((site.file, site.source, site.fixable_by))
+                try:
+                    rel, original, source = ex.source(site)
+                except Skip as skip:
+                    if skip.reason:
+                        declined.append(Declined(f"{site.display_file}:{site.line}", site.fixable_by, skip.reason))
+                    continue
+                originals.setdefault(rel, original)
+                sources.setdefault(rel, source)
+                outcome = _try_site(ex, site, rel, files.get(rel, original), originals[rel], files, verify)
+                if isinstance(outcome, Declined):
+                    declined.append(outcome)
+                    continue
+                trial = {**files, rel: outcome[1]}
+                rescanned = ex.rescan(trial)
+                if rescanned.graph_count > current_scan.graph_count:
+                    # a rewrite must never split the model into more graphs (a break fixed can
+                    # expose code that breaks worse: measured on switch_transformers)
+                    ex.reject()
+                    declined.append(Declined(outcome[0].site, site.fixable_by,
+                                             f"the rewrite raises the graph count from {current_scan.graph_count} "
+                                             f"to {rescanned.graph_count}, so it is not emitted"))
+                    continue
+                rewrites.append(outcome[0])
+                files = trial
+                ex.accept()
+                accepted, current_scan = outcome, rescanned
+                break  # line numbers moved: plan again from the new scan
+            if accepted is None:
+                break
+        after = ex.after(current_scan, files)
+    # a site declined in one round (the graph count rose then) may be fixed in a later one:
+    # the record that stands is the rewrite
+    done = {(r.site, r.rule) for r in rewrites}
+    declined = [d for d in declined if (d.site, d.rule) not in done]
+    return FixResult(spec, ex.kind, files, originals, sources, before, after, rewrites, declined,
+                     main_file=None if overlay else ex.rel)
+
+
+def _try_site(ex, site, rel: str, current: str, original: str, files: dict[str, str], verify: str):
+    """Plan and verify one site: ``(Rewrite, mended text)`` or a :class:`Declined`."""
+    rule = RULES[site.fixable_by]
+    where = ex.site_label(site, rel, original)
+
+    def decline(reason: str, **extra) -> Declined:
+        return Declined(where, site.fixable_by, reason, **extra)
+
+    res = rule.rewrite(cst.parse_module(current), site.line)
+    if isinstance(res, Decline):
+        return decline(res.reason)
+    # verify on instrumented copies: the predicate at the site can be forced both ways
+    inst_cur, inst_cand = instrumented_pair(rule.rewrite, current, site.line)
+    force = [site.line] if inst_cur else []
+    if not inst_cur and _is_branch(current, site.line):
+        return decline(UNFORCEABLE)
+    ex.stage(rel, current, res.code, inst_cur, inst_cand, files)
+    proof = prove(res.obligations, level=verify, before=current, code=res.code,
+                  facts_fn=lambda: ex.facts(res.obligations, current, res.code),
+                  required=rule.required_kinds, needs_facts=rule.needs_facts)
+    if not proof["accepted"]:
+        return decline(proof["reason"], failed_obligations=proof["failed"])
+    try:
+        evidence = ex.evidence(force, res.edge_values)
+    except Failed as failed:
+        return decline(failed.reason, counterexample=failed.counterexample)
+    name = ex.diff_name(rel)
+    diff = "".join(difflib.unified_diff(current.splitlines(True), res.code.splitlines(True), f"a/{name}", f"b/{name}"))
+    return Rewrite(site.fixable_by, rel, where, list(res.span), res.detail, diff, proof["obligations"],
+                   proof["verification"], evidence), res.code

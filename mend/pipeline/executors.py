@@ -1,0 +1,380 @@
+"""The two executors behind :func:`mend.pipeline.fix`: where candidates are loaded and run.
+
+* :class:`InProcess` (FILE.py, FILE.py:FACTORY): the target's own file; the version
+  before and each candidate are loaded as modules in this process, with the same weights.
+* :class:`Overlay` (MODULE:FACTORY, hf:NAME): sites in modules the process has already
+  imported (installed packages, the user's modules); a mended copy can only be loaded in
+  a fresh interpreter with the import overlay (:mod:`mend.worker`).
+
+Both answer the same questions for the pipeline -- which file a site is in, the facts a
+candidate's obligations read, its differential evidence, the scan after a round -- and
+produce the same records. The differential checks themselves are the verifier's.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+
+from mend import runtime, validation_runtime
+from mend.detect import display_path
+from mend.errors import MendError, TargetError
+from mend.scan import scan
+from mend.targets import Target, load_file_module, load_target
+from verifier.differential import Mismatch, compare, differential_test, inputs_strategy
+from verifier.facts import fact_request, facts_in_process
+
+
+def install_runtimes(model: torch.nn.Module) -> torch.nn.Module:
+    """The runtimes a mended model is run with under ``torch.compile`` (README)."""
+    return runtime.install(validation_runtime.install(model))
+
+
+class Failed(Exception):
+    """A candidate's differential test failed: ``reason`` and, when known, ``counterexample``."""
+
+    def __init__(self, reason: str, counterexample: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason, self.counterexample = reason, counterexample
+
+
+class Skip(Exception):
+    """The site is not one this executor rewrites; ``reason`` None: skip it silently."""
+
+    def __init__(self, reason: str | None = None) -> None:
+        super().__init__(reason or "")
+        self.reason = reason
+
+
+def factory_of(spec: str) -> str | None:
+    """The FACTORY of a FILE.py:FACTORY spec; None for FILE.py (and hf:)."""
+    head, sep, tail = spec.rpartition(":")
+    return tail if sep and head and not spec.startswith("hf:") and tail.isidentifier() else None
+
+
+def model_maker(factory: str | None):
+    """How a target file builds its model: ``Model(*get_init_inputs())``, or the model its
+    ``factory()`` returns (FILE:FACTORY). Called on the original and on each candidate."""
+    def make(mod):
+        if factory is not None:
+            return getattr(mod, factory)()[0]
+        init = tuple(mod.get_init_inputs()) if hasattr(mod, "get_init_inputs") else ()
+        return mod.Model(*init)
+    return make
+
+
+def build_pair(orig_path: Path, cand_path: Path, make):
+    """Both models from their files (``make(module)``), the candidate loaded with the
+    original's weights, predicated validation's runtime installed on both."""
+    # one module name for both: names derived from __name__ (loggers) must agree, as they
+    # would when the mended file replaces the original
+    mods = [load_file_module(p, "_mend_under_test") for p in (orig_path, cand_path)]
+    models = []
+    for mod in mods:
+        torch.manual_seed(0)
+        models.append(make(mod).eval())
+    models[1].load_state_dict(models[0].state_dict(), strict=True)
+    for model in models:  # restores exceptions that predicated validation turned into _assert_async
+        validation_runtime.install(model)
+    return mods, models
+
+
+def _orig_line(original: str, source: str, fallback: int) -> int:
+    """The site's line in the original file (rewrites above it may have moved it)."""
+    for i, text in enumerate(original.splitlines(), 1):
+        if text.strip() == source.strip():
+            return i
+    return fallback
+
+
+class InProcess:
+    """FILE.py and FILE.py:FACTORY targets, verified in this process."""
+
+    kind = "in-process"
+
+    def __init__(self, target: Target, spec: str, tmp: Path, seed: int, max_examples: int) -> None:
+        self.target, self.spec, self.tmp = target, spec, tmp
+        self.seed, self.max_examples = seed, max_examples
+        self.path = target.user_file
+        self.rel = display_path(str(self.path))
+        self.factory = factory_of(spec)
+        self.make = model_maker(self.factory)
+        self.original = self.path.read_text(encoding="utf-8")
+        load_file_module(self.path, f"_mend_orig_{abs(hash(str(self.path)))}")
+        self.cur_path = tmp / f"r0_{self.path.name}"
+        self.cur_path.write_text(self.original)
+        self.scan_file = self.path  # the file the current scan's sites point into
+        self.n = 0
+
+    def _spec(self, path: Path) -> str:
+        return f"{path}:{self.factory}" if self.factory else str(path)
+
+    def source(self, site) -> tuple[str, str, Path]:
+        """(display path, original text, file it was read from) of the file ``site`` is in."""
+        if Path(site.file).resolve() != self.scan_file.resolve():
+            raise Skip("the site is outside the target's own file" if site.fixable_by else None)
+        return self.rel, self.original, self.path
+
+    def site_label(self, site, rel: str, original: str) -> str:
+        return f"{rel}:{_orig_line(original, site.source, site.line)}"
+
+    def diff_name(self, rel: str) -> str:
+        return self.path.name
+
+    def stage(self, rel: str, current: str, code: str, inst_cur: str | None, inst_cand: str | None,
+              files: dict[str, str]) -> None:
+        self.n += 1
+        self.cand_path = self.tmp / f"r{self.n}_{self.path.name}"
+        self.cand_path.write_text(code)
+        self.ref_path = self.tmp / f"i{self.n}a_{self.path.name}"
+        self.test_path = self.tmp / f"i{self.n}b_{self.path.name}"
+        self.ref_path.write_text(inst_cur or current)
+        self.test_path.write_text(inst_cand or code)
+
+    def facts(self, obligations: list[dict], before: str, code: str) -> tuple[dict, dict]:
+        def build():
+            mod = load_file_module(self.cand_path, "_mend_under_test")
+            torch.manual_seed(0)
+            return self.make(mod).eval()
+        return facts_in_process(build, str(self.cand_path), self.target.args, self.target.kwargs, obligations,
+                                before, code)
+
+    def evidence(self, force: list[int], edge_values: list) -> dict:
+        try:
+            _, (m_cur, m_cand) = build_pair(self.ref_path, self.test_path, self.make)
+            _, (m_ref, m_emit) = build_pair(self.cur_path, self.cand_path, self.make)
+        except (TargetError, RuntimeError) as exc:
+            raise Failed(f"the rewritten file does not load: {exc}") from exc
+        t = self.target
+        ev = differential_test(m_cur, m_cand, t.args, example_kwargs=t.kwargs, emitted=m_emit, reference=m_ref,
+                               force_lines=force, extra_inputs=[t.trap_inputs] if t.trap_inputs else [],
+                               extra_edge_values=edge_values,  # a rule's constants
+                               seed=self.seed, max_examples=self.max_examples, prepare=install_runtimes)
+        if not ev.passed:
+            raise Failed(f"differential test failed: {ev.reason}", ev.counterexample)
+        return ev.to_json()
+
+    def accept(self) -> None:
+        self.cur_path, self.scan_file = self.cand_path, self.cand_path
+
+    def reject(self) -> None:
+        pass
+
+    def rescan(self, files: dict[str, str]):
+        """The scan of the staged candidate (its sites point into the candidate's file)."""
+        return scan(load_target(self._spec(self.cand_path)))
+
+    def after(self, current_scan, files: dict[str, str]):
+        after = current_scan  # the scan of the last accepted version (or the first scan)
+        after.target = self.spec
+        for s in after.sites:  # report the user's file, not the scratch copy
+            if Path(s.file) == self.cur_path:
+                s.file = str(self.path)
+        return after
+
+
+class ScanDoc:
+    """A scan result read back from a worker's JSON (the mended library lives there)."""
+
+    def __init__(self, doc: dict) -> None:
+        from types import SimpleNamespace
+
+        self.doc = doc
+        self.graph_count = doc["graph_count"]
+        self.graph_break_count = doc["graph_break_count"]
+        self.sites = [SimpleNamespace(**s, display_file=s["file"]) for s in doc["sites"]]
+
+    def to_json(self) -> dict:
+        doc = dict(self.doc)
+        doc["sites"] = [{k: v for k, v in s.items() if k not in ("abs_file", "display", "overlay")} for s in self.doc["sites"]]
+        return doc
+
+
+def draw_inputs(args: tuple, kwargs: dict, seed: int, n: int) -> list[tuple[tuple, dict]]:
+    """The example ``(args, kwargs)`` and ``n`` more shaped like them, drawn by Hypothesis
+    (edge values included), for the worker processes."""
+    from hypothesis import HealthCheck, given, seed as hyp_seed, settings
+
+    keys = list(kwargs)
+    drawn: list[tuple[tuple, dict]] = [(tuple(args), dict(kwargs))]
+
+    @hyp_seed(seed)
+    @settings(max_examples=n, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(inputs_strategy(tuple(args) + tuple(kwargs[k] for k in keys), edge=True))
+    def collect(values):
+        drawn.append((tuple(values[:len(args)]), dict(zip(keys, values[len(args):]))))
+
+    collect()
+    return drawn[: n + 1]
+
+
+def compare_runs(ref: dict, got: dict, exact: bool, natural_only: bool = False, any_error: bool = False) -> float:
+    """Compare two workers' observations pairwise (:func:`verifier.differential.compare`);
+    the largest absolute error. Raises Mismatch on the first difference."""
+    worst = 0.0
+    ref_obs = [o for o in ref["observations"] if not natural_only or o["setting"][0] is None]
+    got_obs = got["observations"]
+    if len(ref_obs) != len(got_obs):
+        raise MendError("internal: observation counts differ")
+    for r, g in zip(ref_obs, got_obs):
+        worst = max(worst, compare(r["obs"], g["obs"], exact=exact, any_error=any_error))
+    return worst
+
+
+def write_overlay(root: Path, files: dict[str, str]) -> Path:
+    """A folder the import overlay serves: ``root/<package path>`` for each file."""
+    for rel, code in files.items():
+        dest = root / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(code)
+    return root
+
+
+def _installed_path(abs_file: str, rel: str, tmp: Path) -> str:
+    """The real file for ``rel`` (a later round's site may point into an overlay under ``tmp``)."""
+    if Path(abs_file).as_posix().endswith(rel) and not Path(abs_file).resolve().is_relative_to(tmp.resolve()):
+        return abs_file
+    import importlib.util
+
+    spec = importlib.util.find_spec(rel[:-3].replace("/", "."))
+    return spec.origin
+
+
+def _not_overlayable(source: Path, rel: str) -> str | None:
+    """Why the import overlay could not load a mended copy of ``source`` as ``rel``, or None.
+
+    The overlay serves module ``a.b.c`` from ``DIR/a/b/c.py``: the module that was
+    imported from ``source`` must carry that name (a user module: imported from the
+    working directory, as MODULE:FACTORY targets are)."""
+    import sys
+
+    name = rel[:-3].replace("/", ".") if rel.endswith(".py") else None
+    mod = sys.modules.get(name) if name and not os.path.isabs(rel) else None
+    if mod is None or not getattr(mod, "__file__", None) or Path(mod.__file__).resolve() != source.resolve():
+        return (f"{source} is not the module `{name or rel}` the import overlay would replace (mend fix loads mended "
+                "copies of modules imported from the working directory or from installed packages)")
+    if source.name == "__init__.py":
+        return "the site is in a package's __init__.py, which the import overlay does not replace"
+    return None
+
+
+class Overlay:
+    """hf: and MODULE:FACTORY targets: mended copies verified in fresh interpreters.
+
+    Each candidate is checked by fresh interpreters: the current version and the
+    candidate, both instrumented so the predicate can be forced (eager, bit-exact); for a
+    branch, the instrumented candidate again under ``torch.compile(backend="eager")``
+    with the predicate forced both ways; and the emitted candidate under Inductor on every
+    drawn input (natural predicates; against the current version under Inductor where
+    Inductor itself departs from eager)."""
+
+    kind = "overlay"
+
+    def __init__(self, target: Target, spec: str, tmp: Path, seed: int, max_examples: int) -> None:
+        from mend.worker import run_worker
+
+        self.run_worker = run_worker
+        self.target, self.spec, self.tmp, self.seed = target, spec, tmp, seed
+        self.inputs_path = tmp / "inputs.pt"
+        self.inputs = draw_inputs(target.args, target.kwargs, seed, max_examples)
+        torch.save(self.inputs, self.inputs_path)
+        self.read: dict[str, tuple[str, Path]] = {}
+        self.n = 0
+
+    def first_scan(self, before):
+        """The scan the first round plans from (sites carry their absolute file)."""
+        doc = ScanDoc(before.to_json())
+        for s, raw in zip(doc.sites, before.sites):
+            s.abs_file = raw.file
+        return doc
+
+    def source(self, site) -> tuple[str, str, Path]:
+        rel = site.file
+        if rel not in self.read:
+            if not os.path.isabs(site.abs_file) or not Path(site.abs_file).is_file():
+                raise Skip(None)
+            source = Path(_installed_path(site.abs_file, rel, self.tmp))
+            why = _not_overlayable(source, rel)
+            if why:
+                raise Skip(why)
+            self.read[rel] = (source.read_text(encoding="utf-8"), source)
+        text, source = self.read[rel]
+        return rel, text, source
+
+    def site_label(self, site, rel: str, original: str) -> str:
+        return f"{rel}:{site.line}"
+
+    def diff_name(self, rel: str) -> str:
+        return rel
+
+    def stage(self, rel: str, current: str, code: str, inst_cur: str | None, inst_cand: str | None,
+              files: dict[str, str]) -> None:
+        self.n += 1
+        n = self.n
+        self.ref_dir = write_overlay(self.tmp / f"ref{n}", {**files, rel: inst_cur or current})
+        self.cand_dir = write_overlay(self.tmp / f"cand{n}", {**files, rel: inst_cand or code})
+        self.emit_dir = write_overlay(self.tmp / f"emit{n}", {**files, rel: code})
+        self.cur_files = {**files, rel: current}
+        self.rel = rel
+
+    def facts(self, obligations: list[dict], before: str, code: str) -> tuple[dict, dict]:
+        request, defs = fact_request(obligations, before, code)
+        try:
+            facts = self.run_worker({"target": self.spec, "action": "facts", "overlay": str(self.emit_dir),
+                                     "module": self.rel[:-3].replace("/", "."), "file": str(self.emit_dir / self.rel),
+                                     "facts": request}, self.tmp, f"facts{self.n}")
+        except MendError as exc:  # no facts: the obligations needing them stay unknown
+            facts = {"names": {}, "self": {}, "hits": 0, "error": str(exc)}
+        return facts, defs
+
+    def evidence(self, force: list[int], edge_values: list) -> dict:
+        n, tmp = self.n, self.tmp
+        base = {"target": self.spec, "action": "observe", "inputs": str(self.inputs_path), "force": force}
+        try:
+            ref = self.run_worker({**base, "overlay": str(self.ref_dir)}, tmp, f"ref{n}")
+            cand = self.run_worker({**base, "overlay": str(self.cand_dir)}, tmp, f"cand{n}")
+            # the default backend: a rewrite must survive Inductor's code generation too
+            # (graphs holding mend::capture have crashed it, see README)
+            emit = self.run_worker({**base, "overlay": str(self.emit_dir), "force": [], "compiled": True,
+                                    "backend": "inductor"}, tmp, f"emit{n}")
+            worst = compare_runs(ref, cand, exact=True)
+            if force:  # the predicate forced both ways under torch.compile too: a rewrite
+                # may take effect only when compiling (torch.cond keeps the `if` for eager)
+                cand_c = self.run_worker({**base, "overlay": str(self.cand_dir), "compiled": True, "backend": "eager"},
+                                         tmp, f"candc{n}")
+                worst = max(worst, compare_runs(ref, cand_c, exact=False))
+            try:
+                worst = max(worst, compare_runs(ref, emit, exact=False, natural_only=True, any_error=True))
+            except Mismatch:
+                # Inductor itself departs from eager on some inputs (NaN positions where the
+                # inputs hold inf/NaN): the compiled candidate must then agree with the
+                # compiled current version instead
+                cur_dir = write_overlay(tmp / f"cur{n}", self.cur_files)
+                ref_i = self.run_worker({**base, "overlay": str(cur_dir), "force": [], "compiled": True,
+                                         "backend": "inductor"}, tmp, f"cur{n}")
+                worst = max(worst, compare_runs(ref_i, emit, exact=False, any_error=True))
+        except Mismatch as exc:
+            raise Failed(f"differential test failed: {exc}") from exc
+        except MendError as exc:
+            raise Failed(str(exc)) from exc
+        return {"passed": True, "hypothesis_seed": self.seed, "examples": len(self.inputs),
+                "modes": ["eager", "compiled:inductor"] + (["compiled:eager-backend/forced"] if force else []),
+                "predicate_outcomes": {str(line): {"natural": ref["seen"].get(str(line), []), "forced": [False, True]}
+                                       for line in force},
+                "max_abs_error": worst, "counterexample": None, "reason": None}
+
+    def accept(self) -> None:
+        pass
+
+    def reject(self) -> None:
+        pass
+
+    def rescan(self, files: dict[str, str]):
+        n = self.n
+        return ScanDoc(self.run_worker({"target": self.spec, "action": "scan",
+                                        "overlay": str(write_overlay(self.tmp / f"scan{n}", files))},
+                                       self.tmp, f"scan{n}"))
+
+    def after(self, current_scan, files: dict[str, str]):
+        return current_scan

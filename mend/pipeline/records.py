@@ -1,0 +1,136 @@
+"""Typed records of a ``mend fix`` run: what was rewritten, what was declined, the result.
+
+Frozen dataclasses, so a record with a missing field fails where it is built, not where
+it is printed. ``to_json()`` gives the documented JSON (``mend/schemas/fix.schema.json``).
+"""
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class _JsonView:
+    """Read access by JSON key (``rw["site"]``, ``d.get("counterexample")``), so code written
+    against the JSON output reads records the same way."""
+
+    def __getitem__(self, key: str):
+        return self.to_json()[key]
+
+    def get(self, key: str, default=None):
+        return self.to_json().get(key, default)
+
+
+@dataclass(frozen=True)
+class Rewrite(_JsonView):
+    """One verified rewrite. ``site`` is ``file:line`` in the original file; ``span`` the
+    replaced lines (1-based, inclusive) of the version it was applied to; ``obligations``
+    each with its outcome (proved/refuted/unknown/checked); ``verification`` what the level
+    policy decided; ``evidence`` the differential test's record."""
+
+    rule: str
+    file: str
+    site: str
+    span: list[int]
+    detail: str
+    diff: str
+    obligations: list[dict]
+    verification: dict
+    evidence: dict
+
+    def to_json(self) -> dict:
+        return {"rule": self.rule, "file": self.file, "site": self.site, "span": list(self.span),
+                "detail": self.detail, "diff": self.diff, "obligations": self.obligations,
+                "verification": self.verification, "evidence": self.evidence}
+
+
+@dataclass(frozen=True)
+class Declined(_JsonView):
+    """A site a rule was asked about and did not rewrite, with a reason a user understands
+    and, when verification declined it, the obligations that failed or a counterexample."""
+
+    site: str
+    rule: str | None
+    reason: str
+    failed_obligations: list[str] | None = None
+    counterexample: str | None = None
+
+    def __post_init__(self):
+        if not self.site or not self.reason:
+            raise ValueError(f"a decline needs a site and a reason: {self!r}")
+
+    def to_json(self) -> dict:
+        doc: dict[str, Any] = {"site": self.site, "rule": self.rule, "reason": self.reason}
+        if self.failed_obligations is not None:
+            doc["failed_obligations"] = self.failed_obligations
+        if self.counterexample is not None:
+            doc["counterexample"] = self.counterexample
+        return doc
+
+
+def labels(name: str) -> tuple[str, str]:
+    """Unified-diff labels: ``a/REL``/``b/REL``, or the absolute path twice (no ``a//abs``)."""
+    return (name, name) if os.path.isabs(name) else (f"a/{name}", f"b/{name}")
+
+
+@dataclass
+class FixResult:
+    """What ``mend fix`` produced for one target, whichever executor verified it.
+
+    ``files`` maps a display path (relative to the working directory, or to site-packages
+    for installed packages) to the mended text of each changed file; ``originals`` to the
+    text before; ``sources`` to the file each was read from. ``executor`` is ``in-process``
+    (FILE, FILE:FACTORY) or ``overlay`` (MODULE:FACTORY, hf:, fresh interpreters with the
+    import overlay). ``before``/``after`` are scans (``to_json()`` in the scan schema)."""
+
+    target: str
+    executor: str
+    files: dict[str, str]
+    originals: dict[str, str]
+    sources: dict[str, Path]
+    before: Any
+    after: Any
+    rewrites: list[Rewrite] = field(default_factory=list)
+    declined: list[Declined] = field(default_factory=list)
+    main_file: str | None = None  # the target's own file (FILE, FILE:FACTORY)
+
+    @property
+    def file(self) -> Path | None:
+        """The target's own file, for FILE and FILE:FACTORY targets."""
+        return self.sources.get(self.main_file) if self.main_file else None
+
+    @property
+    def original(self) -> str | None:
+        return self.originals.get(self.main_file) if self.main_file else None
+
+    @property
+    def mended(self) -> str | None:
+        return self.files.get(self.main_file, self.original) if self.main_file else None
+
+    def in_place(self, rel: str) -> Path | None:
+        """The user's own file behind ``rel`` (``--write`` may replace it); None inside
+        installed packages, which are never edited."""
+        from mend.detect import in_site_packages
+
+        src = self.sources.get(rel)
+        return src if src is not None and not in_site_packages(str(src)) else None
+
+    def out_path(self, rel: str, dest: Path) -> Path:
+        """Where ``--out DEST`` puts the mended ``rel``: ``DEST/<file name>`` for a file
+        target, ``DEST/<package path>`` for the overlay (so ``mend.overlay`` serves it)."""
+        return dest / (Path(rel).name if self.executor == "in-process" else rel)
+
+    def module_of(self, rel: str) -> str | None:
+        """The dotted module the overlay replaces with ``rel`` (overlay executor only)."""
+        return rel[:-3].replace("/", ".") if self.executor == "overlay" else None
+
+    def diff(self) -> str:
+        return "".join("".join(difflib.unified_diff(self.originals[rel].splitlines(True), code.splitlines(True),
+                                                    *labels(rel)))
+                       for rel, code in self.files.items())
+
+    def to_json(self) -> dict:
+        return {"before": self.before.to_json(), "after": self.after.to_json(),
+                "rewrites": [r.to_json() for r in self.rewrites], "declined": [d.to_json() for d in self.declined]}

@@ -1,0 +1,388 @@
+"""deferred-side-effects's examples (Fixit / pyupgrade style), from which ``tests/test_rules.py`` is
+generated: FIX (before, the exact text after), DECLINE (source, a substring of the reason),
+NOOP (source the rule leaves unchanged on every line). The site is the line
+:func:`example_line` picks, unless an example names its own."""
+from __future__ import annotations
+
+import re
+
+from mend.rules._base import DeclineExample
+from mend.taxonomy import LOG_METHODS
+
+
+def example_line(source: str) -> int:
+    """The line of an example's site: the first line with a print/warn/logger call."""
+    pat = re.compile(r"\b(print|warn|" + "|".join(sorted(LOG_METHODS)) + r")\(")
+    for i, text in enumerate(source.splitlines(), 1):
+        if pat.search(text) and not text.lstrip().startswith(("def ", "#")):
+            return i
+    raise ValueError("no site in example")
+
+
+FIX_EXAMPLES: list[tuple[str, str]] = [
+    ('''import torch
+
+
+def forward(x):
+    h = x + 1
+    print("[debug] hidden computed")
+    return h
+''',
+     '''import torch
+import mend.runtime as _mend_rt
+
+
+def forward(x):
+    h = x + 1
+    _mend_rt.defer_print("[debug] hidden computed")
+    return h
+'''),
+    ('''import sys
+
+import torch
+
+
+def forward(self, x):
+    h = self.fc(x)
+    print("pre-scale:", h, sep=" | ", end="\\n\\n", file=sys.stderr)  # before the in-place update
+    h.mul_(self.scale)
+    return h
+''',
+     '''import sys
+
+import torch
+import mend.runtime as _mend_rt
+
+
+def forward(self, x):
+    h = self.fc(x)
+    _mend_rt.defer_print("pre-scale:", h, sep=" | ", end="\\n\\n", file=sys.stderr)  # before the in-place update
+    h.mul_(self.scale)
+    return h
+'''),
+    ('''import logging
+
+logger = logging.getLogger(__name__)
+
+
+def forward(self, x):
+    logger.info("shape %s, mean %.3f", x.shape, x.mean())
+    return x * 2
+''',
+     '''import logging
+import mend.runtime as _mend_rt
+
+logger = logging.getLogger(__name__)
+
+
+def forward(self, x):
+    _mend_rt.defer_log(logger, "info", "shape %s, mean %.3f", x.shape, x.mean())
+    return x * 2
+'''),
+    ('''from transformers.utils import logging
+
+logger = logging.get_logger(__name__)
+
+
+def forward(self, past_key_values):
+    if isinstance(past_key_values, tuple):
+        logger.warning_once(
+            "Passing a tuple of `past_key_values` is deprecated. "
+            "You should pass an instance of `Cache` instead."
+        )
+    return past_key_values
+''',
+     '''from transformers.utils import logging
+import mend.runtime as _mend_rt
+
+logger = logging.get_logger(__name__)
+
+
+def forward(self, past_key_values):
+    if isinstance(past_key_values, tuple):
+        _mend_rt.defer_log(
+            logger, "warning_once", "Passing a tuple of `past_key_values` is deprecated. "
+            "You should pass an instance of `Cache` instead."
+        )
+    return past_key_values
+'''),
+    ('''import logging
+
+
+def forward(self, x):
+    logging.warning("root logger: %d rows", x.shape[0])
+    self.logger.debug("through an attribute")
+    return x
+''',
+     '''import logging
+import mend.runtime as _mend_rt
+
+
+def forward(self, x):
+    _mend_rt.defer_log(logging, "warning", "root logger: %d rows", x.shape[0])
+    self.logger.debug("through an attribute")
+    return x
+'''),
+    ('''import warnings
+
+
+def forward(self, x, scale=None):
+    if scale is not None:
+        warnings.warn("`scale` is deprecated", FutureWarning, stacklevel=2)
+    return x
+''',
+     '''import warnings
+import mend.runtime as _mend_rt
+
+
+def forward(self, x, scale=None):
+    if scale is not None:
+        _mend_rt.defer_warn("`scale` is deprecated", FutureWarning, stacklevel=2)
+    return x
+'''),
+    ('''from warnings import warn
+
+
+def forward(self, x):
+    warn("legacy path")
+    return x
+''',
+     '''from warnings import warn
+import mend.runtime as _mend_rt
+
+
+def forward(self, x):
+    _mend_rt.defer_warn("legacy path")
+    return x
+'''),
+    ('''def forward(self, x):
+    h = x.relu()
+    print(f"h: {h.sum():.3f} ({h.shape!r}) {{raw}}")
+    return h
+''',
+     '''import mend.runtime as _mend_rt
+
+def forward(self, x):
+    h = x.relu()
+    _mend_rt.defer_print(_mend_rt.fmt("h: {:.3f} ({!r}) {{raw}}", h.sum(), h.shape))
+    return h
+'''),
+    ('''def forward(self, x):
+    print("{} rows, norm {n:.2f}".format(x.shape[0], n=x.norm()))
+    return x
+''',
+     '''import mend.runtime as _mend_rt
+
+def forward(self, x):
+    _mend_rt.defer_print(_mend_rt.fmt("{} rows, norm {n:.2f}", x.shape[0], n=x.norm()))
+    return x
+'''),
+    ('''import mend.runtime as rt
+
+
+def forward(self, x):
+    print("already imported", x)
+    return x
+''',
+     '''import mend.runtime as rt
+
+
+def forward(self, x):
+    rt.defer_print("already imported", x)
+    return x
+'''),
+    ('''def forward(self, x):
+    _mend_rt = x + 1
+    print("alias taken", _mend_rt)
+    return _mend_rt
+''',
+     '''import mend.runtime as _mend_rt_1
+
+def forward(self, x):
+    _mend_rt = x + 1
+    _mend_rt_1.defer_print("alias taken", _mend_rt)
+    return _mend_rt
+'''),
+    ('''import torch
+
+
+def forward(self, x, *extra):
+    with torch.no_grad():
+        print(*extra, x.max())
+    return x
+''',
+     '''import torch
+import mend.runtime as _mend_rt
+
+
+def forward(self, x, *extra):
+    with torch.no_grad():
+        _mend_rt.defer_print(*extra, x.max())
+    return x
+'''),
+]
+
+# (source, a substring of the reason); the site is the first line with a call (example_line)
+DECLINE_EXAMPLES: list[tuple[str, str] | DeclineExample] = [
+    ('''def forward(self, x):
+    y = print("value used")
+    return x
+''',
+     'is used'),
+    ('''import warnings
+
+
+def forward(self, x):
+    return warnings.warn("value used")
+''',
+     'is used'),
+    ('''def forward(self, x):
+    print("to a file", x, file=self.log_file)
+    return x
+''',
+     'stream other than sys.stdout/sys.stderr'),
+    ('''def forward(self, x):
+    print("loss", x.sum().item())
+    return x
+''',
+     'reads a tensor value on the host'),
+    ('''def forward(self, x):
+    print("bumped", x.add_(1))
+    return x
+''',
+     'has a side effect'),
+    ('''def forward(self, x):
+    print("next batch", next(self.batches))
+    return x
+''',
+     'has a side effect'),
+    ('''def forward(self, x):
+    print("walrus", (y := x + 1))
+    return y
+''',
+     'binds or yields'),
+    ('''import logging
+
+logger = logging.getLogger(__name__)
+
+
+def forward(self, x):
+    logger.exception("failed")
+    return x
+''',
+     'records the exception or stack'),
+    ('''import logging
+
+logger = logging.getLogger(__name__)
+
+
+def forward(self, x):
+    logger.warning("with traceback", exc_info=True)
+    return x
+''',
+     'records the exception or stack'),
+    ('''import logging
+
+
+def forward(self, x):
+    logging.getLogger(__name__).info("computed logger")
+    return x
+''',
+     'computed by an expression'),
+    ('''def forward(self, x):
+    self.loggers[0].info("indexed logger")
+    return x
+''',
+     'computed by an expression'),
+    ('''import warnings
+
+
+def forward(self, x):
+    try:
+        warnings.warn("caught below")
+    except UserWarning:
+        x = x + 1
+    return x
+''',
+     '`try` block'),
+    ('''import warnings
+
+
+def forward(self, x):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        warnings.warn("silenced here")
+    return x
+''',
+     'ends before the deferred effect is replayed'),
+    ('''from rich import print
+
+
+def forward(self, x):
+    print("rich print")
+    return x
+''',
+     'not the builtin'),
+    ('''import numpy as warnings
+
+
+def forward(self, x):
+    warnings.warn("not the stdlib")
+    return x
+''',
+     'not the standard `warnings` module'),
+    ('''print("at import time")
+''',
+     'not inside a function'),
+    ('''def forward(self, x, **kw):
+    print("unpacked", **kw)
+    return x
+''',
+     'unpacked (`**`)'),
+    ('''def forward(self, x):
+    print(f"{x.shape=}")
+    return x
+''',
+     '`=` specifier'),
+    ('''def forward(self, x):
+    print(f"{x.norm():.{self.digits}f}")
+    return x
+''',
+     'nested format spec'),
+    ('''import warnings
+
+
+def forward(self, x):
+    warnings.warn("3.12 only", skip_file_prefixes=("/lib",))
+    return x
+''',
+     'does not replay'),
+    # no call to defer on the line (there is no site in the example: its line is given)
+    DeclineExample('''def forward(self, x):
+    h = x.relu()
+    return h
+''', 'no print/logger/warnings.warn call', line=2),
+]
+
+
+
+def _has_site(source: str) -> bool:
+    try:
+        example_line(source)
+    except ValueError:
+        return False
+    return True
+
+
+# No-op examples: source left unchanged on every line: no call to defer, and the rule's own
+# output where no other call is left (a deferred call is not a site again).
+NOOP_EXAMPLES: list[str] = [
+    '''import torch
+
+
+def forward(self, x):
+    h = x.relu()
+    return h
+''',
+    *(after for _, after in FIX_EXAMPLES if not _has_site(after)),
+]

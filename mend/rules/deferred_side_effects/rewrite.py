@@ -1,0 +1,80 @@
+"""deferred-side-effects: :func:`rewrite`, a site -> the new module and its proof obligations, or
+a decline."""
+from __future__ import annotations
+
+import libcst as cst
+from libcst.codemod import CodemodContext
+from libcst.codemod.visitors import AddImportsVisitor
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from mend.rules._base import Decline, RewriteResult
+from mend.rules._common import code_of as _code
+from mend.rules.deferred_side_effects.screen import NAME, RUNTIME, _bindings, _lazy, _runtime_alias, _screen, _site
+
+
+def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
+    """Rewrite the print/logger/warnings call reported at ``line`` into its deferred form.
+
+    The whole module comes back (``code``), with ``import mend.runtime as <alias>`` added
+    when missing; ``span`` is the statement's lines in the input.
+    """
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    site = _site(wrapper, line)
+    if site is None:
+        return Decline(NAME, f"no print/logger/warnings.warn call on line {line}")
+    b = _bindings(module)
+    plan = _screen(site[0], site[1], b.bound)
+    if isinstance(plan, Decline):
+        return plan
+    pos = wrapper.resolve(PositionProvider)[plan.stmt]
+    alias, imported = _runtime_alias(b)
+
+    call = plan.call
+    args = []
+    lazies = []
+    for a in call.args:
+        lazy = _lazy(a.value, alias) if a.star == "" else None
+        if isinstance(lazy, Decline):
+            return lazy
+        if lazy is not None:
+            lazies.append(_code(lazy))
+            a = a.with_changes(value=lazy)
+        args.append(a)
+    comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    if plan.kind == "log":
+        extra = [cst.Arg(plan.receiver, comma=comma),
+                 cst.Arg(cst.SimpleString(f'"{plan.method}"'), comma=comma if args else cst.MaybeSentinel.DEFAULT)]
+        args = extra + args
+        func_name = "defer_log"
+    else:
+        func_name = "defer_print" if plan.kind == "print" else "defer_warn"
+    new_call = call.with_changes(func=cst.Attribute(cst.Name(alias), cst.Name(func_name)), args=args)
+    tree = module.deep_replace(call, new_call)
+    if not imported:
+        context = CodemodContext()
+        AddImportsVisitor.add_needed_import(context, RUNTIME, asname=alias)
+        tree = AddImportsVisitor(context).transform_module(tree)
+
+    detail = (f"`{plan.callee}(...)` -> `{alias}.{func_name}(...)`: captured inside the graph (tensor arguments "
+              "cloned), replayed after the compiled call in program order")
+    obligations = [
+        {"kind": "order-preserved",
+         "detail": "deferred effects replay in program order, after the compiled call"},
+        {"kind": "replayed-on-exception",
+         "detail": "effects captured before an exception are replayed before it propagates",
+         "requires": f"{RUNTIME}.install(model) or {RUNTIME}.capture()"},
+    ]
+    values = [_code(a.value).strip() for a in call.args
+              if not isinstance(a.value, (cst.SimpleString, cst.ConcatenatedString, cst.Integer, cst.Float))]
+    if values or lazies:
+        obligations.append({"kind": "snapshot-before-mutation", "values": values,
+                            "detail": "tensor arguments are cloned where the call was, before later in-place updates"})
+    if lazies:
+        obligations.append({"kind": "lazy-format-equals-fstring", "formats": lazies})
+    if plan.kind == "log" and plan.method and plan.method.endswith("_once"):
+        obligations.append({"kind": "once-per-process", "method": plan.method,
+                            "detail": "replayed through the same (lru_cache'd) method"})
+    if plan.kind == "warn":
+        obligations.append({"kind": "warning-identity", "same": ["category", "message"],
+                            "may_differ": ["filename", "lineno"]})
+    return RewriteResult(tree.code, (pos.start.line, pos.end.line), detail, obligations)

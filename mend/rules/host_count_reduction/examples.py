@@ -1,0 +1,345 @@
+"""host-count-reduction's examples (Fixit / pyupgrade style), from which ``tests/test_rules.py`` is
+generated: FIX (before, the exact text after), DECLINE (source, a substring of the reason),
+NOOP (source the rule leaves unchanged on every line). The site is the line
+:func:`example_line` picks, unless an example names its own."""
+from __future__ import annotations
+
+
+def example_line(source: str) -> int:
+    """The line of an example's site: its first `for` line over `.tolist()`, else its first `for`."""
+    lines = [(i, t) for i, t in enumerate(source.splitlines(), 1) if t.lstrip().startswith("for ")]
+    if not lines:
+        raise ValueError("no loop in example")
+    return next((i for i, t in lines if ".tolist()" in t), lines[0][0])
+
+
+FIX_EXAMPLES: list[tuple[str, str]] = [
+    # shared case 031: a comment above the loop is kept
+    ('''import torch
+
+
+def forward(self, x):
+    scores = torch.sigmoid(self.fc(x)).squeeze(-1)
+    n_confident = 0
+    # count the confident ones
+    for s in scores.tolist():
+        if s > 0.5:
+            n_confident += 1
+    return scores * n_confident
+''', '''import torch
+
+
+def forward(self, x):
+    scores = torch.sigmoid(self.fc(x)).squeeze(-1)
+    n_confident = 0
+    # count the confident ones
+    n_confident = n_confident + (scores > 0.5).sum()
+    return scores * n_confident
+'''),
+    # `C <cmp> s` is normalised; step 2; a use on the right of `-`
+    ('''import torch
+
+
+def f(logits, h):
+    hits = 3
+    for v in logits.float().tolist():
+        if 0.25 >= v:
+            hits += 2
+    return h - hits
+''', '''import torch
+
+
+def f(logits, h):
+    hits = 3
+    hits = hits + 2 * (logits.float() <= 0.25).sum()
+    return h - hits
+'''),
+    # an int tensor counted against an int; statements between init and loop that read n
+    ('''import torch
+
+
+class M(torch.nn.Module):
+    def forward(self, ids, emb):
+        nnz = 0
+        base = emb * nnz
+        for t in ids.tolist():
+            if t != 0:
+                nnz += 1
+        return base + emb * nnz
+''', '''import torch
+
+
+class M(torch.nn.Module):
+    def forward(self, ids, emb):
+        nnz = 0
+        base = emb * nnz
+        nnz = nnz + (ids != 0).sum()
+        return base + emb * nnz
+'''),
+    # a negative threshold, `<=`, an unused counter after the loop
+    ('''import torch
+
+
+def f(x):
+    low = 0
+    for s in x[0].tolist():
+        if s <= -1.5:
+            low += 1
+    return x
+''', '''import torch
+
+
+def f(x):
+    low = 0
+    low = low + (x[0] <= -1.5).sum()
+    return x
+'''),
+    # `==` against an integer-valued float; the use is an operand of `*` inside a call's argument
+    ('''import torch
+
+
+def f(mask, h):
+    n = 0
+    for m in mask.tolist():
+        if m == 1.0:
+            n += 1
+    return torch.relu(h * n)
+''', '''import torch
+
+
+def f(mask, h):
+    n = 0
+    n = n + (mask == 1.0).sum()
+    return torch.relu(h * n)
+'''),
+    # `<` with an int threshold on a float tensor, two uses
+    ('''import torch
+
+
+def f(x, y):
+    small = 0
+    for s in x.tolist():
+        if s < 2:
+            small += 1
+    a = x * small
+    return a + small * y
+''', '''import torch
+
+
+def f(x, y):
+    small = 0
+    small = small + (x < 2).sum()
+    a = x * small
+    return a + small * y
+'''),
+]
+
+DECLINE_EXAMPLES: list[tuple[str, str]] = [
+    ('''import torch
+def f(x):
+    n = 0
+    for s in x.tolist():
+        if s > 0.5:
+            n += 1
+    return n
+''', "returned directly"),
+    ('''import torch
+def f(x):
+    n = 0
+    for s in x.tolist():
+        if s > 0.5:
+            n += 1
+    if n > 2:
+        x = x * 2
+    return x
+''', "compared"),
+    ('''import torch
+def f(x):
+    n = 0
+    for s in x.tolist():
+        if s > 0.5:
+            n += 1
+    return x[:n]
+''', "index or slice"),
+    ('''import torch
+def f(x):
+    n = 0
+    for s in x.tolist():
+        if s > 0.5:
+            n += 1
+    print(f"{n} confident")
+    return x
+''', "formatted"),
+    ('''import torch
+def f(x):
+    n = 0
+    for s in x.tolist():
+        if s > 0.5:
+            n += 1
+    return torch.zeros(n)
+''', "passed to a call"),
+    ('''import torch
+def f(self, x):
+    n = 0
+    for s in x.tolist():
+        if s > 0.5:
+            n += 1
+    self.count = n
+    return x
+''', "stored"),
+    ('''import torch
+def f(x):
+    n = 0
+    for s in x.tolist():
+        if s > 0.5:
+            n += 1
+    return x * (n + 1)
+''', "Python literal"),
+    ('''import torch
+def f(x):
+    n = 0
+    for s in x.tolist():
+        if s > 0.5:
+            n += 1
+        else:
+            n -= 1
+    return x * n
+''', "else/elif"),
+    ('''import torch
+def f(x):
+    n = 0
+    for s in x.tolist():
+        if s > 0.5:
+            n += 1
+            break
+    return x * n
+''', "break"),
+    ('''import torch
+def f(x):
+    n = 0
+    for s in x.tolist():
+        if s > 0.5:
+            n += 1
+    else:
+        n = 0
+    return x * n
+''', "`else` branch"),
+    ('''import torch
+def f(x):
+    n = 0
+    for s in x.tolist():
+        print(s)
+        if s > 0.5:
+            n += 1
+    return x * n
+''', "not a single"),
+    ('''import torch
+def f(x):
+    n = 0
+    for s in x.tolist():
+        if s > 0.5:
+            n += 1
+    return x * n + s
+''', "read after the loop"),
+    ('''import torch
+def f(x, y):
+    n = 0
+    n = y.shape[0]
+    for s in x.tolist():
+        if s > 0.5:
+            n += 1
+    return x * n
+''', "starts as"),
+    ('''import torch
+def f(x):
+    n = 0
+    x, n = x * 2, 1
+    for s in x.tolist():
+        if s > 0.5:
+            n += 1
+    return x * n
+''', "assigned between"),
+    ('''import torch
+def f(x):
+    n = 0.0
+    for s in x.tolist():
+        if s > 0.5:
+            n += 1
+    return x * n
+''', "not an int literal"),
+    ('''import torch
+def f(x):
+    n = 0
+    for s in list(x):
+        if s > 0.5:
+            n += 1
+    return x * n
+''', "not `<tensor>.tolist()`"),
+    ('''import torch
+def f(x, w):
+    n = 0
+    for s in x.tolist():
+        if s > 0.5:
+            n += w
+    return x * n
+''', "not an int literal"),
+    ('''import torch
+def f(x, thr):
+    n = 0
+    for s in x.tolist():
+        if s > thr:
+            n += 1
+    return x * n
+''', "numeric literal"),
+    ('''import torch
+def f(x):
+    n = 0
+    for s in x.tolist():
+        if 0.1 < s < 0.9:
+            n += 1
+    return x * n
+''', "one comparison"),
+    ('''import torch
+def f(xs):
+    out = []
+    for x in xs:
+        n = 0
+        for s in x.tolist():
+            if s > 0.5:
+                n += 1
+        out.append(x * n)
+    return out
+''', "inside another loop"),
+    ('''import torch
+def f(x):
+    n = 0
+    get = lambda: n
+    for s in x.tolist():
+        if s > 0.5:
+            n += 1
+    return x * get()
+''', "captured"),
+    ('''import torch
+def f(x):
+    n = 0
+    for s in x.tolist():  # host loop, see issue 12
+        if s > 0.5:
+            n += 1
+    return x * n
+''', "comment"),
+]
+
+# No-op examples: source left unchanged on every line: a loop over a Python range, and the
+# rule's own output (the count on the tensor is not a site).
+NOOP_EXAMPLES: list[str] = [
+    '''import torch
+
+
+def f(x):
+    n = 0
+    for i in range(3):
+        n += i
+    return x * n
+''',
+    *(after for _, after in FIX_EXAMPLES),
+]

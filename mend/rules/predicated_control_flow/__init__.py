@@ -1,0 +1,125 @@
+"""Rule: predicated control flow (GraphMend, arXiv 2509.16248, §4 "[Where]").
+
+A data-dependent ``if``/``else`` on a tensor predicate becomes one graph-native selection,
+``torch.where(pred, a, b)``, and a tensor ``a and b`` / ``a or b`` / ``not a`` becomes
+``torch.logical_and`` / ``torch.logical_or`` / ``torch.logical_not``.
+
+Rewrites (``examples.py``):
+
+* if/else (or an elif chain) assigning the same names -> one ``torch.where`` per name
+  (nested for elif), the predicates evaluated once into fresh ``_mend_pred_<n>`` names
+  when more than one selection reads them;
+* if without else, its targets defined before -> ``x = torch.where(p, a, x)``;
+* both sides ``return`` (also ``if p: return a`` followed by ``return b``) ->
+  ``return torch.where(p, a, b)``;
+* ``if <Python test> and <tensor test>:`` without else -> ``if <Python test>:`` around
+  the selection; an ``elif`` site whose chain starts with a Python test -> ``else:``
+  around it;
+* a name assigned on one side only and used nowhere else (a setup temporary) is kept as
+  a plain assignment before the selection;
+* setup that GraphMend hoists (the LongRoPE frequency update of transformers'
+  ``modeling_rope_utils``): a memoised initialisation ``if not hasattr(self, "k"):
+  self.k = self.init_fn(...)`` under its five conditions (no ``else``; ``self.k``
+  definitely assigned; the rest of its body neutral; ``self.k`` read nowhere but by the
+  selection; the initialiser pure and unable to raise -- a ``self.<attr>(...)`` call that
+  is neither a method nor a submodule is accepted here only, as the obligations
+  ``hoisted-setup-pure`` / ``hoisted-setup-cannot-raise``) and an idempotent device move
+  ``self.a = self.a.to(d)`` (obligation ``idempotent-device-move``) run first, on every
+  path;
+* every side ending with ``self.register_buffer("<same name>", v_i, <same other args>)``
+  -> one call on ``torch.where(p, v_1, v_2)`` (obligations: same shape and dtype; the
+  buffer is a new tensor, no longer an alias of ``v_i``: ``paired-call-value-not-aliased``);
+* ``torch.cond`` where running the untaken side is the problem: a side calls a submodule
+  (the paper's rule), or applies an op whose gradient is non-finite off the domain the
+  predicate guards (shared/cases 012, ``if s > 0: y = torch.sqrt(s)``). Emitted as
+  ``if torch.compiler.is_compiling() and (pred).numel() == 1: y = torch.cond(pred, lambda:
+  a, lambda: b)`` with the original ``if`` kept otherwise; a side that may alias an input
+  gets ``.clone()`` unless something later writes to it in place (declined); when the
+  sides read different parameters, the cond runs only without autograd.
+
+Declines (``unchanged_examples.py``): a side that mutates state (other than the hoistable
+setup above), raises, returns early while the other falls through, assigns ``None``,
+draws random numbers, calls something that might not be pure, holds a nested compound
+statement, setup that fails one of the hoisting conditions, trailing calls that differ in
+name or arguments, or a site inside a loop (Dynamo skipped the frame; predicating would
+run the untaken side every iteration, cf. shared/cases 006). What the source cannot decide
+is returned as proof obligations (see the fix safety statement).
+
+The package: ``env.py`` (what the parts share), ``screen.py`` (what may run
+speculatively, tensor logic), ``branches.py`` (the arms of a chain), ``hoisting.py``
+(setup moved above the selection), ``where.py`` and ``cond.py`` (the two planners),
+``rewrite.py`` (:func:`rewrite`; :func:`match`, which runs the rewrite on the located site
+so the two agree; :func:`first_site`), ``examples.py`` and ``unchanged_examples.py``.
+"""
+from __future__ import annotations
+
+from mend.rules._base import Decline, Match, RewriteResult, Rule
+from mend.rules.predicated_control_flow.branches import branches
+from mend.rules.predicated_control_flow.cond import COND_TAKEN_SIDE_ONLY
+from mend.rules.predicated_control_flow.env import NAME
+from mend.rules.predicated_control_flow.examples import FIX_EXAMPLES
+from mend.rules.predicated_control_flow.hoisting import is_device_move, memo_slot
+from mend.rules.predicated_control_flow.rewrite import first_site, match, rewrite
+from mend.rules.predicated_control_flow.screen import FORCING_HOOK
+from mend.rules.predicated_control_flow.unchanged_examples import DECLINE_EXAMPLES, NOOP_EXAMPLES
+
+FIX_SAFETY = """\
+Emitted only after verification: the rewrite changes which code runs (``torch.where``
+evaluates both sides), so it rests on proof obligations and the differential test, never
+on the static screen alone. At ``--verify standard`` a refuted ``finite-gradient`` makes
+the rewrite inference-only.
+
+The static screen declines what it can see is unsafe (the declines above). What the
+source cannot decide is returned as obligations. Decided by Z3 over the facts of one run
+of the candidate on the example input, under the assumptions recorded with each proof:
+equal shapes and dtypes of the two sides (``same-shape``, ``same-dtype``), a one-element
+bool predicate (``single-element-predicate``, ``bool-predicate``, ``bool-operand``), an
+untaken side that cannot raise (``untaken-side-cannot-raise``), finite gradients through
+the untaken side (``finite-gradient``), and the selection's IEEE equality with the
+original branch (``where-equals-ite``, one per selected name); for ``torch.cond``, its
+predicate and branch types (``cond-predicate``, ``cond-branch-types``). Resting on checks,
+not on a solver: a submodule called on the untaken side writes no state
+(``untaken-side-runs``, ``cond-side-pure``: the effect analysis of operator schemas and
+module types), the hoisted LongRoPE setup (``hoisted-setup-pure``,
+``hoisted-setup-cannot-raise``, ``idempotent-device-move``; its inputs being the module's
+configuration is observed on the example only), a cond output that is not an alias
+(``cond-output-not-aliased``, a screen of later uses), a merged ``register_buffer`` value
+(``paired-call-value-not-aliased``), and torch.cond's semantics (``cond-taken-side-only``,
+``cond-no-autograd``).
+
+Inference-only: at ``--verify standard`` a refuted ``finite-gradient`` does not decline;
+the rewrite is marked ``inference-only`` (a gradient through the untaken side may be NaN,
+``0 * inf``). No obligation is required at every level: ``--verify fast`` runs the screen
+and a short differential test only. The ``torch.cond`` form runs only under
+``torch.compile`` with a one-element predicate (the original ``if`` runs otherwise), and,
+when the sides read different parameters, only without autograd, so the graph break stays
+in training there.
+"""
+
+OBLIGATION_KINDS = frozenset({
+    "same-shape", "same-dtype", "single-element-predicate", "bool-predicate", "bool-operand",
+    "untaken-side-cannot-raise", "finite-gradient", "untaken-side-runs", "where-equals-ite",
+    "idempotent-device-move", "paired-call-value-not-aliased", "hoisted-setup-pure", "hoisted-setup-cannot-raise",
+    "cond-predicate", "cond-branch-types", "cond-output-not-aliased", "cond-side-pure", "cond-taken-side-only",
+    "cond-no-autograd",
+})
+
+RULE = Rule(
+    name=NAME,
+    categories=("data-dependent-branch",),
+    match=match,
+    rewrite=rewrite,
+    example_line=first_site,
+    obligation_kinds=OBLIGATION_KINDS,
+    required_kinds=frozenset(),
+    needs_facts=True,
+    fix_safety=FIX_SAFETY,
+    doc=__doc__,
+    fix_examples=FIX_EXAMPLES,
+    decline_examples=DECLINE_EXAMPLES,
+    noop_examples=NOOP_EXAMPLES,
+)
+
+__all__ = ["COND_TAKEN_SIDE_ONLY", "DECLINE_EXAMPLES", "FIX_EXAMPLES", "FORCING_HOOK", "NAME", "NOOP_EXAMPLES", "RULE",
+           "Decline", "Match", "RewriteResult", "branches", "first_site", "is_device_move", "match", "memo_slot",
+           "rewrite"]

@@ -1,0 +1,302 @@
+"""The ``torch.cond`` planner: when running the untaken side is the problem (a submodule
+call, or an op whose gradient is non-finite off the domain the predicate guards), the
+if/else becomes ``torch.cond`` under ``torch.compile``, the original ``if`` kept for eager."""
+from __future__ import annotations
+
+import libcst as cst
+import libcst.matchers as m
+
+from mend.rules._common import has_out_kwarg, inplace_call
+from mend.rules.predicated_control_flow.branches import _Arm, _line, _order
+from mend.rules.predicated_control_flow.env import NAME, _code, _Declined, _Env, _is_literal, _read_names, _strip, _walk
+from mend.rules.predicated_control_flow.screen import FORCING_HOOK, _is_bool
+from mend.taxonomy import call_name
+
+# Tensor methods / torch functions that may return their input or a view of it: a cond
+# branch must not (torch.cond rejects aliasing outputs, even in eager), so such a value
+# is cloned -- only where nothing can observe the lost aliasing (see _alias_observers).
+_MAY_ALIAS = {"view", "view_as", "reshape", "reshape_as", "transpose", "t", "permute", "squeeze", "unsqueeze",
+              "expand", "expand_as", "narrow", "select", "unfold", "flatten", "unflatten", "detach", "contiguous",
+              "to", "type", "type_as", "float", "half", "double", "bfloat16", "long", "int", "bool", "short",
+              "real", "imag", "diagonal", "movedim", "moveaxis", "swapaxes", "swapdims", "split", "chunk", "unbind",
+              "as_strided", "view_as_real", "view_as_complex", "align_to", "refine_names", "rename", "mT", "mH",
+              "T", "H", "data", "requires_grad_", "cpu", "cuda", "clone_if_needed", "squeeze_", "alias",
+              "broadcast_to", "atleast_1d", "atleast_2d", "atleast_3d", "tensor_split", "hsplit", "vsplit",
+              "dsplit", "split_with_sizes", "unsafe_split", "as_tensor", "asarray", "nan_to_num_"}
+# Modules that may return their input as it is (nn.Identity, Dropout in eval mode, flatten of a flat tensor).
+_IDENTITY_MODULES = ("Identity", "Dropout", "Flatten", "Unflatten", "AlphaDropout")
+# Reads through which a clone is distinguishable from its source.
+_IDENTITY_ATTRS = {"data_ptr", "untyped_storage", "storage", "_base", "_is_view", "is_set_to", "grad_fn", "is_leaf",
+                   "grad", "data", "retain_grad", "register_hook", "backward", "_version", "storage_offset",
+                   "set_", "share_memory_", "requires_grad_", "_cdata"}
+COND_TAKEN_SIDE_ONLY = ("torch.cond evaluates only the branch its predicate selects (eager and compiled; its "
+                        "backward differentiates only that branch), so the untaken side's exceptions, calls "
+                        "and gradients are never produced: {waived} do not apply")
+
+
+class _CondNotApplicable(_Declined):
+    """torch.cond does not fit the site, but torch.where may (the caller falls back to it).
+    A plain :class:`_Declined` from :func:`_rewrite_cond` declines the site: neither fits."""
+
+
+_CASTS = {"half": "float16", "float": "float32", "double": "float64", "bfloat16": "bfloat16", "long": "int64",
+          "int": "int32", "short": "int16", "bool": "bool"}
+
+
+def _cast_of(value: cst.BaseExpression) -> str | None:
+    """The dtype an explicit outermost cast gives (``x.half()``, ``x.to(torch.float16)``), else None."""
+    value = _strip(value)
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)):
+        return None
+    attr = value.func.attr.value
+    if attr in _CASTS and not value.args:
+        return _CASTS[attr]
+    if attr in ("to", "type") and value.args and value.args[0].keyword is None:
+        arg = value.args[0].value
+        if isinstance(arg, cst.Attribute) and arg.attr.value in (*_CASTS.values(), "float32", "float64", "int64"):
+            return arg.attr.value
+    return None
+
+
+# Ops through which no gradient flows: a side built with them gives its inputs no gradient
+# in eager (None), while torch.cond's backward gives every input of the cond a tensor (zeros).
+_NO_GRAD_OPS = {"zeros_like", "ones_like", "full_like", "empty_like", "new_zeros", "new_ones", "new_full",
+                "new_empty", "new_tensor", "detach", "argmax", "argmin", "argsort", "eq", "ne", "lt", "gt", "le",
+                "ge", "isnan", "isinf", "isfinite", "bool", "long", "int", "no_grad", "tensor", "zeros", "ones"}
+
+
+def _grad_sensitive(values: list[tuple[cst.BaseExpression, cst.BaseExpression]], env: _Env) -> str | None:
+    """Why torch.cond could make a gradient a tensor where the if leaves it None, or None:
+    the sides read different tensors (parameters of a submodule called on one side only,
+    ``self.`` state), or a side holds an op through which no gradient flows. Under
+    autograd, cond's backward gives every tensor the branches read a gradient (zeros for the
+    untaken side), so optimizers would update parameters the if never touched."""
+    modules = set(env.aliases) | {"torch", "math", "F"}
+    for t, f in values:
+        for v in (t, f):
+            if m.findall(v, m.Attribute(value=m.Name("self"))):
+                return f"`{_code(v)}` reads module state (parameters)"
+            for call in m.findall(v, m.Call()):
+                name = call.func.attr.value if isinstance(call.func, cst.Attribute) else (call_name(call) or "")
+                if name.rsplit(".", 1)[-1] in _NO_GRAD_OPS:
+                    return f"`{_code(call)}` passes no gradient"
+        if (_read_names(t) - modules) != (_read_names(f) - modules):
+            return f"the sides read different tensors (`{_code(t)}` vs `{_code(f)}`)"
+    return None
+
+
+def _speculation_hazards(obligations: list[dict], preds) -> list[dict]:
+    """What makes running the untaken side of a where unacceptable, statically: a submodule
+    call (GraphMend: "torch.cond when a branch value contains a call"), or an op whose
+    gradient can be non-finite, applied to a value the predicate tests (the branch guards
+    the op's domain, shared/cases 012). Other finite-gradient obligations (an op unrelated
+    to the test) stay with torch.where and its verification, as before."""
+    tested = set().union(*(_read_names(p) for p in preds)) - {"self", "torch", "__mend_force__"}
+    out = []
+    for ob in obligations:
+        if ob["kind"] == "untaken-side-runs":
+            out.append(ob)
+        elif ob["kind"] == "finite-gradient":
+            try:
+                names = _read_names(cst.parse_expression(ob["expr"]))
+            except cst.ParserSyntaxError:
+                continue
+            if names & tested:
+                out.append(ob)
+    return out
+
+
+def _cond_predicate_ok(pred: cst.BaseExpression) -> bool:
+    """Statically a bool tensor expression (the forcing hook's argument for instrumented copies)."""
+    if isinstance(pred, cst.Call) and _code(pred).startswith(FORCING_HOOK) and pred.args:
+        return _cond_predicate_ok(pred.args[0].value)
+    return _is_bool(pred) and not isinstance(pred, cst.BooleanOperation)
+
+
+def _value_kind(value: cst.BaseExpression, env: _Env) -> str:
+    """"alias" when ``value`` may be (a view of) a tensor the branch did not create, else "fresh"."""
+    value = _strip(value)
+    if isinstance(value, (cst.Name, cst.Attribute, cst.Subscript)):
+        return "alias"
+    if isinstance(value, cst.Call):
+        func = value.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else (call_name(value) or "")
+        if name.rsplit(".", 1)[-1] in _MAY_ALIAS:
+            return "alias"
+        dotted = call_name(value) or ""
+        if dotted.startswith("self.") and dotted.count(".") == 1:
+            ctor = env.submodules.get(dotted.split(".")[1], "")
+            if any(k in ctor for k in _IDENTITY_MODULES):
+                return "alias"
+    return "fresh"
+
+
+def _alias_observers(scope: cst.CSTNode, after_line: int, names: set[str], positions, env: _Env) -> list[str]:
+    """How code after the site could tell a clone from the aliased tensor it replaces:
+    any in-place write (to anything: other names may alias the same storage), ``out=`` /
+    ``inplace=True``, or a use of ``names`` that lets the tensor escape (returned, stored,
+    rebound, passed to a call that is not a torch function) or reads its identity."""
+    found: list[str] = []
+    inside = {id(n) for n in _walk(scope)}
+    later = [n for n, pos in positions.items() if pos.start.line > after_line and
+             isinstance(n, cst.SimpleStatementLine) and id(n) in inside]
+    later += [n.test for n, pos in positions.items() if pos.start.line > after_line and
+              isinstance(n, (cst.If, cst.While)) and id(n) in inside]
+    for stmt in later:
+        op = inplace_call(stmt)
+        if op is not None:
+            found.append(f"`.{op}()` writes in place")
+        if has_out_kwarg(stmt) or m.findall(stmt, m.Arg(keyword=m.Name("inplace"))):
+            found.append("a call writes through `out=`/`inplace=`")
+        for small in m.findall(stmt, m.AugAssign()):
+            found.append(f"`{_code(small.target)} {_code(small.operator)} ...` may update in place")
+        for t in m.findall(stmt, m.AssignTarget(target=m.Subscript() | m.Attribute())):
+            found.append(f"`{_code(t.target)} = ...` writes into a tensor or object")
+        parents: dict[int, cst.CSTNode] = {}
+        for node in _walk(stmt):
+            for child in node.children:
+                parents[id(child)] = node
+        for node in _walk(stmt):
+            if not (isinstance(node, cst.Name) and node.value in names):
+                continue
+            parent = parents.get(id(node))
+            ok = False
+            if isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation)):
+                ok = True
+            elif isinstance(parent, (cst.Comparison, cst.ComparisonTarget)):
+                ok = not any(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in m.findall(parent, m.ComparisonTarget()))
+            elif isinstance(parent, cst.AssignTarget):  # rebound: the old value is no longer reachable by name
+                ok = True
+            elif isinstance(parent, cst.Attribute) and parent.value is node:  # no views, identity or autograd reads
+                attr = parent.attr.value
+                ok = attr not in _IDENTITY_ATTRS and attr not in _MAY_ALIAS and not attr.endswith("_")
+            elif isinstance(parent, cst.Arg):
+                call = parents.get(id(parent))
+                qual = env.qualified(call_name(call) or "") if isinstance(call, cst.Call) else None
+                last = qual.rsplit(".", 1)[1] if qual else ""
+                ok = bool(qual and qual.startswith("torch.") and not last.endswith("_") and last not in _MAY_ALIAS)
+            if not ok:
+                found.append(f"`{node.value}` is used as `{_code(parent)[:50]}`")
+    return found
+
+
+def _lambda(body: cst.BaseExpression) -> cst.Lambda:
+    return cst.Lambda(params=cst.Parameters(), body=_strip(body), colon=cst.Colon(whitespace_after=cst.SimpleWhitespace(" ")))
+
+
+def _rewrite_cond(node: cst.If, arms: list[_Arm], selected: list[str], order_seen: list[str], returns: bool,
+                  preds, pred_codes: list[str], hazards: list[dict], env: _Env, positions, span_end: int):
+    """``if p: y = a else: y = b`` -> under torch.compile ``y = torch.cond(p, lambda: a,
+    lambda: b)``; in eager the original if/else runs unchanged (see the comment emitted).
+
+    Declines (the caller then keeps torch.where) what torch.cond cannot take: a predicate
+    that is not statically a bool tensor expression, a side value that aliases an input
+    when the lost aliasing could be observed, a Python constant on a side."""
+    pred = preds[0]
+    if not _cond_predicate_ok(arms[0].pred):
+        raise _CondNotApplicable("torch.cond needs a bool tensor predicate and this test is not statically one")
+    scope = env.function or env.module
+    obligations = [o for o in env.obligations if o["kind"] in ("single-element-predicate", "bool-operand")]
+    obligations.append({"kind": "cond-predicate", "pred": pred_codes[0]})
+    names = ["return"] if returns else [n for n in _order(arms, order_seen) if n in selected]
+    emitted: list[tuple[str, list[cst.BaseExpression]]] = []
+    clones: set[str] = set()
+    for n in names:
+        values = [a.ret for a in arms] if returns else [dict(a.assigns).get(n, cst.Name(n)) for a in arms]
+        out = []
+        for side, v in zip(("true", "false"), values):
+            if _is_literal(v) or isinstance(v, (cst.SimpleString, cst.ConcatenatedString)):
+                raise _CondNotApplicable(f"a side gives `{n}` a Python constant; torch.cond returns tensors")
+            kind = _value_kind(v, env)
+            if kind == "alias":
+                if returns:
+                    raise _CondNotApplicable(f"the {side} side returns `{_code(v)}`, which may alias an input, and the "
+                                    "caller could observe a copy")
+                clones |= {x for x in _read_names(v) if x != "self"} | {n}
+                v = cst.Call(func=cst.Attribute(value=v if isinstance(v, (cst.Name, cst.Attribute, cst.Subscript,
+                                                                          cst.Call)) else v.with_changes(
+                    lpar=[cst.LeftParen()], rpar=[cst.RightParen()]), attr=cst.Name("clone")))
+            out.append(v)
+        casts = [_cast_of(v) for v in values]
+        if casts[0] != casts[1]:
+            what = "; ".join(f"`{_code(v)}` is {c}" for v, c in zip(values, casts) if c)
+            raise _Declined(f"the sides give `{n}` different dtypes ({what}, the other side is not cast); "
+                            "torch.cond needs branch outputs of one dtype and torch.where would promote them")
+        obligations.append({"kind": "cond-branch-types", "target": n, "lhs": _code(values[0]),
+                            "rhs": _code(values[1])})
+        obligations.append({"kind": "same-shape", "target": n, "lhs": _code(values[0]), "rhs": _code(values[1])})
+        obligations.append({"kind": "cond-output-not-aliased", "target": n,
+                            "values": [_code(v) for v in out],
+                            "treatment": ["clone" if _code(o) != _code(v) else _value_kind(v, env)
+                                          for v, o in zip(values, out)]})
+        emitted.append((n, out))
+    if clones:
+        observers = _alias_observers(scope, span_end, clones, positions, env)
+        writes = [o for o in observers if "in place" in o or "writes" in o]
+        if writes:  # neither a copy (cond) nor a new tensor (where) sees a later in-place update of the alias
+            raise _Declined("a side's value aliases an existing tensor that is mutated in place later ("
+                            + "; ".join(writes[:3]) + "); neither torch.cond (a copy) nor torch.where (a new "
+                            "tensor) would see that update")
+        if observers:
+            raise _CondNotApplicable("a side's value aliases an existing tensor and a copy would be observable: "
+                                     + "; ".join(observers[:3]))
+        for ob in obligations:
+            if ob["kind"] == "cond-output-not-aliased":
+                ob["observers"] = []
+                ob["watched"] = sorted(clones)
+    for h in hazards:  # the side still runs when taken, and Dynamo traces both: it must write no state
+        if h["kind"] == "untaken-side-runs":
+            obligations.append({"kind": "cond-side-pure", "call": h["call"]})
+    waived = sorted({h["kind"] for h in hazards} | {"untaken-side-cannot-raise"})
+    obligations.append({"kind": "cond-taken-side-only", "pred": pred_codes[0], "waives": waived,
+                        "exprs": [h.get("expr") or h.get("call") for h in hazards],
+                        "why": COND_TAKEN_SIDE_ONLY.format(waived=", ".join(waived))})
+
+    stmts: list[cst.SimpleStatementLine] = []
+    pred_expr = pred
+    if len(emitted) > 1:  # one cond per name (a tuple-valued cond's backward fails on torch 2.13)
+        pname = env.fresh()
+        stmts.append(_line(cst.Assign([cst.AssignTarget(cst.Name(pname))], pred)))
+        pred_expr = cst.Name(pname)
+    for n, (t, f) in emitted:
+        call = cst.Call(func=cst.Attribute(cst.Name(env.torch), cst.Name("cond")),
+                        args=[cst.Arg(_strip(pred_expr)), cst.Arg(_lambda(t)), cst.Arg(_lambda(f))])
+        stmts.append(_line(cst.Return(call)) if n == "return" else
+                     _line(cst.Assign([cst.AssignTarget(cst.Name(n))], call)))
+    was = "if " + pred_codes[0]
+    if len(was) > 60:
+        was = was[:57] + "..."
+    compiling = cst.Call(func=cst.Attribute(cst.Attribute(cst.Name(env.torch), cst.Name("compiler")),
+                                            cst.Name("is_compiling")))
+    # a single-element predicate was seen on the example only: with another input shape the
+    # `if` raises (no values / ambiguous), so the cond runs only when numel() == 1 (a shape
+    # guard under Dynamo) and the original `if` keeps its error otherwise
+    boxed = _strip(pred).with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    one = cst.Comparison(left=cst.Call(func=cst.Attribute(boxed, cst.Name("numel"))),
+                         comparisons=[cst.ComparisonTarget(cst.Equal(), cst.Integer("1"))])
+    compiling = cst.BooleanOperation(left=compiling, operator=cst.And(), right=one)
+    grad_why = _grad_sensitive([(t, f) for _, (t, f) in emitted], env)
+    if grad_why is not None:  # cond only where no gradient exists (inference); with autograd the if runs
+        compiling = cst.BooleanOperation(left=compiling, operator=cst.And(), right=cst.UnaryOperation(
+            operator=cst.Not(), expression=cst.Call(func=cst.Attribute(cst.Name(env.torch), cst.Name("is_grad_enabled")))))
+        obligations.append({"kind": "cond-no-autograd", "why": f"{grad_why}: with autograd on, torch.cond's "
+                            "backward would give tensors the if leaves without gradient a zero gradient, so the "
+                            "cond runs only when torch.is_grad_enabled() is False"})
+    header = cst.TrailingWhitespace(whitespace=cst.SimpleWhitespace("  "),
+                                    comment=cst.Comment(f"# mend: {NAME} (was: {was})"))
+    note = [cst.EmptyLine(comment=cst.Comment(
+        "# torch.cond under torch.compile only: in eager it costs ~1.5 s on the first call and ~16 ms")),
+            cst.EmptyLine(comment=cst.Comment(
+        "# per call (torch 2.13); both paths compute the same value (the sides are pure, only the taken one runs)"))]
+    original = node.with_changes(leading_lines=[])
+    new = cst.If(test=compiling, body=cst.IndentedBlock(body=stmts, header=header),
+                 orelse=cst.Else(body=cst.IndentedBlock(body=[original])),
+                 leading_lines=[*node.leading_lines, *note])
+    kind_txt = ", ".join(names)
+    why = "; ".join(sorted({("submodule call " + h["call"]) if h["kind"] == "untaken-side-runs" else
+                            f"non-finite gradient of {h['expr']} off its guarded domain" for h in hazards}))
+    detail = (f"if -> torch.cond ({kind_txt}) under torch.compile" + (" without autograd" if grad_why else "")
+              + f", the if kept otherwise; not torch.where: {why}")
+    env.obligations[:] = obligations
+    span = (positions[node].start.line, span_end)
+    return [(node, [new])], span, detail, pred_codes

@@ -1,0 +1,799 @@
+"""predicated-control-flow's fix examples (Fixit / pyupgrade style), (before, the exact text
+after), from which ``tests/test_rules.py`` is generated. The site is the line
+:func:`~mend.rules.predicated_control_flow.rewrite.first_site` picks. The examples the rule
+leaves unchanged (declines and no-ops) are in :mod:`.unchanged_examples`."""
+from __future__ import annotations
+
+from textwrap import dedent
+
+FIX_EXAMPLES: list[tuple[str, str]] = [
+    # shared/cases 001: if without else, the target defined before
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def __init__(self, dim: int = 16, threshold: float = 0.25):
+                    super().__init__()
+                    self.proj = nn.Linear(dim, dim)
+                    self.threshold = threshold
+
+                def forward(self, x):
+                    h = self.proj(x)
+                    if h.pow(2).mean() > self.threshold:
+                        h = h * 0.5
+                    return torch.relu(h)
+        '''),
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def __init__(self, dim: int = 16, threshold: float = 0.25):
+                    super().__init__()
+                    self.proj = nn.Linear(dim, dim)
+                    self.threshold = threshold
+
+                def forward(self, x):
+                    h = self.proj(x)
+                    h = torch.where(h.pow(2).mean() > self.threshold, h * 0.5, h)  # mend: predicated-control-flow (was: if h.pow(2).mean() > self.threshold)
+                    return torch.relu(h)
+        '''),
+    ),
+    # shared/cases 002: masked_fill only when there is padding (comments inside the if are kept)
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, scores, pad_mask):
+                    if (pad_mask == 0).any():
+                        # hide padded keys
+                        scores = scores.masked_fill(pad_mask[:, None, :] == 0, float("-inf"))
+                    return scores.softmax(dim=-1)
+        '''),
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, scores, pad_mask):
+                    # hide padded keys
+                    scores = torch.where((pad_mask == 0).any(), scores.masked_fill(pad_mask[:, None, :] == 0, float("-inf")), scores)  # mend: predicated-control-flow (was: if (pad_mask == 0).any())
+                    return scores.softmax(dim=-1)
+        '''),
+    ),
+    # shared/cases 004, line 37: tensor `and`
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def __init__(self, act_dim: int = 4):
+                    super().__init__()
+                    self.register_buffer("low", -torch.ones(act_dim))
+                    self.register_buffer("high", torch.ones(act_dim))
+
+                def forward(self, action):
+                    inside = (action >= self.low).all() and (action <= self.high).all()
+                    return inside
+        '''),
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def __init__(self, act_dim: int = 4):
+                    super().__init__()
+                    self.register_buffer("low", -torch.ones(act_dim))
+                    self.register_buffer("high", torch.ones(act_dim))
+
+                def forward(self, action):
+                    inside = torch.logical_and((action >= self.low).all(), (action <= self.high).all())  # mend: predicated-control-flow (was: (action >= self.low).all() and (action <= self.high).all())
+                    return inside
+        '''),
+    ),
+    # shared/cases 004, line 38: `if not inside`
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def __init__(self, act_dim: int = 4):
+                    super().__init__()
+                    self.register_buffer("low", -torch.ones(act_dim))
+                    self.register_buffer("high", torch.ones(act_dim))
+
+                def forward(self, action):
+                    inside = torch.logical_and((action >= self.low).all(), (action <= self.high).all())
+                    if not inside:
+                        action = torch.maximum(torch.minimum(action, self.high), self.low)
+                    return action
+        '''),
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def __init__(self, act_dim: int = 4):
+                    super().__init__()
+                    self.register_buffer("low", -torch.ones(act_dim))
+                    self.register_buffer("high", torch.ones(act_dim))
+
+                def forward(self, action):
+                    inside = torch.logical_and((action >= self.low).all(), (action <= self.high).all())
+                    action = torch.where(torch.logical_not(inside), torch.maximum(torch.minimum(action, self.high), self.low), action)  # mend: predicated-control-flow (was: if not inside)
+                    return action
+        '''),
+    ),
+    # shared/cases 012 (trap): fixed textually; the rewrite carries a finite-gradient obligation
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, s):
+                    if s > 0:
+                        y = torch.sqrt(s)
+                    else:
+                        y = s
+                    return y
+        '''),
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, s):
+                    y = torch.where(s > 0, torch.sqrt(s), s)  # mend: predicated-control-flow (was: if s > 0)
+                    return y
+        '''),
+    ),
+    # if/else assigning two names: the predicate is evaluated once, reads stay in order
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, x, y):
+                    # gate on the sign of the sum
+                    if x.sum() > 0:  # positive
+                        a = x * 2
+                        b = y + a
+                    else:
+                        b = y - x
+                        a = x
+                    return a, b
+        '''),
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, x, y):
+                    # gate on the sign of the sum
+                    # positive
+                    _mend_pred_0 = x.sum() > 0  # mend: predicated-control-flow (was: if x.sum() > 0)
+                    a = torch.where(_mend_pred_0, x * 2, x)
+                    b = torch.where(_mend_pred_0, y + a, y - x)
+                    return a, b
+        '''),
+    ),
+    # elif chain -> nested torch.where
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, x):
+                    if x.mean() > 1:
+                        y = x * 3
+                    elif x.mean() < -1:
+                        y = -x
+                    else:
+                        y = x + 1
+                    return y
+        '''),
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, x):
+                    y = torch.where(x.mean() > 1, x * 3, torch.where(x.mean() < -1, -x, x + 1))  # mend: predicated-control-flow (was: if x.mean() > 1)
+                    return y
+        '''),
+    ),
+    # both sides return
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, x):
+                    if (x > 0).all():
+                        return x * 3
+                    else:
+                        return x - 1
+        '''),
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, x):
+                    return torch.where((x > 0).all(), x * 3, x - 1)  # mend: predicated-control-flow (was: if (x > 0).all())
+        '''),
+    ),
+    # `if p: return a` followed by `return b`
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, x):
+                    h = torch.tanh(x)
+                    if h.abs().max() > 0.5:
+                        return h * 0.5
+                    return h
+        '''),
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, x):
+                    h = torch.tanh(x)
+                    return torch.where(h.abs().max() > 0.5, h * 0.5, h)  # mend: predicated-control-flow (was: if h.abs().max() > 0.5)
+        '''),
+    ),
+    # `import torch as th`: the alias is reused
+    (
+        dedent('''\
+            import torch as th
+
+
+            def clip(x):
+                h = x + 1
+                if (h < 0).any():
+                    h = th.relu(h)
+                return h
+        '''),
+        dedent('''\
+            import torch as th
+
+
+            def clip(x):
+                h = x + 1
+                h = th.where((h < 0).any(), th.relu(h), h)  # mend: predicated-control-flow (was: if (h < 0).any())
+                return h
+        '''),
+    ),
+    # no `import torch` (only `from torch import nn`): it is added
+    (
+        dedent('''\
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, x):
+                    h = x + 1
+                    if (h < 0).any() or not (h < 100).all():
+                        h = h.clamp(0, 100)
+                    return h
+        '''),
+        dedent('''\
+            from torch import nn
+            import torch
+
+
+            class Model(nn.Module):
+                def forward(self, x):
+                    h = x + 1
+                    h = torch.where(torch.logical_or((h < 0).any(), torch.logical_not((h < 100).all())), h.clamp(0, 100), h)  # mend: predicated-control-flow (was: if (h < 0).any() or not (h < 100).all())
+                    return h
+        '''),
+    ),
+    # a Python-level guard `and` a tensor test (BART's fp16 clamp): the guard stays an `if`; the setup temporary `clamp_value` runs before the selection
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, h):
+                    if h.dtype == torch.float16 and (
+                        torch.isinf(h).any() or torch.isnan(h).any()
+                    ):
+                        clamp_value = torch.finfo(h.dtype).max - 1000
+                        h = torch.clamp(h, min=-clamp_value, max=clamp_value)
+                    return h
+        '''),
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, h):
+                    if h.dtype == torch.float16:
+                        clamp_value = torch.finfo(h.dtype).max - 1000
+                        h = torch.where(torch.logical_or(torch.isinf(h).any(), torch.isnan(h).any()), torch.clamp(h, min=-clamp_value, max=clamp_value), h)  # mend: predicated-control-flow (was: if torch.isinf(h).any() or torch.isnan(h).any())
+                    return h
+        '''),
+    ),
+    # an `elif` site after a Python-level test -> `else:` around the selection
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, x, mask=None):
+                    if mask is None:
+                        y = x
+                    elif mask.all():
+                        y = x * 2
+                    else:
+                        y = x.masked_fill(mask, 0.0)
+                    return y
+        '''),
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, x, mask=None):
+                    if mask is None:
+                        y = x
+                    else:
+                        y = torch.where(mask.all(), x * 2, x.masked_fill(mask, 0.0))  # mend: predicated-control-flow (was: elif mask.all())
+                    return y
+        '''),
+    ),
+    # a chained comparison on a tensor
+    (
+        dedent('''\
+            import torch
+
+
+            def in_unit_interval(x):
+                ok = 0 < x.mean() < 1
+                return ok
+        '''),
+        dedent('''\
+            import torch
+
+
+            def in_unit_interval(x):
+                ok = torch.logical_and(0 < x.mean(), x.mean() < 1)  # mend: predicated-control-flow (was: 0 < x.mean() < 1)
+                return ok
+        '''),
+    ),
+    # the LongRoPE frequency update (transformers modeling_rope_utils): the memoised initialisation
+    # and the device move are hoisted above one register_buffer whose value is selected
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            def init_freq(dim, device, seq_len=None):
+                factor = 2.0 if seq_len else 1.0
+                exponents = torch.arange(0, dim, 2, device=device).float() / dim
+                return 1.0 / (factor * 10000 ** exponents), factor
+
+
+            def frequency_update(self, position_ids, device):
+                """Long frequencies past the short limit, short ones otherwise."""
+                seq_len = torch.max(position_ids) + 1
+                if seq_len > self.short_limit:
+                    if not hasattr(self, "long_freq"):
+                        self.long_freq, _ = self.freq_fn(self.dim, device, seq_len=self.short_limit + 1)
+                    self.register_buffer("freq", self.long_freq, persistent=False)
+                else:
+                    # keep the copy on the input's device
+                    self.short_freq = self.short_freq.to(device)
+                    self.register_buffer("freq", self.short_freq, persistent=False)
+
+
+            class Model(nn.Module):
+                def __init__(self, dim: int = 8, short_limit: int = 4):
+                    super().__init__()
+                    self.dim, self.short_limit = dim, short_limit
+                    self.freq_fn = init_freq
+                    freq, _ = init_freq(dim, None)
+                    self.register_buffer("freq", freq, persistent=False)
+                    self.short_freq = self.freq
+
+                def forward(self, x, position_ids):
+                    frequency_update(self, position_ids, x.device)
+                    angles = position_ids[..., None].float() * self.freq
+                    return x * torch.cos(angles)
+        '''),
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            def init_freq(dim, device, seq_len=None):
+                factor = 2.0 if seq_len else 1.0
+                exponents = torch.arange(0, dim, 2, device=device).float() / dim
+                return 1.0 / (factor * 10000 ** exponents), factor
+
+
+            def frequency_update(self, position_ids, device):
+                """Long frequencies past the short limit, short ones otherwise."""
+                seq_len = torch.max(position_ids) + 1
+                if not hasattr(self, "long_freq"):
+                    self.long_freq, _ = self.freq_fn(self.dim, device, seq_len=self.short_limit + 1)
+                # keep the copy on the input's device
+                self.short_freq = self.short_freq.to(device)
+                self.register_buffer("freq", torch.where(seq_len > self.short_limit, self.long_freq, self.short_freq), persistent=False)  # mend: predicated-control-flow (was: if seq_len > self.short_limit)
+
+
+            class Model(nn.Module):
+                def __init__(self, dim: int = 8, short_limit: int = 4):
+                    super().__init__()
+                    self.dim, self.short_limit = dim, short_limit
+                    self.freq_fn = init_freq
+                    freq, _ = init_freq(dim, None)
+                    self.register_buffer("freq", freq, persistent=False)
+                    self.short_freq = self.freq
+
+                def forward(self, x, position_ids):
+                    frequency_update(self, position_ids, x.device)
+                    angles = position_ids[..., None].float() * self.freq
+                    return x * torch.cos(angles)
+        '''),
+    ),
+    # the same pattern in a class: memoised table, device move, paired register_buffer
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            def ramp(dim, top):
+                return torch.linspace(1.0, top, dim)
+
+
+            class Model(nn.Module):
+                def __init__(self, dim: int = 8, limit: float = 1.0):
+                    super().__init__()
+                    self.dim, self.limit = dim, limit
+                    self.table_fn = ramp
+                    self.register_buffer("table", torch.ones(dim), persistent=False)
+                    self.base_table = self.table
+
+                def forward(self, x):
+                    if x.abs().amax() > self.limit:
+                        if not hasattr(self, "wide_table"):
+                            self.wide_table = self.table_fn(self.dim, 2.0)
+                        self.register_buffer("table", self.wide_table, persistent=False)
+                    else:
+                        self.base_table = self.base_table.to(x.device)
+                        self.register_buffer("table", self.base_table, persistent=False)
+                    return x * self.table
+        '''),
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            def ramp(dim, top):
+                return torch.linspace(1.0, top, dim)
+
+
+            class Model(nn.Module):
+                def __init__(self, dim: int = 8, limit: float = 1.0):
+                    super().__init__()
+                    self.dim, self.limit = dim, limit
+                    self.table_fn = ramp
+                    self.register_buffer("table", torch.ones(dim), persistent=False)
+                    self.base_table = self.table
+
+                def forward(self, x):
+                    if not hasattr(self, "wide_table"):
+                        self.wide_table = self.table_fn(self.dim, 2.0)
+                    self.base_table = self.base_table.to(x.device)
+                    self.register_buffer("table", torch.where(x.abs().amax() > self.limit, self.wide_table, self.base_table), persistent=False)  # mend: predicated-control-flow (was: if x.abs().amax() > self.limit)
+                    return x * self.table
+        '''),
+    ),
+    # a memoised initialisation on one side of a plain selection
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            def ramp(dim, top):
+                return torch.linspace(1.0, top, dim)
+
+
+            class Model(nn.Module):
+                def __init__(self, dim: int = 6, cap: float = 2.0):
+                    super().__init__()
+                    self.dim, self.cap = dim, cap
+                    self.weight_fn = ramp
+
+                def forward(self, x):
+                    if x.abs().max() > self.cap:
+                        if not hasattr(self, "damp"):
+                            self.damp = self.weight_fn(self.dim, 0.5)
+                        y = x * self.damp
+                    else:
+                        y = x
+                    return y
+        '''),
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            def ramp(dim, top):
+                return torch.linspace(1.0, top, dim)
+
+
+            class Model(nn.Module):
+                def __init__(self, dim: int = 6, cap: float = 2.0):
+                    super().__init__()
+                    self.dim, self.cap = dim, cap
+                    self.weight_fn = ramp
+
+                def forward(self, x):
+                    if not hasattr(self, "damp"):
+                        self.damp = self.weight_fn(self.dim, 0.5)
+                    y = torch.where(x.abs().max() > self.cap, x * self.damp, x)  # mend: predicated-control-flow (was: if x.abs().max() > self.cap)
+                    return y
+        '''),
+    ),
+    # a predicate not statically a bool tensor (bool-predicate): torch.cond needs one, so the submodule call on
+    # the taken side runs speculatively under torch.where (untaken-side-runs)
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def __init__(self, dim: int = 8):
+                    super().__init__()
+                    self.proj = nn.Linear(dim, dim)
+
+                def forward(self, x, gate):
+                    h = x * 2.0
+                    if gate:
+                        h = self.proj(h)
+                    return torch.relu(h)
+        '''),
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def __init__(self, dim: int = 8):
+                    super().__init__()
+                    self.proj = nn.Linear(dim, dim)
+
+                def forward(self, x, gate):
+                    h = x * 2.0
+                    h = torch.where(gate, self.proj(h), h)  # mend: predicated-control-flow (was: if gate)
+                    return torch.relu(h)
+        '''),
+    ),
+    # tensor `and` whose left operand is not statically a bool tensor (bool-operand)
+    (
+        dedent('''\
+            import torch
+
+
+            def forward(h, mask, scale):
+                if mask and scale > 1:
+                    h = h / scale
+                return h
+        '''),
+        dedent('''\
+            import torch
+
+
+            def forward(h, mask, scale):
+                h = torch.where(torch.logical_and(mask, scale > 1), h / scale, h)  # mend: predicated-control-flow (was: if mask and scale > 1)
+                return h
+        '''),
+    ),
+    # torch.cond: the untaken side must not run (see cond.py)
+    # torch.cond: a submodule call on each side must not run speculatively (GraphMend: cond when a side calls);
+    # the sides read different parameters, so cond runs only without autograd (zero vs None gradients)
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def __init__(self, dim: int = 8):
+                    super().__init__()
+                    self.mlp_a = nn.Sequential(nn.Linear(dim, dim), nn.GELU())
+                    self.mlp_b = nn.Linear(dim, dim)
+
+                def forward(self, h):
+                    if h.mean() > 0:
+                        y = self.mlp_a(h)
+                    else:
+                        y = self.mlp_b(h)
+                    return y + h
+        '''),
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def __init__(self, dim: int = 8):
+                    super().__init__()
+                    self.mlp_a = nn.Sequential(nn.Linear(dim, dim), nn.GELU())
+                    self.mlp_b = nn.Linear(dim, dim)
+
+                def forward(self, h):
+                    # torch.cond under torch.compile only: in eager it costs ~1.5 s on the first call and ~16 ms
+                    # per call (torch 2.13); both paths compute the same value (the sides are pure, only the taken one runs)
+                    if torch.compiler.is_compiling() and (h.mean() > 0).numel() == 1 and not torch.is_grad_enabled():  # mend: predicated-control-flow (was: if h.mean() > 0)
+                        y = torch.cond(h.mean() > 0, lambda: self.mlp_a(h), lambda: self.mlp_b(h))
+                    else:
+                        if h.mean() > 0:
+                            y = self.mlp_a(h)
+                        else:
+                            y = self.mlp_b(h)
+                    return y + h
+        '''),
+    ),
+    # torch.cond: shared/cases 012's kind -- the test guards sqrt's domain; `else: y = t` is cloned (never mutated, never escapes)
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, t):
+                    if t > 0:
+                        y = torch.sqrt(t)
+                    else:
+                        y = t
+                    return y * 2.0
+        '''),
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, t):
+                    # torch.cond under torch.compile only: in eager it costs ~1.5 s on the first call and ~16 ms
+                    # per call (torch 2.13); both paths compute the same value (the sides are pure, only the taken one runs)
+                    if torch.compiler.is_compiling() and (t > 0).numel() == 1:  # mend: predicated-control-flow (was: if t > 0)
+                        y = torch.cond(t > 0, lambda: torch.sqrt(t), lambda: t.clone())
+                    else:
+                        if t > 0:
+                            y = torch.sqrt(t)
+                        else:
+                            y = t
+                    return y * 2.0
+        '''),
+    ),
+    # torch.cond: a log-domain guard assigning two names, one cond per name (a tuple-valued cond's backward fails on torch 2.13)
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, x):
+                    if x.min() > 0:
+                        y = torch.log(x)
+                        z = y * 2.0
+                    else:
+                        y = x * 0.0
+                        z = x + 1.0
+                    return y + z
+        '''),
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, x):
+                    # torch.cond under torch.compile only: in eager it costs ~1.5 s on the first call and ~16 ms
+                    # per call (torch 2.13); both paths compute the same value (the sides are pure, only the taken one runs)
+                    if torch.compiler.is_compiling() and (x.min() > 0).numel() == 1 and not torch.is_grad_enabled():  # mend: predicated-control-flow (was: if x.min() > 0)
+                        _mend_pred_0 = x.min() > 0
+                        y = torch.cond(_mend_pred_0, lambda: torch.log(x), lambda: x * 0.0)
+                        z = torch.cond(_mend_pred_0, lambda: y * 2.0, lambda: x + 1.0)
+                    else:
+                        if x.min() > 0:
+                            y = torch.log(x)
+                            z = y * 2.0
+                        else:
+                            y = x * 0.0
+                            z = x + 1.0
+                    return y + z
+        '''),
+    ),
+    # torch.cond: a view (`h[:, :4]`) on the other side is cloned; cond outputs must not alias its inputs
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.head = nn.Linear(4, 4)
+
+                def forward(self, h):
+                    if (h > 0).all():
+                        out = self.head(h)
+                    else:
+                        out = h[:, :4]
+                    return torch.relu(out)
+        '''),
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.head = nn.Linear(4, 4)
+
+                def forward(self, h):
+                    # torch.cond under torch.compile only: in eager it costs ~1.5 s on the first call and ~16 ms
+                    # per call (torch 2.13); both paths compute the same value (the sides are pure, only the taken one runs)
+                    if torch.compiler.is_compiling() and ((h > 0).all()).numel() == 1 and not torch.is_grad_enabled():  # mend: predicated-control-flow (was: if (h > 0).all())
+                        out = torch.cond((h > 0).all(), lambda: self.head(h), lambda: h[:, :4].clone())
+                    else:
+                        if (h > 0).all():
+                            out = self.head(h)
+                        else:
+                            out = h[:, :4]
+                    return torch.relu(out)
+        '''),
+    ),
+]

@@ -1,0 +1,143 @@
+"""The rule's entry points: :func:`rewrite` (a site -> the new module and its obligations,
+or a decline), :func:`match` (the same verdict, for a scan) and :func:`first_site` (the
+line an example's site is on)."""
+from __future__ import annotations
+
+import libcst as cst
+import libcst.matchers as m
+from libcst.codemod import CodemodContext
+from libcst.codemod.visitors import AddImportsVisitor
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from mend.locate import Located
+from mend.rules._base import Decline, Match, RewriteResult
+from mend.rules.predicated_control_flow.env import NAME, _Declined, _Env
+from mend.rules.predicated_control_flow.screen import _is_static
+from mend.rules.predicated_control_flow.where import _rewrite_if, _rewrite_logic, where_equals_ite
+
+
+def match(loc: Located) -> Match | Decline:
+    """Whether :func:`rewrite` would rewrite the site at ``loc``: it runs the rewrite on
+    ``loc.module`` and keeps only the verdict, so the two always agree."""
+    node = loc.node
+    if isinstance(node, cst.BaseSmallStatement) and loc.ancestors and isinstance(
+            loc.ancestors[-1], cst.SimpleStatementLine):
+        node = loc.ancestors[-1]
+    try:
+        result = _rewrite_at(loc.module, node, loc.line)
+    except Exception as exc:  # a scan must survive a rule bug; say what failed
+        return Decline(NAME, f"the rewrite failed on this site ({type(exc).__name__}: {exc})")
+    if isinstance(result, Decline):
+        return result
+    return Match(NAME, result.detail)
+
+
+class _Statements(cst.CSTVisitor):
+    """Statements with their ancestors, indexed by start line."""
+
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self) -> None:
+        self.stack: list[cst.CSTNode] = []
+        self.found: list[tuple[int, cst.CSTNode, list[cst.CSTNode]]] = []
+        self.positions = {}
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            pos = self.get_metadata(PositionProvider, node)
+            self.positions[node] = pos
+            self.found.append((pos.start.line, node, list(self.stack)))
+        self.stack.append(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.stack.pop()
+
+
+def _index(module: cst.Module) -> _Statements:
+    index = _Statements()
+    MetadataWrapper(module, unsafe_skip_copy=True).visit(index)
+    return index
+
+
+def _splice(module: cst.Module, pairs) -> cst.Module:
+    """Replace statements (by identity) with lists of statements."""
+    table = {id(old): new for old, new in pairs}
+
+    class T(cst.CSTTransformer):
+        def on_leave(self, original, updated):
+            new = table.get(id(original))
+            if new is None:
+                return updated
+            if len(new) == 1:
+                return new[0]
+            return cst.FlattenSentinel(new) if new else cst.RemoveFromParent()
+
+    return module.visit(T())
+
+
+def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
+    """Predicate the data-dependent ``if`` (or tensor ``and``/``or``/``not``) on ``line``.
+
+    GraphMend's "[Where]" transformation (arXiv 2509.16248): a branch on a tensor value
+    becomes ``torch.where``, evaluating both sides, so Dynamo keeps one graph. Returns
+    the new module source and the proof obligations, or a :class:`Decline` saying why
+    the site is unsafe to predicate.
+    """
+    return _rewrite_at(module, None, line)
+
+
+def _rewrite_at(module: cst.Module, node: cst.CSTNode | None, line: int) -> RewriteResult | Decline:
+    """:func:`rewrite` of ``node`` (a statement of ``module``), or of the outermost
+    statement starting on ``line`` when ``node`` is None or not one the index holds."""
+    index = _index(module)
+    found = [(n, a) for _, n, a in index.found if n is node] if node is not None else []
+    starting = found or [(n, a) for ln, n, a in index.found if ln == line]
+    if not starting:
+        return Decline(NAME, f"no statement starts on line {line}")
+    node, ancestors = min(starting, key=lambda e: len(e[1]))
+    if any(isinstance(a, (cst.For, cst.While)) for a in _same_function(ancestors)):
+        return Decline(NAME, "the branch sits inside a loop, so Dynamo skipped the whole frame; predicating it "
+                             "would evaluate the skipped side on every iteration (cost, inf*0 NaNs)")
+    env = _Env(module, ancestors)
+    try:
+        if isinstance(node, cst.If):
+            pairs, span, detail, preds = _rewrite_if(node, ancestors, env, index.positions)
+        elif isinstance(node, cst.SimpleStatementLine):
+            pairs, span, detail, preds = _rewrite_logic(node, env, index.positions)
+        else:
+            return Decline(NAME, f"the statement on line {line} is a `{type(node).__name__.lower()}`, "
+                                 "not an if or a tensor and/or")
+    except _Declined as why:
+        return Decline(NAME, str(why))
+    new = _splice(module, pairs)
+    if env.needs_import:
+        ctx = CodemodContext()
+        AddImportsVisitor.add_needed_import(ctx, "torch")
+        new = AddImportsVisitor(ctx).transform_module(new)
+    return RewriteResult(new.code, span, detail, where_equals_ite(env.obligations), predicates=preds)
+
+
+def _same_function(ancestors: list[cst.CSTNode]) -> list[cst.CSTNode]:
+    out = []
+    for anc in reversed(ancestors):
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
+            break
+        out.append(anc)
+    return out
+
+
+def first_site(source: str) -> int | None:
+    """The line the examples rewrite: the first ``if``/``elif`` whose test is not a pure
+    Python-level check, or an earlier statement using tensor ``and``/``or``/``not``."""
+    module = cst.parse_module(source)
+    env = _Env(module, [])
+    for ln, node, _ in sorted(_index(module).found, key=lambda e: e[0]):
+        if isinstance(node, cst.If) and not _is_static(node.test, env):
+            return ln
+        if isinstance(node, cst.SimpleStatementLine) and m.findall(node, m.BooleanOperation() | m.UnaryOperation(
+                operator=m.Not()) | m.Comparison(comparisons=[m.DoNotCare(), m.DoNotCare(), m.ZeroOrMore()])):
+            return ln
+    return None
+
+

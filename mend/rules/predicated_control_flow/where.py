@@ -1,0 +1,225 @@
+"""The ``torch.where`` planner: an if/elif/else (or ``if p: return a`` + ``return b``)
+becomes one selection per name, and ``x = a and b`` becomes ``torch.logical_and``; hands
+the site to the ``torch.cond`` planner when a side must not run speculatively. Also the
+``where-equals-ite`` obligations of each selection."""
+from __future__ import annotations
+
+import libcst as cst
+import libcst.matchers as m
+
+from mend.rules.predicated_control_flow.branches import (
+    _Arm,
+    _arm,
+    _comments,
+    _defined_before,
+    _guard_text,
+    _line,
+    _marked,
+    _order,
+    _return_follows,
+    branches,
+)
+from mend.rules.predicated_control_flow.cond import _CondNotApplicable, _rewrite_cond, _speculation_hazards
+from mend.rules.predicated_control_flow.env import _code, _Declined, _Env, _is_literal, _occurrences_outside, _strip
+from mend.rules.predicated_control_flow.hoisting import _plan_setup
+from mend.rules.predicated_control_flow.screen import _predicate, _screen, _split_static_guard, _tensor_logic
+
+
+def _rewrite_if(node: cst.If, ancestors: list[cst.CSTNode], env: _Env, positions):
+    """The replacement of an if/elif/else statement: (old, new) node pairs to splice."""
+    parent = ancestors[-1] if ancestors else None
+    elif_site = isinstance(parent, cst.If) and parent.orelse is node
+    chain = branches(node)
+    guard, first = _split_static_guard(chain[0][0], env)
+    if guard is not None and (len(chain) > 1 or elif_site):
+        raise _Declined(f"the test mixes a Python-level check (`{_code(guard)}`) with a tensor test on an "
+                        "if that has an else")
+    chain[0] = (first, chain[0][1])
+
+    pred_codes = [_code(_strip(test)) for test, _ in chain if test is not None]
+    setup = _plan_setup(chain, env, pred_codes)
+    arms = [_arm(test, smalls) for (test, _), smalls in zip(chain, setup.bodies)]
+    span_end = positions[node].end.line
+    extra_return = None
+    if chain[-1][0] is not None:  # no else
+        block = parent.body if isinstance(parent, (cst.IndentedBlock, cst.Module)) else []
+        if arms[-1].returns and len(arms) == 1 and _return_follows(node, parent):
+            extra_return = block[list(block).index(node) + 1]
+            arms.append(_arm(None, list(extra_return.body)))
+            span_end = positions[extra_return].end.line
+        else:
+            arms.append(_Arm(None, [], None, False))
+    if len({a.returns for a in arms}) > 1:
+        raise _Declined("a branch leaves early (`return`) while the other falls through")
+    returns = arms[0].returns
+
+    preds = [_predicate(a.pred, env) for a in arms if a.pred is not None]
+    _screen(arms[0].pred, env)
+    for i in range(1, len(preds)):  # elif tests used to run only when the earlier ones failed
+        _screen(arms[i].pred, env, side=" and ".join(f"not ({p})" for p in pred_codes[:i]))
+
+    # Which names are selected, and which are setup temporaries: assigned on one side
+    # and named nowhere else in the function, so running them unconditionally is unseen.
+    inside: dict[str, list[cst.CSTNode]] = {}
+    for i, arm in enumerate(arms):
+        for n, _ in arm.assigns:
+            inside.setdefault(n, []).append(chain[i][1])
+    order_seen = list(inside)
+    scope = env.function or env.module
+    temps = {n for n, bodies in inside.items()
+             if len(bodies) == 1 and not _occurrences_outside(scope, bodies[0], n)}
+    if returns and (set(inside) - temps):
+        name = sorted(set(inside) - temps)[0]
+        raise _Declined(f"a returning branch also assigns `{name}`, which is used elsewhere")
+    selected = [n for n in order_seen if n not in temps]
+    defined = _defined_before(node, ancestors)
+    for n in selected:
+        if any(n not in dict(a.assigns) for a in arms) and n not in defined:
+            raise _Declined(f"`{n}` is assigned on one side only and has no prior definition")
+    for n in selected:
+        values = [dict(a.assigns).get(n, cst.Name(n)) for a in arms]
+        if all(_is_literal(v) for v in values):
+            raise _Declined(f"both sides give `{n}` a Python constant; torch.where would make it a tensor")
+
+    # Screen every side: it now runs whether or not its test holds.
+    for i, arm in enumerate(arms):
+        side = _guard_text(pred_codes, i)
+        for _, value in arm.assigns:
+            _screen(value, env, side=side)
+        if arm.ret is not None:
+            _screen(arm.ret, env, side=side)
+        if setup.paired:
+            _screen(setup.paired[i].value, env, side=side)
+
+    # torch.where runs both sides. When a side must not run speculatively (a submodule
+    # call, or an op whose gradient is non-finite off the domain the predicate guards),
+    # emit torch.cond instead, which runs only the taken side; where cond is not
+    # admissible, the where candidate below stays (and verification judges it).
+    hazards = _speculation_hazards(env.obligations, preds)
+    if hazards and not setup.hoisted and not setup.paired and guard is None and not elif_site \
+            and len(arms) == 2 and extra_return is None and not temps:
+        try:
+            return _rewrite_cond(node, arms, selected, order_seen, returns, preds, pred_codes, hazards, env,
+                                 positions, span_end)
+        except _CondNotApplicable:
+            pass  # today's torch.where candidate; verification judges it
+
+    def select(values: list[cst.BaseExpression], target: str, pred_exprs) -> cst.Call:
+        for v in values[1:]:
+            for kind in ("same-shape", "same-dtype"):
+                env.oblige(kind, target=target, lhs=_code(values[0]), rhs=_code(v))
+        out = values[-1]
+        for p, v in reversed(list(zip(pred_exprs, values))):
+            out = env.torch_call("where", p, v, out)
+        return out
+
+    n_select = (1 if returns else len(selected)) + (1 if setup.paired else 0)
+    pred_exprs = preds
+    stmts: list[cst.SimpleStatementLine] = []
+    if n_select > 1:  # evaluate the predicates once, before any name is rebound
+        pred_exprs = []
+        for p in preds:
+            name = env.fresh()
+            stmts.append(_line(cst.Assign([cst.AssignTarget(cst.Name(name))], p)))
+            pred_exprs.append(cst.Name(name))
+    for n in _order(arms, order_seen):
+        if n in temps:
+            value = next(dict(a.assigns)[n] for a in arms if n in dict(a.assigns))
+            stmts.append(_line(cst.Assign([cst.AssignTarget(cst.Name(n))], value)))
+        else:
+            values = [dict(a.assigns).get(n, cst.Name(n)) for a in arms]
+            stmts.append(_line(cst.Assign([cst.AssignTarget(cst.Name(n))], select(values, n, pred_exprs))))
+    if returns:
+        stmts.append(_line(cst.Return(select([a.ret for a in arms], "return", pred_exprs))))
+    if setup.paired:  # one call, its value selected
+        p0 = setup.paired[0]
+        target = f"{p0.func}({p0.name!r})"
+        values = [p.value for p in setup.paired]
+        value = values[0] if len({_code(v) for v in values}) == 1 else select(values, target, pred_exprs)
+        if len(values) > 1 and value is not values[0]:
+            env.oblige("paired-call-value-not-aliased", call=target, values=[_code(v) for v in values])
+        args = list(p0.call.args)
+        args[p0.value_arg] = args[p0.value_arg].with_changes(value=value)
+        stmts.append(_line(cst.Expr(p0.call.with_changes(args=args))))
+    if not stmts:
+        raise _Declined("no side assigns or returns anything; there is nothing to select")
+
+    was = ("elif " if elif_site else "if ") + pred_codes[0]
+    # the marker goes on the first line that selects (setup temporaries come before it)
+    at = next(i for i, st in enumerate(stmts)
+              if not (isinstance(st.body[0], cst.Assign) and st.body[0].targets[0].target.value in temps))
+    keep = [ln.comment for ln in node.leading_lines if ln.comment]  # stay where they are
+    if guard is not None and isinstance(node.body, cst.IndentedBlock):
+        keep += [node.body.header.comment, *(ln.comment for ln in node.body.footer if ln.comment)]
+    keep += [c for h in setup.hoisted for c in m.findall(h.node, m.Comment())]  # move with their statement
+    comments = _comments(node, skip=tuple(c for c in keep if c is not None))
+    if extra_return is not None:
+        comments += _comments(extra_return)
+    kind = "elif chain" if len(preds) > 1 else "if"
+    chosen = ["return"] if returns else list(selected)
+    if setup.paired:
+        chosen.append(f"{setup.paired[0].func}({setup.paired[0].name!r}, ...)")
+    detail = f"{kind} -> torch.where ({', '.join(chosen) or 'setup only'})"
+    if setup.hoisted:
+        detail += "; hoisted: " + ", ".join(
+            f"memoised {h.slot}" if h.kind == "memo" else f"device move of {h.slot}" for h in setup.hoisted)
+    span = (positions[node].start.line, span_end)
+
+    stmts[at] = _marked(stmts[at], was)
+    # the setup runs first, as it did on its side; the selection's comments stay with it
+    stmts[0] = stmts[0].with_changes(leading_lines=[*comments, *stmts[0].leading_lines])
+    out = [h.stmt for h in setup.hoisted] + stmts
+    if guard is not None:  # if A and B: ... -> if A: <where on B>
+        body = node.body.with_changes(body=out) if isinstance(node.body, cst.IndentedBlock) \
+            else cst.IndentedBlock(body=out)
+        return [(node, [node.with_changes(test=guard, body=body)])], span, detail, pred_codes
+    if elif_site:  # ... elif B: -> ... else: <where on B>
+        new_else = cst.Else(body=cst.IndentedBlock(body=out), leading_lines=node.leading_lines)
+        return [(parent, [parent.with_changes(orelse=new_else)])], span, detail, pred_codes
+    out[0] = out[0].with_changes(leading_lines=[*node.leading_lines, *out[0].leading_lines])
+    pairs = [(node, out)]
+    if extra_return is not None:
+        pairs.append((extra_return, []))
+    return pairs, span, detail, pred_codes
+
+
+
+
+def _rewrite_logic(line: cst.SimpleStatementLine, env: _Env, positions):
+    """``x = a and b`` -> ``x = torch.logical_and(a, b)`` (also ``or``, ``not``, chains)."""
+    if len(line.body) != 1:
+        raise _Declined("several statements share the line")
+    small = line.body[0]
+    if not isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return)) or small.value is None:
+        raise _Declined(f"`{_code(small)[:60]}` is not an assignment or return of a tensor expression")
+    _screen(small.value, env)
+    for bop in m.findall(small.value, m.BooleanOperation()):  # short-circuited operands now always run
+        left = _code(bop.left)
+        guard = left if isinstance(bop.operator, cst.And) else f"not ({left})"
+        _screen(bop.right, env, side=guard)
+    value, changed = _tensor_logic(small.value, env)
+    if not changed:
+        raise _Declined("the tensor's truth value is taken in a form the rule does not rewrite")
+    keep = tuple(ln.comment for ln in line.leading_lines if ln.comment)
+    new = _marked(line.with_changes(body=[small.with_changes(value=_strip(value))]), _code(_strip(small.value)))
+    new = new.with_changes(leading_lines=[*line.leading_lines, *_comments(line, skip=keep)])
+    pos = positions[line]
+    return [(line, [new])], (pos.start.line, pos.end.line), "tensor and/or/not -> torch.logical_*", [
+        _code(small.value)]
+
+
+def where_equals_ite(obligations: list[dict]) -> list[dict]:
+    """``obligations`` followed by one ``where-equals-ite`` per ``same-dtype`` obligation: the
+    selection equals the original branch in IEEE arithmetic, for the first predicate
+    (``single-element-predicate``); none without a predicate, no duplicates. (Until issue 9
+    the verifier added these itself, in ``verifier.obligations.expand``.)"""
+    out = list(obligations)
+    preds = [o["pred"] for o in obligations if o["kind"] == "single-element-predicate"]
+    if preds:
+        for o in obligations:
+            if o["kind"] == "same-dtype":
+                item = {"kind": "where-equals-ite", "target": o["target"], "lhs": o["lhs"], "rhs": o["rhs"],
+                        "pred": preds[0]}
+                if item not in out:
+                    out.append(item)
+    return out

@@ -1,0 +1,352 @@
+"""predicated-validation's examples (Fixit / pyupgrade style), from which ``tests/test_rules.py`` is
+generated: FIX (before, the exact text after), DECLINE (source, a substring of the reason),
+NOOP (source the rule leaves unchanged on every line). The site is the line
+:func:`example_line` picks, unless an example names its own."""
+from __future__ import annotations
+
+from mend.rules._base import DeclineExample
+
+
+def example_line(source: str) -> int:
+    """The line of an example's site: its first `if`/`assert` line."""
+    for i, text in enumerate(source.splitlines(), 1):
+        if text.lstrip().startswith(("if ", "assert ")):
+            return i
+    raise ValueError("no check in example")
+
+
+FIX_EXAMPLES: list[tuple[str, str]] = [
+    # transformers grounding_dino (modeling_grounding_dino.py:608); a comment above the check is kept
+    (
+        '''import torch
+
+
+def check(shapes, seq_len):
+    # the encoder must see every level
+    if (shapes[:, 0] * shapes[:, 1]).sum() != seq_len:
+        raise ValueError(
+            "Make sure to align the spatial shapes with the sequence length"
+        )
+    return shapes.sum()
+''',
+        '''import torch
+
+# mend: exceptions of checks rewritten into torch._assert_async, restored where the call returns
+# by mend.validation_runtime.install(model).
+_MEND_TRAPS = {
+    "a95c7a120d13": lambda: ValueError("Make sure to align the spatial shapes with the sequence length"),
+}
+
+
+def check(shapes, seq_len):
+    # the encoder must see every level
+    torch._assert_async(
+        (shapes[:, 0] * shapes[:, 1]).sum() == seq_len,
+        f"mend-trap:{__name__}:_MEND_TRAPS.a95c7a120d13",
+    )
+    return shapes.sum()
+''',
+    ),
+    # `if not X: raise` asserts X itself; `torch` is imported when missing
+    (
+        '''"""A module without torch imported."""
+from math import sqrt
+
+
+class Scale:
+    def forward(self, x):
+        if not (x >= 0).all():
+            raise ValueError("inputs must be non-negative")
+        return x.sqrt() * sqrt(2.0)
+''',
+        '''"""A module without torch imported."""
+from math import sqrt
+import torch
+
+# mend: exceptions of checks rewritten into torch._assert_async, restored where the call returns
+# by mend.validation_runtime.install(model).
+_MEND_TRAPS = {
+    "5a336280999b": lambda: ValueError("inputs must be non-negative"),
+}
+
+
+class Scale:
+    def forward(self, x):
+        torch._assert_async((x >= 0).all(), f"mend-trap:{__name__}:_MEND_TRAPS.5a336280999b")
+        return x.sqrt() * sqrt(2.0)
+''',
+    ),
+    # `assert not X`: Dynamo does not lower it; `if __debug__:` keeps `python -O` semantics
+    (
+        '''import torch
+
+
+def forward(x):
+    assert not torch.isnan(x).any(), "NaN in input"
+    return x * 2
+''',
+        '''import torch
+
+# mend: exceptions of checks rewritten into torch._assert_async, restored where the call returns
+# by mend.validation_runtime.install(model).
+_MEND_TRAPS = {
+    "df2b3e53d6cf": lambda: AssertionError("NaN in input"),
+}
+
+
+def forward(x):
+    if __debug__:
+        torch._assert_async(
+            torch.logical_not(torch.isnan(x).any()),
+            f"mend-trap:{__name__}:_MEND_TRAPS.df2b3e53d6cf",
+        )
+    return x * 2
+''',
+    ),
+    # a bare exception class; a name that is not a trap table is not reused
+    (
+        '''import torch
+
+_MEND_TRAPS = 3
+
+
+def forward(x):
+    if x.abs().max() > 1e4:
+        raise OverflowError
+    return x
+''',
+        '''import torch
+
+# mend: exceptions of checks rewritten into torch._assert_async, restored where the call returns
+# by mend.validation_runtime.install(model).
+_MEND_TRAPS_1 = {
+    "dcd377fca00b": lambda: OverflowError,
+}
+
+_MEND_TRAPS = 3
+
+
+def forward(x):
+    torch._assert_async(
+        torch.logical_not(x.abs().max() > 1e4),
+        f"mend-trap:{__name__}:_MEND_TRAPS_1.dcd377fca00b",
+    )
+    return x
+''',
+    ),
+    # a second check in a module already mended: its table is extended
+    (
+        '''import torch
+
+# mend: exceptions of checks rewritten into torch._assert_async, restored where the call returns
+# by mend.validation_runtime.install(model).
+_MEND_TRAPS = {
+    "a95c7a120d13": lambda: ValueError("Make sure to align the spatial shapes with the sequence length"),
+}
+
+
+class Block(torch.nn.Module):
+    def forward(self, x, mask):
+        if mask.sum() == 0:
+            raise ValueError("the mask selects nothing")
+        return x * mask
+''',
+        '''import torch
+
+# mend: exceptions of checks rewritten into torch._assert_async, restored where the call returns
+# by mend.validation_runtime.install(model).
+_MEND_TRAPS = {
+    "a95c7a120d13": lambda: ValueError("Make sure to align the spatial shapes with the sequence length"),
+    "cfb23de8c9ea": lambda: ValueError("the mask selects nothing"),
+}
+
+
+class Block(torch.nn.Module):
+    def forward(self, x, mask):
+        torch._assert_async(mask.sum() != 0, f"mend-trap:{__name__}:_MEND_TRAPS.cfb23de8c9ea")
+        return x * mask
+''',
+    ),
+]
+
+DECLINE_EXAMPLES: list[tuple[str, str] | DeclineExample] = [
+    # shared case 023: the message formats tensor values
+    ('''import torch
+def f(loss, target):
+    if torch.isnan(loss):
+        raise RuntimeError(f"NaN loss (target mean {target.mean()})")
+    return loss
+''', "formatted from runtime values"),
+    ('''import torch
+def f(x):
+    if x.sum() < 0:
+        raise ValueError("negative total: {}".format(x.sum()))
+    return x
+''', "formatted from runtime values"),
+    ('''import torch
+def f(x):
+    assert not x.isnan().any(), "NaN at %d" % x.isnan().nonzero()[0]
+    return x
+''', "formatted from runtime values"),
+    # shared case 023 without the f-string: state updated after the check
+    ('''import torch
+class M(torch.nn.Module):
+    def forward(self, loss):
+        if torch.isnan(loss):
+            raise RuntimeError("NaN loss")
+        self.num_updates.add_(1)
+        self.loss_ema = 0.9 * self.loss_ema + 0.1 * loss
+        return loss
+''', "changes state"),
+    ('''import torch
+class M(torch.nn.Module):
+    def forward(self, x):
+        self.calls += 1
+        if x.sum() > 1e6:
+            raise OverflowError("too large")
+        return x
+''', "changes state"),
+    ('''import torch
+def f(x, cache):
+    if torch.isinf(x).any():
+        raise ValueError("inf")
+    cache.append(x)
+    return x
+''', "changes state"),
+    # plain tensor asserts: Dynamo lowers them itself (shared cases 021, 024)
+    ('''import torch
+def f(probs):
+    assert torch.all(probs >= 0)
+    return probs.log()
+''', "nothing to rewrite"),
+    ('''import torch
+def f(x, n):
+    assert x.shape[-2] == n, "bad shape"
+    return x
+''', "nothing to rewrite"),
+    ('''import torch
+def f(x):
+    if x.shape[0] * x.shape[1] != 16:
+        raise ValueError("need 16 elements")
+    return x
+''', "shapes and literals only"),
+    ('''import torch
+def f(x):
+    if x.sum() > 0:
+        raise ValueError("positive")
+    else:
+        x = -x
+    return x
+''', "else/elif"),
+    ('''import torch
+import logging
+def f(x):
+    if x.sum() > 0:
+        logging.error("positive")
+        raise ValueError("positive")
+    return x
+''', "does more than raise"),
+    ('''import torch
+def f(xs):
+    for x in xs:
+        if x.sum() > 0:
+            raise ValueError("positive")
+    return xs
+''', "inside a loop"),
+    ('''import torch
+def f(x):
+    try:
+        if x.sum() > 0:
+            raise ValueError("positive")
+    except ValueError:
+        x = -x
+    return x
+''', "`try`"),
+    ('''import torch
+import contextlib
+def f(x):
+    with contextlib.suppress(ValueError):
+        if x.sum() > 0:
+            raise ValueError("positive")
+    return x
+''', "whose exit would see"),
+    ('''import torch
+def f(x, y):
+    if x.sum() > 0 or y.sum() > 0:
+        raise ValueError("positive")
+    return x
+''', "`and`/`or`"),
+    ('''import torch
+def f(x):
+    if (total := x.sum()) > 0:
+        raise ValueError("positive")
+    return total
+''', "binds a name"),
+    ('''import torch
+def f(x):
+    if x.sum() > 0:
+        raise ValueError("positive") from None
+    return x
+''', "`from` clause"),
+    # the matcher is syntactic: only the rewrite's scope analysis sees that `error` is a parameter
+    DeclineExample('''import torch
+def f(x, error=ValueError):
+    if x.sum() > 0:
+        raise error("positive")
+    return x
+''', "not a module-level or builtin name", static=False),
+    ('''import torch
+class M(torch.nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:
+            raise self.Error("positive")
+        return x
+''', "read from the instance"),
+    ('''import torch
+def f(x):
+    if x.sum() > 0:
+        raise  # re-raise
+    return x
+''', "bare `raise`"),
+    ('''import torch
+def f(x):
+    if x.sum() > 0:
+        # upstream: keep in sync with the C++ check
+        raise ValueError("positive")
+    return x
+''', "comment"),
+    ('''import torch
+import torch.nn.functional as F
+def f(x):
+    if x.sum() > 0:
+        raise ValueError("positive")
+    return F.relu(x, inplace=True)
+''', "changes state"),
+    ('''import torch
+@torch.jit.script
+def f(x):
+    if x.sum() > 0:
+        raise ValueError("positive")
+    return x
+''', "TorchScript"),
+    ('''import torch
+if torch.ones(1).sum() > 0:
+    raise ValueError("positive")
+''', "not inside a function"),
+]
+
+# No-op examples: source left unchanged on every line: checks Dynamo already handles (an
+# `assert` without `not` it lowers itself, a shape check it decides at trace time), and the
+# rule's own output (the `_assert_async` and its `if __debug__:` guard are not sites).
+NOOP_EXAMPLES: list[str] = [
+    '''import torch
+
+
+def f(x):
+    assert (x > 0).all(), "x must be positive"
+    if x.shape[0] != 2:
+        raise ValueError("a batch of two")
+    return x.log()
+''',
+    *(after for _, after in FIX_EXAMPLES),
+]

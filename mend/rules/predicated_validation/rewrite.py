@@ -1,0 +1,202 @@
+"""predicated-validation: :func:`rewrite`, a site -> the new module and its proof obligations, or
+a decline."""
+from __future__ import annotations
+
+import hashlib
+
+import libcst as cst
+import libcst.matchers as m
+from libcst.codemod import CodemodContext
+from libcst.codemod.visitors import AddImportsVisitor
+from libcst.metadata import (BuiltinScope, ClassScope, GlobalScope, MetadataWrapper, ParentNodeProvider,
+                             PositionProvider, ScopeProvider)
+
+from mend.rules._base import Decline, RewriteResult
+from mend.rules._common import Replace, code_of as _code, dotted as _dotted
+from mend.rules.predicated_validation.screen import MARKER, NAME, TABLE, _message, _screen
+
+
+def _site(wrapper: MetadataWrapper, line: int):
+    """(node, ancestors) of the check reported at ``line``, else None."""
+    pos = wrapper.resolve(PositionProvider)
+    parents = wrapper.resolve(ParentNodeProvider)
+    rank = {cst.If: 0, cst.Assert: 1, cst.Raise: 2}
+    found = [n for n in m.findall(wrapper.module, m.If() | m.Assert() | m.Raise()) if pos[n].start.line == line]
+    if not found:
+        return None
+    best = min(found, key=lambda n: rank[type(n)])
+    chain, cur = [], best
+    while cur in parents:
+        cur = parents[cur]
+        chain.append(cur)
+    return best, list(reversed(chain))
+
+
+def _locally_bound(scopes, node: cst.CSTNode, name: str) -> bool:
+    """Whether ``name`` is bound in a function/comprehension scope enclosing ``node``."""
+    scope = scopes.get(node)
+    while scope is not None and not isinstance(scope, (GlobalScope, BuiltinScope)):
+        if not isinstance(scope, ClassScope) and name in scope.assignments:
+            return True
+        scope = scope.parent
+    return False
+
+
+def _torch_binding(global_scope) -> str:
+    """"import" when module-level ``torch`` comes from an import, "none", or "other"."""
+    if "torch" not in global_scope.assignments:
+        return "none"
+    for a in global_scope.assignments["torch"]:
+        node = getattr(a, "node", None)
+        if not isinstance(node, cst.Import):
+            return "other"
+        for alias in node.names:
+            if _dotted(alias.name).split(".")[0] == "torch" and (alias.asname is None or
+                                                                 _code(alias.asname.name) == "torch"):
+                break
+        else:
+            return "other"
+    return "import"
+
+
+def _qualname(chain: list[cst.CSTNode]) -> str:
+    return ".".join(a.name.value for a in chain if isinstance(a, (cst.ClassDef, cst.FunctionDef)))
+
+
+def _tables(module: cst.Module) -> dict[str, cst.SimpleStatementLine]:
+    """Module-level ``_MEND_TRAPS*`` assignments."""
+    out = {}
+    for stmt in module.body:
+        if m.matches(stmt, m.SimpleStatementLine(body=[m.Assign(targets=[m.AssignTarget(target=m.Name())])])):
+            name = stmt.body[0].targets[0].target.value
+            if name.startswith(TABLE):
+                out[name] = stmt
+    return out
+
+
+def _is_trap_table(stmt: cst.SimpleStatementLine) -> bool:
+    value = stmt.body[0].value
+    return isinstance(value, cst.Dict) and all(
+        isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString) and isinstance(e.value, cst.Lambda)
+        for e in value.elements)
+
+
+def _table_stmt(name: str, entries: list[tuple[str, str]]) -> cst.SimpleStatementLine:
+    body = "".join(f"    {key}: {value},\n" for key, value in entries)
+    return cst.parse_statement(f"{name} = {{\n{body}}}\n")
+
+
+_TABLE_COMMENT = ("# mend: exceptions of checks rewritten into torch._assert_async, restored where the call "
+                  "returns\n# by mend.validation_runtime.install(model).")
+
+
+def _insert_table(module: cst.Module, stmt: cst.SimpleStatementLine) -> cst.Module:
+    """Put a new table after the last top-level import (after the docstring when none)."""
+    body = list(module.body)
+    at = 0
+    for i, s in enumerate(body):
+        if isinstance(s, cst.SimpleStatementLine) and all(isinstance(x, (cst.Import, cst.ImportFrom)) for x in s.body):
+            at = i + 1
+        elif i == 0 and m.matches(s, m.SimpleStatementLine(body=[m.Expr(value=m.SimpleString())])):
+            at = 1
+    comment = [cst.EmptyLine(), *[cst.EmptyLine(comment=cst.Comment(c)) for c in _TABLE_COMMENT.splitlines()]]
+    body.insert(at, stmt.with_changes(leading_lines=comment))
+    if at + 1 < len(body) and not body[at + 1].leading_lines:
+        top = isinstance(body[at + 1], (cst.FunctionDef, cst.ClassDef))
+        body[at + 1] = body[at + 1].with_changes(leading_lines=[cst.EmptyLine()] * (2 if top else 1))
+    return module.with_changes(body=body)
+
+
+def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
+    """Rewrite the check reported at ``line`` of ``module`` (see the module docstring)."""
+    wrapper = MetadataWrapper(module)
+    site = _site(wrapper, line)
+    if site is None:
+        return Decline(NAME, f"no `if`/`assert`/`raise` statement starts on line {line}")
+    plan = _screen(*site)
+    if isinstance(plan, Decline):
+        return plan
+    scopes = wrapper.resolve(ScopeProvider)
+    tree = wrapper.module
+    global_scope = scopes[tree]
+    root = _dotted(plan.exc.func if isinstance(plan.exc, cst.Call) else plan.exc).split(".")[0]
+    if plan.form == "if-raise" and (_locally_bound(scopes, plan.stmt, root) or root not in global_scope):
+        return Decline(NAME, f"the exception class `{root}` is not a module-level or builtin name; the "
+                             "restore table lives at module level")
+    for name in ("torch", "__name__"):
+        if _locally_bound(scopes, plan.stmt, name):
+            return Decline(NAME, f"`{name}` is rebound inside the function")
+    binding = _torch_binding(global_scope)
+    if binding == "other" or "__name__" in global_scope.assignments:
+        return Decline(NAME, "module-level `torch` or `__name__` is bound to something else")
+
+    pos = wrapper.resolve(PositionProvider)
+    span = (pos[plan.stmt].start.line, pos[plan.stmt].end.line)
+    exc = plan.exc
+    if isinstance(exc, cst.Call):  # one line: drop the original layout inside the parentheses
+        exc = cst.Call(func=exc.func, args=[cst.Arg(a.value) for a in exc.args])
+    exc_code = _code(exc)
+    key = hashlib.sha1("\n".join([_qualname(site[1]), _code(plan.test), exc_code]).encode()).hexdigest()[:12]
+
+    tables = _tables(tree)
+    table = next((n for n, s in tables.items() if _is_trap_table(s)), None)
+    if table is None:
+        table = TABLE if TABLE not in global_scope.assignments else next(
+            f"{TABLE}_{i}" for i in range(1, 1000) if f"{TABLE}_{i}" not in global_scope.assignments)
+    marker = f'f"{MARKER}:{{__name__}}:{table}.{key}"'
+    call = cst.parse_expression(f"torch._assert_async(_, {marker})")
+    call = call.with_changes(args=[cst.Arg(plan.holds), *call.args[1:]])
+    indent = pos[plan.stmt].start.column + (4 if plan.form == "assert" else 0)
+    if indent + len(_code(call)) > 100:  # one argument a line, as black would
+        call = cst.parse_expression(f"torch._assert_async(\n    {_code(plan.holds)},\n    {marker},\n)")
+    if plan.form == "if-raise":
+        new: cst.CSTNode = cst.SimpleStatementLine([cst.Expr(call)], leading_lines=plan.stmt.leading_lines)
+    else:  # `python -O` strips asserts; so does `if __debug__:`
+        new = cst.If(test=cst.Name("__debug__"), body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Expr(call)])]),
+                     leading_lines=plan.stmt.leading_lines)
+    tree = tree.visit(Replace(plan.stmt, new))
+
+    entry = (f'"{key}"', f"lambda: {exc_code}")
+    existing = _tables(tree).get(table)
+    if existing is not None:
+        entries = [(_code(e.key), _code(e.value)) for e in existing.body[0].value.elements]
+        if entry[0] in (k for k, _ in entries):
+            if entry not in entries:
+                return Decline(NAME, f"the trap id {key} is already used for another exception")
+        else:
+            entries.append(entry)
+        replacement = _table_stmt(table, entries).with_changes(leading_lines=existing.leading_lines)
+        tree = tree.visit(Replace(existing, replacement))
+    if binding == "none":
+        context = CodemodContext()
+        AddImportsVisitor.add_needed_import(context, "torch")
+        tree = AddImportsVisitor(context).transform_module(tree)
+    if existing is None:
+        tree = _insert_table(tree, _table_stmt(table, [entry]))
+
+    message = _message(plan.args)
+    what = "assert" if plan.form == "assert" else "if/raise"
+    detail = (f"{what} -> torch._assert_async(..., marker {table}.{key}); {plan.exc_name} restored outside the "
+              f"graph by mend.validation_runtime.install(model)")
+    obligations = [
+        {"kind": "raises-iff-original", "exception": plan.exc_name, "message": message, "args": plan.args,
+         "raises_when": _code(plan.fails_when), "asserts": _code(plan.holds), "trap": f"{table}.{key}"},
+        {"kind": "same-result-when-passing"},
+        {"kind": "first-failure-wins",
+         "note": "when several checks of one graph fail, the first in program order is reported (measured on the "
+                 "eager, aot_eager and inductor backends, CPU; not a documented guarantee)"},
+        {"kind": "restore-at-boundary", "runtime": "mend.validation_runtime.install",
+         "note": "without the runtime the mended code raises RuntimeError('mend-trap:...')"},
+        {"kind": "state-unchanged-on-raise",
+         "note": "module buffers/attributes after a failing call equal eager's; the function was screened, "
+                 "callees (e.g. BatchNorm in training) and callers in the same graph were not"},
+        {"kind": "condition-is-tensor",
+         "note": "the condition must be a one-element tensor; a Python bool makes _assert_async raise TypeError"},
+        {"kind": "cpu-only",
+         "note": "on CUDA _assert_async drops the message and raises a fatal device-side assert (pytorch#131491)"},
+    ]
+    return RewriteResult(tree.code, span, detail, obligations)
+
+
+# --- examples (Fixit style): FIX (before, exact after) and DECLINE (source, reason) -----------
+# The site is the first `if`/`assert` line (see :func:`example_line`).

@@ -1,0 +1,258 @@
+"""predicated-validation: the static screen (which sites the rule takes, and why it declines the
+others) and :func:`match`, a scan's verdict on a located site."""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+import libcst as cst
+import libcst.matchers as m
+
+from mend.locate import Located
+from mend.rules._base import Decline, Match
+from mend.rules._common import code_of as _code, dotted as _dotted, has_out_kwarg, inplace_call
+
+NAME = "predicated-validation"
+TABLE = "_MEND_TRAPS"        # module-level table of exception factories (suffixed on collision)
+MARKER = "mend-trap"         # marker prefix, parsed by mend.validation_runtime
+
+_PY_MUTATORS = {"append", "extend", "insert", "pop", "popitem", "update", "setdefault", "clear", "remove",
+                "discard", "register_buffer", "register_parameter", "register_module", "add_module"}
+_SHAPE_ATTRS = {"shape", "ndim"}
+_SHAPE_CALLS = {"size", "dim", "numel", "len"}
+_NEGATE = {cst.Equal: cst.NotEqual, cst.NotEqual: cst.Equal}  # exact for tensors, NaN included
+
+
+@dataclass
+class _Plan:
+    stmt: cst.CSTNode              # the If, or the SimpleStatementLine holding the Assert
+    function: cst.FunctionDef
+    form: str                      # "if-raise" | "assert"
+    test: cst.BaseExpression       # the statement's test, as written
+    fails_when: cst.BaseExpression  # when it raises (`assert not X` raises when X holds)
+    holds: cst.BaseExpression      # what _assert_async must find true
+    exc: cst.BaseExpression        # the exception expression, restored verbatim
+    exc_name: str
+    args: list
+
+
+
+
+def _literal(node: cst.BaseExpression):
+    """The value of a string/number literal (implicit concatenation included), else raise."""
+    if m.findall(node, m.FormattedString()):
+        raise ValueError("formatted")
+    if not isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.Integer, cst.Float)):
+        raise ValueError("not a literal")
+    return ast.literal_eval(_code(node).strip() if not isinstance(node, cst.ConcatenatedString)
+                            else "(" + _code(node) + ")")
+
+
+def constant_message(exc: cst.BaseExpression | None) -> bool:
+    """True for ``E`` / ``E()`` / ``E("literal", 3)``; False for formatted or computed messages."""
+    return not isinstance(_exception(exc), str)
+
+
+def _exception(exc: cst.BaseExpression | None) -> tuple[str, list] | str:
+    """(dotted class name, literal args) or the reason it is not a constant exception."""
+    if exc is None:
+        return "a bare `raise` re-raises the active exception"
+    func, args = (exc.func, exc.args) if isinstance(exc, cst.Call) else (exc, ())
+    name = _dotted(func)
+    if name is None:
+        return "the exception class is computed, not a name"
+    if name.split(".")[0] in ("self", "cls"):
+        return f"the exception class `{name}` is read from the instance"
+    values = []
+    for arg in args:
+        if arg.keyword is not None or arg.star:
+            return "the exception takes keyword or unpacked arguments"
+        try:
+            values.append(_literal(arg.value))
+        except (ValueError, SyntaxError):
+            return ("the exception message is formatted from runtime values (f-string or expression); "
+                    "restoring it would need the tensor values on the host")
+    return name, values
+
+
+def _message(args: list) -> str:
+    """What ``str(E(*args))`` gives for an exception keeping BaseException.__str__."""
+    return "" if not args else str(args[0]) if len(args) == 1 else str(tuple(args))
+
+
+def _shape_only(expr: cst.BaseExpression) -> bool:
+    """True when every operand is a shape/size/len term or a literal."""
+    def ok(node) -> bool:
+        if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)):
+            return True
+        if isinstance(node, cst.Name):
+            return node.value in ("True", "False", "None")
+        if isinstance(node, cst.Attribute):
+            return node.attr.value in _SHAPE_ATTRS
+        if isinstance(node, cst.Subscript):
+            return ok(node.value) and all(isinstance(e.slice, cst.Index) and ok(e.slice.value) for e in node.slice)
+        if isinstance(node, cst.Call):
+            name = _dotted(node.func) or ""
+            return name.split(".")[-1] in _SHAPE_CALLS and all(ok(a.value) for a in node.args)
+        if isinstance(node, cst.UnaryOperation):
+            return ok(node.expression)
+        if isinstance(node, cst.BinaryOperation):
+            return ok(node.left) and ok(node.right)
+        if isinstance(node, cst.Comparison):
+            return ok(node.left) and all(ok(c.comparator) for c in node.comparisons)
+        return False
+    return ok(expr)
+
+
+def _strip_not(expr: cst.BaseExpression) -> tuple[cst.BaseExpression, bool]:
+    """(core, negated): ``not not x`` -> (x, False); parentheses are dropped."""
+    negated = False
+    while isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+        negated = not negated
+        expr = expr.expression
+    return expr.with_changes(lpar=[], rpar=[]) if hasattr(expr, "lpar") else expr, negated
+
+
+def _negate(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """A tensor expression true exactly when ``expr``'s truth value is false."""
+    if isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1:
+        op = type(expr.comparisons[0].operator)
+        if op in _NEGATE:
+            target = expr.comparisons[0].with_changes(operator=_NEGATE[op]())
+            return expr.with_changes(comparisons=[target], lpar=[], rpar=[])
+    return cst.parse_expression("torch.logical_not(_)").with_changes(args=[cst.Arg(expr)])
+
+
+def _mutation(function: cst.FunctionDef) -> str | None:
+    """The first statement of ``function`` that changes state, as code, else None."""
+    for stmt in m.findall(function.body, m.SimpleStatementLine()):
+        for small in stmt.body:
+            if inplace_call(small) or has_out_kwarg(small) or m.findall(
+                    small, m.Arg(keyword=m.Name("inplace"), value=m.Name("True"))):
+                return _code(small).strip()
+            targets = []
+            if isinstance(small, cst.Assign):
+                targets = [t.target for t in small.targets]
+            elif isinstance(small, cst.AnnAssign) and small.value is not None:
+                targets = [small.target]
+            elif isinstance(small, cst.AugAssign):
+                return _code(small).strip()
+            elif isinstance(small, cst.Del):
+                targets = [small.target]
+            elif isinstance(small, (cst.Global, cst.Nonlocal)):
+                return _code(small).strip()
+            for target in targets:
+                if m.findall(target, m.Attribute() | m.Subscript()) and not isinstance(target, cst.Name):
+                    return _code(small).strip()
+            for call in m.findall(small, m.Call()):
+                name = _dotted(call.func) or ""
+                if name in ("setattr", "delattr", "object.__setattr__") or name.split(".")[-1] in _PY_MUTATORS:
+                    return _code(small).strip()
+    return None
+
+
+def _comments(node: cst.CSTNode, keep: cst.CSTNode) -> bool:
+    """Whether ``node`` holds a comment other than the leading lines of ``keep``."""
+    stripped = keep.with_changes(leading_lines=[]) if hasattr(keep, "leading_lines") else keep
+    return bool(m.findall(stripped, m.Comment()))
+
+
+def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
+    """Syntactic checks shared by :func:`match` and :func:`rewrite`."""
+    chain = list(ancestors)
+    if isinstance(node, cst.Raise):  # a report on the raise line: the `if` around it is the site
+        parents = [a for a in chain if isinstance(a, cst.If)]
+        if_ = parents[-1] if parents else None
+        if if_ is None or if_.body.body[0] is not chain[-1]:
+            return Decline(NAME, "the raise is not the whole body of an `if`")
+        node, chain = if_, chain[:chain.index(if_)]
+    if isinstance(node, cst.SimpleStatementLine) and len(node.body) == 1:
+        chain, node = chain + [node], node.body[0]
+    function = next((a for a in reversed(chain) if isinstance(a, cst.FunctionDef)), None)
+    inner = chain[chain.index(function) + 1:] if function is not None else chain
+    if function is None:
+        return Decline(NAME, "the check is not inside a function")
+    if any("jit" in (_dotted(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or "")
+           for a in chain if isinstance(a, cst.FunctionDef) for d in a.decorators):
+        return Decline(NAME, "the function is compiled by TorchScript, which cannot read the marker's `__name__`")
+    if any(isinstance(a, (cst.For, cst.While)) for a in inner):
+        return Decline(NAME, "the check sits inside a loop: Dynamo skips the whole frame there, and unrolling "
+                             "the loop with one assert per iteration is not attempted")
+    if any(isinstance(a, cst.Try) for a in inner):
+        return Decline(NAME, "a `try` around the check in the same function would see a RuntimeError "
+                             "instead of the original exception")
+    for w in (a for a in inner if isinstance(a, cst.With)):
+        for item in w.items:
+            call = item.item.func if isinstance(item.item, cst.Call) else item.item
+            if not (_dotted(call) or "").startswith("torch."):
+                return Decline(NAME, f"the check is inside `with {_code(item.item)}`, whose exit would see a "
+                                     "RuntimeError instead of the original exception")
+    if isinstance(node, cst.If):
+        if node.orelse is not None:
+            return Decline(NAME, "the raising `if` has an else/elif arm")
+        body = node.body.body
+        small = body[0].body if len(body) == 1 and isinstance(body[0], cst.SimpleStatementLine) else []
+        if len(small) != 1 or not isinstance(small[0], cst.Raise):
+            return Decline(NAME, "the guarded body does more than raise")
+        raise_ = small[0]
+        if raise_.cause is not None:
+            return Decline(NAME, "the raise has a `from` clause (exception chaining is not restored)")
+        form, stmt, exc, test = "if-raise", node, raise_.exc, node.test
+    elif isinstance(node, cst.Assert):
+        stmt = chain[-1]
+        if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+            return Decline(NAME, "the assert shares its line with other statements")
+        if node.msg is not None:
+            try:
+                _literal(node.msg)
+            except (ValueError, SyntaxError):
+                return Decline(NAME, "the assert message is formatted from runtime values (f-string or "
+                                     "expression); restoring it would need the tensor values on the host")
+        form, exc, test = "assert", None, node.test
+    else:
+        return Decline(NAME, "the check is not an `if ...: raise` or `assert` statement")
+    if form == "if-raise":
+        parsed = _exception(exc)
+        if isinstance(parsed, str):
+            return Decline(NAME, parsed)
+        exc_name, args = parsed
+    else:
+        exc_name, args = "AssertionError", [] if node.msg is None else [_literal(node.msg)]
+        exc = cst.parse_expression("AssertionError()")
+        if node.msg is not None:
+            exc = exc.with_changes(args=[cst.Arg(node.msg)])
+    core, negated = _strip_not(test)
+    if form == "assert" and not negated and not isinstance(core, cst.BooleanOperation):
+        return Decline(NAME, "Dynamo already compiles `assert <tensor>` with a literal or no message into "
+                             "torch._assert_async without a break; nothing to rewrite")
+    if isinstance(core, cst.BooleanOperation):
+        return Decline(NAME, "the condition is an `and`/`or`: short-circuit evaluation has no single "
+                             "tensor predicate")
+    if m.findall(test, m.NamedExpr() | m.Lambda() | m.Yield() | m.Await()):
+        return Decline(NAME, "the condition binds a name or defines/awaits a function")
+    if _shape_only(core):
+        return Decline(NAME, "the condition is computed from shapes and literals only; Dynamo decides it "
+                             "at trace time (a guard), so there is no break to remove")
+    if _comments(stmt, stmt):
+        return Decline(NAME, "the check holds a comment the rewrite would drop")
+    effect = _mutation(function)
+    if effect is not None:
+        return Decline(NAME, f"the function also changes state (`{effect[:60]}`): with the check inside the "
+                             "graph, inductor runs later in-place updates before the failed assert surfaces and "
+                             "aot_eager drops earlier ones, so a failing call would leave different state")
+    fails_is_true = (form == "if-raise") != negated  # raise when `core` is truthy?
+    holds = _negate(core) if fails_is_true else core
+    fails_when = test.with_changes(lpar=[], rpar=[]) if hasattr(test, "lpar") else test
+    return _Plan(stmt, function, form, test, core if form == "assert" else fails_when, holds, exc, exc_name, args)
+
+
+def match(loc: Located) -> Match | Decline:
+    plan = _screen(loc.node, loc.ancestors)
+    if isinstance(plan, Decline):
+        return plan
+    if plan.form == "assert":
+        return Match(NAME, "assert -> torch._assert_async, AssertionError restored outside the graph")
+    return Match(NAME, f"if/raise -> torch._assert_async, {plan.exc_name} restored outside the graph")
+
+
+# --- rewrite ----------------------------------------------------------------------------

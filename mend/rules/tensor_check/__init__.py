@@ -1,0 +1,69 @@
+"""Rule: tensor checks that read the condition on the host (issue 10, kind 1).
+
+``torch._check_tensor_all(cond)`` evaluates ``cond._is_all_true().item()``: on torch 2.13
+Dynamo traces it into ``Tensor.item()`` and breaks the graph. transformers 5's
+``torch_compilable_check`` (``transformers/utils/import_utils.py:1993``) calls it on the
+branch taken only while tracing, so one shared line breaks most vision-language models
+(llava, paligemma, qwen2_vl; measured 4 -> 1 graphs on paligemma by hand).
+
+The rewrite keeps the check in the graph::
+
+    if isinstance(cond, torch.Tensor) and cond.dtype == torch.bool:
+        torch._assert_async(cond.all(), "<torch's default message>")
+    else:
+        torch._check_tensor_all(cond)
+
+``torch._assert_async(t, msg)`` raises ``RuntimeError(msg)`` in eager and under the eager,
+aot_eager and inductor backends (measured on CPU, torch 2.13), and ``_check_tensor_all``
+without a message raises ``RuntimeError`` with ``torch._check_with``'s default text: the
+same exception, same message. The guard is decided by Dynamo at trace time (dtype and type
+are guarded), so it adds no break; a condition that is not a bool tensor keeps the original
+call and its ``TypeError`` (the naive ``_assert_async(cond.all())`` would pass silently on
+an int64 tensor of ones: the trap). The rewrite lands in a shared library file, which the
+import overlay serves to every model that imports it.
+
+Declined: a message callable (its text exists only when the check fails), a condition
+that is not a plain name or attribute (the rewrite reads it up to three times), a keyword
+condition, other statements or a comment on the line.
+"""
+from __future__ import annotations
+
+from mend.rules._base import Rule
+from mend.rules.tensor_check.examples import DECLINE_EXAMPLES, FIX_EXAMPLES, NOOP_EXAMPLES, example_line
+from mend.rules.tensor_check.rewrite import rewrite
+from mend.rules.tensor_check.screen import DEFAULT_MESSAGE, NAME, match
+
+FIX_SAFETY = """\
+Emitted after verification; needs no runtime: the mended check raises the original
+RuntimeError with the original message, in eager mode and compiled. On CUDA
+``_assert_async`` is a device-side assert (its message dropped, pytorch#131491), so the
+rewrite is only emitted when the tensors at the check are on the CPU (``cpu-only``).
+
+Resting on checks, not on a solver: for every probe condition (empty, all true, one
+false, 0-d, 2-d bool tensors; an int64 tensor; a Python bool) the mended construct and
+``torch._check_tensor_all`` raise the same exception type and message, or both pass,
+observed on the installed torch (``check-equivalent``); the forward changes no module
+state, observed in eval and training mode (``state-unchanged-on-raise``, required at every
+level: a check inside the graph may let a later state update run before it fails); the
+tensors at the check are on the CPU (``cpu-only``, observed).
+
+Never inference-only: a check has no gradient.
+"""
+
+RULE = Rule(
+    name=NAME,
+    categories=("tensor-check",),
+    match=match,
+    rewrite=rewrite,
+    example_line=example_line,
+    obligation_kinds=frozenset({"check-equivalent", "state-unchanged-on-raise", "cpu-only"}),
+    required_kinds=frozenset({"check-equivalent", "state-unchanged-on-raise", "cpu-only"}),
+    needs_facts=True,
+    fix_safety=FIX_SAFETY,
+    doc=__doc__,
+    fix_examples=FIX_EXAMPLES,
+    decline_examples=DECLINE_EXAMPLES,
+    noop_examples=NOOP_EXAMPLES,
+)
+
+__all__ = ["DEFAULT_MESSAGE", "NAME", "RULE", "match", "rewrite"]

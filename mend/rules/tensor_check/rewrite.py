@@ -1,0 +1,68 @@
+"""tensor-check: the rewrite. ``torch._check_tensor_all(cond)`` reads the condition on the host
+(``cond._is_all_true().item()``), which breaks the graph on torch 2.13; the same check as
+``torch._assert_async(cond.all(), msg)`` stays in the graph and raises the same
+``RuntimeError(msg)``. The original call is kept for a condition that is not a bool tensor,
+where it raises its ``TypeError``."""
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from mend.rules._base import Decline, RewriteResult
+from mend.rules._common import code_of
+from mend.rules.tensor_check.screen import DEFAULT_MESSAGE, NAME, screen
+
+
+class _Find(cst.CSTVisitor):
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, line: int) -> None:
+        self.line, self.found = line, None
+        self.stack: list[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.found is None and isinstance(node, cst.BaseSmallStatement):
+            if self.get_metadata(PositionProvider, node).start.line == self.line:
+                self.found = (node, list(self.stack))
+        self.stack.append(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.stack.pop()
+
+
+class _Swap(cst.CSTTransformer):
+    def __init__(self, old: cst.CSTNode, new: cst.CSTNode) -> None:
+        self.old, self.new = old, new
+
+    def on_leave(self, original_node, updated_node):
+        return self.new if original_node is self.old else updated_node
+
+
+def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
+    """The module with the check on ``line`` moved into the graph, or a Decline."""
+    wrapper = MetadataWrapper(module)
+    finder = _Find(line)
+    wrapper.visit(finder)
+    if finder.found is None:
+        return Decline(NAME, f"no statement starts on line {line}")
+    node, ancestors = finder.found
+    plan = screen(node, ancestors)
+    if isinstance(plan, Decline):
+        return plan
+    cond, t = code_of(plan.cond).strip(), plan.torch_name
+    block = cst.parse_statement(
+        f"if isinstance({cond}, {t}.Tensor) and {cond}.dtype == {t}.bool:\n"
+        f"    {t}._assert_async({cond}.all(), {DEFAULT_MESSAGE!r})  # mend: tensor-check (was: {code_of(plan.call).strip()})\n"
+        f"else:\n"
+        f"    {code_of(plan.call).strip()}\n")
+    block = block.with_changes(leading_lines=plan.line.leading_lines)
+    new_module = wrapper.module.visit(_Swap(plan.line, block))
+    obligations = [
+        {"kind": "check-equivalent", "call": "torch._check_tensor_all", "expr": cond, "message": DEFAULT_MESSAGE},
+        {"kind": "state-unchanged-on-raise", "expr": cond},
+        {"kind": "cpu-only", "expr": cond},
+    ]
+    return RewriteResult(new_module.code, (line, line),
+                         f"`{code_of(plan.call).strip()}` -> `torch._assert_async({cond}.all(), ...)` "
+                         "under a bool-tensor guard", obligations)

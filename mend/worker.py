@@ -1,0 +1,145 @@
+"""Fresh-interpreter runs for the out-of-process executor (hf:, MODULE:FACTORY targets).
+
+The parent process has the original library imported, so a mended copy can only be
+loaded in a fresh interpreter with the import overlay active (:mod:`mend.overlay`).
+``python -m mend.worker REQUEST.json`` builds the target there and, by ``action``:
+
+* ``scan``: scans it (JSON);
+* ``observe``: records its observable behaviour on a list of inputs (``torch.save``),
+  with :func:`verifier.differential.observe`;
+* ``facts``: traces the facts the proof obligations read (JSON), with
+  :func:`verifier.facts.collect_facts`.
+
+This module belongs to ``mend`` (it builds targets); the verifier functions it calls
+take a model and never import ``mend`` (Alive2's separation).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from mend.errors import MendError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def worker_env() -> dict:
+    """Environment of a verification interpreter: one intra-op thread, and the user's
+    working directory importable, as ``mend`` made it for MODULE:FACTORY targets."""
+    path = [os.getcwd(), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    return dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore", PYTHONPATH=os.pathsep.join(path))
+
+
+def run_worker(request: dict, tmp: Path, tag: str):
+    """Run one request in a fresh interpreter; returns its result (a dict for ``scan`` and
+    ``facts``, the observations for ``observe``). Raises MendError with the worker's last
+    stderr line when it fails."""
+    import torch
+
+    req = Path(tmp) / f"{tag}.json"
+    request = {**request, "out": str(Path(tmp) / f"{tag}.out")}
+    req.write_text(json.dumps(request))
+    proc = subprocess.run([sys.executable, "-m", "mend.worker", str(req)], capture_output=True, text=True,
+                          env=worker_env(), cwd=str(ROOT))
+    if proc.returncode != 0:
+        tail = proc.stderr.strip().splitlines()[-1:] or ["(no output)"]
+        raise MendError(f"verification worker failed for {request['target']}: {tail[0]}")
+    if request["action"] in ("scan", "facts"):
+        return json.loads(Path(request["out"]).read_text())
+    return torch.load(request["out"], weights_only=False)
+
+
+def _observe_all(request: dict) -> dict:
+    import torch
+
+    from mend import validation_runtime
+    from mend.targets import load_target
+    from verifier import forcing
+    from verifier.differential import flatten, observe
+
+    target = load_target(request["target"])
+    model = validation_runtime.install(target.model)
+    if request.get("compiled"):
+        model = torch.compile(model, backend=request.get("backend", "eager"))
+    inputs = torch.load(request["inputs"], weights_only=False)
+    settings = [(None, None)] + [(line, v) for line in request.get("force", []) for v in (True, False)]
+    out = []
+    for item in inputs:
+        args, kwargs = item if isinstance(item, (tuple, list)) else ((), item)  # (args, kwargs), or kwargs
+        for line, value in settings:
+            with forcing.forced(line, value) if line is not None else _Null():
+                result, stdout, warned, records, _, buffers, after = observe(model, tuple(args), kwargs, grad=False)
+            if not (isinstance(result, tuple) and result and result[0] == "raised"):
+                result = [t.detach().clone() for t in flatten(result)]
+            out.append({"setting": [line, value], "obs": (result, stdout, warned, records, None, buffers, after)})
+    return {"observations": out, "seen": {str(k): sorted(forcing.seen(k) - {None}) for k in request.get("force", [])}}
+
+
+class _Null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _scan(request: dict) -> dict:
+    from mend.detect import display_path
+    from mend.scan import scan
+    from mend.targets import load_target
+
+    result = scan(load_target(request["target"]))
+    doc = result.to_json()
+    root = Path(request["overlay"]).resolve() if request.get("overlay") else None
+    for site, raw in zip(doc["sites"], result.sites):
+        path = Path(raw.file)
+        if root is not None and path.is_relative_to(root):
+            site["file"] = str(path.relative_to(root))
+            site["overlay"] = True
+        site["abs_file"] = raw.file
+        site["display"] = display_path(raw.file)
+    return doc
+
+
+def _facts(request: dict) -> dict:
+    import importlib.util
+
+    from mend.targets import load_target
+    from verifier.facts import collect_facts
+
+    target = load_target(request["target"])
+    spec = importlib.util.find_spec(request["module"])
+    file = spec.origin if spec else request["file"]
+    return collect_facts(target.model, target.args, target.kwargs, file, request["facts"])
+
+
+def main(argv: list[str]) -> int:
+    import torch
+
+    request = json.loads(Path(argv[1]).read_text())
+    if request.get("overlay"):
+        from mend.overlay import activate
+
+        activate(request["overlay"])
+    torch.set_num_threads(1)
+    action = request["action"]
+    if action == "scan":
+        Path(request["out"]).write_text(json.dumps(_scan(request)))
+    elif action == "facts":
+        Path(request["out"]).write_text(json.dumps(_facts(request)))
+    elif action == "observe":
+        # forced predicates and drawn inputs recompile the frame: stay compiled past Dynamo's
+        # default limit (8), or the "compiled" runs would silently run eagerly
+        torch._dynamo.config.recompile_limit = 64
+        torch.save(_observe_all(request), request["out"])
+    else:
+        print(f"mend.worker: unknown action {action!r}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

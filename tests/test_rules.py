@@ -1,0 +1,263 @@
+"""Every registered rule, tested from its own declaration (Fixit's generated tests).
+
+Generated from each rule's examples: every FIX example is rewritten to exactly its expected
+text at its site, with obligation kinds the rule declares, and the matcher accepts the
+site; every DECLINE example is declined with its reason, by the rewrite and (unless the
+example says only the rewrite's analysis sees it) by the matcher with the same reason;
+every NOOP example is left alone on every line, by the rewrite and by the matcher.
+
+Also the registry (discovery, names, categories), the declarations (fix safety,
+obligation kinds), and ``mend rules``.
+"""
+from __future__ import annotations
+
+import itertools
+import pkgutil
+import sys
+import textwrap
+from pathlib import Path
+
+import libcst as cst
+import pytest
+from click.testing import CliRunner
+
+import mend.rules
+from mend.cli import main
+from mend.locate import locate
+from mend.rules import RULE_FOR_CATEGORY, RULES, Decline, Match, RewriteResult, Rule, categories, discover, match_site
+from mend.taxonomy import CATEGORIES
+
+RULES_DIR = Path(mend.rules.__file__).parent
+_ids = itertools.count()
+
+
+def _write(tmp_path: Path, code: str) -> str:
+    path = tmp_path / f"rule_example_{next(_ids)}.py"
+    path.write_text(code)
+    return str(path)
+
+
+def _cases(attr: str, tag: str) -> list:
+    return [pytest.param(rule, ex, id=f"{rule.module_name}-{tag}{i}")
+            for rule in RULES.values() for i, ex in enumerate(getattr(rule, attr))]
+
+
+FIX = _cases("fix_examples", "fix")
+DECLINE = _cases("decline_examples", "decline")
+NOOP = _cases("noop_examples", "noop")
+
+
+# -- generated from the examples ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("rule, ex", FIX)
+def test_fix_example(rule: Rule, ex):
+    line = rule.site(ex)
+    res = rule.rewrite(cst.parse_module(ex.before), line)
+    assert isinstance(res, RewriteResult), res
+    assert res.code == ex.after
+    assert res.span[0] == line
+    compile(res.code, "<mended>", "exec")
+    kinds = [o["kind"] for o in res.obligations]
+    assert kinds and set(kinds) <= rule.obligation_kinds, set(kinds) - rule.obligation_kinds
+
+
+@pytest.mark.parametrize("rule, ex", FIX)
+def test_matcher_accepts_fix_example(rule: Rule, ex, tmp_path):
+    verdict = rule.match(locate(_write(tmp_path, ex.before), rule.site(ex)))
+    assert isinstance(verdict, Match), verdict
+    assert verdict.rule == rule.name
+
+
+@pytest.mark.parametrize("rule, ex", DECLINE)
+def test_decline_example(rule: Rule, ex):
+    res = rule.rewrite(cst.parse_module(ex.source), rule.site(ex))
+    assert isinstance(res, Decline), res.code
+    assert res.rule == rule.name
+    assert ex.reason in res.reason
+
+
+@pytest.mark.parametrize("rule, ex", DECLINE)
+def test_matcher_agrees_on_decline_example(rule: Rule, ex, tmp_path):
+    line = rule.site(ex)
+    loc = locate(_write(tmp_path, ex.source), line)
+    if loc is None:  # nothing a scan could report there
+        return
+    verdict = rule.match(loc)
+    if not ex.static:  # only the rewrite's analysis sees why
+        assert isinstance(verdict, Match), verdict
+        return
+    assert isinstance(verdict, Decline), verdict
+    assert verdict.reason == rule.rewrite(cst.parse_module(ex.source), line).reason
+
+
+@pytest.mark.parametrize("rule, source", NOOP)
+def test_noop_example(rule: Rule, source, tmp_path):
+    path = _write(tmp_path, source)
+    for line in range(1, source.count("\n") + 1):
+        res = rule.rewrite(cst.parse_module(source), line)
+        assert isinstance(res, Decline), f"line {line} rewritten:\n{res.code}"
+        loc = locate(path, line)
+        if loc is not None:
+            assert isinstance(rule.match(loc), Decline), line
+
+
+# -- the registry ------------------------------------------------------------------------
+
+
+def test_every_rule_package_is_registered_under_its_own_name():
+    packages = {m.name for m in pkgutil.iter_modules([str(RULES_DIR)]) if not m.name.startswith("_")}
+    assert packages == {rule.module_name for rule in RULES.values()}
+    for name, rule in RULES.items():
+        assert rule.name == name and rule.module_name == name.replace("-", "_")
+        assert sys.modules[f"mend.rules.{rule.module_name}"].RULE is rule
+        assert rule.doc == sys.modules[f"mend.rules.{rule.module_name}"].__doc__
+
+
+def test_each_category_is_served_by_one_rule():
+    served = [c for rule in RULES.values() for c in rule.categories]
+    assert len(served) == len(set(served))
+    assert RULE_FOR_CATEGORY == {c: rule.name for rule in RULES.values() for c in rule.categories}
+    assert set(served) <= set(CATEGORIES)
+
+
+def test_every_rule_declares_fix_safety_obligations_and_examples():
+    for rule in RULES.values():
+        assert rule.fix_safety_summary and len(rule.fix_safety) > len(rule.fix_safety_summary), rule.name
+        assert rule.doc.strip() and rule.obligation_kinds, rule.name
+        assert rule.required_kinds <= rule.obligation_kinds, rule.name
+        assert rule.fix_examples and rule.decline_examples and rule.noop_examples, rule.name
+
+
+def test_every_declared_obligation_kind_is_exercised_by_a_fix_example():
+    """The declaration is exact: no kind is declared that no example produces."""
+    for rule in RULES.values():
+        emitted = {o["kind"] for ex in rule.fix_examples
+                   for o in rule.rewrite(cst.parse_module(ex.before), rule.site(ex)).obligations}
+        assert emitted == rule.obligation_kinds, (rule.name, rule.obligation_kinds - emitted)
+
+
+def test_today_s_required_kinds_and_facts():
+    assert RULES["host-count-reduction"].required_kinds == {"count-compare-exact", "count-tolist-1d",
+                                                            "count-uses-keep-type"}
+    assert RULES["predicated-validation"].required_kinds == {"state-unchanged-on-raise"}
+    assert not RULES["predicated-control-flow"].required_kinds and not RULES["deferred-side-effects"].required_kinds
+    assert {n: RULES[n].needs_facts for n in ("predicated-control-flow", "predicated-validation",
+                                              "host-count-reduction", "deferred-side-effects")} == {
+        "predicated-control-flow": True, "predicated-validation": True, "host-count-reduction": True,
+        "deferred-side-effects": False}
+
+
+def test_match_site_routes_by_category(tmp_path):
+    rule = RULES["predicated-control-flow"]
+    ex = rule.fix_examples[0]
+    loc = locate(_write(tmp_path, ex.before), rule.site(ex))
+    assert isinstance(match_site("data-dependent-branch", loc), Match)
+    assert match_site("numpy", loc) == Decline(None, mend.taxonomy.UNFIXABLE_REASONS["numpy"])
+    # a rule for a narrow shape of an otherwise unfixable category keeps the category's reason
+    assert match_site("item-tolist", None) == Decline(None, mend.taxonomy.UNFIXABLE_REASONS["item-tolist"])
+    assert match_site("print-logging", None).rule == "deferred-side-effects"
+
+
+_DEMO = '''
+from mend.rules import Decline, Rule
+
+RULE = Rule(name="{name}", categories=("deepcopy",), match=lambda loc: Decline("{name}", "demo"),
+            rewrite=lambda module, line: Decline("{name}", "demo"), example_line=lambda source: 1,
+            obligation_kinds=frozenset({{"demo"}}), fix_safety="Never applied.", doc="A demo rule.")
+'''
+
+
+def _with_rules_dir(monkeypatch, tmp_path: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    monkeypatch.setattr(mend.rules, "__path__", [*mend.rules.__path__, str(tmp_path)])
+    for name in [n for n in sys.modules if n.startswith("mend.rules.demo")]:
+        monkeypatch.delitem(sys.modules, name)
+
+
+def test_a_new_rule_is_a_new_folder(monkeypatch, tmp_path):
+    _with_rules_dir(monkeypatch, tmp_path, {"demo_rule/__init__.py": _DEMO.format(name="demo-rule")})
+    found = discover()
+    assert set(found) == {*RULES, "demo-rule"}
+    assert categories(found)["deepcopy"] == "demo-rule"
+    monkeypatch.delitem(sys.modules, "mend.rules.demo_rule")
+
+
+@pytest.mark.parametrize("files, error", [
+    ({"demo_misnamed/__init__.py": _DEMO.format(name="demo-rule")}, "must be named 'demo_rule'"),
+    ({"demo_plain.py": _DEMO.format(name="demo-plain")}, "a rule is a package"),
+    ({"demo_empty/__init__.py": ""}, "declares no `RULE"),
+], ids=["name-mismatch", "module-not-package", "no-rule"])
+def test_discovery_refuses_a_malformed_rule(monkeypatch, tmp_path, files, error):
+    _with_rules_dir(monkeypatch, tmp_path, files)
+    with pytest.raises(ImportError, match=error):
+        discover()
+    for name in [n for n in sys.modules if n.startswith("mend.rules.demo")]:
+        monkeypatch.delitem(sys.modules, name)
+
+
+def test_a_category_claimed_twice_is_refused():
+    a, b = RULES["predicated-control-flow"], RULES["deferred-side-effects"]
+    twice = {a.name: a, "copy": Rule(**{**{f: getattr(b, f) for f in b.__dataclass_fields__},
+                                        "name": "copy", "categories": a.categories})}
+    with pytest.raises(ImportError, match="claimed by both"):
+        categories(twice)
+
+
+def test_required_kinds_must_be_declared_kinds():
+    rule = RULES["host-count-reduction"]
+    fields = {f: getattr(rule, f) for f in rule.__dataclass_fields__}
+    with pytest.raises(ValueError, match="not among its obligation kinds"):
+        Rule(**{**fields, "obligation_kinds": frozenset({"count-sum-exact"})})
+
+
+# -- mend rules --------------------------------------------------------------------------
+
+
+def test_mend_rules_lists_every_rule_with_its_fix_safety():
+    res = CliRunner().invoke(main, ["rules"])
+    assert res.exit_code == 0, res.output
+    for rule in RULES.values():
+        assert rule.name in res.output
+        for c in rule.categories:
+            assert c in res.output
+        assert " ".join(rule.fix_safety_summary.replace("``", "").split()[:4]) in " ".join(res.output.split())
+
+
+@pytest.mark.parametrize("name", sorted(RULES))
+def test_mend_rules_name_prints_the_rule_page(name):
+    rule = RULES[name]
+    res = CliRunner().invoke(main, ["rules", name])
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    for heading in ("Categories", "Obligations", "Fix safety", "Example fix", "Example decline"):
+        assert heading in text
+    assert rule.doc.split("\n", 1)[0].replace("``", "").split()[1] in text
+    for kind in rule.obligation_kinds:
+        assert kind in text
+    for kind in rule.required_kinds:
+        assert f"{kind} (required at every level)" in text
+    decline = rule.decline_examples[0]
+    assert " ".join(decline.reason.split()) in text
+    # the same page for the module name
+    assert CliRunner().invoke(main, ["rules", rule.module_name]).output == res.output
+
+
+def test_mend_rules_unknown_name_is_an_error():
+    res = CliRunner().invoke(main, ["rules", "no-such-rule"])
+    assert res.exit_code == 2
+    assert "unknown rule 'no-such-rule'" in res.output
+    assert "predicated-control-flow" in res.output
+
+
+def test_rule_page_shows_the_fix_as_a_diff():
+    from mend.rules._doc import rule_page
+
+    rule = RULES["host-count-reduction"]
+    page = rule_page(rule)
+    ex = rule.fix_examples[0]
+    removed = [ln for ln in ex.before.splitlines() if ln not in ex.after.splitlines()]
+    assert removed and all(f"-{ln}" in page for ln in removed)
+    assert textwrap.dedent(rule.fix_safety).strip().split("\n")[0] in page

@@ -1,0 +1,174 @@
+"""Encoders for a tensor-guarded raise moved into the graph as ``torch._assert_async``
+(the exception restored at the call boundary from the mended file's trap table).
+
+Solver encoders: ``raises-iff-original`` (the raise condition's Python truth against the
+assert's, IEEE/bit-vector values; exception type and message as strings) and
+``condition-is-tensor``. Checks: ``same-result-when-passing`` (the op's schema writes
+nothing), ``first-failure-wins`` (one check in the file), ``restore-at-boundary`` (the
+trap table entry; the lemma ``proofs/pv_assert_async.smt2``), ``state-unchanged-on-raise``
+(the forward changes no module state, observed in eval and train mode, and submodules are
+pure by the effect analysis) and ``cpu-only`` (devices observed at the check).
+"""
+from __future__ import annotations
+
+import ast
+import json
+
+import z3
+
+from verifier.effects import dotted_name as _dotted
+from verifier.effects import op_writes
+from verifier.encoders.base import Ctx, decide, fp_arith, numel, shape_tiers, value_tiers
+from verifier.outcomes import Outcome, check_refuted, checked, unknown
+from verifier.shapes import ShapeEval, _expr
+from verifier.values import ValueEval
+
+STATE_CHANGES = ("state-unchanged-on-raise cannot be shown: the model's forward changes module state (a buffer or a "
+                 "Python attribute), and a check moved into the compiled graph could let that update happen, or not "
+                 "happen, differently from eager on a failing call")
+
+
+def _msg(ob: dict) -> str:
+    m = ob.get("message")
+    return m if isinstance(m, str) else json.dumps(ob.get("args"))
+
+
+def trap_entry(code: str, trap: str) -> tuple[str, str] | None:
+    """(exception name, message) of ``_MEND_TRAPS.<key>`` in the mended file."""
+    table, _, key = trap.partition(".")
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == table for t in node.targets) \
+                and isinstance(node.value, ast.Dict):
+            for k, v in zip(node.value.keys, node.value.values):
+                if isinstance(k, ast.Constant) and k.value == key and isinstance(v, ast.Lambda) \
+                        and isinstance(v.body, ast.Call):
+                    name = _dotted(v.body.func) or ""
+                    args = v.body.args
+                    if len(args) == 1 and isinstance(args[0], ast.Constant) and isinstance(args[0].value, str):
+                        return name.rsplit(".", 1)[-1], args[0].value
+                    return name.rsplit(".", 1)[-1], json.dumps([ast.literal_eval(a) for a in args]) if all(
+                        isinstance(a, ast.Constant) for a in args) else ast.unparse(v.body)
+    return None
+
+
+def raises_iff(ob: dict, ctx: Ctx) -> Outcome:
+    table = ob.get("restored")
+
+    def build(ev: ValueEval, finite: bool):
+        orig = ev.truth(ev.eval(_expr(ob["raises_when"])))
+        holds = ev.truth(ev.eval(_expr(ob["asserts"])))
+        mended = z3.Not(holds)           # _assert_async(t) raises iff not truth(t)
+        exc_o, msg_o = z3.String("original.type"), z3.String("original.message")
+        exc_t, msg_t = z3.String("restored.type"), z3.String("restored.message")
+        claim = [exc_o == z3.StringVal(ob.get("exception", "")), msg_o == z3.StringVal(_msg(ob)),
+                 exc_t == z3.StringVal(table[0] if table else ""), msg_t == z3.StringVal(table[1] if table else ""),
+                 z3.Or(orig != mended, exc_o != exc_t, msg_o != msg_t)]
+        return claim, table
+    if table is None:
+        return unknown(f"the trap entry {ob.get('trap')} is not in the mended file")
+    return decide("raises-iff-original", value_tiers(ctx, build)[:1], ctx,
+                  fp_arith(ctx) + "; integers as bit-vectors; reductions as uninterpreted values shared by both "
+                  "conditions; exception type and message as strings from the raise and the mended trap table",
+                  fixed_by="the value model gives the raise condition and the negated assert the same truth term, "
+                           "and the trap entry has the raise's exception type and message")
+
+
+def condition_is_tensor(ob: dict, ctx: Ctx) -> Outcome:
+    asserts = ob.get("asserts")
+    if not asserts:
+        return unknown("no asserted condition recorded")
+
+    def build(ev: ShapeEval):
+        p = ev.eval(_expr(asserts))
+        if p.kind != "tensor":
+            return z3.BoolVal(True), p
+        return numel(p.shape) != 1, p
+    return decide("condition-is-tensor", shape_tiers(ctx, build), ctx, "nonlinear integer arithmetic (numel)",
+                  fixed_by="the shape transfer functions give the asserted condition one element for every size")
+
+
+def same_result_when_passing(ob: dict, ctx: Ctx) -> Outcome:
+    writes = op_writes("aten::_assert_async")
+    by = "the effect analysis: aten::_assert_async's schemas (torch._C._jit_get_schemas_for_operator)"
+    if writes:
+        return check_refuted(by, f"aten::_assert_async writes {', '.join(writes)}")
+    return checked(by + " annotate no argument as written (a!): the rest of the forward sees the same values",
+                   ["aten::_assert_async writes no argument (schema: no (a!) annotation)"])
+
+
+def first_failure(ob: dict, ctx: Ctx) -> Outcome:
+    n = ob.get("checks_in_file")
+    if n != 1:
+        return unknown(f"{n} checks in the mended file: which failure is reported first is measured, not proved")
+    return checked("the static count of torch._assert_async calls in the mended file: one check, so the first "
+                   "failure is the only one", ["one torch._assert_async in the mended file"])
+
+
+def restore_at_boundary(ob: dict, ctx: Ctx) -> Outcome:
+    entry, trap = ob.get("restored"), ob.get("trap")
+    if not entry:
+        return unknown("the trap table entry is not in the mended file")
+    return checked(f"the static screen of the mended file: its trap table maps {trap} to {entry[0]}({entry[1]!r})",
+                   [f"the caller calls the module mend.validation_runtime.install was applied to (marker {trap})"],
+                   ["proofs/pv_assert_async.smt2"])
+
+
+def state_unchanged(ob: dict, ctx: Ctx) -> Outcome:
+    facts = ctx.facts or {}
+    state = facts.get("state")
+    if not isinstance(state, dict):
+        return unknown("the forward's effect on module state was not observed (no facts run in eval and train mode)")
+    if state.get("changes"):
+        return unknown(STATE_CHANGES + " (observed: " + "; ".join(state["changes"][:3]) + ")")
+    mods = facts.get("self", {})
+    impure = [f"self.{k}: {'; '.join(v.get('effects') or ['no effect model'])[:200]}" for k, v in mods.items()
+              if v.get("kind") == "module" and not v.get("pure")]
+    if impure:
+        return unknown("submodules that may write state run in the same function: " + " | ".join(impure[:3]))
+    screened = sorted({a for v in mods.values() for a in v.get("assumptions", [])})
+    modes = " and ".join(state.get("modes") or ["eval", "train"])
+    return checked(f"the observation of the example run in {modes} mode (no buffer or Python attribute of any "
+                   "module changed) and the effect analysis of the submodules (verifier/effects.py)",
+                   ["the function writes no state after the check (the rule's screen)",
+                    f"the forward changed no module state on the example run, in {modes} mode (observed)",
+                    "its submodules write no state: torch.nn modules by type and mode, others by screening "
+                    "their forward (verifier/effects.py): " + (", ".join(sorted(mods)) or "none"),
+                    "callers inlined into the same graph do not write module state after this call"] + screened[:10])
+
+
+def cpu_only(ob: dict, ctx: Ctx) -> Outcome:
+    devs = sorted({f.get("device") for f in ctx.facts.get("names", {}).values() if f.get("kind") == "tensor"}) \
+        if ctx.facts else []
+    by = "the observation on the example run: the devices of the tensors at the check"
+    assumptions = [f"tensors at the check are on {', '.join(devs)} (observed)"]
+    if not devs and ctx.facts and ctx.facts.get("model_devices"):
+        # the check's line did not run eagerly (it runs only while tracing): what was seen is
+        # the model's own tensors, and the check is assumed to see tensors on their devices
+        devs = list(ctx.facts["model_devices"])
+        by = ("the observation on the example run: the devices of the model's parameters, buffers and inputs "
+              "(the check itself did not run eagerly)")
+        assumptions = [f"the model's parameters, buffers and inputs are on {', '.join(devs)} (observed)",
+                       "the tensors at the check are on those devices (the forward moves nothing to another "
+                       "device; not checked at the site)"]
+    if not devs:
+        return unknown("no tensor was observed at the check")
+    if devs != ["cpu"]:
+        return check_refuted(by, f"tensors at the check are on {', '.join(devs)}", assumptions)
+    return checked(by + " (cpu)", assumptions)
+
+
+ENCODERS = {
+    "raises-iff-original": raises_iff,
+    "same-result-when-passing": same_result_when_passing,
+    "first-failure-wins": first_failure,
+    "state-unchanged-on-raise": state_unchanged,
+    "cpu-only": cpu_only,
+    "condition-is-tensor": condition_is_tensor,
+    "restore-at-boundary": restore_at_boundary,
+}
+CHECKS = frozenset({"same-result-when-passing", "first-failure-wins", "state-unchanged-on-raise", "cpu-only",
+                    "restore-at-boundary"})

@@ -1,0 +1,146 @@
+"""What every encoder shares: the context it reads (facts, setup temporaries, the mended
+code), the tiered decision (most general assumptions first), and the tiers for shape and
+value claims.
+
+An encoder is ``fn(obligation: dict, ctx: Ctx) -> Outcome``. A solver encoder builds
+:class:`Query` objects -- premises (assumptions as terms), the *negated* claim, the
+assumptions in words -- and calls :func:`decide`; a check encoder returns
+:func:`verifier.outcomes.checked` (or ``check_refuted`` / ``unknown``) without a query.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import z3
+
+from verifier.dtypes import FP_FORMAT
+from verifier.outcomes import Outcome, checked
+from verifier.shapes import ShapeEval
+from verifier.smt import TIMEOUT_MS, fixed_false, model_text, result_of, solve
+from verifier.values import ValueEval
+
+
+@dataclass
+class Ctx:
+    facts: dict
+    defs: dict
+    code: str | None = None          # the mended candidate
+    before: str | None = None        # the version before the rewrite
+    timeout_ms: int = TIMEOUT_MS
+    obligations: list = field(default_factory=list)
+
+
+@dataclass
+class Query:
+    premises: list            # assumptions, as terms
+    claim: list               # the negated claim (conjunction)
+    assumptions: list[str]    # the assumptions, in words
+    extra: Any = None         # what describe() reads
+
+
+def assumption_texts(assume) -> list[str]:
+    out = []
+    for _, text in assume:
+        if text and text not in out:
+            out.append(text)
+    return out
+
+
+def decide(kind: str, tiers: list[tuple[str, Callable[[], Query]]], ctx: Ctx, arithmetic: str, describe=None,
+           overapprox: Callable[[], list] | None = None, fixed_by: str | None = None, lemmas=()) -> Outcome:
+    """Try each tier (most general first): the first unsat proves; sat at the last tier
+    refutes (unknown when the model relies on an over-approximation); unknown anywhere stops
+    with unknown. A tier whose negated claim is ``False`` before solving proves nothing: the
+    outcome is ``checked`` by what built it (``fixed_by``, citing ``lemmas``)."""
+    last = None
+    total = 0.0
+    for tier_name, build in tiers:
+        q = build()
+        if fixed_false(q.claim):
+            by = fixed_by or "the encoding itself: the negated claim is false before any solving"
+            return checked(by, q.assumptions, lemmas, tier=tier_name, arithmetic=arithmetic)
+        comments = [f"mend obligation: {kind}", f"tier: {tier_name}"] + \
+            [f"assumption: {a}" for a in q.assumptions] + [f"arithmetic: {arithmetic}",
+                                                           "query: the negated claim; unsat = proved"]
+        solved = solve(q.premises + q.claim, timeout_ms=ctx.timeout_ms, comments=comments)
+        total += solved.seconds
+        last = (solved, q, tier_name)
+        if solved.status != "sat":
+            break
+    solved, q, tier_name = last
+    result, reason, cex = result_of(solved.status), None, None
+    if solved.status == "unknown":
+        why = str(solved.reason_unknown)
+        reason = f"solver returned unknown ({why})" + (
+            f" within {ctx.timeout_ms} ms" if "timeout" in why or "canceled" in why else "")
+    if solved.status == "sat":
+        cex = describe(solved.model, q.extra) if describe else model_text(solved.model)
+        over = overapprox() if overapprox else []
+        if over:
+            result = "unknown"
+            reason = ("a counterexample exists only in the over-approximation of "
+                      + ", ".join(f"`{o}`" for o in over[:3]) + " (not shown to be realisable)")
+    return Outcome(result, status=solved.status, smtlib=solved.smtlib, assumptions=tuple(q.assumptions),
+                   tier=tier_name, arithmetic=arithmetic, seconds=round(total, 4), counterexample=cex, reason=reason)
+
+
+def shape_tiers(ctx: Ctx, build: Callable[[ShapeEval], tuple[Any, Any]]) -> list:
+    """Tiers for shape/dtype claims: general (independent sizes, dtype categories), equal
+    sizes (sizes equal on the example stay equal), observed (the example's sizes and dtypes).
+    ``build(ev) -> (negated claim, extra)``."""
+    def make(tier: str):
+        def run():
+            ev = ShapeEval(ctx.facts, ctx.defs, tier, strict_dtypes=(tier == "observed"))
+            claim_neg, extra = build(ev)
+            premises = [a for a, _ in ev.assume]
+            texts = assumption_texts(ev.assume)
+            if tier in ("equal-sizes", "observed") and ev.sym_dims:
+                if tier == "observed":
+                    premises += [d == n for d, n, _ in ev.sym_dims]
+                    texts.append("sizes are the example's: " + ", ".join(f"{d}={n}" for d, n, _ in ev.sym_dims))
+                else:
+                    by: dict[int, list] = {}
+                    for d, n, _ in ev.sym_dims:
+                        by.setdefault(n, []).append(d)
+                    eqs = [(g[0], x) for g in by.values() for x in g[1:]]
+                    premises += [a == b for a, b in eqs]
+                    if eqs:
+                        texts.append("sizes equal on the example are equal: " + ", ".join(f"{a} = {b}" for a, b in eqs))
+                    fixed = [(g[0], n) for n, g in by.items() if n in ev.state_dims]
+                    premises += [a == n for a, n in fixed]
+                    if fixed:
+                        texts.append("sizes equal to a module-state size on the example are that size: " + ", ".join(
+                            f"{a} = {n} ({ev.state_dims[n]})" for a, n in fixed))
+            return Query(premises, [claim_neg], texts, (ev, extra))
+        return run
+    return [("general", make("general")), ("equal-sizes", make("equal-sizes")), ("observed", make("observed"))]
+
+
+def value_tiers(ctx: Ctx, build: Callable[[ValueEval, bool], tuple[list, Any]]):
+    """Tiers for value claims: every IEEE value, then finite leaves. ``build(ev, finite) ->
+    (negated claim terms, extra)``; ``finite`` adds its own premises to the claim list."""
+    def make(finite: bool):
+        def run():
+            ev = ValueEval(ctx.facts, ctx.defs)
+            claim, extra = build(ev, finite)
+            texts = assumption_texts(ev.assume)
+            if finite:
+                texts.append("leaf values are finite (no NaN/inf reaches the untaken side)")
+            return Query([a for a, _ in ev.assume], list(claim), texts, (ev, extra))
+        return run
+    return [("every-value", make(False)), ("finite-leaves", make(True))]
+
+
+def fp_arith(ctx: Ctx) -> str:
+    dts = sorted({f["dtype"] for f in ctx.facts.get("names", {}).values() if f.get("kind") == "tensor"} & set(FP_FORMAT))
+    fmts = ", ".join(f"{d} (_ FloatingPoint {FP_FORMAT[d][0]} {FP_FORMAT[d][1]})" for d in dts) or "none"
+    return (f"IEEE 754 in Z3's FloatingPoint theory, RNE: {fmts}; each op rounded in the tensor's dtype "
+            "(PyTorch's CPU kernels compute float16/bfloat16 in float32 and round once); never reals")
+
+
+def numel(shape):
+    n = z3.IntVal(1)
+    for d in shape:
+        n = n * d
+    return n

@@ -1,0 +1,129 @@
+"""Encoders for a selection as ``torch.cond`` (the untaken side must not run).
+
+Solver encoders: ``cond-predicate`` (a single-element bool tensor) and
+``cond-branch-types`` (one tensor per name, one dtype). Checks: ``cond-output-not-aliased``
+(each branch value allocates its result: the rule's recorded treatment and the screen of
+the code after the site), ``cond-side-pure`` (the effect analysis), ``cond-no-autograd``
+(the emitted guard, read from the mended file) and ``cond-taken-side-only`` (torch.cond
+runs the selected branch only: the lemma ``proofs/pcf_cond_ite.smt2``).
+"""
+from __future__ import annotations
+
+import re
+
+import z3
+
+from verifier.dtypes import DTC
+from verifier.encoders.base import Ctx, decide, numel, shape_tiers
+from verifier.encoders.where import untaken_runs
+from verifier.outcomes import Outcome, checked, unknown
+from verifier.shapes import ShapeEval, _expr
+from verifier.smt import Unsupported, model_text
+
+COND_LEMMA = "proofs/pcf_cond_ite.smt2"
+GRAD_GUARD = "not torch.is_grad_enabled()"
+_GRAD_GUARD = re.compile(r"\bnot\s+[A-Za-z_][\w.]*\.is_grad_enabled\(\)")   # torch imported under any name
+_COND_CALL = re.compile(r"\b[A-Za-z_][\w.]*\.cond\(")
+
+
+def cond_predicate(ob: dict, ctx: Ctx) -> Outcome:
+    """torch.cond's predicate is a single-element bool tensor: never a Python bool (which
+    torch.cond specialises on), never a float or multi-element tensor."""
+    def build(ev: ShapeEval):
+        p = ev.eval(_expr(ob["pred"]))
+        if p.kind != "tensor":
+            return z3.BoolVal(True), p      # a Python value would reach torch.cond
+        return z3.Or(numel(p.shape) != 1, p.dtype != DTC["bool"]), p
+
+    def describe(model, extra):
+        p = extra[1]
+        return "the predicate is a Python value, not a tensor" if p.kind != "tensor" else model_text(model)
+    return decide("cond-predicate", shape_tiers(ctx, build), ctx,
+                  "PyTorch dtypes (DType datatype) and nonlinear integer arithmetic (numel)", describe,
+                  fixed_by="the shape and dtype models give the predicate one element and the bool dtype by construction")
+
+
+def cond_branch_types(ob: dict, ctx: Ctx) -> Outcome:
+    """The two branch outputs agree in structure (each one tensor) and dtype (PyTorch
+    promotion rules), as torch.cond requires; shapes are a separate same-shape obligation."""
+    def build(ev: ShapeEval):
+        a, b = ev.eval(_expr(ob["lhs"])), ev.eval(_expr(ob["rhs"]))
+        if a.kind != "tensor" or b.kind != "tensor":
+            if {a.kind, b.kind} <= {"tensor", "num"}:
+                return z3.BoolVal(True), (a, b)     # a Python number: torch.cond returns tensors only
+            raise Unsupported(f"structure of a {a.kind} and a {b.kind}")
+        return a.dtype != b.dtype, (a, b)
+
+    def describe(model, extra):
+        a, b = extra[1]
+        if a.kind != "tensor" or b.kind != "tensor":
+            return "a side is a Python number, not a tensor: the branch outputs differ in structure"
+        return model_text(model)
+    return decide("cond-branch-types", shape_tiers(ctx, build), ctx,
+                  "pytree structure (one tensor per name) and PyTorch type promotion (torch.promote_types table, "
+                  "ATen combine_categories) over a DType datatype", describe,
+                  fixed_by="the dtype model gives both branch outputs the same dtype term (no solver query needed)")
+
+
+def cond_not_aliased(ob: dict, ctx: Ctx) -> Outcome:
+    """No branch output is an input of the cond or a view of one (torch.cond rejects that,
+    even in eager): each value is computed by ops that allocate their result, or cloned
+    where nothing after the site observes the lost aliasing (the rule's source screen)."""
+    values, treatment = ob.get("values", []), ob.get("treatment", [])
+    if not values or len(values) != len(treatment):
+        return unknown("the branch values and their treatment are not recorded")
+    observers = ob.get("observers", [])
+    if "clone" in treatment and observers:
+        return unknown("the lost aliasing of a clone could be observed: " + "; ".join(observers[:3]))
+    if "clone" in treatment and "observers" not in ob:
+        return unknown("the code after the site was not screened for in-place writes and escapes")
+    assumptions = []
+    for v, t in zip(values, treatment):
+        if t == "clone":
+            assumptions.append(f"`{v}` allocates new storage (Tensor.clone); nothing after the site writes in place "
+                               f"or lets {', '.join('`%s`' % w for w in ob.get('watched', []))} escape (source screen)")
+        else:
+            assumptions.append(f"`{v}` is computed by ops that allocate their result (no view, no identity op: "
+                               "a submodule returning its input fails torch.cond's alias check when traced)")
+    return checked("the static screen of the branch values (each allocated by its op or cloned) and of the code "
+                   "after the site (no in-place write to, or escape of, a cloned value)", assumptions, [COND_LEMMA])
+
+
+def cond_side_pure(ob: dict, ctx: Ctx) -> Outcome:
+    """A submodule called in a cond branch writes no state (Dynamo traces both branches)."""
+    return untaken_runs(ob, ctx)
+
+
+def cond_no_autograd(ob: dict, ctx: Ctx) -> Outcome:
+    """The cond is guarded by ``not torch.is_grad_enabled()``: it never runs under autograd,
+    where its backward would give tensors the if leaves without gradient a zero gradient."""
+    if ctx.code is not None and not _GRAD_GUARD.search(ctx.code):
+        return unknown(f"the mended file has no `{GRAD_GUARD}` guard")
+    return checked("the static screen of the mended file: the cond runs only under "
+                   f"`torch.compiler.is_compiling() and {GRAD_GUARD}`" + (
+                       "" if ctx.code is not None else " (as recorded; the file was not re-read)"),
+                   ["the emitted guard is `torch.compiler.is_compiling() and not torch.is_grad_enabled()` "
+                    "(Dynamo guards on the grad mode, so each mode gets its own graph)", ob.get("why") or ""])
+
+
+def cond_taken_side_only(ob: dict, ctx: Ctx) -> Outcome:
+    """torch.cond runs only the selected branch, so the where-only obligations about the
+    untaken side (finite-gradient, untaken-side-cannot-raise, untaken-side-runs) are waived."""
+    if ctx.code is not None and not _COND_CALL.search(ctx.code):
+        return unknown("the mended file calls no torch.cond")
+    return checked("the static screen of the mended file: the selection is a torch.cond call, which evaluates "
+                   "only the branch its predicate selects (lemma: cond equals if/else, taken branch only)",
+                   [ob.get("why") or "torch.cond evaluates only the branch its predicate selects",
+                    "measured on torch 2.13: eager, aot_eager and inductor; gradients through the untaken side "
+                    "are not computed"], [COND_LEMMA])
+
+
+ENCODERS = {
+    "cond-predicate": cond_predicate,
+    "cond-branch-types": cond_branch_types,
+    "cond-output-not-aliased": cond_not_aliased,
+    "cond-side-pure": cond_side_pure,
+    "cond-taken-side-only": cond_taken_side_only,
+    "cond-no-autograd": cond_no_autograd,
+}
+CHECKS = frozenset({"cond-output-not-aliased", "cond-side-pure", "cond-taken-side-only", "cond-no-autograd"})

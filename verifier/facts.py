@@ -1,0 +1,412 @@
+"""Facts for the encoders: what one run of the mended candidate shows where the rewrite runs.
+
+The candidate runs once on the example input; :func:`trace_facts` reads the names the
+obligations use in the frames of the mended file at the changed lines (dtypes, ranks,
+sizes, devices, module types and their effect screens, Python constants), and, for
+obligations that carry a ``line``, every observation at that line on every hit and call
+(``watch``). For ``state-unchanged-on-raise`` the run also observes whether a forward
+changes module state (buffers, plain Python attributes), in eval and in training mode
+(:func:`observe_state`).
+
+Entry points (``verifier`` imports nothing from ``mend``; mend passes what it builds):
+
+* :func:`facts_in_process` ``(build_model, file, args, kwargs, obligations, before, code)
+  -> (facts, defs)``: ``build_model()`` returns a fresh candidate model (mend loads the file);
+* :func:`fact_request` ``(obligations, before, code) -> (request, defs)``: what an
+  out-of-process run must observe (JSON-able);
+* :func:`collect_facts` ``(model, args, kwargs, file, request) -> facts``: what that run
+  (a worker process with the import overlay) calls.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+import math
+import os
+import sys
+from typing import Any, Callable
+
+from verifier.effects import dotted_name as _dotted
+
+# obligation kinds whose encoders read an observation of module state (see observe_state)
+OBSERVE_STATE_KINDS = frozenset({"state-unchanged-on-raise"})
+
+
+def summarize(value: Any, depth: int = 0) -> dict:
+    """A JSON-able description of a runtime value (no tensor contents)."""
+    import types
+
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return {"kind": "tensor", "dtype": str(value.dtype).replace("torch.", ""), "shape": list(value.shape),
+                "device": value.device.type, "param": isinstance(value, torch.nn.Parameter)}
+    if isinstance(value, bool):
+        return {"kind": "num", "cat": "bool", "value": value}
+    if isinstance(value, int):
+        return {"kind": "num", "cat": "int", "value": value}
+    if isinstance(value, float):
+        return {"kind": "num", "cat": "float", "value": value if math.isfinite(value) else repr(value)}
+    if isinstance(value, torch.dtype):
+        return {"kind": "dtype", "value": str(value).replace("torch.", "")}
+    if isinstance(value, torch.device):
+        return {"kind": "device", "value": value.type}
+    if isinstance(value, str):
+        return {"kind": "str", "value": value[:200]}
+    if value is None:
+        return {"kind": "none"}
+    if isinstance(value, types.ModuleType):
+        return {"kind": "pymodule", "value": value.__name__}
+    if isinstance(value, torch.nn.Module):
+        from verifier.effects import module_effects
+
+        effects, assumptions = module_effects(value)
+        info = {"kind": "module", "type": type(value).__name__, "training": value.training,
+                "pure": not effects, "effects": effects[:5], "assumptions": assumptions[:12]}
+        for attr in ("in_features", "out_features", "normalized_shape", "num_embeddings", "embedding_dim", "dim"):
+            v = getattr(value, attr, None)
+            if isinstance(v, (int, tuple)):
+                info[attr] = list(v) if isinstance(v, tuple) else v
+        w = getattr(value, "weight", None)
+        if isinstance(w, torch.Tensor):
+            info["weight"] = summarize(w)
+        return info
+    if callable(value):
+        out = {"kind": "callable", "qualname": f"{getattr(value, '__module__', '?')}.{getattr(value, '__qualname__', '?')}"}
+        if inspect.isfunction(value):
+            from verifier.effects import function_purity
+
+            out["effects"], out["assumptions"] = function_purity(value)
+        return out
+    if isinstance(value, (tuple, list)) and depth < 1 and len(value) <= 8:
+        return {"kind": "seq", "items": [summarize(v, depth + 1) for v in value]}
+    return {"kind": "other", "type": type(value).__name__}
+
+
+
+
+def names_in(exprs: list[str]) -> set[str]:
+    """Dotted names read by ``exprs`` (``h``, ``self.proj``, ``self.config.x``, ``torch``)."""
+    out: set[str] = set()
+    for e in exprs:
+        try:
+            tree = ast.parse(e.strip(), mode="eval")
+        except SyntaxError:
+            continue
+        funcs = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+        for node in ast.walk(tree):
+            d = _dotted(node) if isinstance(node, (ast.Attribute, ast.Name)) else None
+            if d:
+                parts = d.split(".")
+                # a called attribute is a method (`h.sum`), except `self.<attr>` (a submodule
+                # or a function held in an attribute)
+                upto = len(parts) - 1 if id(node) in funcs and len(parts) > 1 and not (
+                    parts[0] == "self" and len(parts) == 2) else len(parts)
+                for i in range(1, upto + 1):
+                    out.add(".".join(parts[:i]))
+    return out
+
+
+def lookup(frame, dotted: str):
+    head, *rest = dotted.split(".")
+    if head in frame.f_locals:
+        value = frame.f_locals[head]
+    elif head in frame.f_globals:
+        value = frame.f_globals[head]
+    else:
+        import builtins
+
+        if not hasattr(builtins, head):
+            raise KeyError(dotted)
+        value = getattr(builtins, head)
+    for attr in rest:
+        value = getattr(value, attr)  # attribute reads only (properties of modules/configs)
+    return value
+
+
+def fact_key(summary: dict) -> str:
+    """What observations of one name must agree on: kind, dtype, rank and device of a
+    tensor; category of a number; the summary itself otherwise (sizes and values may vary)."""
+    k = summary.get("kind")
+    if k == "tensor":
+        return json.dumps(["tensor", summary.get("dtype"), len(summary.get("shape", [])), summary.get("device")])
+    if k == "num":
+        return json.dumps(["num", summary.get("cat")])
+    if k == "seq":
+        return json.dumps(["seq", [fact_key(i) for i in summary.get("items", [])]])
+    if k == "module":
+        return json.dumps({**summary, "weight": fact_key(summary["weight"]) if "weight" in summary else None},
+                          sort_keys=True, default=str)
+    return json.dumps({a: b for a, b in summary.items() if a != "value" or k in ("dtype", "device", "pymodule")},
+                      sort_keys=True, default=str)
+
+
+def trace_facts(run: Callable[[], Any], file: str, lines: list[int], names: set[str],
+                watch: dict[int, list[str]] | None = None) -> dict:
+    """Run ``run()`` once, reading ``names`` in the frames of ``file`` at each of ``lines``
+    (before the line executes). Later lines override earlier ones; the first call of the
+    function wins. Returns ``{"names": {dotted: summary}, "hits": n, "self": {attr: module summary}}``.
+
+    ``watch`` (``line -> dotted names``): besides, every observation of those names at that
+    line, in every frame and on every hit, goes to ``"at": {line: {name: [summary per
+    distinct fact_key]}}`` (a name that cannot be read there: ``{"kind": "unavailable"}``)
+    with ``"at_hits": {line: n}``; nothing overrides anything there."""
+    target = os.path.realpath(file)
+    wanted = set(lines)
+    facts: dict = {"names": {}, "hits": 0, "self": {}}
+    first: list = []
+    watch = {int(k): list(v) for k, v in (watch or {}).items()}
+    if watch:
+        facts["at"], facts["at_hits"] = {}, {}
+
+    def observe(frame, ln):
+        key = str(ln)
+        facts["at_hits"][key] = facts["at_hits"].get(key, 0) + 1
+        rec = facts["at"].setdefault(key, {})
+        for name in watch[ln]:
+            try:
+                s = summarize(lookup(frame, name))
+            except Exception:  # noqa: BLE001 - not defined here
+                s = {"kind": "unavailable"}
+            seen = rec.setdefault(name, [])
+            if fact_key(s) not in {fact_key(o) for o in seen} and len(seen) < 16:
+                seen.append(s)
+
+    def local(frame, event, arg):
+        if event == "line" and watch and frame.f_lineno in watch:
+            observe(frame, frame.f_lineno)
+        if event == "line" and frame.f_lineno in wanted:
+            if first and first[0] is not frame:
+                return local
+            if not first:
+                first.append(frame)
+            facts["hits"] += 1
+            for name in names:
+                try:
+                    facts["names"][name] = summarize(lookup(frame, name))
+                except Exception:  # noqa: BLE001 - not defined here
+                    continue
+            me = frame.f_locals.get("self")
+            import torch
+
+            if isinstance(me, torch.nn.Module) and not facts["self"]:
+                for attr, sub in me.named_children():
+                    facts["self"][attr] = summarize(sub)
+        return local
+
+    same: dict[str, bool] = {}
+
+    def glob(frame, event, arg):
+        name = frame.f_code.co_filename
+        hit = same.get(name)
+        if hit is None:
+            hit = same[name] = os.path.realpath(name) == target
+        return local if hit and event == "call" else None
+
+    old = sys.gettrace()
+    sys.settrace(glob)
+    try:
+        run()
+    except Exception as exc:  # noqa: BLE001 - the facts before the failure still count
+        facts["raised"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+    finally:
+        sys.settrace(old)
+    return facts
+
+
+def changed_lines(before: str, after: str) -> list[int]:
+    """1-based lines of ``after`` that are new or changed relative to ``before``."""
+    import difflib
+
+    out = []
+    sm = difflib.SequenceMatcher(a=before.splitlines(), b=after.splitlines(), autojunk=False)
+    for tag, _, _, j1, j2 in sm.get_opcodes():
+        if tag in ("replace", "insert"):
+            out.extend(range(j1 + 1, j2 + 1))
+    return out
+
+
+def obligation_exprs(obligations: list[dict]) -> list[str]:
+    out = []
+    for ob in obligations:
+        for key in ("expr", "lhs", "rhs", "pred", "guard", "call", "raises_when", "asserts", "target"):
+            v = ob.get(key)
+            if isinstance(v, str):
+                out.append(v)
+        for v in ob.get("values", []) if isinstance(ob.get("values"), list) else []:
+            if isinstance(v, str):
+                out.append(v)
+    return out
+
+
+def temp_defs(code: str, lines: list[int]) -> dict[str, str]:
+    """``name -> expression`` for single-name assignments on ``lines`` of ``code`` (the
+    setup temporaries a rewrite keeps before the selection)."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return {}
+    wanted = set(lines)
+    out = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and node.lineno in wanted and len(node.targets) == 1:
+            t = node.targets[0]
+            if isinstance(t, ast.Name):
+                out[t.id] = ast.unparse(node.value)
+            elif isinstance(t, ast.Tuple) and isinstance(node.value, ast.Call):
+                for i, el in enumerate(t.elts):
+                    if isinstance(el, (ast.Name, ast.Attribute)) and _dotted(el):
+                        out[_dotted(el)] = f"({ast.unparse(node.value)})[{i}]"
+    return out
+
+
+# -- symbolic shapes and dtypes ---------------------------------------------------------------
+
+
+
+def watched_lines(obligations: list[dict]) -> dict[int, list[str]]:
+    """``line -> names`` the tracer observes at that line only, on every hit and every call
+    (:func:`trace_facts` ``watch``): for an obligation with a ``line`` and an ``expr``, the
+    names of ``expr`` where it runs; for each of its ``uses`` (``{"value", "line"}``), the
+    names of the value where that use runs."""
+    out: dict[int, set] = {}
+    for o in obligations:
+        if isinstance(o.get("line"), int) and isinstance(o.get("expr"), str):
+            out.setdefault(o["line"], set()).update(names_in([o["expr"]]))
+        for u in o.get("uses") or [] if isinstance(o.get("uses"), list) else []:
+            if isinstance(u, dict) and isinstance(u.get("line"), int) and isinstance(u.get("value"), str):
+                out.setdefault(u["line"], set()).update(names_in([u["value"]]))
+    return {k: sorted(v) for k, v in sorted(out.items())}
+
+
+# -- module state: does a forward change it? ---------------------------------------------------
+
+_SIMPLE = (int, float, bool, str, type(None))
+
+
+def state_snapshot(model) -> dict:
+    """Plain Python attributes (numbers, strings, None) and buffers of every submodule."""
+    snap = {}
+    for name, mod in model.named_modules():
+        for key, value in vars(mod).items():
+            if isinstance(value, _SIMPLE):
+                snap[(name, key)] = value
+        for key, buf in mod.named_buffers(recurse=False):
+            snap[(name, "buffer:" + key)] = buf.detach().clone()
+    return snap
+
+
+def _changed(before: dict, after: dict) -> list[str]:
+    import torch
+
+    out = [f"`{'.'.join(p for p in k if p) or k}` appeared or disappeared" for k in before.keys() ^ after.keys()]
+    for k in before.keys() & after.keys():
+        a, b = before[k], after[k]
+        same = torch.equal(a, b) if isinstance(a, torch.Tensor) else a == b   # NaN counts as a change
+        if not same:
+            name, key = k
+            what = key.removeprefix("buffer:")
+            out.append(f"{'buffer' if key.startswith('buffer:') else 'attribute'} `{(name + '.' if name else '') + what}`")
+    return sorted(out)
+
+
+def observe_state(model, args: tuple, kwargs: dict) -> dict:
+    """Run ``model`` on the example inputs in eval and then in training mode (no autograd,
+    output, logs and warnings silenced; an exception ends that run) and record whether
+    each forward changed module state: ``{"modes": ["eval", "train"], "changes": [...]}``
+    (``"eval: buffer `bn.running_mean`"``; empty when nothing changed). The model's mode
+    is restored; call it on a model that has not run yet (a first call counts)."""
+    import contextlib
+    import io
+    import logging
+    import warnings
+
+    import torch
+
+    was = model.training
+    changes: list[str] = []
+    try:
+        for phase in (False, True):
+            model.train(phase)
+            before = state_snapshot(model)
+            with torch.no_grad(), contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                logging.disable(logging.CRITICAL)
+                try:
+                    model(*args, **kwargs)
+                except Exception:  # noqa: BLE001 - a failing call still counts what it changed
+                    pass
+                finally:
+                    logging.disable(logging.NOTSET)
+            changes += [f"{'train' if phase else 'eval'}: {c}" for c in _changed(before, state_snapshot(model))]
+    finally:
+        model.train(was)
+    return {"modes": ["eval", "train"], "changes": changes[:12]}
+
+
+# -- entry points -----------------------------------------------------------------------------
+
+
+def fact_request(obligations: list[dict], before: str, code: str) -> tuple[dict, dict]:
+    """What a run of the candidate ``code`` must observe for ``obligations`` (JSON-able:
+    ``{"lines", "names", "watch", "state"}``) and the setup temporaries ``defs`` the
+    encoders expand (``name -> expression``)."""
+    lines = changed_lines(before, code)
+    defs = temp_defs(code, lines)
+    names = names_in(obligation_exprs(obligations) + list(defs.values()))
+    request = {"lines": lines, "names": sorted(names),
+               "watch": {str(k): v for k, v in watched_lines(obligations).items()},
+               "state": any(o.get("kind") in OBSERVE_STATE_KINDS for o in obligations)}
+    return request, defs
+
+
+def collect_facts(model, args: tuple, kwargs: dict, file: str, request: dict) -> dict:
+    """Facts of one example run of ``model`` (the candidate, loaded from ``file``) as
+    ``request`` (:func:`fact_request`) asks: the state observation first when asked (it
+    sees the model's first call), then the traced run in eval mode under ``no_grad``."""
+    import contextlib
+    import io
+    import warnings
+
+    import torch
+
+    state = observe_state(model, args, kwargs) if request.get("state") else None
+    was = model.training
+    model.eval()
+
+    def run():
+        with torch.no_grad(), contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model(*args, **kwargs)
+    try:
+        facts = trace_facts(run, file, list(request.get("lines") or []), set(request.get("names") or []),
+                            watch=request.get("watch") or None)
+    finally:
+        model.train(was)
+    if state is not None:
+        facts["state"] = state
+    facts["model_devices"] = model_devices(model, args, kwargs)
+    return facts
+
+
+def model_devices(model, args: tuple, kwargs: dict) -> list[str]:
+    """The devices of the model's parameters and buffers and of its tensor inputs (sorted)."""
+    import torch
+
+    tensors = list(model.parameters()) + list(model.buffers())
+    tensors += [v for v in list(args) + list(kwargs.values()) if isinstance(v, torch.Tensor)]
+    return sorted({str(t.device.type) for t in tensors})
+
+
+def facts_in_process(build_model: Callable[[], Any], file: str, args: tuple, kwargs: dict,
+                     obligations: list[dict], before: str, code: str) -> tuple[dict, dict]:
+    """Facts for a candidate built in this process: ``build_model()`` gives a fresh model
+    of the candidate ``code`` (loaded from ``file``). The state observation, when an
+    obligation needs it, gets its own fresh model, so its first call is observed."""
+    request, defs = fact_request(obligations, before, code)
+    state = observe_state(build_model(), args, kwargs) if request["state"] else None
+    facts = collect_facts(build_model(), args, kwargs, file, {**request, "state": False})
+    if state is not None:
+        facts["state"] = state
+    return facts, defs

@@ -1,0 +1,27 @@
+"""PyTorch operator names, grouped by what their result is (shared by the shape and value
+models): a new op name is added here."""
+
+UNARY_FLOAT = {"sqrt", "rsqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
+                "tanh", "sigmoid", "erf", "erfc", "erfinv", "asin", "acos", "atan", "sinh", "cosh", "asinh",
+                "acosh", "atanh", "reciprocal", "digamma", "lgamma", "logit", "gelu", "silu", "softplus", "mish",
+                "arcsin", "arccos", "arctan", "arctanh", "arccosh", "arcsinh"}
+UNARY_SAME = {"abs", "neg", "negative", "relu", "sign", "sgn", "floor", "ceil", "round", "trunc", "frac", "clone",
+               "detach", "contiguous", "nan_to_num", "square", "positive", "leaky_relu", "hardtanh", "relu6",
+               "elu", "selu", "celu", "hardswish", "hardsigmoid", "tril", "triu", "fix"}
+UNARY_BOOL = {"isnan", "isinf", "isfinite", "isposinf", "isneginf", "logical_not", "signbit", "isreal"}
+BINARY = {"add": "+", "sub": "-", "subtract": "-", "mul": "*", "multiply": "*", "div": "/", "divide": "/",
+           "true_divide": "/", "floor_divide": "//", "remainder": "%", "fmod": "%", "pow": "**",
+           "maximum": "max", "minimum": "min", "atan2": "atan2", "hypot": "atan2", "float_power": "**",
+           "xlogy": "*", "copysign": "*"}
+COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "greater": ">", "less": "<",
+            "greater_equal": ">=", "less_equal": "<=", "not_equal": "!=", "logical_and": "and",
+            "logical_or": "or", "logical_xor": "xor", "isclose": "==", "bitwise_and": "&", "bitwise_or": "|"}
+REDUCE = {"sum", "mean", "amax", "amin", "max", "min", "prod", "any", "all", "norm", "std", "var", "nansum",
+           "nanmean", "argmax", "argmin", "count_nonzero", "logsumexp"}
+SHAPE_SAME_DTYPE = {"reshape", "view", "transpose", "permute", "t", "unsqueeze", "squeeze", "flatten", "expand",
+                     "swapaxes", "movedim", "mT", "T"}
+CAST = {"float": "float32", "half": "float16", "double": "float64", "bfloat16": "bfloat16", "long": "int64",
+         "int": "int32", "short": "int16", "bool": "bool", "byte": "uint8", "char": "int8"}
+NAMESPACES = {"torch": "torch", "torch.nn.functional": "F", "math": "math", "builtins": "builtins",
+               "torch.special": "torch", "torch.linalg": "torch"}
+

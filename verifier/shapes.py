@@ -1,0 +1,814 @@
+"""The shape model: evaluate an expression (Python AST) over abstract values -- tensors with
+symbolic integer sizes (rank as observed) and a DType term, Python numbers, modules --
+collecting the preconditions (``pre``) whose failure makes some op raise.
+
+Transfer functions: broadcasting elementwise ops, comparisons, matmul/``@``/linear,
+``nn.Linear``/``nn.LayerNorm``, reductions (``dim``, ``keepdim``), reshape/view/flatten/
+transpose/permute/unsqueeze, cat/stack, softmax, where, masked_fill and constant
+indexing/slicing. Anything else raises :class:`verifier.smt.Unsupported` (unknown).
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Any
+
+import z3
+
+from verifier.dtypes import DEFAULT_FOR_CAT, DTC, DT, FLOATS, combine, is_float, is_int, promote
+from verifier.effects import dotted_name as _dotted
+from verifier.ops import BINARY as _BINARY, CAST as _CAST, COMPARE as _COMPARE, NAMESPACES as _NAMESPACES
+from verifier.ops import REDUCE as _REDUCE, SHAPE_SAME_DTYPE as _SHAPE_SAME_DTYPE, UNARY_BOOL as _UNARY_BOOL
+from verifier.ops import UNARY_FLOAT as _UNARY_FLOAT, UNARY_SAME as _UNARY_SAME
+from verifier.smt import Unsupported
+
+
+@dataclass
+class M:
+    """Abstract value: a tensor (symbolic shape, dtype term), a Python number, ..."""
+
+    kind: str
+    shape: list | None = None
+    dtype: Any = None
+    cat: str | None = None
+    ival: Any = None
+    fval: float | None = None
+    fact: dict | None = None
+    name: str | None = None
+    items: list | None = None
+    owner: Any = None
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+
+def _num(cat, ival=None, fval=None) -> M:
+    return M("num", cat=cat, ival=ival, fval=fval)
+
+
+
+class ShapeEval:
+    """Evaluate an expression (Python AST) to an abstract value, collecting the
+    preconditions (``pre``) whose failure makes some op raise."""
+
+    def __init__(self, facts: dict, defs: dict[str, str], tier: str, *, strict_dtypes: bool = False):
+        self.facts = facts.get("names", {}) if facts else {}
+        self.self_modules = facts.get("self", {}) if facts else {}
+        self.defs = defs
+        self.tier = tier            # "general" | "equal-sizes" | "observed"
+        self.strict_dtypes = strict_dtypes
+        self.pre: list[tuple[Any, str]] = []
+        self.assume: list[tuple[Any, str]] = []
+        self.leaves: dict[str, M] = {}
+        self.sym_dims: list[tuple[Any, int, str]] = []  # (var, observed, leaf)
+        self.state_dims: dict[int, str] = {}             # size -> a module-state dim of that size
+        self.depth = 0
+
+    # leaves -----------------------------------------------------------------------------
+    def leaf(self, dotted: str) -> M:
+        if dotted in self.leaves:
+            return self.leaves[dotted]
+        f = self.facts.get(dotted)
+        if f is None and dotted.startswith("self.") and dotted.count(".") == 1:
+            f = self.self_modules.get(dotted.split(".")[1])
+        if f is None:
+            if dotted in self.defs and self.depth < 8:
+                self.depth += 1
+                try:
+                    v = self.eval(ast.parse(self.defs[dotted], mode="eval").body)
+                finally:
+                    self.depth -= 1
+                self.leaves[dotted] = v
+                return v
+            raise Unsupported(f"nothing is known about `{dotted}` where the rewrite runs")
+        v = self.from_fact(dotted, f)
+        self.leaves[dotted] = v
+        return v
+
+    def from_fact(self, dotted: str, f: dict) -> M:
+        k = f["kind"]
+        if k == "tensor":
+            state = dotted.startswith("self.")
+            dims = []
+            for i, n in enumerate(f["shape"]):
+                if state:
+                    dims.append(z3.IntVal(n))
+                    self.state_dims.setdefault(n, f"{dotted}.shape[{i}]")
+                else:
+                    d = z3.Int(f"{dotted}.shape[{i}]")
+                    self.assume.append((d >= 0, None))
+                    self.sym_dims.append((d, n, dotted))
+                    dims.append(d)
+            if state and f["shape"]:
+                self.assume.append((z3.BoolVal(True), f"module state `{dotted}` has its observed shape {tuple(f['shape'])}"))
+            dt = z3.Const(f"{dotted}.dtype", DT)
+            obs = f["dtype"]
+            if obs not in DTC:
+                raise Unsupported(f"`{dotted}` has dtype {obs}, outside the encoded dtypes")
+            if self.strict_dtypes or obs == "bool":
+                self.assume.append((dt == DTC[obs], f"`{dotted}` is a {obs} tensor (observed)"))
+            elif obs in FLOATS:
+                self.assume.append((is_float(dt), f"`{dotted}` is a floating-point tensor (observed {obs}; any floating dtype)"))
+            else:
+                self.assume.append((is_int(dt), f"`{dotted}` is an integer tensor (observed {obs}; any integer dtype)"))
+            return M("tensor", shape=dims, dtype=dt, name=dotted, fact=f)
+        if k == "num":
+            cat = f["cat"]
+            if cat == "int":
+                if dotted.startswith("self."):
+                    return _num("int", z3.IntVal(f["value"]))
+                return _num("int", z3.Int(dotted))
+            if cat == "float":
+                val = f["value"] if isinstance(f["value"], float) else None
+                return _num("float", fval=val if dotted.startswith("self.") or dotted.isupper() else None)
+            return _num("bool")
+        if k == "dtype":
+            return M("dtype", dtype=DTC.get(f["value"]) if f["value"] in DTC else None, name=f["value"])
+        if k == "pymodule":
+            return M("ns", name=_NAMESPACES.get(f["value"], f["value"]))
+        if k == "module":
+            return M("module", fact=f, name=dotted)
+        if k == "none":
+            return M("none")
+        if k == "device":
+            return M("device", name=f["value"])
+        if k == "str":
+            return M("str", name=f["value"])
+        if k == "callable":
+            return M("callable", name=f["qualname"], fact=f)
+        if k == "seq":
+            return M("seq", items=[self.from_fact(f"{dotted}[{i}]", it) for i, it in enumerate(f["items"])])
+        raise Unsupported(f"`{dotted}` is a {f.get('type', k)}, which is not modelled")
+
+    # expressions ------------------------------------------------------------------------
+    def eval(self, node: ast.AST) -> M:
+        meth = getattr(self, f"e_{type(node).__name__}", None)
+        if meth is None:
+            raise Unsupported(f"`{ast.unparse(node)}` ({type(node).__name__}) is not modelled")
+        return meth(node)
+
+    def e_Expression(self, node):
+        return self.eval(node.body)
+
+    def e_Name(self, node):
+        if node.id in ("True", "False"):
+            return _num("bool", z3.BoolVal(node.id == "True"))
+        if node.id == "None":
+            return M("none")
+        return self.leaf(node.id)
+
+    def e_Constant(self, node):
+        v = node.value
+        if isinstance(v, bool):
+            return _num("bool", z3.BoolVal(v))
+        if isinstance(v, int):
+            return _num("int", z3.IntVal(v))
+        if isinstance(v, float):
+            return _num("float", fval=v)
+        if isinstance(v, str):
+            return M("str", name=v)
+        if v is None:
+            return M("none")
+        if v is Ellipsis:
+            return M("ellipsis")
+        raise Unsupported(f"constant {v!r}")
+
+    def e_Attribute(self, node):
+        d = _dotted(node)
+        if d and (d in self.facts or d in self.defs):
+            return self.leaf(d)
+        base = self.eval(node.value)
+        a = node.attr
+        if base.kind == "ns":
+            if base.name == "torch" and a in DTC:
+                return M("dtype", dtype=DTC[a], name=a)
+            if base.name == "torch" and a in ("float", "half", "double", "long", "int", "bool"):
+                return M("dtype", dtype=DTC[_CAST[a]], name=_CAST[a])
+            return M("fn", name=f"{base.name}.{a}")
+        if base.kind == "tensor":
+            if a == "dtype":
+                return M("dtype", dtype=base.dtype)
+            if a == "shape":
+                return M("shape", shape=list(base.shape))
+            if a in ("ndim",):
+                return _num("int", z3.IntVal(base.rank))
+            if a in ("T", "mT"):
+                return self.shape_op("t" if a == "T" else "mT", base, [], {})
+            if a in ("device",):
+                return M("device")
+            if a in ("requires_grad", "is_cuda"):
+                return _num("bool")
+            return M("method", name=a, owner=base)
+        if base.kind == "finfo":
+            if a in ("max", "min", "eps", "tiny", "smallest_normal"):
+                return _num("float")
+            if a == "bits":
+                return _num("int")
+        if base.kind == "module":
+            if d and d.startswith("self."):
+                raise Unsupported(f"nothing is known about `{d}`")
+            return M("method", name=a, owner=base)
+        if base.kind in ("num", "str", "seq", "shape"):
+            return M("method", name=a, owner=base)
+        raise Unsupported(f"attribute `.{a}` of a {base.kind}")
+
+    def e_UnaryOp(self, node):
+        v = self.eval(node.operand)
+        if isinstance(node.op, ast.Not):
+            if v.kind == "tensor":
+                self.need_single(v, f"not {ast.unparse(node.operand)}")
+            return _num("bool")
+        if v.kind == "num":
+            if isinstance(node.op, ast.USub) and v.cat == "int" and v.ival is not None:
+                return _num(v.cat, -v.ival)
+            return _num("int" if v.cat == "bool" else v.cat, fval=-v.fval if v.fval is not None and isinstance(node.op, ast.USub) else None)
+        if v.kind != "tensor":
+            raise Unsupported(f"unary op on a {v.kind}")
+        if isinstance(node.op, ast.USub):
+            self.pre.append((v.dtype != DTC["bool"], f"`-` of a bool tensor raises ({ast.unparse(node)})"))
+            return M("tensor", shape=list(v.shape), dtype=v.dtype)
+        if isinstance(node.op, ast.Invert):
+            self.pre.append((z3.Not(is_float(v.dtype)), f"`~` of a floating tensor raises ({ast.unparse(node)})"))
+            return M("tensor", shape=list(v.shape), dtype=v.dtype)
+        return v
+
+    def need_single(self, v: M, what: str) -> None:
+        n = z3.IntVal(1)
+        for d in v.shape:
+            n = n * d
+        self.pre.append((n == 1, f"bool() of `{what}` needs exactly one element"))
+
+    # broadcasting and promotion -----------------------------------------------------------
+    def broadcast(self, shapes: list[list], what: str) -> list:
+        r = max((len(s) for s in shapes), default=0)
+        out = []
+        for i in range(r):
+            dims = [s[i - (r - len(s))] for s in shapes if i >= r - len(s)]
+            cur = dims[0]
+            for d in dims[1:]:
+                self.pre.append((z3.Or(cur == d, cur == 1, d == 1), f"sizes broadcast in `{what}`"))
+                cur = z3.If(cur == 1, d, cur)
+            out.append(cur)
+        return out
+
+    def result_type(self, vals: list[M]):
+        groups = {2: [], 1: [], 0: []}
+        for v in vals:
+            if v.kind == "tensor":
+                groups[2 if v.rank > 0 else 1].append(v.dtype)
+            elif v.kind == "num":
+                groups[0].append(DTC[DEFAULT_FOR_CAT[v.cat]])
+            else:
+                raise Unsupported(f"a {v.kind} operand")
+        res = []
+        for k in (2, 1, 0):
+            if groups[k]:
+                cur = groups[k][0]
+                for d in groups[k][1:]:
+                    cur = promote(cur, d)
+                res.append(cur)
+            else:
+                res.append(None)
+        dim_r, zero_r, wrapped_r = res
+        low = wrapped_r if zero_r is None else (zero_r if wrapped_r is None else combine(zero_r, wrapped_r))
+        if dim_r is None:
+            return low
+        return dim_r if low is None else combine(dim_r, low)
+
+    def binary(self, op: str, a: M, b: M, what: str) -> M:
+        if a.kind == "num" and b.kind == "num":
+            if a.cat == "float" or b.cat == "float" or op == "/":
+                return _num("float")
+            if op in ("==", "!=", "<", "<=", ">", ">=", "and", "or"):
+                return _num("bool")
+            if a.cat == b.cat == "int" and a.ival is not None and b.ival is not None and op in ("+", "-", "*"):
+                return _num("int", {"+": a.ival + b.ival, "-": a.ival - b.ival, "*": a.ival * b.ival}[op])
+            return _num("int")
+        for v in (a, b):
+            if v.kind not in ("tensor", "num"):
+                raise Unsupported(f"`{what}` on a {v.kind}")
+        shape = self.broadcast([v.shape if v.kind == "tensor" else [] for v in (a, b)], what)
+        if op in ("==", "!=", "<", "<=", ">", ">=", "and", "or", "xor"):
+            if op in ("&", "|"):
+                pass
+            return M("tensor", shape=shape, dtype=DTC["bool"])
+        rt = self.result_type([a, b])
+        if op in ("&", "|", "^"):
+            self.pre.append((z3.Not(is_float(rt)), f"bitwise `{op}` on floating tensors raises ({what})"))
+            return M("tensor", shape=shape, dtype=rt)
+        if op in ("/", "atan2"):
+            rt = z3.If(is_float(rt), rt, DTC["float32"])
+        if op in ("//", "%"):
+            self.pre.append((is_float(rt), f"integer `{op}` raises on a zero divisor ({what}); not value-modelled"))
+        if op == "**" and not (b.kind == "num" and b.cat in ("int", "float")):
+            self.pre.append((is_float(rt), f"integer `**` with a tensor exponent may raise on negative exponents ({what})"))
+        return M("tensor", shape=shape, dtype=rt)
+
+    def e_BinOp(self, node):
+        ops = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
+               ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.MatMult: "@"}
+        op = ops.get(type(node.op))
+        a, b = self.eval(node.left), self.eval(node.right)
+        if op == "@":
+            return self.matmul(a, b, ast.unparse(node))
+        if a.kind == "shape" and b.kind == "shape" and op == "+":
+            return M("shape", shape=a.shape + b.shape)
+        return self.binary(op, a, b, ast.unparse(node))
+
+    def e_Compare(self, node):
+        ops = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
+               ast.Is: "is", ast.IsNot: "is", ast.In: "in", ast.NotIn: "in"}
+        left = self.eval(node.left)
+        out = None
+        for op, comp in zip(node.ops, node.comparators):
+            right = self.eval(comp)
+            o = ops[type(op)]
+            if o in ("is", "in"):
+                raise Unsupported("`is`/`in` tests are not modelled")
+            if left.kind == "dtype" or right.kind == "dtype":
+                r = _num("bool")
+            else:
+                r = self.binary(o, left, right, ast.unparse(node))
+            out = r if out is None else self.binary("and", out, r, ast.unparse(node))
+            left = right
+        return out
+
+    def e_BoolOp(self, node):
+        vals = [self.eval(v) for v in node.values]
+        for v, src in zip(vals, node.values):
+            if v.kind == "tensor":
+                self.need_single(v, ast.unparse(src))
+        # Python's and/or return one operand; in an `if` test only the truth value matters
+        return _num("bool") if all(v.kind == "num" for v in vals) else M("tensor", shape=[], dtype=DTC["bool"])
+
+    def e_Tuple(self, node):
+        return M("seq", items=[self.eval(e) for e in node.elts])
+
+    e_List = e_Tuple
+
+    def e_IfExp(self, node):
+        self.eval(node.test)
+        a, b = self.eval(node.body), self.eval(node.orelse)
+        if a.kind == b.kind == "num":
+            return _num(a.cat if a.cat == b.cat else "float")
+        raise Unsupported("a conditional expression over tensors")
+
+    def e_Subscript(self, node):
+        base = self.eval(node.value)
+        idx = node.slice
+        if base.kind in ("shape", "seq"):
+            items = base.shape if base.kind == "shape" else base.items
+            if isinstance(idx, ast.Constant) and isinstance(idx.value, int):
+                i = idx.value
+                if not -len(items) <= i < len(items):
+                    raise Unsupported(f"index {i} out of range")
+                it = items[i]
+                return _num("int", it) if base.kind == "shape" else it
+            if isinstance(idx, ast.Slice) and base.kind == "shape":
+                lo = idx.lower.value if isinstance(idx.lower, ast.Constant) else None
+                hi = idx.upper.value if isinstance(idx.upper, ast.Constant) else None
+                if (idx.lower is None or lo is not None) and (idx.upper is None or hi is not None) and idx.step is None:
+                    return M("shape", shape=items[lo:hi])
+            raise Unsupported(f"subscript `{ast.unparse(node)}`")
+        if base.kind != "tensor":
+            raise Unsupported(f"subscript of a {base.kind}")
+        parts = list(idx.elts) if isinstance(idx, ast.Tuple) else [idx]
+        n_real = sum(1 for p in parts if not (isinstance(p, ast.Constant) and p.value in (None, Ellipsis)))
+        if n_real > base.rank:
+            self.pre.append((z3.BoolVal(False), f"too many indices in `{ast.unparse(node)}`"))
+        out, dim = [], 0
+        for p in parts:
+            if isinstance(p, ast.Constant) and p.value is None:
+                out.append(z3.IntVal(1))
+                continue
+            if isinstance(p, ast.Constant) and p.value is Ellipsis:
+                skip = base.rank - n_real
+                out.extend(base.shape[dim:dim + skip])
+                dim += skip
+                continue
+            size = base.shape[dim] if dim < base.rank else z3.IntVal(0)
+            if isinstance(p, ast.Constant) and isinstance(p.value, int) or (
+                    isinstance(p, ast.UnaryOp) and isinstance(p.op, ast.USub) and isinstance(p.operand, ast.Constant)):
+                i = ast.literal_eval(p)
+                self.pre.append((z3.And(-size <= i, i < size), f"index {i} within size in `{ast.unparse(node)}`"))
+                dim += 1
+                continue
+            if isinstance(p, ast.Slice) and p.step is None:
+                def bound(e, default, size=size):
+                    if e is None:
+                        return default
+                    v = ast.literal_eval(e) if isinstance(e, (ast.Constant, ast.UnaryOp)) else None
+                    if not isinstance(v, int):
+                        raise Unsupported(f"slice bound `{ast.unparse(e)}`")
+                    z = z3.IntVal(v)
+                    return z3.If(z < 0, z3.If(z + size < 0, 0, z + size), z3.If(z > size, size, z))
+                lo, hi = bound(p.lower, z3.IntVal(0)), bound(p.upper, size)
+                out.append(z3.If(hi > lo, hi - lo, 0))
+                dim += 1
+                continue
+            raise Unsupported(f"index `{ast.unparse(p)}` (tensor or computed indices are not modelled)")
+        out.extend(base.shape[dim:])
+        return M("tensor", shape=out, dtype=base.dtype)
+
+    # calls ------------------------------------------------------------------------------
+    def e_Call(self, node):
+        func = self.eval(node.func)
+        args = [self.eval(a) for a in node.args if not isinstance(a, ast.Starred)]
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            raise Unsupported("`*args` calls are not modelled")
+        kwargs = {k.arg: self.eval(k.value) for k in node.keywords if k.arg}
+        what = ast.unparse(node)
+        if func.kind == "method":
+            owner = func.owner
+            if owner.kind == "tensor":
+                return self.call(func.name, [owner, *args], kwargs, what, method=True)
+            if owner.kind == "module":
+                raise Unsupported(f"method `.{func.name}` of a module")
+            raise Unsupported(f"method `.{func.name}` of a {owner.kind}")
+        if func.kind == "fn":
+            ns, _, name = func.name.rpartition(".")
+            return self.call(name, args, kwargs, what, ns=ns)
+        if func.kind == "module":
+            return self.module_call(func, args, kwargs, what)
+        if func.kind == "callable":
+            q = func.name
+            if q.startswith("builtins."):
+                return self.call(q.split(".", 1)[1], args, kwargs, what, ns="builtins")
+            raise Unsupported(f"call of `{q}`, whose effect and result are not modelled")
+        raise Unsupported(f"call of a {func.kind}")
+
+    def module_call(self, mod: M, args, kwargs, what) -> M:
+        f = mod.fact
+        t = f["type"]
+        if not args or args[0].kind != "tensor":
+            raise Unsupported(f"{t} called without a tensor")
+        x = args[0]
+        if t in ("ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Identity", "LeakyReLU", "ELU", "Softplus", "Mish",
+                 "Hardtanh", "Hardswish", "Dropout"):
+            return M("tensor", shape=list(x.shape), dtype=x.dtype)
+        if t == "Linear":
+            w = f.get("weight")
+            if x.rank == 0:
+                self.pre.append((z3.BoolVal(False), f"{t} of a 0-dim tensor raises ({what})"))
+                return M("tensor", shape=[], dtype=x.dtype)
+            self.pre.append((x.shape[-1] == f["in_features"], f"last size is in_features={f['in_features']} in `{what}`"))
+            if w:
+                self.pre.append((x.dtype == DTC[w["dtype"]], f"input dtype equals the weight's ({w['dtype']}) in `{what}`"))
+            return M("tensor", shape=list(x.shape[:-1]) + [z3.IntVal(f["out_features"])],
+                     dtype=DTC[w["dtype"]] if w else x.dtype)
+        if t in ("LayerNorm", "RMSNorm"):
+            ns = f.get("normalized_shape") or []
+            for i, n in enumerate(reversed(ns)):
+                if i < x.rank:
+                    self.pre.append((x.shape[-1 - i] == n, f"trailing sizes match normalized_shape in `{what}`"))
+            self.pre.append((is_float(x.dtype), f"{t} needs a floating input ({what})"))
+            return M("tensor", shape=list(x.shape), dtype=x.dtype)
+        raise Unsupported(f"submodule `{mod.name}` ({t}) has no shape transfer function")
+
+    def _dim_arg(self, args, kwargs, pos, name="dim"):
+        v = kwargs.get(name, args[pos] if len(args) > pos else None)
+        if v is None or v.kind == "none":
+            return None
+        if v.kind == "num" and v.ival is not None:
+            iv = z3.simplify(v.ival)
+            if z3.is_int_value(iv):
+                return iv.as_long()
+        if v.kind == "seq":
+            out = []
+            for it in v.items:
+                iv = z3.simplify(it.ival) if it.kind == "num" and it.ival is not None else None
+                if iv is None or not z3.is_int_value(iv):
+                    raise Unsupported("computed dims")
+                out.append(iv.as_long())
+            return out
+        raise Unsupported(f"`{name}` is not a literal")
+
+    def _norm_dim(self, d: int, rank: int, what: str) -> int:
+        if not -max(rank, 1) <= d < max(rank, 1):
+            self.pre.append((z3.BoolVal(False), f"dim {d} out of range in `{what}`"))
+            return 0
+        return d % max(rank, 1)
+
+    def call(self, name: str, args: list[M], kwargs: dict, what: str, *, method: bool = False, ns: str = "torch") -> M:
+        """The transfer function of ``name`` (a torch function, a Tensor method when
+        ``method``, a builtin or a math function) applied to abstract ``args``."""
+        if ns == "math":
+            return _num("float")
+        if ns == "builtins":
+            return self._builtin(name, args, what)
+        if name == "finfo":
+            return self._finfo(args, kwargs, what)
+        if name == "tensor" and not method and args and args[0].kind == "num":
+            d = kwargs.get("dtype")
+            dt = d.dtype if d is not None and d.kind == "dtype" else DTC[DEFAULT_FOR_CAT[args[0].cat]]
+            return M("tensor", shape=[], dtype=dt)
+        x = args[0] if args else None
+        if x is None or x.kind != "tensor":
+            seq_op = x is not None and x.kind == "seq" and name in ("cat", "concat", "concatenate", "stack")
+            if not (name in _COMPARE or name in _BINARY or seq_op):
+                raise Unsupported(f"`{name}` on a {x.kind if x else 'missing argument'}")
+        for group in (self._elementwise, self._conversion, self._reduction, self._structural):
+            out = group(name, x, args, kwargs, what, method)
+            if out is not None:
+                return out
+        raise Unsupported(f"`{name}` has no transfer function")
+
+    def _builtin(self, name: str, args: list[M], what: str) -> M:
+        if name in ("abs", "min", "max") and all(a.kind == "num" for a in args):
+            return _num("float" if any(a.cat == "float" for a in args) else "int")
+        if name == "float":
+            return _num("float")
+        if name == "int":
+            return _num("int")
+        if name == "len" and args and args[0].kind == "tensor":
+            if args[0].rank == 0:
+                self.pre.append((z3.BoolVal(False), f"len() of a 0-dim tensor raises ({what})"))
+                return _num("int")
+            return _num("int", args[0].shape[0])
+        raise Unsupported(f"builtin `{name}`")
+
+    def _finfo(self, args: list[M], kwargs: dict, what: str) -> M:
+        d = args[0] if args else kwargs.get("type")
+        if d is None or d.kind != "dtype" or d.dtype is None:
+            raise Unsupported("torch.finfo of an unknown dtype")
+        self.pre.append((is_float(d.dtype), f"torch.finfo needs a floating dtype ({what})"))
+        return M("finfo")
+
+    def _elementwise(self, name, x, args, kwargs, what, method) -> M | None:
+        """Unary ops, clamp, binary ops and comparisons (broadcasting, promotion)."""
+        if name in _UNARY_FLOAT:
+            return M("tensor", shape=list(x.shape), dtype=z3.If(is_float(x.dtype), x.dtype, DTC["float32"]))
+        if name in _UNARY_SAME:
+            if name in ("neg", "negative"):
+                self.pre.append((x.dtype != DTC["bool"], f"negating a bool tensor raises ({what})"))
+            return M("tensor", shape=list(x.shape), dtype=x.dtype)
+        if name in _UNARY_BOOL:
+            return M("tensor", shape=list(x.shape), dtype=DTC["bool"])
+        if name == "clamp" or name == "clip":
+            lo = kwargs.get("min", args[1] if len(args) > 1 else None)
+            hi = kwargs.get("max", args[2] if len(args) > 2 else None)
+            ops = [x] + [v for v in (lo, hi) if v is not None and v.kind != "none"]
+            shape = self.broadcast([v.shape if v.kind == "tensor" else [] for v in ops], what)
+            self.pre.append((z3.BoolVal(len(ops) > 1), f"clamp needs min or max ({what})"))
+            return M("tensor", shape=shape, dtype=self.result_type(ops))
+        if name in _BINARY:
+            other = kwargs.get("other", args[1] if len(args) > 1 else None)
+            if other is None:
+                other = kwargs.get("exponent")
+            if other is None:
+                raise Unsupported(f"`{name}` without a second operand")
+            return self.binary(_BINARY[name], x, other, what)
+        if name in _COMPARE:
+            other = kwargs.get("other", args[1] if len(args) > 1 else None)
+            return self.binary(_COMPARE[name], x, other, what)
+        return None
+
+    def _conversion(self, name, x, args, kwargs, what, method) -> M | None:
+        """Casts, ``.to``, ``type_as`` and the ``*_like`` constructors."""
+        if name in _CAST and method:
+            return M("tensor", shape=list(x.shape), dtype=DTC[_CAST[name]])
+        if name == "to":
+            targets = [a for a in args[1:]] + [v for k, v in kwargs.items() if k in ("dtype", "device", "other")]
+            dt = x.dtype
+            for a in targets:
+                if a.kind == "dtype" and a.dtype is not None:
+                    dt = a.dtype
+                elif a.kind == "tensor":
+                    dt = a.dtype
+                elif a.kind in ("device", "str", "num"):
+                    continue
+                else:
+                    raise Unsupported(f"`.to({a.kind})`")
+            return M("tensor", shape=list(x.shape), dtype=dt)
+        if name == "type_as":
+            return M("tensor", shape=list(x.shape), dtype=args[1].dtype)
+        if name in ("zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like"):
+            d = kwargs.get("dtype")
+            return M("tensor", shape=list(x.shape), dtype=d.dtype if d is not None and d.kind == "dtype" else x.dtype)
+        return None
+
+    def _reduction(self, name, x, args, kwargs, what, method) -> M | None:
+        """Reductions (``dim``, ``keepdim``) and softmax."""
+        if name in ("softmax", "log_softmax"):
+            d = self._dim_arg(args, kwargs, 1)
+            if d is None:
+                raise Unsupported("softmax without dim")
+            self._norm_dim(d, x.rank, what)
+            self.pre.append((is_float(x.dtype), f"softmax of an integer tensor raises ({what})"))
+            return M("tensor", shape=list(x.shape), dtype=x.dtype)
+        if name not in _REDUCE:
+            return None
+        dim = self._dim_arg(args, kwargs, 1)
+        keep_v = kwargs.get("keepdim", args[2] if len(args) > 2 else None)
+        keep = False
+        if keep_v is not None:
+            if keep_v.kind != "num" or keep_v.cat != "bool" or keep_v.ival is None:
+                raise Unsupported("keepdim is not a literal")
+            keep = z3.is_true(z3.simplify(keep_v.ival))
+        if name in ("any", "all"):
+            dt = DTC["bool"]
+        elif name in ("argmax", "argmin", "count_nonzero"):
+            dt = DTC["int64"]
+        elif name in ("sum", "prod", "nansum"):
+            dt = z3.If(is_float(x.dtype), x.dtype, DTC["int64"])
+        elif name in ("mean", "std", "var", "norm", "nanmean", "logsumexp"):
+            self.pre.append((is_float(x.dtype), f"`{name}` of an integer tensor raises ({what})"))
+            dt = x.dtype
+        else:
+            dt = x.dtype
+        if name in ("max", "min") and dim is not None:
+            raise Unsupported(f"`{name}(dim)` returns (values, indices)")
+        if dim is None:
+            if name in ("max", "min", "amax", "amin", "argmax", "argmin"):
+                self.pre.append((_numel(x.shape) > 0, f"`{name}` of an empty tensor raises ({what})"))
+            return M("tensor", shape=[], dtype=dt)
+        dims = [dim] if isinstance(dim, int) else dim
+        nd = {self._norm_dim(d, x.rank, what) for d in dims}
+        shape = [(z3.IntVal(1) if i in nd else s) for i, s in enumerate(x.shape) if keep or i not in nd]
+        return M("tensor", shape=shape, dtype=dt)
+
+    def _structural(self, name, x, args, kwargs, what, method) -> M | None:
+        """Shape ops, matmul/linear, where, masked_fill, cat/stack."""
+        if name in _SHAPE_SAME_DTYPE:
+            return self.shape_op(name, x, args[1:], kwargs, what)
+        if name in ("matmul", "mm", "bmm"):
+            return self.matmul(x, args[1], what)
+        if name == "linear":
+            w = args[1] if len(args) > 1 else kwargs["weight"]
+            out = self.matmul(x, self.shape_op("t", w, [], {}, what), what)
+            b = kwargs.get("bias", args[2] if len(args) > 2 else None)
+            if b is not None and b.kind == "tensor":
+                out = self.binary("+", out, b, what)
+            return out
+        if name == "where":
+            c = x
+            a, b = args[1], args[2]
+            self.pre.append((c.dtype == DTC["bool"], f"torch.where needs a bool condition ({what})"))
+            shape = self.broadcast([v.shape if v.kind == "tensor" else [] for v in (c, a, b)], what)
+            return M("tensor", shape=shape, dtype=self.result_type([a, b]))
+        if name == "masked_fill":
+            mask, _value = args[1], args[2]
+            self.pre.append((mask.dtype == DTC["bool"], f"masked_fill needs a bool mask ({what})"))
+            shape = self.broadcast([x.shape, mask.shape], what)
+            self.pre.append((z3.And(*[a == b for a, b in zip(shape, x.shape)]) if len(shape) == x.rank else z3.BoolVal(False),
+                             f"the mask broadcasts to the tensor's shape ({what})"))
+            return M("tensor", shape=list(x.shape), dtype=x.dtype)
+        if name in ("cat", "concat", "concatenate", "stack"):
+            return self._concat(name, x, args, kwargs, what)
+        return None
+
+    def _concat(self, name, x, args, kwargs, what) -> M:
+        seq = x if x.kind == "seq" else None
+        if seq is None or not seq.items or any(t.kind != "tensor" for t in seq.items):
+            raise Unsupported(f"`{name}` of something other than a literal list of tensors")
+        ts = seq.items
+        d = self._dim_arg(args, kwargs, 1) or 0
+        r0 = ts[0].rank
+        if name == "stack":
+            d = self._norm_dim(d, r0 + 1, what)
+            for t in ts[1:]:
+                if t.rank != r0:
+                    self.pre.append((z3.BoolVal(False), f"stack of tensors of different ranks ({what})"))
+                else:
+                    self.pre.append((z3.And(*[a == b for a, b in zip(ts[0].shape, t.shape)]) if r0 else z3.BoolVal(True),
+                                     f"stack needs equal shapes ({what})"))
+            shape = list(ts[0].shape[:d]) + [z3.IntVal(len(ts))] + list(ts[0].shape[d:])
+            return M("tensor", shape=shape, dtype=self.result_type(ts))
+        if r0 == 0:
+            self.pre.append((z3.BoolVal(False), f"cat of 0-dim tensors raises ({what})"))
+            return M("tensor", shape=[], dtype=ts[0].dtype)
+        d = self._norm_dim(d, r0, what)
+        total = ts[0].shape[d]
+        for t in ts[1:]:
+            if t.rank != r0:
+                self.pre.append((z3.BoolVal(False), f"cat of tensors of different ranks ({what})"))
+                continue
+            self.pre.append((z3.And(*[a == b for i, (a, b) in enumerate(zip(ts[0].shape, t.shape)) if i != d] or [z3.BoolVal(True)]),
+                             f"cat needs equal sizes outside dim {d} ({what})"))
+            total = total + t.shape[d]
+        shape = list(ts[0].shape)
+        shape[d] = total
+        return M("tensor", shape=shape, dtype=self.result_type(ts))
+
+    def shape_op(self, name, x: M, args, kwargs, what="") -> M:
+        r = x.rank
+        s = list(x.shape)
+        if name in ("t",):
+            if r > 2:
+                self.pre.append((z3.BoolVal(False), f".t() of a tensor with more than 2 dims raises ({what})"))
+            return M("tensor", shape=s[::-1], dtype=x.dtype)
+        if name == "mT":
+            return M("tensor", shape=s[:-2] + s[-2:][::-1], dtype=x.dtype)
+        if name in ("transpose", "swapaxes"):
+            a, b = self._dim_arg(args, kwargs, 0, "dim0"), self._dim_arg(args, kwargs, 1, "dim1")
+            a, b = self._norm_dim(a, r, what), self._norm_dim(b, r, what)
+            if r:
+                s[a], s[b] = s[b], s[a]
+            return M("tensor", shape=s, dtype=x.dtype)
+        if name == "permute":
+            dims = [self._dim_arg([a], {}, 0) for a in args] if len(args) != 1 or args[0].kind != "seq" else \
+                self._dim_arg(args, {}, 0)
+            if sorted(d % max(r, 1) for d in dims) != list(range(r)):
+                self.pre.append((z3.BoolVal(False), f"permute dims are not a permutation ({what})"))
+                return M("tensor", shape=s, dtype=x.dtype)
+            return M("tensor", shape=[s[d % r] for d in dims], dtype=x.dtype)
+        if name == "unsqueeze":
+            d = self._dim_arg(args, kwargs, 0)
+            d = d % (r + 1) if -(r + 1) <= d <= r else self._norm_dim(d, r + 1, what)
+            return M("tensor", shape=s[:d] + [z3.IntVal(1)] + s[d:], dtype=x.dtype)
+        if name == "squeeze":
+            d = self._dim_arg(args, kwargs, 0)
+            if d is None:
+                raise Unsupported("squeeze() without a dim depends on which sizes are 1")
+            d = self._norm_dim(d, r, what)
+            if r == 0:
+                return M("tensor", shape=[], dtype=x.dtype)
+            raise Unsupported("squeeze(dim) keeps or drops the dim depending on its size")
+        if name == "flatten":
+            a = self._dim_arg(args, kwargs, 0, "start_dim") or 0
+            b = self._dim_arg(args, kwargs, 1, "end_dim")
+            b = -1 if b is None else b
+            if r == 0:
+                return M("tensor", shape=[z3.IntVal(1)], dtype=x.dtype)
+            a, b = self._norm_dim(a, r, what), self._norm_dim(b, r, what)
+            n = z3.IntVal(1)
+            for d in s[a:b + 1]:
+                n = n * d
+            return M("tensor", shape=s[:a] + [n] + s[b + 1:], dtype=x.dtype)
+        if name in ("reshape", "view", "expand"):
+            sizes = args
+            if len(args) == 1 and args[0].kind in ("seq", "shape"):
+                sizes = args[0].items if args[0].kind == "seq" else [_num("int", d) for d in args[0].shape]
+            out, minus = [], None
+            for i, v in enumerate(sizes):
+                if v.kind != "num" or v.ival is None:
+                    raise Unsupported(f"`{name}` with a computed size")
+                iv = z3.simplify(v.ival)
+                if z3.is_int_value(iv) and iv.as_long() == -1:
+                    minus = i
+                    out.append(None)
+                else:
+                    out.append(v.ival)
+            numel = z3.IntVal(1)
+            for d in s:
+                numel = numel * d
+            if name == "expand":
+                if minus is not None:
+                    raise Unsupported("expand(-1)")
+                sh = self.broadcast([s, out], what)
+                self.pre.append((z3.And(*[a == b for a, b in zip(sh, out)]), f"expand sizes ({what})"))
+                return M("tensor", shape=out, dtype=x.dtype)
+            known = z3.IntVal(1)
+            for d in out:
+                if d is not None:
+                    known = known * d
+            if minus is None:
+                self.pre.append((known == numel, f"`{name}` keeps the number of elements ({what})"))
+            else:
+                q = z3.Int(f"_{name}_inferred_{len(self.pre)}")
+                self.pre.append((z3.And(known > 0, q * known == numel), f"`{name}` sizes divide the number of elements ({what})"))
+                out[minus] = q
+            return M("tensor", shape=out, dtype=x.dtype)
+        if name == "movedim":
+            raise Unsupported("movedim")
+        raise Unsupported(f"`{name}`")
+
+    def matmul(self, a: M, b: M, what: str) -> M:
+        if a.kind != "tensor" or b.kind != "tensor":
+            raise Unsupported("matmul of non-tensors")
+        self.pre.append((a.dtype == b.dtype, f"matmul operands have one dtype ({what})"))
+        if a.rank == 0 or b.rank == 0:
+            self.pre.append((z3.BoolVal(False), f"matmul of a 0-dim tensor raises ({what})"))
+            return M("tensor", shape=[], dtype=a.dtype)
+        sa, sb = list(a.shape), list(b.shape)
+        if a.rank == 1 and b.rank == 1:
+            self.pre.append((sa[0] == sb[0], f"inner sizes agree in `{what}`"))
+            return M("tensor", shape=[], dtype=a.dtype)
+        drop_a = a.rank == 1
+        drop_b = b.rank == 1
+        if drop_a:
+            sa = [z3.IntVal(1)] + sa
+        if drop_b:
+            sb = sb + [z3.IntVal(1)]
+        self.pre.append((sa[-1] == sb[-2], f"inner sizes agree in `{what}`"))
+        batch = self.broadcast([sa[:-2], sb[:-2]], what)
+        out = batch + ([] if drop_a else [sa[-2]]) + ([] if drop_b else [sb[-1]])
+        return M("tensor", shape=out, dtype=a.dtype)
+
+
+def _numel(shape):
+    n = z3.IntVal(1)
+    for d in shape:
+        n = n * d
+    return n
+
+
+def _expr(text: str) -> ast.AST:
+    try:
+        return ast.parse(text.strip(), mode="eval").body
+    except SyntaxError as exc:
+        raise Unsupported(f"cannot parse `{text}`") from exc
+
+
+# -- element values (IEEE) ---------------------------------------------------------------------
