@@ -69,3 +69,35 @@ class Replace(cst.CSTTransformer):
 
     def on_leave(self, original_node, updated_node):
         return self.replacement if original_node is self.target else updated_node
+
+
+PY_MUTATORS = {"append", "extend", "insert", "pop", "popitem", "update", "setdefault", "clear", "remove",
+                "discard", "register_buffer", "register_parameter", "register_module", "add_module"}
+
+
+def state_change(function: cst.FunctionDef) -> str | None:
+    """The first statement of ``function`` that changes state, as code, else None."""
+    for stmt in m.findall(function.body, m.SimpleStatementLine()):
+        for small in stmt.body:
+            if inplace_call(small) or has_out_kwarg(small) or m.findall(
+                    small, m.Arg(keyword=m.Name("inplace"), value=m.Name("True"))):
+                return code_of(small).strip()
+            targets = []
+            if isinstance(small, cst.Assign):
+                targets = [t.target for t in small.targets]
+            elif isinstance(small, cst.AnnAssign) and small.value is not None:
+                targets = [small.target]
+            elif isinstance(small, cst.AugAssign):
+                return code_of(small).strip()
+            elif isinstance(small, cst.Del):
+                targets = [small.target]
+            elif isinstance(small, (cst.Global, cst.Nonlocal)):
+                return code_of(small).strip()
+            for target in targets:
+                if m.findall(target, m.Attribute() | m.Subscript()) and not isinstance(target, cst.Name):
+                    return code_of(small).strip()
+            for call in m.findall(small, m.Call()):
+                name = dotted(call.func) or ""
+                if name in ("setattr", "delattr", "object.__setattr__") or name.split(".")[-1] in PY_MUTATORS:
+                    return code_of(small).strip()
+    return None

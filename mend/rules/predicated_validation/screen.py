@@ -10,14 +10,12 @@ import libcst.matchers as m
 
 from mend.locate import Located
 from mend.rules._base import Decline, Match
-from mend.rules._common import code_of as _code, dotted as _dotted, has_out_kwarg, inplace_call
+from mend.rules._common import code_of as _code, dotted as _dotted, state_change
 
 NAME = "predicated-validation"
 TABLE = "_MEND_TRAPS"        # module-level table of exception factories (suffixed on collision)
 MARKER = "mend-trap"         # marker prefix, parsed by mend.validation_runtime
 
-_PY_MUTATORS = {"append", "extend", "insert", "pop", "popitem", "update", "setdefault", "clear", "remove",
-                "discard", "register_buffer", "register_parameter", "register_module", "add_module"}
 _SHAPE_ATTRS = {"shape", "ndim"}
 _SHAPE_CALLS = {"size", "dim", "numel", "len"}
 _NEGATE = {cst.Equal: cst.NotEqual, cst.NotEqual: cst.Equal}  # exact for tensors, NaN included
@@ -123,34 +121,6 @@ def _negate(expr: cst.BaseExpression) -> cst.BaseExpression:
     return cst.parse_expression("torch.logical_not(_)").with_changes(args=[cst.Arg(expr)])
 
 
-def _mutation(function: cst.FunctionDef) -> str | None:
-    """The first statement of ``function`` that changes state, as code, else None."""
-    for stmt in m.findall(function.body, m.SimpleStatementLine()):
-        for small in stmt.body:
-            if inplace_call(small) or has_out_kwarg(small) or m.findall(
-                    small, m.Arg(keyword=m.Name("inplace"), value=m.Name("True"))):
-                return _code(small).strip()
-            targets = []
-            if isinstance(small, cst.Assign):
-                targets = [t.target for t in small.targets]
-            elif isinstance(small, cst.AnnAssign) and small.value is not None:
-                targets = [small.target]
-            elif isinstance(small, cst.AugAssign):
-                return _code(small).strip()
-            elif isinstance(small, cst.Del):
-                targets = [small.target]
-            elif isinstance(small, (cst.Global, cst.Nonlocal)):
-                return _code(small).strip()
-            for target in targets:
-                if m.findall(target, m.Attribute() | m.Subscript()) and not isinstance(target, cst.Name):
-                    return _code(small).strip()
-            for call in m.findall(small, m.Call()):
-                name = _dotted(call.func) or ""
-                if name in ("setattr", "delattr", "object.__setattr__") or name.split(".")[-1] in _PY_MUTATORS:
-                    return _code(small).strip()
-    return None
-
-
 def _comments(node: cst.CSTNode, keep: cst.CSTNode) -> bool:
     """Whether ``node`` holds a comment other than the leading lines of ``keep``."""
     stripped = keep.with_changes(leading_lines=[]) if hasattr(keep, "leading_lines") else keep
@@ -235,7 +205,7 @@ def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
                              "at trace time (a guard), so there is no break to remove")
     if _comments(stmt, stmt):
         return Decline(NAME, "the check holds a comment the rewrite would drop")
-    effect = _mutation(function)
+    effect = state_change(function)
     if effect is not None:
         return Decline(NAME, f"the function also changes state (`{effect[:60]}`): with the check inside the "
                              "graph, inductor runs later in-place updates before the failed assert surfaces and "

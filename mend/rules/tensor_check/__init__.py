@@ -9,7 +9,7 @@ branch taken only while tracing, so one shared line breaks most vision-language 
 The rewrite keeps the check in the graph::
 
     if isinstance(cond, torch.Tensor) and cond.dtype == torch.bool:
-        torch._assert_async(cond.all(), "<torch's default message>")
+        torch._assert_async(cond._is_all_true(), "<torch's default message>")
     else:
         torch._check_tensor_all(cond)
 
@@ -22,9 +22,21 @@ call and its ``TypeError`` (the naive ``_assert_async(cond.all())`` would pass s
 an int64 tensor of ones: the trap). The rewrite lands in a shared library file, which the
 import overlay serves to every model that imports it.
 
-Declined: a message callable (its text exists only when the check fails), a condition
-that is not a plain name or attribute (the rewrite reads it up to three times), a keyword
-condition, other statements or a comment on the line.
+``_is_all_true()`` is the reduction ``_check_tensor_all`` itself uses (a tensor subclass may
+override ``all()``).
+
+Compiled, a failing check inside the graph surfaces only when the graph has run: state
+written before it in the same graph is lost (aot_eager, inductor), state written after it
+may happen anyway (inductor), and a ``try`` around it no longer catches it (found by an
+adversarial review). So the rule declines a check in a function that changes any state
+(the static screen predicated validation uses), inside a ``try``, a non-torch ``with`` or a
+loop; callers inlined into the same graph are covered by the state observation of the
+example run only (an assumption recorded with ``state-unchanged-on-raise``).
+
+Also declined: a message callable (its text exists only when the check fails), a condition
+that is not a plain local name (an attribute may be a property; the rewrite reads the
+condition up to three times), a keyword condition, other statements or a comment on the
+line.
 """
 from __future__ import annotations
 

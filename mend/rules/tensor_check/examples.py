@@ -39,7 +39,7 @@ def torch_compilable_check(cond, msg, error_type=ValueError):
     if is_tracing():
         if isinstance(cond, torch.Tensor):
             if isinstance(cond, torch.Tensor) and cond.dtype == torch.bool:
-                torch._assert_async(cond.all(), {_MSG})  # mend: tensor-check (was: torch._check_tensor_all(cond))
+                torch._assert_async(cond._is_all_true(), {_MSG})  # mend: tensor-check (was: torch._check_tensor_all(cond))
             else:
                 torch._check_tensor_all(cond)
         else:
@@ -47,28 +47,48 @@ def torch_compilable_check(cond, msg, error_type=ValueError):
         return
 ''',
     ),
-    # an attribute condition, `torch` imported under another name, a comment line above kept
+    # `torch` imported under another name, a comment line above kept
     (
         '''import torch as th
 
 
-class Gate(th.nn.Module):
-    def forward(self, x):
-        # every row must be valid
-        th._check_tensor_all(self.valid)
-        return x * 2
+def check_rows(x, valid):
+    # every row must be valid
+    th._check_tensor_all(valid)
+    return x * 2
 ''',
         f'''import torch as th
 
 
-class Gate(th.nn.Module):
-    def forward(self, x):
-        # every row must be valid
-        if isinstance(self.valid, th.Tensor) and self.valid.dtype == th.bool:
-            th._assert_async(self.valid.all(), {_MSG})  # mend: tensor-check (was: th._check_tensor_all(self.valid))
-        else:
-            th._check_tensor_all(self.valid)
-        return x * 2
+def check_rows(x, valid):
+    # every row must be valid
+    if isinstance(valid, th.Tensor) and valid.dtype == th.bool:
+        th._assert_async(valid._is_all_true(), {_MSG})  # mend: tensor-check (was: th._check_tensor_all(valid))
+    else:
+        th._check_tensor_all(valid)
+    return x * 2
+''',
+    ),
+    # a call written over several lines (an adversarial review crashed the first version)
+    (
+        '''import torch
+
+
+def f(x, m):
+    torch._check_tensor_all(
+        m
+    )
+    return x
+''',
+        f'''import torch
+
+
+def f(x, m):
+    if isinstance(m, torch.Tensor) and m.dtype == torch.bool:
+        torch._assert_async(m._is_all_true(), {_MSG})  # mend: tensor-check (was: torch._check_tensor_all(m))
+    else:
+        torch._check_tensor_all(m)
+    return x
 ''',
     ),
 ]
@@ -89,7 +109,55 @@ def f(x):
 def f(x):
     torch._check_tensor_all(x > 0)
     return x
-''', "not a plain name or attribute"),
+''', "not a plain local name"),
+    # an attribute may be a property that runs code on every read (adversarial review)
+    ('''import torch
+
+
+class Gate(torch.nn.Module):
+    def forward(self, x):
+        torch._check_tensor_all(self.valid)
+        return x * 2
+''', "not a plain local name"),
+    # the handler would not see a failure raised when the compiled graph returns (adversarial review)
+    ('''import torch
+
+
+def lookup(emb, ids, vocab):
+    in_range = ids < vocab
+    try:
+        torch._check_tensor_all(in_range)
+    except RuntimeError:
+        ids = ids.clamp(0, vocab - 1)
+    return emb(ids)
+''', "`try` around the check"),
+    # state written before or after the check would be applied differently on a failing call
+    ('''import torch
+
+
+class Count(torch.nn.Module):
+    def forward(self, x, m):
+        self.calls += 1
+        torch._check_tensor_all(m)
+        return x
+''', "changes state"),
+    ('''import torch
+
+
+def f(x, m):
+    y = x * 2
+    torch._check_tensor_all(m)
+    x.add_(1)
+    return y
+''', "changes state"),
+    ('''import torch
+
+
+def f(xs, ms):
+    for m in ms:
+        torch._check_tensor_all(m)
+    return xs
+''', "inside a loop"),
     ('''import torch
 
 

@@ -51,11 +51,13 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     if isinstance(plan, Decline):
         return plan
     cond, t = code_of(plan.cond).strip(), plan.torch_name
+    call = f"{t}._check_tensor_all({cond})"  # the screen admits no other argument
+    # `_is_all_true()` is what `_check_tensor_all` reduces with (a subclass may override `all()`)
     block = cst.parse_statement(
         f"if isinstance({cond}, {t}.Tensor) and {cond}.dtype == {t}.bool:\n"
-        f"    {t}._assert_async({cond}.all(), {DEFAULT_MESSAGE!r})  # mend: tensor-check (was: {code_of(plan.call).strip()})\n"
+        f"    {t}._assert_async({cond}._is_all_true(), {DEFAULT_MESSAGE!r})  # mend: tensor-check (was: {call})\n"
         f"else:\n"
-        f"    {code_of(plan.call).strip()}\n")
+        f"    {call}\n")
     block = block.with_changes(leading_lines=plan.line.leading_lines)
     new_module = wrapper.module.visit(_Swap(plan.line, block))
     obligations = [
@@ -64,5 +66,5 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
         {"kind": "cpu-only", "expr": cond},
     ]
     return RewriteResult(new_module.code, (line, line),
-                         f"`{code_of(plan.call).strip()}` -> `torch._assert_async({cond}.all(), ...)` "
+                         f"`{call}` -> `torch._assert_async({cond}._is_all_true(), ...)` "
                          "under a bool-tensor guard", obligations)

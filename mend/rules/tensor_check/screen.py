@@ -8,7 +8,7 @@ import libcst as cst
 
 from mend.locate import Located
 from mend.rules._base import Decline, Match
-from mend.rules._common import code_of, dotted
+from mend.rules._common import code_of, dotted, state_change
 
 NAME = "tensor-check"
 CHECK_CALLS = {"torch._check_tensor_all"}
@@ -25,13 +25,6 @@ class Plan:
     call: cst.Call
     cond: cst.BaseExpression
     torch_name: str                 # how the module spells `torch` (`torch`, `th`)
-
-
-def _pure_read(expr: cst.BaseExpression) -> bool:
-    """A name or attribute chain: evaluating it again reads the same object (no call, no index)."""
-    while isinstance(expr, cst.Attribute):
-        expr = expr.value
-    return isinstance(expr, cst.Name)
 
 
 def torch_aliases(module: cst.Module | None) -> set[str]:
@@ -74,9 +67,32 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
         # known when the graph is traced
         return Decline(NAME, "the check has a message callable, whose text is computed only when the check fails")
     cond = args[0].value
-    if not _pure_read(cond):
-        return Decline(NAME, f"the condition `{code_of(cond)}` is not a plain name or attribute: the rewrite reads it "
-                       "up to three times (dtype guard, assert, fallback)")
+    if not isinstance(cond, cst.Name):
+        # an attribute may be a property (code that runs on each read), a call or index may compute
+        return Decline(NAME, f"the condition `{code_of(cond).strip()}` is not a plain local name: the rewrite reads "
+                       "it up to three times (dtype guard, assert, fallback)")
+    function = next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), None)
+    if function is None:
+        return Decline(NAME, "the check is not inside a function")
+    inner = ancestors[ancestors.index(function) + 1:]
+    if any(isinstance(a, (cst.For, cst.While)) for a in inner):
+        return Decline(NAME, "the check sits inside a loop: Dynamo skips the whole frame there")
+    if any(isinstance(a, cst.Try) for a in inner):
+        # inside the graph the failing check raises when the compiled region returns, past the handler
+        return Decline(NAME, "a `try` around the check in the same function would no longer catch its failure "
+                       "once the check runs inside the compiled graph")
+    for w in (a for a in inner if isinstance(a, cst.With)):
+        for item in w.items:
+            ctx = item.item.func if isinstance(item.item, cst.Call) else item.item
+            if not (dotted(ctx) or "").startswith("torch."):
+                return Decline(NAME, f"the check is inside `with {code_of(item.item).strip()}`, whose exit would "
+                               "no longer see its failure once the check runs inside the compiled graph")
+    effect = state_change(function)
+    if effect is not None:
+        # compiled, a failing check surfaces when the graph has run: state written before it is
+        # lost (aot_eager, inductor) and state written after it may happen anyway (inductor)
+        return Decline(NAME, f"the function changes state (`{effect}`): with the check inside the compiled graph, "
+                       "a failing call could leave different state than eager")
     root = dotted(call.func).split(".")[0]
     return Plan(parent, call, cond, root)
 
