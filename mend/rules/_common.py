@@ -101,3 +101,18 @@ def state_change(function: cst.FunctionDef) -> str | None:
                 if name in ("setattr", "delattr", "object.__setattr__") or name.split(".")[-1] in PY_MUTATORS:
                     return code_of(small).strip()
     return None
+
+
+def enclosing_handler(inner: list[cst.CSTNode]) -> str | None:
+    """The first handler among ``inner`` (the statements between a function and a site) that
+    would see an exception differently once it is raised inside a compiled graph: ``"try"``
+    for a ``try``, the item's source for a ``with`` that is not a ``torch.`` context; None."""
+    for node in inner:
+        if isinstance(node, cst.Try):
+            return "try"
+        if isinstance(node, cst.With):
+            for item in node.items:
+                ctx = item.item.func if isinstance(item.item, cst.Call) else item.item
+                if not (dotted(ctx) or "").startswith("torch."):
+                    return code_of(item.item).strip()
+    return None

@@ -10,7 +10,7 @@ import libcst.matchers as m
 
 from mend.locate import Located
 from mend.rules._base import Decline, Match
-from mend.rules._common import code_of as _code, dotted as _dotted, state_change
+from mend.rules._common import code_of as _code, dotted as _dotted, enclosing_handler, state_change
 
 NAME = "predicated-validation"
 TABLE = "_MEND_TRAPS"        # module-level table of exception factories (suffixed on collision)
@@ -148,15 +148,13 @@ def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
     if any(isinstance(a, (cst.For, cst.While)) for a in inner):
         return Decline(NAME, "the check sits inside a loop: Dynamo skips the whole frame there, and unrolling "
                              "the loop with one assert per iteration is not attempted")
-    if any(isinstance(a, cst.Try) for a in inner):
+    handler = enclosing_handler(inner)
+    if handler == "try":
         return Decline(NAME, "a `try` around the check in the same function would see a RuntimeError "
                              "instead of the original exception")
-    for w in (a for a in inner if isinstance(a, cst.With)):
-        for item in w.items:
-            call = item.item.func if isinstance(item.item, cst.Call) else item.item
-            if not (_dotted(call) or "").startswith("torch."):
-                return Decline(NAME, f"the check is inside `with {_code(item.item)}`, whose exit would see a "
-                                     "RuntimeError instead of the original exception")
+    if handler is not None:
+        return Decline(NAME, f"the check is inside `with {handler}`, whose exit would see a "
+                             "RuntimeError instead of the original exception")
     if isinstance(node, cst.If):
         if node.orelse is not None:
             return Decline(NAME, "the raising `if` has an else/elif arm")

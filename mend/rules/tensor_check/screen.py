@@ -8,7 +8,7 @@ import libcst as cst
 
 from mend.locate import Located
 from mend.rules._base import Decline, Match
-from mend.rules._common import code_of, dotted, state_change
+from mend.rules._common import code_of, dotted, enclosing_handler, state_change
 
 NAME = "tensor-check"
 CHECK_CALLS = {"torch._check_tensor_all"}
@@ -77,16 +77,14 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
     inner = ancestors[ancestors.index(function) + 1:]
     if any(isinstance(a, (cst.For, cst.While)) for a in inner):
         return Decline(NAME, "the check sits inside a loop: Dynamo skips the whole frame there")
-    if any(isinstance(a, cst.Try) for a in inner):
-        # inside the graph the failing check raises when the compiled region returns, past the handler
+    # inside the graph a failing check raises when the compiled region returns, past the handler
+    handler = enclosing_handler(inner)
+    if handler == "try":
         return Decline(NAME, "a `try` around the check in the same function would no longer catch its failure "
                        "once the check runs inside the compiled graph")
-    for w in (a for a in inner if isinstance(a, cst.With)):
-        for item in w.items:
-            ctx = item.item.func if isinstance(item.item, cst.Call) else item.item
-            if not (dotted(ctx) or "").startswith("torch."):
-                return Decline(NAME, f"the check is inside `with {code_of(item.item).strip()}`, whose exit would "
-                               "no longer see its failure once the check runs inside the compiled graph")
+    if handler is not None:
+        return Decline(NAME, f"the check is inside `with {handler}`, whose exit would no longer see its failure "
+                       "once the check runs inside the compiled graph")
     effect = state_change(function)
     if effect is not None:
         # compiled, a failing check surfaces when the graph has run: state written before it is
