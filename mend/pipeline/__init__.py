@@ -82,9 +82,10 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
         for _ in range(max_rounds):
             accepted = None
             for site in current_scan.sites:
-                if not site.fixable_by or (site.file, site.source, site.fixable_by) in tried:
+                key = (ex.file_key(site), site.source, site.fixable_by)  # stable across rounds
+                if not site.fixable_by or key in tried:
                     continue
-                tried.add((site.file, site.source, site.fixable_by))
+                tried.add(key)
                 try:
                     rel, original, source = ex.source(site)
                 except Skip as skip:

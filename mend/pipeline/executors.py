@@ -116,6 +116,10 @@ class InProcess:
             raise Skip("the site is outside the target's own file" if site.fixable_by else None)
         return self.rel, self.original, self.path
 
+    def file_key(self, site) -> str:
+        """The site's file, the same in every round (each round scans a new scratch copy)."""
+        return self.rel if Path(site.file).resolve() == self.scan_file.resolve() else site.file
+
     def site_label(self, site, rel: str, original: str) -> str:
         return f"{rel}:{_orig_line(original, site.source, site.line)}"
 
@@ -301,6 +305,9 @@ class Overlay:
             self.read[rel] = (source.read_text(encoding="utf-8"), source)
         text, source = self.read[rel]
         return rel, text, source
+
+    def file_key(self, site) -> str:
+        return site.file  # the package path: the same in every round
 
     def site_label(self, site, rel: str, original: str) -> str:
         return f"{rel}:{site.line}"
