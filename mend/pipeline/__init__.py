@@ -78,7 +78,7 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
     tried: set = set()
     with tempfile.TemporaryDirectory(prefix="mend-") as tmpname:
         ex = executor_cls(target, spec, Path(tmpname), seed, n_examples)
-        current_scan = ex.first_scan(before) if overlay else before
+        current_scan = ex.first_scan(before)
         for _ in range(max_rounds):
             accepted = None
             for site in current_scan.sites:
@@ -115,7 +115,7 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
                 break  # line numbers moved: plan again from the new scan
             if accepted is None:
                 break
-        after = ex.after(current_scan, files)
+        after = ex.after(current_scan)
     # a site declined in one round (the graph count rose then) may be fixed in a later one:
     # the record that stands is the rewrite
     done = {(r.site, r.rule) for r in rewrites}

@@ -110,6 +110,10 @@ class InProcess:
     def _spec(self, path: Path) -> str:
         return f"{path}:{self.factory}" if self.factory else str(path)
 
+    def first_scan(self, before):
+        """The scan the first round plans from."""
+        return before
+
     def source(self, site) -> tuple[str, str, Path]:
         """(display path, original text, file it was read from) of the file ``site`` is in."""
         if Path(site.file).resolve() != self.scan_file.resolve():
@@ -169,7 +173,7 @@ class InProcess:
         """The scan of the staged candidate (its sites point into the candidate's file)."""
         return scan(load_target(self._spec(self.cand_path)))
 
-    def after(self, current_scan, files: dict[str, str]):
+    def after(self, current_scan):
         after = current_scan  # the scan of the last accepted version (or the first scan)
         after.target = self.spec
         for s in after.sites:  # report the user's file, not the scratch copy
@@ -383,5 +387,5 @@ class Overlay:
                                         "overlay": str(write_overlay(self.tmp / f"scan{n}", files))},
                                        self.tmp, f"scan{n}"))
 
-    def after(self, current_scan, files: dict[str, str]):
+    def after(self, current_scan):
         return current_scan

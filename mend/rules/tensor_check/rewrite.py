@@ -9,7 +9,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from mend.rules._base import Decline, RewriteResult
-from mend.rules._common import code_of
+from mend.rules._common import Replace, code_of
 from mend.rules.tensor_check.screen import DEFAULT_MESSAGE, NAME, screen
 
 
@@ -29,14 +29,6 @@ class _Find(cst.CSTVisitor):
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
         self.stack.pop()
-
-
-class _Swap(cst.CSTTransformer):
-    def __init__(self, old: cst.CSTNode, new: cst.CSTNode) -> None:
-        self.old, self.new = old, new
-
-    def on_leave(self, original_node, updated_node):
-        return self.new if original_node is self.old else updated_node
 
 
 def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
@@ -59,7 +51,7 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
         f"else:\n"
         f"    {call}\n")
     block = block.with_changes(leading_lines=plan.line.leading_lines)
-    new_module = wrapper.module.visit(_Swap(plan.line, block))
+    new_module = wrapper.module.visit(Replace(plan.line, block))
     obligations = [
         {"kind": "check-equivalent", "call": "torch._check_tensor_all", "expr": cond, "message": DEFAULT_MESSAGE},
         {"kind": "state-unchanged-on-raise", "expr": cond},
