@@ -104,6 +104,7 @@ class Config:
     install_runtime: bool = False     # mend.runtime.install(model) when the mended code defers effects
     out_dir: str = str(HERE / "results")
     keep_work: str | None = None      # keep mended sources and caches in this folder
+    unsafe_fixes: bool = False        # `mend fix --unsafe-fixes`: apply the fixes labelled unsafe too
 
 
 @dataclass
@@ -267,7 +268,8 @@ def verify_levels() -> tuple[str, list[str]]:
 def _fix(row: Row, cfg: Config, out: Path, env: dict, level: str | None = None) -> tuple[dict, dict | None, str]:
     """One timed ``mend fix ROW --out OUT --json [--verify LEVEL]``: (cost, JSON or None, stderr tail)."""
     shutil.rmtree(out, ignore_errors=True)
-    cmd = _mend_cmd("fix", row.spec, "--out", str(out), "--json") + (["--verify", level] if level else [])
+    cmd = _mend_cmd("fix", row.spec, "--out", str(out), "--json") + (["--verify", level] if level else []) + \
+        (["--unsafe-fixes"] if cfg.unsafe_fixes else [])
     p = run_proc(cmd, env=env, timeout=cfg.proc_timeout_s)
     cost = {"wall_s": p.wall_s, "peak_rss_mb": p.peak_rss_mb, "rc": p.rc, "cpu_s": p.cpu_s,
             "foreign_cpu_s": p.foreign_cpu_s}
@@ -330,9 +332,10 @@ def prepare_row(row: Row, cfg: Config, work: Path, levels: list[str] = (), defau
     res["uses_validation_runtime"] = "_MEND_TRAPS" in code or "mend-trap" in code
     res["counts"] = counts_from(scan_doc, fix_doc)
     if fix_doc is not None:
-        res["rewrites"] = [{"rule": r["rule"], "site": r["site"]} for r in fix_doc.get("rewrites", [])]
+        res["rewrites"] = [{"rule": r["rule"], "site": r["site"], "safety": (r.get("safety") or {}).get("label")}
+                           for r in fix_doc.get("rewrites", [])]
         res["declined"] = [{"rule": d.get("rule"), "site": d.get("site") or f"{d.get('file')}:{d.get('line')}",
-                            "reason": d.get("reason")} for d in fix_doc.get("declined", [])]
+                            "reason": d.get("reason"), "safety": d.get("safety")} for d in fix_doc.get("declined", [])]
         # the breaks left after the fix, with mend's own reason for each (why no rule applies)
         res["remaining_sites"] = [{k: s.get(k) for k in ("file", "line", "function", "source", "category", "count",
                                                           "fixable_by", "reason", "frame_skipped")}
@@ -367,6 +370,10 @@ def counts_from(scan_doc: dict | None, fix_doc: dict | None) -> dict:
     if fix_doc is not None:
         b, a = fix_doc["before"], fix_doc["after"]
         c.update(graphs_before=b["graph_count"], graphs_after=a["graph_count"],
+                 steady_before=b.get("steady_graph_count"), steady_after=a.get("steady_graph_count"),
+                 unsafe_rewrites=sum(1 for r in fix_doc.get("rewrites", []) if (r.get("safety") or {}).get("label")
+                                     == "unsafe"),
+                 withheld=sum(1 for d in fix_doc.get("declined", []) if d.get("safety")),
                  breaks_before=b["graph_break_count"], breaks_after=a["graph_break_count"],
                  fixable=b.get("fixable_break_count", sum(s["count"] for s in b["sites"] if s.get("fixable_by"))),
                  rewrites=len(fix_doc.get("rewrites", [])), declined=len(fix_doc.get("declined", [])))

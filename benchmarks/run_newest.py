@@ -54,7 +54,9 @@ VENV = H.HERE / ".venv-newest"
 TORCH = "2.13.0"
 TORCH_SPEC = f"torch=={TORCH}+cpu"
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-MODELS = ["deberta", "longformer", "led", "big_bird", "bigbird_pegasus", "ctrl", "reformer"]
+# issue 5's seven rows, then issue 10's eight (vision-language, audio, MoE)
+MODELS = ["deberta", "longformer", "led", "big_bird", "bigbird_pegasus", "ctrl", "reformer",
+          "xlm", "flaubert", "llava", "paligemma", "qwen2_vl", "switch_transformers", "vilt", "encodec"]
 
 
 # ----------------------------------------------------------------------------------------
@@ -160,7 +162,8 @@ def ensure_env(upgrade: bool, recreate: bool, log) -> dict:
 
 
 def config_from(ns) -> H.Config:
-    cfg = H.Config(name="newest", device="cpu", out_dir=ns.out, keep_work=ns.keep_work, verify_levels=False)
+    cfg = H.Config(name="newest", device="cpu", out_dir=ns.out, keep_work=ns.keep_work, verify_levels=False,
+                   unsafe_fixes=ns.unsafe_fixes)
     if not ns.full:  # the harness's --quick settings, batch size 1 only
         cfg.cold_procs, cfg.warm_procs, cfg.warmup, cfg.iters, cfg.batch_sizes = 1, 1, 3, 10, (1,)
         cfg.max_timed_s = 1.0
@@ -188,6 +191,9 @@ def summarize_row(r: dict) -> dict:
         "graphs_before": c.get("graphs_before"), "graphs_after": c.get("graphs_after"),
         "breaks_before": c.get("breaks_before"), "breaks_after": c.get("breaks_after"),
         "fixable": c.get("fixable"), "fixed": c.get("fixed"), "rewrites": c.get("rewrites"),
+        "unsafe_rewrites": c.get("unsafe_rewrites"), "withheld": c.get("withheld"),
+        "steady_before": c.get("steady_before"), "steady_after": c.get("steady_after"),
+        "rules": dict(Counter(x["rule"] for x in r.get("rewrites") or [])),
         "left_by_category": dict(cats.most_common()),
         "cold_ratio": (cs.get("cold") or {}).get("ratio"), "warm_ratio": (cs.get("warm") or {}).get("ratio"),
         "steady_ratio": st.get("ratio"),
@@ -213,17 +219,25 @@ def newest_markdown(doc: dict) -> str:
         L += [f"**Note:** {n}", ""]
     L += ["Ratios are original / mended time from the same run (> 1: mended is faster); cold start = fresh "
           "process to the first compiled call's return, medians over `n` processes (see the detailed tables).", "",
-          "| model | graphs before → after | breaks before → after | fixed | rewrites | left, by category | "
-          "cold start ratio, cold cache | warm cache | steady-state ratio | outputs agree |",
-          "|---|---|---|---|---|---|---|---|---|---|"]
+          "Graphs are those a first compiled call compiles (a fresh model, as `torch._dynamo.explain` counts); "
+          "*second call* is how many graphs a second call runs, once first-call work (transformers' lazily "
+          "installed output-capturing hooks) is done. *rewrites* counts the applied ones, with how many are "
+          "labelled unsafe (applied because of `--unsafe-fixes`, when the command line has it).", "",
+          "| model | graphs before → after | second call before → after | breaks before → after | fixed | "
+          "rewrites (unsafe), by rule | left, by category | cold start ratio, cold cache | warm cache | "
+          "steady-state ratio | outputs agree |",
+          "|---|---|---|---|---|---|---|---|---|---|---|"]
     for s in doc.get("summary", []):
         left = ", ".join(f"{k} ×{v}" for k, v in s["left_by_category"].items()) or "none"
         timed = s.get("not_timed")
         rat = [f(s.get(k)) if not timed else "not timed" for k in ("cold_ratio", "warm_ratio", "steady_ratio")]
         agree = {True: "yes", False: "**no**", None: "—"}[s.get("outputs_agree")]
+        rules = ", ".join(f"{k} ×{v}" for k, v in (s.get("rules") or {}).items())
+        rw = f"{f(s['rewrites'], '{}')} ({f(s.get('unsafe_rewrites'), '{}')})" + (f": {rules}" if rules else "")
         L.append(f"| {s['model']} | {f(s['graphs_before'], '{}')} → {f(s['graphs_after'], '{}')} | "
+                 f"{f(s.get('steady_before'), '{}')} → {f(s.get('steady_after'), '{}')} | "
                  f"{f(s['breaks_before'], '{}')} → {f(s['breaks_after'], '{}')} | {f(s['fixed'], '{}')} | "
-                 f"{f(s['rewrites'], '{}')} | {left} | {rat[0]} | {rat[1]} | {rat[2]} | {agree} |")
+                 f"{rw} | {left} | {rat[0]} | {rat[1]} | {rat[2]} | {agree} |")
     total = Counter()
     for s in doc.get("summary", []):
         total.update(s["left_by_category"])
@@ -288,7 +302,9 @@ def measure(ns, env: dict, log) -> int:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--models", default=",".join(MODELS), help="comma list (default: all seven)")
+    p.add_argument("--models", default=",".join(MODELS), help="comma list (default: all fifteen)")
+    p.add_argument("--unsafe-fixes", action="store_true",
+                   help="run `mend fix --unsafe-fixes` (apply the verified fixes labelled unsafe too)")
     p.add_argument("--budget-min", type=float, default=18.0,
                    help="budget of the measurement step in minutes (default 18; 0: none); the first row always runs")
     p.add_argument("--full", action="store_true", help="the harness defaults instead of the quick settings")

@@ -126,8 +126,11 @@ def scan(targets, as_json, sarif, list_targets, debug):
               "differential tests pass; "
               "standard: differential tests, and no obligation refuted; fast: static checks and a short "
               "differential run (see README).")
+@click.option("--unsafe-fixes", is_flag=True, help="Also apply verified fixes labelled unsafe: resting on an "
+              "observation of the example run, a proof under the example's sizes, an unknown obligation, or gradients "
+              "equal only within tolerance (each says which). Safe fixes are applied by default.")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
-def fix(target, write, out_dir, as_json, seed, examples, verify, debug):
+def fix(target, write, out_dir, as_json, seed, examples, verify, unsafe_fixes, debug):
     """Rewrite the fixable graph breaks of TARGET, verifying each rewrite differentially
     before it is emitted. Prints a unified diff unless --write or --out is given.
 
@@ -141,38 +144,58 @@ def fix(target, write, out_dir, as_json, seed, examples, verify, debug):
     from mend.pipeline.emit import emit
 
     with _errors(debug):
+        if write:
+            _refuse_read_only(target)
         # what the target's code prints while it is loaded and run goes to stderr, never
         # into the diff or the JSON
         with err_console.status(f"scanning, rewriting and verifying {target}..."), \
                 contextlib.redirect_stdout(sys.stderr):
-            res = run_fix(target, seed=seed, max_examples=examples, verify=verify)
+            res = run_fix(target, seed=seed, max_examples=examples, verify=verify, unsafe_fixes=unsafe_fixes)
         written = emit(res, write=write, out_dir=out_dir)
         if as_json:
             click.echo(json.dumps(res.to_json(), indent=2))
             return
         console = out_console()
+        withheld = sum(1 for d in res.declined if d.safety)
         if not written:
             click.echo(res.diff(), nl=False)
-        console.print(f"[bold]{target}[/]: graphs {res.before.graph_count} -> {res.after.graph_count}, "
+        sb, sa = getattr(res.before, "steady_graph_count", None), getattr(res.after, "steady_graph_count", None)
+        steady = (f" (steady state {sb} -> {sa})" if None not in (sb, sa) and (sb, sa) != (res.before.graph_count,
+                                                                                  res.after.graph_count) else "")
+        console.print(f"[bold]{target}[/]: graphs {res.before.graph_count} -> {res.after.graph_count}{steady}, "
                       f"breaks {res.before.graph_break_count} -> {res.after.graph_break_count}; "
-                      f"{len(res.rewrites)} rewrite(s) verified, {len(res.declined)} declined", highlight=False)
+                      f"{len(res.rewrites)} rewrite(s) verified and applied, "
+                      + (f"{withheld} unsafe fix(es) withheld (apply with --unsafe-fixes), " if withheld else "")
+                      + f"{len(res.declined) - withheld} declined", highlight=False)
         for rw in res.rewrites:
             ev, obs, ver = rw.evidence, rw.obligations, rw.verification or {}
             proved = sum(1 for o in obs if o.get("result") == "proved")
             checked = sum(1 for o in obs if o.get("result") == "checked")
-            console.print(f"  fixed     {rw.site}  {rw.rule}: {rw.detail} "
+            console.print(f"  fixed     {rw.site}  {rw.rule} [{rw.safety['label']}]: {rw.detail} "
                           f"({ev['examples']} examples, predicate outcomes {ev['predicate_outcomes'] or 'n/a'}; "
                           f"--verify {ver.get('level', verify)}: {proved}/{len(obs)} obligations proved"
                           f"{f', {checked} checked' if checked else ''}"
                           f"{', ' + ver['use'] if ver.get('use') == 'inference-only' else ''})",
                           highlight=False, markup=False)
         for d in res.declined:
-            console.print(f"  declined  {d.site}  {d.rule}: {d.reason}", highlight=False, markup=False)
+            what = "withheld " if d.safety else "declined "
+            console.print(f"  {what} {d.site}  {d.rule}: {d.reason}", highlight=False, markup=False)
         for s in res.after.sites:
             if not s.fixable_by:
                 console.print(f"  unfixable {s.display_file}:{s.line}  {s.category}: {s.reason}", highlight=False)
         for w in written:
             console.print(f"  wrote {w}", highlight=False)
+
+
+def _refuse_read_only(target: str) -> None:
+    """``--write`` on a FILE target that is read-only: the error before any verification
+    (emit refuses it again, atomically, for every file it writes)."""
+    import os
+    from pathlib import Path
+
+    path = Path(target.rsplit(":", 1)[0] if not target.startswith("hf:") and ".py:" in target else target)
+    if path.suffix == ".py" and path.is_file() and (not os.access(path, os.W_OK) or not path.stat().st_mode & 0o222):
+        raise MendError(f"{path}: file is read-only; nothing was written (use the diff, or --out DIR)")
 
 
 @main.group()

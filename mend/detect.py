@@ -76,6 +76,7 @@ class DetectResult:
     events: list[BreakEvent] = field(default_factory=list)
     explain_break_count: int | None = None  # graph_count - 1, what explain() would say
     compiled_error: str | None = None
+    steady_graph_count: int | None = None   # graphs run by a second call (None: it failed)
 
     @property
     def graph_break_count(self) -> int:
@@ -209,10 +210,17 @@ def detect(target: Target, *, grad: bool = False) -> DetectResult:
     events: list[BreakEvent] = []
     graphs = 0
 
+    runs = [0]
+
     def counting_backend(gm, example_inputs):
         nonlocal graphs
         graphs += 1
-        return gm.forward
+        forward = gm.forward
+
+        def run(*a, **k):  # counts graphs run, for the steady state of a second call
+            runs[0] += 1
+            return forward(*a, **k)
+        return run
 
     compiled = torch.compile(target.model, backend=counting_backend)
     error = None
@@ -227,12 +235,32 @@ def detect(target: Target, *, grad: bool = False) -> DetectResult:
             error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
         finally:
             logging.disable(logging.NOTSET)
+    steady = None if error is not None else _second_call(compiled, target, grad, runs)
     torch._dynamo.reset()
     if error is not None and not events and graphs == 0:
         raise TargetError(f"{target.spec}: the compiled model failed where eager ran: {error}")
     _count_skips_not_relogged(events)
     _attribute_surplus(events, graphs)
-    return DetectResult(graphs, events, graphs - 1, error)
+    return DetectResult(graphs, events, graphs - 1, error, steady)
+
+
+def _second_call(compiled, target: Target, grad: bool, runs: list) -> int | None:
+    """Graphs run by a second call of the compiled model: the steady state, once first-call
+    work is done (transformers installs its output-capturing hooks lazily, on the first
+    call, and the second call recompiles without those breaks). None when it raises."""
+    runs[0] = 0
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        logging.disable(logging.CRITICAL)
+        try:
+            with (contextlib.nullcontext() if grad else torch.no_grad()):
+                compiled(*target.args, **target.kwargs)
+        except Exception:  # noqa: BLE001 - the steady state is then unknown, not an error
+            return None
+        finally:
+            logging.disable(logging.NOTSET)
+    return runs[0]
 
 
 def _count_skips_not_relogged(events: list[BreakEvent]) -> None:

@@ -41,7 +41,10 @@ def scan_table(result: ScanResult, console: Console) -> None:
                   f"{_plural(result.graph_break_count, 'graph break')} ({fixable} fixable) "
                   f"at {_plural(len(result.sites), 'site')}"
                   + (f"; torch._dynamo.explain would report {result.explain_break_count}"
-                     if result.explain_break_count != result.graph_break_count else ""))
+                     if result.explain_break_count != result.graph_break_count else "")
+                  + (f"; a second call runs {_plural(result.steady_graph_count, 'graph')} (steady state)"
+                     if result.steady_graph_count is not None and result.steady_graph_count != result.graph_count
+                     else ""))
     if result.compiled_error:
         console.print(f"[yellow]the compiled call raised: {result.compiled_error}[/]")
     if not result.sites:

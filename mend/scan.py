@@ -74,6 +74,7 @@ class ScanResult:
     sites: list[Site]
     explain_break_count: int
     compiled_error: str | None = None
+    steady_graph_count: int | None = None  # graphs a second call runs (first-call work done)
 
     @property
     def graph_break_count(self) -> int:
@@ -97,6 +98,7 @@ class ScanResult:
             "fixable_break_count": sum(s.count for s in self.fixable),
             "frames_skipped": sum(1 for s in self.sites if s.frame_skipped),
             "compiled_error": self.compiled_error,
+            "steady_graph_count": self.steady_graph_count,
             "sites": [s.to_json() for s in self.sites],
         }
 
@@ -160,4 +162,4 @@ def scan(target: Target) -> ScanResult:
     """Run ``target`` under TorchDynamo and classify every graph break site."""
     result = detect(target)
     return ScanResult(target.spec, result.graph_count, sites_from(result), result.explain_break_count,
-                      result.compiled_error)
+                      result.compiled_error, result.steady_graph_count)

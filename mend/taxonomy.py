@@ -11,7 +11,16 @@ raise-assert           a tensor-guarded ``raise`` or ``assert``
 print-logging          ``print``, a ``logging``/transformers logger call, ``warnings.warn``
 item-tolist            scalar extraction: ``.item()``, ``.tolist()``, ``float(t)``, ``int(t)``
 tensor-check           a check that reads its tensor on the host (``torch._check_tensor_all``)
+numpy-constant         ``np.sum``/``np.lcm``/``np.gcd`` of Python constants traced as arrays (a
+                       "Data dependent operator" at the call's statement)
+scalar-tensor          a Python int wrapped in ``torch.tensor()`` read back as a slice bound
+module-attribute-write a ``self.X = self.X.to(...)``-style write of a module attribute in ``forward``
+debug-host-work        dead or debug-only host work: ``torch.jit.isinstance``, an unused ``repr(t)``,
+                       a ``np.random``/``random`` draw, ``inspect.Signature.bind``
 dynamic-shape-op       an operator whose output shape depends on data (``nonzero``, masks)
+mask-update            a boolean-mask update ``x[m] = f(x[m])`` / ``x[m] op= c`` (gather + index_put)
+state-write            a write with tensor slice bounds ``X[:, a:b] = v``, or ``self.X = t.item()`` (a Python
+                       number kept on the module)
 numpy                  a NumPy call Dynamo cannot trace
 generator              generators and iterators kept on the module
 unsupported-builtin    a builtin or library call Dynamo cannot trace (``time``, ``random``,
@@ -39,7 +48,13 @@ CATEGORIES = {
     "print-logging": "print, logging or warnings call",
     "item-tolist": "scalar extraction (.item(), .tolist())",
     "tensor-check": "tensor check read on the host (torch._check_tensor_all)",
+    "numpy-constant": "numpy sum/lcm/gcd of Python constants traced as arrays",
+    "scalar-tensor": "Python scalar wrapped in a tensor, used as a Python number (slice bound)",
+    "module-attribute-write": "module attribute written in forward (self.X = self.X.to(...))",
+    "debug-host-work": "dead or debug-only host work (torch.jit.isinstance, unused repr, RNG draw, Signature.bind)",
     "dynamic-shape-op": "data-dependent output shape",
+    "mask-update": "boolean-mask update x[m] = f(x[m])",
+    "state-write": "cache write with tensor slice bounds, or a Python number stored on the module",
     "numpy": "untraceable NumPy call",
     "generator": "generator or iterator",
     "unsupported-builtin": "untraceable builtin or library call",
@@ -150,6 +165,119 @@ def _host_tensor_check(node) -> bool:
             and isinstance(node.value.func, cst.Attribute) and node.value.func.attr.value in _TENSOR_CHECKS)
 
 
+def _scalar_tensor_bound(loc) -> bool:
+    """A ``Tensor.item()`` break at a statement with no explicit scalar read (``.item(``,
+    ``.tolist(``, ``int(``, ``float(``) whose slice bound reads a name the enclosing function
+    binds from a call (``span = f(...)``; ``x[a - span : a + span]``)."""
+    if loc is None or any(k in loc.code() for k in (".item(", ".tolist(", "int(", "float(")):
+        return False
+    function = loc.function
+    if function is None:
+        return False
+    bound = {s.targets[0].target.value for s in m.findall(function.body, m.Assign(
+        targets=[m.AssignTarget(target=m.Name())], value=m.Call()))}
+    return any(n.value in bound for sl in m.findall(loc.node, m.Slice() | m.Index()) for n in m.findall(sl, m.Name()))
+
+
+def _self_attribute_write(node) -> bool:
+    """An assignment to one ``self.`` attribute (``self.X = self.X.to(...)``: the store runs
+    ``nn.Module.__setattr__``)."""
+    target = node.targets[0].target if isinstance(node, cst.Assign) and len(node.targets) == 1 else None
+    return (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)
+            and target.value.value == "self")
+
+
+_NUMPY_CONSTANT_FUNCS = ("sum", "lcm", "gcd")
+
+
+def _numpy_constant_call(loc: Located | None) -> bool:
+    """The statement (a compound statement's header) calls ``np.sum``/``np.lcm``/``np.gcd``,
+    spelled through ``numpy`` or a top-level ``import numpy as NAME``."""
+    if loc is None:
+        return False
+    names = {"numpy"}
+    for stmt in loc.module.body:
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.Import):
+                names |= {a.asname.name.value for a in small.names if isinstance(a.asname, cst.AsName)
+                          and isinstance(a.asname.name, cst.Name) and call_name(cst.Call(a.name)) == "numpy"}
+    node = loc.node
+    parts = [getattr(node, a) for a in ("test", "iter") if hasattr(node, a)] + list(getattr(node, "items", ())) \
+        if isinstance(node, cst.BaseCompoundStatement) else [node]
+    for part in parts:
+        for call in m.findall(part, m.Call()):
+            root, _, last = (call_name(call) or "").rpartition(".")
+            if root in names and last in _NUMPY_CONSTANT_FUNCS:
+                return True
+    return False
+
+
+def _item_assert(node) -> bool:
+    """``assert [not] <cmp>`` with a ``T.item()`` operand of a comparison (``assert lengths.max().item() <= slen``):
+    the host read is the check's own, which predicated validation moves into the graph."""
+    if not isinstance(node, cst.Assert):
+        return False
+    test = node.test
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test = test.expression
+    return isinstance(test, cst.Comparison) and any(
+        isinstance(o, cst.Call) and not o.args and isinstance(o.func, cst.Attribute) and o.func.attr.value == "item"
+        for o in [test.left] + [c.comparator for c in test.comparisons])
+
+
+def _debug_host_work(gb_type: str, loc: Located | None) -> bool:
+    """Dead or debug-only host work (issue 10, kind 8), by the gb_types measured on torch 2.13:
+    ``torch.jit.isinstance`` (a skipped function), ``r = repr(t)`` / ``r = str(t)``, a
+    ``np.random``/``random`` draw assigned to a local ("Data dependent operator"), and
+    ``inspect.Signature.bind``'s mappingproxy iteration in the stdlib ``inspect.py``."""
+    if loc is None:
+        return False
+    node = loc.node
+    if gb_type == "mapping proxy affected by dictionary mutation":
+        return str(loc.file).replace("\\", "/").endswith("inspect.py")
+    value = node.value if isinstance(node, cst.Assign) else None
+    if gb_type in ("repr() on tensor", "Failed to trace builtin operator") and call_name(value) in ("repr", "str"):
+        return True
+    if gb_type == "Data dependent operator" and (call_name(value) or "").startswith(("np.random.", "numpy.random.",
+                                                                                      "random.")):
+        return True
+    if gb_type in _SKIPPED:
+        parts = [getattr(node, a) for a in ("test", "iter") if hasattr(node, a)] + list(getattr(node, "items", ())) \
+            if isinstance(node, cst.BaseCompoundStatement) else [node]
+        return any((call_name(c) or "").endswith("jit.isinstance") for p in parts for c in m.findall(p, m.Call()))
+    return False
+
+
+def _mask_update(node) -> bool:
+    """``x[e] op= ...`` or ``x[e] = ...x[e]...`` (a boolean-mask update, mend/rules/mask_update)."""
+    from mend.rules.mask_update.screen import is_mask_statement
+    return node is not None and is_mask_statement(node)
+
+
+def _state_write(node) -> bool:
+    """``X[..., a:b] = v`` with a non-literal slice bound, or ``self.X = <t>.item()`` /
+    ``int(...)`` / ``float(...)`` (issue 10, kind 7; mend/rules/state_write)."""
+    if not (isinstance(node, cst.Assign) and len(node.targets) == 1):
+        return False
+    target, value = node.targets[0].target, node.value
+    if isinstance(target, cst.Subscript):
+        return any(isinstance(e.slice, cst.Slice) and any(
+            b is not None and not isinstance(b, cst.Integer) for b in (e.slice.lower, e.slice.upper))
+            for e in target.slice)
+    if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
+        name = call_name(value) or ""
+        return name in ("int", "float") or (isinstance(value, cst.Call) and not value.args
+                                            and isinstance(value.func, cst.Attribute) and value.func.attr.value == "item")
+    return False
+
+
+def _state_write_plan(loc: Located) -> bool:
+    """state-write's analysis takes the site and proves its bounds in range."""
+    from mend.rules.state_write.screen import Plan, analyse, decide_bounds
+    plan = analyse(loc.module.code, loc.line)
+    return isinstance(plan, Plan) and decide_bounds(plan) is None
+
+
 def categorize(gb_type: str, loc: Located | None) -> str:
     """The taxonomy category of a break from its gb_type and the statement at its site."""
     node = loc.node if loc is not None else None
@@ -168,11 +296,27 @@ def categorize(gb_type: str, loc: Located | None) -> str:
         return "print-logging"
     if gb_type == "logging.Logger method not supported for non-export cases":
         return "print-logging"
+    if gb_type == "Data dependent operator" and _numpy_constant_call(loc):
+        return "numpy-constant"  # big_bird's np.sum of a list: the constant traced as an array
+    if _debug_host_work(gb_type, loc):
+        return "debug-host-work"  # torch.jit.isinstance, an unused tensor repr, an RNG draw, Signature.bind
     if gb_type == "Data dependent operator" and loc is not None and not any(
             k in loc.code() for k in (".item(", ".tolist(", "int(", "float(", "bool(")):
         return "dynamic-shape-op"  # e.g. torch.nonzero: the op, not a scalar read, breaks
     if gb_type in _ITEM:
-        return "tensor-check" if _host_tensor_check(node) else "item-tolist"
+        if _host_tensor_check(node):
+            return "tensor-check"
+        if _item_assert(node):
+            return "raise-assert"
+        if gb_type == "Unsupported Tensor.item() call with capture_scalar_outputs=False" and _state_write(node) and (
+                not _scalar_tensor_bound(loc) or _state_write_plan(loc)):
+            return "state-write"  # a store with tensor slice bounds / a number kept on self (before scalar-tensor
+            #                       only where state-write's analysis takes the site)
+        if gb_type == "Unsupported Tensor.item() call with capture_scalar_outputs=False" and _scalar_tensor_bound(loc):
+            return "scalar-tensor"
+        return "item-tolist"
+    if gb_type.startswith("Dynamic shape operator") and _mask_update(node):
+        return "mask-update"
     if gb_type.startswith("Dynamic shape operator") or "data-dependent output shape" in gb_type:
         return "dynamic-shape-op"
     low = gb_type.lower()
@@ -186,4 +330,6 @@ def categorize(gb_type: str, loc: Located | None) -> str:
         return "generator"
     if gb_type in _SKIPPED or gb_type in {"Tensor.random_ op", "torch.Generator method"} or "random" in low:
         return "unsupported-builtin"
+    if _self_attribute_write(node):
+        return "module-attribute-write"
     return "other"

@@ -11,7 +11,7 @@ from tests.conftest import FIXTURES
 
 
 def test_branch_fixed_and_verified():
-    res = fix(str(FIXTURES / "branch_where.py"), max_examples=10)
+    res = fix(str(FIXTURES / "branch_where.py"), unsafe_fixes=True, max_examples=10)
     assert (res.before.graph_break_count, res.after.graph_break_count) == (1, 0)
     assert res.after.graph_count == 1
     (rw,) = res.rewrites
@@ -22,7 +22,7 @@ def test_branch_fixed_and_verified():
 
 
 def test_mixed_fixes_all_three_rules_and_keeps_item():
-    res = fix(str(FIXTURES / "mixed.py"), max_examples=10)
+    res = fix(str(FIXTURES / "mixed.py"), unsafe_fixes=True, max_examples=10)
     fixed = {int(rw["site"].rsplit(":", 1)[1]): rw["rule"] for rw in res.rewrites}
     # 18, the warnings.warn after the check, was declined while mend::capture crashed
     # Inductor's code generation (a deviceless extern kernel; see mend.runtime._capture)
@@ -33,7 +33,7 @@ def test_mixed_fixes_all_three_rules_and_keeps_item():
 
 
 def test_loop_branch_is_left_alone():
-    res = fix(str(FIXTURES / "loop_branch.py"), max_examples=5)
+    res = fix(str(FIXTURES / "loop_branch.py"), unsafe_fixes=True, max_examples=5)
     assert res.rewrites == [] and res.mended == res.original
 
 
@@ -42,7 +42,10 @@ def test_cli_diff_by_default_does_not_touch_the_file(run_mend, tmp_path):
     shutil.copy(FIXTURES / "branch_where.py", src)
     before = src.read_text()
     code, out, _ = run_mend("fix", str(src), "--examples", "5")
-    assert code == 0 and out.startswith(f"--- {src}\n+++ {src}\n") and "+        h = torch.where(" in out
+    header, diff = out.split("\n", 1)
+    # one header line per rewrite, with its fix safety, then the unified diff
+    assert code == 0 and header.startswith(f"# mend: [safe] {src}:") and "predicated-control-flow" in header
+    assert diff.startswith(f"--- {src}\n+++ {src}\n") and "+        h = torch.where(" in diff
     assert src.read_text() == before
 
 
@@ -50,7 +53,7 @@ def test_cli_write_is_atomic_and_writes_certificates(run_mend, tmp_path, monkeyp
     monkeypatch.chdir(tmp_path)
     src = tmp_path / "m.py"
     shutil.copy(FIXTURES / "branch_where.py", src)
-    code, out, err = run_mend("fix", str(src), "--write", "--examples", "5")
+    code, out, err = run_mend("fix", "--unsafe-fixes", str(src), "--write", "--examples", "5")
     assert code == 0, err
     assert "torch.where(" in src.read_text()
     certs = list((tmp_path / "mended" / "certificates").glob("*.json"))
@@ -63,13 +66,13 @@ def test_cli_read_only_file_is_an_error_and_unchanged(run_mend, tmp_path, monkey
     src = tmp_path / "m.py"
     shutil.copy(FIXTURES / "branch_where.py", src)
     src.chmod(stat.S_IRUSR)
-    code, _, err = run_mend("fix", str(src), "--write", "--examples", "5")
+    code, _, err = run_mend("fix", "--unsafe-fixes", str(src), "--write", "--examples", "5")
     assert code == 2 and "read-only" in err
     assert src.read_text() == (FIXTURES / "branch_where.py").read_text()
 
 
 def test_cli_json_shape(run_mend):
-    code, out, _ = run_mend("fix", str(FIXTURES / "branch_where.py"), "--json", "--examples", "5")
+    code, out, _ = run_mend("fix", "--unsafe-fixes", str(FIXTURES / "branch_where.py"), "--json", "--examples", "5")
     assert code == 0
     doc = json.loads(out)
     jsonschema.validate(doc, schema("fix"))
@@ -79,14 +82,14 @@ def test_cli_json_shape(run_mend):
 
 
 def test_cli_out_dir(run_mend, tmp_path):
-    code, _, _ = run_mend("fix", str(FIXTURES / "branch_where.py"), "--out", str(tmp_path / "o"), "--examples", "5")
+    code, _, _ = run_mend("fix", "--unsafe-fixes", str(FIXTURES / "branch_where.py"), "--out", str(tmp_path / "o"), "--examples", "5")
     assert code == 0
     assert "torch.where(" in (tmp_path / "o" / "branch_where.py").read_text()
     assert "torch.where(" not in (FIXTURES / "branch_where.py").read_text()
 
 
 def test_file_factory_target_is_fixed_through_its_factory():
-    res = fix(str(FIXTURES / "mixed.py") + ":factory", max_examples=5)
+    res = fix(str(FIXTURES / "mixed.py") + ":factory", unsafe_fixes=True, max_examples=5)
     assert {int(rw["site"].rsplit(":", 1)[1]) for rw in res.rewrites} == {15, 16, 18}
     assert all(rw["evidence"]["passed"] for rw in res.rewrites)
     assert (res.before.graph_break_count, res.after.graph_break_count) == (4, 1)
@@ -99,7 +102,7 @@ def test_file_factory_with_keyword_inputs_is_verified(tmp_path):
     src.write_text("import torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x, *, scale):\n"
                    "        if scale.sum() > 0:\n            y = x + scale\n        else:\n            y = x - scale\n"
                    "        return y\n\n\ndef make():\n    return M(), (torch.randn(2, 3),), {'scale': torch.ones(2, 3)}\n")
-    res = fix(f"{src}:make", max_examples=4)
+    res = fix(f"{src}:make", unsafe_fixes=True, max_examples=4)
     (rw,) = res.rewrites
     assert "torch.where(scale.sum() > 0, x + scale, x - scale)" in res.mended
     assert rw["evidence"]["passed"] and list(rw["evidence"]["predicate_outcomes"].values())[0]["forced"] == [False, True]
@@ -120,7 +123,7 @@ def test_module_factory_target_fixes_the_users_module_in_place(tmp_path, monkeyp
         "import torch\n\nfrom mend_modfix_pkg.model import Block\n\n\ndef make():\n"
         "    return Block(), (torch.randn(2, 4),)\n")
     monkeypatch.chdir(tmp_path)
-    code, out, err = run_mend("fix", "mend_modfix_build:make", "--examples", "3", "--write")
+    code, out, err = run_mend("fix", "--unsafe-fixes", "mend_modfix_build:make", "--examples", "3", "--write")
     assert code == 0, err
     assert "breaks 1 -> 0" in out
     assert "torch.where(h.sum() > 0, h * 2.0, h - 1.0)" in (pkg / "model.py").read_text()

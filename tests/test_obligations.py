@@ -214,11 +214,11 @@ def test_timed_out_obligation_declines_strict_fix(monkeypatch, tmp_path):
     import verifier.encoders.base as base
 
     monkeypatch.setattr(base, "solve", slow)
-    res = fix(str(src), max_examples=5, verify="strict")
+    res = fix(str(src), unsafe_fixes=True, max_examples=5, verify="strict")
     assert res.rewrites == []
     (d,) = res.declined
     assert "same-shape" in d["reason"] and "unknown" in d["reason"] and d["failed_obligations"] == ["same-shape"]
-    res = fix(str(src), max_examples=5, verify="standard")
+    res = fix(str(src), unsafe_fixes=True, max_examples=5, verify="standard")
     (rw,) = res.rewrites
     assert {o["kind"]: o["result"] for o in rw["obligations"]}["same-shape"] == "unknown"
 
@@ -226,7 +226,7 @@ def test_timed_out_obligation_declines_strict_fix(monkeypatch, tmp_path):
 # -- mend fix --verify -------------------------------------------------------------------------
 
 def test_strict_fix_records_established_obligations():
-    res = fix(str(FIXTURES / "branch_where.py"), max_examples=5, verify="strict")
+    res = fix(str(FIXTURES / "branch_where.py"), unsafe_fixes=True, max_examples=5, verify="strict")
     (rw,) = res.rewrites
     assert rw["verification"]["level"] == "strict"
     assert all((o["result"] == "proved" and o["smtlib"]) or (o["result"] == "checked" and o["checked_by"])
@@ -241,7 +241,7 @@ def test_strict_fix_records_established_obligations():
 @pytest.mark.parametrize("case, kind", [("009_branch_changes_seq_len.py", "same-shape"),
                                         ("010_branch_changes_dtype.py", "same-dtype")])
 def test_strict_declines_traps_naming_the_obligation(case, kind):
-    res = fix(str(SHARED_CASES / case), max_examples=5, verify="strict")
+    res = fix(str(SHARED_CASES / case), unsafe_fixes=True, max_examples=5, verify="strict")
     assert res.rewrites == [] and res.mended == res.original
     (d,) = res.declined
     assert kind in d["failed_obligations"] and f"obligation {kind}" in d["reason"] and "refuted" in d["reason"]
@@ -251,7 +251,7 @@ def test_strict_declines_traps_naming_the_obligation(case, kind):
 def test_strict_rewrites_the_sqrt_trap_with_cond_not_where():
     """012: torch.where would leak NaN gradients (finite-gradient is refuted for it, see
     above); torch.cond runs only the taken side, so strict emits that, every obligation proved."""
-    res = fix(str(SHARED_CASES / "012_sqrt_branch_grad_nan.py"), max_examples=5, verify="strict")
+    res = fix(str(SHARED_CASES / "012_sqrt_branch_grad_nan.py"), unsafe_fixes=True, max_examples=5, verify="strict")
     (rw,) = res.rewrites
     assert "torch.cond(" in rw["diff"] and "torch.where(" not in rw["diff"]
     kinds = {o["kind"]: o["result"] for o in rw["obligations"]}
@@ -262,7 +262,7 @@ def test_strict_rewrites_the_sqrt_trap_with_cond_not_where():
 
 
 def test_fast_does_not_consult_z3():
-    res = fix(str(FIXTURES / "branch_where.py"), max_examples=30, verify="fast")
+    res = fix(str(FIXTURES / "branch_where.py"), unsafe_fixes=True, max_examples=30, verify="fast")
     (rw,) = res.rewrites
     assert all(o["result"] == "unknown" and o["smtlib"] is None for o in rw["obligations"])
     assert rw["evidence"]["examples"] <= 6
@@ -306,7 +306,7 @@ def test_strict_on_shared_cases_emits_no_wrong_rewrite(tmp_path):
     for name, *_, fixable in ROWS:
         if fixable == "yes":
             continue
-        res = fix(str(SHARED_CASES / name), max_examples=5, verify="strict")
+        res = fix(str(SHARED_CASES / name), unsafe_fixes=True, max_examples=5, verify="strict")
         for d in res.declined:
             if d.get("failed_obligations"):
                 assert all(f"obligation {k}" in d["reason"] for k in d["failed_obligations"][:4]), d

@@ -56,16 +56,16 @@ def test_site_outside_the_target_file_is_declined_with_its_site(run_mend, tmp_pa
     monkeypatch.syspath_prepend(str(tmp_path / "sib"))
     sys.modules.pop("mend_sibling_break_helper", None)
     try:
-        res = fix(str(tmp_path / "sib" / "model.py"), max_examples=2)
+        res = fix(str(tmp_path / "sib" / "model.py"), unsafe_fixes=True, max_examples=2)
         assert res.rewrites == [] and res.mended == res.original
         (d,) = [d for d in res.declined if "outside the target's own file" in d.reason]
         assert d.site.endswith("mend_sibling_break_helper.py:12") and d.rule == "deferred-side-effects"
         sys.modules.pop("mend_sibling_break_helper", None)
-        code, out, err = run_mend("fix", str(tmp_path / "sib" / "model.py"), "--examples", "2")
+        code, out, err = run_mend("fix", "--unsafe-fixes", str(tmp_path / "sib" / "model.py"), "--examples", "2")
         assert code == 0, err
         assert "declined  " in out and "mend_sibling_break_helper.py:12" in out
         sys.modules.pop("mend_sibling_break_helper", None)
-        code, out, err = run_mend("fix", str(tmp_path / "sib" / "model.py"), "--examples", "2", "--json")
+        code, out, err = run_mend("fix", "--unsafe-fixes", str(tmp_path / "sib" / "model.py"), "--examples", "2", "--json")
         doc = json.loads(out)
         assert all("site" in d for d in doc["declined"]) and doc["declined"]
     finally:
@@ -79,7 +79,7 @@ def test_file_factory_with_keyword_inputs_for_a_transformers_model(tmp_path):
     The differential test draws keyword tensors as it draws positional ones."""
     pytest.importorskip("transformers")
     shutil.copy(FIXTURES / "hf_kwargs_factory.py", tmp_path / "hf_kwargs_factory.py")
-    res = fix(f"{tmp_path / 'hf_kwargs_factory.py'}:make", max_examples=3)
+    res = fix(f"{tmp_path / 'hf_kwargs_factory.py'}:make", unsafe_fixes=True, max_examples=3)
     assert res.executor == "in-process"
     (rw,) = res.rewrites
     assert rw.rule == "predicated-control-flow" and "torch.where(h.sum() > 0, h * 2.0, h - 1.0)" in res.mended
@@ -128,7 +128,7 @@ def test_module_factory_certificate_reruns_through_the_overlay(tmp_path, monkeyp
         "import torch\n\nfrom mend_rerun_pkg.model import Block\n\n\ndef make():\n"
         "    torch.manual_seed(0)\n    return Block(), (torch.randn(2, 4),)\n")
     monkeypatch.chdir(tmp_path)
-    code, out, err = run_mend("fix", "mend_rerun_build:make", "--examples", "3", "--out", "out")
+    code, out, err = run_mend("fix", "--unsafe-fixes", "mend_rerun_build:make", "--examples", "3", "--out", "out")
     assert code == 0, err
     (cert,) = (tmp_path / "out" / "certificates").glob("*.json")
     doc = json.loads(cert.read_text())
@@ -149,7 +149,7 @@ def test_module_factory_certificate_reruns_through_the_overlay(tmp_path, monkeyp
 
 def test_fix_json_stays_parseable_with_a_noisy_target(run_mend):
     """What the target prints while mend loads and runs it goes to stderr, not into --json."""
-    code, out, err = run_mend("fix", str(FIXTURES / "noisy.py"), "--json", "--examples", "2")
+    code, out, err = run_mend("fix", "--unsafe-fixes", str(FIXTURES / "noisy.py"), "--json", "--examples", "2")
     assert code == 0, err
     doc = json.loads(out)
     assert set(doc) == {"before", "after", "rewrites", "declined"}

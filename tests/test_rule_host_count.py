@@ -165,7 +165,7 @@ def test_other_item_tolist_sites_keep_the_category_reason(tmp_path):
     ("count_nonzero_ids.py", "nnz = nnz + (ids != 0).sum()"),
 ])
 def test_fixture_fixed(name, expected, tmp_path):
-    res = fix(str(FIXTURES / name), verify="strict", max_examples=10)
+    res = fix(str(FIXTURES / name), unsafe_fixes=True, verify="strict", max_examples=10)
     assert res.before.graph_break_count == 1 and res.after.graph_break_count == 0
     (rw,) = res.rewrites
     assert rw["rule"] == hc.NAME and not res.declined
@@ -193,7 +193,7 @@ def test_threshold_not_exact_is_declined_by_fix(tmp_path):
     source = (FIXTURES / "count_le_step2.py").read_text().replace("if v <= 2.0:", "if v <= 0.1:")
     path = tmp_path / "count_inexact.py"
     path.write_text(source)
-    res = fix(str(path), verify="standard", max_examples=5)
+    res = fix(str(path), unsafe_fixes=True, verify="standard", max_examples=5)
     assert res.rewrites == [] and res.mended == res.original
     (d,) = res.declined
     assert d["rule"] == hc.NAME and "count-compare-exact" in d["reason"] and "counterexample" in d["reason"]

@@ -4,7 +4,7 @@
 
 1. it is the JSON text mend wrote (``json.dumps(cert, indent=2)``; any edited byte that
    keeps valid JSON changes that text or the content) and matches the schema
-   (``mend/schemas/certificate.schema.json``, version 0.3, read by path);
+   (``mend/schemas/certificate.schema.json``, version 0.4, read by path);
 2. its content hashes to its ``digest`` (sha256 of the canonical JSON without the digest);
 3. the files it names still hash to ``sha256_mended`` / ``sha256_original``;
 4. every obligation is re-checked by its outcome kind (:func:`_check_queries`): a solver
@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-SCHEMA_VERSION = "0.3"
+SCHEMA_VERSION = "0.4"
 SCHEMA = Path(__file__).resolve().parents[1] / "mend" / "schemas" / "certificate.schema.json"
 
 
@@ -147,9 +147,23 @@ def verify_file(path: str | Path, *, rerun=None, timeout_ms: int | None = None) 
         rep.problems.append("the certificate's content does not match its digest (tampered)")
     _check_files(path, doc, rep)
     _check_queries(doc, rep, timeout_ms, code=_mended_code(path, doc))
+    _check_safety(doc, rep)
     if rerun is not None:
         _rerun(path, doc, rep, rerun)
     return rep
+
+
+def _check_safety(doc: dict, rep: Report) -> None:
+    """The recorded fix safety is what the recorded obligations and evidence give
+    (:func:`verifier.levels.fix_safety`): a certificate cannot call an unsafe fix safe."""
+    from verifier.levels import fix_safety
+
+    got = fix_safety(doc["obligations"], doc.get("evidence"), (doc.get("verification") or {}).get("use",
+                                                                                       "training and inference"))
+    rep.checked["safety"] = got["label"]
+    if got["label"] != doc["safety"]["label"]:
+        rep.problems.append(f"the certificate labels the fix {doc['safety']['label']!r}, its obligations and evidence "
+                            f"make it {got['label']!r}" + (f" ({'; '.join(got['reasons'][:2])})" if got["reasons"] else ""))
 
 
 def _mended_code(path: Path, doc: dict) -> str | None:

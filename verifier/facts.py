@@ -312,11 +312,14 @@ def _changed(before: dict, after: dict) -> list[str]:
 
 
 def observe_state(model, args: tuple, kwargs: dict) -> dict:
-    """Run ``model`` on the example inputs in eval and then in training mode (no autograd,
-    output, logs and warnings silenced; an exception ends that run) and record whether
-    each forward changed module state: ``{"modes": ["eval", "train"], "changes": [...]}``
-    (``"eval: buffer `bn.running_mean`"``; empty when nothing changed). The model's mode
-    is restored; call it on a model that has not run yet (a first call counts)."""
+    """Run ``model`` on the example inputs in eval mode twice, then in training mode (no
+    autograd, output, logs and warnings silenced; an exception ends that run) and record
+    whether each forward changed module state: ``{"modes": ["eval", "train"], "changes":
+    [...], "first_call": [...]}``. ``changes``: what the second eval call or the training
+    call changed (``"eval: buffer `bn.running_mean`"``); ``first_call``: what only the
+    first call changed (one-time initialization, e.g. transformers' output-capturing hooks
+    installed lazily). Both empty when nothing changed. The model's mode is restored; call
+    it on a model that has not run yet (a first call counts)."""
     import contextlib
     import io
     import logging
@@ -326,8 +329,9 @@ def observe_state(model, args: tuple, kwargs: dict) -> dict:
 
     was = model.training
     changes: list[str] = []
+    first: list[str] = []
     try:
-        for phase in (False, True):
+        for i, phase in enumerate((False, False, True)):
             model.train(phase)
             before = state_snapshot(model)
             with torch.no_grad(), contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
@@ -339,10 +343,11 @@ def observe_state(model, args: tuple, kwargs: dict) -> dict:
                     pass
                 finally:
                     logging.disable(logging.NOTSET)
-            changes += [f"{'train' if phase else 'eval'}: {c}" for c in _changed(before, state_snapshot(model))]
+            seen = [f"{'train' if phase else 'eval'}: {c}" for c in _changed(before, state_snapshot(model))]
+            (first if i == 0 else changes).extend(seen)
     finally:
         model.train(was)
-    return {"modes": ["eval", "train"], "changes": changes[:12]}
+    return {"modes": ["eval", "train"], "changes": changes[:12], "first_call": first[:12]}
 
 
 # -- entry points -----------------------------------------------------------------------------

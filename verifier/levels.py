@@ -18,7 +18,7 @@ import time
 from typing import Callable
 
 from verifier.discharge import discharge, no_encoding
-from verifier.encoders import KINDS
+from verifier.encoders import KINDS, OBSERVED
 from verifier.smt import TIMEOUT_MS, solver_version
 
 LEVELS = ("fast", "standard", "strict")
@@ -72,6 +72,43 @@ def failed_kinds(results: list[dict], level: str, *, required=frozenset()) -> li
     return [r["kind"] for r in results
             if r["kind"] not in KINDS or (level != "fast" and r["result"] in bad)
             or (r["kind"] in required and r["result"] not in ESTABLISHED)]
+
+
+# proof tiers whose premises are facts of the example run or an assumption on the inputs
+CONDITIONAL_TIERS = {"equal-sizes": "the example's equal sizes stay equal", "observed": "the example's sizes and dtypes",
+                     "finite-leaves": "finite leaf values"}
+SAFE, UNSAFE = "safe", "unsafe"
+
+
+def fix_safety(results: list[dict], evidence: dict | None, use: str = "training and inference") -> dict:
+    """The fix safety of a verified rewrite (issue 10, after ruff's fix applicability):
+    ``{"label": "safe" | "unsafe", "reasons": [...]}``.
+
+    ``safe``: every obligation ``proved`` unconditionally (a general tier) or ``checked`` by
+    a screen of the code or a cited lemma, the differential test bit-exact in eager, outputs
+    and gradients, and usable in training. ``unsafe`` -- applied only with
+    ``--unsafe-fixes`` -- names what it rests on: an obligation unknown; a proof whose
+    premises are facts of the example run (:data:`CONDITIONAL_TIERS`); a check that is an
+    observation (``verifier.encoders.OBSERVED``); gradients equal only within tolerance
+    (``evidence["max_gradient_error"]``, s.a. :func:`verifier.differential.gradient_tolerance`);
+    inference-only use."""
+    reasons = []
+    for r in results:
+        kind, res = r["kind"], r["result"]
+        if res == "unknown":
+            reasons.append(f"{kind} is unknown ({r.get('reason') or 'not decided'})")
+        elif res == "proved" and r.get("tier") in CONDITIONAL_TIERS:
+            reasons.append(f"{kind} is proved assuming {CONDITIONAL_TIERS[r['tier']]} (tier {r['tier']})")
+        elif res == "checked" and kind in OBSERVED:
+            reasons.append(f"{kind} rests on an observation, not a proof ({r.get('checked_by') or 'observed'})")
+        elif res == "refuted" and kind != "finite-gradient":
+            reasons.append(f"{kind} is refuted")
+    if use == "inference-only":
+        reasons.append("inference-only: a gradient may be non-finite where the original's is finite")
+    err = (evidence or {}).get("max_gradient_error") or 0.0
+    if err:
+        reasons.append(f"gradients agree within tolerance, not bit-exact (largest difference {err:.3g})")
+    return {"label": UNSAFE if reasons else SAFE, "reasons": reasons}
 
 
 def checked_list(results: list[dict]) -> list[dict]:

@@ -28,7 +28,7 @@ from verifier.encoders import CHECKS, KINDS, SOLVER_KINDS, Ctx
 from verifier.facts import (changed_lines, collect_facts, fact_key, fact_request, facts_in_process, names_in,
                             observe_state, summarize, temp_defs, trace_facts, watched_lines)
 from verifier.levels import (LEVELS, STRICT_MIN_EXAMPLES, STRICT_MIN_EXAMPLES_INSTALLED, check_rewrite,
-                             checked_list, examples_for, failed_kinds, prove, verdict)
+                             checked_list, examples_for, failed_kinds, fix_safety, prove, verdict)
 from verifier.outcomes import OUTCOMES, Outcome, check_refuted, checked, unknown
 from verifier.smt import TIMEOUT_MS, Solved, Unsupported, replay, result_of, solve, solver_version
 
@@ -39,7 +39,7 @@ __all__ = [
     "RESULT_FIELDS", "SOLVER_KINDS", "STRICT_MIN_EXAMPLES", "STRICT_MIN_EXAMPLES_INSTALLED", "TIMEOUT_MS", "Ctx",
     "Outcome", "Solved", "Unsupported", "changed_lines", "check_refuted", "check_rewrite", "checked",
     "checked_list", "collect_facts", "discharge", "enrich", "examples_for", "fact_key", "fact_request",
-    "facts_in_process", "failed_kinds", "names_in", "no_encoding", "obligation_data", "observe_state", "prove",
+    "facts_in_process", "failed_kinds", "fix_safety", "names_in", "no_encoding", "obligation_data", "observe_state", "prove",
     "replay", "result_of", "solve", "solver_version", "summarize", "temp_defs", "trace_facts", "unknown",
     "verdict", "watched_lines",
 ]

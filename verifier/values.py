@@ -33,6 +33,7 @@ class V:
     back: list = field(default_factory=list)   # [(child V, fn(g) -> child's gradient)]
     leaf: str | None = None
     key: str = ""
+    narrow: tuple | None = None   # a Python float read from a tensor (`.item()`): (the tensor's term, its dtype)
 
 
 
@@ -52,6 +53,9 @@ class ValueEval:
         self.overapprox: list[str] = []
         self.assume: list[tuple[Any, str | None]] = []
         self.depth = 0
+        # sources of tensors whose comparisons with a Python number are modelled exactly (a compiled
+        # lowering that keeps the number in double) instead of rounding the number to the tensor's dtype
+        self.exact_sources: set[str] = set()
 
     def leaf(self, dotted: str) -> V:
         if dotted in self.leaves:
@@ -144,7 +148,7 @@ class ValueEval:
             if src == "pyfloat":
                 if isinstance(t, float):
                     return z3.FPVal(t, srt)
-                return z3.fpFPToFP(RNE, t, srt)
+                return t if t.sort() == srt else z3.fpFPToFP(RNE, t, srt)
             if src == "pyint":
                 if isinstance(t, int):
                     return z3.FPVal(float(t), srt)
@@ -264,13 +268,19 @@ class ValueEval:
     def v_Compare(self, node):
         left = self.eval(node.left)
         out = []
+        lnode = node.left
         for op, comp in zip(node.ops, node.comparators):
             right = self.eval(comp)
-            out.append(self.compare(type(op).__name__, left, right))
-            left = right
+            exact = bool(self.exact_sources) and (ast.unparse(lnode) in self.exact_sources
+                                                  or ast.unparse(comp) in self.exact_sources)
+            out.append(self.compare(type(op).__name__, left, right, exact=exact))
+            left, lnode = right, comp
         return V(z3.And(*out) if len(out) > 1 else out[0], "bool" if not all(v.dtype.startswith("py") for v in (left,)) else "pybool")
 
-    def compare(self, op: str, a: V, b: V):
+    def compare(self, op: str, a: V, b: V, exact: bool = False):
+        py_a, py_b = a.dtype.startswith("py"), b.dtype.startswith("py")
+        if (py_a and py_b and a.dtype != b.dtype and "pyfloat" in (a.dtype, b.dtype)) or (exact and py_a != py_b):
+            return self.exact_compare(op, a, b)   # Python compares int with float exactly
         dt = self.common([a, b])
         if dt == "float64" and a.dtype.startswith("py") and b.dtype.startswith("py"):
             dt = "float64"
@@ -288,6 +298,60 @@ class ValueEval:
             if op in ("Eq", "NotEq"):
                 return (x == y) if op == "Eq" else (x != y)
         raise Unsupported(f"comparison of {dt}")
+
+    def _int64(self, v: V):
+        t, src = v.term, v.dtype
+        if src in ("bool", "pybool"):
+            return z3.If(t, z3.BitVecVal(1, 64), z3.BitVecVal(0, 64))
+        if src == "pyint":
+            if isinstance(t, int):
+                if not -2 ** 63 <= t < 2 ** 63:
+                    raise Unsupported(f"the Python int {t} does not fit in int64")
+                return z3.BitVecVal(t, 64)
+            return t
+        bits = INT_BITS[src]
+        return t if bits == 64 else (z3.ZeroExt if src == "uint8" else z3.SignExt)(64 - bits, t)
+
+    def exact_compare(self, op: str, a: V, b: V):
+        """``a <op> b`` on the exact values (Python's int/float comparison; NaN compares unequal to all)."""
+        floats = {"pyfloat", *FP_FORMAT}
+        if a.dtype not in floats and b.dtype not in floats:  # integers and bools: 64-bit, signed
+            x, y = self._int64(a), self._int64(b)
+            return {"Eq": lambda: x == y, "NotEq": lambda: x != y, "Lt": lambda: x < y, "LtE": lambda: x <= y,
+                    "Gt": lambda: x > y, "GtE": lambda: x >= y}[op]()
+        fp = {"Eq": z3.fpEQ, "NotEq": lambda p, q: z3.Not(z3.fpEQ(p, q)), "Lt": z3.fpLT, "LtE": z3.fpLEQ,
+              "Gt": z3.fpGT, "GtE": z3.fpGEQ}[op]
+        if a.dtype in floats and b.dtype in floats:  # both exact in float64
+            return fp(self._float(a, "float64"), self._float(b, "float64"))
+        if a.dtype not in floats:  # the integer on the right: mirror the operator
+            a, b = b, a
+            op = {"Lt": "Gt", "LtE": "GtE", "Gt": "Lt", "GtE": "LtE"}.get(op, op)
+        # float x vs integer n, in a float format F holding x exactly: no F lies strictly between
+        # RTN(n) and RTP(n), so x < n <=> x < RTP(n), x <= n <=> x <= RTN(n), x > n <=> x > RTN(n),
+        # x >= n <=> x >= RTP(n), x == n <=> x == RTN(n) == RTP(n) (NaN: all false but !=)
+        fmt = a.narrow[1] if a.narrow else a.dtype if a.dtype in FP_FORMAT else "float64"
+        x = a.narrow[0] if a.narrow else self._float(a, fmt)
+        if b.dtype in ("bool", "pybool"):
+            n = self._float(b, fmt)
+            return {"Eq": z3.fpEQ, "NotEq": lambda p, q: z3.Not(z3.fpEQ(p, q)), "Lt": z3.fpLT, "LtE": z3.fpLEQ,
+                    "Gt": z3.fpGT, "GtE": z3.fpGEQ}[op](x, n)
+        bv = self._int64(b)
+        lo, hi = z3.fpSignedToFP(z3.RTN(), bv, fp_sort(fmt)), z3.fpSignedToFP(z3.RTP(), bv, fp_sort(fmt))
+        return {"Lt": lambda: z3.fpLT(x, hi), "LtE": lambda: z3.fpLEQ(x, lo), "Gt": lambda: z3.fpGT(x, lo),
+                "GtE": lambda: z3.fpGEQ(x, hi), "Eq": lambda: z3.And(z3.fpEQ(x, lo), z3.fpEQ(lo, hi)),
+                "NotEq": lambda: z3.Not(z3.And(z3.fpEQ(x, lo), z3.fpEQ(lo, hi)))}[op]()
+
+    def _float(self, v: V, fmt: str):
+        """``v`` in float format ``fmt``, exactly (a float of a narrower format, a bool)."""
+        srt = fp_sort(fmt)
+        t, src = v.term, v.dtype
+        if src in ("bool", "pybool"):
+            return z3.If(t, z3.FPVal(1.0, srt), z3.FPVal(0.0, srt))
+        if src == "pyfloat" and isinstance(t, float):
+            return z3.FPVal(t, srt)
+        if t.sort() == srt:
+            return t
+        return z3.fpFPToFP(RNE, t, srt)
 
     def v_BinOp(self, node):
         a, b = self.eval(node.left), self.eval(node.right)
@@ -350,6 +414,19 @@ class ValueEval:
         else:
             args = list(node.args)
         kw = {k.arg: k.value for k in node.keywords}
+        if last == "item" and is_method and len(args) == 1 and not node.keywords:
+            # Tensor.item(): an integer's value, a float's value widened to float64, a bool
+            x = self.eval(args[0])
+            if x.dtype.startswith("py"):
+                raise Unsupported(f"`{ast.unparse(node)}`: `.item()` of a Python number")
+            if x.dtype in FP_FORMAT:
+                return V(x.term if x.dtype == "float64" else z3.fpFPToFP(RNE, x.term, z3.Float64()), "pyfloat",
+                         narrow=(x.term, x.dtype))
+            if x.dtype in INT_BITS:
+                bits = INT_BITS[x.dtype]
+                t = x.term if bits == 64 else (z3.ZeroExt if x.dtype == "uint8" else z3.SignExt)(64 - bits, x.term)
+                return V(t, "pyint")
+            return V(x.term, "pybool")
         if last in ("any", "all", "sum", "mean", "amax", "amin", "max", "min", "prod", "norm", "count_nonzero"):
             x = self.eval(args[0])
             dt = "bool" if last in ("any", "all") else (x.dtype if x.dtype in FP_FORMAT else

@@ -24,7 +24,7 @@ from mend.rules import RULES, Decline
 from mend.scan import scan
 from mend.targets import load_target
 from verifier.forcing import instrument
-from verifier.obligations import LEVELS, examples_for, prove
+from verifier.obligations import LEVELS, examples_for, fix_safety, prove
 
 __all__ = ["fix", "FixResult", "Rewrite", "Declined", "build_pair", "factory_of", "model_maker", "UNFORCEABLE"]
 
@@ -51,7 +51,7 @@ def _is_branch(code: str, line: int) -> bool:
 
 
 def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds: int = 4,
-        verify: str = "standard") -> FixResult:
+        verify: str = "standard", unsafe_fixes: bool = False) -> FixResult:
     """Rewrite the fixable graph breaks of the target ``spec`` and verify each rewrite.
 
     ``spec``: FILE.py, FILE.py:FACTORY (in-process executor; the factory may return
@@ -59,7 +59,10 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
     executor). ``max_examples``: Hypothesis examples per candidate (default 30 in process,
     8 through the overlay, where each example runs in several fresh interpreters);
     ``verify`` (fast, standard, strict) decides how each candidate's obligations weigh
-    (README, "Verification levels"). Nothing is written: the result holds the mended text.
+    (README, "Verification levels"). Each verified rewrite is labelled ``safe`` or ``unsafe``
+    (:func:`verifier.levels.fix_safety`); an unsafe one is applied only with
+    ``unsafe_fixes``, and is otherwise declined with what it rests on (ruff's
+    ``--unsafe-fixes``). Nothing is written: the result holds the mended text.
     Raises MendError for an unknown level and TargetError for a target that cannot be built.
     """
     if verify not in LEVELS:
@@ -97,6 +100,13 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
                 outcome = _try_site(ex, site, rel, files.get(rel, original), originals[rel], files, verify)
                 if isinstance(outcome, Declined):
                     declined.append(outcome)
+                    continue
+                safety = outcome[0].safety
+                if safety["label"] != "safe" and not unsafe_fixes:
+                    ex.reject()
+                    declined.append(Declined(outcome[0].site, site.fixable_by,
+                                             "an unsafe fix, verified but not applied without --unsafe-fixes: "
+                                             + "; ".join(safety["reasons"][:3]), safety=safety["label"]))
                     continue
                 trial = {**files, rel: outcome[1]}
                 rescanned = ex.rescan(trial)
@@ -152,5 +162,6 @@ def _try_site(ex, site, rel: str, current: str, original: str, files: dict[str, 
         return decline(failed.reason, counterexample=failed.counterexample)
     name = ex.diff_name(rel)
     diff = "".join(difflib.unified_diff(current.splitlines(True), res.code.splitlines(True), f"a/{name}", f"b/{name}"))
+    safety = fix_safety(proof["obligations"], evidence, proof["verification"].get("use", "training and inference"))
     return Rewrite(site.fixable_by, rel, where, list(res.span), res.detail, diff, proof["obligations"],
-                   proof["verification"], evidence), res.code
+                   proof["verification"], evidence, safety), res.code

@@ -11,7 +11,7 @@ import torch
 from mend.errors import MendError
 from mend.pipeline.records import FixResult, Rewrite
 
-CERT_SCHEMA_VERSION = "0.3"
+CERT_SCHEMA_VERSION = "0.4"
 
 
 def sha256_text(text: str) -> str:
@@ -55,7 +55,7 @@ def certificate(res: FixResult, rw: Rewrite, paths: dict | None = None) -> dict:
                  "executor": res.executor, "file": rw.file, "site": rw.site, "span": rw.span, "diff": rw.diff,
                  "sha256_original": sha256_text(res.originals[rw.file]), "sha256_mended": sha256_text(res.files[rw.file]),
                  "paths": {"mended": None, "original": None, "original_module": None, **(paths or {})},
-                 "obligations": obligations, "verification": ver, "evidence": rw.evidence,
+                 "obligations": obligations, "verification": ver, "evidence": rw.evidence, "safety": rw.safety,
                  "versions": {"torch": torch.__version__, "mend": __version__, "z3": z3.get_version_string(),
                               "hypothesis": hypothesis.__version__},
                  "breaks": {"before": res.before.graph_break_count, "after": res.after.graph_break_count}})

@@ -22,7 +22,7 @@ from mend.detect import display_path
 from mend.errors import MendError, TargetError
 from mend.scan import scan
 from mend.targets import Target, load_file_module, load_target
-from verifier.differential import Mismatch, compare, differential_test, inputs_strategy
+from verifier.differential import GRADIENT_TOLERANCE_TEXT, Mismatch, compare, differential_test, inputs_strategy
 from verifier.facts import fact_request, facts_in_process
 
 
@@ -190,6 +190,7 @@ class ScanDoc:
 
         self.doc = doc
         self.graph_count = doc["graph_count"]
+        self.steady_graph_count = doc.get("steady_graph_count")
         self.graph_break_count = doc["graph_break_count"]
         self.sites = [SimpleNamespace(**s, display_file=s["file"]) for s in doc["sites"]]
 
@@ -217,16 +218,18 @@ def draw_inputs(args: tuple, kwargs: dict, seed: int, n: int) -> list[tuple[tupl
     return drawn[: n + 1]
 
 
-def compare_runs(ref: dict, got: dict, exact: bool, natural_only: bool = False, any_error: bool = False) -> float:
+def compare_runs(ref: dict, got: dict, exact: bool, natural_only: bool = False, any_error: bool = False,
+                 grad_stats: dict | None = None) -> float:
     """Compare two workers' observations pairwise (:func:`verifier.differential.compare`);
-    the largest absolute error. Raises Mismatch on the first difference."""
+    the largest absolute error (the largest gradient difference goes to ``grad_stats``).
+    Raises Mismatch on the first difference."""
     worst = 0.0
     ref_obs = [o for o in ref["observations"] if not natural_only or o["setting"][0] is None]
     got_obs = got["observations"]
     if len(ref_obs) != len(got_obs):
         raise MendError("internal: observation counts differ")
     for r, g in zip(ref_obs, got_obs):
-        worst = max(worst, compare(r["obs"], g["obs"], exact=exact, any_error=any_error))
+        worst = max(worst, compare(r["obs"], g["obs"], exact=exact, any_error=any_error, grad_stats=grad_stats))
     return worst
 
 
@@ -342,6 +345,7 @@ class Overlay:
     def evidence(self, force: list[int], edge_values: list) -> dict:
         n, tmp = self.n, self.tmp
         base = {"target": self.spec, "action": "observe", "inputs": str(self.inputs_path), "force": force}
+        grads: dict = {}
         try:
             ref = self.run_worker({**base, "overlay": str(self.ref_dir)}, tmp, f"ref{n}")
             cand = self.run_worker({**base, "overlay": str(self.cand_dir)}, tmp, f"cand{n}")
@@ -349,7 +353,7 @@ class Overlay:
             # (graphs holding mend::capture have crashed it, see README)
             emit = self.run_worker({**base, "overlay": str(self.emit_dir), "force": [], "compiled": True,
                                     "backend": "inductor"}, tmp, f"emit{n}")
-            worst = compare_runs(ref, cand, exact=True)
+            worst = compare_runs(ref, cand, exact=True, grad_stats=grads)
             if force:  # the predicate forced both ways under torch.compile too: a rewrite
                 # may take effect only when compiling (torch.cond keeps the `if` for eager)
                 cand_c = self.run_worker({**base, "overlay": str(self.cand_dir), "compiled": True, "backend": "eager"},
@@ -373,7 +377,9 @@ class Overlay:
                 "modes": ["eager", "compiled:inductor"] + (["compiled:eager-backend/forced"] if force else []),
                 "predicate_outcomes": {str(line): {"natural": ref["seen"].get(str(line), []), "forced": [False, True]}
                                        for line in force},
-                "max_abs_error": worst, "counterexample": None, "reason": None}
+                "max_abs_error": worst, "max_gradient_error": grads.get("max", 0.0),
+                "gradients_exact": grads.get("max", 0.0) == 0.0, "gradient_tolerance": GRADIENT_TOLERANCE_TEXT,
+                "counterexample": None, "reason": None}
 
     def accept(self) -> None:
         pass

@@ -28,7 +28,8 @@ class Rewrite(_JsonView):
     """One verified rewrite. ``site`` is ``file:line`` in the original file; ``span`` the
     replaced lines (1-based, inclusive) of the version it was applied to; ``obligations``
     each with its outcome (proved/refuted/unknown/checked); ``verification`` what the level
-    policy decided; ``evidence`` the differential test's record."""
+    policy decided; ``evidence`` the differential test's record; ``safety`` its fix safety,
+    ``{"label": "safe" | "unsafe", "reasons": [...]}`` (:func:`verifier.levels.fix_safety`)."""
 
     rule: str
     file: str
@@ -39,11 +40,12 @@ class Rewrite(_JsonView):
     obligations: list[dict]
     verification: dict
     evidence: dict
+    safety: dict = field(default_factory=lambda: {"label": "unsafe", "reasons": ["not labelled"]})
 
     def to_json(self) -> dict:
         return {"rule": self.rule, "file": self.file, "site": self.site, "span": list(self.span),
                 "detail": self.detail, "diff": self.diff, "obligations": self.obligations,
-                "verification": self.verification, "evidence": self.evidence}
+                "verification": self.verification, "evidence": self.evidence, "safety": self.safety}
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,7 @@ class Declined(_JsonView):
     reason: str
     failed_obligations: list[str] | None = None
     counterexample: str | None = None
+    safety: str | None = None   # "unsafe": verified, withheld without --unsafe-fixes
 
     def __post_init__(self):
         if not self.site or not self.reason:
@@ -67,6 +70,8 @@ class Declined(_JsonView):
             doc["failed_obligations"] = self.failed_obligations
         if self.counterexample is not None:
             doc["counterexample"] = self.counterexample
+        if self.safety is not None:
+            doc["safety"] = self.safety
         return doc
 
 
@@ -127,9 +132,15 @@ class FixResult:
         return rel[:-3].replace("/", ".") if self.executor == "overlay" else None
 
     def diff(self) -> str:
-        return "".join("".join(difflib.unified_diff(self.originals[rel].splitlines(True), code.splitlines(True),
-                                                    *labels(rel)))
-                       for rel, code in self.files.items())
+        """The unified diff of every mended file, each headed by one line per rewrite in it
+        (``# mend: [safe] FILE:LINE RULE: DETAIL``), which patch tools skip."""
+        out = []
+        for rel, code in self.files.items():
+            out += [f"# mend: [{rw.safety['label']}] {rw.site} {rw.rule}: {rw.detail}\n"
+                    for rw in self.rewrites if rw.file == rel]
+            out.append("".join(difflib.unified_diff(self.originals[rel].splitlines(True), code.splitlines(True),
+                                                    *labels(rel))))
+        return "".join(out)
 
     def to_json(self) -> dict:
         return {"before": self.before.to_json(), "after": self.after.to_json(),

@@ -75,10 +75,107 @@ PY_MUTATORS = {"append", "extend", "insert", "pop", "popitem", "update", "setdef
                 "discard", "register_buffer", "register_parameter", "register_module", "add_module"}
 
 
-def state_change(function: cst.FunctionDef) -> str | None:
-    """The first statement of ``function`` that changes state, as code, else None."""
+# keyword arguments a call may take without the result aliasing them (hyper-parameters)
+_PLAIN_KEYWORDS = {"p", "training", "dim", "eps", "dtype", "device", "keepdim", "inplace"}
+_LITERALS = (cst.Integer, cst.Float, cst.SimpleString, cst.Imaginary)
+
+
+def fresh_locals(function: cst.FunctionDef) -> set[str]:
+    """Local names of ``function`` every binding of which is a tensor allocated in this
+    call: an arithmetic result (``a + b``, ``-a``), or a call whose arguments are fresh
+    locals, literals or hyper-parameter keywords, made through a submodule (``self.ln``,
+    ``self.layers[i]``), a dotted library function (``nn.functional.dropout``) or a method
+    of a fresh local (a view of a fresh tensor is fresh). An in-place update of such a local
+    changes nothing outside the call: if the call fails before returning, nothing saw it
+    (a submodule that returns a buffer or stashes its argument is the state observation's
+    business, which runs with this screen). Parameters, loop and ``with`` targets,
+    unpacked and augmented-only names are never fresh."""
+    params = {p.name.value for p in m.findall(function.params, m.Param())}
+    bindings: dict[str, list] = {}
+    blocked: set[str] = set(params)
+    for node in m.findall(function.body, m.Assign() | m.AnnAssign() | m.For() | m.With() | m.NamedExpr()
+                          | m.CompFor() | m.Global() | m.Nonlocal() | m.Import() | m.ImportFrom()):
+        if isinstance(node, cst.Assign):
+            if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+                bindings.setdefault(node.targets[0].target.value, []).append(node.value)
+            else:
+                blocked |= {n.value for t in node.targets for n in m.findall(t.target, m.Name())}
+        elif isinstance(node, cst.AnnAssign):
+            if isinstance(node.target, cst.Name) and node.value is not None:
+                bindings.setdefault(node.target.value, []).append(node.value)
+            else:
+                blocked |= {n.value for n in m.findall(node.target, m.Name())}
+        elif isinstance(node, (cst.For, cst.CompFor)):
+            blocked |= {n.value for n in m.findall(node.target, m.Name())}
+        elif isinstance(node, cst.NamedExpr):
+            blocked |= {n.value for n in m.findall(node.target, m.Name())}
+        elif isinstance(node, cst.With):
+            blocked |= {n.value for item in node.items if item.asname for n in m.findall(item.asname, m.Name())}
+        else:  # global / nonlocal / import: the name is not this call's local
+            blocked |= {n.value for n in m.findall(node, m.Name())}
+    fresh = {n for n in bindings if n not in blocked}
+
+    def allocates(value) -> bool:
+        if isinstance(value, (cst.BinaryOperation, cst.UnaryOperation)) and not isinstance(
+                getattr(value, "operator", None), cst.Not):
+            return True
+        if not isinstance(value, cst.Call):
+            return False
+        func = value.func
+        root = func
+        while isinstance(root, (cst.Attribute, cst.Subscript)):
+            root = root.value
+        if isinstance(func, cst.Name) or not isinstance(root, cst.Name):
+            return False  # a bare name may be anything (a local alias of an input)
+        chain = dotted(func)
+        submodule = root.value == "self" and (isinstance(func, cst.Subscript) or (chain and chain.count(".") == 1))
+        library = chain is not None and root.value in ("torch", "nn", "F") and root.value not in fresh | params
+        method = root.value in fresh and isinstance(func, cst.Attribute)
+        if not (submodule or library or method):
+            return False
+        for arg in value.args:
+            if arg.star:
+                return False
+            if arg.keyword is not None and arg.keyword.value in _PLAIN_KEYWORDS:
+                continue
+            v = arg.value
+            if isinstance(v, _LITERALS) or (isinstance(v, cst.Name) and v.value in fresh | {"None", "True", "False"}):
+                continue
+            return False
+        return True
+
+    changed = True
+    while changed:  # a fixpoint: a binding from a name that is not fresh spoils it
+        changed = False
+        for name in sorted(fresh):
+            if not all(allocates(v) for v in bindings[name]):
+                fresh.discard(name)
+                changed = True
+    return fresh
+
+
+def _updates_fresh(small: cst.BaseSmallStatement, fresh: set[str]) -> bool:
+    """``x op= ...`` or ``x.add_(...)`` on a fresh local ``x``, with no other in-place call."""
+    if isinstance(small, cst.AugAssign):
+        return isinstance(small.target, cst.Name) and small.target.value in fresh and not inplace_call(small.value) \
+            and not has_out_kwarg(small)
+    if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) and isinstance(small.value.func, cst.Attribute):
+        call = small.value
+        receiver = call.func.value
+        rest = [a.value for a in call.args]
+        return (isinstance(receiver, cst.Name) and receiver.value in fresh and inplace_call(small) is not None
+                and not any(inplace_call(a) for a in rest) and not has_out_kwarg(small))
+    return False
+
+
+def state_change(function: cst.FunctionDef, *, fresh_ok: bool = True) -> str | None:
+    """The first statement of ``function`` that changes state, as code, else None. With
+    ``fresh_ok``, an in-place update of a fresh local (:func:`fresh_locals`) is not one."""
+    fresh = fresh_locals(function) if fresh_ok else set()
     for stmt in m.findall(function.body, m.SimpleStatementLine()):
         for small in stmt.body:
+            if _updates_fresh(small, fresh):
+                continue
             if inplace_call(small) or has_out_kwarg(small) or m.findall(
                     small, m.Arg(keyword=m.Name("inplace"), value=m.Name("True"))):
                 return code_of(small).strip()

@@ -7,7 +7,12 @@ encoder (``KINDS``). The verifier never names a rule: a kind is what it encodes.
 * :mod:`.capture`: deferred side effects (``mend::capture``);
 * :mod:`.assert_async`: a raise moved into the graph as ``torch._assert_async``;
 * :mod:`.counting`: a host counting loop as a tensor count;
-* :mod:`.host_check`: a host-reading tensor check kept in the graph.
+* :mod:`.host_check`: a host-reading tensor check kept in the graph;
+* :mod:`.numpy_constants`: numpy on Python constants made exact Python arithmetic.
+
+``OBSERVED``: the checks that rest on an observation (of the example run, or of probes
+run on the installed torch) rather than on a screen of the code or a proved lemma: a
+rewrite resting on one is an ``unsafe`` fix (:func:`verifier.levels.fix_safety`).
 
 ``CHECKS``: the kinds whose encoder is a check (a static screen, the effect analysis or an
 observation) and never a solver query; every other kind is encoded as an SMT query (whose
@@ -18,17 +23,24 @@ from __future__ import annotations
 
 from typing import Callable
 
-from verifier.encoders import assert_async, capture, cond, counting, hoisting, host_check, where
+from verifier.encoders import assert_async, capture, cond, counting, forward_attribute, hoisting, host_check, where
+from verifier.encoders import scalar_tensor
+from verifier.encoders import numpy_constants
+from verifier.encoders import dead_host_work
+from verifier.encoders import mask_update
+from verifier.encoders import state_write
 from verifier.encoders.base import Ctx
 from verifier.outcomes import Outcome
 
 Encoder = Callable[[dict, Ctx], Outcome]
-GROUPS = (where, cond, hoisting, capture, assert_async, counting, host_check)
+GROUPS = (where, cond, hoisting, capture, assert_async, counting, host_check, forward_attribute, scalar_tensor,
+          numpy_constants, dead_host_work, mask_update, state_write)
 
 
-def _registry() -> tuple[dict[str, Encoder], frozenset]:
+def _registry() -> tuple[dict[str, Encoder], frozenset, frozenset]:
     kinds: dict[str, Encoder] = {}
     checks: set[str] = set()
+    observed: set[str] = set()
     for group in GROUPS:
         for kind, fn in group.ENCODERS.items():
             if kind in kinds:
@@ -37,10 +49,13 @@ def _registry() -> tuple[dict[str, Encoder], frozenset]:
         if not group.CHECKS <= set(group.ENCODERS):
             raise RuntimeError(f"{group.__name__}: CHECKS names kinds it does not encode")
         checks |= group.CHECKS
-    return kinds, frozenset(checks)
+        observed |= getattr(group, "OBSERVED", frozenset())
+        if not observed <= checks:
+            raise RuntimeError(f"{group.__name__}: OBSERVED names kinds that are not checks")
+    return kinds, frozenset(checks), frozenset(observed)
 
 
-KINDS, CHECKS = _registry()
+KINDS, CHECKS, OBSERVED = _registry()
 SOLVER_KINDS = frozenset(KINDS) - CHECKS
 
 
@@ -48,4 +63,4 @@ def encoder_for(kind: str) -> Encoder | None:
     return KINDS.get(kind)
 
 
-__all__ = ["CHECKS", "Ctx", "Encoder", "KINDS", "SOLVER_KINDS", "encoder_for"]
+__all__ = ["CHECKS", "Ctx", "Encoder", "KINDS", "OBSERVED", "SOLVER_KINDS", "encoder_for"]

@@ -21,6 +21,7 @@ from verifier.effects import op_writes
 from verifier.encoders.base import Ctx, decide, fp_arith, numel, shape_tiers, value_tiers
 from verifier.outcomes import Outcome, check_refuted, checked, unknown
 from verifier.shapes import ShapeEval, _expr
+from verifier.smt import Unsupported
 from verifier.values import ValueEval
 
 STATE_CHANGES = ("state-unchanged-on-raise cannot be shown: the model's forward changes module state (a buffer or a "
@@ -48,11 +49,38 @@ def trap_entry(code: str, trap: str) -> tuple[str, str] | None:
                         and isinstance(v.body, ast.Call):
                     name = _dotted(v.body.func) or ""
                     args = v.body.args
+                    if not args and not v.body.keywords:   # `E()`: str(E()) == "" (a bare `assert`)
+                        return name.rsplit(".", 1)[-1], ""
                     if len(args) == 1 and isinstance(args[0], ast.Constant) and isinstance(args[0].value, str):
                         return name.rsplit(".", 1)[-1], args[0].value
                     return name.rsplit(".", 1)[-1], json.dumps([ast.literal_eval(a) for a in args]) if all(
                         isinstance(a, ast.Constant) for a in args) else ast.unparse(v.body)
     return None
+
+
+def _item_semantics(ob: dict, ev: ValueEval):
+    """For a condition whose ``T.item()`` reads were removed: the mended check's truth when the
+    compiled code compares ``T`` with the Python number exactly (inductor keeps an unspecialised
+    float in double; measured), next to eager's (the number rounded to ``T``'s dtype). Both must
+    give the original's truth. The compared values must be Python numbers, and several ``T`` must
+    share one dtype (the promotion of two tensors of different dtypes and dims is not modelled)."""
+    dts = set()
+    for src in ob["items"]:
+        v = ev.eval(_expr(src))
+        if v.dtype.startswith("py"):
+            raise Unsupported(f"`{src}` is a Python number where the rewrite reads a tensor through `.item()`")
+        dts.add(v.dtype)
+    if len(dts) > 1:
+        raise Unsupported(f"the tensors read through `.item()` have different dtypes ({', '.join(sorted(dts))}): "
+                          "comparing them as tensors promotes one, which Python's comparison does not")
+    for src in ob.get("numbers") or []:
+        if not ev.eval(_expr(src)).dtype.startswith("py"):
+            raise Unsupported(f"`{src}` is a tensor: only comparisons of `T.item()` with a Python number are modelled")
+    ev.exact_sources = {ast.unparse(_expr(src)) for src in ob["items"]}   # as v_Compare spells them
+    try:
+        return ev.truth(ev.eval(_expr(ob["asserts"])))
+    finally:
+        ev.exact_sources = set()
 
 
 def raises_iff(ob: dict, ctx: Ctx) -> Outcome:
@@ -62,11 +90,14 @@ def raises_iff(ob: dict, ctx: Ctx) -> Outcome:
         orig = ev.truth(ev.eval(_expr(ob["raises_when"])))
         holds = ev.truth(ev.eval(_expr(ob["asserts"])))
         mended = z3.Not(holds)           # _assert_async(t) raises iff not truth(t)
+        differs = [orig != mended]
+        if ob.get("items"):              # `.item()` removed: see _item_semantics
+            differs.append(orig != z3.Not(_item_semantics(ob, ev)))
         exc_o, msg_o = z3.String("original.type"), z3.String("original.message")
         exc_t, msg_t = z3.String("restored.type"), z3.String("restored.message")
         claim = [exc_o == z3.StringVal(ob.get("exception", "")), msg_o == z3.StringVal(_msg(ob)),
                  exc_t == z3.StringVal(table[0] if table else ""), msg_t == z3.StringVal(table[1] if table else ""),
-                 z3.Or(orig != mended, exc_o != exc_t, msg_o != msg_t)]
+                 z3.Or(*differs, exc_o != exc_t, msg_o != msg_t)]
         return claim, table
     if table is None:
         return unknown(f"the trap entry {ob.get('trap')} is not in the mended file")
@@ -131,10 +162,18 @@ def state_unchanged(ob: dict, ctx: Ctx) -> Outcome:
         return unknown("submodules that may write state run in the same function: " + " | ".join(impure[:3]))
     screened = sorted({a for v in mods.values() for a in v.get("assumptions", [])})
     modes = " and ".join(state.get("modes") or ["eval", "train"])
+    first = state.get("first_call") or []
+    # one-time initialization on the first call (lazily installed hooks): later calls change
+    # nothing, but a failing first call compiled may leave it done or undone differently
+    once = ([f"the first call changes module state once ({'; '.join(first[:3])}); later calls change none: with "
+             "the check in the graph, a failing first call may leave that initialization different from eager"]
+            if first else [])
     return checked(f"the observation of the example run in {modes} mode (no buffer or Python attribute of any "
-                   "module changed) and the effect analysis of the submodules (verifier/effects.py)",
+                   "module changed" + (" after the first call" if first else "") + ") and the effect analysis of "
+                   "the submodules (verifier/effects.py)",
                    ["the function writes no state after the check (the rule's screen)",
-                    f"the forward changed no module state on the example run, in {modes} mode (observed)",
+                    f"the forward changed no module state on the example run, in {modes} mode (observed)"
+                    + (", after a first call that initialized state once" if first else "")] + once + [
                     "its submodules write no state: torch.nn modules by type and mode, others by screening "
                     "their forward (verifier/effects.py): " + (", ".join(sorted(mods)) or "none"),
                     "callers inlined into the same graph do not write module state after this call"] + screened[:10])
@@ -172,3 +211,4 @@ ENCODERS = {
 }
 CHECKS = frozenset({"same-result-when-passing", "first-failure-wins", "state-unchanged-on-raise", "cpu-only",
                     "restore-at-boundary"})
+OBSERVED = frozenset({"state-unchanged-on-raise", "cpu-only"})   # rest on the example run

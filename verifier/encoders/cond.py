@@ -127,3 +127,4 @@ ENCODERS = {
     "cond-no-autograd": cond_no_autograd,
 }
 CHECKS = frozenset({"cond-output-not-aliased", "cond-side-pure", "cond-taken-side-only", "cond-no-autograd"})
+OBSERVED = frozenset({"cond-side-pure"})   # the module is the one observed on the example run

@@ -83,3 +83,4 @@ ENCODERS = {
     "hoisted-setup-cannot-raise": hoisted_cannot_raise,
 }
 CHECKS = frozenset(ENCODERS)
+OBSERVED = frozenset({"hoisted-setup-cannot-raise", "hoisted-setup-pure"})   # the example run

@@ -219,3 +219,4 @@ ENCODERS = {
     "untaken-side-runs": untaken_runs,
 }
 CHECKS = frozenset({"untaken-side-runs"})
+OBSERVED = frozenset({"untaken-side-runs"})   # the submodule observed on the example run

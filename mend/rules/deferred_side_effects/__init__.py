@@ -46,7 +46,8 @@ from mend.rules.deferred_side_effects.rewrite import rewrite
 from mend.rules.deferred_side_effects.screen import ALIAS, NAME, RUNTIME, match
 
 FIX_SAFETY = """\
-Emitted after the differential test, with documented differences: a warning's filename
+Labelled safe when every obligation is checked by the runtime screens and lemmas and the
+differential test is bit-exact (``mend fix`` applies it by default). Emitted after the differential test, with documented differences: a warning's filename
 and line point at the mended source, and the replay after the compiled call (also when it
 raises) needs ``mend.runtime.install(model)`` or ``capture()``; without it the effects
 run inside the graph, at their own position, with the same output.

@@ -68,7 +68,8 @@ from mend.rules.host_count_reduction.rewrite import rewrite
 from mend.rules.host_count_reduction.screen import CATEGORY, NAME, match
 
 FIX_SAFETY = """\
-Emitted only when the count is shown exact: ``count-compare-exact`` and
+An unsafe fix (applied with ``--unsafe-fixes``): its proofs are over the facts observed
+where the count runs (tier ``observed``) and ``count-tolist-1d`` is an observation. Emitted only when the count is shown exact: ``count-compare-exact`` and
 ``count-uses-keep-type`` proved by Z3 and ``count-tolist-1d`` checked, at every level,
 ``--verify fast`` included. A documented difference: the count becomes a 0-d int64
 tensor instead of a Python int, which only ``+``/``-``/``*`` with a tensor may read.

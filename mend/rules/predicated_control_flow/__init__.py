@@ -64,7 +64,9 @@ from mend.rules.predicated_control_flow.screen import FORCING_HOOK
 from mend.rules.predicated_control_flow.unchanged_examples import DECLINE_EXAMPLES, NOOP_EXAMPLES
 
 FIX_SAFETY = """\
-Emitted only after verification: the rewrite changes which code runs (``torch.where``
+Safe when every obligation is proved at its general tier and the gradients are bit-exact;
+unsafe (``--unsafe-fixes``) when a proof needs the example's sizes, an obligation is
+unknown, or the gradients agree only within tolerance. Emitted only after verification: the rewrite changes which code runs (``torch.where``
 evaluates both sides), so it rests on proof obligations and the differential test, never
 on the static screen alone. At ``--verify standard`` a refuted ``finite-gradient`` makes
 the rewrite inference-only.

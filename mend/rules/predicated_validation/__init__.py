@@ -13,6 +13,21 @@ message intact in eager and under the eager, aot_eager and inductor backends (al
 the message is dropped and the failure is a fatal device-side assert (pytorch#131491), so
 the restore is CPU-only (an obligation of every fix).
 
+``assert T.item() <op> E`` (xlm/flaubert ``get_masks``: ``assert lengths.max().item() <= slen``;
+either side, chains ``a < T.item() < b`` as ``torch.logical_and``, ``.item()`` on both sides) is
+rewritten with ``.item()`` dropped: the host read is the break, and Dynamo would lower a plain
+``assert T <= E`` to ``_assert_async`` itself, raising RuntimeError where the original raised
+AssertionError, so the trap form restores it. Traps (measured, torch 2.13 CPU), each left to
+``raises-iff-original``, which models ``.item()`` (an integer's value; a float's value widened to
+float64; Python's exact int/float comparison) against the tensor comparison both as eager does it
+(``E`` rounded to ``T``'s dtype) and exactly (inductor with an unspecialised float): float32 near
+2**24 (``tensor(16777216.) < 16777217`` is False, ``.item()`` gives True), float16/bfloat16
+rounding of the bound, int32/uint8 wrap-around of the bound -- refuted or unknown, so declined;
+a ``T`` with more than one element (``.item()`` raises) -- ``condition-is-tensor`` refutes it;
+NaN fails both forms; ``python -O`` strips both (``if __debug__:``); two ``T`` of different dtypes,
+or ``E`` a tensor: unknown. Declined statically: ``.item()`` used in arithmetic or outside a
+comparison, a receiver that calls anything but pure tensor methods, a chain with a computed bound.
+
 Declined, with the reason, when:
 
 * the message is formatted from runtime values (f-string, ``%``, ``.format``, a name):
@@ -40,7 +55,8 @@ from mend.rules.predicated_validation.rewrite import rewrite
 from mend.rules.predicated_validation.screen import MARKER, NAME, TABLE, constant_message, match
 
 FIX_SAFETY = """\
-Emitted after verification, with a documented difference: install
+An unsafe fix (applied with ``--unsafe-fixes``): it rests on the observed module state and
+devices of the example run. Emitted after verification, with a documented difference: install
 ``mend.validation_runtime.install(model)`` on the module you call, or a failing check
 raises ``RuntimeError("mend-trap:...")`` instead of the original exception. The restore
 is CPU-only: on CUDA ``_assert_async`` drops the message (pytorch#131491).

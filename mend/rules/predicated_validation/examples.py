@@ -167,6 +167,72 @@ class Block(torch.nn.Module):
         return x * mask
 ''',
     ),
+    # transformers xlm/flaubert `get_masks` (modeling_xlm.py:66): the host read `.item()` is the break;
+    # it is dropped (an int64 tensor compares with an int exactly) and the bare assert's AssertionError kept
+    (
+        '''import torch
+
+
+def get_masks(slen, lengths, padding_mask=None):
+    alen = torch.arange(slen, dtype=torch.long, device=lengths.device)
+    if padding_mask is not None:
+        mask = padding_mask
+    else:
+        assert lengths.max().item() <= slen
+        mask = alen < lengths[:, None]
+    return mask
+''',
+        '''import torch
+
+# mend: exceptions of checks rewritten into torch._assert_async, restored where the call returns
+# by mend.validation_runtime.install(model).
+_MEND_TRAPS = {
+    "cf71528b33bc": lambda: AssertionError(),
+}
+
+
+def get_masks(slen, lengths, padding_mask=None):
+    alen = torch.arange(slen, dtype=torch.long, device=lengths.device)
+    if padding_mask is not None:
+        mask = padding_mask
+    else:
+        if __debug__:
+            torch._assert_async(
+                lengths.max() <= slen,
+                f"mend-trap:{__name__}:_MEND_TRAPS.cf71528b33bc",
+            )
+        mask = alen < lengths[:, None]
+    return mask
+''',
+        9,
+    ),
+    # a chained comparison: Python's `a < t < b` on tensors would call bool(); logical_and instead
+    (
+        '''import torch
+
+
+def check(t, lo, hi):
+    assert lo <= t.float().mean().item() < hi, "mean out of range"
+    return t
+''',
+        '''import torch
+
+# mend: exceptions of checks rewritten into torch._assert_async, restored where the call returns
+# by mend.validation_runtime.install(model).
+_MEND_TRAPS = {
+    "38418e5de728": lambda: AssertionError("mean out of range"),
+}
+
+
+def check(t, lo, hi):
+    if __debug__:
+        torch._assert_async(
+            torch.logical_and(lo <= t.float().mean(), t.float().mean() < hi),
+            f"mend-trap:{__name__}:_MEND_TRAPS.38418e5de728",
+        )
+    return t
+''',
+    ),
 ]
 
 DECLINE_EXAMPLES: list[tuple[str, str] | DeclineExample] = [
@@ -333,6 +399,56 @@ def f(x):
 if torch.ones(1).sum() > 0:
     raise ValueError("positive")
 ''', "not inside a function"),
+    # `assert T.item() <op> E`: only that form; the equivalence itself is the verifier's (raises-iff-original
+    # models `.item()`: float32 near 2**24, float16 rounding, int32 wrap-around are refuted there)
+    ('''import torch
+def f(t, n):
+    assert t.sum().item() + 1 <= n
+    return t
+''', "used in arithmetic"),
+    ('''import torch
+def f(t, n):
+    assert t.any().item()
+    return t
+''', "outside a comparison"),
+    ('''import torch
+def f(t):
+    assert t.item() in (1, 2)
+    return t
+''', "outside a comparison"),
+    ('''import torch
+def f(x, n):
+    assert helper(x).item() <= n
+    return x
+''', "may have side effects"),
+    ('''import torch
+def f(x, t):
+    assert x[t.argmax().item()].item() > 0
+    return x
+''', "inside the tensor expression"),
+    ('''import torch
+def f(t, x):
+    assert 0 <= t.max().item() < x.size(1)
+    return t
+''', "chained comparison with a computed bound"),
+    ('''import torch
+class M(torch.nn.Module):
+    def forward(self, lengths, slen):
+        assert lengths.max().item() <= slen
+        self.calls += 1
+        return lengths
+''', "changes state"),
+    ('''import torch
+def f(xs, n):
+    for x in xs:
+        assert x.max().item() <= n
+    return xs
+''', "inside a loop"),
+    ('''import torch
+def f(t, n):
+    assert t.max().item() <= n, f"max {t.max().item()} > {n}"
+    return t
+''', "formatted from runtime values"),
 ]
 
 # No-op examples: source left unchanged on every line: checks Dynamo already handles (an
@@ -348,5 +464,5 @@ def f(x):
         raise ValueError("a batch of two")
     return x.log()
 ''',
-    *(after for _, after in FIX_EXAMPLES),
+    *(ex[1] for ex in FIX_EXAMPLES),
 ]

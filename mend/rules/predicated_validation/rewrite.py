@@ -180,7 +180,13 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
               f"graph by mend.validation_runtime.install(model)")
     obligations = [
         {"kind": "raises-iff-original", "exception": plan.exc_name, "message": message, "args": plan.args,
-         "raises_when": _code(plan.fails_when), "asserts": _code(plan.holds), "trap": f"{table}.{key}"},
+         "raises_when": _code(plan.fails_when), "asserts": _code(plan.holds), "trap": f"{table}.{key}",
+         **({"items": plan.items, "numbers": plan.numbers,
+             "note": "the original reads the tensors on the host (`.item()`: an integer's value, a float's value "
+                     "widened to float64) and compares Python numbers exactly; the mended check compares tensors "
+                     "with Python numbers (the number rounded to the tensor's dtype in eager, compared exactly by "
+                     "some compiled lowerings): both semantics must give the original's truth"}
+            if plan.items else {})},
         {"kind": "same-result-when-passing"},
         {"kind": "first-failure-wins",
          "note": "when several checks of one graph fail, the first in program order is reported (measured on the "

@@ -32,6 +32,8 @@ class _Plan:
     exc: cst.BaseExpression        # the exception expression, restored verbatim
     exc_name: str
     args: list
+    items: list = None             # the tensors read through `.item()` (source), when the condition has them
+    numbers: list = None           # the other operands of those comparisons (source)
 
 
 
@@ -121,6 +123,79 @@ def _negate(expr: cst.BaseExpression) -> cst.BaseExpression:
     return cst.parse_expression("torch.logical_not(_)").with_changes(args=[cst.Arg(expr)])
 
 
+_COMPARE_OPS = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual, cst.Equal, cst.NotEqual)
+# calls a tensor expression read through `.item()` may make: pure tensor methods / torch functions
+_PURE_CALLS = {"max", "min", "sum", "mean", "amax", "amin", "abs", "float", "double", "half", "bfloat16", "long",
+               "int", "bool", "to", "detach", "clone", "prod", "norm", "count_nonzero", "any", "all", "numel",
+               "size", "dim", "squeeze", "unsqueeze", "view", "reshape", "flatten", "sqrt", "exp", "log", "isnan",
+               "isinf", "isfinite", "logical_not", "logical_and", "logical_or", "eq", "ne", "lt", "le", "gt", "ge",
+               "neg", "len", "square", "argmax", "argmin"}
+
+
+def _is_item(node: cst.BaseExpression) -> bool:
+    return (isinstance(node, cst.Call) and not node.args and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value == "item")
+
+
+def _impure(node: cst.CSTNode) -> str | None:
+    """What in ``node`` may have a side effect or is not modelled (a call outside ``_PURE_CALLS``), else None."""
+    for call in m.findall(node, m.Call()):
+        name = _dotted(call.func) or (call.func.attr.value if isinstance(call.func, cst.Attribute) else "")
+        if not name or name.split(".")[-1] not in _PURE_CALLS:
+            return name or _code(call.func).strip()
+    found = m.findall(node, m.Lambda() | m.NamedExpr() | m.Yield() | m.Await() | m.ListComp() | m.GeneratorExp()
+                      | m.DictComp() | m.SetComp())
+    return _code(found[0]).strip() if found else None
+
+
+def _atom(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        node = node.expression
+    return isinstance(node, (cst.Name, cst.Integer, cst.Float)) or (isinstance(node, cst.Attribute)
+                                                                      and _dotted(node) is not None)
+
+
+def _item_form(core: cst.BaseExpression) -> tuple[cst.BaseExpression, list, list] | str:
+    """``T.item() <op> E`` (chains, either side, both sides) -> (the tensor condition with `.item()` removed,
+    the receivers' sources, the other operands' sources), or why it is not that form."""
+    if not isinstance(core, cst.Comparison) or not all(isinstance(c.operator, _COMPARE_OPS) for c in core.comparisons):
+        return ("the condition reads `.item()` outside a comparison `T.item() <op> E` (`<op>` one of < <= > >= "
+                "== !=); only that form is rewritten")
+    operands = [core.left] + [c.comparator for c in core.comparisons]
+    out, items, numbers = [], [], []
+    for op in operands:
+        if _is_item(op):
+            recv = op.func.value
+            if m.findall(recv, m.Call(func=m.Attribute(attr=m.Name("item")))):
+                return "`.item()` is called inside the tensor expression it reads"
+            bad = _impure(recv)
+            if bad is not None:
+                return (f"the tensor read through `.item()` calls `{bad[:40]}`, which may have side effects or has "
+                        "no value model; only pure tensor expressions are rewritten")
+            out.append(recv)
+            items.append(_code(recv).strip())
+            continue
+        if m.findall(op, m.Call(func=m.Attribute(attr=m.Name("item")))):
+            return ("the `.item()` value is used in arithmetic before the comparison; only `T.item() <op> E` "
+                    "itself is rewritten")
+        bad = _impure(op)
+        if bad is not None:
+            return f"the compared value calls `{bad[:40]}`, which may have side effects or has no value model"
+        if len(operands) > 2 and not _atom(op):
+            return ("a chained comparison with a computed bound: Python short-circuits the chain, the tensor "
+                    "form evaluates every bound")
+        out.append(op)
+        numbers.append(_code(op).strip())
+    if not items:
+        return "no operand of the comparison is `T.item()`"
+    pairs = [cst.Comparison(left=out[i], comparisons=[core.comparisons[i].with_changes(comparator=out[i + 1])])
+             for i in range(len(core.comparisons))]
+    cond: cst.BaseExpression = pairs[0]
+    for nxt in pairs[1:]:  # a chain `a < t < b`: Python's `and` would call bool() on a tensor
+        cond = cst.parse_expression("torch.logical_and(_, _)").with_changes(args=[cst.Arg(cond), cst.Arg(nxt)])
+    return cond, items, numbers
+
+
 def _comments(node: cst.CSTNode, keep: cst.CSTNode) -> bool:
     """Whether ``node`` holds a comment other than the leading lines of ``keep``."""
     stripped = keep.with_changes(leading_lines=[]) if hasattr(keep, "leading_lines") else keep
@@ -190,7 +265,13 @@ def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
         if node.msg is not None:
             exc = exc.with_changes(args=[cst.Arg(node.msg)])
     core, negated = _strip_not(test)
-    if form == "assert" and not negated and not isinstance(core, cst.BooleanOperation):
+    items = numbers = None
+    if m.findall(test, m.Call(func=m.Attribute(attr=m.Name("item")))):  # the break is the host read itself
+        form_ = _item_form(core)
+        if isinstance(form_, str):
+            return Decline(NAME, form_)
+        tensor_core, items, numbers = form_
+    if form == "assert" and not negated and not isinstance(core, cst.BooleanOperation) and items is None:
         return Decline(NAME, "Dynamo already compiles `assert <tensor>` with a literal or no message into "
                              "torch._assert_async without a break; nothing to rewrite")
     if isinstance(core, cst.BooleanOperation):
@@ -209,9 +290,13 @@ def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
                              "graph, inductor runs later in-place updates before the failed assert surfaces and "
                              "aot_eager drops earlier ones, so a failing call would leave different state")
     fails_is_true = (form == "if-raise") != negated  # raise when `core` is truthy?
-    holds = _negate(core) if fails_is_true else core
+    cond = tensor_core if items is not None else core
+    holds = _negate(cond) if fails_is_true else cond
     fails_when = test.with_changes(lpar=[], rpar=[]) if hasattr(test, "lpar") else test
-    return _Plan(stmt, function, form, test, core if form == "assert" else fails_when, holds, exc, exc_name, args)
+    if form == "assert":  # `assert C` raises when C is false; `assert not C` when C is true
+        fails_when = core if negated else cst.UnaryOperation(cst.Not(), core.with_changes(
+            lpar=[cst.LeftParen()], rpar=[cst.RightParen()]))
+    return _Plan(stmt, function, form, test, fails_when, holds, exc, exc_name, args, items, numbers)
 
 
 def match(loc: Located) -> Match | Decline:

@@ -46,7 +46,8 @@ from mend.rules.tensor_check.rewrite import rewrite
 from mend.rules.tensor_check.screen import DEFAULT_MESSAGE, NAME, match
 
 FIX_SAFETY = """\
-Emitted after verification; needs no runtime: the mended check raises the original
+An unsafe fix (applied with ``--unsafe-fixes``): it rests on the observed module state and
+devices of the example run, and on probe runs of the installed torch. Emitted after verification; needs no runtime: the mended check raises the original
 RuntimeError with the original message, in eager mode and compiled. On CUDA
 ``_assert_async`` is a device-side assert (its message dropped, pytorch#131491), so the
 rewrite is only emitted when the tensors at the check are on the CPU (``cpu-only``).

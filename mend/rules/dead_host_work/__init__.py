@@ -1,0 +1,111 @@
+"""Rule: dead or debug-only host work in forward (issue 10, kind 8).
+
+Measured on torch 2.13 (CPU) with ``torch._dynamo.explain`` and ``fullgraph=True`` on tiny
+modules; only what breaks is rewritten:
+
+==========================================  ==============================================  =========
+construct                                   break on torch 2.13 (gb_type)                   verdict
+==========================================  ==============================================  =========
+``torch.jit.isinstance(x, T)`` (any T)      Attempted to call function marked as skipped    rewritten
+                                            (torch.jit is in Dynamo's MOD_SKIPLIST)         for plain T
+``r = repr(t)``                             repr() on tensor                                rewritten
+``r = str(t)``                              Failed to trace builtin operator                when r is
+                                                                                            never read
+``r = f"{t}"``                              none (traces)                                   --
+``p = np.random.uniform(0, 1)``             Data dependent operator (torch._numpy's         declined
+                                            ``.item()``; in a layer loop: frame skipped)
+``p = random.uniform(0, 1)``                none in eval; Data-dependent branching on       declined
+                                            ``p < layerdrop`` in training (other category)
+``signature.bind(self, *a, **kw)``          none in a tiny module; on llava (hf:newest):    declined
+                                            mapping proxy affected by dictionary mutation
+                                            (inspect.py:3081, after a kwargs mutation
+                                            earlier in the trace; the frame is skipped)
+==========================================  ==============================================  =========
+
+**torch.jit.isinstance -> isinstance.** ``torch._jit_internal._isinstance`` (torch 2.13)
+recurses into a tuple target, checks element types of anything with a ``typing.get_origin``
+(``List[int]``, ``Optional[T]``, ``Dict[K, V]``) with ``container_checker``, raises
+RuntimeError for a raw ``list``/``dict``/``tuple``/``typing.List``... and for a target that is
+itself a ``collections.abc.Container`` but not a tuple (an Enum class: ``EnumMeta`` defines
+``__contains__``), and otherwise returns ``isinstance(obj, target_type)``. So the rewrite is
+exact only for a target that is a plain class, or a tuple of plain classes: the rule admits a
+fixed list (``int float bool str bytes complex`` not rebound in the module, and ``torch.Tensor``,
+``torch.nn.Module``, ``torch.nn.Parameter``, ``torch.device``, ``torch.dtype``, ``torch.Size``,
+``torch.Generator``) and declines typing generics, raw containers (also inside a tuple: the
+recursion reaches them only for some objects) and every other name (it may be an Enum or a
+typing alias). It declines where ``isinstance`` itself is rebound in the module.
+
+**Unused repr(t) / str(t).** ``r = repr(t)`` whose ``r`` is never read (no load, ``del``,
+``global``/``nonlocal``, nor ``locals()``/``vars()``/``eval``/``exec``/``sys._getframe`` in the
+function, nested functions included) becomes::
+
+    if type(t) is not torch.Tensor:
+        r = repr(t)
+
+For an exact ``torch.Tensor``, ``Tensor.__repr__`` formats under ``no_grad`` and writes no
+state, and its text is never read, so skipping it changes nothing; the guard is decided by
+Dynamo at trace time (no break). A tensor subclass (whose ``__repr__`` may have effects: the
+trap), a Parameter or a non-tensor still runs the original statement. ``t`` must be a plain
+local name (an attribute may be a property, which the guard would read twice). A repr whose
+text is printed or logged is the deferred-side-effects rule's job: declined here.
+
+**Declined: RNG drawn every call, used only under ``self.training and ...``** (a LayerDrop
+written with ``np.random``/``random``). Moving the draw under ``if self.training`` leaves the
+global NumPy/Python random stream one draw behind per layer and call in eval: any later
+consumer of that stream (data augmentation, sampling, a seeded test) sees different numbers.
+That is an observable change, not a fix; shared case 047 (the Python-random LayerDrop) is
+recorded as not fixable for the same reason. Transformers' PyTorch models already write the
+draw as ``if self.training: p = torch.rand([])``, which is the hand fix.
+
+**Declined: ``inspect.Signature.bind`` in a decorator's hot path** (transformers 5.24
+``select_hidden_states``, ``output_capturing.py:298``): bind validates the call (too many
+positional arguments, unknown or duplicate keywords, missing required ones) and raises its
+own TypeError before the wrapped call; a precomputed position/default lookup of the selected
+argument does not validate, and keeping ``bind`` for the cases the lookup cannot decide means
+reimplementing its validation exactly. Not rewritten; the break is categorised here so the
+scan says why.
+"""
+from __future__ import annotations
+
+from mend.rules._base import Rule
+from mend.rules.dead_host_work.examples import DECLINE_EXAMPLES, FIX_EXAMPLES, NOOP_EXAMPLES, example_line
+from mend.rules.dead_host_work.rewrite import rewrite
+from mend.rules.dead_host_work.screen import NAME, match
+
+FIX_SAFETY = """\
+Emitted after verification; needs no runtime: each rewrite removes host work whose result is
+the same (torch.jit.isinstance of a plain class is builtin isinstance) or never read (the repr
+of a plain tensor), in eager mode and compiled, for training and inference.
+
+Resting on screens, not on a solver (all ``checked``): the target of ``torch.jit.isinstance``
+is a plain class on the installed torch (a type or tuple of types, no ``typing.get_origin``,
+not a raw container, not a ``collections.abc.Container``) and the installed
+``torch._jit_internal._isinstance`` is the implementation reviewed for torch 2.13 (its source
+hash), and builtin ``isinstance`` is not rebound in the mended module
+(``jit-isinstance-plain``); the assigned local is never read in the function, nested scopes
+and frame introspection included (``local-never-read``); the mended guard is exactly
+``if type(t) is not torch.Tensor:`` around the original statement, and the installed
+``Tensor.__repr__``/``torch._tensor_str`` are the ones reviewed (``plain-tensor-repr-pure``).
+
+Assumed, not checked: no TorchFunctionMode/TorchDispatchMode that observes the formatting
+ops of a repr is active around the forward (with one, the original's repr is visible to the
+mode, the mended code's is not). Never inference-only: neither rewrite touches a gradient.
+"""
+
+RULE = Rule(
+    name=NAME,
+    categories=("debug-host-work",),
+    match=match,
+    rewrite=rewrite,
+    example_line=example_line,
+    obligation_kinds=frozenset({"jit-isinstance-plain", "local-never-read", "plain-tensor-repr-pure"}),
+    required_kinds=frozenset({"jit-isinstance-plain", "local-never-read", "plain-tensor-repr-pure"}),
+    needs_facts=False,
+    fix_safety=FIX_SAFETY,
+    doc=__doc__,
+    fix_examples=FIX_EXAMPLES,
+    decline_examples=DECLINE_EXAMPLES,
+    noop_examples=NOOP_EXAMPLES,
+)
+
+__all__ = ["NAME", "RULE", "match", "rewrite"]

@@ -1,0 +1,291 @@
+"""dead-host-work: which sites the rule takes, why it declines the others, and :func:`match`,
+a scan's verdict on a located site.
+
+Two shapes are rewritten: ``torch.jit.isinstance(obj, T)`` with ``T`` a known plain class (or
+a tuple of them), and ``r = repr(t)`` / ``r = str(t)`` whose local ``r`` is never read. Two
+are declined with their reason: a NumPy/Python RNG draw (LayerDrop) and
+``inspect.Signature.bind`` (transformers' ``select_hidden_states``)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+import libcst.matchers as m
+
+from mend.locate import Located
+from mend.rules._base import Decline, Match
+from mend.rules._common import code_of, dotted
+
+NAME = "dead-host-work"
+
+# builtins and torch classes whose class object is a plain type: not generic (no
+# typing.get_origin), not a raw container torch.jit.isinstance rejects (list, dict, tuple),
+# and no metaclass making the class a collections.abc.Container (an Enum class is one)
+PLAIN_BUILTINS = frozenset({"int", "float", "bool", "str", "bytes", "complex"})
+PLAIN_TORCH = frozenset({"torch.Tensor", "torch.nn.Module", "torch.nn.Parameter", "torch.device", "torch.dtype",
+                         "torch.Size", "torch.Generator"})
+RAW_CONTAINERS = frozenset({"list", "dict", "tuple", "set", "List", "Dict", "Tuple", "Optional", "Union",
+                            "typing.List", "typing.Dict", "typing.Tuple", "typing.Optional", "typing.Union"})
+REPR_CALLS = ("repr", "str")
+FRAME_READERS = frozenset({"locals", "vars", "eval", "exec", "dir", "sys._getframe", "inspect.currentframe"})
+RNG_PREFIXES = ("np.random.", "numpy.random.", "random.")
+
+WHY_RNG = ("the statement draws from the global NumPy/Python random stream (a LayerDrop written with "
+           "`np.random`/`random`); drawing only when `self.training` would leave the stream one draw behind per "
+           "call in eval, which every later consumer of that stream observes (shared case 047: not fixable "
+           "without changing the random stream); write the draw as `if self.training: p = torch.rand([])` by hand")
+WHY_BIND = ("`inspect.Signature.bind` (transformers' `select_hidden_states` wrapper, output_capturing.py) iterates "
+            "the signature's parameter mappingproxy, which Dynamo refuses after any dict mutation earlier in the "
+            "trace; a precomputed lookup of the selected argument is not equivalent for invalid calls (bind raises "
+            "its own TypeError before the call, a lookup does not validate), so it is not rewritten")
+
+
+@dataclass
+class Plan:
+    kind: str                                # "jit-isinstance" | "unused-repr"
+    stmt: cst.CSTNode                        # the statement at the site
+    line_stmt: cst.CSTNode                   # what the rewrite replaces (statement line / compound)
+    torch_name: str
+    calls: list = None                       # jit-isinstance: (call, canonical target text)
+    name: str | None = None                  # unused-repr: the local assigned
+    arg: str | None = None                   # unused-repr: the tensor's local name
+    func: str | None = None                  # unused-repr: repr | str
+    function: cst.FunctionDef | None = None
+
+
+def torch_aliases(module: cst.Module | None) -> set[str]:
+    names = {"torch"}
+    for stmt in module.body if module is not None else ():
+        for small in getattr(stmt, "body", ()) if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.Import):
+                for alias in small.names:
+                    if dotted(alias.name) == "torch" and alias.asname is not None:
+                        names.add(alias.asname.name.value)
+    return names
+
+
+def _imports_torch(module: cst.Module | None) -> bool:
+    for imp in m.findall(module, m.Import()) if module is not None else ():
+        if any(dotted(a.name) == "torch" for a in imp.names):
+            return True
+    return False
+
+
+def bound_names(node: cst.CSTNode) -> set[str]:
+    """Every name bound anywhere in ``node``: assignment targets, imports, defs, classes,
+    parameters, ``for``/``with``/``except`` targets, walrus, comprehension targets."""
+    out: set[str] = set()
+
+    def add(t):
+        if isinstance(t, cst.Name):
+            out.add(t.value)
+        elif isinstance(t, (cst.Tuple, cst.List)):
+            for el in t.elements:
+                add(el.value)
+        elif isinstance(t, cst.StarredElement):
+            add(t.value)
+
+    for target in m.findall(node, m.AssignTarget() | m.AnnAssign() | m.AugAssign() | m.For() | m.CompFor()
+                            | m.NamedExpr()):
+        add(target.target)
+    for asname in m.findall(node, m.AsName()):
+        add(asname.name)
+    for d in m.findall(node, m.FunctionDef() | m.ClassDef()):
+        out.add(d.name.value)
+    for p in m.findall(node, m.Param()):
+        out.add(p.name.value)
+    for alias in m.findall(node, m.ImportAlias()):
+        if alias.asname is None:
+            out.add((dotted(alias.name) or "").split(".")[0])
+    for g in m.findall(node, m.Global() | m.Nonlocal()):
+        out.update(n.name.value for n in g.names)
+    return out
+
+
+def _header(node: cst.CSTNode) -> list[cst.CSTNode]:
+    if isinstance(node, cst.BaseCompoundStatement):
+        return [getattr(node, a) for a in ("test", "iter") if getattr(node, a, None) is not None] + \
+            list(getattr(node, "items", ()))
+    return [node]
+
+
+def _jit_calls(node: cst.CSTNode, aliases: set[str]) -> list[cst.Call]:
+    out = []
+    for part in _header(node):
+        for call in m.findall(part, m.Call()):
+            name = dotted(call.func) or ""
+            root, _, rest = name.partition(".")
+            if root in aliases and rest == "jit.isinstance":
+                out.append(call)
+    return out
+
+
+def canonical_target(expr: cst.BaseExpression, aliases: set[str], module: cst.Module) -> tuple[str | None, str]:
+    """The target as canonical text (``torch.Tensor``, ``(int, float)``), or None and why."""
+    if isinstance(expr, cst.Tuple):
+        parts = []
+        for el in expr.elements:
+            if isinstance(el, cst.StarredElement):
+                return None, "a starred element in the target tuple"
+            text, why = canonical_target(el.value, aliases, module)
+            if text is None:
+                return None, why
+            parts.append(text)
+        if not parts:
+            return None, "an empty target tuple"
+        return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")", ""
+    if isinstance(expr, cst.Subscript):
+        return None, (f"the target `{code_of(expr).strip()}` is a typing generic: torch.jit.isinstance checks its "
+                      "element types (container_checker), builtin isinstance cannot")
+    name = dotted(expr)
+    if name is None:
+        return None, f"the target `{code_of(expr).strip()}` is not a class name"
+    root, _, rest = name.partition(".")
+    if name in RAW_CONTAINERS:
+        return None, (f"the target `{name}` is a container type: torch.jit.isinstance raises for a raw "
+                      "container and checks element types for a parameterized one; builtin isinstance does neither")
+    if root in aliases and "torch." + rest in PLAIN_TORCH:
+        return "torch." + rest, ""
+    if name in PLAIN_BUILTINS:
+        if name in bound_names(module):
+            return None, f"the name `{name}` is rebound in this module"
+        return name, ""
+    return None, (f"the target `{name}` is not a known plain class (a builtin scalar type or a torch class): "
+                  "torch.jit.isinstance raises for a class whose metaclass makes it a container (an Enum) and "
+                  "checks element types of a typing alias, which a static screen cannot rule out for `{name}`"
+                  ).replace("{name}", name)
+
+
+def _function(ancestors: list[cst.CSTNode]) -> cst.FunctionDef | None:
+    return next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), None)
+
+
+def reads_of(function: cst.FunctionDef, name: str, skip: cst.CSTNode) -> list[str]:
+    """Why ``name`` may be read in ``function`` (outside ``skip``): a load, a ``del``, a
+    ``global``/``nonlocal``, ``locals()``/``vars()``/``eval``/``exec``/``dir()``."""
+    out = []
+
+    class V(cst.CSTVisitor):
+        def __init__(self):
+            self.store: set[int] = set()
+
+        def on_visit(self, node):
+            if node is skip:
+                return False
+            if isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Name):
+                self.store.add(id(node.target))      # a plain rebinding does not read
+            if isinstance(node, cst.Param):
+                self.store.add(id(node.name))
+            if isinstance(node, cst.Attribute):
+                self.store.add(id(node.attr))        # `x.r` is an attribute, not the local
+            if isinstance(node, cst.Arg) and node.keyword is not None:
+                self.store.add(id(node.keyword))     # `f(r=...)` names a parameter
+            if isinstance(node, cst.Name) and node.value == name and id(node) not in self.store:
+                out.append(f"`{name}` is read")
+            if isinstance(node, cst.Call) and dotted(node.func) in FRAME_READERS:
+                out.append(f"`{dotted(node.func)}()` can read every local")
+            if isinstance(node, (cst.Global, cst.Nonlocal)) and any(n.name.value == name for n in node.names):
+                out.append(f"`{name}` is declared global/nonlocal")
+            return True
+
+    function.visit(V())
+    return out
+
+
+def _rng_call(node: cst.CSTNode) -> str | None:
+    for call in m.findall(node, m.Call()):
+        name = dotted(call.func) or ""
+        if name.startswith(RNG_PREFIXES):
+            return name
+    return None
+
+
+def _signature_bind(node: cst.CSTNode) -> bool:
+    """A ``<signature>.bind(...)`` / ``inspect.signature(f).bind(...)`` call in the statement."""
+    for call in m.findall(node, m.Call(func=m.Attribute(attr=m.Name("bind") | m.Name("bind_partial")))):
+        recv = call.func.value
+        if isinstance(recv, cst.Call):
+            recv = recv.func
+        if "signature" in (dotted(recv) or "").lower():
+            return True
+    return False
+
+
+def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
+    """The rewrite plan for the statement ``node`` at a break site, or why it is declined."""
+    module = next((a for a in ancestors if isinstance(a, cst.Module)), None)
+    aliases = torch_aliases(module)
+    parent = ancestors[-1] if ancestors else None
+    calls = _jit_calls(node, aliases)
+    if calls:
+        if "isinstance" in bound_names(module):
+            return Decline(NAME, "the name `isinstance` is rebound in this module")
+        planned = []
+        for call in calls:
+            args = list(call.args)
+            if len(args) != 2 or any(a.keyword is not None or a.star for a in args):
+                return Decline(NAME, "torch.jit.isinstance is not called with two positional arguments")
+            text, why = canonical_target(args[1].value, aliases, module)
+            if text is None:
+                return Decline(NAME, why)
+            planned.append((call, text))
+        line_stmt = parent if isinstance(node, cst.BaseSmallStatement) else node
+        return Plan("jit-isinstance", node, line_stmt, sorted(aliases)[0], calls=planned)
+    if isinstance(node, cst.BaseSmallStatement) and _rng_call(node) is not None:
+        return Decline(NAME, WHY_RNG)
+    if isinstance(node, cst.BaseSmallStatement) and _signature_bind(node):
+        return Decline(NAME, WHY_BIND)
+    if isinstance(node, cst.Assign) or isinstance(node, cst.AnnAssign):
+        value = node.value
+        if isinstance(value, cst.Call) and dotted(value.func) in REPR_CALLS:
+            return _screen_repr(node, value, ancestors, module, aliases)
+    return Decline(NAME, "the statement is neither `torch.jit.isinstance(...)` nor an unused `repr`/`str` of a "
+                   "tensor")
+
+
+def _screen_repr(node, value, ancestors, module, aliases) -> Plan | Decline:
+    func = dotted(value.func)
+    if func in bound_names(module):
+        return Decline(NAME, f"the name `{func}` is rebound in this module")
+    if isinstance(node, cst.Assign) and (len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name)):
+        return Decline(NAME, f"the `{func}(...)` result is not assigned to one plain local name")
+    target = node.targets[0].target.value if isinstance(node, cst.Assign) else (
+        node.target.value if isinstance(node.target, cst.Name) else None)
+    if target is None:
+        return Decline(NAME, f"the `{func}(...)` result is not assigned to one plain local name")
+    args = list(value.args)
+    if len(args) != 1 or args[0].keyword is not None or args[0].star or not isinstance(args[0].value, cst.Name):
+        return Decline(NAME, f"the argument of `{func}` is not one plain local name (an attribute may be a property, "
+                       "which the guard would read twice)")
+    if isinstance(node, cst.AnnAssign):
+        return Decline(NAME, "an annotated assignment")
+    parent = ancestors[-1] if ancestors else None
+    if not isinstance(parent, cst.SimpleStatementLine) or len(parent.body) != 1:
+        return Decline(NAME, "the statement shares its line with other statements")
+    function = _function(ancestors)
+    if function is None:
+        return Decline(NAME, "the statement is not inside a function")
+    reads = reads_of(function, target, parent)
+    if reads:
+        return Decline(NAME, f"{reads[0]} in `{function.name.value}`: the {func}() text is used, not dead "
+                       "(a print/log of it is deferred-side-effects' job)")
+    if not _imports_torch(module):
+        return Decline(NAME, "the module does not import torch (the rewrite's guard names torch.Tensor)")
+    return Plan("unused-repr", node, parent, sorted(aliases)[0], name=target, arg=args[0].value.value, func=func,
+                function=function)
+
+
+def bind_site(loc: Located) -> bool:
+    """A break inside ``inspect.Signature.bind`` (the located file is the stdlib ``inspect.py``)."""
+    return str(loc.file).replace("\\", "/").endswith("/inspect.py") or str(loc.file) == "inspect.py"
+
+
+def match(loc: Located) -> Match | Decline:
+    if bind_site(loc):
+        return Decline(NAME, WHY_BIND)
+    plan = screen(loc.node, loc.ancestors)
+    if isinstance(plan, Decline):
+        return plan
+    if plan.kind == "jit-isinstance":
+        return Match(NAME, "torch.jit.isinstance(obj, <plain class>) -> isinstance(obj, <plain class>)")
+    return Match(NAME, f"unused `{plan.func}({plan.arg})` kept only when `{plan.arg}` is not a plain torch.Tensor")

@@ -1,0 +1,92 @@
+"""Rule: boolean-mask updates (issue 10, kind 6).
+
+``x[mask] = f(x[mask])`` gathers the masked elements (a data-dependent size) and writes
+them back with ``index_put_``; on torch 2.13 both halves break the graph ("Dynamic shape
+operator", counted twice at the line; ``x[mask] *= 2`` once). ``x[mask] = 0.0`` and
+``x.masked_fill(mask, v)`` already trace without a break: the rule leaves them alone.
+
+The rewrite computes ``f`` on the whole tensor and selects, in place::
+
+    x.copy_(torch.where(mask, f(x), x))
+
+``copy_`` keeps the original's aliasing: ``x`` is written in place, so a view of ``x``,
+the tensor ``x`` views, or another name bound to it see the same write (rebinding
+``x = torch.where(...)`` would not), and a leaf that requires grad raises the same
+in-place error. ``y[mask]`` inside ``f`` becomes ``y`` (another tensor of ``x``'s shape).
+
+Traps, and how each is handled:
+
+* ``f`` off the mask: it now runs on every element. Only exactly rounded elementwise
+  operators that cannot raise are admitted (``+ - * /``, unary ``-``, ``abs``, ``neg``,
+  ``relu``, ``clamp``/``clip`` with numeric bounds); ``sqrt``, ``log``, ``rsqrt``,
+  ``reciprocal``, ``**`` are declined (NaN/inf off the mask and, worse,
+  ``torch.where``'s zero gradient times an infinite derivative is NaN: grad NaN at
+  ``x = -1`` for ``sqrt``); ``//`` and ``%`` are declined (an integer zero divisor off the
+  mask raises). Division is admitted, but its gradient off the mask is proved finite or the
+  rewrite declines (``mask-update-finite-gradient``: ``x / y`` at ``y = 0`` refutes).
+* Transcendental kernels (``exp``, ``tanh``, ``sigmoid``, ``gelu``...) are declined: the
+  vectorised kernel over the whole tensor and the kernel over the gathered elements can
+  differ by an ulp (measured on torch 2.13 CPU for ``sigmoid`` and ``gelu``).
+* Operands not read through the mask (``x[m] + bias``) broadcast against the selected
+  elements, not the whole tensor: declined.
+* The mask's shape: indexing with a mask of ``x.shape[:k]`` selects rows, while
+  ``torch.where`` broadcasts from the right; the mask must have ``x``'s shape
+  (``same-shape``), and be a bool tensor (``bool-predicate``: a uint8/long index selects
+  positions).
+* dtypes: ``index_put_`` raises when ``f``'s dtype is not ``x``'s (an int ``x`` with a
+  float ``f``; an augmented ``x[m] *= 2.5`` on ints raises a cast error), where
+  ``torch.where`` would promote and ``copy_`` cast back: ``mask-update-select`` refutes.
+* The mask expression is read once by the rewrite and twice by ``x[m] = f(x[m])`` (both
+  before the write): it must be a name or a comparison of names and numbers (or ``~ & |``
+  of those), never a call or an attribute.
+
+Not handled: ``v in tensor``. On torch 2.13 ``if v in t:`` breaks at
+``Tensor.__contains__``'s ``.item()`` ("Unsupported Tensor.item() call"), and the tensor
+predicate ``(t == v).any()`` under the same ``if`` breaks again ("Data-dependent
+branching", more graphs than before); it only helps where a tensor consumer takes it
+(``x * (v in t)``), a shape not seen in the model sources.
+"""
+from __future__ import annotations
+
+from mend.rules._base import Rule
+from mend.rules.mask_update.examples import DECLINE_EXAMPLES, FIX_EXAMPLES, NOOP_EXAMPLES, example_line
+from mend.rules.mask_update.rewrite import rewrite
+from mend.rules.mask_update.screen import NAME, match
+
+FIX_SAFETY = """\
+Emitted after verification: ``x.copy_(torch.where(mask, f(x), x))`` writes the same
+elements into the same tensor as ``x[mask] = f(x[mask])``, in place. Labelled unsafe
+whenever a proof uses the example's sizes (a separate ``mask`` input has ``x``'s shape only
+on the example run: tier equal-sizes) or finite leaf values (the gradient claim).
+
+Proved (Z3): the mask is a bool tensor and has ``x``'s shape, every operand read through
+the mask has ``x``'s shape, ``f`` on whole tensors cannot raise (shape preconditions), the
+selection equals the original element by element with ``f`` and ``x`` of one dtype
+(``mask-update-select``, refuted when the original's ``index_put_`` would raise on a
+dtype mismatch), and off the mask the gradient through ``f`` is finite
+(``mask-update-finite-gradient``, refuted -> declined, never inference-only).
+
+Resting on a check: ``f`` is built only from exactly rounded elementwise operators that
+cannot raise (``mask-update-elementwise``, a screen of the mended expression), so that
+``f(x)[mask]`` is ``f(x[mask])`` bit for bit.
+"""
+
+RULE = Rule(
+    name=NAME,
+    categories=("mask-update",),
+    match=match,
+    rewrite=rewrite,
+    example_line=example_line,
+    obligation_kinds=frozenset({"bool-predicate", "same-shape", "mask-update-elementwise", "untaken-side-cannot-raise",
+                                "mask-update-select", "mask-update-finite-gradient"}),
+    required_kinds=frozenset({"bool-predicate", "same-shape", "mask-update-elementwise", "untaken-side-cannot-raise",
+                              "mask-update-select", "mask-update-finite-gradient"}),
+    needs_facts=True,
+    fix_safety=FIX_SAFETY,
+    doc=__doc__,
+    fix_examples=FIX_EXAMPLES,
+    decline_examples=DECLINE_EXAMPLES,
+    noop_examples=NOOP_EXAMPLES,
+)
+
+__all__ = ["NAME", "RULE", "match", "rewrite"]

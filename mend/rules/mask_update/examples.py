@@ -1,0 +1,195 @@
+"""mask-update's examples (Fixit / pyupgrade style), from which ``tests/test_rules.py`` is
+generated: FIX (before, the exact text after), DECLINE (source, a substring of the reason),
+NOOP (source the rule leaves unchanged on every line)."""
+from __future__ import annotations
+
+from mend.rules._base import DeclineExample
+
+
+def example_line(source: str) -> int:
+    """The line of an example's site: its first line that writes through a subscript."""
+    for i, text in enumerate(source.splitlines(), 1):
+        if any(f"] {op}= " in text for op in ("", "*", "+", "-", "/", "**", "//", "%")):
+            return i
+    raise ValueError("no masked update in example")
+
+
+FIX_EXAMPLES: list[tuple[str, str]] = [
+    (
+        '''import torch
+
+
+def scale_positive(x, mask):
+    x[mask] = x[mask] * 2.0 + 1.0
+    return x
+''',
+        '''import torch
+
+
+def scale_positive(x, mask):
+    x.copy_(torch.where(mask, x * 2.0 + 1.0, x))  # mend: mask-update (was: x[mask] = x[mask] * 2.0 + 1.0)
+    return x
+''',
+    ),
+    # an augmented update with the mask computed in place; the mask is read once (it was read
+    # once by the original too, before the write)
+    (
+        '''import torch
+
+
+def boost(h):
+    h = h + 1
+    h[h > 1] *= 2
+    return h - 1
+''',
+        '''import torch
+
+
+def boost(h):
+    h = h + 1
+    h.copy_(torch.where(h > 1, h * 2, h))  # mend: mask-update (was: h[h > 1] *= 2)
+    return h - 1
+''',
+    ),
+    # another tensor read through the same mask, clamp with numeric bounds, torch as `th`
+    (
+        '''import torch as th
+
+
+def mix(x, y, keep):
+    # keep the selected elements of y, clamped
+    x[keep] = th.clamp(y[keep] - x[keep], min=-1.0, max=1.0)
+    return x
+''',
+        '''import torch as th
+
+
+def mix(x, y, keep):
+    # keep the selected elements of y, clamped
+    x.copy_(th.where(keep, th.clamp(y - x, min=-1.0, max=1.0), x))  # mend: mask-update (was: x[keep] = th.clamp(y[keep] - x[keep], min=-1.0, max=1.0))
+    return x
+''',
+    ),
+    (
+        '''import torch
+
+
+def shrink(x, m):
+    x[m] -= x[m].abs() * 0.5
+    return x
+''',
+        '''import torch
+
+
+def shrink(x, m):
+    x.copy_(torch.where(m, x - (x.abs() * 0.5), x))  # mend: mask-update (was: x[m] -= x[m].abs() * 0.5)
+    return x
+''',
+    ),
+]
+
+DECLINE_EXAMPLES: list[DeclineExample | tuple] = [
+    # trap: torch.where(m, sqrt(x), x) has gradient NaN at x = -1 off the mask (0 * inf)
+    ('''import torch
+
+
+def f(x, m):
+    x[m] = torch.sqrt(x[m])
+    return x
+''', "`sqrt` on the whole tensor"),
+    ('''import torch
+
+
+def f(x, m):
+    x[m] = x[m].log()
+    return x
+''', "`log` on the whole tensor"),
+    # trap: a vectorised transcendental kernel on the whole tensor vs on the gathered elements
+    ('''import torch
+
+
+def f(x, m):
+    x[m] = torch.sigmoid(x[m])
+    return x
+''', "not exactly rounded"),
+    # trap: an integer floor division raises on a zero divisor that the mask excluded
+    ('''import torch
+
+
+def f(x, y, m):
+    x[m] = x[m] // y[m]
+    return x
+''', "integer zero divisor"),
+    # trap: a tensor not read through the mask broadcasts against the selected elements
+    ('''import torch
+
+
+def f(x, m, bias):
+    x[m] = x[m] + bias
+    return x
+''', "is not indexed by the mask"),
+    ('''import torch
+
+
+def f(x, y, m, n):
+    x[m] = x[m] + y[n] * 2
+    return x
+''', "is not indexed by the mask `m`"),
+    # a property or a module attribute: the rule only writes plain local names
+    ('''import torch
+
+
+class M(torch.nn.Module):
+    def forward(self, x, m):
+        self.buf[m] = self.buf[m] * 2
+        return x
+''', "not a plain local name"),
+    ('''import torch
+
+
+def f(x, m, k):
+    x[m.bool()] = x[m.bool()] * 2
+    return x
+''', "is not a name, a comparison"),
+    ('''import torch
+
+
+def f(x, m):
+    x[m] = x[m] * 2  # double the masked
+    return x
+''', "comment"),
+    ('''import torch
+
+
+def f(x, m):
+    x[m] = x[m] * 2; y = x + 1
+    return y
+''', "shares its line"),
+    ('''import torch
+
+
+def f(x, m):
+    x[m] **= 2
+    return x
+''', "is not `+= -= *= /=`"),
+]
+
+NOOP_EXAMPLES: list[str] = [
+    # `x[m] = 0.0` and masked_fill trace without a break on torch 2.13: nothing to rewrite
+    '''import torch
+
+
+def f(x, m):
+    x[m] = 0.0
+    y = x.masked_fill(m, 1.0)
+    return y
+''',
+    # a slice write is not a mask update
+    '''import torch
+
+
+def f(x):
+    x[:, 0] = x[:, 0] * 2
+    return x
+''',
+]

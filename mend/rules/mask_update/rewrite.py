@@ -1,0 +1,60 @@
+"""mask-update: the rewrite. ``x[mask] = f(x[mask])`` gathers the masked elements
+(``nonzero``: a data-dependent size) and scatters them back (``index_put_``), which breaks
+the graph on torch 2.13 ("Dynamic shape operator"); ``x.copy_(torch.where(mask, f(x), x))``
+computes the same elements on fixed shapes and writes them into ``x`` in place, as the
+original does (a view, a parameter or another name aliasing ``x`` sees the same write)."""
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from mend.rules._base import Decline, RewriteResult
+from mend.rules._common import Replace, code_of
+from mend.rules.mask_update.screen import NAME, screen
+
+
+class _Find(cst.CSTVisitor):
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, line: int) -> None:
+        self.line, self.found = line, None
+        self.stack: list[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.found is None and isinstance(node, cst.BaseSmallStatement):
+            if self.get_metadata(PositionProvider, node).start.line == self.line:
+                self.found = (node, list(self.stack))
+        self.stack.append(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.stack.pop()
+
+
+def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
+    """The module with the masked update on ``line`` as an in-place ``torch.where``, or a Decline."""
+    wrapper = MetadataWrapper(module)
+    finder = _Find(line)
+    wrapper.visit(finder)
+    if finder.found is None:
+        return Decline(NAME, f"no statement starts on line {line}")
+    node, ancestors = finder.found
+    plan = screen(node, ancestors)
+    if isinstance(plan, Decline):
+        return plan
+    x, m, f, t = plan.target, plan.mask, plan.new_value, plan.torch_name
+    was = code_of(node).strip()
+    new = cst.parse_statement(f"{x}.copy_({t}.where({m}, {f}, {x}))  # mend: mask-update (was: {was})\n")
+    new = new.with_changes(leading_lines=plan.line.leading_lines)
+    new_module = wrapper.module.visit(Replace(plan.line, new))
+    obligations = [
+        {"kind": "bool-predicate", "pred": m},
+        {"kind": "same-shape", "lhs": m, "rhs": x},
+        *[{"kind": "same-shape", "lhs": y, "rhs": x} for y in plan.operands if y != x],
+        {"kind": "mask-update-elementwise", "expr": f, "operands": list(plan.operands), "torch": t},
+        {"kind": "untaken-side-cannot-raise", "expr": f},
+        {"kind": "mask-update-select", "pred": m, "expr": f, "target": x},
+        {"kind": "mask-update-finite-gradient", "guard": m, "expr": f},
+    ]
+    return RewriteResult(new_module.code, (line, line),
+                         f"`{was}` -> `{x}.copy_({t}.where({m}, {f}, {x}))`", obligations)

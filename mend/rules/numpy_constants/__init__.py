@@ -1,0 +1,91 @@
+"""Rule: numpy on Python constants (issue 10, kind 3).
+
+``np.sum`` of a Python list of ints, ``np.lcm`` / ``np.gcd`` of two Python ints: Dynamo
+traces numpy as tensors, so a constant becomes a 0-d tensor, and a shape built from it
+(``np.zeros((n, np.sum(plan[: k + 1])))`` in big_bird's and bigbird_pegasus'
+``_bigbird_block_rand_mask_with_head``) breaks the graph ("Data dependent operator"). The
+exact Python function on the same operands is a constant Dynamo folds: big_bird 11 -> 1
+graphs by hand, with bit-identical outputs.
+
+The rewrite keeps the numpy call wherever the operands are not what the Python function
+assumes::
+
+    (lambda v: sum(v) if type(v) is list and 0 < len(v) < 2**31
+               and all([type(e) is int and -2**31 < e < 2**31 for e in v]) else np.sum(v))(X)
+    (lambda a, b: math.lcm(a, b) if type(a) is int and type(b) is int
+                  and -2**31 < a < 2**31 and -2**31 < b < 2**31 else np.lcm(a, b))(A, B)
+
+The operands are evaluated once, as before. Dynamo decides the guard at trace time on
+constants: no break (measured on torch 2.13: big_bird 11 -> 1 graphs with the guard, as
+with the bare ``sum``).
+
+Traps, each handled:
+
+* ``np.sum([])`` is float64 ``0.0``, ``sum([])`` the int ``0``: ``np.zeros((n, np.sum([])))``
+  raises TypeError, the bare rewrite would not. The guard needs a non-empty list; a literal
+  ``[]`` is declined.
+* floats, bools, numpy scalars (``np.int64`` elements), arrays and tensors: ``np.sum``
+  rounds, promotes or reduces arrays where ``sum`` does not. The guard admits only elements
+  whose type is exactly ``int`` (not ``bool``, not ``np.int64``) and only a ``list``; an
+  operand visibly an array or tensor (``np.array(...)``, a name assigned from one), a float
+  or string literal, or a tuple literal is declined.
+* int64 wrap-around: ``np.sum`` of ints and ``np.lcm`` compute in int64 and wrap
+  (``np.lcm(2**40, 3**30)`` is negative); Python is exact. Under the guard's bounds no
+  int64 operation overflows, proved by Z3 per site (``numpy-int64-exact``, bit-vector
+  arithmetic), so numpy and Python give the same value.
+* the result's type: ``np.int64`` before, ``int`` after. Only consumers that treat both
+  alike are admitted: the shape of ``np.zeros/ones/empty/full`` and the size of
+  ``torch.zeros/ones/empty/full``, ``range()``, ``int()``. Arithmetic (``np.int64`` wraps and
+  divides by zero without raising), comparisons, assignments (later code may test
+  ``isinstance(x, np.integer)``) and a returned value are declined.
+* names: ``np`` must be bound only by ``import numpy as np`` at the top level (``import
+  jax.numpy as np`` declines); ``sum``, ``type``, ``list``, ``int``, ``len``, ``all`` must not be
+  bound anywhere in the module; ``math`` must be bound only by ``import math``.
+
+Declined and left: reformer's ``_get_least_common_mult_chunk_len`` returns ``np.lcm(...)``:
+the break is reported at its callers (``input_shape[-1] % lcm != 0``, data-dependent
+branching), and ``math.lcm`` there would hand every caller an ``int`` where it had an
+``np.int64``; the rule screens consumers within the statement only, so it declines a
+returned result.
+"""
+from __future__ import annotations
+
+from mend.rules._base import Rule
+from mend.rules.numpy_constants.examples import DECLINE_EXAMPLES, FIX_EXAMPLES, NOOP_EXAMPLES, example_line
+from mend.rules.numpy_constants.rewrite import rewrite
+from mend.rules.numpy_constants.screen import NAME, match
+
+FIX_SAFETY = """\
+Emitted after verification; needs no runtime: where the guard holds, the Python result has
+the value numpy computes, and the consumer treats the int as it treated the np.int64;
+elsewhere the original numpy call runs.
+
+Proved: for the guard written in the mended source (its bounds read back from it), int64
+accumulation of a sum, and numpy's int64 lcm/gcd formula, cannot overflow, so they equal
+the exact integers Python computes (``numpy-int64-exact``, Z3 bit-vectors, unsat). Resting
+on checks: each replaced call still sits where its result only sizes an allocation, a
+``range()`` or an ``int()`` (a static screen of the mended source), and those consumers
+give identical results for np.int64 and int on the installed numpy and torch (observed:
+``numpy-result-consumer``); the guard is decided by Dynamo at trace time (measured, and the
+pipeline's graph count). Both are required at every level.
+
+Never inference-only: the values are integers, with no gradient.
+"""
+
+RULE = Rule(
+    name=NAME,
+    categories=("numpy-constant",),
+    match=match,
+    rewrite=rewrite,
+    example_line=example_line,
+    obligation_kinds=frozenset({"numpy-int64-exact", "numpy-result-consumer"}),
+    required_kinds=frozenset({"numpy-int64-exact", "numpy-result-consumer"}),
+    needs_facts=False,
+    fix_safety=FIX_SAFETY,
+    doc=__doc__,
+    fix_examples=FIX_EXAMPLES,
+    decline_examples=DECLINE_EXAMPLES,
+    noop_examples=NOOP_EXAMPLES,
+)
+
+__all__ = ["NAME", "RULE", "match", "rewrite"]

@@ -1,0 +1,160 @@
+"""numpy-constants' examples (Fixit / pyupgrade style), from which ``tests/test_rules.py`` is
+generated: FIX (before, the exact text after), DECLINE (source, a substring of the reason),
+NOOP (source the rule leaves unchanged on every line)."""
+from __future__ import annotations
+
+from mend.rules._base import DeclineExample
+
+
+def example_line(source: str) -> int:
+    """The line of an example's site: its first line calling a numpy sum, lcm or gcd (an
+    example whose site is a statement starting on an earlier line gives it explicitly)."""
+    for i, text in enumerate(source.splitlines(), 1):
+        if any(f".{f}(" in text for f in ("sum", "lcm", "gcd")) and "import" not in text:
+            return i
+    raise ValueError("no numpy call in example")
+
+
+FIX_EXAMPLES: list[tuple] = [
+    # big_bird / bigbird_pegasus `_bigbird_block_rand_mask_with_head` (modeling_big_bird.py:907): the
+    # real site; the slice may be empty, the plan may hold numpy ints: the guard keeps np.sum then
+    (
+        'import numpy as np\n\n\ndef rand_mask(num_blocks, num_heads, plan_num_rand_blocks, max_plan_idx):\n    rand_attn = [\n        np.zeros((num_blocks, np.sum(plan_num_rand_blocks[: max_plan_idx + 1])), dtype=np.int32)\n        for i in range(num_heads)\n    ]\n    return rand_attn\n',
+        'import numpy as np\n\n\ndef rand_mask(num_blocks, num_heads, plan_num_rand_blocks, max_plan_idx):\n    rand_attn = [\n        np.zeros((num_blocks, (lambda v: sum(v) if type(v) is list and 0 < len(v) < 2**31 and all([type(e) is int and -2**31 < e < 2**31 for e in v]) else np.sum(v))(plan_num_rand_blocks[: max_plan_idx + 1])), dtype=np.int32)\n        for i in range(num_heads)\n    ]  # mend: numpy-constants (was: np.sum(plan_num_rand_blocks[: max_plan_idx + 1]))\n    return rand_attn\n',
+        5,
+    ),
+    # numpy under another name, and int() as the consumer (big_bird's training path, :926)
+    (
+        'import numpy as onp\n\n\ndef count(plan, k):\n    return int(onp.sum(plan[:k]))\n',
+        'import numpy as onp\n\n\ndef count(plan, k):\n    return int((lambda v: sum(v) if type(v) is list and 0 < len(v) < 2**31 and all([type(e) is int and -2**31 < e < 2**31 for e in v]) else onp.sum(v))(plan[:k]))  # mend: numpy-constants (was: onp.sum(plan[:k]))\n',
+    ),
+    # np.lcm sizing a torch allocation (not reformer's returned lcm, which is declined)
+    (
+        'import math\n\nimport numpy as np\nimport torch\n\n\ndef pad(x, a, b):\n    return torch.zeros(x.shape[0], np.lcm(a, b))\n',
+        'import math\n\nimport numpy as np\nimport torch\n\n\ndef pad(x, a, b):\n    return torch.zeros(x.shape[0], (lambda a, b: math.lcm(a, b) if type(a) is int and type(b) is int and -2**31 < a < 2**31 and -2**31 < b < 2**31 else np.lcm(a, b))(a, b))  # mend: numpy-constants (was: np.lcm(a, b))\n',
+    ),
+    # range() as the consumer, in a loop header
+    (
+        'import numpy as np\n\n\ndef rows(plan):\n    out = []\n    for i in range(np.sum(plan)):\n        out.append(i)\n    return out\n',
+        'import numpy as np\n\n\ndef rows(plan):\n    out = []\n    for i in range((lambda v: sum(v) if type(v) is list and 0 < len(v) < 2**31 and all([type(e) is int and -2**31 < e < 2**31 for e in v]) else np.sum(v))(plan)):\n        out.append(i)\n    return out\n',
+    ),
+]
+DECLINE_EXAMPLES: list[DeclineExample | tuple] = [
+    # trap: np.sum of floats rounds and gives float64 (np.zeros of it raises TypeError)
+    ('''import numpy as np
+
+
+def f(n):
+    return np.zeros((n, np.sum([1.5, 2.5])))
+''', "not an integer"),
+    # trap: np.sum([]) is float64 0.0, sum([]) the int 0
+    ('''import numpy as np
+
+
+def f(n):
+    return np.zeros((n, np.sum([])))
+''', "empty list"),
+    # np.sum of an array is array arithmetic (int64, wraps), not a constant
+    ('''import numpy as np
+
+
+def f(plan, n):
+    counts = np.array(plan)
+    return np.zeros((n, np.sum(counts)))
+''', "is an array or tensor"),
+    # ... and of a tensor
+    ('''import numpy as np
+
+
+def f(t, n):
+    return np.zeros((n, np.sum(t.numpy())))
+''', "is an array or tensor"),
+    # trap: the result feeds arithmetic, where np.int64 wraps and int does not
+    ('''import numpy as np
+
+
+def f(plan):
+    return np.sum(plan) * 2**40
+''', "feeds arithmetic"),
+    # trap: a later `isinstance(total, np.integer)` would see int
+    ('''import numpy as np
+
+
+def f(plan):
+    total = np.sum(plan)
+    return isinstance(total, np.integer)
+''', "feeds an assignment"),
+    # reformer `_get_least_common_mult_chunk_len` (modeling_reformer.py:169): its callers get the result
+    ('''import math
+
+import numpy as np
+
+
+def least_common_mult_chunk_len(config):
+    return np.lcm(config.lsh_attn_chunk_length, config.local_attn_chunk_length)
+''', "feeds the return value"),
+    # a builtin the rewrite calls is rebound in the module
+    ('''import numpy as np
+
+
+def f(plan, n, type=None):
+    return np.zeros((n, np.sum(plan)))
+''', "binds `type`"),
+    ('''import numpy as np
+
+sum = np.sum
+
+
+def f(plan, n):
+    return np.zeros((n, np.sum(plan)))
+''', "binds `sum`"),
+    # `np` is not numpy here (numpy itself is `onp`)
+    ('''import numpy as onp
+import jax.numpy as np
+
+
+def f(plan, n):
+    return onp.zeros((n, np.sum(plan)))
+''', "is not bound to numpy"),
+    # an axis or dtype changes what np.sum computes
+    ('''import numpy as np
+
+
+def f(plan, n):
+    return np.zeros((n, np.sum(plan, axis=0)))
+''', "exactly 1 positional operand"),
+    # math.lcm needs `import math`
+    ('''import numpy as np
+
+
+def f(a, b, n):
+    return np.zeros((n, np.lcm(a, b)))
+''', "does not bind `math`"),
+    # the guard admits lists only
+    ('''import numpy as np
+
+
+def f(n):
+    return np.zeros((n, np.sum((1, 2))))
+''', "is a tuple"),
+    # np.zeros' second positional argument is the dtype, not a size
+    ('''import numpy as np
+
+
+def f(plan, n):
+    return np.zeros(n, np.sum(plan))
+''', "feeds an argument of `np.zeros`"),
+]
+
+NOOP_EXAMPLES: list[str] = [
+    # tensor and method sums trace: nothing to rewrite
+    '''import numpy as np
+import torch
+
+
+def f(x, plan):
+    n = len(plan)
+    y = x.sum() + torch.sum(x)
+    return np.zeros((n, 2)), y
+''',
+]

@@ -1,0 +1,105 @@
+"""numpy-constants: the rewrite. Each ``np.sum(X)`` / ``np.lcm(A, B)`` / ``np.gcd(A, B)`` the
+screen admits becomes an immediately called lambda (its operands evaluated once, as before)
+that computes the exact Python result when every operand is a Python int in
+``(-2**31, 2**31)`` (a non-empty list of such ints for ``sum``), and calls the original
+numpy function otherwise. Dynamo decides the guard at trace time on constants, so it adds
+no break (measured: big_bird 11 -> 1 graphs on torch 2.13)."""
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from mend.rules._base import Decline, RewriteResult
+from mend.rules._common import code_of
+from mend.rules.numpy_constants.screen import BOUND_TEXT, FUNCS, MAX_LEN_TEXT, NAME, Site, screen
+
+
+class _Find(cst.CSTVisitor):
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, line: int) -> None:
+        self.line, self.found = line, None
+        self.stack: list[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.found is None and isinstance(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            pos = self.get_metadata(PositionProvider, node)
+            if pos.start.line == self.line:
+                self.found = (node, list(self.stack))
+        self.stack.append(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.stack.pop()
+
+
+def guarded(site: Site) -> str:
+    """The guarded replacement of one numpy call, as source."""
+    np_, b = site.np_name, BOUND_TEXT
+    ops = ", ".join(code_of(o).strip() for o in site.operands)
+    if site.func == "sum":
+        return (f"(lambda v: sum(v) if type(v) is list and 0 < len(v) < {MAX_LEN_TEXT} and "
+                f"all([type(e) is int and -{b} < e < {b} for e in v]) else {np_}.sum(v))({ops})")
+    repl = FUNCS[site.func][1]
+    return (f"(lambda a, b: {repl}(a, b) if type(a) is int and type(b) is int and -{b} < a < {b} and "
+            f"-{b} < b < {b} else {np_}.{site.func}(a, b))({ops})")
+
+
+class _ReplaceCalls(cst.CSTTransformer):
+    """Replace the calls (by identity) and mark the statement line holding the first one."""
+
+    def __init__(self, table: dict[int, cst.BaseExpression], was: str) -> None:
+        self.table, self.was, self.done = table, was, False
+        self.hits: list[bool] = []
+
+    def visit_SimpleStatementLine(self, node) -> bool:
+        self.hits.append(False)
+        return True
+
+    def leave_SimpleStatementLine(self, original_node, updated_node):
+        hit = self.hits.pop()
+        if hit and not self.done:
+            self.done = True
+            if updated_node.trailing_whitespace.comment is None:
+                return updated_node.with_changes(trailing_whitespace=updated_node.trailing_whitespace.with_changes(
+                    whitespace=cst.SimpleWhitespace("  "), comment=cst.Comment(f"# mend: {NAME} (was: {self.was})")))
+        return updated_node
+
+    def on_leave(self, original_node, updated_node):
+        if id(original_node) in self.table:
+            if self.hits:
+                self.hits[-1] = True
+            return self.table[id(original_node)]
+        return super().on_leave(original_node, updated_node)
+
+
+def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
+    """The module with the numpy calls of the statement on ``line`` made exact Python
+    arithmetic under a guard, or a Decline."""
+    wrapper = MetadataWrapper(module)
+    finder = _Find(line)
+    wrapper.visit(finder)
+    if finder.found is None:
+        return Decline(NAME, f"no statement starts on line {line}")
+    node, ancestors = finder.found
+    plan = screen(node, ancestors)
+    if isinstance(plan, Decline):
+        return plan
+    table, obligations, was = {}, [], []
+    for site in plan.sites:
+        text = guarded(site)
+        table[id(site.call)] = cst.parse_expression(text).with_changes(lpar=site.call.lpar, rpar=site.call.rpar) \
+            if site.call.lpar else cst.parse_expression(text)
+        original = " ".join(code_of(site.call).split())
+        was.append(original)
+        ops = [code_of(o).strip() for o in site.operands]
+        obligations.append({"kind": "numpy-int64-exact", "op": site.func, "numpy": site.np_name,
+                            "expr": original, "operands": ops, "mended": text})
+        obligations.append({"kind": "numpy-result-consumer", "op": site.func, "numpy": site.np_name,
+                            "expr": original, "mended": text, "consumer": site.consumer})
+    new = wrapper.module.visit(_ReplaceCalls(table, "; ".join(was)))
+    end = line if isinstance(node, cst.BaseCompoundStatement) else \
+        line + module.code_for_node(node).strip("\n").count("\n")
+    detail = "; ".join(f"`{w}` -> `{FUNCS[s.func][1]}` when every operand is a Python int in (-2**31, 2**31), "
+                       f"else the numpy call ({s.consumer})" for w, s in zip(was, plan.sites))
+    return RewriteResult(new.code, (line, end), detail, obligations)

@@ -1,0 +1,358 @@
+"""numpy-constants: which sites the rule takes (``np.sum``/``np.lcm``/``np.gcd`` calls in the
+statement at a break site whose result only sizes an allocation, a ``range`` or an ``int``),
+why it declines the others, and :func:`match`, a scan's verdict on a located site."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from mend.locate import Located
+from mend.rules._base import Decline, Match
+from mend.rules._common import code_of, dotted
+
+NAME = "numpy-constants"
+
+# numpy function -> (number of positional operands, the exact Python replacement)
+FUNCS = {"sum": (1, "sum"), "lcm": (2, "math.lcm"), "gcd": (2, "math.gcd")}
+
+# the guard's bounds: every operand (every list element for sum) in (-BOUND, BOUND), a
+# list's length in (0, MAX_LEN); the verifier proves int64 cannot overflow under them
+BOUND_TEXT = "2**31"
+MAX_LEN_TEXT = "2**31"
+
+# builtins the rewritten expression calls: a module that binds any of these names anywhere
+# would change what the guard or the replacement means
+GUARD_BUILTINS = ("sum", "type", "list", "int", "len", "all")
+
+# allocations whose shape may hold a np.int64 or an int alike (observed by the verifier)
+NUMPY_ALLOC = ("zeros", "ones", "empty", "full")
+TORCH_ALLOC = ("zeros", "ones", "empty", "full")
+
+_ARRAY_MAKERS = ("array", "asarray", "arange", "tensor", "as_tensor", "from_numpy", "stack", "cat", "concatenate",
+                 "zeros", "ones", "empty", "full", "linspace", "randn", "rand", "randint")
+
+
+@dataclass
+class Site:
+    call: cst.Call                  # the numpy call to replace
+    func: str                       # sum | lcm | gcd
+    np_name: str                    # how the module spells numpy at the call (`np`)
+    operands: list[cst.BaseExpression]
+    consumer: str                   # what uses the result (`np.zeros shape`, `range`, `int`)
+
+
+@dataclass
+class Plan:
+    statement: cst.CSTNode
+    sites: list[Site]
+
+
+# -- bindings --------------------------------------------------------------------------
+
+def _target_names(node: cst.CSTNode) -> list[str]:
+    if isinstance(node, cst.Name):
+        return [node.value]
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return [n for el in node.elements for n in _target_names(el.value)]
+    if isinstance(node, cst.StarredElement):
+        return _target_names(node.value)
+    return []
+
+
+class _Bindings(cst.CSTVisitor):
+    """Every name a module binds, anywhere, with what binds it: ``("import", "numpy",
+    top_level)`` for ``import numpy as NAME``, ``("other", code)`` for anything else."""
+
+    def __init__(self, module: cst.Module) -> None:
+        self.module = module
+        self.top = {id(s) for s in module.body}
+        self.stack: list[cst.CSTNode] = []
+        self.names: dict[str, list[tuple]] = {}
+
+    def _add(self, name: str, how: tuple) -> None:
+        self.names.setdefault(name, []).append(how)
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.stack.append(node)
+        other = ("other", type(node).__name__)
+        if isinstance(node, cst.Import):
+            top = len(self.stack) >= 2 and id(self.stack[-2]) in self.top
+            for alias in node.names:
+                full = dotted(alias.name) or ""
+                if alias.asname is not None:
+                    for n in _target_names(alias.asname.name):
+                        self._add(n, ("import", full, top))
+                else:
+                    root = full.split(".")[0]
+                    self._add(root, ("import", root if "." not in full else full + " (package)", top))
+        elif isinstance(node, cst.ImportFrom):
+            if isinstance(node.names, cst.ImportStar):
+                self._add("*", other)
+            else:
+                for alias in node.names:
+                    n = alias.asname.name if alias.asname is not None else alias.name
+                    for name in _target_names(n) if isinstance(n, cst.Name) else [code_of(n)]:
+                        self._add(name, other)
+        elif isinstance(node, cst.AssignTarget):
+            for n in _target_names(node.target):
+                self._add(n, other)
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
+            for n in _target_names(node.target):
+                self._add(n, other)
+        elif isinstance(node, (cst.For, cst.CompFor)):
+            for n in _target_names(node.target):
+                self._add(n, other)
+        elif isinstance(node, cst.NamedExpr):
+            for n in _target_names(node.target):
+                self._add(n, other)
+        elif isinstance(node, cst.AsName):
+            for n in _target_names(node.name):
+                if not isinstance(self.stack[-2] if len(self.stack) > 1 else None, cst.ImportAlias):
+                    self._add(n, other)
+        elif isinstance(node, cst.Param):
+            self._add(node.name.value, other)
+        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            self._add(node.name.value, other)
+        elif isinstance(node, (cst.Global, cst.Nonlocal)):
+            for item in node.names:
+                self._add(item.name.value, other)
+        elif isinstance(node, cst.Del):
+            for n in _target_names(node.target):
+                self._add(n, other)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.stack.pop()
+
+
+def bindings(module: cst.Module) -> dict[str, list[tuple]]:
+    visitor = _Bindings(module)
+    module.visit(visitor)
+    return visitor.names
+
+
+def module_alias(binds: dict[str, list[tuple]], name: str, module_name: str) -> bool:
+    """``name`` is bound only by ``import MODULE [as name]``, at least once at the top level."""
+    how = binds.get(name, [])
+    return bool(how) and "*" not in binds and all(h[0] == "import" and h[1] == module_name for h in how) and any(
+        h[2] for h in how)
+
+
+def aliases(binds: dict[str, list[tuple]], module_name: str) -> set[str]:
+    return {n for n in binds if module_alias(binds, n, module_name)}
+
+
+# -- the screen --------------------------------------------------------------------------
+
+class _Parents(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.stack: list[cst.CSTNode] = []
+        self.parent: dict[int, cst.CSTNode] = {}
+        self.calls: list[cst.Call] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.stack:
+            self.parent[id(node)] = self.stack[-1]
+        if isinstance(node, cst.Call):
+            self.calls.append(node)
+        self.stack.append(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.stack.pop()
+
+
+def _header_parts(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The parts of a statement Dynamo runs at its line: the whole small statement, or a
+    compound statement's header (its body holds statements of their own)."""
+    if isinstance(node, cst.BaseCompoundStatement):
+        parts = [getattr(node, a) for a in ("test", "iter") if hasattr(node, a)]
+        return parts + list(getattr(node, "items", ()))
+    return [node]
+
+
+def _numpy_call(call: cst.Call, np_names: set[str]) -> tuple[str, str] | None:
+    name = dotted(call.func) or ""
+    root, _, rest = name.rpartition(".")
+    if root in np_names and rest in FUNCS:
+        return root, rest
+    return None
+
+
+def _alloc(call: cst.Call, arg: cst.Arg, np_names: set[str], torch_names: set[str]) -> str | None:
+    """What ``arg`` of ``call`` is, when it is a shape argument of a known allocation."""
+    name = dotted(call.func) or ""
+    root, _, rest = name.rpartition(".")
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    if root in np_names and rest in NUMPY_ALLOC:
+        if (arg.keyword is None and not arg.star and positional and positional[0] is arg) or (
+                arg.keyword is not None and arg.keyword.value == "shape"):
+            return f"the shape of {name}"
+    if root in torch_names and rest in TORCH_ALLOC:
+        if rest == "full" and arg.keyword is None and not arg.star and positional and positional[0] is arg:
+            return f"the size of {name}"
+        if rest != "full" and ((arg.keyword is None and not arg.star) or (
+                arg.keyword is not None and arg.keyword.value == "size")):
+            return f"the size of {name}"
+    return None
+
+
+def _consumer(node: cst.CSTNode, parents: dict[int, cst.CSTNode], np_names: set[str], torch_names: set[str],
+              binds: dict) -> tuple[str | None, str]:
+    """(the consumer when it treats np.int64 and int alike, else None; what it is, in words)."""
+    parent = parents.get(id(node))
+    if isinstance(parent, cst.Element):
+        seq = parents.get(id(parent))
+        arg = parents.get(id(seq)) if isinstance(seq, (cst.Tuple, cst.List)) else None
+        call = parents.get(id(arg)) if isinstance(arg, cst.Arg) else None
+        if isinstance(call, cst.Call) and call.args and any(a is arg for a in call.args):
+            what = _alloc(call, arg, np_names, torch_names)
+            if what:
+                return what, what
+        return None, "an element of a tuple or list that is not the shape of a known allocation"
+    if isinstance(parent, cst.Arg):
+        call = parents.get(id(parent))
+        if isinstance(call, cst.Call):
+            what = _alloc(call, parent, np_names, torch_names)
+            if what:
+                return what, what
+            name = dotted(call.func) or ""
+            plain = parent.keyword is None and not parent.star
+            if name == "int" and len(call.args) == 1 and plain and "int" not in binds:
+                return "int()", "int()"
+            if name == "range" and plain and 1 <= len(call.args) <= 3 and all(
+                    a.keyword is None and not a.star for a in call.args) and "range" not in binds:
+                return "range()", "range()"
+            return None, f"an argument of `{code_of(call.func).strip()}`"
+    if isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation)):
+        return None, "arithmetic"
+    if isinstance(parent, (cst.Comparison, cst.ComparisonTarget, cst.BooleanOperation)):
+        return None, "a comparison or boolean test"
+    if isinstance(parent, cst.Return):
+        return None, "the return value"
+    if isinstance(parent, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.NamedExpr)):
+        return None, "an assignment"
+    return None, f"`{type(parent).__name__}`"
+
+
+def _operand_decline(func: str, operands: list[cst.BaseExpression], function: cst.FunctionDef | None,
+                     np_names: set[str], torch_names: set[str]) -> str | None:
+    """Why the operands are visibly not Python ints (or a non-empty list of them), else None."""
+    makers = np_names | torch_names
+
+    def array_call(expr) -> str | None:
+        if isinstance(expr, cst.Call):
+            name = dotted(expr.func) or ""
+            root = name.split(".")[0]
+            if root in makers or name.rsplit(".", 1)[-1] in _ARRAY_MAKERS or name.endswith(".numpy"):
+                return name
+        return None
+
+    assigned: dict[str, list[cst.BaseExpression]] = {}
+    if function is not None:
+        for node in _walk(function.body):
+            if isinstance(node, cst.Assign):
+                for t in node.targets:
+                    for n in _target_names(t.target):
+                        assigned.setdefault(n, []).append(node.value)
+    for expr in operands:
+        what = array_call(expr)
+        if what is None and isinstance(expr, cst.Name):
+            what = next((array_call(v) for v in assigned.get(expr.value, []) if array_call(v)), None)
+        if what is None and isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name):
+            what = next((array_call(v) for v in assigned.get(expr.value.value, []) if array_call(v)), None)
+        if what is not None:
+            return (f"the operand `{code_of(expr).strip()}` is an array or tensor (from `{what}`), not Python "
+                    f"ints: np.{func} of it is array arithmetic, not a constant")
+        if isinstance(expr, (cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            return f"the operand `{code_of(expr).strip()}` is not an integer constant"
+        if func == "sum":
+            if isinstance(expr, cst.Tuple):
+                return "the operand is a tuple: the guard admits only a list of Python ints"
+            if isinstance(expr, cst.List):
+                if not expr.elements:
+                    return ("the operand is an empty list: np.sum([]) is float64 0.0 while sum([]) is the int 0 "
+                            "(np.zeros((n, np.sum([]))) raises TypeError; the rewrite would not)")
+                bad = next((el.value for el in expr.elements if isinstance(el.value, (
+                    cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))), None)
+                if bad is not None:
+                    return (f"the list holds `{code_of(bad).strip()}`, not an integer: np.sum of floats rounds and "
+                            "returns float64, unlike Python's sum")
+    return None
+
+
+def _walk(node: cst.CSTNode):
+    yield node
+    for child in node.children:
+        yield from _walk(child)
+
+
+def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
+    """The rewrite plan for the statement ``node`` at a break site, or why it is declined."""
+    module = next((a for a in ancestors if isinstance(a, cst.Module)), None)
+    if module is None:
+        return Decline(NAME, "the statement is not inside a module")
+    binds = bindings(module)
+    np_names = aliases(binds, "numpy")
+    torch_names = aliases(binds, "torch")
+    finder = _Parents()
+    for part in _header_parts(node):
+        part.visit(finder)
+    calls, spelled = [], []
+    for call in finder.calls:
+        name = dotted(call.func) or ""
+        root, _, rest = name.rpartition(".")
+        if rest in FUNCS and root and "." not in root:
+            spelled.append((root, rest, call))
+        hit = _numpy_call(call, np_names)
+        if hit:
+            calls.append((hit, call))
+    if not calls:
+        if spelled:
+            root, rest, _ = spelled[0]
+            return Decline(NAME, f"`{root}` is not bound to numpy by a top-level `import numpy as {root}` alone "
+                           f"(it is bound otherwise, or also otherwise), so `{root}.{rest}` may not be numpy's")
+        return Decline(NAME, "the statement calls no numpy sum, lcm or gcd")
+    rebound = [b for b in GUARD_BUILTINS if b in binds]
+    if rebound:
+        return Decline(NAME, f"the module binds `{rebound[0]}`, a builtin the rewritten expression calls")
+    function = next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), None)
+    sites, first_decline = [], None
+    for (np_name, func), call in calls:
+        n_ops, repl = FUNCS[func]
+        args = list(call.args)
+        if len(args) != n_ops or any(a.keyword is not None or a.star for a in args):
+            first_decline = first_decline or (
+                f"`{code_of(call).strip()}` does not pass exactly {n_ops} positional operand{'s' * (n_ops > 1)} "
+                "(an axis, dtype or other argument changes what it computes)")
+            continue
+        operands = [a.value for a in args]
+        why = _operand_decline(func, operands, function, np_names, torch_names)
+        if why:
+            first_decline = first_decline or why
+            continue
+        consumer, what = _consumer(call, finder.parent, np_names, torch_names, binds)
+        if consumer is None:
+            first_decline = first_decline or (
+                f"the result of `{code_of(call).strip()}` feeds {what}: the rewrite's result is an int where "
+                f"np.{func} gives np.int64, and only an allocation's shape, range() or int() are known to treat "
+                "them alike")
+            continue
+        if repl.startswith("math.") and not module_alias(binds, "math", "math"):
+            first_decline = first_decline or (f"the module does not bind `math` by a top-level `import math` alone, "
+                                               f"which `{repl}` needs")
+            continue
+        sites.append(Site(call, func, np_name, operands, consumer))
+    if not sites:
+        return Decline(NAME, first_decline)
+    return Plan(node, sites)
+
+
+def match(loc: Located) -> Match | Decline:
+    plan = screen(loc.node, loc.ancestors)
+    if isinstance(plan, Decline):
+        return plan
+    done = ", ".join(f"np.{s.func} -> {FUNCS[s.func][1]} ({s.consumer})" for s in plan.sites)
+    return Match(NAME, f"{done}, under a guard that keeps the numpy call unless every operand is a Python int "
+                 "in (-2**31, 2**31)")

@@ -1,0 +1,175 @@
+"""scalar-tensor's examples (Fixit / pyupgrade style), from which ``tests/test_rules.py`` is
+generated: FIX (before, the exact text after), DECLINE (source, a substring of the reason),
+NOOP (source the rule leaves unchanged on every line). The site of a FIX example is the
+function's ``return torch.tensor(...)`` line (where the rewrite lands); a DECLINE example
+names its site (a use of the value, where Dynamo breaks) with :func:`_at`."""
+from __future__ import annotations
+
+
+def example_line(source: str) -> int:
+    """The line of an example's site: its first ``return <torch>.tensor(`` line."""
+    for i, text in enumerate(source.splitlines(), 1):
+        if text.lstrip().startswith("return ") and ".tensor(" in text:
+            return i
+    raise ValueError("no `return torch.tensor(...)` in example")
+
+
+def _at(source: str, needle: str) -> int:
+    """The first line of ``source`` holding ``needle``."""
+    return next(i for i, text in enumerate(source.splitlines(), 1) if needle in text)
+
+
+_DEBERTA = '''import torch
+
+
+def compute_attention_span(query_layer, key_layer, max_relative_positions: int):
+    return torch.tensor(min(max(query_layer.size(-2), key_layer.size(-2)), max_relative_positions))
+
+
+class Attention(torch.nn.Module):
+    def forward(self, query_layer, key_layer, relative_pos, rel_embeddings):
+        att_span = compute_attention_span(query_layer, key_layer, self.max_relative_positions)
+        rel_embeddings = rel_embeddings[
+            self.max_relative_positions - att_span : self.max_relative_positions + att_span, :
+        ]
+        c2p_pos = torch.clamp(relative_pos + att_span, 0, att_span * 2 - 1)
+        return rel_embeddings, c2p_pos
+'''
+
+_SPAN = '''import torch as th
+
+
+def span_of(x, limit):
+    """The span, at most `limit`."""
+    return th.tensor(min(x.shape[1] - 1, limit))
+
+
+def forward(x, pos, limit):
+    span = span_of(x, limit)
+    if span > 2:
+        x = x * 2
+    return x[:, :span] * 2, pos - span
+'''
+
+
+def _with_use(use: str, value: str = "min(x.size(-1), n)", extra: str = "") -> str:
+    return f'''import torch
+{extra}
+
+def span_of(x, n):
+    return torch.tensor({value})
+
+
+def forward(x, n):
+    span = span_of(x, n)
+    {use}
+'''
+
+
+FIX_EXAMPLES: list[tuple[str, str]] = [
+    # transformers 5.24 deberta (modeling_deberta.py:123, used at :297-:324): the slice bound
+    # is read with Tensor.item() inside the encoder's layer loop (12 graphs -> 1 by hand)
+    (_DEBERTA, _DEBERTA.replace(
+        "    return torch.tensor(min(max(query_layer.size(-2), key_layer.size(-2)), max_relative_positions))",
+        "    return min(max(query_layer.size(-2), key_layer.size(-2)), max_relative_positions)  # mend: scalar-tensor "
+        "(was: torch.tensor(min(max(query_layer.size(-2), key_layer.size(-2)), max_relative_positions)))")),
+    # `torch` under another name, a docstring, `.shape[k]`, an `if` comparison, a slice bound and
+    # tensor arithmetic with the value
+    (_SPAN, _SPAN.replace("    return th.tensor(min(x.shape[1] - 1, limit))",
+                          "    return min(x.shape[1] - 1, limit)  # mend: scalar-tensor "
+                          "(was: th.tensor(min(x.shape[1] - 1, limit)))")),
+]
+
+_RETURNED = _with_use("return span")
+_DIVIDED = _with_use("return x * (span / 2)")
+_ITEM = _with_use("return x[: span.item()]")
+_FLOAT32 = _with_use("return x[:span]").replace("torch.tensor(min(x.size(-1), n))",
+                                                "torch.tensor(min(x.size(-1), n), dtype=torch.float32)")
+_EXPORTED = _with_use("return x[:span]", extra='\n__all__ = ["span_of", "forward"]\n')
+_PASSED_ON = _with_use("return x[:span]") + "\n\nALIAS = span_of\n"
+_STORED = _with_use("self_state['span'] = span")
+_CALLED = _with_use("return torch.narrow(x, 0, 0, span)")
+_NOT_INT = _with_use("return x[:span]", value="x.size(-1) / 2")
+_SUM = _with_use("return x[:span]", value="x.sum()")
+_FLOAT_LIT = _with_use("return x * (span + 0.5)")
+_FLAG = _with_use("flag = span > 3")
+_DECORATED = _with_use("return x[:span]").replace("def span_of", "@torch.jit.script\ndef span_of")
+_INLINE = '''import torch
+
+
+def span_of(x, n):
+    return torch.tensor(min(x.size(-1), n))
+
+
+def forward(x, n):
+    return x[: span_of(x, n)]
+'''
+# transformers 5.24 encodec (modeling_encodec.py:115-136): 0-d int64 buffers in float32 arithmetic
+_ENCODEC = '''import torch
+from torch import nn
+
+
+class Conv1d(nn.Module):
+    def __init__(self, kernel_size, stride):
+        super().__init__()
+        self.stride = nn.Buffer(torch.tensor(stride, dtype=torch.int64), persistent=False)
+        self.kernel_size = nn.Buffer(torch.tensor(kernel_size, dtype=torch.int64), persistent=False)
+        self.padding_total = nn.Buffer(self.kernel_size - self.stride, persistent=False)
+
+    def extra_padding(self, hidden_states):
+        length = hidden_states.shape[-1]
+        n_frames = (length - self.kernel_size + self.padding_total) / self.stride + 1
+        n_frames = torch.ceil(n_frames).to(torch.int64) - 1
+        return n_frames * self.stride + self.kernel_size - self.padding_total - length
+'''
+# transformers 5.24 vits (modeling_vits.py:348, :362): a slice bound built as IntTensor([n])[0]
+_VITS = '''import torch
+
+
+def fused(a, b, n_channels):
+    return a[:, : n_channels] + b[:, : n_channels]
+
+
+class WaveNet(torch.nn.Module):
+    def forward(self, a, b):
+        num_channels_tensor = torch.IntTensor([self.hidden_size])
+        acts = fused(a, b, num_channels_tensor[0])
+        return acts
+'''
+
+DECLINE_EXAMPLES: list[tuple] = [
+    # the caller returns the value: its caller would get a Python int instead of a tensor
+    (_RETURNED, "is returned", _at(_RETURNED, "return span")),
+    # true division: 0-d int64 / 2 is a float32 tensor, int / 2 a float64 Python float
+    (_DIVIDED, "true division", _at(_DIVIDED, "span / 2")),
+    # an explicit `.item()`: an int has no `.item()`
+    (_ITEM, "reads an attribute", _at(_ITEM, "span.item()")),
+    # a dtype makes the tensor something a Python number is not
+    (_FLOAT32, "`dtype=`", _at(_FLOAT32, "return x[:span]")),
+    (_EXPORTED, "exported in `__all__`", _at(_EXPORTED, "return x[:span]")),
+    # the function itself is passed on: whoever calls it later sees the changed type
+    (_PASSED_ON, "referenced other than by direct calls", _at(_PASSED_ON, "return x[:span]")),
+    (_INLINE, "referenced other than by direct calls", _at(_INLINE, "return x[")),
+    (_STORED, "is stored", _at(_STORED, "self_state")),
+    (_CALLED, "is passed to `torch.narrow`", _at(_CALLED, "torch.narrow")),
+    (_NOT_INT, "operator other than + - *", _at(_NOT_INT, "return x[:span]")),
+    (_SUM, "is not a size", _at(_SUM, "return x[:span]")),
+    (_FLOAT_LIT, "the float `0.5`", _at(_FLOAT_LIT, "0.5")),
+    (_FLAG, "would be a Python bool", _at(_FLAG, "flag =")),
+    (_DECORATED, "is decorated", _at(_DECORATED, "return x[:span]")),
+    # encodec: the buffers feed float32 tensor arithmetic whose ceil differs from exact ints above 2^24
+    (_ENCODEC, "float32 tensor arithmetic", _at(_ENCODEC, "n_frames = (length")),
+    # vits: the element type of `n` is not known statically
+    (_VITS, "IntTensor([n])", _at(_VITS, "acts = fused")),
+]
+
+NOOP_EXAMPLES: list[str] = [
+    # a Python int slice bound: nothing to rewrite
+    '''import torch
+
+
+def forward(x, n):
+    span = min(x.size(-1), n)
+    return x[:span]
+''',
+]

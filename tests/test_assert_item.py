@@ -1,0 +1,254 @@
+"""predicated-validation on `assert T.item() <op> E` (xlm/flaubert `get_masks`): the `.item()`
+host read is dropped into `torch._assert_async`, and raises-iff-original proves the tensor
+comparison equal to Python's comparison of the host value -- or the rewrite is declined.
+
+Adversarial cases: the comparisons where dropping `.item()` changes the result (measured here
+first: float32 near 2**24, float16 rounding of the bound, int32 wrap-around), a multi-element
+tensor, NaN, `python -O`, a function that mutates state; and one fixture that `mend fix` fixes
+end to end."""
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import libcst as cst
+import pytest
+import torch
+
+from mend import validation_runtime as vr
+from mend.fix import fix
+from mend.rules import Decline
+from mend.rules import predicated_validation as pv
+from mend.taxonomy import categorize
+from mend.locate import locate
+from tests.conftest import FIXTURES
+from verifier import obligations as O
+
+ITEM_GB = "Unsupported Tensor.item() call with capture_scalar_outputs=False"
+
+
+def _tensor(dtype, shape=(3,)):
+    return {"kind": "tensor", "dtype": dtype, "shape": list(shape), "device": "cpu", "param": False}
+
+
+def _facts(**names):
+    return {"names": {"torch": {"kind": "pymodule", "value": "torch"}, **names}, "self": {}}
+
+
+INT = {"kind": "num", "cat": "int", "value": 8}
+
+
+def _mend(src: str):
+    line = next(i for i, t in enumerate(src.splitlines(), 1) if t.strip().startswith("assert"))
+    return pv.rewrite(cst.parse_module(src), line)
+
+
+def _discharge(src: str, facts: dict) -> dict:
+    res = _mend(src)
+    assert isinstance(res, pv.RewriteResult), res
+    out = O.discharge(res.obligations, facts=facts, code=res.code)
+    return {r["kind"]: r for r in out}
+
+
+def _src(cond: str, args: str = "t, n") -> str:
+    return f"import torch\n\n\ndef f({args}):\n    assert {cond}\n    return t\n"
+
+
+# --- the traps, measured: dropping `.item()` is not always the same comparison -------------------
+
+def test_measured_traps():
+    big = torch.tensor(16777216.0)                       # float32: 16777217 rounds to 2**24
+    assert (big.item() < 16777217) is True and bool(big < 16777217) is False
+    assert (big.item() == 16777217) is False and bool(big == 16777217) is True
+    half = torch.tensor(1.0, dtype=torch.float16)        # the bound is rounded to float16 in eager
+    assert (half.item() < 1.0001) is True and bool(half < 1.0001) is False
+    i32 = torch.tensor(5, dtype=torch.int32)             # the bound wraps to int32
+    assert (i32.item() == 2 ** 32 + 5) is False and bool(i32 == 2 ** 32 + 5) is True
+    nan = torch.tensor(float("nan"))                     # NaN: the assert fails both ways
+    assert (nan.item() <= 8) is False and bool(nan <= 8) is False
+    with pytest.raises(RuntimeError):                    # more than one element: both raise RuntimeError
+        torch.tensor([1, 2]).item()
+    with pytest.raises(RuntimeError):
+        bool(torch.tensor([1, 2]) <= 8)
+
+
+# --- the verifier: proves the exact cases, never the traps --------------------------------------
+
+def test_int64_lengths_proved():
+    r = _discharge(_src("t.max().item() <= n"), _facts(t=_tensor("int64"), n=INT))
+    assert r["raises-iff-original"]["result"] == "proved"
+    assert r["condition-is-tensor"]["result"] == "proved"
+    assert r["raises-iff-original"]["items"] == ["t.max()"]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_float_lengths_against_an_int_not_proved(dtype):
+    # float32 lengths near 2**24: `t < n` rounds n to float32, `t.item() < n` does not
+    r = _discharge(_src("t.max().item() < n"), _facts(t=_tensor(dtype), n=INT))
+    assert r["raises-iff-original"]["result"] != "proved"
+
+
+def test_float16_bound_rounding_refuted():
+    r = _discharge(_src("t.max().item() < 0.1"), _facts(t=_tensor("float16")))
+    assert r["raises-iff-original"]["result"] == "refuted"
+    assert "0.0999755859375" in r["raises-iff-original"]["counterexample"]
+
+
+def test_float32_equality_with_an_inexact_constant_refuted():
+    r = _discharge(_src("t.max().item() == 0.1"), _facts(t=_tensor("float32")))
+    assert r["raises-iff-original"]["result"] == "refuted"
+
+
+def test_int32_wraparound_refuted():
+    r = _discharge(_src("t.max().item() <= n"), _facts(t=_tensor("int32"), n=INT))
+    assert r["raises-iff-original"]["result"] == "refuted"
+
+
+def test_multi_element_tensor_refuted():
+    # `.item()` of several elements raises; `_assert_async` of several raises another error
+    r = _discharge(_src("t.item() <= n"), _facts(t=_tensor("int64", (3,)), n=INT))
+    assert r["condition-is-tensor"]["result"] == "refuted"
+
+
+def test_chained_comparison_proved():
+    r = _discharge(_src("0 <= t.max().item() < n"), _facts(t=_tensor("int64"), n=INT))
+    assert r["raises-iff-original"]["result"] == "proved"
+    assert "torch.logical_and(0 <= t.max(), t.max() < n)" in r["raises-iff-original"]["asserts"]
+
+
+def test_item_on_both_sides_of_different_dtypes_not_proved():
+    src = "import torch\n\n\ndef f(t, u):\n    assert t.max().item() <= u.max().item()\n    return t\n"
+    r = _discharge(src, _facts(t=_tensor("float32"), u=_tensor("int64")))
+    assert r["raises-iff-original"]["result"] == "unknown"
+    assert "different dtypes" in r["raises-iff-original"]["reason"]
+
+
+def test_compared_with_a_tensor_not_proved():
+    r = _discharge(_src("t.max().item() <= n"), _facts(t=_tensor("int64"), n=_tensor("int64", ())))
+    assert r["raises-iff-original"]["result"] == "unknown"
+
+
+def test_wrong_mended_condition_refuted():
+    res = _mend(_src("t.max().item() <= n"))
+    ob = dict(res.obligations[0], asserts="t.max() < n")
+    (r,) = O.discharge([ob], facts=_facts(t=_tensor("int64"), n=INT), code=res.code)
+    assert r["result"] == "refuted"
+
+
+# --- the screens -------------------------------------------------------------------------------
+
+def test_state_changing_function_declined():
+    src = textwrap.dedent('''\
+        import torch
+
+
+        class M(torch.nn.Module):
+            def forward(self, lengths, slen):
+                assert lengths.max().item() <= slen
+                self.buf.add_(1)
+                return lengths
+        ''')
+    res = _mend(src)
+    assert isinstance(res, Decline) and "changes state" in res.reason
+
+
+def test_module_level_function_screens(tmp_path):
+    """`get_masks` is a module-level function inside an `else:` arm: no loop, no try/with, no state."""
+    path = FIXTURES / "assert_item.py"
+    line = next(i for i, t in enumerate(path.read_text().splitlines(), 1) if "assert lengths" in t)
+    loc = locate(str(path), line)
+    assert categorize(ITEM_GB, loc) == "raise-assert"
+    assert not isinstance(pv.match(loc), Decline)
+    res = pv.rewrite(cst.parse_module(path.read_text()), line)
+    assert isinstance(res, pv.RewriteResult)
+    assert res.obligations[0]["raises_when"] == "not (lengths.max().item() <= slen)"
+
+
+def test_taxonomy_leaves_other_item_sites_alone(tmp_path):
+    src = tmp_path / "m.py"
+    src.write_text("import torch\n\n\ndef f(t, n):\n    k = t.max().item()\n    assert k <= n\n"
+                   "    assert t.max().item()\n    return t[:k]\n")
+    assert categorize(ITEM_GB, locate(str(src), 5)) == "item-tolist"
+    assert categorize(ITEM_GB, locate(str(src), 7)) == "item-tolist"
+
+
+# --- behaviour of the mended code: eager, compiled, python -O ------------------------------------
+
+def _load(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def mended(tmp_path_factory):
+    src = (FIXTURES / "assert_item.py").read_text()
+    line = next(i for i, t in enumerate(src.splitlines(), 1) if "assert lengths" in t)
+    res = pv.rewrite(cst.parse_module(src), line)
+    tmp = tmp_path_factory.mktemp("assert_item")
+    (tmp / "orig_ai.py").write_text(src)
+    (tmp / "mended_ai.py").write_text(res.code)
+    return tmp, _load(tmp / "orig_ai.py", "_ai_orig"), _load(tmp / "mended_ai.py", "_ai_mended")
+
+
+def _outcome(fn, *args):
+    try:
+        return "ok", fn(*args)
+    except Exception as exc:  # behaviour under comparison
+        return "raised", type(exc), str(exc)
+
+
+def test_mended_fixture_same_behaviour_eager_and_compiled(mended):
+    _, orig_mod, mended_mod = mended
+    torch.manual_seed(0)
+    orig = orig_mod.Model().eval()
+    new = mended_mod.Model().eval()
+    new.load_state_dict(orig.state_dict())
+    vr.install(new)
+    x, lengths = orig_mod.get_inputs()
+    bad = torch.tensor([6, 9])
+    for backend in (None, "eager", "aot_eager"):
+        torch._dynamo.reset()
+        fn = new if backend is None else torch.compile(new, backend=backend)
+        a, b = _outcome(orig, x, lengths), _outcome(fn, x, lengths)
+        assert a[0] == b[0] == "ok" and torch.equal(a[1], b[1])
+        a, b = _outcome(orig, x, bad), _outcome(fn, x, bad)
+        assert a[:2] == b[:2] == ("raised", AssertionError), (backend, a, b)
+
+
+def test_python_O_strips_both(mended):
+    tmp, _, _ = mended
+    for name in ("orig_ai", "mended_ai"):
+        code = (f"import sys; sys.path.insert(0, {str(tmp)!r}); import torch, {name} as m\n"
+                "x, _ = m.get_inputs()\n"
+                "print(m.Model()(x, torch.tensor([6, 9])).shape)\n")
+        out = subprocess.run([sys.executable, "-O", "-c", code], capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert "torch.Size([2, 6, 8])" in out.stdout
+
+
+# --- end to end: mend fix --------------------------------------------------------------------
+
+def test_mend_fix_end_to_end(tmp_path):
+    res = fix(str(FIXTURES / "assert_item.py"), unsafe_fixes=True, max_examples=5)
+    rules = [rw["rule"] for rw in res.rewrites]
+    assert rules == ["predicated-validation"], (rules, [d.to_json() for d in res.declined])
+    assert res.after.graph_count < res.before.graph_count
+    assert res.after.graph_break_count == 0
+    kinds = {r["kind"]: r["result"] for r in res.rewrites[0]["obligations"]}
+    assert kinds["raises-iff-original"] == "proved" and kinds["condition-is-tensor"] == "proved"
+    path = tmp_path / "mended_e2e.py"
+    path.write_text(res.mended)
+    mod = _load(path, "_ai_e2e")
+    model = vr.install(mod.Model().eval())
+    x, _ = mod.get_inputs()
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="aot_eager")
+    with pytest.raises(AssertionError):
+        compiled(x, torch.tensor([6, 9]))
+    assert compiled(x, torch.tensor([6, 4])).shape == (2, 6, 8)

@@ -1,0 +1,133 @@
+"""Fix safety as data (issue 10, after ruff): every verified rewrite is labelled ``safe`` or
+``unsafe`` from what its obligations and differential evidence showed; unsafe fixes are
+applied only with ``--unsafe-fixes``; the label is in the diff header, the JSON and the
+certificate, and ``mend cert verify`` recomputes it. Gradients are compared with a
+dtype-aware tolerance, forward outputs stay bit-exact."""
+import json
+import shutil
+
+import pytest
+import torch
+
+from tests.conftest import FIXTURES
+from verifier.certs import dumps, seal, verify_file
+from verifier.differential import Mismatch, compare, gradient_tolerance
+from verifier.encoders import CHECKS, OBSERVED
+from verifier.levels import CONDITIONAL_TIERS, fix_safety
+
+
+def _ob(kind, result, **kw):
+    return {"kind": kind, "result": result, **kw}
+
+
+@pytest.mark.parametrize("results, evidence, use, unsafe_because", [
+    ([_ob("where-equals-ite", "proved", tier="every-value"), _ob("same-shape", "proved", tier="general")],
+     {"max_gradient_error": 0.0}, "training and inference", None),
+    ([_ob("order-preserved", "checked", checked_by="the operator registry")], {}, "training and inference", None),
+    ([_ob("same-shape", "unknown", reason="timeout")], {}, "training and inference", "same-shape is unknown"),
+    ([_ob("same-shape", "proved", tier="equal-sizes")], {}, "training and inference", "assuming the example's equal"),
+    ([_ob("same-shape", "proved", tier="observed")], {}, "training and inference", "sizes and dtypes"),
+    ([_ob("where-equals-ite", "proved", tier="finite-leaves")], {}, "training and inference", "finite leaf values"),
+    ([_ob("cpu-only", "checked", checked_by="devices seen")], {}, "training and inference", "rests on an observation"),
+    ([_ob("where-equals-ite", "proved", tier="every-value")], {"max_gradient_error": 1.19e-7},
+     "training and inference", "within tolerance"),
+    ([_ob("finite-gradient", "refuted")], {}, "inference-only", "inference-only"),
+])
+def test_fix_safety_labels_by_what_was_shown(results, evidence, use, unsafe_because):
+    got = fix_safety(results, evidence, use)
+    if unsafe_because is None:
+        assert got == {"label": "safe", "reasons": []}
+    else:
+        assert got["label"] == "unsafe"
+        assert any(unsafe_because in r for r in got["reasons"]), got
+
+
+def test_observed_kinds_are_checks_and_include_the_example_run_observations():
+    assert OBSERVED <= CHECKS
+    assert {"state-unchanged-on-raise", "cpu-only", "count-tolist-1d"} <= OBSERVED
+    # screens of the code and lemma-backed runtime checks are not observations
+    assert not {"order-preserved", "replayed-on-exception", "first-failure-wins"} & OBSERVED
+    assert set(CONDITIONAL_TIERS) == {"equal-sizes", "observed", "finite-leaves"}
+
+
+def _obs(out, grad):
+    return (out, "", [], [], grad)
+
+
+def test_gradients_within_a_few_ulps_pass_and_are_reported():
+    out = torch.tensor([1.0, 2.0])
+    g = torch.tensor([0.5, 1.0])
+    g_ulp = torch.nextafter(g, torch.tensor(2.0))  # one ulp away, as a reassociated sum gives
+    stats = {}
+    assert compare(_obs(out, [g]), _obs(out.clone(), [g_ulp]), exact=True, grad_stats=stats) == 0.0
+    assert stats["max"] == pytest.approx(float((g_ulp - g).abs().max()))
+    assert stats["max"] > 0
+
+
+def test_gradients_beyond_the_tolerance_and_forward_ulps_still_fail():
+    out = torch.tensor([1.0, 2.0])
+    g = torch.tensor([0.5, 1.0])
+    rtol, atol = gradient_tolerance(torch.float32, 1.0)
+    with pytest.raises(Mismatch, match="gradient values differ"):
+        compare(_obs(out, [g]), _obs(out, [g + 10 * atol]), exact=True)
+    with pytest.raises(Mismatch, match="output values differ"):
+        compare(_obs(out, [g]), _obs(torch.nextafter(out, torch.tensor(9.0)), [g]), exact=True)
+
+
+def test_gradient_tolerance_follows_the_dtype():
+    r32, _ = gradient_tolerance(torch.float32, 1.0)
+    r16, _ = gradient_tolerance(torch.float16, 1.0)
+    r64, _ = gradient_tolerance(torch.float64, 1.0)
+    assert r64 < r32 < r16
+    assert r32 == pytest.approx(64 * torch.finfo(torch.float32).eps)
+
+
+@pytest.fixture(scope="module")
+def mixed_runs():
+    """mend fix on the mixed fixture (a print, a warning: safe; a tensor check: unsafe,
+    resting on the observed devices and module state), without and with --unsafe-fixes."""
+    from mend.pipeline import fix
+
+    spec = str(FIXTURES / "mixed.py")
+    return fix(spec, max_examples=5), fix(spec, max_examples=5, unsafe_fixes=True)
+
+
+def test_unsafe_fixes_are_withheld_by_default_and_applied_on_request(mixed_runs):
+    default, unsafe = mixed_runs
+    assert {r.rule for r in default.rewrites} == {"deferred-side-effects"}
+    assert all(r.safety == {"label": "safe", "reasons": []} for r in default.rewrites)
+    withheld = [d for d in default.declined if d.safety == "unsafe"]
+    assert [d.rule for d in withheld] == ["predicated-validation"]
+    assert "--unsafe-fixes" in withheld[0].reason and "cpu-only" in withheld[0].reason
+    pv = [r for r in unsafe.rewrites if r.rule == "predicated-validation"]
+    assert len(pv) == 1 and pv[0].safety["label"] == "unsafe"
+    assert unsafe.after.graph_count < default.after.graph_count
+    header = [line for line in unsafe.diff().splitlines() if line.startswith("# mend:")]
+    assert len(header) == len(unsafe.rewrites)
+    assert any(line.startswith("# mend: [unsafe]") and "predicated-validation" in line for line in header)
+    doc = unsafe.to_json()
+    assert {r["safety"]["label"] for r in doc["rewrites"]} == {"safe", "unsafe"}
+    assert any(d.get("safety") == "unsafe" for d in default.to_json()["declined"])
+
+
+def test_certificate_records_safety_and_verify_recomputes_it(mixed_runs, tmp_path):
+    from mend.pipeline.emit import emit
+
+    _, unsafe = mixed_runs
+    work = tmp_path / "w"
+    work.mkdir()
+    shutil.copy(FIXTURES / "mixed.py", work / "mixed.py")
+    written = emit(unsafe, write=False, out_dir=str(work / "out"))
+    certs = [p for p in map(str, written) if p.endswith(".json") and "predicated-validation" in p]
+    assert certs
+    doc = json.loads(open(certs[0]).read())
+    assert doc["safety"]["label"] == "unsafe" and doc["safety"]["reasons"]
+    rep = verify_file(certs[0])
+    assert rep.checked["safety"] == "unsafe"
+    assert not [p for p in rep.problems if "labels the fix" in p]
+    # relabelled safe and resealed: the digest holds, the safety check does not
+    doc["safety"] = {"label": "safe", "reasons": []}
+    forged = tmp_path / "w" / "out" / "certificates" / "forged.json"
+    forged.write_text(dumps(seal({k: v for k, v in doc.items() if k != "digest"})))
+    rep = verify_file(forged)
+    assert any("labels the fix 'safe'" in p for p in rep.problems), rep.problems

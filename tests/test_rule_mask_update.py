@@ -1,0 +1,161 @@
+"""mask-update: obligations on adversarial facts, the category, and fixtures through
+mend.fix.fix (``tests/fixtures/mask_update/``).
+
+The examples' generated tests (exact text, declines with their reason, the matcher) are in
+``tests/test_rules.py``; here, what the verifier must refute (a dtype mismatch the original
+raises on, a row mask, a non-elementwise expression) and that the fixes change nothing
+observable (the aliasing trap included), end to end.
+"""
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+import torch
+
+from mend.fix import fix
+from mend.locate import locate
+from mend.rules import RULES, RewriteResult
+from mend.rules import mask_update as mu
+from mend.rules.mask_update.examples import example_line
+from mend.targets import load_file_module
+from mend.taxonomy import categorize
+from tests.conftest import FIXTURES
+from verifier import obligations as O
+
+REQUIRED = RULES[mu.NAME].required_kinds
+HERE = FIXTURES / "mask_update"
+
+
+def _t(dtype="float32", shape=(4, 5)):
+    return {"kind": "tensor", "dtype": dtype, "shape": list(shape), "device": "cpu", "param": False}
+
+
+def _discharge(source: str, names: dict):
+    res = mu.rewrite(cst.parse_module(source), example_line(source))
+    assert isinstance(res, RewriteResult), res
+    return res, O.discharge(res.obligations, facts={"names": names, "self": {}}, code=res.code, before=source)
+
+
+def _by_kind(results):
+    out = {}
+    for r in results:
+        out.setdefault(r["kind"], []).append(r)
+    return out
+
+
+_SCALE = "import torch\n\n\ndef f(x, m):\n    x[m] = x[m] * 2.0 + 1.0\n    return x\n"
+
+
+def test_float_update_is_established_everywhere():
+    _, results = _discharge(_SCALE, {"x": _t(), "m": _t("bool")})
+    assert all(r["result"] in ("proved", "checked") for r in results), [(r["kind"], r["result"]) for r in results]
+    kinds = _by_kind(results)
+    assert kinds["mask-update-elementwise"][0]["result"] == "checked"
+    assert kinds["mask-update-finite-gradient"][0]["result"] == "proved"
+    for level in ("fast", "standard", "strict"):
+        assert O.verdict(results, level, required=REQUIRED)[0]
+
+
+@pytest.mark.parametrize("source,names,kind,words", [
+    # int64 x, float f: the original's index_put_ raises; where would promote and copy_ cast back
+    ("import torch\n\n\ndef f(x, m):\n    x[m] = x[m] * 0.5\n    return x\n",
+     {"x": _t("int64"), "m": _t("bool")}, "mask-update-select", "index_put_ raises"),
+    # float16 x times a float32 operand read through the mask: float32 f, index_put_ raises
+    ("import torch\n\n\ndef f(x, y, m):\n    x[m] = x[m] * y[m]\n    return x\n",
+     {"x": _t("float16"), "y": _t("float32"), "m": _t("bool")}, "mask-update-select", "float32"),
+    # an int `*=` by a float raises ("can't be cast") in the original
+    ("import torch\n\n\ndef f(x, m):\n    x[m] *= 2.5\n    return x\n",
+     {"x": _t("int64"), "m": _t("bool")}, "mask-update-select", "int64"),
+    # a row mask of x.shape[:1]: indexing selects rows, torch.where broadcasts from the right
+    ("import torch\n\n\ndef f(x, m):\n    x[m] = x[m] * 2.0\n    return x\n",
+     {"x": _t(shape=(4, 4)), "m": _t("bool", (4,))}, "same-shape", "m.shape[0] = 4"),
+    # a long index tensor selects positions, not a mask
+    ("import torch\n\n\ndef f(x, m):\n    x[m] = x[m] * 2.0\n    return x\n",
+     {"x": _t(), "m": _t("int64")}, "bool-predicate", ""),
+    # another operand of a different shape would broadcast differently
+    ("import torch\n\n\ndef f(x, y, m):\n    x[m] = x[m] + y[m]\n    return x\n",
+     {"x": _t(shape=(4, 5)), "y": _t(shape=(4, 5, 2)), "m": _t("bool")}, "same-shape", ""),
+], ids=["int-float", "fp16-fp32", "int-augmul-float", "row-mask", "long-index", "operand-shape"])
+def test_refuted(source, names, kind, words):
+    _, results = _discharge(source, names)
+    bad = [r for r in results if r["result"] == "refuted"]
+    assert kind in [r["kind"] for r in bad], [(r["kind"], r["result"], r.get("reason")) for r in results]
+    assert words in (next(r for r in bad if r["kind"] == kind)["counterexample"] or "")
+    for level in ("fast", "standard", "strict"):   # required at every level
+        ok, reason, _ = O.verdict(results, level, required=REQUIRED)
+        assert not ok and kind in reason
+
+
+def test_gradient_through_a_product_needs_finite_leaves():
+    # d/dy (x * y) = 0 * x off the mask: NaN when x is inf, so proved only for finite leaves
+    _, results = _discharge("import torch\n\n\ndef f(x, y, m):\n    x[m] = x[m] * y[m]\n    return x\n",
+                            {"x": _t(), "y": _t(), "m": _t("bool")})
+    (g,) = _by_kind(results)["mask-update-finite-gradient"]
+    assert g["result"] == "proved" and g["tier"] == "finite-leaves"
+
+
+def test_int_update_has_no_gradient_and_is_accepted():
+    _, results = _discharge("import torch\n\n\ndef f(ids, m):\n    ids[m] = ids[m] * 2 + 1\n    return ids\n",
+                            {"ids": _t("int64"), "m": _t("bool")})
+    assert all(r["result"] in ("proved", "checked") for r in results), [(r["kind"], r["result"]) for r in results]
+
+
+@pytest.mark.parametrize("expr,words", [("torch.sqrt(x)", "not an exactly rounded"), ("x // y", "FloorDiv"),
+                                        ("x + bias", "`bias`"), ("torch.clamp(x, min=lo)", "not a number")])
+def test_elementwise_screen_can_fail(expr, words):
+    (r,) = O.discharge([{"kind": "mask-update-elementwise", "expr": expr, "operands": ["x", "y"], "torch": "torch"}],
+                       facts={"names": {"x": _t(), "y": _t()}, "self": {}})
+    assert r["result"] == "refuted" and words in r["counterexample"]
+
+
+def test_category_of_mask_updates_only(tmp_path):
+    path = tmp_path / "cat.py"
+    path.write_text("import torch\n\n\ndef f(x, m):\n    x[m] = torch.tanh(x[m])\n    x[m] *= 2\n"
+                    "    i = torch.nonzero(m)\n    x[m] = y\n    return x\n")
+    got = [categorize("Dynamic shape operator", locate(str(path), line)) for line in (5, 6, 7, 8)]
+    assert got == ["mask-update", "mask-update", "dynamic-shape-op", "dynamic-shape-op"]
+    assert categorize("Data-dependent branching", locate(str(path), 5)) == "data-dependent-branch"
+
+
+# --- fixtures through mend.fix.fix -------------------------------------------------------------
+
+def _same_behaviour(name: str, mended_src: str, tmp_path, train: bool):
+    mended = tmp_path / name
+    mended.write_text(mended_src)
+    a_mod, b_mod = load_file_module(HERE / name, f"_mu_a_{name[:5]}"), load_file_module(mended, f"_mu_b_{name[:5]}")
+    torch.manual_seed(0)
+    a, b = a_mod.Model(), b_mod.Model()
+    b.load_state_dict(a.state_dict())
+    a.train(train), b.train(train)
+    args = a_mod.get_inputs()
+    ra, rb = a(*args), b(*args)
+    assert torch.equal(ra, rb)
+    ra.sum().backward(), rb.sum().backward()
+    for (n, p), (_, q) in zip(a.named_parameters(), b.named_parameters()):
+        assert torch.equal(p.grad, q.grad), n
+    torch._dynamo.reset()
+    with torch.no_grad():
+        explain = torch._dynamo.explain(b)(*args)
+        assert explain.graph_count == 1
+        assert torch.equal(a(*args), torch.compile(b, backend="eager")(*args))
+
+
+@pytest.mark.parametrize("name,before,expected,label", [
+    ("scale.py", 2, "h.copy_(torch.where(h > 0, h * 2, h))", "safe"),
+    # aliasing trap: the update writes through a view; copy_ keeps the write visible in `base`
+    ("view_alias.py", 4, "v.copy_(torch.where(m, v * 3.0 - 1.0, v))", "unsafe"),
+])
+def test_fixture_fixed(name, before, expected, label, tmp_path):
+    res = fix(str(HERE / name), unsafe_fixes=True, verify="standard", max_examples=8)
+    assert res.before.graph_count == before and res.after.graph_count == 1
+    (rw,) = res.rewrites
+    assert rw["rule"] == mu.NAME and not res.declined and expected in res.mended
+    assert rw["safety"]["label"] == label, rw["safety"]
+    _same_behaviour(name, res.mended, tmp_path, train=True)
+
+
+def test_fixture_dtype_trap_is_declined_by_fix():
+    res = fix(str(HERE / "int_float.py"), unsafe_fixes=True, verify="standard", max_examples=5)
+    assert res.rewrites == [] and res.mended == res.original
+    (d,) = res.declined
+    assert d["rule"] == mu.NAME and "mask-update-select" in d["reason"] and "index_put_ raises" in d["reason"]

@@ -1,0 +1,231 @@
+"""numpy-constants: adversarial tests. Tiny models built so that the naive rewrite (bare
+``sum`` / ``math.lcm``) would change behaviour -- empty slices, float lists, huge ints,
+numpy-int elements, bools, arrays, tensors, a consumer that tests ``isinstance(x,
+np.integer)`` -- each asserting that the rule declines or that the mended code behaves
+exactly as the original; the encoders refute a tampered guard or consumer; one fixture
+goes through ``mend fix`` end to end (the graph count drops)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import libcst as cst
+import numpy as np
+import pytest
+import torch
+
+from mend.rules import RULES, Decline, RewriteResult
+from mend.rules.numpy_constants import RULE
+from mend.taxonomy import categorize
+from verifier.encoders.base import Ctx
+from verifier.encoders.numpy_constants import int64_exact, result_consumer
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+FIXTURES = Path(__file__).parent / "fixtures"
+SHAPE = FIXTURES / "numpy_sum_shape.py"
+SITE = 32   # `rand_attn = [` in numpy_sum_shape.py
+
+
+def _load(code: str, name: str):
+    ns = {"__name__": name}
+    exec(compile(code, name, "exec"), ns)
+    return ns
+
+
+def _outcome(fn, *args):
+    """What a call does: the exception type, or the value with its exact types."""
+    try:
+        out = fn(*args)
+    except Exception as exc:  # the behaviour compared
+        return ("raised", type(exc).__name__)
+    return _describe(out)
+
+
+def _describe(out):
+    if isinstance(out, (list, tuple)):
+        return (type(out).__name__, tuple(_describe(o) for o in out))
+    if isinstance(out, np.ndarray):
+        return ("ndarray", out.shape, str(out.dtype), out.tobytes())
+    if isinstance(out, torch.Tensor):
+        return ("tensor", tuple(out.shape), str(out.dtype), out.detach().numpy().tobytes())
+    return (type(out).__name__, out)
+
+
+def _mended(source: str, line: int) -> str:
+    res = RULE.rewrite(cst.parse_module(source), line)
+    assert isinstance(res, RewriteResult), res
+    return res.code
+
+
+# -- the real site's shape, on operands the naive rewrite gets wrong ---------------------------
+
+PLAN_CASES = {   # plan, max_plan_idx: the mask sums plan[: max_plan_idx + 1]
+    "ints": ([2, 1], 1),
+    "empty slice": ([], 0),                # np.sum([]) is float64 0.0 -> np.zeros raises TypeError
+    "floats": ([1.5, 2.5], 1),            # float64 -> TypeError; sum() would give 4.0 -> TypeError too
+    "huge ints": ([2 ** 62, 2 ** 62], 1),  # int64 wraps negative -> ValueError; sum() would not wrap
+    "beyond int64": ([2 ** 64, 1], 1),     # np.asarray cannot hold it as int64
+    "numpy ints": ([np.int64(2), np.int64(1)], 1),
+    "bools": ([True, True], 1),
+    "one element": ([3], 0),
+    "array": (np.array([2, 1]), 1),
+    "tensor": (torch.tensor([2, 1]), 1),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PLAN_CASES))
+def test_big_bird_site_identical_on_adversarial_plans(case):
+    source = SHAPE.read_text()
+    before, after = _load(source, "orig"), _load(_mended(source, SITE), "mended")
+    plan, idx = PLAN_CASES[case]
+    plan_from = [99] * idx + [4]   # `_mask` finds max_plan_idx = plan_from.index(seq_len)
+    a = _outcome(before["Model"]()._mask, 4, 1, plan_from, plan)
+    b = _outcome(after["Model"]()._mask, 4, 1, plan_from, plan)
+    assert a == b, (case, a, b)
+
+
+GUARDED_SUM = ('import numpy as np\n\n\ndef f(n, x):\n    return np.zeros((n, np.sum(x)), dtype=np.int32)\n', 5)
+GUARDED_INT = ('import numpy as np\n\n\ndef f(n, x):\n    return int(np.sum(x))\n', 5)
+GUARDED_RANGE = ('import numpy as np\n\n\ndef f(n, x):\n    return list(range(np.sum(x)))\n', 5)
+GUARDED_TORCH = ('import numpy as np\nimport torch\n\n\ndef f(n, x):\n    return torch.ones(n, np.sum(x))\n', 6)
+# operands whose sum is small or invalid as a size (an allocation of a huge sum would be real)
+SMALL = [[], [0], [1.5, 2], [2 ** 62, 2 ** 62], [-(2 ** 63), -1], [2 ** 31, -(2 ** 31) + 5], [-(2 ** 31) + 1, 5],
+         [np.int64(3), 2], [True, 2], np.array([1, 2]), (1, 2), [3, 4], [[1, 2]], ["a"], torch.tensor([2, 3]),
+         [2 ** 64, -(2 ** 64) + 3]]
+# operands near and past the guard's bounds, for a consumer that allocates nothing
+HUGE = SMALL + [[2 ** 40] * 3, [2 ** 31 - 1] * 1000, [2 ** 31], [2 ** 63 - 1, 1], [-(2 ** 63)], [2 ** 100]]
+
+
+@pytest.mark.parametrize("source, line, operands", [(*GUARDED_SUM, SMALL), (*GUARDED_INT, HUGE),
+                                                    (*GUARDED_RANGE, SMALL), (*GUARDED_TORCH, SMALL)])
+def test_guarded_sum_identical_to_np_sum(source, line, operands):
+    before, after = _load(source, "orig"), _load(_mended(source, line), "mended")
+    for x in operands:
+        assert _outcome(before["f"], 2, x) == _outcome(after["f"], 2, x), x
+
+
+LCM = ('import math\n\nimport numpy as np\n\n\ndef f(a, b):\n    return int(np.lcm(a, b)), int(np.gcd(a, b))\n', 7)
+LCM_SHAPE = ('import math\n\nimport numpy as np\n\n\ndef f(a, b):\n    return np.zeros((np.lcm(a, b), np.gcd(a, b)))\n', 7)
+
+
+def test_guarded_lcm_gcd_identical_to_numpy():
+    mended = _mended(*LCM)
+    assert "math.lcm" in mended and "math.gcd" in mended
+    before, after = _load(LCM[0], "orig"), _load(mended, "mended")
+    for a, b in [(4, 6), (-4, 6), (0, 0), (0, 5), (2 ** 40, 3 ** 30), (2 ** 31 - 1, 2 ** 31 - 2), (True, 4),
+                 (np.int64(4), 6), (4.0, 6), (2 ** 31, 3), (-(2 ** 31) + 1, 7), (2 ** 62, 2 ** 62 - 1)]:
+        assert _outcome(before["f"], a, b) == _outcome(after["f"], a, b), (a, b)
+    before, after = _load(LCM_SHAPE[0], "orig"), _load(_mended(*LCM_SHAPE), "mended")
+    for a, b in [(4, 6), (-4, 6), (0, 0), (True, 4), (np.int64(4), 6), (4.0, 6)]:
+        assert _outcome(before["f"], a, b) == _outcome(after["f"], a, b), (a, b)
+
+
+# -- consumers that would see the type change: declined ----------------------------------------
+
+@pytest.mark.parametrize("source, reason", [
+    ('import numpy as np\n\n\ndef f(plan):\n    total = np.sum(plan)\n    return isinstance(total, np.integer)\n',
+     "assignment"),
+    ('import numpy as np\n\n\ndef f(plan):\n    return isinstance(np.sum(plan), np.integer)\n', "argument of `isinstance`"),
+    ('import numpy as np\n\n\ndef f(plan):\n    return np.sum(plan) / 0\n', "arithmetic"),
+    ('import numpy as np\n\n\ndef f(plan, n):\n    return np.zeros((n, np.sum(plan) + 1))\n', "arithmetic"),
+    ('import numpy as np\n\n\ndef f(plan, n):\n    return np.full((n, 2), np.sum(plan))\n', "an argument of `np.full`"),
+    ('import numpy as np\n\n\ndef f(plan, n):\n    return str(np.sum(plan))\n', "an argument of `str`"),
+    ('import numpy as np\n\n\ndef f(plan, n):\n    if np.sum(plan) > n:\n        return 1\n    return 0\n',
+     "comparison"),
+])
+def test_type_sensitive_consumers_declined(source, reason):
+    line = next(i for i, t in enumerate(source.splitlines(), 1) if "np.sum" in t)
+    res = RULE.rewrite(cst.parse_module(source), line)
+    assert isinstance(res, Decline) and reason in res.reason, res
+
+
+def test_the_reformer_returned_lcm_is_declined():
+    path = Path(np.__file__).parents[1] / "transformers/models/reformer/modeling_reformer.py"
+    if not path.is_file():
+        pytest.skip("transformers' reformer is not installed")
+    source = path.read_text()
+    line = next(i for i, t in enumerate(source.splitlines(), 1) if "return np.lcm(" in t)
+    res = RULE.rewrite(cst.parse_module(source), line)
+    assert isinstance(res, Decline) and "return value" in res.reason
+
+
+# -- the encoders refute what does not hold ------------------------------------------------
+
+def _obligations(source: str, line: int):
+    res = RULE.rewrite(cst.parse_module(source), line)
+    return res.code, res.obligations
+
+
+def test_proofs_and_checks_on_a_real_rewrite():
+    code, obs = _obligations(*GUARDED_SUM)
+    by_kind = {o["kind"]: o for o in obs}
+    proved = int64_exact(by_kind["numpy-int64-exact"], Ctx({}, {}, code))
+    assert proved.result == "proved" and proved.status == "unsat" and "check-sat" in proved.smtlib
+    assert result_consumer(by_kind["numpy-result-consumer"], Ctx({}, {}, code)).result == "checked"
+    code, obs = _obligations(*LCM)
+    for o in obs:
+        fn = int64_exact if o["kind"] == "numpy-int64-exact" else result_consumer
+        assert fn(o, Ctx({}, {}, code)).result in ("proved", "checked"), o
+
+
+@pytest.mark.parametrize("old, new", [
+    ("0 < len(v)", "-1 < len(v)"),                        # admits the empty list (float64 0.0)
+    ("-2**31 < e < 2**31", "-2**62 < e < 2**62"),         # admits sums that wrap in int64
+    ("len(v) < 2**31", "len(v) < 2**40"),                 # enough elements of 2**31 to wrap
+])
+def test_a_weakened_sum_guard_is_refuted(old, new):
+    code, obs = _obligations(*GUARDED_SUM)
+    ob = next(o for o in obs if o["kind"] == "numpy-int64-exact")
+    ob = {**ob, "mended": ob["mended"].replace(old, new)}
+    out = int64_exact(ob, Ctx({}, {}, code.replace(old, new)))
+    assert out.result == "refuted" and out.counterexample, out
+
+
+def test_a_guard_of_another_shape_is_unknown():
+    code, obs = _obligations(*GUARDED_SUM)
+    ob = next(o for o in obs if o["kind"] == "numpy-int64-exact")
+    ob = {**ob, "mended": ob["mended"].replace("0 < len(v)", "0 <= len(v)")}
+    out = int64_exact(ob, Ctx({}, {}, code.replace("0 < len(v)", "0 <= len(v)")))
+    assert out.result == "unknown" and "outside what is encoded" in out.reason   # fails closed: required
+
+
+def test_a_weakened_lcm_guard_is_refuted():
+    code, obs = _obligations(*LCM)
+    ob = next(o for o in obs if o["kind"] == "numpy-int64-exact" and o["op"] == "lcm")
+    weak = {**ob, "mended": ob["mended"].replace("-2**31 < a < 2**31", "-2**40 < a < 2**40")}
+    out = int64_exact(weak, Ctx({}, {}, code.replace("-2**31 < a < 2**31", "-2**40 < a < 2**40")))
+    assert out.result == "refuted"
+
+
+def test_a_moved_consumer_or_a_rebound_builtin_is_refuted():
+    code, obs = _obligations(*GUARDED_SUM)
+    ob = next(o for o in obs if o["kind"] == "numpy-result-consumer")
+    moved = code.replace(f"np.zeros((n, {ob['mended']})", f"np.zeros((n, 1 + {ob['mended']})")
+    assert moved != code
+    assert result_consumer(ob, Ctx({}, {}, moved)).result == "refuted"
+    rebound = code.replace("def f(n, x):", "len = None\n\n\ndef f(n, x):")
+    assert result_consumer(ob, Ctx({}, {}, rebound)).result == "refuted"
+
+
+def test_categorised_numpy_constant_and_other_numpy_breaks_unchanged(tmp_path):
+    from mend.locate import locate
+
+    path = tmp_path / "m.py"
+    path.write_text(SHAPE.read_text())
+    loc = locate(str(path), SITE)
+    assert categorize("Data dependent operator", loc) == "numpy-constant"
+    assert RULES["numpy-constants"].match(loc).rule == "numpy-constants"
+    other = locate(str(path), SITE + 8)   # `rand = np.stack(...)`: no sum/lcm/gcd
+    assert categorize("Data dependent operator", other) != "numpy-constant"
+    assert categorize("numpy.random.permutation not supported", loc) != "numpy-constant"
+
+
+def test_fix_end_to_end_drops_a_graph():
+    from mend.pipeline import fix
+
+    res = fix(str(SHAPE), verify="strict", max_examples=5)
+    assert res.before.graph_count == 2 and res.after.graph_count == 1
+    (rw,) = res.rewrites
+    assert rw["rule"] == "numpy-constants"
+    assert {o["kind"]: o["result"] for o in rw["obligations"]} == {"numpy-int64-exact": "proved",
+                                                                   "numpy-result-consumer": "checked"}

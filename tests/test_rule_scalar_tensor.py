@@ -1,0 +1,225 @@
+"""scalar-tensor (issue 10, kind 2): a Python int wrapped in ``torch.tensor()`` and read back
+as a number. Adversarial cases that try to make the rewrite change behaviour -- the rule must
+decline them, or the verifier must refute them, or the mended code must compute the same --
+and one fixture that ``mend fix`` really fixes (the graph count drops)."""
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+import torch
+
+from mend.fix import fix
+from mend.locate import locate
+from mend.rules import RULES, Decline, Match, RewriteResult
+from mend.rules import scalar_tensor as st
+from mend.targets import load_file_module
+from mend.taxonomy import categorize
+from tests.conftest import FIXTURES
+from verifier.encoders import scalar_tensor as enc
+from verifier.encoders.base import Ctx
+
+RULE = RULES[st.NAME]
+ITEM = "Unsupported Tensor.item() call with capture_scalar_outputs=False"
+
+
+def _src(body: str, value: str = "min(x.size(-1), n)", call: str = "torch.tensor({v})") -> str:
+    return textwrap.dedent(f'''\
+        import torch
+
+
+        def span_of(x, n):
+            return {call.format(v=value)}
+
+
+        def forward(x, t, n):
+            span = span_of(x, n)
+        ''') + textwrap.indent(textwrap.dedent(body), "    ")
+
+
+def _line(src: str, needle: str) -> int:
+    return next(i for i, t in enumerate(src.splitlines(), 1) if needle in t)
+
+
+def _rewrite(src: str, needle: str):
+    return RULE.rewrite(cst.parse_module(src), _line(src, needle))
+
+
+def _run(src: str, x, t, n):
+    ns: dict = {}
+    exec(compile(src, "<st>", "exec"), ns)
+    return ns["forward"](x, t, n)
+
+
+# --- the screen: traps declined --------------------------------------------------------------
+
+@pytest.mark.parametrize("body, needle, reason", [
+    ("return span\n", "return span", "is returned"),                                  # the caller returns it
+    ("return t * (span / 2)\n", "span / 2", "true division"),                         # 0-d int64 / 2: float32
+    ("return t * (span // 2)\n", "span // 2", "floor division"),
+    ("return t[: span.item()]\n", "span.item()", "reads an attribute"),               # explicit .item()
+    ("return t * (span + 0.5)\n", "0.5", "the float `0.5`"),                           # float32 vs float64
+    ("return torch.narrow(t, 0, 0, span)\n", "narrow", "is passed to"),                # a callee expecting a tensor
+    ("span = span + 1\nreturn t[:span]\n", "return t[", "bound more than once"),
+    ("f = lambda: span\nreturn t[:span]\n", "return t[", "captured by a nested function"),
+    ("ok = span > 1\nreturn t[:span]\n", "ok =", "would be a Python bool"),
+])
+def test_uses_that_would_see_the_int_are_declined(body, needle, reason):
+    res = _rewrite(_src(body), needle)
+    assert isinstance(res, Decline) and reason in res.reason, res
+
+
+def test_dtype_float32_is_declined():
+    src = _src("return t[:span]\n", call="torch.tensor({v}, dtype=torch.float32)")
+    res = _rewrite(src, "return t[")
+    assert isinstance(res, Decline) and "`dtype=`" in res.reason
+
+
+def test_a_second_reference_anywhere_is_declined():
+    src = _src("return t[:span]\n") + "\n\ndef other(x):\n    return span_of(x, 3) + 1\n"
+    res = _rewrite(src, "return t[")
+    assert isinstance(res, Decline) and "referenced other than by direct calls" in res.reason
+
+
+def test_imported_by_another_file_of_the_package_is_declined_by_the_matcher(tmp_path):
+    pkg = tmp_path / "stpkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    src = _src("return t[:span]\n")
+    (pkg / "mod.py").write_text(src)
+    loc = locate(str(pkg / "mod.py"), _line(src, "return t["))
+    assert isinstance(RULE.match(loc), Match)
+    (pkg / "user.py").write_text("from .mod import span_of\n\n\ndef g(x):\n    return span_of(x, 2).item()\n")
+    verdict = RULE.match(loc)
+    assert isinstance(verdict, Decline) and "user.py" in verdict.reason
+    # the encoder's static screen finds it too, from the observed __name__
+    import sys
+    sys.path.insert(0, str(tmp_path))
+    try:
+        res = _rewrite(src, "return t[")
+        facts = {"at": {str(_line(src, "return torch")): {"__name__": [{"kind": "str", "value": "stpkg.mod"}]}},
+                 "at_hits": {str(_line(src, "return torch")): 1}}
+        ob = next(o for o in res.obligations if o["kind"] == "scalar-callers-screened")
+        out = enc.callers_screened(ob, Ctx(facts, {}, code=res.code))
+        assert out.result == "refuted" and "user.py" in out.counterexample
+        (pkg / "user.py").unlink()
+        out = enc.callers_screened(ob, Ctx(facts, {}, code=res.code))
+        assert out.result == "checked" and "static screen" in out.checked_by
+    finally:
+        sys.path.remove(str(tmp_path))
+
+
+# --- the verifier: what the screen cannot see ---------------------------------------------
+
+def _facts(src: str, at: dict) -> dict:
+    return {"names": {}, "self": {}, "at": {str(_line(src, k)): v for k, v in at.items()},
+            "at_hits": {str(_line(src, k)): 1 for k in at}}
+
+
+def _tensor(dtype: str, shape) -> dict:
+    return {"kind": "tensor", "dtype": dtype, "shape": list(shape), "device": "cpu", "param": False}
+
+
+INT = {"kind": "num", "cat": "int", "value": 4}
+
+
+def _discharge(src: str, needle: str, at: dict) -> dict:
+    res = _rewrite(src, needle)
+    assert isinstance(res, RewriteResult), res
+    facts = _facts(src, at)
+    ctx = Ctx(facts, {}, code=res.code, before=src)
+    return {o["kind"]: enc.ENCODERS[o["kind"]](o, ctx) for o in res.obligations}
+
+
+def test_zero_d_int32_operand_is_refuted_and_dimensioned_int32_is_not():
+    src = _src("return t + span\n")
+    base = {"return torch": {"x": [_tensor("float32", (2, 5))], "n": [INT]}}
+    out = _discharge(src, "return t +", {**base, "return t +": {"t": [_tensor("int32", ())], "span": [INT]}})
+    assert out["scalar-use-promotion"].result == "refuted" and "0-d int32" in out["scalar-use-promotion"].counterexample
+    out = _discharge(src, "return t +", {**base, "return t +": {"t": [_tensor("int32", (3,))], "span": [INT]}})
+    assert {k: o.result for k, o in out.items()} == {
+        "scalar-value-int64": "proved", "scalar-leaves-observed": "checked", "scalar-callers-screened": "unknown",
+        "scalar-use-same": "proved", "scalar-use-promotion": "checked"}  # __name__ not observed in these facts
+
+
+def test_dimensioned_int32_plus_the_value_computes_the_same():
+    """The verified case, run: int32 (and uint8, bool) tensors plus the int equal plus the
+    0-d int64 tensor, dtype and values, also beyond int32 (both wrap alike on this torch)."""
+    src = _src("return t + span\n")
+    mended = _rewrite(src, "return t +").code
+    for t in (torch.tensor([1, -2, 2 ** 31 - 1], dtype=torch.int32), torch.tensor([0, 255], dtype=torch.uint8),
+              torch.tensor([True, False]), torch.tensor([0.5, -1.0])):
+        for n in (3, 2 ** 31 + 5, 2 ** 40):
+            x = torch.zeros(1, 8)
+            a, b = _run(src, x, t, n), _run(mended, x, t, n)
+            assert a.dtype == b.dtype and torch.equal(a, b), (t.dtype, n)
+
+
+def test_overflowing_value_is_refuted_by_z3():
+    src = _src("return t[:span]\n", value="x.size(0) * 1048576 * 65536")
+    out = _discharge(src, "return t[", {"return torch": {"x": [_tensor("float32", (2, 3, 4))], "n": [INT]},
+                                        "return t[": {"t": [_tensor("float32", (5,))], "span": [INT]}})
+    assert out["scalar-value-int64"].result == "refuted" and out["scalar-value-int64"].status == "sat"
+
+
+def test_wrapping_use_is_refuted_by_z3():
+    # span * n * n * n: int64 tensor arithmetic wraps, the int does not
+    src = _src("return t[: span * n * n * n]\n")
+    out = _discharge(src, "return t[", {"return torch": {"x": [_tensor("float32", (2, 5))], "n": [INT]},
+                                        "return t[": {"t": [_tensor("float32", (5,))], "span": [INT], "n": [INT]}})
+    assert out["scalar-use-same"].result == "refuted"
+
+
+def test_bool_parameter_is_refuted():
+    # torch.tensor(min(size, True)) can be a bool tensor
+    src = _src("return t[:span]\n")
+    out = _discharge(src, "return t[", {"return torch": {"x": [_tensor("float32", (2, 5))],
+                                                         "n": [{"kind": "num", "cat": "bool", "value": True}]},
+                                        "return t[": {"t": [_tensor("float32", (5,))], "span": [INT]}})
+    assert out["scalar-leaves-observed"].result == "refuted" and "bool" in out["scalar-leaves-observed"].counterexample
+
+
+def test_slice_bound_with_a_tensor_operand_is_refuted():
+    src = _src("return t[: span + n]\n")
+    out = _discharge(src, "return t[", {"return torch": {"x": [_tensor("float32", (2, 5))], "n": [INT]},
+                                        "return t[": {"t": [_tensor("float32", (5,))], "span": [INT],
+                                                      "n": [_tensor("int64", ())]}})
+    assert out["scalar-use-promotion"].result == "refuted"
+
+
+# --- the taxonomy ---------------------------------------------------------------------------
+
+def test_category_of_a_slice_bound_from_a_call(tmp_path):
+    path = tmp_path / "m.py"
+    src = _src("return t[: span]\n") + "\n\ndef g(t):\n    return t[: t.sum().item()]\n"
+    path.write_text(src)
+    assert categorize(ITEM, locate(str(path), _line(src, "return t[: span]"))) == st.CATEGORY
+    assert categorize(ITEM, locate(str(path), _line(src, ".item()"))) == "item-tolist"
+
+
+# --- end to end -----------------------------------------------------------------------------
+
+def test_fixture_fixed_end_to_end(tmp_path):
+    name = "scalar_span.py"
+    res = fix(str(FIXTURES / name), unsafe_fixes=True, verify="standard", max_examples=5)
+    assert res.before.graph_count == 2 and res.after.graph_count == 1
+    (rw,) = res.rewrites
+    assert rw["rule"] == st.NAME and not res.declined
+    results = {o["kind"]: o["result"] for o in rw["obligations"]}
+    assert results["scalar-value-int64"] == results["scalar-use-same"] == "proved"
+    assert results["scalar-use-promotion"] == results["scalar-leaves-observed"] == "checked"
+    assert "return min(max(query.size(-2), key.size(-2)), max_positions)  # mend: scalar-tensor" in res.mended
+    mended = tmp_path / name
+    mended.write_text(res.mended)
+    a_mod, b_mod = load_file_module(FIXTURES / name, "_st_a"), load_file_module(mended, "_st_b")
+    torch.manual_seed(0)
+    a = a_mod.Model().eval()
+    b = b_mod.Model().eval()
+    b.load_state_dict(a.state_dict())
+    args = a_mod.get_inputs()
+    with torch.no_grad():
+        ref = a(*args)
+        assert torch.equal(ref, b(*args))
+        torch._dynamo.reset()
+        assert torch._dynamo.explain(b)(*args).graph_count == 1

@@ -1,0 +1,145 @@
+"""Encoders for a boolean-mask update: ``x[m] = f(x[m])`` (or ``x[m] op= c``) ->
+``x.copy_(torch.where(m, f(x), x))``.
+
+* ``mask-update-elementwise`` (a check: a screen of the mended expression): ``f`` is built
+  only from numbers, the operand names and exactly rounded elementwise operators that
+  cannot raise (``+ - * /``, unary ``-``, ``abs``, ``neg``, ``relu``, ``clamp``/``clip``
+  with numeric bounds). Then ``f(x)[i]`` is ``f(x[i])`` bit for bit (IEEE 754 rounds each
+  of these exactly, whichever kernel path computes it), so the selected elements are
+  ``f(x[m])``.
+* ``mask-update-select`` (the value model, Z3 FloatingPoint): per element, the mended
+  ``torch.where(m, f(x), x)[i]`` equals the original ``m[i] ? f(x[i]) : x[i]``; and the
+  original's ``index_put_`` raises "Index put requires the source and destination dtypes
+  match" (an augmented update: "result type ... can't be cast") when ``f``'s dtype is not
+  ``x``'s, where ``torch.where`` would promote: a dtype difference refutes.
+* ``mask-update-finite-gradient`` (the value model with PyTorch's backward formulas):
+  off the mask ``torch.where`` sends ``f`` a zero upstream gradient; ``f``'s backward
+  times zero must stay finite for every leaf (``0 * inf`` is NaN: ``sqrt``, ``1/x``,
+  ``x / y`` at ``y = 0``). Refuted declines (unlike ``finite-gradient``, which makes a
+  selection inference-only): the update is a write, usually in training code.
+"""
+from __future__ import annotations
+
+import ast
+
+import z3
+
+from verifier.dtypes import FP_FORMAT, fp_sort
+from verifier.encoders.base import Ctx, decide, fp_arith, value_tiers
+from verifier.outcomes import Outcome, check_refuted, checked
+from verifier.shapes import _expr
+from verifier.smt import Unsupported, model_text
+
+EXACT_CALLS = frozenset({"abs", "neg", "negative", "relu", "clamp", "clip"})
+BIN_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Div)
+
+
+def _number(node) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    return isinstance(node, ast.Constant) and type(node.value) in (int, float)
+
+
+def _screen(node, operands: set[str], torch_name: str) -> str | None:
+    """Why ``node`` is not an exactly rounded, total, elementwise expression, else None."""
+    if _number(node):
+        return None
+    if isinstance(node, ast.Name):
+        return None if node.id in operands else f"`{node.id}` is not an operand read through the mask"
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return _screen(node.operand, operands, torch_name)
+    if isinstance(node, ast.BinOp):
+        if not isinstance(node.op, BIN_OPS):
+            return f"`{type(node.op).__name__}` is not an exactly rounded elementwise operator that cannot raise"
+        return _screen(node.left, operands, torch_name) or _screen(node.right, operands, torch_name)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in EXACT_CALLS:
+        fn = isinstance(node.func.value, ast.Name) and node.func.value.id == torch_name
+        args = list(node.args)
+        if fn:
+            if not args:
+                return f"`{ast.unparse(node)}` has no tensor argument"
+            tensor, bounds = args[0], args[1:]
+        else:
+            tensor, bounds = node.func.value, args
+        bounds += [k.value for k in node.keywords if k.arg in ("min", "max")]
+        if any(k.arg not in ("min", "max") for k in node.keywords):
+            return f"`{ast.unparse(node)}` has keywords other than min/max"
+        if bounds and node.func.attr not in ("clamp", "clip"):
+            return f"`{ast.unparse(node)}` has extra arguments"
+        if not all(_number(b) for b in bounds):
+            return f"a bound of `{ast.unparse(node)}` is not a number"
+        return _screen(tensor, operands, torch_name)
+    return f"`{ast.unparse(node)}` is not an exactly rounded elementwise expression the screen admits"
+
+
+def elementwise(ob: dict, ctx: Ctx) -> Outcome:
+    by = ("the elementwise screen (verifier/encoders/mask_update.py) of the mended expression: numbers, the operand "
+          "names and + - * /, unary -, abs, neg, relu, clamp/clip with numeric bounds only")
+    try:
+        node = _expr(ob["expr"])
+    except (SyntaxError, KeyError):
+        return check_refuted(by, "the expression does not parse")
+    why = _screen(node, set(ob.get("operands") or ()), ob.get("torch") or "torch")
+    if why:
+        return check_refuted(by, why)
+    return checked(by, ["IEEE 754: + - * / are correctly rounded and abs, neg, relu, clamp exact, in every kernel "
+                        "path, so f(x)[i] == f(x[i]) bit for bit; none of them raises on any value"])
+
+
+def select(ob: dict, ctx: Ctx) -> Outcome:
+    src = f"torch.where({ob['pred']}, {ob['expr']}, {ob['target']})"
+
+    def build(ev, finite: bool):
+        f = ev.eval(_expr(ob["expr"]))
+        x = ev.eval(_expr(ob["target"]))
+        if x.dtype.startswith("py"):
+            raise Unsupported(f"`{ob['target']}` is not a tensor")
+        if f.dtype != x.dtype:
+            return [z3.BoolVal(True)], (f.dtype, x.dtype)
+        m = ev.truth(ev.eval(_expr(ob["pred"])))
+        original = z3.If(m, f.term, x.term)      # index_put_: the selected elements get f, the others keep x
+        mended = ev.eval(_expr(src)).term
+        if x.dtype in FP_FORMAT:
+            return [z3.Not(z3.Or(original == mended, z3.And(z3.fpIsNaN(original), z3.fpIsNaN(mended))))], None
+        return [original != mended], None
+
+    def describe(model, extra):
+        d = extra[1]
+        if d:
+            return (f"f is {d[0]} and `{ob['target']}` is {d[1]}: the original's index_put_ raises (dtypes must "
+                    "match) where torch.where would promote and copy_ cast back")
+        return model_text(model)
+    return decide("mask-update-select", value_tiers(ctx, build)[:1], ctx,
+                  fp_arith(ctx) + "; structural equality, NaN payloads identified", describe,
+                  fixed_by="the value model gives torch.where(m, f(x), x) and the original's m ? f(x[i]) : x[i] the "
+                           "same term, f and x having one dtype (so torch.where neither promotes nor casts)")
+
+
+def finite_gradient(ob: dict, ctx: Ctx) -> Outcome:
+    def build(ev, finite: bool):
+        side = ev.eval(_expr(ob["expr"]))
+        if side.dtype not in FP_FORMAT:
+            return [z3.BoolVal(False)], None      # no floating result: no gradient flows through f
+        off = z3.Not(ev.truth(ev.eval(_expr(ob["guard"]))))
+        g = z3.FP("upstream_grad", fp_sort(side.dtype))
+        grads = ev.grads(side, g)
+        if not grads:
+            return [z3.BoolVal(False)], None      # f reads no floating leaf (a constant): no gradient
+        bad = z3.Or(*[z3.Or(z3.fpIsNaN(t), z3.fpIsInf(t)) for t in grads.values()])
+        claim = [off, z3.fpIsZero(g), bad]
+        if finite:
+            for leaf in ev.leaves.values():
+                if leaf.dtype in FP_FORMAT and leaf.leaf:
+                    claim.append(z3.Not(z3.Or(z3.fpIsNaN(leaf.term), z3.fpIsInf(leaf.term))))
+        return claim, grads
+    return decide("mask-update-finite-gradient", value_tiers(ctx, build), ctx,
+                  fp_arith(ctx) + "; PyTorch backward formulas, zero upstream gradient off the mask",
+                  fixed_by="f has no floating-point result or leaf on the example's dtypes: no gradient flows through it")
+
+
+ENCODERS = {
+    "mask-update-elementwise": elementwise,
+    "mask-update-select": select,
+    "mask-update-finite-gradient": finite_gradient,
+}
+CHECKS = frozenset({"mask-update-elementwise"})

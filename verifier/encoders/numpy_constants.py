@@ -1,0 +1,391 @@
+"""Encoders for numpy on Python constants made exact Python arithmetic under a guard
+(``np.sum`` -> ``sum``, ``np.lcm`` / ``np.gcd`` -> ``math.lcm`` / ``math.gcd``).
+
+The guarded expression is read back from the mended source (an immediately called lambda
+that computes the Python result when its guard holds and calls the numpy function
+otherwise); its bounds are the constants written in that guard, not the rewrite's intent.
+
+* ``numpy-int64-exact`` (solver): under the guard, numpy's int64 arithmetic cannot wrap, so
+  it computes the exact integer Python computes. For ``sum``: an inductive step over the
+  accumulation, in integer arithmetic with int64 wrap-around written as
+  ``((x + 2**63) mod 2**64) - 2**63``: if the running sum of ``k`` elements is within
+  ``k * M`` (``M`` the guard's element bound), adding one more guarded element wraps to the
+  exact sum and stays within ``(k + 1) * M``, for every ``k`` below the guard's length bound;
+  the list is non-empty (``np.sum([])`` is float64). For ``lcm``: numpy's formula
+  ``abs(a / gcd * b)`` with ``gcd >= 1`` dividing ``a`` (``gcd == 0`` only for ``a == b == 0``,
+  where both give 0): the operands and the product fit int64 and ``abs`` cannot overflow.
+  For ``gcd``: ``abs`` of either operand cannot overflow (Euclid on non-negative int64 values
+  only shrinks them). Unsat is a proof.
+* ``numpy-result-consumer`` (check): the rewrite returns an ``int`` where numpy returned an
+  ``np.int64``. A static screen of the mended source checks that the guarded expression sits
+  where its value only sizes ``np.zeros/ones/empty/full`` or ``torch.zeros/ones/empty/full``,
+  or is the argument of ``range()`` or ``int()``, and that the module binds none of the
+  builtins the expression calls; then the consumer is run on the installed numpy and torch
+  with ``np.int64(3)`` and ``3`` and the results compared (shape, dtype, values, type).
+"""
+from __future__ import annotations
+
+import ast
+
+import z3
+
+from verifier.encoders.base import Ctx, Query, decide
+from verifier.outcomes import Outcome, check_refuted, checked, unknown
+
+INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
+_BUILTINS = ("sum", "type", "list", "int", "len", "all")
+_TIMEOUT_FLOOR_MS = 10000   # the lcm query is non-linear: give it room over the default
+
+
+def wrap64(x):
+    """The int64 value of the exact integer ``x`` (two's complement wrap-around)."""
+    return (x + 2 ** 63) % 2 ** 64 - 2 ** 63
+
+
+# -- reading the guard back from the mended source -----------------------------------------
+
+class _Unreadable(Exception):
+    pass
+
+
+def _const(node: ast.AST) -> int:
+    """An integer constant written as literals and ``+ - * **``."""
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        v = _const(node.operand)
+        return -v if isinstance(node.op, ast.USub) else v
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Pow)):
+        a, b = _const(node.left), _const(node.right)
+        if isinstance(node.op, ast.Pow):
+            if not 0 <= b <= 256 or abs(a) > 2 ** 16:
+                raise _Unreadable("exponent out of range")
+            return a ** b
+        return a + b if isinstance(node.op, ast.Add) else a - b if isinstance(node.op, ast.Sub) else a * b
+    raise _Unreadable(f"`{ast.unparse(node)}` is not an integer constant")
+
+
+def _is_call(node, func: str, args: list[str]) -> bool:
+    return (isinstance(node, ast.Call) and ast.unparse(node.func) == func and not node.keywords
+            and [ast.unparse(a) for a in node.args] == args)
+
+
+def _type_is(node, var: str, typ: str) -> bool:
+    return (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Is)
+            and _is_call(node.left, "type", [var]) and ast.unparse(node.comparators[0]) == typ)
+
+
+def _open_range(node, var_src: str) -> tuple[int, int]:
+    """``LO < X < HI`` with constant bounds -> (LO, HI)."""
+    if not (isinstance(node, ast.Compare) and len(node.ops) == 2
+            and all(isinstance(o, ast.Lt) for o in node.ops) and ast.unparse(node.comparators[0]) == var_src):
+        raise _Unreadable(f"`{ast.unparse(node)}` is not `LO < {var_src} < HI`")
+    return _const(node.left), _const(node.comparators[1])
+
+
+def _and_terms(node) -> list:
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+        return list(node.values)
+    return [node]
+
+
+def read_guard(call: ast.Call, op: str, np_name: str) -> dict:
+    """The bounds of a guarded call ``(lambda ...: PY if GUARD else NP)(operands)``."""
+    lam = call.func
+    if not (isinstance(lam, ast.Lambda) and isinstance(lam.body, ast.IfExp)):
+        raise _Unreadable("not an immediately called lambda with a conditional body")
+    params = [a.arg for a in lam.args.args]
+    if lam.args.vararg or lam.args.kwarg or lam.args.kwonlyargs or lam.args.defaults or lam.args.posonlyargs:
+        raise _Unreadable("the lambda takes more than plain parameters")
+    body, test, orelse = lam.body.body, lam.body.test, lam.body.orelse
+    terms = _and_terms(test)
+    if op == "sum":
+        if len(params) != 1 or len(call.args) != 1:
+            raise _Unreadable("sum takes one operand")
+        v = params[0]
+        if not _is_call(body, "sum", [v]) or not _is_call(orelse, f"{np_name}.sum", [v]):
+            raise _Unreadable("the branches are not `sum(v)` / `np.sum(v)`")
+        if len(terms) != 3 or not _type_is(terms[0], v, "list"):
+            raise _Unreadable("the guard is not `type(v) is list and LO < len(v) < N and all([...])`")
+        len_lo, len_hi = _open_range(terms[1], f"len({v})")
+        every = terms[2]
+        if not (isinstance(every, ast.Call) and ast.unparse(every.func) == "all" and len(every.args) == 1
+                and not every.keywords and isinstance(every.args[0], ast.ListComp)):
+            raise _Unreadable("the element test is not `all([... for e in v])`")
+        comp = every.args[0]
+        if len(comp.generators) != 1 or comp.generators[0].ifs or comp.generators[0].is_async:
+            raise _Unreadable("the element test has more than one plain `for`")
+        gen = comp.generators[0]
+        if not isinstance(gen.target, ast.Name) or ast.unparse(gen.iter) != v:
+            raise _Unreadable("the element test does not iterate the operand")
+        e = gen.target.id
+        el = _and_terms(comp.elt)
+        if len(el) != 2 or not _type_is(el[0], e, "int"):
+            raise _Unreadable("the element test is not `type(e) is int and LO < e < HI`")
+        lo, hi = _open_range(el[1], e)
+        return {"len_lo": len_lo, "len_hi": len_hi, "lo": lo, "hi": hi}
+    if op in ("lcm", "gcd"):
+        if len(params) != 2 or len(call.args) != 2:
+            raise _Unreadable(f"{op} takes two operands")
+        a, b = params
+        if not _is_call(body, f"math.{op}", [a, b]) or not _is_call(orelse, f"{np_name}.{op}", [a, b]):
+            raise _Unreadable(f"the branches are not `math.{op}(a, b)` / `np.{op}(a, b)`")
+        if len(terms) != 4 or not (_type_is(terms[0], a, "int") and _type_is(terms[1], b, "int")):
+            raise _Unreadable("the guard is not `type(a) is int and type(b) is int and LO < a < HI and LO < b < HI`")
+        a_lo, a_hi = _open_range(terms[2], a)
+        b_lo, b_hi = _open_range(terms[3], b)
+        return {"a_lo": a_lo, "a_hi": a_hi, "b_lo": b_lo, "b_hi": b_hi}
+    raise _Unreadable(f"np.{op} is not encoded")
+
+
+def find_guarded(code: str, mended: str) -> tuple[ast.Call, dict] | None:
+    """The guarded call ``mended`` in the mended source, with each node's parent."""
+    try:
+        tree = ast.parse(code)
+        want = ast.dump(ast.parse(mended, mode="eval").body)
+    except SyntaxError:
+        return None
+    parents: dict[int, ast.AST] = {}
+    found = None
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+        if found is None and isinstance(node, ast.Call) and isinstance(node.func, ast.Lambda) \
+                and ast.dump(node) == want:
+            found = node
+    return (found, parents) if found is not None else None
+
+
+# -- numpy-int64-exact -------------------------------------------------------------------
+
+def _sum_query(g: dict) -> Query:
+    lo, hi, len_lo, len_hi = g["lo"], g["hi"], g["len_lo"], g["len_hi"]
+    m = max(-lo - 1, hi - 1, 0)                    # |e| <= m for every admitted element
+    s, e, k, n = z3.Ints("partial_sum element k length")
+    premises = [n > len_lo, n < len_hi]           # the length the guard admits
+    step = wrap64(wrap64(s) + wrap64(e))           # numpy: int64 + int64 in int64
+    in_step = [e > lo, e < hi, k >= 0, k < n, s <= k * m, s >= -k * m]   # the induction hypothesis
+    claim = z3.Or(n < 1,                           # empty: np.sum([]) is float64 0.0
+                  z3.And(*in_step, z3.Or(
+                      wrap64(e) != e,              # the element converts to int64 exactly
+                      wrap64(s) != s,              # the partial sum is an int64 exactly
+                      step != s + e,               # the int64 addition does not wrap
+                      s + e > (k + 1) * m, s + e < -(k + 1) * m)))   # the invariant holds after the step
+    texts = [f"guard read from the mended source: a list, {len_lo} < len < {len_hi}, every element of type int "
+             f"with {lo} < e < {hi}",
+             "np.asarray of Python ints in int64 range is int64 (observed), and numpy adds them in int64",
+             f"induction over the accumulation: the empty sum is 0 (within 0 * {m}); the step is the query",
+             "numpy may add in any order (pairwise): int64 addition is associative and commutative modulo 2**64, "
+             "so the order cannot change a result that does not wrap"]
+    return Query(premises, [claim], texts)
+
+
+def _lcm_query(g: dict, op: str) -> Query:
+    a, b, gcd, q = z3.Ints("a b gcd quotient")
+    premises = [a > g["a_lo"], a < g["a_hi"], b > g["b_lo"], b < g["b_hi"]]
+    claim = [wrap64(a) != a, wrap64(b) != b, a == INT64_MIN, b == INT64_MIN]   # operands and their abs
+    texts = [f"guard read from the mended source: type(a) is int and type(b) is int, {g['a_lo']} < a < {g['a_hi']}, "
+             f"{g['b_lo']} < b < {g['b_hi']}",
+             "numpy's gcd: abs of both operands, then Euclid on non-negative int64 values (remainders only shrink)"]
+    if op == "lcm":
+        premises += [gcd >= 1, a == gcd * q]
+        claim += [wrap64(q * b) != q * b, q * b == INT64_MIN]
+        texts += ["numpy's lcm: gcd == 0 ? 0 : abs(a / gcd * b); gcd == 0 only for a == b == 0 (both give 0), "
+                  "else gcd >= 1 divides a, so the C division is exact (quotient q)",
+                  "math.lcm(a, b) is abs(a * b) // gcd(a, b) = abs(q * b) exactly"]
+    return Query(premises, [z3.Or(*claim)], texts)
+
+
+def _numpy_int64_observed() -> str | None:
+    import numpy as np
+
+    if np.asarray([1, -1]).dtype != np.int64 or np.sum([1, 2]).dtype != np.int64:
+        return f"numpy {np.__version__}: a list of Python ints is not summed in int64 here"
+    return None
+
+
+def int64_exact(ob: dict, ctx: Ctx) -> Outcome:
+    op, np_name, mended = ob.get("op"), ob.get("numpy"), ob.get("mended")
+    if not ctx.code or not mended or op not in ("sum", "lcm", "gcd") or not np_name:
+        return unknown("the mended source or the guarded expression is not recorded")
+    hit = find_guarded(ctx.code, mended)
+    if hit is None:
+        return unknown("the guarded expression was not found in the mended source")
+    try:
+        g = read_guard(hit[0], op, np_name)
+    except _Unreadable as exc:
+        return unknown(f"the guard in the mended source is outside what is encoded: {exc}")
+    if any(abs(v) > 2 ** 70 for v in g.values()):
+        return unknown("the guard's bounds are beyond what is encoded")
+    if np_name not in _module_aliases(ast.parse(ctx.code), "numpy"):
+        return unknown(f"`{np_name}` is not bound to numpy alone in the mended source: the fallback is not numpy's")
+    env = _numpy_int64_observed()
+    if env:
+        return unknown(env)
+    build = (lambda: _sum_query(g)) if op == "sum" else (lambda: _lcm_query(g, op))
+    slow = ctx.timeout_ms if op == "sum" else max(ctx.timeout_ms, _TIMEOUT_FLOOR_MS)
+    local = Ctx(ctx.facts, ctx.defs, ctx.code, ctx.before, slow, ctx.obligations)
+    return decide("numpy-int64-exact", [("guard", build)], local,
+                  "unbounded integers (Z3 Int), int64 wrap-around as ((x + 2**63) mod 2**64) - 2**63")
+
+
+# -- numpy-result-consumer ---------------------------------------------------------------
+
+def _module_aliases(tree: ast.Module, module: str) -> set[str]:
+    """Names bound only by ``import MODULE [as NAME]`` (at least once at the top level)."""
+    how: dict[str, list[tuple]] = {}
+    top = {id(s) for s in tree.body}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                name = a.asname or a.name.split(".")[0]
+                what = a.name if a.asname or "." not in a.name else a.name + " (package)"
+                how.setdefault(name, []).append((what, id(node) in top))
+        elif isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                how.setdefault(a.asname or a.name, []).append(("from", False))
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            how.setdefault(node.id, []).append(("other", False))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            how.setdefault(node.name, []).append(("other", False))
+        elif isinstance(node, ast.arg):
+            how.setdefault(node.arg, []).append(("other", False))
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            for n in node.names:
+                how.setdefault(n, []).append(("other", False))
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            how.setdefault(node.name, []).append(("other", False))
+    return {n for n, hs in how.items() if all(h[0] == module for h in hs) and any(h[1] for h in hs)}
+
+
+def _bound_builtins(tree: ast.Module, lambdas: list[ast.AST], builtins=_BUILTINS) -> list[str]:
+    """The builtins of the guarded expression that the module binds somewhere (the lambdas'
+    own parameters and comprehension variables aside)."""
+    inside = {id(n) for lam in lambdas for n in ast.walk(lam)}
+    out = set()
+    for node in ast.walk(tree):
+        if id(node) in inside:
+            continue
+        names = []
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names = [node.id]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names = [node.name]
+        elif isinstance(node, ast.arg):
+            names = [node.arg]
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a.asname or a.name.split(".")[0] for a in node.names]
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names = list(node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names = [node.name]
+        out |= {n for n in names if n in builtins}
+    return sorted(out)
+
+
+_ALLOC = ("zeros", "ones", "empty", "full")
+
+
+def consumer_of(call: ast.Call, parents: dict, np_names: set[str], torch_names: set[str]) -> tuple[str, str] | None:
+    """(library, consumer) when the guarded ``call`` only sizes an allocation or is the
+    argument of ``range()`` / ``int()``, else None."""
+    parent = parents.get(id(call))
+    holder, node = None, call
+    if isinstance(parent, (ast.Tuple, ast.List)):
+        node, parent = parent, parents.get(id(parent))
+        holder = "sequence"
+    if isinstance(parent, ast.keyword):
+        kw, call_node = parent.arg, parents.get(id(parent))
+        position = None
+    elif isinstance(parent, ast.Call) and node in parent.args:
+        kw, call_node, position = None, parent, parent.args.index(node)
+    else:
+        return None
+    if not isinstance(call_node, ast.Call) or any(isinstance(a, ast.Starred) for a in call_node.args):
+        return None
+    name = ast.unparse(call_node.func)
+    root, _, last = name.rpartition(".")
+    if root in np_names and last in _ALLOC and (position == 0 or kw == "shape"):
+        return "numpy", last
+    if root in torch_names and last in _ALLOC:
+        if (last == "full" and position == 0) or (last != "full" and (position is not None or kw == "size")):
+            return "torch", last
+        return None
+    if holder is None and kw is None and name == "int" and len(call_node.args) == 1 and not call_node.keywords:
+        return "builtins", "int"
+    if holder is None and kw is None and name == "range" and 1 <= len(call_node.args) <= 3 and not call_node.keywords:
+        return "builtins", "range"
+    return None
+
+
+def _observe(lib: str, fn: str) -> str | None:
+    """Run the consumer with np.int64(3) and 3: None when the results are identical, else how they differ."""
+    import numpy as np
+    import torch
+
+    def same(x, y) -> bool:
+        if type(x) is not type(y):
+            return False
+        if isinstance(x, np.ndarray):
+            return x.shape == y.shape and x.dtype == y.dtype and np.array_equal(x, y)
+        if isinstance(x, torch.Tensor):
+            return x.shape == y.shape and x.dtype == y.dtype and (fn == "empty" or torch.equal(x, y))
+        return x == y
+
+    for n in (np.int64(3), np.int64(0)):
+        i = int(n)
+        if lib == "numpy":
+            f = getattr(np, fn)
+            extra = (1.5,) if fn == "full" else ()
+            pairs = [(f((2, n), *extra), f((2, i), *extra)), (f(n, *extra), f(i, *extra))]
+        elif lib == "torch":
+            f = getattr(torch, fn)
+            pairs = [(f((2, n), 1.5), f((2, i), 1.5))] if fn == "full" else [(f((2, n)), f((2, i))), (f(2, n), f(2, i))]
+        elif fn == "int":
+            pairs = [(int(n), int(i))]
+        else:
+            pairs = [(list(range(n)), list(range(i))), (list(range(1, n + 2, 2)), list(range(1, i + 2, 2)))]
+        for x, y in pairs:
+            if not same(x, y):
+                return f"{lib}.{fn} gives {x!r} for np.int64({i}) and {y!r} for {i}"
+    return None
+
+
+def result_consumer(ob: dict, ctx: Ctx) -> Outcome:
+    mended = ob.get("mended")
+    if not ctx.code or not mended:
+        return unknown("the mended source or the guarded expression is not recorded")
+    hit = find_guarded(ctx.code, mended)
+    if hit is None:
+        return unknown("the guarded expression was not found in the mended source")
+    call, parents = hit
+    tree = ast.parse(ctx.code)
+    by = ("static screen of the mended source: the guarded expression's value only sizes a numpy/torch "
+          "allocation or is the argument of range()/int(), which convert it with operator.index/int (np.int64 and "
+          "int alike); no builtin it calls is rebound; corroborated by a probe of that consumer on the installed "
+          "numpy and torch with np.int64 and int")
+    np_names, torch_names = _module_aliases(tree, "numpy"), _module_aliases(tree, "torch")
+    got = consumer_of(call, parents, np_names, torch_names)
+    if got is None:
+        where = parents.get(id(call))
+        return check_refuted(by, f"the guarded expression's value goes to `{type(where).__name__}`, not to an "
+                             "allocation's shape, range() or int(): an int there may differ from np.int64")
+    lambdas = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)]
+    rebound = _bound_builtins(tree, lambdas, _BUILTINS + (("range",) if got == ("builtins", "range") else ()))
+    if rebound:
+        return check_refuted(by, f"the module binds `{rebound[0]}`, which the guarded expression calls as a builtin")
+    if ob.get("numpy") not in np_names:
+        return check_refuted(by, f"`{ob.get('numpy')}` is not bound to numpy alone in the mended source")
+    if ob.get("op") in ("lcm", "gcd") and "math" not in _module_aliases(tree, "math"):
+        return check_refuted(by, "`math` is not bound by `import math` alone in the mended source")
+    differs = _observe(*got)
+    if differs:
+        return check_refuted(by, differs)
+    import numpy as np
+    import torch
+
+    return checked(by, [f"consumer: {got[0]}.{got[1]}", f"observed on numpy {np.__version__}, torch {torch.__version__}"])
+
+
+ENCODERS = {"numpy-int64-exact": int64_exact, "numpy-result-consumer": result_consumer}
+CHECKS = frozenset({"numpy-result-consumer"})
