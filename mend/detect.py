@@ -235,7 +235,9 @@ def detect(target: Target, *, grad: bool = False) -> DetectResult:
             error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
         finally:
             logging.disable(logging.NOTSET)
+    first = graphs  # a second call may compile more graphs (recompiles): they are not the first call's
     steady = None if error is not None else _second_call(compiled, target, grad, runs)
+    graphs = first
     torch._dynamo.reset()
     if error is not None and not events and graphs == 0:
         raise TargetError(f"{target.spec}: the compiled model failed where eager ran: {error}")

@@ -179,3 +179,22 @@ def test_fix_end_to_end_drops_the_graph_count_and_keeps_the_store():
     kinds = {o["kind"]: o["result"] for o in res.rewrites[0]["obligations"]}
     assert kinds == {"attribute-write-kept": "proved", "attribute-access-plain": "checked",
                      "attribute-screen": "checked"}
+
+
+def test_access_plain_refutes_a_buffer_whose_store_would_flip_its_persistence():
+    """Adversarial review: registered non-persistent, but an nn.Buffer with persistent=True."""
+    ob = {"kind": "attribute-access-plain", "attr": "self.table"}
+    flagged = {"self.table._is_buffer": {"kind": "num", "cat": "bool", "value": True},
+               "self.table.persistent": {"kind": "num", "cat": "bool", "value": True}}
+    nonpers = {"self._non_persistent_buffers_set": {"kind": "strset", "value": ["table"]}}
+    got = access_plain(ob, Ctx(_facts(**flagged, **nonpers), {}))
+    assert got.result == "refuted" and "persistence" in got.counterexample
+    agree = {"self._non_persistent_buffers_set": {"kind": "strset", "value": []}}
+    assert access_plain(ob, Ctx(_facts(**flagged, **agree), {})).result == "checked"
+    assert access_plain(ob, Ctx(_facts(**flagged), {})).result == "unknown"
+
+
+def test_persistence_flip_fixture_is_declined_end_to_end():
+    res = fix(str(HERE / "persistence_flip.py"), unsafe_fixes=True, max_examples=3)
+    assert not res.rewrites
+    assert any(d.rule == "forward-attribute" and "persistence" in d.reason for d in res.declined), res.declined

@@ -56,6 +56,8 @@ def summarize(value: Any, depth: int = 0) -> dict:
         return {"kind": "str", "value": value[:200]}
     if value is None:
         return {"kind": "none"}
+    if isinstance(value, (set, frozenset)) and all(isinstance(v, str) for v in value):
+        return {"kind": "strset", "value": sorted(value)[:200]}  # e.g. a module's non-persistent buffer names
     if isinstance(value, types.ModuleType):
         return {"kind": "pymodule", "value": value.__name__}
     if isinstance(value, torch.nn.Module):
@@ -311,12 +313,24 @@ def _changed(before: dict, after: dict) -> list[str]:
     return sorted(out)
 
 
+def _same_tensor(a, b) -> bool:
+    """Equal shape, dtype and values, NaN equal to NaN."""
+    import torch
+
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.is_floating_point() or a.is_complex():
+        return torch.equal(a.isnan(), b.isnan()) and torch.equal(a.nan_to_num(), b.nan_to_num())
+    return torch.equal(a, b)
+
+
 def observe_state(model, args: tuple, kwargs: dict) -> dict:
     """Run ``model`` on the example inputs in eval mode twice, then in training mode (no
     autograd, output, logs and warnings silenced; an exception ends that run) and record
-    whether each forward changed module state: ``{"modes": ["eval", "train"], "changes":
-    [...], "first_call": [...]}``. ``changes``: what the second eval call or the training
-    call changed (``"eval: buffer `bn.running_mean`"``); ``first_call``: what only the
+    whether each forward changed module state or wrote an input in place: ``{"modes":
+    ["eval", "train"], "changes": [...], "first_call": [...]}``. ``changes``: what the
+    second eval call or the training call changed (``"eval: buffer `bn.running_mean`"``),
+    and every input any call wrote in place (``"eval: input 0 written in place"``); ``first_call``: what only the
     first call changed (one-time initialization, e.g. transformers' output-capturing hooks
     installed lazily). Both empty when nothing changed. The model's mode is restored; call
     it on a model that has not run yet (a first call counts)."""
@@ -334,20 +348,28 @@ def observe_state(model, args: tuple, kwargs: dict) -> dict:
         for i, phase in enumerate((False, False, True)):
             model.train(phase)
             before = state_snapshot(model)
+            # private copies of the inputs, watched too: a forward that writes an input in
+            # place changes the caller's state as much as a buffer write does
+            call_args = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
+            call_kwargs = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in kwargs.items()}
+            watched = [(f"input {n}", t, t.clone()) for n, t in
+                       list(enumerate(call_args)) + list(call_kwargs.items()) if isinstance(t, torch.Tensor)]
             with torch.no_grad(), contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 logging.disable(logging.CRITICAL)
                 try:
-                    model(*args, **kwargs)
+                    model(*call_args, **call_kwargs)
                 except Exception:  # noqa: BLE001 - a failing call still counts what it changed
                     pass
                 finally:
                     logging.disable(logging.NOTSET)
-            seen = [f"{'train' if phase else 'eval'}: {c}" for c in _changed(before, state_snapshot(model))]
+            mode = "train" if phase else "eval"
+            seen = [f"{mode}: {c}" for c in _changed(before, state_snapshot(model))]
             (first if i == 0 else changes).extend(seen)
+            changes.extend(f"{mode}: {n} written in place" for n, t, old in watched if not _same_tensor(t, old))
     finally:
         model.train(was)
-    return {"modes": ["eval", "train"], "changes": changes[:12], "first_call": first[:12]}
+    return {"modes": ["eval", "train"], "changes": list(dict.fromkeys(changes))[:12], "first_call": first[:12]}
 
 
 # -- entry points -----------------------------------------------------------------------------

@@ -75,26 +75,51 @@ PY_MUTATORS = {"append", "extend", "insert", "pop", "popitem", "update", "setdef
                 "discard", "register_buffer", "register_parameter", "register_module", "add_module"}
 
 
-# keyword arguments a call may take without the result aliasing them (hyper-parameters)
+# keyword arguments a library call may take without the result aliasing them (hyper-parameters)
 _PLAIN_KEYWORDS = {"p", "training", "dim", "eps", "dtype", "device", "keepdim", "inplace"}
 _LITERALS = (cst.Integer, cst.Float, cst.SimpleString, cst.Imaginary)
+# unary operators that allocate a new tensor (`+x` is `torch.positive(x)`, which returns x itself)
+_ALLOCATING_UNARY = (cst.Minus, cst.BitInvert)
 
 
-def fresh_locals(function: cst.FunctionDef) -> set[str]:
+def submodules(cls: cst.ClassDef | None) -> set[str]:
+    """The attributes ``__init__`` of ``cls`` binds to a constructed object (``self.ln =
+    nn.LayerNorm(...)``, ``self.layers = nn.ModuleList(...)``: a capitalised class name),
+    the only ``self.X(...)`` calls :func:`fresh_locals` takes as submodule calls (a method
+    such as ``self.get_buffer(...)`` returns module state)."""
+    out: set[str] = set()
+    init = next((f for f in (m.findall(cls.body, m.FunctionDef(name=m.Name("__init__"))) if cls else [])), None)
+    for node in m.findall(init.body, m.Assign()) if init is not None else ():
+        value = node.value
+        func = value.func if isinstance(value, cst.Call) else None
+        name = (dotted(func) or "").split(".")[-1] if func is not None else ""
+        if not name[:1].isupper():
+            continue
+        for t in node.targets:
+            chain = dotted(t.target) or ""
+            if chain.startswith("self.") and chain.count(".") == 1:
+                out.add(chain.split(".", 1)[1])
+    return out
+
+
+def fresh_locals(function: cst.FunctionDef, cls: cst.ClassDef | None = None) -> set[str]:
     """Local names of ``function`` every binding of which is a tensor allocated in this
     call: an arithmetic result (``a + b``, ``-a``), or a call whose arguments are fresh
-    locals, literals or hyper-parameter keywords, made through a submodule (``self.ln``,
-    ``self.layers[i]``), a dotted library function (``nn.functional.dropout``) or a method
-    of a fresh local (a view of a fresh tensor is fresh). An in-place update of such a local
-    changes nothing outside the call: if the call fails before returning, nothing saw it
-    (a submodule that returns a buffer or stashes its argument is the state observation's
-    business, which runs with this screen). Parameters, loop and ``with`` targets,
-    unpacked and augmented-only names are never fresh."""
+    locals or literals, made through a submodule of ``cls`` (:func:`submodules`;
+    ``self.ln``, ``self.layers[i]``), a ``torch``/``nn``/``F`` function (which may also
+    take hyper-parameter keywords, ``p=self.dropout``) or a method of a fresh local (a view
+    of a fresh tensor is fresh). An in-place update of such a local changes nothing outside
+    the call: if the call fails before returning, nothing saw it (a submodule that returns
+    a buffer or stashes its argument is for the state observation, which also watches the
+    inputs). Parameters, loop and ``with`` targets, unpacked and augmented-only names are
+    never fresh."""
     params = {p.name.value for p in m.findall(function.params, m.Param())}
+    subs = submodules(cls)
     bindings: dict[str, list] = {}
     blocked: set[str] = set(params)
     for node in m.findall(function.body, m.Assign() | m.AnnAssign() | m.For() | m.With() | m.NamedExpr()
-                          | m.CompFor() | m.Global() | m.Nonlocal() | m.Import() | m.ImportFrom()):
+                          | m.CompFor() | m.Global() | m.Nonlocal() | m.Import() | m.ImportFrom()
+                          | m.MatchAs() | m.MatchStar() | m.MatchMapping()):
         if isinstance(node, cst.Assign):
             if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
                 bindings.setdefault(node.targets[0].target.value, []).append(node.value)
@@ -105,43 +130,53 @@ def fresh_locals(function: cst.FunctionDef) -> set[str]:
                 bindings.setdefault(node.target.value, []).append(node.value)
             else:
                 blocked |= {n.value for n in m.findall(node.target, m.Name())}
-        elif isinstance(node, (cst.For, cst.CompFor)):
-            blocked |= {n.value for n in m.findall(node.target, m.Name())}
-        elif isinstance(node, cst.NamedExpr):
+        elif isinstance(node, (cst.For, cst.CompFor, cst.NamedExpr)):
             blocked |= {n.value for n in m.findall(node.target, m.Name())}
         elif isinstance(node, cst.With):
             blocked |= {n.value for item in node.items if item.asname for n in m.findall(item.asname, m.Name())}
+        elif isinstance(node, (cst.MatchAs, cst.MatchStar)):
+            blocked |= {node.name.value} if node.name is not None else set()
+        elif isinstance(node, cst.MatchMapping):
+            blocked |= {node.rest.value} if node.rest is not None else set()
         else:  # global / nonlocal / import: the name is not this call's local
             blocked |= {n.value for n in m.findall(node, m.Name())}
     fresh = {n for n in bindings if n not in blocked}
 
-    def allocates(value) -> bool:
-        if isinstance(value, (cst.BinaryOperation, cst.UnaryOperation)) and not isinstance(
-                getattr(value, "operator", None), cst.Not):
+    def plain(v) -> bool:
+        """A literal (``-1`` included), a fresh local, or a value allocated right there."""
+        if isinstance(v, cst.UnaryOperation) and isinstance(v.operator, cst.Minus) and isinstance(v.expression, _LITERALS):
             return True
+        return isinstance(v, _LITERALS) or (isinstance(v, cst.Name) and v.value in fresh | {"None", "True", "False"}) \
+            or allocates(v)
+
+    def allocates(value) -> bool:
+        if isinstance(value, cst.BinaryOperation):
+            return True
+        if isinstance(value, cst.UnaryOperation):
+            return isinstance(value.operator, _ALLOCATING_UNARY)
         if not isinstance(value, cst.Call):
             return False
         func = value.func
         root = func
         while isinstance(root, (cst.Attribute, cst.Subscript)):
             root = root.value
-        if isinstance(func, cst.Name) or not isinstance(root, cst.Name):
+        if not isinstance(func, (cst.Attribute, cst.Subscript)) or not isinstance(root, cst.Name):
             return False  # a bare name may be anything (a local alias of an input)
-        chain = dotted(func)
-        submodule = root.value == "self" and (isinstance(func, cst.Subscript) or (chain and chain.count(".") == 1))
-        library = chain is not None and root.value in ("torch", "nn", "F") and root.value not in fresh | params
-        method = root.value in fresh and isinstance(func, cst.Attribute)
+        head = func.value if isinstance(func, cst.Subscript) else func
+        chain = dotted(head) or ""
+        submodule = chain.startswith("self.") and chain.count(".") == 1 and chain[5:] in subs
+        library = chain.split(".")[0] in ("torch", "nn", "F") and root.value not in fresh | params
+        method = root.value in fresh and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
         if not (submodule or library or method):
             return False
         for arg in value.args:
             if arg.star:
                 return False
-            if arg.keyword is not None and arg.keyword.value in _PLAIN_KEYWORDS:
+            if library and arg.keyword is not None and arg.keyword.value in _PLAIN_KEYWORDS and \
+                    (plain(arg.value) or isinstance(arg.value, cst.Attribute)):
                 continue
-            v = arg.value
-            if isinstance(v, _LITERALS) or (isinstance(v, cst.Name) and v.value in fresh | {"None", "True", "False"}):
-                continue
-            return False
+            if not plain(arg.value):
+                return False
         return True
 
     changed = True
@@ -168,10 +203,11 @@ def _updates_fresh(small: cst.BaseSmallStatement, fresh: set[str]) -> bool:
     return False
 
 
-def state_change(function: cst.FunctionDef, *, fresh_ok: bool = True) -> str | None:
+def state_change(function: cst.FunctionDef, cls: cst.ClassDef | None = None, *, fresh_ok: bool = True) -> str | None:
     """The first statement of ``function`` that changes state, as code, else None. With
-    ``fresh_ok``, an in-place update of a fresh local (:func:`fresh_locals`) is not one."""
-    fresh = fresh_locals(function) if fresh_ok else set()
+    ``fresh_ok``, an in-place update of a fresh local (:func:`fresh_locals`, submodules
+    read from ``cls``) is not one."""
+    fresh = fresh_locals(function, cls) if fresh_ok else set()
     for stmt in m.findall(function.body, m.SimpleStatementLine()):
         for small in stmt.body:
             if _updates_fresh(small, fresh):

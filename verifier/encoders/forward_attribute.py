@@ -191,12 +191,23 @@ def access_plain(ob: dict, ctx: Ctx) -> Outcome:
             return check_refuted(by, f"`self.{meth}` is {got.get('qualname')}, not torch.nn.Module's")
     flagged = names.get(f"{attr_text}._is_buffer", {}).get("value") is True
     persistent = names.get(f"{attr_text}.persistent", {}).get("value")
+    if flagged:
+        # re-storing an nn.Buffer re-registers it with the Buffer's own `persistent`: when the
+        # module registered it otherwise, the original's store flips its persistence (state_dict)
+        nonpers = names.get("self._non_persistent_buffers_set", {})
+        if nonpers.get("kind") != "strset" or not isinstance(persistent, bool):
+            return unknown(f"the persistence `{attr_text}` is registered with was not observed")
+        if (attr not in nonpers["value"]) != persistent:
+            return check_refuted(by, f"`{attr_text}` is registered {'non-' if attr in nonpers['value'] else ''}"
+                                 f"persistent but is an nn.Buffer with persistent={persistent}: the original's "
+                                 "store re-registers it with that persistence (its state_dict entry changes), the "
+                                 "mended code skips the store")
     return checked(by, [f"`{attr_text}`: a {seen.get('dtype')} tensor on {seen.get('device')}, not a Parameter "
                         "(observed)",
                         f"`type(self)` has no attribute `{attr}` (observed: the lookup failed)",
                         "`__setattr__`, `__getattr__`, `register_buffer` are torch.nn.Module's (observed)",
-                        (f"an nn.Buffer-flagged tensor (persistent={persistent}): re-storing it re-registers it with "
-                         "that persistence, assumed to be the one it was registered with" if flagged else
+                        (f"an nn.Buffer-flagged tensor (persistent={persistent}), registered with that persistence "
+                         "(observed): re-storing it re-registers it unchanged" if flagged else
                          "not an nn.Buffer-flagged tensor: a re-store keeps the module's persistence set"),
                         "no global buffer/parameter registration hook is installed outside the screened file "
                         "(assumed)"])

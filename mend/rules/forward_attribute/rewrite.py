@@ -64,7 +64,7 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
          "conversion": conv},
         {"kind": "attribute-access-plain", "attr": attr, "expr": attr,
          "values": [f"self.__class__.{plan.attr}", "self.__setattr__", "self.__getattr__", "self.register_buffer",
-                    f"{attr}._is_buffer", f"{attr}.persistent"]},
+                    f"{attr}._is_buffer", f"{attr}.persistent", "self._non_persistent_buffers_set"]},
         {"kind": "attribute-screen", "attr": attr, "local": local, "line": line,
          "function": plan.function.name.value},
     ]

@@ -449,6 +449,15 @@ def f(t, n):
     assert t.max().item() <= n, f"max {t.max().item()} > {n}"
     return t
 ''', "formatted from runtime values"),
+    # adversarial review (fresh locals): `+x` returns x itself, so `h.clamp_` writes the input
+    ('''import torch
+def f(x):
+    h = +x
+    h.clamp_(min=0.0)
+    assert h.max().item() <= 10.0
+    return h
+''', "changes state"),
+    # ... while an in-place update of a tensor the function allocated is not a state change
 ]
 
 # No-op examples: source left unchanged on every line: checks Dynamo already handles (an

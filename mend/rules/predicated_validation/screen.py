@@ -284,7 +284,7 @@ def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
                              "at trace time (a guard), so there is no break to remove")
     if _comments(stmt, stmt):
         return Decline(NAME, "the check holds a comment the rewrite would drop")
-    effect = state_change(function)
+    effect = state_change(function, next((a for a in reversed(ancestors) if isinstance(a, cst.ClassDef)), None))
     if effect is not None:
         return Decline(NAME, f"the function also changes state (`{effect[:60]}`): with the check inside the "
                              "graph, inductor runs later in-place updates before the failed assert surfaces and "

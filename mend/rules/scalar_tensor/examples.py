@@ -93,6 +93,8 @@ _NOT_INT = _with_use("return x[:span]", value="x.size(-1) / 2")
 _SUM = _with_use("return x[:span]", value="x.sum()")
 _FLOAT_LIT = _with_use("return x * (span + 0.5)")
 _FLAG = _with_use("flag = span > 3")
+# an adversarial review: a tensor hashes by identity, so `span in {1, 2}` is always False for it
+_MEMBER = _with_use("if span in {1, 2}:\n        x = x * 2\n    return x[:span]")
 _DECORATED = _with_use("return x[:span]").replace("def span_of", "@torch.jit.script\ndef span_of")
 _INLINE = '''import torch
 
@@ -156,6 +158,7 @@ DECLINE_EXAMPLES: list[tuple] = [
     (_SUM, "is not a size", _at(_SUM, "return x[:span]")),
     (_FLOAT_LIT, "the float `0.5`", _at(_FLOAT_LIT, "0.5")),
     (_FLAG, "would be a Python bool", _at(_FLAG, "flag =")),
+    (_MEMBER, "tests membership or identity", _at(_MEMBER, "return x[:span]")),
     (_DECORATED, "is decorated", _at(_DECORATED, "return x[:span]")),
     # encodec: the buffers feed float32 tensor arithmetic whose ceil differs from exact ints above 2^24
     (_ENCODEC, "float32 tensor arithmetic", _at(_ENCODEC, "n_frames = (length")),

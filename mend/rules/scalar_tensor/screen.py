@@ -236,6 +236,14 @@ def _use_of(name_node: cst.Name, parent: dict, local: str, stmt_line: int) -> Us
     if isinstance(p, cst.Comparison) or isinstance(p, cst.ComparisonTarget):
         cmp = p if isinstance(p, cst.Comparison) else parent.get(p)
         holder = parent.get(cmp)
+        # only ordering and equality: `in`/`is` test identity or hashing, where a tensor
+        # (hashed by id) and an int differ (`span in {1, 2}` is always False for a tensor)
+        ordered = all(isinstance(t.operator, (cst.LessThan, cst.LessThanEqual, cst.GreaterThan,
+                                              cst.GreaterThanEqual, cst.Equal, cst.NotEqual))
+                      for t in cmp.comparisons)
+        if not ordered:
+            return f"the comparison `{code_of(cmp).strip()}` tests membership or identity, where a tensor (hashed " \
+                   "by identity) and a Python int differ"
         if isinstance(holder, (cst.If, cst.While)) and holder.test is cmp:
             return Use(stmt_line, top, "compare")
         return f"the comparison `{code_of(cmp).strip()}` would be a Python bool instead of a tensor outside an " \

@@ -179,6 +179,38 @@ def f(mask):
     torch._check_tensor_all(mask)  # all rows valid
     return mask
 ''', "comment"),
+    # adversarial review (fresh locals): `+x` is `torch.positive(x)`, which returns x itself, so
+    # `h += 1.0` writes the caller's input; aot_eager would drop that write on a failing check
+    ('''import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        h = +x
+        h += 1.0
+        ok = h > 0
+        torch._check_tensor_all(ok)
+        return h
+''', "changes state"),
+    # adversarial review: `self.get_buffer(...)` is a method returning module state, not a submodule
+    ('''import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.register_buffer("num_invalid", torch.zeros((), dtype=torch.long))
+
+    def forward(self, x):
+        seen = self.get_buffer("num_invalid")
+        seen += (x < 0).sum()
+        ok = x >= 0
+        torch._check_tensor_all(ok)
+        return self.lin(x)
+''', "changes state"),
 ]
 
 NOOP_EXAMPLES: list[str] = [

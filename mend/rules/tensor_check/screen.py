@@ -85,7 +85,7 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
     if handler is not None:
         return Decline(NAME, f"the check is inside `with {handler}`, whose exit would no longer see its failure "
                        "once the check runs inside the compiled graph")
-    effect = state_change(function)
+    effect = state_change(function, next((a for a in reversed(ancestors) if isinstance(a, cst.ClassDef)), None))
     if effect is not None:
         # compiled, a failing check surfaces when the graph has run: state written before it is
         # lost (aot_eager, inductor) and state written after it may happen anyway (inductor)
