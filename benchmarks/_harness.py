@@ -574,6 +574,10 @@ def run(rows: list[Row], cfg: Config, prepared: dict | None = None, log=print, e
             log(f"[{row.key}] breaks {c.get('breaks_before')} -> {c.get('breaks_after')}; "
                 f"scan {prep['mend_cost'].get('scan', {}).get('wall_s', 0):.1f} s, "
                 f"fix {prep['mend_cost'].get('fix', {}).get('wall_s', 0):.1f} s")
+            if not first:
+                prep["not_timed"] = "counts only: no timing was asked for"
+                row_cost.append(time.perf_counter() - t_row)
+                continue
             if not prep.get("mended_dir"):
                 prep["not_timed"] = "mend fix emitted no verified rewrite: the mended model is the original"
                 log(f"[{row.key}] not timed: {prep['not_timed']}")

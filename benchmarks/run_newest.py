@@ -169,6 +169,8 @@ def config_from(ns) -> H.Config:
         cfg.max_timed_s = 1.0
     if ns.batch_sizes:
         cfg.batch_sizes = tuple(int(b) for b in ns.batch_sizes.split(","))
+    if ns.counts_only:  # scan and fix only: graphs, breaks, rewrites, reasons (no fresh timing processes)
+        cfg.cold_procs = cfg.warm_procs = 0
     cfg.budget_s = ns.budget_min * 60 if ns.budget_min > 0 else None
     return cfg
 
@@ -303,6 +305,8 @@ def measure(ns, env: dict, log) -> int:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--models", default=",".join(MODELS), help="comma list (default: all fifteen)")
+    p.add_argument("--counts-only", action="store_true",
+                   help="scan and fix each row, no timing: graphs, breaks, rewrites and reasons only")
     p.add_argument("--unsafe-fixes", action="store_true",
                    help="run `mend fix --unsafe-fixes` (apply the verified fixes labelled unsafe too)")
     p.add_argument("--budget-min", type=float, default=18.0,

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
+import tempfile
 import traceback
 from contextlib import contextmanager
 
@@ -16,6 +18,10 @@ from mend.errors import MendError
 
 # errors are one line, however narrow the terminal or pipe
 err_console = Console(stderr=True, soft_wrap=True)
+
+# Hypothesis keeps a `.hypothesis/` folder in the working directory (its example database is
+# off, but it still caches there): mend keeps the user's folder clean (new-user trial)
+os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tempfile.gettempdir(), "mend-hypothesis"))
 
 
 def out_console() -> Console:
@@ -65,6 +71,14 @@ def _list_targets() -> None:
         table.add_row(f"hf:{name}", entry.model_class, str(entry.expected_breaks),
                       "-" if entry.paper_breaks is None else str(entry.paper_breaks), entry.description)
     out_console().print(table)
+    from mend.targets.hf_newest import NEWEST
+
+    newest = Table(title="newest-transformers rows (build in the environment benchmarks/run_newest.py creates)")
+    for col in ("target", "model class", "description"):
+        newest.add_column(col, overflow="fold")
+    for name, entry in NEWEST.items():
+        newest.add_row(f"hf:newest/{name}", entry.model_class, entry.description)
+    out_console().print(newest)
 
 
 @main.command()
@@ -182,7 +196,8 @@ def fix(target, write, out_dir, as_json, seed, examples, verify, unsafe_fixes, d
             console.print(f"  {what} {d.site}  {d.rule}: {d.reason}", highlight=False, markup=False)
         for s in res.after.sites:
             if not s.fixable_by:
-                console.print(f"  unfixable {s.display_file}:{s.line}  {s.category}: {s.reason}", highlight=False)
+                console.print(f"  unfixable {s.display_file}:{res.original_line(s)}  {s.category}: {s.reason}",
+                              highlight=False)
         for w in written:
             console.print(f"  wrote {w}", highlight=False)
 

@@ -223,3 +223,13 @@ def test_fixture_fixed_end_to_end(tmp_path):
         assert torch.equal(ref, b(*args))
         torch._dynamo.reset()
         assert torch._dynamo.explain(b)(*args).graph_count == 1
+
+
+def test_fixed_after_another_rewrite_and_with_a_bare_slice_bound():
+    """New-user trial: the second round's scan used to see mend's own scratch copies as
+    sibling files referencing the function, and a bare `h[:n]` left promotion unknown."""
+    from mend.pipeline import fix
+
+    res = fix(str(FIXTURES / "scalar_after_print.py"), unsafe_fixes=True, max_examples=4)
+    assert sorted(r.rule for r in res.rewrites) == ["deferred-side-effects", "scalar-tensor"], res.declined
+    assert res.after.graph_count == 1

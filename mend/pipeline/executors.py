@@ -102,7 +102,7 @@ class InProcess:
         self.make = model_maker(self.factory)
         self.original = self.path.read_text(encoding="utf-8")
         load_file_module(self.path, f"_mend_orig_{abs(hash(str(self.path)))}")
-        self.cur_path = tmp / f"r0_{self.path.name}"
+        self.cur_path = self._scratch("r0")
         self.cur_path.write_text(self.original)
         self.scan_file = self.path  # the file the current scan's sites point into
         self.n = 0
@@ -133,12 +133,17 @@ class InProcess:
     def stage(self, rel: str, current: str, code: str, inst_cur: str | None, inst_cand: str | None,
               files: dict[str, str]) -> None:
         self.n += 1
-        self.cand_path = self.tmp / f"r{self.n}_{self.path.name}"
+        # each copy alone in its folder, under the user's file name: a rule that screens the
+        # file's siblings (scalar-tensor) must not see mend's other scratch copies
+        self.cand_path, self.ref_path, self.test_path = (
+            self._scratch(f"r{self.n}"), self._scratch(f"i{self.n}a"), self._scratch(f"i{self.n}b"))
         self.cand_path.write_text(code)
-        self.ref_path = self.tmp / f"i{self.n}a_{self.path.name}"
-        self.test_path = self.tmp / f"i{self.n}b_{self.path.name}"
         self.ref_path.write_text(inst_cur or current)
         self.test_path.write_text(inst_cand or code)
+
+    def _scratch(self, folder: str) -> Path:
+        (self.tmp / folder).mkdir(parents=True, exist_ok=True)
+        return self.tmp / folder / self.path.name
 
     def facts(self, obligations: list[dict], before: str, code: str) -> tuple[dict, dict]:
         def build():

@@ -131,6 +131,17 @@ class FixResult:
         """The dotted module the overlay replaces with ``rel`` (overlay executor only)."""
         return rel[:-3].replace("/", ".") if self.executor == "overlay" else None
 
+    def original_line(self, site) -> int:
+        """The line in the user's original file of a site of the ``after`` scan (whose lines
+        are the mended file's: rewrites above the site move it). The first original line
+        with the site's source text; the site's own line when none has it."""
+        rel = next((r for r in self.files if site.display_file in (r, str(self.sources.get(r)))), None)
+        if rel is None:
+            return site.line
+        lines = self.originals[rel].splitlines()
+        hits = [i for i, text in enumerate(lines, 1) if text.strip() == (site.source or "").strip()]
+        return min(hits, key=lambda i: abs(i - site.line)) if hits else site.line
+
     def diff(self) -> str:
         """The unified diff of every mended file, each headed by one line per rewrite in it
         (``# mend: [safe] FILE:LINE RULE: DETAIL``), which patch tools skip."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import libcst as cst
 import libcst.matchers as m
+from libcst.metadata import MetadataWrapper, PositionProvider
 
 
 _EMPTY = cst.Module([])
@@ -59,6 +60,36 @@ def assigned_name(stmt: cst.BaseSmallStatement) -> str | None:
     if isinstance(stmt, cst.AnnAssign) and isinstance(stmt.target, cst.Name) and stmt.value is not None:
         return stmt.target.value
     return None
+
+
+class _FindStatement(cst.CSTVisitor):
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, line: int, kinds: tuple) -> None:
+        self.line, self.kinds, self.found = line, kinds, None
+        self.stack: list[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.found is None and isinstance(node, self.kinds):
+            if self.get_metadata(PositionProvider, node).start.line == self.line:
+                self.found = (node, list(self.stack))
+        self.stack.append(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.stack.pop()
+
+
+def statement_at(module: cst.Module, line: int, *, compound: bool = False):
+    """``(wrapper, found)``: the module's MetadataWrapper (rewrite ``wrapper.module``, whose
+    nodes ``found`` refers to) and the first small statement starting on ``line`` -- or
+    compound one too, with ``compound`` -- with its ancestors, ``(node, ancestors)``; None
+    when no statement starts there."""
+    wrapper = MetadataWrapper(module)
+    kinds = (cst.BaseSmallStatement, cst.BaseCompoundStatement) if compound else (cst.BaseSmallStatement,)
+    finder = _FindStatement(line, kinds)
+    wrapper.visit(finder)
+    return wrapper, finder.found
 
 
 class Replace(cst.CSTTransformer):

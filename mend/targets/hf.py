@@ -348,7 +348,8 @@ def build(name: str) -> tuple[torch.nn.Module, tuple, dict]:
     installed version cannot build the row.
     """
     if name not in CATALOGUE:
-        raise UnknownTarget(f"unknown target {name!r}; known targets: {', '.join(CATALOGUE)}")
+        raise UnknownTarget(f"unknown target {name!r}; known targets: {', '.join(CATALOGUE)} (and newest/NAME for "
+                            "the newest-transformers rows: mend scan --list-targets)")
     entry = CATALOGUE[name]
 
     # Imported here so that mend works without transformers installed.

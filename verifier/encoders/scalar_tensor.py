@@ -279,7 +279,10 @@ def use_promotion(ob: dict, ctx: Ctx) -> Outcome:
         if role == "tensor-arith" and len({s.get("dtype") for _, s in tensors}) > 1:
             return unknown(f"`{u['value']}` mixes tensors of dtypes {sorted({s.get('dtype') for _, s in tensors})}")
     if not seen_any:
-        return unknown("no operand of any use was observed")
+        # every use is the bare value (a slice bound `h[:n]`, an index): it meets no operand
+        # to promote (a tensor-arith use without one is refuted above)
+        return checked("the uses as written: each is the value alone (a slice bound or an index), meeting no "
+                       "other operand", ["uses: " + "; ".join(str(u.get("value")) for u in uses[:6])])
     return checked(by, ["operands as observed on the example run (kinds, ranks, dtypes on every hit)"])
 
 

@@ -6,39 +6,18 @@ original does (a view, a parameter or another name aliasing ``x`` sees the same 
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from mend.rules._base import Decline, RewriteResult
-from mend.rules._common import Replace, code_of
+from mend.rules._common import Replace, code_of, statement_at
 from mend.rules.mask_update.screen import NAME, screen
-
-
-class _Find(cst.CSTVisitor):
-    METADATA_DEPENDENCIES = (PositionProvider,)
-
-    def __init__(self, line: int) -> None:
-        self.line, self.found = line, None
-        self.stack: list[cst.CSTNode] = []
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if self.found is None and isinstance(node, cst.BaseSmallStatement):
-            if self.get_metadata(PositionProvider, node).start.line == self.line:
-                self.found = (node, list(self.stack))
-        self.stack.append(node)
-        return True
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        self.stack.pop()
 
 
 def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     """The module with the masked update on ``line`` as an in-place ``torch.where``, or a Decline."""
-    wrapper = MetadataWrapper(module)
-    finder = _Find(line)
-    wrapper.visit(finder)
-    if finder.found is None:
+    wrapper, found = statement_at(module, line)
+    if found is None:
         return Decline(NAME, f"no statement starts on line {line}")
-    node, ancestors = finder.found
+    node, ancestors = found
     plan = screen(node, ancestors)
     if isinstance(plan, Decline):
         return plan

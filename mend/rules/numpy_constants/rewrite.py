@@ -7,30 +7,10 @@ no break (measured: big_bird 11 -> 1 graphs on torch 2.13)."""
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from mend.rules._base import Decline, RewriteResult
-from mend.rules._common import code_of
+from mend.rules._common import code_of, statement_at
 from mend.rules.numpy_constants.screen import BOUND_TEXT, FUNCS, MAX_LEN_TEXT, NAME, Site, screen
-
-
-class _Find(cst.CSTVisitor):
-    METADATA_DEPENDENCIES = (PositionProvider,)
-
-    def __init__(self, line: int) -> None:
-        self.line, self.found = line, None
-        self.stack: list[cst.CSTNode] = []
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if self.found is None and isinstance(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
-            pos = self.get_metadata(PositionProvider, node)
-            if pos.start.line == self.line:
-                self.found = (node, list(self.stack))
-        self.stack.append(node)
-        return True
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        self.stack.pop()
 
 
 def guarded(site: Site) -> str:
@@ -76,12 +56,10 @@ class _ReplaceCalls(cst.CSTTransformer):
 def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     """The module with the numpy calls of the statement on ``line`` made exact Python
     arithmetic under a guard, or a Decline."""
-    wrapper = MetadataWrapper(module)
-    finder = _Find(line)
-    wrapper.visit(finder)
-    if finder.found is None:
+    wrapper, found = statement_at(module, line, compound=True)
+    if found is None:
         return Decline(NAME, f"no statement starts on line {line}")
-    node, ancestors = finder.found
+    node, ancestors = found
     plan = screen(node, ancestors)
     if isinstance(plan, Decline):
         return plan

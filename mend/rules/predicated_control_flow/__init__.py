@@ -103,7 +103,7 @@ OBLIGATION_KINDS = frozenset({
     "untaken-side-cannot-raise", "finite-gradient", "untaken-side-runs", "where-equals-ite",
     "idempotent-device-move", "paired-call-value-not-aliased", "hoisted-setup-pure", "hoisted-setup-cannot-raise",
     "cond-predicate", "cond-branch-types", "cond-output-not-aliased", "cond-side-pure", "cond-taken-side-only",
-    "cond-no-autograd",
+    "cond-no-autograd", "finiteness-test-precision",
 })
 
 RULE = Rule(

@@ -559,6 +559,85 @@ DECLINE_EXAMPLES: list[tuple[str, str]] = [
         '''),
         'for its effect',
     ),
+    # issue 10: a branch-local Python scalar read after the `if` (defined before it): hoisting would change that read
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, h):
+                    clamp_value = 1e4
+                    if h.dtype == torch.float16 and torch.isinf(h).any():
+                        clamp_value = torch.finfo(h.dtype).max - 1000
+                        h = torch.clamp(h, min=-clamp_value, max=clamp_value)
+                    return h / clamp_value
+        '''),
+        'read after the `if`',
+    ),
+    # issue 10: the same, the read in a later `if`
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, h):
+                    if h.dtype == torch.float16 and torch.isinf(h).any():
+                        clamp_value = torch.finfo(h.dtype).max - 1000
+                        h = torch.clamp(h, min=-clamp_value, max=clamp_value)
+                    if h.dtype == torch.float16:
+                        h = h * (1.0 / clamp_value)
+                    return h
+        '''),
+        'read after the `if`',
+    ),
+    # issue 10: the branch-local temporary is a tensor op, not a Python scalar
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, h):
+                    if h.dtype == torch.float16 and torch.isinf(h).any():
+                        clamp_value = h.abs().amax() - 1000
+                        h = torch.clamp(h, min=-clamp_value, max=clamp_value)
+                    h = h * 2
+                    if h.dtype == torch.float16:
+                        clamp_value = torch.finfo(h.dtype).max - 1000
+                        h = torch.where(torch.isinf(h).any(), torch.clamp(h, min=-clamp_value, max=clamp_value), h)
+                    return h
+        '''),
+        'is not a Python scalar (it calls `h.abs().amax`',
+    ),
+    # issue 10: the branch-local temporary calls a method (which prints): it may have an effect
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, h):
+                    if h.dtype == torch.float16 and torch.isinf(h).any():
+                        clamp_value = self.limit(h.dtype)
+                        h = torch.clamp(h, min=-clamp_value, max=clamp_value)
+                    h = h * 2
+                    if h.dtype == torch.float16:
+                        clamp_value = torch.finfo(h.dtype).max - 1000
+                        h = torch.where(torch.isinf(h).any(), torch.clamp(h, min=-clamp_value, max=clamp_value), h)
+                    return h
+
+                def limit(self, dtype):
+                    print("limit")
+                    return torch.finfo(dtype).max - 1000
+        '''),
+        'is not a Python scalar (it calls `self.limit`',
+    ),
 ]
 
 # No-op examples: source left unchanged on every line. Python-level tests (Dynamo folds
@@ -585,6 +664,19 @@ NOOP_EXAMPLES: list[str] = [
         def forward(x, y):
             keep = x > 0
             return torch.where(keep, x, y)
+    '''),
+    # issue 10: an elementwise predicate the user wrote is theirs to keep (the rule never
+    # produces one from a global `.any()`)
+    dedent('''\
+        import torch
+        from torch import nn
+
+
+        class Model(nn.Module):
+            def forward(self, h):
+                clamp_value = torch.finfo(h.dtype).max - 1000
+                h = torch.where(torch.isinf(h), torch.clamp(h, min=-clamp_value, max=clamp_value), h)
+                return h
     '''),
     *(after for _, after in FIX_EXAMPLES if "torch.cond(" not in after),
 ]

@@ -22,6 +22,7 @@ from mend.rules.predicated_control_flow.branches import (
 from mend.rules.predicated_control_flow.cond import _CondNotApplicable, _rewrite_cond, _speculation_hazards
 from mend.rules.predicated_control_flow.env import _code, _Declined, _Env, _is_literal, _occurrences_outside, _strip
 from mend.rules.predicated_control_flow.hoisting import _plan_setup
+from mend.rules.predicated_control_flow.scalars import finiteness_obligations, scalar_temps
 from mend.rules.predicated_control_flow.screen import _predicate, _screen, _split_static_guard, _tensor_logic
 
 
@@ -54,6 +55,7 @@ def _rewrite_if(node: cst.If, ancestors: list[cst.CSTNode], env: _Env, positions
     returns = arms[0].returns
 
     preds = [_predicate(a.pred, env) for a in arms if a.pred is not None]
+    finiteness_obligations([a.pred for a in arms if a.pred is not None], env)  # fp16 under Inductor (scalars.py)
     _screen(arms[0].pred, env)
     for i in range(1, len(preds)):  # elif tests used to run only when the earlier ones failed
         _screen(arms[i].pred, env, side=" and ".join(f"not ({p})" for p in pred_codes[:i]))
@@ -68,6 +70,7 @@ def _rewrite_if(node: cst.If, ancestors: list[cst.CSTNode], env: _Env, positions
     scope = env.function or env.module
     temps = {n for n, bodies in inside.items()
              if len(bodies) == 1 and not _occurrences_outside(scope, bodies[0], n)}
+    temps |= scalar_temps(chain, arms, inside, temps, node, ancestors, env)  # dead after the if (scalars.py)
     if returns and (set(inside) - temps):
         name = sorted(set(inside) - temps)[0]
         raise _Declined(f"a returning branch also assigns `{name}`, which is used elsewhere")
