@@ -16,6 +16,7 @@ from mend.fix import fix
 from mend.rules import RewriteResult
 from mend.rules import predicated_control_flow as pcf
 from tests.conftest import FIXTURES
+from verifier import obligations as O
 
 FIXTURE = FIXTURES / "fp16_guard.py"
 
@@ -111,3 +112,22 @@ def test_inductor_misses_a_fused_float16_overflow_which_is_why_the_fix_is_unsafe
         torch._dynamo.reset()
     assert mended(x, g)[0, 3].item() == 32256.0  # eager: inf, clamped to 64512, halved
     assert compiled[0, 3].item() == 40000.0, "Inductor now rounds fused float16 intermediates: revisit the encoder"
+
+
+def _tensor(dtype):
+    return {"kind": "tensor", "dtype": dtype, "shape": [2, 8], "device": "cpu", "param": False}
+
+
+def test_the_precision_encoder_decides_from_the_observed_dtype():
+    ob = {"kind": "finiteness-test-precision", "expr": "h", "test": "torch.isinf(h)"}
+    for dtype, result in (("float16", "unknown"), ("bfloat16", "unknown"), ("float32", "checked"),
+                          ("float64", "checked"), ("int64", "unknown")):
+        facts = {"names": {"h": _tensor(dtype)}, "self": {}}
+        r = O.discharge([ob], facts=facts, code=None)[0]
+        assert r["result"] == result, (dtype, r)
+        if result == "checked":  # an observation, never a proof
+            assert dtype in r["checked_by"] and r["smtlib"] is None
+        elif dtype == "float16":
+            assert "Inductor" in r["reason"]
+    r = O.discharge([ob], facts={"names": {}, "self": {}}, code=None)[0]
+    assert r["result"] == "unknown" and "not observed" in r["reason"]

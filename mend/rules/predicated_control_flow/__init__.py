@@ -17,6 +17,15 @@ Rewrites (``examples.py``):
   around it;
 * a name assigned on one side only and used nowhere else (a setup temporary) is kept as
   a plain assignment before the selection;
+* a branch-local Python scalar (issue 10, transformers' fp16 overflow guards, written
+  several times in one ``forward``: ``clamp_value = torch.finfo(h.dtype).max - 1000``):
+  assigned once on one side and read later there, named by no test and no other side, dead
+  after the ``if`` (every later path rebinds it before a read), and computed from literals,
+  dtypes and ``torch.finfo``/``torch.iinfo`` only -- kept before the selection too
+  (``scalars.py``). The test's global ``.any()``/``.all()`` is kept: an elementwise
+  ``torch.where(torch.isinf(h), ...)`` would clamp only the inf elements, where the original
+  clamps the whole tensor. Declined with the reason: such a scalar read after the ``if``,
+  or a temporary of that kind that is a tensor op or a call (it may have an effect);
 * setup that GraphMend hoists (the LongRoPE frequency update of transformers'
   ``modeling_rope_utils``): a memoised initialisation ``if not hasattr(self, "k"):
   self.k = self.init_fn(...)`` under its five conditions (no ``else``; ``self.k``
@@ -47,7 +56,8 @@ is returned as proof obligations (see the fix safety statement).
 
 The package: ``env.py`` (what the parts share), ``screen.py`` (what may run
 speculatively, tensor logic), ``branches.py`` (the arms of a chain), ``hoisting.py``
-(setup moved above the selection), ``where.py`` and ``cond.py`` (the two planners),
+(setup moved above the selection), ``scalars.py`` (branch-local Python scalars, liveness
+after the ``if``, the finiteness-test obligation), ``where.py`` and ``cond.py`` (the two planners),
 ``rewrite.py`` (:func:`rewrite`; :func:`match`, which runs the rewrite on the located site
 so the two agree; :func:`first_site`), ``examples.py`` and ``unchanged_examples.py``.
 """
@@ -87,7 +97,12 @@ module types), the hoisted LongRoPE setup (``hoisted-setup-pure``,
 configuration is observed on the example only), a cond output that is not an alias
 (``cond-output-not-aliased``, a screen of later uses), a merged ``register_buffer`` value
 (``paired-call-value-not-aliased``), and torch.cond's semantics (``cond-taken-side-only``,
-``cond-no-autograd``).
+``cond-no-autograd``). A finiteness test (``isinf``/``isfinite``/``isnan``) moved into the
+graph that computes its tensor carries ``finiteness-test-precision``: Inductor computes a
+fused float16/bfloat16 producer in float32 without rounding, so an overflow the graph
+break used to materialise can be missed (measured on torch 2.13: the mended guard does not
+fire under Inductor, it does in eager and aot_eager); on float16 it is unknown, so such a
+fix is unsafe, and the differential test under Inductor still judges it.
 
 Inference-only: at ``--verify standard`` a refuted ``finite-gradient`` does not decline;
 the rewrite is marked ``inference-only`` (a gradient through the untaken side may be NaN,

@@ -108,6 +108,8 @@ def live_after(name: str, node: cst.If, ancestors: list[cst.CSTNode]) -> str | N
     for inner in m.findall(func.body, m.FunctionDef() | m.Lambda() | m.ClassDef() | m.Global() | m.Nonlocal()):
         if _occurs(inner, name):
             return _code(inner)[:60]
+    for call in m.findall(func.body, m.Call(func=m.Name("locals") | m.Name("vars") | m.Name("eval") | m.Name("exec"))):
+        return _code(call)[:60]  # reads every local by name
     # the statements that follow, innermost block first; the function's end kills it
     follow: list[list] = []
     child: cst.CSTNode = node
