@@ -62,3 +62,25 @@ def test_without_the_class_no_self_call_is_a_submodule():
     fn, cls = _forward("t = self.ln(x * 1)\nt *= 2\nreturn t")
     assert state_change(fn, cls) is None
     assert state_change(fn, None) == "t *= 2"
+
+
+def test_effect_analysis_takes_a_kwargs_dict_as_the_call_s_own():
+    """xlm's attention is wrapped by transformers' deprecate_kwarg, which pops from **kwargs:
+    that dict is made for the call, so it is no state a failing check could expose."""
+    from mend.targets import load_file_module
+    from tests.conftest import FIXTURES
+    from verifier.effects import function_purity
+
+    mod = load_file_module(FIXTURES / "effects" / "kwargs_dict.py", "_mend_kwargs_dict")
+    assert function_purity(mod.deprecate) == ([], [])
+    effects, _ = function_purity(mod.bad)  # rebound to a caller's dict: a store into it is an effect
+    assert effects and "kwargs['x']" in effects[0]
+
+
+def test_effect_analysis_reads_the_body_not_the_decorators():
+    from mend.targets import load_file_module
+    from tests.conftest import FIXTURES
+    from verifier.effects import function_purity
+
+    mod = load_file_module(FIXTURES / "effects" / "kwargs_dict.py", "_mend_kwargs_dict2")
+    assert function_purity(mod.decorated) == ([], [])

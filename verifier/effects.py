@@ -243,9 +243,17 @@ def function_purity(fn: Any, depth: int = 0, owner: type | None = None) -> tuple
             params.add(extra.arg)
     local = set(params) | {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     fresh = _fresh_locals(func) - params
+    # a `**kwargs` dict is made anew for every call (Python's calling convention): popping or
+    # storing into it changes nothing the caller sees, unless the name is rebound
+    kw = func.args.kwarg.arg if func.args.kwarg else None
+    if kw and not any(isinstance(n, ast.Name) and n.id == kw and isinstance(n.ctx, ast.Store) for n in ast.walk(func)):
+        fresh.add(kw)
     effects, assumptions = [], []
     g = getattr(fn, "__globals__", {})
-    for node in ast.walk(func):
+    # the body only: decorators (`@deprecate_kwarg(...)`, which inspect.getsource includes)
+    # and defaults ran when the function was defined, not when it is called
+    body = [node for stmt in func.body for node in ast.walk(stmt)]
+    for node in body:
         if isinstance(node, (ast.Global, ast.Nonlocal)):
             effects.append(f"line {node.lineno}: `{type(node).__name__.lower()}`")
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):

@@ -85,7 +85,9 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
         for _ in range(max_rounds):
             accepted = None
             for site in current_scan.sites:
-                key = (ex.file_key(site), site.source, site.fixable_by)  # stable across rounds
+                # stable across rounds (lines move); the function tells apart one statement
+                # written in two places (xlm's `assert lengths.max().item() <= slen`)
+                key = (ex.file_key(site), getattr(site, "function", None), site.source, site.fixable_by)
                 if not site.fixable_by or key in tried:
                     continue
                 tried.add(key)
