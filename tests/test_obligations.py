@@ -596,7 +596,7 @@ def test_state_is_observed_only_when_an_obligation_needs_it(tmp_path):
     obs = [{"kind": "state-unchanged-on-raise"}]
     code = src.read_text()
     f, _ = O.facts_in_process(build, str(src), (torch.ones(2),), {}, obs, code.replace("x + 1", "x"), code)
-    assert f["state"] == {"modes": ["eval", "train"], "changes": []}
+    assert f["state"] == {"modes": ["eval", "train"], "changes": [], "first_call": []}
     assert one("state-unchanged-on-raise", f)["result"] == "checked"
 
 

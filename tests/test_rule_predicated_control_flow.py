@@ -299,7 +299,7 @@ BEHAVIOUR = [
     ("return x * 3", lambda: [(_randn(3, 4).abs() + 0.1,), (_randn(3, 4),)]),
     ("return h * 0.5", lambda: [(_randn(3, 4) * 0.1,), (_randn(3, 4) * 10,)]),
     ("h.clamp(0, 100)", lambda: [(_randn(3, 4).abs(),), (_randn(3, 4),), (_randn(3, 4).abs() * 1000,)]),
-    ("torch.isinf(h).any()", lambda: [(_randn(3, 4).half(),),
+    ("torch.isinf(h).any() or torch.isnan(h).any()", lambda: [(_randn(3, 4).half(),),
                                       (torch.tensor([1.0, float("inf"), -float("inf")]).half(),)]),
     # hoisted setup: memoised initialisation, device move, paired register_buffer
     ("self.long_freq, _ = self.freq_fn", lambda: [(_randn(1, 3, 4), torch.arange(3)[None]),
