@@ -62,6 +62,18 @@ def assigned_name(stmt: cst.BaseSmallStatement) -> str | None:
     return None
 
 
+def torch_aliases(module: cst.Module | None) -> set[str]:
+    """The names ``torch`` is bound to by the module's top-level imports (``import torch as th``)."""
+    names = {"torch"}
+    for stmt in module.body if module is not None else ():
+        for small in getattr(stmt, "body", ()) if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.Import):
+                for alias in small.names:
+                    if dotted(alias.name) == "torch" and alias.asname is not None:
+                        names.add(alias.asname.name.value)
+    return names
+
+
 class _FindStatement(cst.CSTVisitor):
     METADATA_DEPENDENCIES = (PositionProvider,)
 

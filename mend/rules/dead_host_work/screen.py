@@ -14,7 +14,7 @@ import libcst.matchers as m
 
 from mend.locate import Located
 from mend.rules._base import Decline, Match
-from mend.rules._common import code_of, dotted
+from mend.rules._common import code_of, dotted, torch_aliases
 
 NAME = "dead-host-work"
 
@@ -53,15 +53,6 @@ class Plan:
     function: cst.FunctionDef | None = None
 
 
-def torch_aliases(module: cst.Module | None) -> set[str]:
-    names = {"torch"}
-    for stmt in module.body if module is not None else ():
-        for small in getattr(stmt, "body", ()) if isinstance(stmt, cst.SimpleStatementLine) else ():
-            if isinstance(small, cst.Import):
-                for alias in small.names:
-                    if dotted(alias.name) == "torch" and alias.asname is not None:
-                        names.add(alias.asname.name.value)
-    return names
 
 
 def _imports_torch(module: cst.Module | None) -> bool:

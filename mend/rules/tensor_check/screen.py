@@ -8,7 +8,7 @@ import libcst as cst
 
 from mend.locate import Located
 from mend.rules._base import Decline, Match
-from mend.rules._common import code_of, dotted, enclosing_handler, state_change
+from mend.rules._common import code_of, dotted, enclosing_handler, state_change, torch_aliases
 
 NAME = "tensor-check"
 CHECK_CALLS = {"torch._check_tensor_all"}
@@ -25,18 +25,6 @@ class Plan:
     call: cst.Call
     cond: cst.BaseExpression
     torch_name: str                 # how the module spells `torch` (`torch`, `th`)
-
-
-def torch_aliases(module: cst.Module | None) -> set[str]:
-    """The names ``torch`` is bound to by the module's top-level imports (``import torch as th``)."""
-    names = {"torch"}
-    for stmt in module.body if module is not None else ():
-        for small in getattr(stmt, "body", ()) if isinstance(stmt, cst.SimpleStatementLine) else ():
-            if isinstance(small, cst.Import):
-                for alias in small.names:
-                    if dotted(alias.name) == "torch" and alias.asname is not None:
-                        names.add(alias.asname.name.value)
-    return names
 
 
 def _check_call(node: cst.CSTNode, aliases: set[str]) -> cst.Call | None:
