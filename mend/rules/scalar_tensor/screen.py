@@ -19,7 +19,7 @@ import libcst.matchers as m
 
 from mend.locate import Located
 from mend.rules._base import Decline, Match
-from mend.rules._common import code_of, dotted
+from mend.rules._common import code_of, dotted, torch_aliases
 
 NAME = "scalar-tensor"
 CATEGORY = "scalar-tensor"
@@ -55,17 +55,6 @@ class Plan:
     sizes: list[str]                     # the size leaves, as code
     locals_: list[tuple[str, str]] = field(default_factory=list)   # (caller, local)
     uses: list[Use] = field(default_factory=list)
-
-
-def torch_aliases(module: cst.Module) -> set[str]:
-    names = {"torch"}
-    for stmt in module.body:
-        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
-            if isinstance(small, cst.Import):
-                for alias in small.names:
-                    if dotted(alias.name) == "torch" and alias.asname is not None:
-                        names.add(alias.asname.name.value)
-    return names
 
 
 def _module_functions(module: cst.Module) -> dict[str, list[cst.FunctionDef]]:
