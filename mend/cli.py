@@ -9,6 +9,7 @@ import sys
 import tempfile
 import traceback
 from contextlib import contextmanager
+from pathlib import Path
 
 import click
 from rich.console import Console
@@ -85,34 +86,64 @@ def _list_targets() -> None:
 @click.argument("targets", nargs=-1)
 @click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON result (schema mend/schemas/scan.schema.json).")
 @click.option("--sarif", is_flag=True, help="Print SARIF 2.1.0 for GitHub code scanning.")
+@click.option("--baseline", "baseline_path", type=click.Path(dir_okay=False),
+              help="Fail (exit 1) only on break sites that are not in this baseline file ([tool.mend] baseline).")
+@click.option("--update-baseline", is_flag=True, help="Write every current break site to the baseline file and exit 0.")
+@click.option("--only-user", is_flag=True, default=None,
+              help="Scope the exit code (and the baseline) to sites in your own tree, not installed packages.")
 @click.option("--list-targets", is_flag=True, help="List the built-in hf: catalogue and exit.")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
-def scan(targets, as_json, sarif, list_targets, debug):
+def scan(targets, as_json, sarif, baseline_path, update_baseline, only_user, list_targets, debug):
     """Find, count and explain every graph break of TARGET.
 
     TARGET is FILE.py (defines Model and get_inputs()), FILE.py:FACTORY,
-    MODULE:FACTORY or hf:NAME (see --list-targets).
+    MODULE:FACTORY or hf:NAME (see --list-targets); without TARGET, the `targets` of
+    [tool.mend] in pyproject.toml.
+
+    Exit 0: nothing counts; 1: fixable graph breaks (with --baseline: break sites not in
+    the baseline); 2: error. Excluded files ([tool.mend] exclude) and, with --only-user,
+    installed packages do not count.
     """
+    from mend import baseline as bl
+    from mend import config as cfg
     from mend.report import scan_json, scan_sarif, scan_table
     from mend.scan import scan as run_scan
     from mend.targets import load_target
 
     with _errors(debug):
+        conf = cfg.load()
         if list_targets:
             if targets or as_json or sarif:
                 raise MendError("--list-targets takes no TARGET, --json or --sarif")
             _list_targets()
             return
+        targets = targets or tuple(conf.targets)
         if not targets:
-            raise MendError("no TARGET given (try `mend scan hf:t5`, or --list-targets)")
+            raise MendError("no TARGET given (try `mend scan hf:t5`, or --list-targets; or set `targets` "
+                            "under [tool.mend] in pyproject.toml)")
         if as_json and sarif:
             raise MendError("--json and --sarif are exclusive")
+        path = baseline_path or conf.baseline
+        if update_baseline and path is None:
+            raise MendError("--update-baseline needs --baseline FILE (or `baseline` under [tool.mend])")
+        only_user = conf.only_user if only_user is None else only_user
+        known = None if update_baseline or path is None else bl.read(path)  # a bad baseline fails before compiling
         results = []
         for spec in targets:
             with err_console.status(f"building {spec}..."):
                 target = load_target(spec)
             with err_console.status(f"compiling {spec} under TorchDynamo..."):
                 results.append(run_scan(target))
+        counted = []
+        for s in bl.unique_sites(results):
+            s.excluded = conf.excluded(s.file, s.display_file) is not None
+            if not s.excluded and not (only_user and s.origin == "library"):
+                counted.append(s)
+        comparison = None
+        if update_baseline:
+            bl.write(path, counted)
+        elif known is not None:
+            comparison = bl.compare(counted, known, root=Path(path).resolve().parent)
         if as_json:
             docs = [scan_json(r) for r in results]
             click.echo(json.dumps(docs[0] if len(docs) == 1 else docs, indent=2))
@@ -122,11 +153,33 @@ def scan(targets, as_json, sarif, list_targets, debug):
             console = out_console()
             for r in results:
                 scan_table(r, console)
-    sys.exit(1 if any(r.fixable for r in results) else 0)
+        _scan_summary(counted, comparison, path if update_baseline else None)
+    if update_baseline:
+        sys.exit(0)
+    if comparison is not None:
+        sys.exit(1 if comparison.new else 0)
+    sys.exit(1 if any(s.fixable_by for s in counted) else 0)
+
+
+def _scan_summary(counted, comparison, written) -> None:
+    """The baseline's verdict on stderr (stdout holds the table, JSON or SARIF)."""
+    if written is not None:
+        err_console.print(f"mend: wrote {len(counted)} site(s) to the baseline {written}", highlight=False)
+    if comparison is None:
+        return
+    for s in comparison.new:
+        err_console.print(f"mend: new graph break {s.display_file}:{s.line} in {s.qualname} ({s.category}): {s.reason}",
+                          highlight=False, markup=False)
+    for e in comparison.removable:
+        err_console.print(f"mend: fixed, removable from the baseline: {e['file']} in {e['function']} "
+                          f"(was line {e.get('line')}: {e.get('source', '')})", highlight=False, markup=False)
+    err_console.print(f"mend: {len(comparison.new)} new break site(s), {len(comparison.known)} in the baseline, "
+                      f"{len(comparison.removable)} baseline entr{'y' if len(comparison.removable) == 1 else 'ies'} "
+                      "removable", highlight=False)
 
 
 @main.command()
-@click.argument("target")
+@click.argument("target", required=False)
 @click.option("--write", is_flag=True, help="Replace the target's own file in place (atomically). Files inside "
               "installed packages are never touched: their mended copies go to --out.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False),
@@ -135,37 +188,56 @@ def scan(targets, as_json, sarif, list_targets, debug):
 @click.option("--seed", default=0, show_default=True, help="Hypothesis seed of the differential tests.")
 @click.option("--examples", default=30, show_default=True, type=click.IntRange(min=1),
               help="Hypothesis examples per candidate rewrite (strict raises it to its minimum).")
-@click.option("--verify", "verify", type=click.Choice(["fast", "standard", "strict"]), default="standard",
-              show_default=True, help="strict: every obligation with a solver encoding proved by Z3, every other one checked, and the "
+@click.option("--verify", "verify", type=click.Choice(["fast", "standard", "strict"]), default=None,
+              help="[default: standard, or [tool.mend] verify] ""strict: every obligation with a solver encoding proved by Z3, every other one checked, and the "
               "differential tests pass; "
               "standard: differential tests, and no obligation refuted; fast: static checks and a short "
               "differential run (see README).")
-@click.option("--unsafe-fixes", is_flag=True, help="Also apply verified fixes labelled unsafe: resting on an "
+@click.option("--unsafe-fixes", is_flag=True, default=None, help="Also apply verified fixes labelled unsafe: resting on an "
               "observation of the example run, a proof under the example's sizes, an unknown obligation, or gradients "
               "equal only within tolerance (each says which). Safe fixes are applied by default.")
+@click.option("--html", "html_file", type=click.Path(dir_okay=False), help="Also write a self-contained HTML review "
+              "page (diffs, obligations, evidence, certificates, declines) to FILE.")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
-def fix(target, write, out_dir, as_json, seed, examples, verify, unsafe_fixes, debug):
+def fix(target, write, out_dir, as_json, seed, examples, verify, unsafe_fixes, html_file, debug):
     """Rewrite the fixable graph breaks of TARGET, verifying each rewrite differentially
     before it is emitted. Prints a unified diff unless --write or --out is given.
 
     TARGET is FILE.py (defines Model and get_inputs()), FILE.py:FACTORY (returns (model,
     args) or (model, args, kwargs); sites in that file), MODULE:FACTORY (modules importable from the working
-    directory: --write replaces them in place) or hf:NAME. Mended copies of
+    directory: --write replaces them in place) or hf:NAME; without TARGET, the one target
+    of [tool.mend] (whose verify, rules, exclude and unsafe_fixes apply). Mended copies of
     installed files go to DIR/<package path>; load them with
     `python -m mend.run --overlay DIR script.py` or `mend.overlay.activate(DIR)`.
     """
     from mend.pipeline import fix as run_fix
     from mend.pipeline.emit import emit
 
+    from mend import config as cfg
+
     with _errors(debug):
+        conf = cfg.load()
+        if target is None:
+            if len(conf.targets) != 1:
+                raise MendError("no TARGET given" + (f" and [tool.mend] names {len(conf.targets)} targets: name one"
+                                                     if conf.targets else " (try `mend fix hf:t5`)"))
+            target = conf.targets[0]
+        verify = verify or conf.verify or "standard"
+        unsafe_fixes = conf.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
         if write:
             _refuse_read_only(target)
+        if html_file:
+            from mend.review import check_destination, write_html
+            check_destination(html_file)  # a bad --html fails before the run, not after it
         # what the target's code prints while it is loaded and run goes to stderr, never
         # into the diff or the JSON
         with err_console.status(f"scanning, rewriting and verifying {target}..."), \
                 contextlib.redirect_stdout(sys.stderr):
-            res = run_fix(target, seed=seed, max_examples=examples, verify=verify, unsafe_fixes=unsafe_fixes)
+            res = run_fix(target, seed=seed, max_examples=examples, verify=verify, unsafe_fixes=unsafe_fixes,
+                          rules=conf.rules, exclude=conf.exclude)
         written = emit(res, write=write, out_dir=out_dir)
+        if html_file:
+            write_html(res, html_file, written)
         if as_json:
             click.echo(json.dumps(res.to_json(), indent=2))
             return
@@ -200,6 +272,8 @@ def fix(target, write, out_dir, as_json, seed, examples, verify, unsafe_fixes, d
                               highlight=False)
         for w in written:
             console.print(f"  wrote {w}", highlight=False)
+        if html_file:
+            console.print(f"  wrote {html_file}", highlight=False, markup=False)
 
 
 def _refuse_read_only(target: str) -> None:

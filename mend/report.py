@@ -56,11 +56,24 @@ def scan_table(result: ScanResult, console: Console) -> None:
     table.add_column("category")
     table.add_column("verdict")
     table.add_column("reason", overflow="fold")
+    # the user's own sites first, then each installed package's under its name
+    groups: dict[str | None, list] = {}
     for s in result.sites:
-        verdict = f"[green]fixable: {s.fixable_by}[/]" if s.fixable_by else "[red]unfixable[/]"
-        if s.frame_skipped:
-            verdict += " [yellow](frame skipped)[/]"
-        table.add_row(f"{s.display_file}:{s.line}", str(s.count), s.source, s.category, verdict, s.reason)
+        groups.setdefault(s.package, []).append(s)
+    for package in sorted(groups, key=lambda p: (p is not None, p or "")):
+        if package is not None:
+            if len(groups) > 1 or None in groups:
+                table.add_section()
+            table.add_row(f"[bold]{package}[/] (installed package)", "", "", "", "", "")
+        for s in groups[package]:
+            verdict = f"[green]fixable: {s.fixable_by}[/]" if s.fixable_by else "[red]unfixable[/]"
+            if s.frame_skipped:
+                verdict += " [yellow](frame skipped)[/]"
+            if s.excluded:
+                verdict += " [dim](excluded)[/]"
+            elif s.baselined is not None:
+                verdict += " [dim](in baseline)[/]" if s.baselined else " [bold yellow](new)[/]"
+            table.add_row(f"{s.display_file}:{s.line}", str(s.count), s.source, s.category, verdict, s.reason)
     console.print(table)
 
 
@@ -109,8 +122,11 @@ def scan_sarif(results: list[ScanResult]) -> dict:
     sarif_results = []
     for result in results:
         for s in result.sites:
+            if s.excluded:  # [tool.mend] exclude
+                continue
             verdict = f"fixable by {s.fixable_by}" if s.fixable_by else f"unfixable: {s.reason}"
             sarif_results.append({
+                **({"baselineState": "unchanged" if s.baselined else "new"} if s.baselined is not None else {}),
                 "ruleId": s.category,
                 "ruleIndex": index[s.category],
                 "level": "warning" if s.fixable_by else "note",
@@ -120,7 +136,7 @@ def scan_sarif(results: list[ScanResult]) -> dict:
                     "region": {"startLine": max(s.line, 1), "startColumn": s.column + 1},
                 }}],
                 "properties": {"gb_type": s.gb_type, "count": s.count, "fixable_by": s.fixable_by,
-                               "frame_skipped": s.frame_skipped},
+                               "frame_skipped": s.frame_skipped, "origin": s.origin, "package": s.package},
             })
     run = {
         "tool": {"driver": {"name": "mend", "version": __version__,

@@ -4,11 +4,16 @@ The result is what ``mend scan`` prints and what ``mend fix`` plans from.
 """
 from __future__ import annotations
 
+import hashlib
 import linecache
+import os
+import re
+import sysconfig
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from mend import __version__
-from mend.detect import BreakEvent, DetectResult, detect, display_path, gb_registry
+from mend.detect import BreakEvent, DetectResult, detect, display_path, gb_registry, site_packages_root
 from mend.locate import Located, locate
 from mend.rules import Decline, match_site
 from mend.taxonomy import categorize
@@ -40,10 +45,44 @@ class Site:
     skip_reason: str | None = None
     stack: list = field(default_factory=list)
     located: Located | None = field(default=None, repr=False)
+    excluded: bool = False          # [tool.mend] exclude matches its file
+    baselined: bool | None = None   # with a baseline: whether the site is in it
 
     @property
     def display_file(self) -> str:
         return display_path(self.file)
+
+    @property
+    def package(self) -> str | None:
+        """The installed package the site is in (``transformers``), None for the user's
+        own tree (mend's ``--only-user`` scope)."""
+        return library_package(self.file)
+
+    @property
+    def origin(self) -> str:
+        """``"library"`` for a file of an installed package or the standard library, else ``"user"``."""
+        return "user" if self.package is None else "library"
+
+    @property
+    def qualname(self) -> str:
+        """The enclosing function as written in the source (``Model.forward``), from the
+        located statement; Dynamo's ``function`` of a resumed frame
+        (``torch_dynamo_resume_in_forward_at_35``) names the break before it instead."""
+        import libcst as cst
+
+        if self.located is not None:
+            names = [a.name.value for a in self.located.ancestors if isinstance(a, (cst.ClassDef, cst.FunctionDef))]
+            if names:
+                return ".".join(names)
+        m = re.fullmatch(r"torch_dynamo_resume_in_(.+)_at_\d+", self.function)
+        return m.group(1) if m else self.function
+
+    @property
+    def statement_hash(self) -> str:
+        """A hash of the site's statement, normalised (formatting and comments dropped; a
+        compound statement by its header): what a baseline entry keys on, with file and
+        function, so that edits elsewhere in the file keep it (no line number in it)."""
+        return statement_hash(self.located, self.source)
 
     def to_json(self) -> dict:
         return {
@@ -57,11 +96,17 @@ class Site:
             "gb_id": gb_registry().get(self.gb_type),
             "message": self.message,
             "count": self.count,
+            "qualname": self.qualname,
+            "origin": self.origin,
+            "package": self.package,
+            "statement_hash": self.statement_hash,
             "fixable_by": self.fixable_by,
             "reason": self.reason,
             "frame_skipped": self.frame_skipped,
             "skip_reason": self.skip_reason,
             "stack": [{"file": display_path(f.file), "line": f.line, "function": f.function} for f in self.stack],
+            **({"excluded": True} if self.excluded else {}),
+            **({"baselined": self.baselined} if self.baselined is not None else {}),
         }
 
 
@@ -101,6 +146,54 @@ class ScanResult:
             "steady_graph_count": self.steady_graph_count,
             "sites": [s.to_json() for s in self.sites],
         }
+
+
+def library_package(file: str) -> str | None:
+    """The top-level package of an installed file (site-packages), ``"python"`` for the
+    standard library, None for a file of the user's tree."""
+    root = site_packages_root(file)
+    if root is not None:
+        rel = Path(os.path.relpath(file, root)).parts
+        name = rel[0] if rel else "?"
+        return name[:-3] if name.endswith(".py") else name
+    stdlib = sysconfig.get_paths()["stdlib"]
+    if file.startswith(os.path.abspath(stdlib) + os.sep):
+        return "python"
+    return None
+
+
+def statement_hash(loc: Located | None, source: str) -> str:
+    """sha256 (16 hex digits) of a statement's normalised text: ``ast.unparse`` of the
+    statement (an ``if``/``while``/``for``/``with`` by its header alone), else the source
+    line with whitespace collapsed when it does not parse alone."""
+    import ast
+
+    import libcst as cst
+
+    text = " ".join(source.split())
+    if loc is not None:
+        node = loc.node
+        if isinstance(node, (cst.If, cst.While)):
+            text = f"{type(node).__name__.lower()} {_normal(loc.code(node.test))}"
+        elif isinstance(node, cst.For):
+            text = f"for {_normal(loc.code(node.target))} in {_normal(loc.code(node.iter))}"
+        elif isinstance(node, cst.With):
+            text = "with " + ", ".join(_normal(loc.code(i.item)) for i in node.items)
+        elif not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Try)):
+            try:
+                text = ast.unparse(ast.parse(loc.code().strip()))
+            except SyntaxError:
+                pass
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _normal(expr: str) -> str:
+    import ast
+
+    try:
+        return ast.unparse(ast.parse(expr.strip(), mode="eval"))
+    except SyntaxError:
+        return " ".join(expr.split())
 
 
 def _position(ev: BreakEvent) -> tuple[str, int, str, Located | None]:

@@ -32,7 +32,7 @@ def test_lemma_replays(path):
     meta = _header(path)
     assert meta.get("summary") and meta.get("expect") in ("sat", "unsat"), "header needs summary and expect"
     assert "\n" not in meta["summary"]
-    solver = z3.Solver()
+    solver = z3.Solver(ctx=z3.Context())  # a fresh context: the answer does not depend on earlier tests
     solver.set("timeout", 30_000)
     solver.from_file(str(path))
     assert str(solver.check()) == meta["expect"], path.name
@@ -60,7 +60,7 @@ def test_lemma_negation_is_not_vacuous():
         last = text.rfind("(assert (not")
         if last < 0:
             continue
-        solver = z3.Solver()
+        solver = z3.Solver(ctx=z3.Context())
         solver.set("timeout", 30_000)
         solver.from_string(text[:last] + "(check-sat)\n")
         assert solver.check() == z3.sat, path.name

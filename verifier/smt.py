@@ -34,21 +34,25 @@ class Solved:
 
 def solve(assertions: list, *, timeout_ms: int = TIMEOUT_MS, comments: list[str] = ()) -> Solved:
     """Check ``assertions`` (the negated claim plus assumptions) with a timeout."""
-    s = z3.Solver()
+    # A fresh context per query: in z3's shared main context the search depends on every
+    # term built before (measured: a 0.04 s refutation timed out after the lemma replays
+    # had run in the same process), so the answer would depend on what ran earlier.
+    ctx = z3.Context()
+    s = z3.Solver(ctx=ctx)
     s.set("timeout", int(timeout_ms))
     for a in assertions:
-        s.add(a)
+        s.add(a.translate(ctx))
     text = "".join(f"; {c}\n" for c in comments for c in c.splitlines()) + s.to_smt2()
     t0 = time.perf_counter()
     res = s.check()
     dt = time.perf_counter() - t0
-    model = s.model() if res == z3.sat else None
+    model = s.model().translate(assertions[0].ctx) if res == z3.sat else None
     return Solved(str(res), text, dt, model, s.reason_unknown() if res == z3.unknown else None)
 
 
 def replay(smtlib: str, *, timeout_ms: int = TIMEOUT_MS) -> str:
     """Solve recorded SMT-LIB text afresh: "unsat", "sat" or "unknown"."""
-    s = z3.Solver()
+    s = z3.Solver(ctx=z3.Context())
     s.set("timeout", int(timeout_ms))
     s.from_string(smtlib)
     return str(s.check())

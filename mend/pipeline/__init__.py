@@ -17,6 +17,7 @@ from pathlib import Path
 
 import libcst as cst
 
+from mend.config import matching
 from mend.errors import MendError
 from mend.pipeline.executors import Failed, InProcess, Overlay, Skip, build_pair, factory_of, model_maker
 from mend.pipeline.records import Declined, FixResult, Rewrite
@@ -51,7 +52,8 @@ def _is_branch(code: str, line: int) -> bool:
 
 
 def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds: int = 4,
-        verify: str = "standard", unsafe_fixes: bool = False) -> FixResult:
+        verify: str = "standard", unsafe_fixes: bool = False, rules: list[str] | None = None,
+        exclude: list[str] = ()) -> FixResult:
     """Rewrite the fixable graph breaks of the target ``spec`` and verify each rewrite.
 
     ``spec``: FILE.py, FILE.py:FACTORY (in-process executor; the factory may return
@@ -63,6 +65,9 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
     (:func:`verifier.levels.fix_safety`); an unsafe one is applied only with
     ``unsafe_fixes``, and is otherwise declined with what it rests on (ruff's
     ``--unsafe-fixes``). Nothing is written: the result holds the mended text.
+    ``rules``: the rules that may rewrite (None: all); a site of another rule is declined as
+    not enabled. ``exclude``: glob patterns of files (displayed or absolute path) whose sites
+    are not rewritten ([tool.mend], :mod:`mend.config`).
     Raises MendError for an unknown level and TargetError for a target that cannot be built.
     """
     if verify not in LEVELS:
@@ -91,6 +96,10 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
                 if not site.fixable_by or key in tried:
                     continue
                 tried.add(key)
+                skipped = _not_enabled(site, rules, exclude)
+                if skipped:
+                    declined.append(Declined(f"{site.display_file}:{site.line}", site.fixable_by, skipped))
+                    continue
                 try:
                     rel, original, source = ex.source(site)
                 except Skip as skip:
@@ -134,6 +143,14 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
     declined = [d for d in declined if (d.site, d.rule) not in done]
     return FixResult(spec, ex.kind, files, originals, sources, before, after, rewrites, declined,
                      main_file=None if overlay else ex.rel)
+
+
+def _not_enabled(site, rules, exclude) -> str | None:
+    """Why the configuration keeps ``site`` from being rewritten, else None."""
+    if rules is not None and site.fixable_by not in rules:
+        return f"the rule {site.fixable_by} is not enabled ([tool.mend] rules: {', '.join(rules) or 'none'})"
+    pattern = matching(exclude, site.file, site.display_file)
+    return f"the file is excluded ([tool.mend] exclude: {pattern})" if pattern else None
 
 
 def _try_site(ex, site, rel: str, current: str, original: str, files: dict[str, str], verify: str):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import z3
+from z3.z3util import get_vars
 
 from verifier.dtypes import FP_FORMAT
 from verifier.outcomes import Outcome, checked
@@ -48,14 +49,20 @@ def assumption_texts(assume) -> list[str]:
 
 
 def decide(kind: str, tiers: list[tuple[str, Callable[[], Query]]], ctx: Ctx, arithmetic: str, describe=None,
-           overapprox: Callable[[], list] | None = None, fixed_by: str | None = None, lemmas=()) -> Outcome:
+           overapprox: Callable[[], list] | None = None, fixed_by: str | None = None, lemmas=(),
+           witness_values: tuple[int, ...] = ()) -> Outcome:
     """Try each tier (most general first): the first unsat proves; sat at the last tier
     refutes (unknown when the model relies on an over-approximation); unknown anywhere stops
     with unknown. A tier whose negated claim is ``False`` before solving proves nothing: the
-    outcome is ``checked`` by what built it (``fixed_by``, citing ``lemmas``)."""
+    outcome is ``checked`` by what built it (``fixed_by``, citing ``lemmas``).
+
+    ``witness_values``: when the last tier is unknown (nonlinear integer arithmetic with
+    ``%`` often is), the same query is solved again with its integer constants fixed to
+    these corner values (:func:`_witnesses`); a sat there is a counterexample the solver
+    confirmed, recorded with the fixing equalities, so it refutes. It never proves."""
     last = None
     total = 0.0
-    for tier_name, build in tiers:
+    for i, (tier_name, build) in enumerate(tiers):
         q = build()
         if fixed_false(q.claim):
             by = fixed_by or "the encoding itself: the negated claim is false before any solving"
@@ -66,6 +73,15 @@ def decide(kind: str, tiers: list[tuple[str, Callable[[], Query]]], ctx: Ctx, ar
         solved = solve(q.premises + q.claim, timeout_ms=ctx.timeout_ms, comments=comments)
         total += solved.seconds
         last = (solved, q, tier_name)
+        if solved.status == "unknown" and witness_values and i == len(tiers) - 1:
+            for fix, words in _witnesses(q.premises + q.claim, witness_values):
+                w = solve(q.premises + q.claim + fix, timeout_ms=min(ctx.timeout_ms, 500),
+                          comments=comments + [f"witness: {words} (the general query was unknown)"])
+                total += w.seconds
+                if w.status == "sat":
+                    last = (w, Query(q.premises + fix, q.claim, q.assumptions + [f"witness: {words}"], q.extra),
+                            tier_name)
+                    break
         if solved.status != "sat":
             break
     solved, q, tier_name = last
@@ -83,6 +99,23 @@ def decide(kind: str, tiers: list[tuple[str, Callable[[], Query]]], ctx: Ctx, ar
                       + ", ".join(f"`{o}`" for o in over[:3]) + " (not shown to be realisable)")
     return Outcome(result, status=solved.status, smtlib=solved.smtlib, assumptions=tuple(q.assumptions),
                    tier=tier_name, arithmetic=arithmetic, seconds=round(total, 4), counterexample=cex, reason=reason)
+
+
+def _witnesses(terms: list, values: tuple[int, ...], limit: int = 48):
+    """Corner assignments of the integer constants in ``terms``: each value for all of them
+    at once, then each constant at each value with the others at the first value."""
+    names = sorted({str(v): v for t in terms for v in get_vars(t) if v.sort() == z3.IntSort()}.items())
+    if not names:
+        return
+    seen, n = set(), 0
+    combos = [tuple(v for _ in names) for v in values] + \
+        [tuple(v if j == k else values[0] for j in range(len(names))) for k in range(len(names)) for v in values]
+    for combo in combos:
+        if combo in seen or n >= limit:
+            continue
+        seen.add(combo)
+        n += 1
+        yield [var == val for (_, var), val in zip(names, combo)], ", ".join(f"{k} = {v}" for (k, _), v in zip(names, combo))
 
 
 def shape_tiers(ctx: Ctx, build: Callable[[ShapeEval], tuple[Any, Any]]) -> list:

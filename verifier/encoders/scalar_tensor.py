@@ -237,7 +237,7 @@ def use_same(ob: dict, ctx: Ctx) -> Outcome:
     return decide("scalar-use-same", [("bounded-leaves", build)], ctx,
                   "0-d int64 tensor arithmetic as integers wrapped to int64 after every operation (two's "
                   "complement), the int version as exact integers (Z3 Int); a Python int meeting an int64 tensor "
-                  "must fit int64")
+                  "must fit int64", witness_values=(bound, -bound, 0, 1, -1, 2, 3))
 
 
 def use_promotion(ob: dict, ctx: Ctx) -> Outcome:

@@ -1,0 +1,156 @@
+"""Baselines: adopt ``mend`` on a codebase that already has graph breaks, and fail CI only
+on new ones (the way mypy and ruff are adopted: ruff's ``--add-noqa``, mypy baselines).
+
+A baseline is a JSON file (``mend/schemas/baseline.schema.json``) with one entry per
+break site. An entry is keyed on the site's file (as displayed: relative to site-packages
+or the project), its function and a hash of its normalised statement
+(:func:`mend.scan.statement_hash`), never on the line number, so edits elsewhere in the
+file keep it valid. Two identical statements in one function are two entries with the
+same key: the key counts.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections import Counter
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+from mend import __version__
+from mend.errors import MendError
+from mend.scan import ScanResult, Site
+
+SCHEMA = "mend-baseline/1"
+
+
+class BaselineError(MendError):
+    """A baseline file that cannot be read, is not a mend baseline or cannot be written."""
+
+
+def key_file(site: Site, root: Path | None) -> str:
+    """A site's file as a baseline names it: relative to ``root`` (the baseline's folder)
+    when below it, so the baseline holds from any working directory; else as displayed
+    (relative to site-packages for installed packages)."""
+    if root is not None and site.package is None:
+        with_root = os.path.abspath(root) + os.sep
+        if site.file.startswith(with_root):
+            return Path(os.path.relpath(site.file, root)).as_posix()
+    return Path(site.display_file).as_posix()
+
+
+def key(site: Site, root: Path | None = None) -> tuple[str, str, str]:
+    """(file, function, statement hash) of a site: what a baseline entry matches on."""
+    return (key_file(site, root), site.qualname, site.statement_hash)
+
+
+def unique_sites(results: list[ScanResult]) -> list[Site]:
+    """The sites of several scans, each source site once (a library line broken by two
+    targets is one site), in first-seen order."""
+    seen: dict[tuple[str, int], Site] = {}
+    for r in results:
+        for s in r.sites:
+            seen.setdefault((s.file, s.line), s)
+    return list(seen.values())
+
+
+def entries(sites: list[Site], root: Path | None = None) -> list[dict]:
+    """Baseline entries of ``sites``: the key, and for the reader the line, category and
+    source at the time of writing (not matched on)."""
+    return [{"file": key_file(s, root), "function": s.qualname, "statement_hash": s.statement_hash,
+             "line": s.line, "category": s.category, "source": s.source} for s in sites]
+
+
+@lru_cache(maxsize=1)
+def _schema() -> dict:
+    return json.loads(resources.files("mend.schemas").joinpath("baseline.schema.json").read_text())
+
+
+def read(path: Path) -> list[dict]:
+    """The entries of the baseline at ``path``.
+
+    Raises BaselineError when the file is missing, is not JSON or is not a mend baseline
+    (schema ``mend/schemas/baseline.schema.json``)."""
+    import jsonschema
+
+    try:
+        doc = json.loads(Path(path).read_text())
+    except FileNotFoundError as exc:
+        raise BaselineError(f"{path}: no such baseline (write one with --update-baseline)") from exc
+    except (OSError, ValueError) as exc:
+        raise BaselineError(f"{path}: cannot be read as a baseline: {exc}") from exc
+    try:
+        jsonschema.validate(doc, _schema())
+    except jsonschema.ValidationError as exc:
+        raise BaselineError(f"{path}: not a mend baseline: {exc.message}") from exc
+    return doc["entries"]
+
+
+def write(path: Path, sites: list[Site], keep: list[dict] = ()) -> None:
+    """Write the baseline of ``sites`` (after the entries ``keep``) to ``path`` atomically (a
+    temporary file in the same folder, then ``os.replace``). Raises BaselineError when the
+    folder or the file is not writable."""
+    path = Path(path)
+    doc = {"schema": SCHEMA, "mend_version": __version__,
+           "entries": list(keep) + sorted(entries(sites, path.resolve().parent),
+                                          key=lambda e: (e["file"], e["line"], e["function"]))}
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
+    except OSError as exc:
+        raise BaselineError(f"{path}: cannot write the baseline there: {exc.strerror or exc}") from exc
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(doc, fh, indent=2)
+            fh.write("\n")
+        if path.exists() and (not os.access(path, os.W_OK) or not path.stat().st_mode & 0o222):
+            raise BaselineError(f"{path}: the baseline is read-only; nothing was written")
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+@dataclass
+class Comparison:
+    """A scan against a baseline: ``new`` sites are not in it; ``removable`` entries match
+    no site any more (the break was fixed: the entry can go)."""
+
+    new: list[Site]
+    known: list[Site]
+    removable: list[dict]
+
+
+def compare(sites: list[Site], baseline: list[dict], root: Path | None = None) -> Comparison:
+    """Match ``sites`` against baseline entries by :func:`key` (files relative to ``root``,
+    the baseline's folder), counting duplicates. Marks each site's ``baselined``."""
+    left = Counter((e["file"], e["function"], e["statement_hash"]) for e in baseline)
+    new, known = [], []
+    for s in sites:
+        k = key(s, root)
+        if left[k] > 0:
+            left[k] -= 1
+            s.baselined = True
+            known.append(s)
+        else:
+            s.baselined = False
+            new.append(s)
+    removable, spare = [], dict(left)
+    for e in baseline:
+        k = (e["file"], e["function"], e["statement_hash"])
+        if spare.get(k, 0) > 0:
+            spare[k] -= 1
+            removable.append(e)
+    return Comparison(new, known, removable)
+
+
+def add(path: Path, sites: list[Site]) -> list[Site]:
+    """Add to the baseline at ``path`` (created if missing) the sites it does not hold yet,
+    keeping its entries: several tests can share one baseline. Returns the sites added."""
+    path = Path(path)
+    known = read(path) if path.exists() else []
+    new = compare(sites, known, root=path.resolve().parent).new
+    if new or not path.exists():
+        write(path, new, keep=known)
+    return new
