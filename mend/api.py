@@ -8,20 +8,26 @@ happens to code that reads ``torch._dynamo.utils.counters`` directly.
 """
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Callable
 
 from mend.errors import MendError
+
+# as the CLI does: Hypothesis keeps its folder out of the user's working directory
+os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tempfile.gettempdir(), "mend-hypothesis"))
 from mend.pipeline.records import FixResult
-from mend.scan import ScanResult, Site
+from mend.scan import ScanResult, Site, library_package
 
 
 def scan_model(model, *args, **kwargs) -> ScanResult:
     """Compile ``model`` (an ``nn.Module`` or any callable) with TorchDynamo, call it on
     ``args``/``kwargs`` and return every graph break.
 
-    The model is called twice (the second call gives ``steady_graph_count``), under
+    The model is used as given (its train/eval mode is left alone; ``mend scan`` builds
+    targets in eval mode). It is called twice (the second call gives ``steady_graph_count``), under
     ``torch.no_grad()`` and with its stdout, logging and warnings swallowed, as ``mend
     scan`` does; TorchDynamo's caches are reset before and after (``torch._dynamo.reset()``,
     as ``torch._dynamo.explain`` does), so compiled functions elsewhere in the process
@@ -36,8 +42,24 @@ def scan_model(model, *args, **kwargs) -> ScanResult:
     from mend.scan import scan
     from mend.targets import Target
 
+    from mend.errors import TargetError
+
     name = getattr(type(model), "__qualname__", type(model).__name__)
-    return scan(Target(spec=f"<{name} object>", model=model, args=tuple(args), kwargs=dict(kwargs)))
+    try:
+        return scan(Target(spec=f"<{name} object>", model=model, args=tuple(args), kwargs=dict(kwargs)))
+    except TargetError as exc:
+        # say whether eager fails too (mend scan checks eager on a separate build first;
+        # here the model is the user's own object, so eager runs only now, after the scan)
+        try:
+            import torch
+
+            with torch.no_grad():
+                model(*args, **kwargs)
+        except Exception as eager:  # noqa: BLE001 - reported, with its type
+            raise TargetError(f"<{name} object>: the model fails in eager mode too, on these inputs: "
+                              f"{type(eager).__name__}: {str(eager).strip().splitlines()[0] if str(eager).strip() else ''}"
+                              ) from exc
+        raise
 
 
 def fix_model(factory: Callable | str, *, verify: str = "standard", unsafe_fixes: bool = False, seed: int = 0,
@@ -77,8 +99,11 @@ def spec_of(factory: Callable | str) -> str:
         raise MendError(f"{factory!r}: fix_model needs a module-level factory function (or a target spec string)")
     module = sys.modules.get(getattr(factory, "__module__", None) or "")
     file = code.co_filename
+    # MODULE:NAME only where mend fix would find the module again: installed, or importable
+    # from the working directory (the overlay executor imports from there)
+    where_ok = library_package(file) is not None or Path(file).resolve().is_relative_to(Path.cwd().resolve())
     if module is not None and module.__name__ != "__main__" and getattr(module, name, None) is factory \
-            and _importable(module.__name__, file):
+            and where_ok and _importable(module.__name__, file):
         return f"{module.__name__}:{name}"
     if not file.endswith(".py") or not Path(file).is_file():
         raise MendError(f"{factory!r}: its source file {file!r} cannot be loaded again")

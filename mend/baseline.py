@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import json
 import os
+import sysconfig
 import tempfile
-from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
+from typing import Callable
 
 from mend import __version__
 from mend.errors import MendError
-from mend.scan import ScanResult, Site
+from mend.detect import display_path
+from mend.scan import ScanResult, Site, library_package
 
 SCHEMA = "mend-baseline/1"
 
@@ -31,14 +33,21 @@ class BaselineError(MendError):
 
 
 def key_file(site: Site, root: Path | None) -> str:
-    """A site's file as a baseline names it: relative to ``root`` (the baseline's folder)
-    when below it, so the baseline holds from any working directory; else as displayed
-    (relative to site-packages for installed packages)."""
-    if root is not None and site.package is None:
-        with_root = os.path.abspath(root) + os.sep
-        if site.file.startswith(with_root):
-            return Path(os.path.relpath(site.file, root)).as_posix()
-    return Path(site.display_file).as_posix()
+    """A site's file as a baseline names it (:func:`path_key`)."""
+    return path_key(site.file, root)
+
+
+def path_key(file: str, root: Path | None) -> str:
+    """A file as a baseline names it, the same from any working directory: an installed
+    package's relative to site-packages (``transformers/...``), the standard library's as
+    ``<python>/...``, the user's relative to ``root`` (the baseline's folder; ``../src/m.py``
+    when it lies elsewhere)."""
+    package = library_package(file)
+    if package == "python":
+        return "<python>/" + Path(os.path.relpath(file, sysconfig.get_paths()["stdlib"])).as_posix()
+    if package is not None or root is None:
+        return Path(display_path(file)).as_posix()
+    return Path(os.path.relpath(file, root)).as_posix()
 
 
 def key(site: Site, root: Path | None = None) -> tuple[str, str, str]:
@@ -56,11 +65,22 @@ def unique_sites(results: list[ScanResult]) -> list[Site]:
     return list(seen.values())
 
 
+def share_marks(results: list[ScanResult]) -> None:
+    """Copy ``baselined``/``excluded`` from the first Site object of each source site (the
+    one :func:`unique_sites` kept) to the same site in the other targets' scans."""
+    first: dict[tuple[str, int], Site] = {}
+    for r in results:
+        for s in r.sites:
+            kept = first.setdefault((s.file, s.line), s)
+            if kept is not s:
+                s.baselined, s.excluded = kept.baselined, kept.excluded
+
+
 def entries(sites: list[Site], root: Path | None = None) -> list[dict]:
     """Baseline entries of ``sites``: the key, and for the reader the line, category and
     source at the time of writing (not matched on)."""
     return [{"file": key_file(s, root), "function": s.qualname, "statement_hash": s.statement_hash,
-             "line": s.line, "category": s.category, "source": s.source} for s in sites]
+             "line": s.line, "category": s.category, "source": s.source, "origin": s.origin} for s in sites]
 
 
 @lru_cache(maxsize=1)
@@ -112,6 +132,19 @@ def write(path: Path, sites: list[Site], keep: list[dict] = ()) -> None:
             os.unlink(tmp)
 
 
+def check_writable(path: Path) -> None:
+    """Raise BaselineError when ``path`` could not be written (a missing or read-only
+    folder, a read-only file), before any work is done."""
+    path = Path(path)
+    folder = path.resolve().parent
+    if not folder.is_dir():
+        raise BaselineError(f"{path}: the folder {folder} does not exist; nothing was written")
+    if not os.access(folder, os.W_OK):
+        raise BaselineError(f"{path}: the folder {folder} is not writable; nothing was written")
+    if path.exists() and (not os.access(path, os.W_OK) or not path.stat().st_mode & 0o222):
+        raise BaselineError(f"{path}: the baseline is read-only; nothing was written")
+
+
 @dataclass
 class Comparison:
     """A scan against a baseline: ``new`` sites are not in it; ``removable`` entries match
@@ -122,35 +155,48 @@ class Comparison:
     removable: list[dict]
 
 
-def compare(sites: list[Site], baseline: list[dict], root: Path | None = None) -> Comparison:
+def compare(sites: list[Site], baseline: list[dict], root: Path | None = None,
+            scope: Callable[[dict], bool] | None = None) -> Comparison:
     """Match ``sites`` against baseline entries by :func:`key` (files relative to ``root``,
-    the baseline's folder), counting duplicates. Marks each site's ``baselined``."""
-    left = Counter((e["file"], e["function"], e["statement_hash"]) for e in baseline)
+    the baseline's folder), counting duplicates; among sites of one key, the entries go to
+    the sites nearest their recorded lines, so a new copy of a known statement is the one
+    reported. Marks each site's ``baselined``. An unmatched entry is ``removable`` only when
+    ``scope(entry)`` says this scan could have seen it (default: every entry)."""
+    by_key: dict[tuple, list[dict]] = {}
+    for e in baseline:
+        by_key.setdefault((e["file"], e["function"], e["statement_hash"]), []).append(e)
+    groups: dict[tuple, list[Site]] = {}
+    for s in sites:
+        groups.setdefault(key(s, root), []).append(s)
+    matched: set[int] = set()
+    used: set[int] = set()
+    for k, group in groups.items():
+        for e in by_key.get(k, []):
+            free = [s for s in group if id(s) not in matched]
+            if not free:
+                break
+            best = min(free, key=lambda s: abs(s.line - int(e.get("line") or 0)))
+            matched.add(id(best))
+            used.add(id(e))
     new, known = [], []
     for s in sites:
-        k = key(s, root)
-        if left[k] > 0:
-            left[k] -= 1
-            s.baselined = True
-            known.append(s)
-        else:
-            s.baselined = False
-            new.append(s)
-    removable, spare = [], dict(left)
-    for e in baseline:
-        k = (e["file"], e["function"], e["statement_hash"])
-        if spare.get(k, 0) > 0:
-            spare[k] -= 1
-            removable.append(e)
+        s.baselined = id(s) in matched
+        (known if s.baselined else new).append(s)
+    removable = [e for e in baseline if id(e) not in used and (scope is None or scope(e))]
     return Comparison(new, known, removable)
 
 
 def add(path: Path, sites: list[Site]) -> list[Site]:
     """Add to the baseline at ``path`` (created if missing) the sites it does not hold yet,
-    keeping its entries: several tests can share one baseline. Returns the sites added."""
+    keeping its entries: several tests (pytest-xdist workers too) can share one baseline;
+    an exclusive lock on ``PATH.lock`` serialises them. Returns the sites added."""
+    import fcntl
+
     path = Path(path)
-    known = read(path) if path.exists() else []
-    new = compare(sites, known, root=path.resolve().parent).new
-    if new or not path.exists():
-        write(path, new, keep=known)
+    with open(path.with_name(path.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        known = read(path) if path.exists() else []
+        new = compare(sites, known, root=path.resolve().parent).new
+        if new or not path.exists():
+            write(path, new, keep=known)
     return new

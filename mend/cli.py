@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from mend import __version__
 from mend.errors import MendError
@@ -38,7 +39,7 @@ def _errors(debug: bool):
     except MendError as exc:
         if debug:
             traceback.print_exc()
-        err_console.print(f"[red]mend: error:[/] {exc}", highlight=False)
+        err_console.print(f"[red]mend: error:[/] {escape(str(exc))}", highlight=False)  # `[tool.mend]` is text
         sys.exit(2)
     except KeyboardInterrupt:
         err_console.print("mend: interrupted")
@@ -49,7 +50,8 @@ def _errors(debug: bool):
     except Exception as exc:  # a bug in mend itself: still one line unless --debug
         if debug:
             traceback.print_exc()
-        err_console.print(f"[red]mend: internal error:[/] {type(exc).__name__}: {exc} (rerun with --debug for the traceback)",
+        err_console.print(f"[red]mend: internal error:[/] {type(exc).__name__}: {escape(str(exc))} "
+                          "(rerun with --debug for the traceback)",
                           highlight=False)
         sys.exit(2)
 
@@ -89,7 +91,7 @@ def _list_targets() -> None:
 @click.option("--baseline", "baseline_path", type=click.Path(dir_okay=False),
               help="Fail (exit 1) only on break sites that are not in this baseline file ([tool.mend] baseline).")
 @click.option("--update-baseline", is_flag=True, help="Write every current break site to the baseline file and exit 0.")
-@click.option("--only-user", is_flag=True, default=None,
+@click.option("--only-user/--no-only-user", default=None,
               help="Scope the exit code (and the baseline) to sites in your own tree, not installed packages.")
 @click.option("--list-targets", is_flag=True, help="List the built-in hf: catalogue and exit.")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
@@ -98,7 +100,9 @@ def scan(targets, as_json, sarif, baseline_path, update_baseline, only_user, lis
 
     TARGET is FILE.py (defines Model and get_inputs()), FILE.py:FACTORY,
     MODULE:FACTORY or hf:NAME (see --list-targets); without TARGET, the `targets` of
-    [tool.mend] in pyproject.toml.
+    [tool.mend] in pyproject.toml. Batches: globs ('models/*.py'), every factory of a
+    module ('pkg.models:*'), catalogue patterns ('hf:*'); one combined report, a target
+    that fails is recorded and the batch goes on (exit 2 at the end).
 
     Exit 0: nothing counts; 1: fixable graph breaks (with --baseline: break sites not in
     the baseline); 2: error. Excluded files ([tool.mend] exclude) and, with --only-user,
@@ -106,9 +110,10 @@ def scan(targets, as_json, sarif, baseline_path, update_baseline, only_user, lis
     """
     from mend import baseline as bl
     from mend import config as cfg
-    from mend.report import scan_json, scan_sarif, scan_table
+    from mend.report import failed_json, scan_json, scan_sarif, scan_table
     from mend.scan import scan as run_scan
     from mend.targets import load_target
+    from mend.targets.batch import expand
 
     with _errors(debug):
         conf = cfg.load()
@@ -117,6 +122,10 @@ def scan(targets, as_json, sarif, baseline_path, update_baseline, only_user, lis
                 raise MendError("--list-targets takes no TARGET, --json or --sarif")
             _list_targets()
             return
+        if baseline_path:
+            baseline_path = os.path.abspath(baseline_path)
+        if not targets and conf.targets:
+            _enter_project(conf)
         targets = targets or tuple(conf.targets)
         if not targets:
             raise MendError("no TARGET given (try `mend scan hf:t5`, or --list-targets; or set `targets` "
@@ -126,39 +135,92 @@ def scan(targets, as_json, sarif, baseline_path, update_baseline, only_user, lis
         path = baseline_path or conf.baseline
         if update_baseline and path is None:
             raise MendError("--update-baseline needs --baseline FILE (or `baseline` under [tool.mend])")
+        if update_baseline:
+            bl.check_writable(path)  # before the scan, not after it
         only_user = conf.only_user if only_user is None else only_user
         known = None if update_baseline or path is None else bl.read(path)  # a bad baseline fails before compiling
-        results = []
-        for spec in targets:
-            with err_console.status(f"building {spec}..."):
-                target = load_target(spec)
-            with err_console.status(f"compiling {spec} under TorchDynamo..."):
-                results.append(run_scan(target))
+        specs = expand(targets)
+        results, failures = _scan_all(specs, load_target, run_scan)
         counted = []
         for s in bl.unique_sites(results):
             s.excluded = conf.excluded(s.file, s.display_file) is not None
             if not s.excluded and not (only_user and s.origin == "library"):
                 counted.append(s)
         comparison = None
+        root = Path(path).resolve().parent if path else None
+        if path is not None:
+            seen_files = {bl.key_file(s, root) for s in bl.unique_sites(results)}
+            seen_files |= {bl.path_key(os.path.abspath(spec.split(".py:")[0] + ".py" if ".py:" in spec else spec), root)
+                           for spec in specs if spec.endswith(".py") or ".py:" in spec}
+
+            def in_scope(entry: dict) -> bool:
+                """Whether this scan could have seen the entry's break: its file was scanned,
+                is not excluded, and is not a library file under --only-user."""
+                return (entry["file"] in seen_files and not (only_user and entry.get("origin") == "library")
+                        and conf.excluded(str(root / entry["file"]), entry["file"]) is None)
         if update_baseline:
-            bl.write(path, counted)
+            if failures:
+                raise MendError(f"{len(failures)} target(s) failed: the baseline {path} was not updated "
+                                "(it would lose their entries)")
+            old = bl.read(path) if Path(path).exists() else []
+            bl.write(path, counted, keep=[e for e in old if not in_scope(e)])
         elif known is not None:
-            comparison = bl.compare(counted, known, root=Path(path).resolve().parent)
+            comparison = bl.compare(counted, known, root=root, scope=in_scope)
+        bl.share_marks(results)
         if as_json:
-            docs = [scan_json(r) for r in results]
+            by_spec = {r.target: scan_json(r) for r in results} | {f[0]: failed_json(*f) for f in failures}
+            docs = [by_spec[spec] for spec in specs]
             click.echo(json.dumps(docs[0] if len(docs) == 1 else docs, indent=2))
         elif sarif:
-            click.echo(json.dumps(scan_sarif(results), indent=2))
+            click.echo(json.dumps(scan_sarif(results, failures), indent=2))
         else:
             console = out_console()
             for r in results:
                 scan_table(r, console)
         _scan_summary(counted, comparison, path if update_baseline else None)
+        for _, error in failures:
+            err_console.print(f"mend: error: {error}", highlight=False, markup=False)
+    if failures:
+        sys.exit(2)  # the worst result of the batch: a target could not be scanned
     if update_baseline:
         sys.exit(0)
     if comparison is not None:
         sys.exit(1 if comparison.new else 0)
     sys.exit(1 if any(s.fixable_by for s in counted) else 0)
+
+
+def _enter_project(conf) -> None:
+    """Configured targets are the project's: run from the folder of its pyproject.toml, so
+    that MODULE:FACTORY targets import as from there (file targets are absolute already)."""
+    if conf.path is not None:
+        os.chdir(conf.path.parent)
+
+
+def _scan_all(specs: list[str], load_target, run_scan):
+    """Scan each target; in a batch (more than one) a target that fails is recorded as
+    (spec, error) and the batch goes on. Progress (done, left, failed) on stderr."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    results, failures = [], []
+    if len(specs) == 1:
+        with err_console.status(f"building and compiling {specs[0]} under TorchDynamo..."):
+            return [run_scan(load_target(specs[0]))], []
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[failed]} failed"),
+               TimeElapsedColumn())
+    with Progress(*columns, console=err_console, transient=True) as progress:
+        task = progress.add_task("scanning", total=len(specs), failed=0)
+        for spec in specs:
+            progress.update(task, description=f"scanning {spec}")
+            try:
+                with contextlib.redirect_stdout(sys.stderr):
+                    results.append(run_scan(load_target(spec)))
+            except MendError as exc:
+                failures.append((spec, str(exc)))
+            except Exception as exc:  # a crash in one target must not lose the batch's other results
+                failures.append((spec, f"{spec}: internal error: {type(exc).__name__}: {exc}"))
+            progress.update(task, advance=1, failed=len(failures))
+    err_console.print(f"mend: {len(specs)} targets: {len(results)} scanned, {len(failures)} failed", highlight=False)
+    return results, failures
 
 
 def _scan_summary(counted, comparison, written) -> None:
@@ -179,7 +241,7 @@ def _scan_summary(counted, comparison, written) -> None:
 
 
 @main.command()
-@click.argument("target", required=False)
+@click.argument("targets", nargs=-1)
 @click.option("--write", is_flag=True, help="Replace the target's own file in place (atomically). Files inside "
               "installed packages are never touched: their mended copies go to --out.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False),
@@ -193,87 +255,164 @@ def _scan_summary(counted, comparison, written) -> None:
               "differential tests pass; "
               "standard: differential tests, and no obligation refuted; fast: static checks and a short "
               "differential run (see README).")
-@click.option("--unsafe-fixes", is_flag=True, default=None, help="Also apply verified fixes labelled unsafe: resting on an "
+@click.option("--unsafe-fixes/--no-unsafe-fixes", default=None, help="Also apply verified fixes labelled unsafe: resting on an "
               "observation of the example run, a proof under the example's sizes, an unknown obligation, or gradients "
               "equal only within tolerance (each says which). Safe fixes are applied by default.")
 @click.option("--html", "html_file", type=click.Path(dir_okay=False), help="Also write a self-contained HTML review "
               "page (diffs, obligations, evidence, certificates, declines) to FILE.")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
-def fix(target, write, out_dir, as_json, seed, examples, verify, unsafe_fixes, html_file, debug):
+def fix(targets, write, out_dir, as_json, seed, examples, verify, unsafe_fixes, html_file, debug):
     """Rewrite the fixable graph breaks of TARGET, verifying each rewrite differentially
     before it is emitted. Prints a unified diff unless --write or --out is given.
 
     TARGET is FILE.py (defines Model and get_inputs()), FILE.py:FACTORY (returns (model,
     args) or (model, args, kwargs); sites in that file), MODULE:FACTORY (modules importable from the working
     directory: --write replaces them in place) or hf:NAME; without TARGET, the one target
-    of [tool.mend] (whose verify, rules, exclude and unsafe_fixes apply). Mended copies of
+    of [tool.mend] (whose verify, rules, exclude and unsafe_fixes apply). Several targets
+    (or patterns: 'models/*.py', 'pkg:*', 'hf:*') are a batch: --out DIR gets each one's
+    files under DIR/<target>/ and one combined DIR/report.json. Mended copies of
     installed files go to DIR/<package path>; load them with
     `python -m mend.run --overlay DIR script.py` or `mend.overlay.activate(DIR)`.
     """
+    from mend import config as cfg
     from mend.pipeline import fix as run_fix
     from mend.pipeline.emit import emit
-
-    from mend import config as cfg
+    from mend.review import check_destination, write_html
+    from mend.targets.batch import expand
 
     with _errors(debug):
         conf = cfg.load()
-        if target is None:
+        out_dir = out_dir and os.path.abspath(out_dir)
+        html_file = html_file and os.path.abspath(html_file)
+        if not targets:
+            _enter_project(conf)
             if len(conf.targets) != 1:
-                raise MendError("no TARGET given" + (f" and [tool.mend] names {len(conf.targets)} targets: name one"
+                raise MendError("no TARGET given" + (f" and [tool.mend] names {len(conf.targets)} targets: name one, "
+                                                     "or give them as a batch with --out DIR"
                                                      if conf.targets else " (try `mend fix hf:t5`)"))
-            target = conf.targets[0]
+            targets = tuple(conf.targets)
+        specs = expand(targets)
         verify = verify or conf.verify or "standard"
         unsafe_fixes = conf.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
+
+        def one(spec, out, html):
+            # what the target's code prints while it is loaded and run goes to stderr, never
+            # into the diff or the JSON
+            with contextlib.redirect_stdout(sys.stderr):
+                res = run_fix(spec, seed=seed, max_examples=examples, verify=verify, unsafe_fixes=unsafe_fixes,
+                              rules=conf.rules, exclude=cfg.rooted(conf.exclude, conf.path and conf.path.parent))
+            written = emit(res, write=write, out_dir=out)
+            if html:
+                write_html(res, html, written)
+            return res, written
+
+        if html_file:
+            check_destination(html_file)  # a bad --html fails before the run, not after it
+        if len(specs) > 1:
+            _fix_batch(specs, one, out_dir, as_json, html_file, write, verify)
+            return
+        target = specs[0]
         if write:
             _refuse_read_only(target)
-        if html_file:
-            from mend.review import check_destination, write_html
-            check_destination(html_file)  # a bad --html fails before the run, not after it
-        # what the target's code prints while it is loaded and run goes to stderr, never
-        # into the diff or the JSON
-        with err_console.status(f"scanning, rewriting and verifying {target}..."), \
-                contextlib.redirect_stdout(sys.stderr):
-            res = run_fix(target, seed=seed, max_examples=examples, verify=verify, unsafe_fixes=unsafe_fixes,
-                          rules=conf.rules, exclude=conf.exclude)
-        written = emit(res, write=write, out_dir=out_dir)
-        if html_file:
-            write_html(res, html_file, written)
+        with err_console.status(f"scanning, rewriting and verifying {target}..."):
+            res, written = one(target, out_dir, html_file)
         if as_json:
             click.echo(json.dumps(res.to_json(), indent=2))
             return
         console = out_console()
-        withheld = sum(1 for d in res.declined if d.safety)
         if not written:
             click.echo(res.diff(), nl=False)
-        sb, sa = getattr(res.before, "steady_graph_count", None), getattr(res.after, "steady_graph_count", None)
-        steady = (f" (steady state {sb} -> {sa})" if None not in (sb, sa) and (sb, sa) != (res.before.graph_count,
-                                                                                  res.after.graph_count) else "")
-        console.print(f"[bold]{target}[/]: graphs {res.before.graph_count} -> {res.after.graph_count}{steady}, "
-                      f"breaks {res.before.graph_break_count} -> {res.after.graph_break_count}; "
-                      f"{len(res.rewrites)} rewrite(s) verified and applied, "
-                      + (f"{withheld} unsafe fix(es) withheld (apply with --unsafe-fixes), " if withheld else "")
-                      + f"{len(res.declined) - withheld} declined", highlight=False)
-        for rw in res.rewrites:
-            ev, obs, ver = rw.evidence, rw.obligations, rw.verification or {}
-            proved = sum(1 for o in obs if o.get("result") == "proved")
-            checked = sum(1 for o in obs if o.get("result") == "checked")
-            console.print(f"  fixed     {rw.site}  {rw.rule} [{rw.safety['label']}]: {rw.detail} "
-                          f"({ev['examples']} examples, predicate outcomes {ev['predicate_outcomes'] or 'n/a'}; "
-                          f"--verify {ver.get('level', verify)}: {proved}/{len(obs)} obligations proved"
-                          f"{f', {checked} checked' if checked else ''}"
-                          f"{', ' + ver['use'] if ver.get('use') == 'inference-only' else ''})",
-                          highlight=False, markup=False)
-        for d in res.declined:
-            what = "withheld " if d.safety else "declined "
-            console.print(f"  {what} {d.site}  {d.rule}: {d.reason}", highlight=False, markup=False)
-        for s in res.after.sites:
-            if not s.fixable_by:
-                console.print(f"  unfixable {s.display_file}:{res.original_line(s)}  {s.category}: {s.reason}",
-                              highlight=False)
-        for w in written:
-            console.print(f"  wrote {w}", highlight=False)
+        _print_fix(res, target, verify, written, console)
         if html_file:
             console.print(f"  wrote {html_file}", highlight=False, markup=False)
+
+
+def _print_fix(res, target: str, verify: str, written, console) -> None:
+    """The fix report of one target: counts, then each rewrite, decline and unfixable site."""
+    withheld = sum(1 for d in res.declined if d.safety)
+    sb, sa = getattr(res.before, "steady_graph_count", None), getattr(res.after, "steady_graph_count", None)
+    steady = (f" (steady state {sb} -> {sa})" if None not in (sb, sa) and (sb, sa) != (res.before.graph_count,
+                                                                              res.after.graph_count) else "")
+    console.print(f"[bold]{target}[/]: graphs {res.before.graph_count} -> {res.after.graph_count}{steady}, "
+                  f"breaks {res.before.graph_break_count} -> {res.after.graph_break_count}; "
+                  f"{len(res.rewrites)} rewrite(s) verified and applied, "
+                  + (f"{withheld} unsafe fix(es) withheld (apply with --unsafe-fixes), " if withheld else "")
+                  + f"{len(res.declined) - withheld} declined", highlight=False)
+    for rw in res.rewrites:
+        ev, obs, ver = rw.evidence, rw.obligations, rw.verification or {}
+        proved = sum(1 for o in obs if o.get("result") == "proved")
+        checked = sum(1 for o in obs if o.get("result") == "checked")
+        console.print(f"  fixed     {rw.site}  {rw.rule} [{rw.safety['label']}]: {rw.detail} "
+                      f"({ev['examples']} examples, predicate outcomes {ev['predicate_outcomes'] or 'n/a'}; "
+                      f"--verify {ver.get('level', verify)}: {proved}/{len(obs)} obligations proved"
+                      f"{f', {checked} checked' if checked else ''}"
+                      f"{', ' + ver['use'] if ver.get('use') == 'inference-only' else ''})",
+                      highlight=False, markup=False)
+    for d in res.declined:
+        what = "withheld " if d.safety else "declined "
+        console.print(f"  {what} {d.site}  {d.rule}: {d.reason}", highlight=False, markup=False)
+    for s in res.after.sites:
+        if not s.fixable_by:
+            console.print(f"  unfixable {s.display_file}:{res.original_line(s)}  {s.category}: {s.reason}",
+                          highlight=False)
+    for w in written:
+        console.print(f"  wrote {w}", highlight=False)
+
+
+def _slug(spec: str) -> str:
+    """A folder name for a target in a batch's --out DIR (``hf:bart@fp16`` -> ``hf_bart_fp16``)."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", spec).strip("_") or "target"
+
+
+def _fix_batch(specs, one, out_dir, as_json, html_file, write, verify) -> None:
+    """``mend fix`` over several targets: each one's mended files, certificates (and review
+    page) under DIR/<target>/, one combined report DIR/report.json (and on stdout with
+    --json); a target that fails is recorded and the batch goes on; exit 2 if one failed."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    if not out_dir or write:
+        raise MendError(f"{len(specs)} targets: a batch needs --out DIR (each target's files go to DIR/<target>/) "
+                        "and no --write")
+    if html_file:
+        raise MendError("--html FILE is one page: in a batch each target's page is written as DIR/<target>/review.html")
+    root = Path(out_dir)
+    docs, failed = [], 0
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[failed]} failed"),
+               TimeElapsedColumn())
+    console = err_console if as_json else out_console()
+    with Progress(*columns, console=err_console, transient=True) as progress:
+        task = progress.add_task("fixing", total=len(specs), failed=0)
+        for spec in specs:
+            progress.update(task, description=f"fixing {spec}")
+            folder = root / _slug(spec)
+            try:
+                res, written = one(spec, str(folder), str(folder / "review.html"))
+            except MendError as exc:
+                failed += 1
+                docs.append({"target": spec, "error": str(exc)})
+                console.print(f"[red]{spec}[/]: error: {exc}", highlight=False)
+            except Exception as exc:  # one target's crash must not lose the others' results
+                failed += 1
+                docs.append({"target": spec, "error": f"internal error: {type(exc).__name__}: {exc}"})
+                console.print(f"[red]{spec}[/]: internal error: {type(exc).__name__}: {exc}", highlight=False)
+            else:
+                docs.append({"target": spec, **res.to_json(), "out_dir": str(folder)})
+                if not as_json:
+                    _print_fix(res, spec, verify, written, console)
+            progress.update(task, advance=1, failed=failed)
+    report = root / "report.json"
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = report.with_name(".report.json.tmp")
+    tmp.write_text(json.dumps(docs, indent=2) + "\n")
+    os.replace(tmp, report)  # atomically: a reader never sees half a report
+    if as_json:
+        click.echo(json.dumps(docs, indent=2))
+    err_console.print(f"mend: {len(specs)} targets: {len(specs) - failed} fixed, {failed} failed; report {report}",
+                      highlight=False)
+    if failed:
+        sys.exit(2)
 
 
 def _refuse_read_only(target: str) -> None:
@@ -305,8 +444,6 @@ def cert_verify(certs, rerun, timeout_ms, debug):
 
     Exit 0: every certificate holds; 1: some check failed; 2: a certificate cannot be read.
     """
-    from rich.markup import escape
-
     import mend.runtime  # noqa: F401 - registers mend::capture: the capture checks re-read its registration
     from verifier.certs import CertError, verify_file
 

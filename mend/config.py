@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -57,8 +58,23 @@ class Config:
     unsafe_fixes: bool = False
 
     def excluded(self, file: str, display_file: str) -> str | None:
-        """The first ``exclude`` pattern a site's file matches, else None."""
+        """The first ``exclude`` pattern a site's file matches (its path relative to the
+        pyproject's folder, as displayed, or absolute), else None."""
+        if self.path is not None:
+            rel = os.path.relpath(file, self.path.parent)
+            if not rel.startswith(".."):
+                hit = matching(self.exclude, file, rel)
+                if hit:
+                    return hit
         return matching(self.exclude, file, display_file)
+
+
+def rooted(patterns, root: Path | None) -> list[str]:
+    """``patterns`` plus each relative one anchored at ``root`` (an absolute pattern), so
+    that matching an absolute path does not depend on the working directory."""
+    if root is None:
+        return list(patterns)
+    return list(patterns) + [str(root / p) for p in patterns if not os.path.isabs(p) and not p.startswith("*")]
 
 
 def matching(patterns, file: str, display_file: str) -> str | None:
@@ -80,7 +96,10 @@ def find_pyproject(start: Path) -> Path | None:
                 doc = tomllib.loads(candidate.read_text())
             except (OSError, tomllib.TOMLDecodeError) as exc:
                 raise ConfigError(f"{candidate}: cannot be read as TOML: {exc}") from exc
-            if "mend" in doc.get("tool", {}):
+            tool = doc.get("tool")
+            if isinstance(tool, dict) and "mend" in tool:
+                if not isinstance(tool["mend"], dict):
+                    raise ConfigError(f"{candidate}: [tool.mend] must be a table, not {type(tool['mend']).__name__}")
                 return candidate
     return None
 

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from mend import __version__
 from mend.detect import site_packages_root
+from mend.scan import SCHEMA_VERSION as SCAN_SCHEMA_VERSION
 from mend.scan import ScanResult
 from mend.taxonomy import CATEGORIES
 
@@ -83,6 +84,13 @@ def scan_json(result: ScanResult) -> dict:
     return doc
 
 
+def failed_json(spec: str, error: str) -> dict:
+    """The combined report's entry for a target that could not be scanned."""
+    doc = {"schema_version": SCAN_SCHEMA_VERSION, "mend_version": __version__, "target": spec, "error": error}
+    validate(doc, "scan")
+    return doc
+
+
 def _dir_uri(path: str) -> str:
     return Path(path).as_uri().rstrip("/") + "/"  # a base URI must end with "/"
 
@@ -105,7 +113,7 @@ def _artifact_location(file: str, bases: dict) -> dict:
     return {"uri": Path(file).as_uri() if os.path.isabs(file) else quote(file)}
 
 
-def scan_sarif(results: list[ScanResult]) -> dict:
+def scan_sarif(results: list[ScanResult], failures: list[tuple[str, str]] = ()) -> dict:
     """SARIF 2.1.0: one rule per taxonomy category, one result per site.
 
     Fixable sites are ``warning``; unfixable ones ``note``. Locations are percent-encoded
@@ -145,6 +153,9 @@ def scan_sarif(results: list[ScanResult]) -> dict:
     }
     if bases:
         run["originalUriBaseIds"] = bases
+    if failures:  # a batch's targets that could not be scanned (SARIF 2.1.0 section 3.20)
+        run["invocations"] = [{"executionSuccessful": False, "toolExecutionNotifications": [
+            {"level": "error", "message": {"text": error}, "properties": {"target": spec}} for spec, error in failures]}]
     return {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",

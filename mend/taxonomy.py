@@ -35,6 +35,8 @@ the categories of shared/cases/README.md.
 """
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 import libcst.matchers as m
 
@@ -327,6 +329,11 @@ def categorize(gb_type: str, loc: Located | None) -> str:
     if "isinstance" in low:
         return "isinstance-type-check"
     if "generator" in low or "tp_iter" in low or low.startswith("iter()"):
+        return "generator"
+    # `next(self._it)` on torch 2.11/2.12 ("Unsupported method call") and 2.14 ("C-implemented
+    # special method ..."); 2.13 names tp_iternext (measured with noxfile.py, case 046)
+    if gb_type in ("Unsupported method call", "C-implemented special method without VariableTracker model") \
+            and loc is not None and re.search(r"\b(next|iter)\(", loc.code()):
         return "generator"
     if gb_type in _SKIPPED or gb_type in {"Tensor.random_ op", "torch.Generator method"} or "random" in low:
         return "unsupported-builtin"

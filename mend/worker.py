@@ -15,6 +15,7 @@ take a model and never import ``mend`` (Alive2's separation).
 """
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import subprocess
@@ -34,22 +35,69 @@ def worker_env() -> dict:
 
 
 def run_worker(request: dict, tmp: Path, tag: str):
-    """Run one request in a fresh interpreter; returns its result (a dict for ``scan`` and
+    """Run one request in a fresh process; returns its result (a dict for ``scan`` and
     ``facts``, the observations for ``observe``). Raises MendError with the worker's last
-    stderr line when it fails."""
+    stderr line when it fails.
+
+    The process is a child forked from the warm worker (:mod:`mend._warm`: a server that has
+    imported torch and the verifier, and never transformers or user code), so each request
+    still starts from a fresh module state with its own import overlay, without paying
+    torch's import again. ``MEND_WORKERS=fresh`` runs each request
+    in a new interpreter instead (the reference path)."""
     import torch
 
     req = Path(tmp) / f"{tag}.json"
     request = {**request, "out": str(Path(tmp) / f"{tag}.out")}
     req.write_text(json.dumps(request))
-    proc = subprocess.run([sys.executable, "-m", "mend.worker", str(req)], capture_output=True, text=True,
-                          env=worker_env(), cwd=str(ROOT))
-    if proc.returncode != 0:
-        tail = proc.stderr.strip().splitlines()[-1:] or ["(no output)"]
+    if os.environ.get("MEND_WORKERS", "warm") == "fresh":
+        proc = subprocess.run([sys.executable, "-m", "mend.worker", str(req)], capture_output=True, text=True,
+                              env=worker_env(), cwd=str(ROOT))
+        code, stderr = proc.returncode, proc.stderr
+    else:
+        log = Path(tmp) / f"{tag}.log"
+        code = _WarmServer.run({"req": str(req), "env": worker_env(), "cwd": str(ROOT), "log": str(log)})
+        stderr = log.read_text(errors="replace") if log.exists() else ""
+    if code != 0:
+        tail = stderr.strip().splitlines()[-1:] or [f"(no output; exit code {code})"]
         raise MendError(f"verification worker failed for {request['target']}: {tail[0]}")
     if request["action"] in ("scan", "facts"):
         return json.loads(Path(request["out"]).read_text())
     return torch.load(request["out"], weights_only=False)
+
+
+class _WarmServer:
+    """The ``python -m mend._warm`` process of this mend run (started on first use, ended
+    when mend exits): requests go one at a time, each to a freshly forked child."""
+
+    proc = None
+
+    @classmethod
+    def run(cls, job: dict) -> int:
+        for _ in (0, 1):  # a server that died (killed, out of memory) is started again once
+            if cls.proc is None or cls.proc.poll() is not None:
+                cls.proc = subprocess.Popen([sys.executable, "-m", "mend._warm"], stdin=subprocess.PIPE,
+                                            stdout=subprocess.PIPE, text=True, cwd=str(ROOT), env=worker_env())
+                atexit.register(cls.stop)
+            try:
+                cls.proc.stdin.write(json.dumps(job) + "\n")
+                cls.proc.stdin.flush()
+                line = cls.proc.stdout.readline()
+            except (BrokenPipeError, OSError):
+                line = ""
+            if line:
+                return int(json.loads(line)["code"])
+            cls.stop()
+        raise MendError("the warm verification worker stopped (rerun with MEND_WORKERS=fresh)")
+
+    @classmethod
+    def stop(cls) -> None:
+        if cls.proc is not None and cls.proc.poll() is None:
+            cls.proc.stdin.close()
+            try:
+                cls.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                cls.proc.kill()
+        cls.proc = None
 
 
 def _observe_all(request: dict) -> dict:

@@ -174,7 +174,9 @@ def _try_site(ex, site, rel: str, current: str, original: str, files: dict[str, 
                   facts_fn=lambda: ex.facts(res.obligations, current, res.code),
                   required=rule.required_kinds, needs_facts=rule.needs_facts)
     if not proof["accepted"]:
-        return decline(proof["reason"], failed_obligations=proof["failed"])
+        cex = next((o.get("counterexample") for o in proof["obligations"]
+                    if o.get("kind") in proof["failed"] and o.get("counterexample")), None)
+        return decline(proof["reason"], failed_obligations=proof["failed"], counterexample=cex)
     try:
         evidence = ex.evidence(force, res.edge_values)
     except Failed as failed:

@@ -1,0 +1,94 @@
+"""Warm verification workers (issue 13): children forked from a preloaded forkserver give the
+same verdicts as fresh interpreters, start without torch's import, and keep isolation."""
+import json
+import os
+import sys
+
+import pytest
+
+from mend.errors import MendError
+from mend.worker import run_worker
+
+
+def _user_package(tmp_path):
+    pkg = tmp_path / "mend_warm_pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "model.py").write_text(
+        "import torch\nfrom torch import nn\n\nCALLS = []\n\n\nclass Block(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.fc = nn.Linear(4, 4)\n\n    def forward(self, x):\n"
+        "        CALLS.append(1)\n        h = self.fc(x)\n        if h.sum() > 0:\n            y = h * 2.0\n"
+        "        else:\n            y = h - 1.0\n        return y\n")
+    (tmp_path / "mend_warm_build.py").write_text(
+        "import torch\n\nfrom mend_warm_pkg.model import Block\n\n\ndef make():\n"
+        "    torch.manual_seed(0)\n    return Block(), (torch.randn(2, 4),)\n")
+    return "mend_warm_build:make"
+
+
+def _scan_request(tmp_path, target):
+    return {"target": target, "action": "scan"}
+
+
+def test_warm_child_scans_like_a_fresh_interpreter(tmp_path, monkeypatch):
+    target = _user_package(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MEND_WORKERS", "warm")
+    warm = run_worker(_scan_request(tmp_path, target), tmp_path, "warm")
+    monkeypatch.setenv("MEND_WORKERS", "fresh")
+    fresh = run_worker(_scan_request(tmp_path, target), tmp_path, "fresh")
+    assert warm == fresh
+    assert (warm["graph_count"], warm["graph_break_count"]) == (2, 1)
+
+
+def test_children_do_not_share_module_state(tmp_path, monkeypatch):
+    # the model appends to a module-level list on every call: a second child must start from
+    # an empty list (a fresh import), so both scans are equal, and the parent never imported it
+    target = _user_package(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MEND_WORKERS", "warm")
+    first = run_worker(_scan_request(tmp_path, target), tmp_path, "a")
+    second = run_worker(_scan_request(tmp_path, target), tmp_path, "b")
+    assert first == second and "mend_warm_pkg.model" not in sys.modules
+
+
+def test_a_failing_child_reports_its_last_stderr_line(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MEND_WORKERS", "warm")
+    with pytest.raises(MendError, match="verification worker failed for no_such_module_xyz:make: .*no_such_module_xyz"):
+        run_worker({"target": "no_such_module_xyz:make", "action": "scan"}, tmp_path, "bad")
+
+
+def test_the_warm_worker_never_imports_transformers_or_user_code():
+    """The overlay must be able to replace transformers and user modules in every child."""
+    import subprocess
+
+    code = ("import sys, mend._warm; mend._warm._preload(); bad = [m for m in sys.modules if m.split('.')[0] in "
+            "('transformers', 'mend_warm_pkg', 'mend_warm_build')]; print(bad)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert out.returncode == 0 and json.loads(out.stdout.strip().replace("'", '"')) == [], out.stderr
+
+
+@pytest.mark.slow
+def test_fix_verdicts_are_the_same_warm_and_fresh(tmp_path, monkeypatch):
+    """The whole overlay pipeline, once through warm children and once through fresh
+    interpreters: the same rewrites, obligations' results, evidence and declines."""
+    from mend.pipeline import fix
+
+    target = _user_package(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    docs = []
+    for mode in ("warm", "fresh"):
+        monkeypatch.setenv("MEND_WORKERS", mode)
+        docs.append(_untimed(json.loads(json.dumps(fix(target, unsafe_fixes=True, max_examples=3).to_json(),
+                                                   default=str))))
+    assert docs[0]["rewrites"] and docs[0] == docs[1]
+
+
+def _untimed(doc):
+    """``doc`` without its timings (every key ending in ``seconds``)."""
+    if isinstance(doc, dict):
+        return {k: _untimed(v) for k, v in doc.items() if not k.endswith("seconds")}
+    if isinstance(doc, list):
+        return [_untimed(v) for v in doc]
+    return doc
