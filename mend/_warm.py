@@ -4,9 +4,12 @@ forks one child per request (:func:`mend.worker.run_worker`), each a fresh copy 
 clean state (a forkserver, as Python's multiprocessing has, without its re-import of the
 caller's ``__main__``).
 
-It never imports transformers or a user module: those are what the import overlay
-replaces, and each child imports them afresh with its own overlay active
-(``mend.overlay.activate`` refuses a module that is already imported).
+It imports transformers' shared core (``transformers.modeling_utils`` and what it pulls
+in) but no model file and no user module. The import overlay replaces mended modules; a
+child whose overlay holds one of the preloaded modules is refused by
+``mend.overlay.activate`` (a module already imported would keep its old code) and exits
+with :data:`STALE`, and :func:`mend.worker.run_worker` runs that request in a fresh
+interpreter instead.
 
 Protocol, one JSON line each way on stdin/stdout: ``{"req", "env", "cwd", "log"}`` in,
 ``{"code"}`` (the child's exit status) out. EOF on stdin ends the server.
@@ -17,6 +20,9 @@ import atexit
 import json
 import os
 import sys
+
+
+STALE = 75  # the child's overlay replaces a preloaded module: rerun in a fresh interpreter
 
 
 def _preload() -> None:
@@ -35,6 +41,10 @@ def _preload() -> None:
     import verifier.forcing  # noqa: F401
 
     torch.set_num_threads(1)
+    try:  # optional: the hf: catalogue's library, without any model file
+        import transformers.modeling_utils  # noqa: F401
+    except ImportError:
+        pass
 
 
 def _child(job: dict) -> int:
@@ -55,7 +65,13 @@ def _child(job: dict) -> int:
     warnings.simplefilter("ignore")
     from mend.worker import main
 
-    return main(["mend.worker", job["req"]])
+    try:
+        return main(["mend.worker", job["req"]])
+    except RuntimeError as exc:
+        if str(exc).startswith("already imported"):
+            print(f"mend._warm: {exc}", file=sys.stderr)
+            return STALE
+        raise
 
 
 def serve() -> None:

@@ -40,23 +40,29 @@ def run_worker(request: dict, tmp: Path, tag: str):
     stderr line when it fails.
 
     The process is a child forked from the warm worker (:mod:`mend._warm`: a server that has
-    imported torch and the verifier, and never transformers or user code), so each request
+    imported torch, the verifier and transformers' core, never a model file or user code), so each request
     still starts from a fresh module state with its own import overlay, without paying
-    torch's import again. ``MEND_WORKERS=fresh`` runs each request
+    torch's import again; a request whose overlay replaces a preloaded module runs in a
+    fresh interpreter. ``MEND_WORKERS=fresh`` runs each request
     in a new interpreter instead (the reference path)."""
     import torch
 
     req = Path(tmp) / f"{tag}.json"
     request = {**request, "out": str(Path(tmp) / f"{tag}.out")}
     req.write_text(json.dumps(request))
-    if os.environ.get("MEND_WORKERS", "warm") == "fresh":
-        proc = subprocess.run([sys.executable, "-m", "mend.worker", str(req)], capture_output=True, text=True,
-                              env=worker_env(), cwd=str(ROOT))
-        code, stderr = proc.returncode, proc.stderr
-    else:
+    code = None
+    if os.environ.get("MEND_WORKERS", "warm") != "fresh":
+        from mend._warm import STALE
+
         log = Path(tmp) / f"{tag}.log"
         code = _WarmServer.run({"req": str(req), "env": worker_env(), "cwd": str(ROOT), "log": str(log)})
         stderr = log.read_text(errors="replace") if log.exists() else ""
+        if code == STALE:  # the overlay replaces a module the warm worker preloaded
+            code = None
+    if code is None:
+        proc = subprocess.run([sys.executable, "-m", "mend.worker", str(req)], capture_output=True, text=True,
+                              env=worker_env(), cwd=str(ROOT))
+        code, stderr = proc.returncode, proc.stderr
     if code != 0:
         tail = stderr.strip().splitlines()[-1:] or [f"(no output; exit code {code})"]
         raise MendError(f"verification worker failed for {request['target']}: {tail[0]}")

@@ -3,6 +3,7 @@ same verdicts as fresh interpreters, start without torch's import, and keep isol
 import json
 import os
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -58,12 +59,13 @@ def test_a_failing_child_reports_its_last_stderr_line(tmp_path, monkeypatch):
         run_worker({"target": "no_such_module_xyz:make", "action": "scan"}, tmp_path, "bad")
 
 
-def test_the_warm_worker_never_imports_transformers_or_user_code():
-    """The overlay must be able to replace transformers and user modules in every child."""
+def test_the_warm_worker_imports_no_model_file_or_user_code():
+    """The overlay must be able to replace model files and user modules in every child."""
     import subprocess
 
     code = ("import sys, mend._warm; mend._warm._preload(); bad = [m for m in sys.modules if m.split('.')[0] in "
-            "('transformers', 'mend_warm_pkg', 'mend_warm_build')]; print(bad)")
+            "('mend_warm_pkg', 'mend_warm_build') or '.modeling_' in m and m.startswith('transformers.models.')]; "
+            "print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                          env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert out.returncode == 0 and json.loads(out.stdout.strip().replace("'", '"')) == [], out.stderr
@@ -92,3 +94,20 @@ def _untimed(doc):
     if isinstance(doc, list):
         return [_untimed(v) for v in doc]
     return doc
+
+
+def test_an_overlay_of_a_preloaded_module_runs_in_a_fresh_interpreter(tmp_path, monkeypatch):
+    """transformers.modeling_utils is preloaded: a request whose overlay replaces it cannot be
+    served by a warm child (its old code would run); it is rerun in a fresh interpreter."""
+    pytest.importorskip("transformers")
+    import transformers.modeling_utils as mu
+
+    overlay = tmp_path / "overlay" / "transformers"
+    overlay.mkdir(parents=True)
+    (overlay / "modeling_utils.py").write_text(Path(mu.__file__).read_text() + "\nMEND_OVERLAY_MARK = 1\n")
+    target = _user_package(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MEND_WORKERS", "warm")
+    doc = run_worker({"target": target, "action": "scan", "overlay": str(tmp_path / "overlay")}, tmp_path, "stale")
+    assert doc["graph_break_count"] == 1
+    assert "already imported" in (tmp_path / "stale.log").read_text()
