@@ -75,7 +75,7 @@ class _StatementIndex(cst.CSTVisitor):
 @lru_cache(maxsize=64)
 def _index(path: str, mtime: float):
     source = Path(path).read_text(encoding="utf-8")
-    wrapper = MetadataWrapper(cst.parse_module(source))
+    wrapper = MetadataWrapper(cst.parse_module(source), unsafe_skip_copy=True)  # freshly parsed
     visitor = _StatementIndex()
     wrapper.visit(visitor)
     return wrapper.module, visitor.entries
