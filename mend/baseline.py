@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import sysconfig
-import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -22,6 +21,7 @@ from typing import Callable
 
 from mend import __version__
 from mend.errors import MendError
+from mend.files import read_only, write_atomic
 from mend.detect import display_path
 from mend.scan import ScanResult, Site, library_package
 
@@ -116,20 +116,11 @@ def write(path: Path, sites: list[Site], keep: list[dict] = ()) -> None:
     doc = {"schema": SCHEMA, "mend_version": __version__,
            "entries": list(keep) + sorted(entries(sites, path.resolve().parent),
                                           key=lambda e: (e["file"], e["line"], e["function"]))}
+    check_writable(path)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
+        write_atomic(path, json.dumps(doc, indent=2) + "\n")
     except OSError as exc:
         raise BaselineError(f"{path}: cannot write the baseline there: {exc.strerror or exc}") from exc
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(doc, fh, indent=2)
-            fh.write("\n")
-        if path.exists() and (not os.access(path, os.W_OK) or not path.stat().st_mode & 0o222):
-            raise BaselineError(f"{path}: the baseline is read-only; nothing was written")
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def check_writable(path: Path) -> None:
@@ -141,7 +132,7 @@ def check_writable(path: Path) -> None:
         raise BaselineError(f"{path}: the folder {folder} does not exist; nothing was written")
     if not os.access(folder, os.W_OK):
         raise BaselineError(f"{path}: the folder {folder} is not writable; nothing was written")
-    if path.exists() and (not os.access(path, os.W_OK) or not path.stat().st_mode & 0o222):
+    if read_only(path):
         raise BaselineError(f"{path}: the baseline is read-only; nothing was written")
 
 

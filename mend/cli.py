@@ -17,6 +17,7 @@ from rich.markup import escape
 
 from mend import __version__
 from mend.errors import MendError
+from mend.files import read_only, write_atomic
 
 # errors are one line, however narrow the terminal or pipe
 err_console = Console(stderr=True, soft_wrap=True)
@@ -404,9 +405,7 @@ def _fix_batch(specs, one, out_dir, as_json, html_file, write, verify) -> None:
             progress.update(task, advance=1, failed=failed)
     report = root / "report.json"
     root.mkdir(parents=True, exist_ok=True)
-    tmp = report.with_name(".report.json.tmp")
-    tmp.write_text(json.dumps(docs, indent=2) + "\n")
-    os.replace(tmp, report)  # atomically: a reader never sees half a report
+    write_atomic(report, json.dumps(docs, indent=2) + "\n")  # a reader never sees half a report
     if as_json:
         click.echo(json.dumps(docs, indent=2))
     err_console.print(f"mend: {len(specs)} targets: {len(specs) - failed} fixed, {failed} failed; report {report}",
@@ -418,11 +417,8 @@ def _fix_batch(specs, one, out_dir, as_json, html_file, write, verify) -> None:
 def _refuse_read_only(target: str) -> None:
     """``--write`` on a FILE target that is read-only: the error before any verification
     (emit refuses it again, atomically, for every file it writes)."""
-    import os
-    from pathlib import Path
-
     path = Path(target.rsplit(":", 1)[0] if not target.startswith("hf:") and ".py:" in target else target)
-    if path.suffix == ".py" and path.is_file() and (not os.access(path, os.W_OK) or not path.stat().st_mode & 0o222):
+    if path.suffix == ".py" and path.is_file() and read_only(path):
         raise MendError(f"{path}: file is read-only; nothing was written (use the diff, or --out DIR)")
 
 
@@ -450,7 +446,6 @@ def cert_verify(certs, rerun, timeout_ms, debug):
     rerun_fn = None
     if rerun:  # the verifier builds no target: mend's executors replay the test
         from mend.pipeline.rerun import rerun as rerun_fn
-    import os
 
     # MODULE:FACTORY certificates name modules imported from the working directory, as
     # `mend fix` imported them (`python -m` puts it first on sys.path)

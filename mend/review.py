@@ -33,11 +33,11 @@ import hashlib
 import html
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from mend.errors import MendError
+from mend.files import read_only, write_atomic
 
 __all__ = ["render", "write_html", "check_destination", "NO_CERTIFICATE"]
 
@@ -317,7 +317,7 @@ def check_destination(path) -> Path:
     path = Path(path)
     if path.is_dir():
         raise MendError(f"--html {path}: is a folder; give a file name (e.g. {path / 'review.html'})")
-    if path.exists() and (not os.access(path, os.W_OK) or not path.stat().st_mode & 0o222):
+    if read_only(path):
         raise MendError(f"--html {path}: file is read-only; nothing was written")
     parent = path.parent
     while not parent.exists() and parent != parent.parent:
@@ -336,16 +336,9 @@ def write_html(res, path, written=None) -> Path:
     (nothing is left half-written)."""
     path = check_destination(path)
     text = render(res, written)
-    tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.chmod(tmp, path.stat().st_mode & 0o7777 if path.exists() else 0o644)
-        os.replace(tmp, path)
+        write_atomic(path, text)
     except OSError as exc:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
         raise MendError(f"--html {path}: cannot write ({exc.strerror or exc}); nothing was written") from exc
     return path

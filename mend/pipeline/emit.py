@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 from pathlib import Path
 
 import torch
 
+from mend import files
 from mend.errors import MendError
 from mend.pipeline.records import FixResult, Rewrite
 
@@ -19,18 +18,12 @@ def sha256_text(text: str) -> str:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` atomically (temp file in the same folder, then os.replace).
+    """Replace ``path`` atomically (:func:`mend.files.write_atomic`).
     Raises MendError when the file or its folder is not writable."""
-    # the mode bits too: root passes os.access, yet a file marked read-only is the user's word
-    if path.exists() and (not os.access(path, os.W_OK) or not path.stat().st_mode & 0o222):
+    if files.read_only(path):
         raise MendError(f"{path}: file is read-only; nothing was written (use the diff, or --out DIR)")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".mend", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o7777)
-        os.replace(tmp, path)
+        files.write_atomic(path, text)
     except OSError as exc:
         raise MendError(f"{path}: cannot write ({exc.strerror}); nothing was changed") from exc
 

@@ -1,0 +1,36 @@
+"""Writing the user's files: atomically, and never over one marked read-only."""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def read_only(path: Path) -> bool:
+    """Whether an existing ``path`` is read-only: not writable, or no write bit in its mode
+    (root passes ``os.access``, yet a file marked read-only is the user's word)."""
+    path = Path(path)
+    return path.exists() and (not os.access(path, os.W_OK) or not path.stat().st_mode & 0o222)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` atomically: a temporary file in the same folder, then
+    ``os.replace``, so a reader never sees half a file. An existing file keeps its mode; a
+    new one gets 0o644 less the umask. Raises OSError (the temporary file removed) when the
+    folder cannot be written; callers check :func:`read_only` first and name the cause."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        if path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o644 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
