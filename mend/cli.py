@@ -197,29 +197,43 @@ def _enter_project(conf) -> None:
         os.chdir(conf.path.parent)
 
 
-def _scan_all(specs: list[str], load_target, run_scan):
-    """Scan each target; in a batch (more than one) a target that fails is recorded as
-    (spec, error) and the batch goes on. Progress (done, left, failed) on stderr."""
+def _each_target(specs: list[str], verb: str, run_one):
+    """``run_one(spec)`` for each target of a batch, with progress (done, left, failed) on
+    stderr. A target that fails (a MendError, or a crash in mend) is yielded as
+    ``(spec, None, message)`` and the batch goes on; a success as ``(spec, result, None)``."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    results, failures = [], []
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[failed]} failed"),
+               TimeElapsedColumn())
+    failed = 0
+    with Progress(*columns, console=err_console, transient=True) as progress:
+        task = progress.add_task(verb, total=len(specs), failed=0)
+        for spec in specs:
+            progress.update(task, description=f"{verb} {spec}")
+            try:
+                with contextlib.redirect_stdout(sys.stderr):
+                    outcome = (spec, run_one(spec), None)
+            except MendError as exc:
+                outcome = (spec, None, str(exc))
+            except Exception as exc:  # a crash in one target must not lose the batch's other results
+                outcome = (spec, None, f"{spec}: internal error: {type(exc).__name__}: {exc}")
+            failed += outcome[2] is not None
+            progress.update(task, advance=1, failed=failed)
+            yield outcome
+
+
+def _scan_all(specs: list[str], load_target, run_scan):
+    """Scan each target; in a batch (more than one) a target that fails is recorded as
+    (spec, error) and the batch goes on."""
     if len(specs) == 1:
         with err_console.status(f"building and compiling {specs[0]} under TorchDynamo..."):
             return [run_scan(load_target(specs[0]))], []
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[failed]} failed"),
-               TimeElapsedColumn())
-    with Progress(*columns, console=err_console, transient=True) as progress:
-        task = progress.add_task("scanning", total=len(specs), failed=0)
-        for spec in specs:
-            progress.update(task, description=f"scanning {spec}")
-            try:
-                with contextlib.redirect_stdout(sys.stderr):
-                    results.append(run_scan(load_target(spec)))
-            except MendError as exc:
-                failures.append((spec, str(exc)))
-            except Exception as exc:  # a crash in one target must not lose the batch's other results
-                failures.append((spec, f"{spec}: internal error: {type(exc).__name__}: {exc}"))
-            progress.update(task, advance=1, failed=len(failures))
+    results, failures = [], []
+    for spec, result, error in _each_target(specs, "scanning", lambda spec: run_scan(load_target(spec))):
+        if error is None:
+            results.append(result)
+        else:
+            failures.append((spec, error))
     err_console.print(f"mend: {len(specs)} targets: {len(results)} scanned, {len(failures)} failed", highlight=False)
     return results, failures
 
@@ -371,8 +385,6 @@ def _fix_batch(specs, one, out_dir, as_json, html_file, write, verify) -> None:
     """``mend fix`` over several targets: each one's mended files, certificates (and review
     page) under DIR/<target>/, one combined report DIR/report.json (and on stdout with
     --json); a target that fails is recorded and the batch goes on; exit 2 if one failed."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     if not out_dir or write:
         raise MendError(f"{len(specs)} targets: a batch needs --out DIR (each target's files go to DIR/<target>/) "
                         "and no --write")
@@ -380,29 +392,22 @@ def _fix_batch(specs, one, out_dir, as_json, html_file, write, verify) -> None:
         raise MendError("--html FILE is one page: in a batch each target's page is written as DIR/<target>/review.html")
     root = Path(out_dir)
     docs, failed = [], 0
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[failed]} failed"),
-               TimeElapsedColumn())
     console = err_console if as_json else out_console()
-    with Progress(*columns, console=err_console, transient=True) as progress:
-        task = progress.add_task("fixing", total=len(specs), failed=0)
-        for spec in specs:
-            progress.update(task, description=f"fixing {spec}")
-            folder = root / _slug(spec)
-            try:
-                res, written = one(spec, str(folder), str(folder / "review.html"))
-            except MendError as exc:
-                failed += 1
-                docs.append({"target": spec, "error": str(exc)})
-                console.print(f"[red]{spec}[/]: error: {exc}", highlight=False)
-            except Exception as exc:  # one target's crash must not lose the others' results
-                failed += 1
-                docs.append({"target": spec, "error": f"internal error: {type(exc).__name__}: {exc}"})
-                console.print(f"[red]{spec}[/]: internal error: {type(exc).__name__}: {exc}", highlight=False)
-            else:
-                docs.append({"target": spec, **res.to_json(), "out_dir": str(folder)})
-                if not as_json:
-                    _print_fix(res, spec, verify, written, console)
-            progress.update(task, advance=1, failed=failed)
+
+    def run_one(spec):
+        folder = root / _slug(spec)
+        return folder, *one(spec, str(folder), str(folder / "review.html"))
+
+    for spec, result, error in _each_target(specs, "fixing", run_one):
+        if error is not None:
+            failed += 1
+            docs.append({"target": spec, "error": error})
+            console.print(f"[red]{escape(spec)}[/]: error: {escape(error)}", highlight=False)
+            continue
+        folder, res, written = result
+        docs.append({"target": spec, **res.to_json(), "out_dir": str(folder)})
+        if not as_json:
+            _print_fix(res, spec, verify, written, console)
     report = root / "report.json"
     root.mkdir(parents=True, exist_ok=True)
     write_atomic(report, json.dumps(docs, indent=2) + "\n")  # a reader never sees half a report
