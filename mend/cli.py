@@ -113,7 +113,7 @@ def scan(targets, as_json, sarif, baseline_path, update_baseline, only_user, lis
     from mend import config as cfg
     from mend.report import failed_json, scan_json, scan_sarif, scan_table
     from mend.scan import scan as run_scan
-    from mend.targets import load_target
+    from mend.targets import file_of, load_target
     from mend.targets.batch import expand
 
     with _errors(debug):
@@ -151,8 +151,7 @@ def scan(targets, as_json, sarif, baseline_path, update_baseline, only_user, lis
         root = Path(path).resolve().parent if path else None
         if path is not None:
             seen_files = {bl.key_file(s, root) for s in bl.unique_sites(results)}
-            seen_files |= {bl.path_key(os.path.abspath(spec.split(".py:")[0] + ".py" if ".py:" in spec else spec), root)
-                           for spec in specs if spec.endswith(".py") or ".py:" in spec}
+            seen_files |= {bl.path_key(os.path.abspath(f), root) for f in map(file_of, specs) if f is not None}
 
             def in_scope(entry: dict) -> bool:
                 """Whether this scan could have seen the entry's break: its file was scanned,
@@ -422,8 +421,10 @@ def _fix_batch(specs, one, out_dir, as_json, html_file, write, verify) -> None:
 def _refuse_read_only(target: str) -> None:
     """``--write`` on a FILE target that is read-only: the error before any verification
     (emit refuses it again, atomically, for every file it writes)."""
-    path = Path(target.rsplit(":", 1)[0] if not target.startswith("hf:") and ".py:" in target else target)
-    if path.suffix == ".py" and path.is_file() and read_only(path):
+    from mend.targets import file_of
+
+    path = file_of(target)
+    if path is not None and path.is_file() and read_only(path):
         raise MendError(f"{path}: file is read-only; nothing was written (use the diff, or --out DIR)")
 
 

@@ -48,6 +48,14 @@ class Target:
     rebuild: Callable[[], "Target"] | None = field(default=None, repr=False)
 
 
+def file_of(spec: str) -> Path | None:
+    """The Python file a ``FILE.py`` or ``FILE.py:FACTORY`` target names, else None."""
+    if spec.startswith("hf:"):
+        return None
+    name = spec.rsplit(":", 1)[0] if ".py:" in spec else spec
+    return Path(name) if name.endswith(".py") else None
+
+
 def _short_exc(exc: BaseException) -> str:
     msg = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {msg[0] if msg else ''}".rstrip(": ")
