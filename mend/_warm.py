@@ -11,14 +11,17 @@ child whose overlay holds one of the preloaded modules is refused by
 with :data:`STALE`, and :func:`mend.worker.run_worker` runs that request in a fresh
 interpreter instead.
 
-Protocol, one JSON line each way on stdin/stdout: ``{"req", "env", "cwd", "log"}`` in,
-``{"code"}`` (the child's exit status) out. EOF on stdin ends the server.
+Protocol, one JSON line each way on stdin/stdout: ``{"id", "req", "env", "cwd", "log"}``
+in, ``{"id", "code"}`` (the child's exit status) out, in the order the children end. At
+most ``MEND_JOBS`` children run at once (default: the usable cores, at most 2); the others
+wait in the order they came. EOF on stdin ends the server once its children have ended.
 """
 from __future__ import annotations
 
 import atexit
 import json
 import os
+import select
 import sys
 
 
@@ -74,31 +77,70 @@ def _child(job: dict) -> int:
         raise
 
 
+def jobs() -> int:
+    """How many verification children may run at once: ``MEND_JOBS``, else the usable
+    cores, at most 2 (each child holds a model and compiles; more only contend)."""
+    env = os.environ.get("MEND_JOBS")
+    if env:
+        return max(1, int(env))
+    return max(1, min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+
+
+def _fork(job: dict) -> int:
+    server = os.getpid()
+    pid = os.fork()
+    if pid:
+        return pid
+    if sys.platform.startswith("linux"):  # a child must not outlive a killed server: its rerun
+        import ctypes                     # would write the same output files
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        if os.getppid() != server:
+            os._exit(1)
+    code = 1
+    try:
+        code = _child(job)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:  # noqa: BLE001 - reported in the log, as an interpreter would
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        atexit._run_exitfuncs()
+        os._exit(code)
+
+
 def serve() -> None:
     _preload()
+    limit = jobs()
     replies = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # a stray print in this process must not corrupt the replies
-    for line in sys.stdin:
-        job = json.loads(line)
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                code = _child(job)
-            except SystemExit as exc:
-                code = exc.code if isinstance(exc.code, int) else 1
-            except BaseException:  # noqa: BLE001 - reported in the log, as an interpreter would
-                import traceback
-
-                traceback.print_exc()
-            finally:
-                sys.stdout.flush()
-                sys.stderr.flush()
-                atexit._run_exitfuncs()
-                os._exit(code)
-        _, status = os.waitpid(pid, 0)
-        replies.write(json.dumps({"code": os.waitstatus_to_exitcode(status)}) + "\n")
-        replies.flush()
+    stdin = sys.stdin.fileno()
+    buffer, queue, running, open_ = b"", [], {}, True  # running: pid -> job id
+    while open_ or queue or running:
+        while queue and len(running) < limit:
+            job = queue.pop(0)
+            running[_fork(job)] = job.get("id")
+        if open_:
+            # raw reads: a buffered readline would hide lines from select
+            ready, _, _ = select.select([stdin], [], [], 0.05 if running else None)
+            if ready:
+                chunk = os.read(stdin, 1 << 16)
+                open_ = bool(chunk)
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                queue += [json.loads(line) for line in lines if line.strip()]
+        elif running:
+            select.select([], [], [], 0.05)
+        for pid in list(running):
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                replies.write(json.dumps({"id": running.pop(pid), "code": os.waitstatus_to_exitcode(status)}) + "\n")
+                replies.flush()
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from mend import __version__
+from mend.distributed import ray_option
 from mend.errors import MendError
 from mend.files import read_only, write_atomic
 
@@ -95,8 +96,9 @@ def _list_targets() -> None:
 @click.option("--only-user/--no-only-user", default=None,
               help="Scope the exit code (and the baseline) to sites in your own tree, not installed packages.")
 @click.option("--list-targets", is_flag=True, help="List the built-in hf: catalogue and exit.")
+@ray_option
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
-def scan(targets, as_json, sarif, baseline_path, update_baseline, only_user, list_targets, debug):
+def scan(targets, as_json, sarif, baseline_path, update_baseline, only_user, list_targets, ray, debug):
     """Find, count and explain every graph break of TARGET.
 
     TARGET is FILE.py (defines Model and get_inputs()), FILE.py:FACTORY,
@@ -141,7 +143,7 @@ def scan(targets, as_json, sarif, baseline_path, update_baseline, only_user, lis
         only_user = conf.only_user if only_user is None else only_user
         known = None if update_baseline or path is None else bl.read(path)  # a bad baseline fails before compiling
         specs = expand(targets)
-        results, failures = _scan_all(specs, load_target, run_scan)
+        results, failures = _scan_all(specs, load_target, run_scan, ray)
         counted = []
         for s in bl.unique_sites(results):
             s.excluded = conf.excluded(s.file, s.display_file) is not None
@@ -196,10 +198,17 @@ def _enter_project(conf) -> None:
         os.chdir(conf.path.parent)
 
 
-def _each_target(specs: list[str], verb: str, run_one):
+def _each_target(specs: list[str], verb: str, run_one, ray=None, finish=None):
     """``run_one(spec)`` for each target of a batch, with progress (done, left, failed) on
     stderr. A target that fails (a MendError, or a crash in mend) is yielded as
-    ``(spec, None, message)`` and the batch goes on; a success as ``(spec, result, None)``."""
+    ``(spec, None, message)`` and the batch goes on; a success as ``(spec, result, None)``.
+    With ``ray`` (an address, "" for a local cluster) each target is a Ray task and ``finish``
+    runs on the driver (mend/distributed.py)."""
+    if ray is not None:
+        from mend.distributed import each_target
+
+        yield from each_target(specs, verb, run_one, ray, finish=finish, console=err_console)
+        return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[failed]} failed"),
@@ -221,14 +230,14 @@ def _each_target(specs: list[str], verb: str, run_one):
             yield outcome
 
 
-def _scan_all(specs: list[str], load_target, run_scan):
+def _scan_all(specs: list[str], load_target, run_scan, ray=None):
     """Scan each target; in a batch (more than one) a target that fails is recorded as
     (spec, error) and the batch goes on."""
-    if len(specs) == 1:
+    if len(specs) == 1 and ray is None:
         with err_console.status(f"building and compiling {specs[0]} under TorchDynamo..."):
             return [run_scan(load_target(specs[0]))], []
     results, failures = [], []
-    for spec, result, error in _each_target(specs, "scanning", lambda spec: run_scan(load_target(spec))):
+    for spec, result, error in _each_target(specs, "scanning", lambda spec: run_scan(load_target(spec)), ray):
         if error is None:
             results.append(result)
         else:
@@ -274,8 +283,9 @@ def _scan_summary(counted, comparison, written) -> None:
               "equal only within tolerance (each says which). Safe fixes are applied by default.")
 @click.option("--html", "html_file", type=click.Path(dir_okay=False), help="Also write a self-contained HTML review "
               "page (diffs, obligations, evidence, certificates, declines) to FILE.")
+@ray_option
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
-def fix(targets, write, out_dir, as_json, seed, examples, verify, unsafe_fixes, html_file, debug):
+def fix(targets, write, out_dir, as_json, seed, examples, verify, unsafe_fixes, html_file, ray, debug):
     """Rewrite the fixable graph breaks of TARGET, verifying each rewrite differentially
     before it is emitted. Prints a unified diff unless --write or --out is given.
 
@@ -322,8 +332,8 @@ def fix(targets, write, out_dir, as_json, seed, examples, verify, unsafe_fixes, 
 
         if html_file:
             check_destination(html_file)  # a bad --html fails before the run, not after it
-        if len(specs) > 1:
-            _fix_batch(specs, one, out_dir, as_json, html_file, write, verify)
+        if len(specs) > 1 or ray is not None:  # on Ray, one target is a batch of one
+            _fix_batch(specs, one, out_dir, as_json, html_file, write, verify, ray)
             return
         target = specs[0]
         if write:
@@ -380,7 +390,7 @@ def _slug(spec: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", spec).strip("_") or "target"
 
 
-def _fix_batch(specs, one, out_dir, as_json, html_file, write, verify) -> None:
+def _fix_batch(specs, one, out_dir, as_json, html_file, write, verify, ray=None) -> None:
     """``mend fix`` over several targets: each one's mended files, certificates (and review
     page) under DIR/<target>/, one combined report DIR/report.json (and on stdout with
     --json); a target that fails is recorded and the batch goes on; exit 2 if one failed."""
@@ -397,7 +407,12 @@ def _fix_batch(specs, one, out_dir, as_json, html_file, write, verify) -> None:
         folder = root / _slug(spec)
         return folder, *one(spec, str(folder), str(folder / "review.html"))
 
-    for spec, result, error in _each_target(specs, "fixing", run_one):
+    finish = None
+    if ray is not None:  # each task emits on its node; finish writes the files under DIR/<target>/ here
+        from mend.distributed import fix_parts
+
+        run_one, finish = fix_parts(one, root, _slug)
+    for spec, result, error in _each_target(specs, "fixing", run_one, ray, finish):
         if error is not None:
             failed += 1
             docs.append({"target": spec, "error": error})

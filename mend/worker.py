@@ -45,55 +45,121 @@ def run_worker(request: dict, tmp: Path, tag: str):
     torch's import again; a request whose overlay replaces a preloaded module runs in a
     fresh interpreter. ``MEND_WORKERS=fresh`` runs each request
     in a new interpreter instead (the reference path)."""
+    result = run_workers([(request, tag)], tmp)[0]
+    if isinstance(result, MendError):
+        raise result
+    return result
+
+
+def run_workers(requests: list[tuple[dict, str]], tmp: Path) -> list:
+    """:func:`run_worker` for several independent requests at once, each in its own
+    process (at most :func:`mend._warm.jobs` at a time, in the order given: put the longest
+    first). Returns, in the same order, each result or the MendError it failed with; the
+    caller decides which failure counts, as if it had run them one after another."""
     import torch
 
-    req = Path(tmp) / f"{tag}.json"
-    request = {**request, "out": str(Path(tmp) / f"{tag}.out")}
-    req.write_text(json.dumps(request))
-    code = None
+    staged = []
+    for request, tag in requests:
+        req = Path(tmp) / f"{tag}.json"
+        request = {**request, "out": str(Path(tmp) / f"{tag}.out")}
+        req.write_text(json.dumps(request))
+        staged.append((request, req, Path(tmp) / f"{tag}.log"))
+    codes: list = [None] * len(staged)
     if os.environ.get("MEND_WORKERS", "warm") != "fresh":
         from mend._warm import STALE
 
-        log = Path(tmp) / f"{tag}.log"
-        code = _WarmServer.run({"req": str(req), "env": worker_env(), "cwd": str(ROOT), "log": str(log)})
-        stderr = log.read_text(errors="replace") if log.exists() else ""
-        if code == STALE:  # the overlay replaces a module the warm worker preloaded
-            code = None
-    if code is None:
-        proc = subprocess.run([sys.executable, "-m", "mend.worker", str(req)], capture_output=True, text=True,
-                              env=worker_env(), cwd=str(ROOT))
-        code, stderr = proc.returncode, proc.stderr
-    if code != 0:
-        tail = stderr.strip().splitlines()[-1:] or [f"(no output; exit code {code})"]
-        raise MendError(f"verification worker failed for {request['target']}: {tail[0]}")
-    if request["action"] in ("scan", "facts"):
-        return json.loads(Path(request["out"]).read_text())
-    return torch.load(request["out"], weights_only=False)
+        ids = [_WarmServer.submit({"req": str(req), "env": worker_env(), "cwd": str(ROOT), "log": str(log)})
+               for _, req, log in staged]
+        for k, job_id in enumerate(ids):
+            code = _WarmServer.wait(job_id)
+            if code != STALE:  # else the overlay replaces a module the warm worker preloaded
+                codes[k] = (code, staged[k][2].read_text(errors="replace") if staged[k][2].exists() else "")
+    fresh = [k for k, c in enumerate(codes) if c is None]
+    if fresh:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from mend._warm import jobs
+
+        def interpreter(k: int):
+            proc = subprocess.run([sys.executable, "-m", "mend.worker", str(staged[k][1])], capture_output=True,
+                                  text=True, env=worker_env(), cwd=str(ROOT))
+            return proc.returncode, proc.stderr
+
+        with ThreadPoolExecutor(max_workers=jobs()) as pool:
+            for k, code in zip(fresh, pool.map(interpreter, fresh)):
+                codes[k] = code
+    results = []
+    for (request, _, _), (code, stderr) in zip(staged, codes):
+        if code != 0:
+            tail = stderr.strip().splitlines()[-1:] or [f"(no output; exit code {code})"]
+            results.append(MendError(f"verification worker failed for {request['target']}: {tail[0]}"))
+        elif request["action"] in ("scan", "facts"):
+            results.append(json.loads(Path(request["out"]).read_text()))
+        else:
+            results.append(torch.load(request["out"], weights_only=False))
+    return results
 
 
 class _WarmServer:
-    """The ``python -m mend._warm`` process of this mend run (started on first use, ended
-    when mend exits): requests go one at a time, each to a freshly forked child."""
+    """The ``python -m mend._warm`` process of this mend run (started on first use, or by
+    :meth:`start` ahead of time, ended when mend exits). Jobs are submitted and their exit
+    codes collected by id; the server runs each in a freshly forked child."""
 
     proc = None
+    pending: dict = {}   # job id -> job, until its reply is read
+    done: dict = {}      # job id -> exit code, replies read while waiting for another
+    next_id = 0
 
     @classmethod
-    def run(cls, job: dict) -> int:
-        for _ in (0, 1):  # a server that died (killed, out of memory) is started again once
-            if cls.proc is None or cls.proc.poll() is not None:
-                cls.proc = subprocess.Popen([sys.executable, "-m", "mend._warm"], stdin=subprocess.PIPE,
-                                            stdout=subprocess.PIPE, text=True, cwd=str(ROOT), env=worker_env())
-                atexit.register(cls.stop)
+    def start(cls) -> None:
+        """Start the server now (it imports torch and transformers for about 9 s on 2 cores),
+        so that it is ready when the first candidate is verified. No-op when running."""
+        if os.environ.get("MEND_WORKERS", "warm") == "fresh":
+            return
+        if cls.proc is None or cls.proc.poll() is not None:
+            cls.proc = subprocess.Popen([sys.executable, "-m", "mend._warm"], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, text=True, cwd=str(ROOT), env=worker_env())
+            atexit.register(cls.stop)
+
+    @classmethod
+    def _send(cls, job_id: int, job: dict) -> None:
+        cls.start()
+        try:
+            cls.proc.stdin.write(json.dumps({**job, "id": job_id}) + "\n")
+            cls.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass  # the server died: wait() notices and starts it again
+
+    @classmethod
+    def submit(cls, job: dict) -> int:
+        cls.next_id += 1
+        cls.pending[cls.next_id] = job
+        cls._send(cls.next_id, job)
+        return cls.next_id
+
+    @classmethod
+    def wait(cls, job_id: int) -> int:
+        """The exit code of job ``job_id``. A server that died (killed, out of memory) is
+        started again once and given the jobs it had not answered."""
+        restarted = False
+        while job_id not in cls.done:
             try:
-                cls.proc.stdin.write(json.dumps(job) + "\n")
-                cls.proc.stdin.flush()
                 line = cls.proc.stdout.readline()
-            except (BrokenPipeError, OSError):
+            except (OSError, ValueError):
                 line = ""
             if line:
-                return int(json.loads(line)["code"])
+                reply = json.loads(line)
+                cls.pending.pop(reply["id"], None)
+                cls.done[reply["id"]] = int(reply["code"])
+                continue
             cls.stop()
-        raise MendError("the warm verification worker stopped (rerun with MEND_WORKERS=fresh)")
+            if restarted:
+                cls.pending.clear()
+                raise MendError("the warm verification worker stopped (rerun with MEND_WORKERS=fresh)")
+            restarted = True
+            for pending_id, job in list(cls.pending.items()):
+                cls._send(pending_id, job)
+        return cls.done.pop(job_id)
 
     @classmethod
     def stop(cls) -> None:
@@ -104,7 +170,6 @@ class _WarmServer:
             except subprocess.TimeoutExpired:
                 cls.proc.kill()
         cls.proc = None
-
 
 def _observe_all(request: dict) -> dict:
     import torch

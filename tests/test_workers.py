@@ -111,3 +111,44 @@ def test_an_overlay_of_a_preloaded_module_runs_in_a_fresh_interpreter(tmp_path, 
     doc = run_worker({"target": target, "action": "scan", "overlay": str(tmp_path / "overlay")}, tmp_path, "stale")
     assert doc["graph_break_count"] == 1
     assert "already imported" in (tmp_path / "stale.log").read_text()
+
+
+def test_concurrent_requests_each_get_their_own_answer(tmp_path, monkeypatch):
+    """run_workers sends several requests to the warm server at once (two children at a
+    time): each result comes back in the order asked, a failing one as its MendError, and the
+    others are unaffected; the replies, which arrive in the order children end, are matched
+    by id."""
+    from mend.worker import run_workers
+
+    target = _user_package(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MEND_WORKERS", "warm")
+    monkeypatch.setenv("MEND_JOBS", "2")
+    alone = run_worker(_scan_request(tmp_path, target), tmp_path, "alone")
+    results = run_workers([(_scan_request(tmp_path, target), "c1"),
+                           ({"target": "no_such_module_xyz:make", "action": "scan"}, "c2"),
+                           (_scan_request(tmp_path, target), "c3")], tmp_path)
+    assert results[0] == alone and results[2] == alone
+    assert isinstance(results[1], MendError) and "no_such_module_xyz" in str(results[1])
+
+
+def test_a_killed_server_is_restarted_and_given_the_unanswered_jobs(tmp_path, monkeypatch):
+    from mend.worker import _WarmServer, run_workers
+
+    target = _user_package(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MEND_WORKERS", "warm")
+    wait = _WarmServer.wait.__func__
+    killed = []
+
+    def kill_then_wait(cls, job_id):
+        if not killed:  # the jobs are submitted and running: the OOM killer takes the server
+            killed.append(cls.proc.pid)
+            cls.proc.kill()
+            cls.proc.wait()
+        return wait(cls, job_id)
+
+    monkeypatch.setattr(_WarmServer, "wait", classmethod(kill_then_wait))
+    results = run_workers([(_scan_request(tmp_path, target), "k1"), (_scan_request(tmp_path, target), "k2")], tmp_path)
+    assert killed and _WarmServer.proc.pid != killed[0]
+    assert results[0] == results[1] and results[0]["graph_break_count"] == 1

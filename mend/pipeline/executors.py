@@ -288,9 +288,11 @@ class Overlay:
     kind = "overlay"
 
     def __init__(self, target: Target, spec: str, tmp: Path, seed: int, max_examples: int) -> None:
-        from mend.worker import run_worker
+        from mend.worker import _WarmServer, run_worker, run_workers
 
-        self.run_worker = run_worker
+        _WarmServer.start()  # its imports overlap this process's first scan and planning
+        self.run_worker, self.run_workers = run_worker, run_workers
+        self.speculative = None  # (files, scan doc or MendError) of the last candidate's rescan
         self.target, self.spec, self.tmp, self.seed = target, spec, tmp, seed
         self.inputs_path = tmp / "inputs.pt"
         self.inputs = draw_inputs(target.args, target.kwargs, seed, max_examples)
@@ -335,6 +337,7 @@ class Overlay:
         self.cand_dir = write_overlay(self.tmp / f"cand{n}", {**files, rel: inst_cand or code})
         self.emit_dir = write_overlay(self.tmp / f"emit{n}", {**files, rel: code})
         self.cur_files = {**files, rel: current}
+        self.trial = {**files, rel: code}  # what fix() rescans if the candidate is accepted
         self.rel = rel
 
     def facts(self, obligations: list[dict], before: str, code: str) -> tuple[dict, dict]:
@@ -350,20 +353,33 @@ class Overlay:
     def evidence(self, force: list[int], edge_values: list) -> dict:
         n, tmp = self.n, self.tmp
         base = {"target": self.spec, "action": "observe", "inputs": str(self.inputs_path), "force": force}
+        # independent runs, two at a time, the longest (Inductor) first; each failure counts
+        # where the one-after-another order would have met it, so verdicts do not change.
+        # The candidate's rescan goes along: fix() asks for it next if the candidate passes
+        jobs = {"emit": {**base, "overlay": str(self.emit_dir), "force": [], "compiled": True, "backend": "inductor"},
+                "ref": {**base, "overlay": str(self.ref_dir)},
+                "cand": {**base, "overlay": str(self.cand_dir)}}
+        if force:
+            jobs["candc"] = {**base, "overlay": str(self.cand_dir), "compiled": True, "backend": "eager"}
+        jobs["scan"] = self._scan_request(self.trial)
+        runs = dict(zip(jobs, self.run_workers([(req, f"{name}{n}") for name, req in jobs.items()], tmp)))
+        self.speculative = (self.trial, runs.pop("scan"))
+
+        def got(name: str):
+            if isinstance(runs[name], MendError):
+                raise runs[name]
+            return runs[name]
+
         grads: dict = {}
         try:
-            ref = self.run_worker({**base, "overlay": str(self.ref_dir)}, tmp, f"ref{n}")
-            cand = self.run_worker({**base, "overlay": str(self.cand_dir)}, tmp, f"cand{n}")
+            ref, cand = got("ref"), got("cand")
             # the default backend: a rewrite must survive Inductor's code generation too
             # (graphs holding mend::capture have crashed it, see README)
-            emit = self.run_worker({**base, "overlay": str(self.emit_dir), "force": [], "compiled": True,
-                                    "backend": "inductor"}, tmp, f"emit{n}")
+            emit = got("emit")
             worst = compare_runs(ref, cand, exact=True, grad_stats=grads)
             if force:  # the predicate forced both ways under torch.compile too: a rewrite
                 # may take effect only when compiling (torch.cond keeps the `if` for eager)
-                cand_c = self.run_worker({**base, "overlay": str(self.cand_dir), "compiled": True, "backend": "eager"},
-                                         tmp, f"candc{n}")
-                worst = max(worst, compare_runs(ref, cand_c, exact=False))
+                worst = max(worst, compare_runs(ref, got("candc"), exact=False))
             try:
                 worst = max(worst, compare_runs(ref, emit, exact=False, natural_only=True, any_error=True))
             except Mismatch:
@@ -392,11 +408,19 @@ class Overlay:
     def reject(self) -> None:
         pass
 
+    def _scan_request(self, files: dict[str, str]) -> dict:
+        return {"target": self.spec, "action": "scan",
+                "overlay": str(write_overlay(self.tmp / f"scan{self.n}", files))}
+
     def rescan(self, files: dict[str, str]):
-        n = self.n
-        return ScanDoc(self.run_worker({"target": self.spec, "action": "scan",
-                                        "overlay": str(write_overlay(self.tmp / f"scan{n}", files))},
-                                       self.tmp, f"scan{n}"))
+        if self.speculative is not None and self.speculative[0] == files:
+            doc = self.speculative[1]  # scanned alongside the candidate's differential test
+        else:
+            doc = self.run_worker(self._scan_request(files), self.tmp, f"scan{self.n}")
+        self.speculative = None
+        if isinstance(doc, MendError):
+            raise doc
+        return ScanDoc(doc)
 
     def after(self, current_scan):
         return current_scan

@@ -10,6 +10,7 @@ import torch
 
 from mend.pipeline.executors import (build_pair, compare_runs, draw_inputs, factory_of, install_runtimes,
                                      model_maker)
+from mend.errors import MendError
 from mend.targets import load_target
 from verifier.certs import resolve, sha256_file
 from verifier.differential import Mismatch, differential_test
@@ -26,7 +27,7 @@ def rerun(path: Path, doc: dict) -> tuple[bool, str]:
 
 
 def _rerun_overlay(doc: dict, mended: Path | None, seed: int, n: int) -> tuple[bool, str]:
-    from mend.worker import run_worker
+    from mend.worker import run_workers
 
     mended = mended.resolve() if mended else None
     root = Path(str(mended)[: -len(doc["file"])]) if mended and str(mended).endswith(doc["file"]) else None
@@ -39,9 +40,12 @@ def _rerun_overlay(doc: dict, mended: Path | None, seed: int, n: int) -> tuple[b
         inputs = draw_inputs(t.args, t.kwargs, seed, n)
         torch.save(inputs, tmp / "inputs.pt")
         base = {"target": target, "action": "observe", "inputs": str(tmp / "inputs.pt"), "force": []}
-        ref = run_worker(dict(base), tmp, "ref")
-        emit = run_worker({**base, "overlay": str(root)}, tmp, "eager")
-        comp = run_worker({**base, "overlay": str(root), "compiled": True}, tmp, "compiled")
+        runs = run_workers([({**base, "overlay": str(root), "compiled": True}, "compiled"), (dict(base), "ref"),
+                            ({**base, "overlay": str(root)}, "eager")], tmp)
+        comp, ref, emit = runs
+        for run in (ref, emit, comp):  # the first failure in the order the checks read them
+            if isinstance(run, MendError):
+                raise run
         try:
             worst = max(compare_runs(ref, emit, exact=True), compare_runs(ref, comp, exact=False))
         except Mismatch as exc:

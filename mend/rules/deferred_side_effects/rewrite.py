@@ -3,12 +3,10 @@ a decline."""
 from __future__ import annotations
 
 import libcst as cst
-from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import AddImportsVisitor
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from mend.rules._base import Decline, RewriteResult
-from mend.rules._common import code_of as _code
+from mend.rules._common import add_import, code_of as _code
 from mend.rules.deferred_side_effects.screen import NAME, RUNTIME, _bindings, _lazy, _runtime_alias, _screen, _site
 
 
@@ -51,9 +49,7 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     new_call = call.with_changes(func=cst.Attribute(cst.Name(alias), cst.Name(func_name)), args=args)
     tree = module.deep_replace(call, new_call)
     if not imported:
-        context = CodemodContext()
-        AddImportsVisitor.add_needed_import(context, RUNTIME, asname=alias)
-        tree = AddImportsVisitor(context).transform_module(tree)
+        tree = add_import(tree, f"import {RUNTIME} as {alias}")
 
     detail = (f"`{plan.callee}(...)` -> `{alias}.{func_name}(...)`: captured inside the graph (tensor arguments "
               "cloned), replayed after the compiled call in program order")

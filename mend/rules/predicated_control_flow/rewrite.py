@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import libcst as cst
 import libcst.matchers as m
-from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import AddImportsVisitor
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from mend.locate import Located
 from mend.rules._base import Decline, Match, RewriteResult
+from mend.rules._common import add_import
 from mend.rules.predicated_control_flow.env import NAME, _Declined, _Env
 from mend.rules.predicated_control_flow.screen import _is_static
 from mend.rules.predicated_control_flow.where import _rewrite_if, _rewrite_logic, where_equals_ite
@@ -112,9 +111,7 @@ def _rewrite_at(module: cst.Module, node: cst.CSTNode | None, line: int) -> Rewr
         return Decline(NAME, str(why))
     new = _splice(module, pairs)
     if env.needs_import:
-        ctx = CodemodContext()
-        AddImportsVisitor.add_needed_import(ctx, "torch")
-        new = AddImportsVisitor(ctx).transform_module(new)
+        new = add_import(new, "import torch")
     return RewriteResult(new.code, span, detail, where_equals_ite(env.obligations), predicates=preds)
 
 

@@ -6,13 +6,11 @@ import hashlib
 
 import libcst as cst
 import libcst.matchers as m
-from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import AddImportsVisitor
 from libcst.metadata import (BuiltinScope, ClassScope, GlobalScope, MetadataWrapper, ParentNodeProvider,
                              PositionProvider, ScopeProvider)
 
 from mend.rules._base import Decline, RewriteResult
-from mend.rules._common import Replace, code_of as _code, dotted as _dotted
+from mend.rules._common import Replace, add_import, code_of as _code, dotted as _dotted
 from mend.rules.predicated_validation.screen import MARKER, NAME, TABLE, _message, _screen
 
 
@@ -168,9 +166,7 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
         replacement = _table_stmt(table, entries).with_changes(leading_lines=existing.leading_lines)
         tree = tree.visit(Replace(existing, replacement))
     if binding == "none":
-        context = CodemodContext()
-        AddImportsVisitor.add_needed_import(context, "torch")
-        tree = AddImportsVisitor(context).transform_module(tree)
+        tree = add_import(tree, "import torch")
     if existing is None:
         tree = _insert_table(tree, _table_stmt(table, [entry]))
 
