@@ -23,6 +23,7 @@ Run nothing else on the machine meanwhile: each record carries ``foreign_cpu_s``
 
     python benchmarks/run_mend_cost.py                       # 12 catalogue rows, ~60 min on 2 cores
     python benchmarks/run_mend_cost.py --rows hf:t5,hf:bart --no-batch
+    python benchmarks/run_mend_cost.py --rows hf:t5,hf:bart,hf:whisper --batch-rows hf:t5,hf:bart --ray
     python benchmarks/run_mend_cost.py --ray                  # also the Ray batches
 
 Results: ``benchmarks/results/mend_cost.{json,md}``.
@@ -189,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", default="paper", help="paper (the 12 hf: rows) or a comma list (hf:t5,...)")
     ap.add_argument("--strict", action="store_true", help="also time --verify strict (warm)")
     ap.add_argument("--no-batch", action="store_true", help="skip the batch runs")
+    ap.add_argument("--batch-rows", default=None, help="the batches' rows (default: --rows)")
     ap.add_argument("--ray", action="store_true", help="also run the batches on a local Ray cluster")
     ap.add_argument("--out", default=str(HERE / "results"), help="results folder")
     args = ap.parse_args(argv)
@@ -202,7 +204,8 @@ def main(argv: list[str] | None = None) -> int:
             print(spec, flush=True)
             doc["rows"].append(measure_row(spec, work, args.strict, lambda s: print(s, flush=True)))
         if not args.no_batch:
-            doc["batches"] = measure_batches(specs, work, args.ray, lambda s: print(s, flush=True))
+            batch = [r.spec for r in resolve_rows(args.batch_rows)] if args.batch_rows else specs
+            doc["batches"] = measure_batches(batch, work, args.ray, lambda s: print(s, flush=True))
     doc["minutes"] = (time.time() - t0) / 60
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
