@@ -395,8 +395,8 @@ def _fix_batch(specs, one, out_dir, as_json, html_file, write, verify, ray=None)
     page) under DIR/<target>/, one combined report DIR/report.json (and on stdout with
     --json); a target that fails is recorded and the batch goes on; exit 2 if one failed."""
     if not out_dir or write:
-        raise MendError(f"{len(specs)} targets: a batch needs --out DIR (each target's files go to DIR/<target>/) "
-                        "and no --write")
+        what = f"{len(specs)} targets: a batch" if len(specs) > 1 else "--ray (a batch of one target)"
+        raise MendError(f"{what} needs --out DIR (each target's files go to DIR/<target>/) and no --write")
     if html_file:
         raise MendError("--html FILE is one page: in a batch each target's page is written as DIR/<target>/review.html")
     root = Path(out_dir)

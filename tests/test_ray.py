@@ -151,4 +151,4 @@ def test_ray_option_values(zoo, run_mend):
     code, _, err = run_mend("scan", "--ray", "clean.py")
     assert code == 2 and "'clean.py' is not a Ray address" in err and "give --ray after the targets" in err
     code, _, err = run_mend("fix", "clean.py", "--ray")  # a batch of one: it needs --out DIR too
-    assert code == 2 and "a batch needs --out DIR" in err
+    assert code == 2 and "--ray (a batch of one target) needs --out DIR" in err
