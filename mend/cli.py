@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 import traceback
 from contextlib import contextmanager
 from pathlib import Path
@@ -170,7 +171,8 @@ def scan(targets, as_json, sarif, baseline_path, update_baseline, only_user, lis
             comparison = bl.compare(counted, known, root=root, scope=in_scope)
         bl.share_marks(results)
         if as_json:
-            by_spec = {r.target: scan_json(r) for r in results} | {f[0]: failed_json(*f) for f in failures}
+            by_spec = {r.target: scan_json(r) | ({"seconds": r.seconds} if hasattr(r, "seconds") else {})
+                       for r in results} | {f[0]: failed_json(*f) for f in failures}
             docs = [by_spec[spec] for spec in specs]
             click.echo(json.dumps(docs[0] if len(docs) == 1 else docs, indent=2))
         elif sarif:
@@ -236,8 +238,14 @@ def _scan_all(specs: list[str], load_target, run_scan, ray=None):
     if len(specs) == 1 and ray is None:
         with err_console.status(f"building and compiling {specs[0]} under TorchDynamo..."):
             return [run_scan(load_target(specs[0]))], []
+    def run_one(spec):
+        start = time.perf_counter()
+        result = run_scan(load_target(spec))
+        result.seconds = round(time.perf_counter() - start, 2)  # build and scan: the batch report's per-target time
+        return result
+
     results, failures = [], []
-    for spec, result, error in _each_target(specs, "scanning", lambda spec: run_scan(load_target(spec)), ray):
+    for spec, result, error in _each_target(specs, "scanning", run_one, ray):
         if error is None:
             results.append(result)
         else:
@@ -322,9 +330,11 @@ def fix(targets, write, out_dir, as_json, seed, examples, verify, unsafe_fixes, 
         def one(spec, out, html):
             # what the target's code prints while it is loaded and run goes to stderr, never
             # into the diff or the JSON
+            start = time.perf_counter()
             with contextlib.redirect_stdout(sys.stderr):
                 res = run_fix(spec, seed=seed, max_examples=examples, verify=verify, unsafe_fixes=unsafe_fixes,
                               rules=conf.rules, exclude=cfg.rooted(conf.exclude, conf.path and conf.path.parent))
+            res.seconds = round(time.perf_counter() - start, 2)  # a batch report's per-target time
             written = emit(res, write=write, out_dir=out)
             if html:
                 write_html(res, html, written)
@@ -419,7 +429,7 @@ def _fix_batch(specs, one, out_dir, as_json, html_file, write, verify, ray=None)
             console.print(f"[red]{escape(spec)}[/]: error: {escape(error)}", highlight=False)
             continue
         folder, res, written = result
-        docs.append({"target": spec, **res.to_json(), "out_dir": str(folder)})
+        docs.append({"target": spec, **res.to_json(), "out_dir": str(folder), "seconds": res.seconds})
         if not as_json:
             _print_fix(res, spec, verify, written, console)
     report = root / "report.json"

@@ -62,6 +62,8 @@ def test_batch_scan_reports_all_and_goes_on_after_a_failure(tmp_path, run_mend, 
     assert [(d["target"], d.get("graph_break_count"), "error" in d) for d in docs] == \
         [("a.py", 1, False), ("b.py", 0, False), ("c.py", None, True)]
     assert "does not parse" in docs[2]["error"] and "3 targets: 2 scanned, 1 failed" in err
+    # each scanned target's own build-and-scan time (s), for a zoo's slowest models
+    assert all(d["seconds"] > 0 for d in docs[:2]) and "seconds" not in docs[2]
     code, out, _ = run_mend("scan", "*.py", "--sarif")
     run = json.loads(out)["runs"][0]
     assert code == 2 and len(run["results"]) == 1
@@ -83,5 +85,6 @@ def test_batch_fix_writes_each_target_under_out_and_one_report(tmp_path, run_men
     assert docs == json.loads((tmp_path / "out" / "report.json").read_text())
     assert [d["target"] for d in docs] == ["a.py", "c.py"] and "does not parse" in docs[1]["error"]
     assert [r["rule"] for r in docs[0]["rewrites"]] == ["predicated-control-flow"]
+    assert docs[0]["seconds"] > 0 and "seconds" not in docs[1]
     assert (tmp_path / "out" / "a.py" / "a.py").is_file() and (tmp_path / "out" / "a.py" / "review.html").is_file()
     assert (tmp_path / "a.py").read_text() == (FIXTURES / "branch_where.py").read_text()  # never touched

@@ -145,3 +145,41 @@ def test_newest_table_writer_on_a_fake_result():
     assert "`transformers/models/x/modeling_x.py:12` (forward)" in md and "leaves the graph as a Python number" in md
     assert "declined rewrite `deferred-side-effects`" in md
     assert "## Detailed tables" in md and "Plots:" not in md
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+    return module
+
+
+def test_mend_cost_identity_check_and_table_on_a_fake_result():
+    """benchmarks/run_mend_cost.py: the fresh/warm identity ignores timings and the output
+    folder and nothing else; the table's medians and cells (no mend run)."""
+    rc = _load("run_mend_cost")
+    doc = {"rewrites": [{"obligations": [{"kind": "k", "seconds": 1.5, "result": "checked"}],
+                         "verification": {"seconds": 2.0, "solver_seconds": 0.1}, "file": "/tmp/o1/x.py"}]}
+    other = {"rewrites": [{"obligations": [{"kind": "k", "seconds": 9.0, "result": "checked"}],
+                           "verification": {"seconds": 3.0, "solver_seconds": 0.2}, "file": "/tmp/o2/x.py"}]}
+    assert rc.normalised(doc, "/tmp/o1") == rc.normalised(other, "/tmp/o2")
+    changed = {"rewrites": [{"obligations": [{"kind": "k", "seconds": 1.5, "result": "proved"}],
+                             "verification": {"seconds": 2.0}, "file": "/tmp/o1/x.py"}]}
+    assert rc.normalised(changed, "/tmp/o1") != rc.normalised(other, "/tmp/o2")
+
+    def rec(wall, rss=500, rc_=0):
+        return {"wall_s": wall, "peak_rss_mb": rss, "rc": rc_, "cpu_s": wall, "foreign_cpu_s": 0.1}
+    rows = [{"row": "hf:a", "scan": rec(10.0), "fix fresh": rec(100.0), "fix warm": {**rec(50.0), "rewrites": 1},
+             "identical": {"json": True, "certificates": True}, "ratio_fresh_over_warm": 2.0},
+            {"row": "hf:b", "scan": rec(20.0, 700), "fix fresh": rec(90.0), "fix warm": {**rec(70.0, 0, 2), "rewrites": 0},
+             "identical": {"json": False, "certificates": True}, "ratio_fresh_over_warm": 1.29}]
+    md = rc.markdown({"rows": rows, "machine": {"cpu_model": "X", "cpus_usable": 2}, "started": "now", "minutes": 3.0,
+                      "batches": {"scan ray": {**rec(30.0), "targets": 2, "targets_per_min": 4.0,
+                                               "median_per_target_s": 9.5, "identical_to_local": True}}})
+    assert "scan 15.0 s, fix fresh 95.0 s, fix warm 50.0 s, strict —; largest peak RSS 700 MB" in md
+    assert "| hf:b | 20.0 | 90.0 | 70.0 (rc 2) | 1.29 |" in md and "NO / yes" in md
+    assert "| `mend scan ray` | 2 | 30.0 | 4.0 | 9.5 | 500 | yes |" in md and "driver's alone" in md
