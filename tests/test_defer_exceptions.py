@@ -3,7 +3,8 @@
 print before an out-of-range embedding index is lost under Inductor, where eager (and the
 original, which breaks at the print) prints it. The differential test's Inductor pass runs
 the drawn inputs on which the original raised, and compares what was printed, warned and
-logged before the exception, so such a rewrite is declined."""
+logged before the exception, so such a rewrite is declined. Also a deferred print inside an
+activation checkpoint, which compiled training replays in backward."""
 from __future__ import annotations
 
 import contextlib
@@ -77,3 +78,17 @@ def test_the_rewrite_is_declined_with_the_reason(tmp_path):
     (declined,) = res.declined
     assert declined.rule == "deferred-side-effects"
     assert "under torch.compile (inductor)" in declined.reason and "stdout differ (both raised)" in declined.reason
+
+
+@pytest.mark.slow
+def test_a_print_in_a_checkpoint_is_declined_for_printing_again_in_backward():
+    """Deferred, the checkpointed body traces into the graph, and its backward recomputes the
+    forward, capture included: compiled training printed twice where eager prints once (eager's
+    checkpoint saves nothing here, so it recomputes nothing). The compiled runs of the training
+    phase now take gradients, so the test sees the backward's output."""
+    from mend.pipeline import fix
+
+    res = fix(str(FIXTURES / "print_in_checkpoint.py"))
+    assert res.rewrites == [] and (res.before.graph_count, res.after.graph_count) == (2, 2)
+    (declined,) = res.declined
+    assert "stdout differ" in declined.reason and declined.reason.count("inside tensor") == 3

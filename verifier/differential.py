@@ -451,10 +451,13 @@ def _differential_test(original, mended, example: tuple, *, example_kwargs, emit
                     got = observe(mended, args, kwargs, grad)
                     state["worst"] = max(state["worst"], compare(ref, got, exact=True, grad_stats=grads))
                     if compiled_model is not None and line is None:
+                        # in training, with the backward pass: a compiled region's backward
+                        # can run mended code again (a checkpoint recomputes its forward)
+                        grad_c = grad and phase == "train"
                         with warnings.catch_warnings():
                             warnings.simplefilter("ignore")
-                            got_c = observe(compiled_model, args, kwargs, grad=False)
-                        ref_c_obs = observe(ref_c, args, kwargs, grad=False)
+                            got_c = observe(compiled_model, args, kwargs, grad=grad_c)
+                        ref_c_obs = observe(ref_c, args, kwargs, grad=grad_c)
                         state["worst"] = max(state["worst"], compare(ref_c_obs, got_c, exact=False))
                     if pair_c is not None:
                         ref_f = observe(pair_c[0], args, kwargs, grad)
