@@ -29,6 +29,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from verifier.smt import normalize_smt
+
 SCHEMA_VERSION = "0.4"
 SCHEMA = Path(__file__).resolve().parents[1] / "mend" / "schemas" / "certificate.schema.json"
 
@@ -60,20 +62,6 @@ def dumps(doc: dict) -> str:
 
 def sha256_file(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-_LET = re.compile(r"[?$]x\d+")
-
-
-def normalize_smt(text: str) -> str:
-    """SMT-LIB text with z3's let-binding names (``?x123``, ``$x45``) renamed in order of
-    first appearance: they come from z3's internal term ids, which depend on what else the
-    process built."""
-    names: dict[str, str] = {}
-
-    def sub(m):
-        return names.setdefault(m.group(0), f"{m.group(0)[0]}v{len(names) + 1}")
-    return _LET.sub(sub, text)
 
 
 @dataclass

@@ -6,6 +6,7 @@ queries, :mod:`verifier.outcomes` types the results.
 """
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +33,21 @@ class Solved:
     reason_unknown: str | None = None
 
 
+_LET = re.compile(r"[?$]x\d+")
+
+
+def normalize_smt(text: str) -> str:
+    """SMT-LIB text with z3's let-binding names (``?x123``, ``$x45``) renamed in order of
+    first appearance (``?v1``, ``$v2``): they come from z3's internal term ids, which depend
+    on what else the process built (a query built after others, in a long-lived Ray worker,
+    printed other names than in a fresh process)."""
+    names: dict[str, str] = {}
+
+    def sub(m):
+        return names.setdefault(m.group(0), f"{m.group(0)[0]}v{len(names) + 1}")
+    return _LET.sub(sub, text)
+
+
 def solve(assertions: list, *, timeout_ms: int = TIMEOUT_MS, comments: list[str] = ()) -> Solved:
     """Check ``assertions`` (the negated claim plus assumptions) with a timeout."""
     # A fresh context per query: in z3's shared main context the search depends on every
@@ -42,7 +58,7 @@ def solve(assertions: list, *, timeout_ms: int = TIMEOUT_MS, comments: list[str]
     s.set("timeout", int(timeout_ms))
     for a in assertions:
         s.add(a.translate(ctx))
-    text = "".join(f"; {c}\n" for c in comments for c in c.splitlines()) + s.to_smt2()
+    text = "".join(f"; {c}\n" for c in comments for c in c.splitlines()) + normalize_smt(s.to_smt2())
     t0 = time.perf_counter()
     res = s.check()
     dt = time.perf_counter() - t0
