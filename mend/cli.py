@@ -18,7 +18,7 @@ from rich.markup import escape
 
 from mend import __version__
 from mend.distributed import ray_option
-from mend.errors import MendError
+from mend.errors import MendError, target_failure
 from mend.files import read_only, write_atomic
 
 # errors are one line, however narrow the terminal or pipe
@@ -171,7 +171,7 @@ def scan(targets, as_json, sarif, baseline_path, update_baseline, only_user, lis
             comparison = bl.compare(counted, known, root=root, scope=in_scope)
         bl.share_marks(results)
         if as_json:
-            by_spec = {r.target: scan_json(r) | ({"seconds": r.seconds} if hasattr(r, "seconds") else {})
+            by_spec = {r.target: scan_json(r) | ({"seconds": r.seconds} if r.seconds is not None else {})
                        for r in results} | {f[0]: failed_json(*f) for f in failures}
             docs = [by_spec[spec] for spec in specs]
             click.echo(json.dumps(docs[0] if len(docs) == 1 else docs, indent=2))
@@ -200,6 +200,14 @@ def _enter_project(conf) -> None:
         os.chdir(conf.path.parent)
 
 
+def _batch_progress():
+    """The progress bar of a batch on stderr: target, done of total, failed, time."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TextColumn("{task.fields[failed]} failed"), TimeElapsedColumn(), console=err_console, transient=True)
+
+
 def _each_target(specs: list[str], verb: str, run_one, ray=None, finish=None):
     """``run_one(spec)`` for each target of a batch, with progress (done, left, failed) on
     stderr. A target that fails (a MendError, or a crash in mend) is yielded as
@@ -209,24 +217,18 @@ def _each_target(specs: list[str], verb: str, run_one, ray=None, finish=None):
     if ray is not None:
         from mend.distributed import each_target
 
-        yield from each_target(specs, verb, run_one, ray, finish=finish, console=err_console)
+        yield from each_target(specs, verb, run_one, ray, finish=finish, progress=_batch_progress)
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[failed]} failed"),
-               TimeElapsedColumn())
     failed = 0
-    with Progress(*columns, console=err_console, transient=True) as progress:
+    with _batch_progress() as progress:
         task = progress.add_task(verb, total=len(specs), failed=0)
         for spec in specs:
             progress.update(task, description=f"{verb} {spec}")
             try:
                 with contextlib.redirect_stdout(sys.stderr):
                     outcome = (spec, run_one(spec), None)
-            except MendError as exc:
-                outcome = (spec, None, str(exc))
-            except Exception as exc:  # a crash in one target must not lose the batch's other results
-                outcome = (spec, None, f"{spec}: internal error: {type(exc).__name__}: {exc}")
+            except Exception as exc:  # noqa: BLE001 - recorded; the batch goes on
+                outcome = (spec, None, target_failure(spec, exc))
             failed += outcome[2] is not None
             progress.update(task, advance=1, failed=failed)
             yield outcome
@@ -238,6 +240,7 @@ def _scan_all(specs: list[str], load_target, run_scan, ray=None):
     if len(specs) == 1 and ray is None:
         with err_console.status(f"building and compiling {specs[0]} under TorchDynamo..."):
             return [run_scan(load_target(specs[0]))], []
+
     def run_one(spec):
         start = time.perf_counter()
         result = run_scan(load_target(spec))

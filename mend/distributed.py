@@ -33,8 +33,7 @@ from pathlib import Path
 
 import click
 
-from mend.errors import MendError
-from mend.files import read_only, write_atomic
+from mend.errors import MendError, target_failure
 
 INSTALL = "pip install 'graphmend[ray]'"
 # auto, local, ray://HOST:PORT (Ray Client), HOST:PORT or [IPv6]:PORT (a head's GCS)
@@ -137,10 +136,8 @@ def _run_on_node(run_one, spec: str, cwd: str):
     try:
         with contextlib.redirect_stdout(sys.stderr):
             return None, run_one(spec)
-    except MendError as exc:
-        return str(exc), None
-    except Exception as exc:  # a crash in one target must not lose the batch's other results
-        return f"{spec}: internal error: {type(exc).__name__}: {exc}", None
+    except Exception as exc:  # noqa: BLE001 - recorded as the local loop records it
+        return target_failure(spec, exc), None
     finally:
         os.chdir(here)
 
@@ -155,27 +152,23 @@ def _failure(ray, spec: str, exc: Exception) -> str:
     return f"{spec}: ray: {type(exc).__name__}: {_one_line(exc)}"
 
 
-def each_target(specs: list[str], verb: str, run_one, address: str, *, finish=None, console):
+def each_target(specs: list[str], verb: str, run_one, address: str, *, finish=None, progress):
     """Run ``run_one(spec)`` as a Ray task for each spec; yields ``(spec, result, None)`` or
     ``(spec, None, message)`` in the order of ``specs``, as ``mend.cli._each_target`` does.
 
     ``run_one`` must pickle (cloudpickle: closures too) and its result too; ``finish(spec,
     value)``, when given, runs on the driver as each task's value arrives and its return is
     the result (a MendError or OSError there is that target's failure). ``address``: "" for
-    ``ray.init()``, else ``ray.init(address=address)``. Progress (done, left, failed) goes to
-    ``console``. Raises MendError when Ray is not installed or no cluster can be reached."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
+    ``ray.init()``, else ``ray.init(address=address)``. ``progress()`` gives the rich Progress
+    the local loop uses (done, left, failed). Raises MendError when Ray is not installed or no cluster can be reached."""
     ray = _import_ray()
     with _connected(ray, address):
         task = ray.remote(max_retries=1, retry_exceptions=False)(_run_on_node)
         work, cwd = ray.put(run_one), os.getcwd()
         pending = {task.options(name=f"mend {verb} {spec}").remote(work, spec, cwd): spec for spec in specs}
         outcomes, failed, nxt = {}, 0, 0
-        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("{task.fields[failed]} failed"), TimeElapsedColumn())
-        with Progress(*columns, console=console, transient=True) as progress:
-            bar = progress.add_task(f"{verb} on Ray", total=len(specs), failed=0)
+        with progress() as bar_progress:
+            bar = bar_progress.add_task(f"{verb} on Ray", total=len(specs), failed=0)
             while pending:
                 (ref,), _ = ray.wait(list(pending), num_returns=1)
                 spec = pending.pop(ref)
@@ -186,13 +179,11 @@ def each_target(specs: list[str], verb: str, run_one, address: str, *, finish=No
                 if error is None and finish is not None:
                     try:
                         value = finish(spec, value)
-                    except MendError as exc:
-                        error, value = str(exc), None
-                    except Exception as exc:
-                        error, value = f"{spec}: internal error: {type(exc).__name__}: {exc}", None
+                    except Exception as exc:  # noqa: BLE001 - that target's failure
+                        error, value = target_failure(spec, exc), None
                 outcomes[spec] = (spec, value, error)
                 failed += error is not None
-                progress.update(bar, advance=1, failed=failed)
+                bar_progress.update(bar, advance=1, failed=failed)
                 while nxt < len(specs) and specs[nxt] in outcomes:
                     yield outcomes.pop(specs[nxt])
                     nxt += 1
@@ -232,6 +223,7 @@ class _FixFinish:
         self.root, self.slug = root, slug
 
     def __call__(self, spec: str, value):
+        from mend.pipeline.emit import write_atomic
         from mend.review import write_html
 
         res, files, node_dir = value
@@ -243,12 +235,7 @@ class _FixFinish:
             text = data.decode("utf-8")
             if Path(rel).parent.name == "certificates" and rel.endswith(".json"):
                 text = _rebase_certificate(text, os.path.join(node_dir, rel), path)
-            if read_only(path):
-                raise MendError(f"{path}: file is read-only; nothing was written")
-            try:
-                write_atomic(path, text)
-            except OSError as exc:
-                raise MendError(f"{path}: cannot write ({exc.strerror}); nothing was changed") from exc
+            write_atomic(path, text)  # emit's: the same read-only and unwritable errors as a local batch
             written.append(str(path))
         write_html(res, folder / "review.html", written)
         return folder, res, written

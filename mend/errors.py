@@ -10,3 +10,12 @@ class MendError(Exception):
 
 class TargetError(MendError):
     """The target could not be loaded, built or run on its example inputs."""
+
+
+def target_failure(spec: str, exc: Exception) -> str:
+    """The batch report's message for target ``spec`` that raised ``exc``: a MendError's own
+    text, else an internal error naming the exception (a crash in one target must not lose
+    the batch's other results)."""
+    if isinstance(exc, MendError):
+        return str(exc)
+    return f"{spec}: internal error: {type(exc).__name__}: {exc}"

@@ -120,6 +120,7 @@ class ScanResult:
     explain_break_count: int
     compiled_error: str | None = None
     steady_graph_count: int | None = None  # graphs a second call runs (first-call work done)
+    seconds: float | None = None  # building and scanning (s), set by the CLI for a batch report
 
     @property
     def graph_break_count(self) -> int:

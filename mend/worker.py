@@ -171,6 +171,7 @@ class _WarmServer:
                 cls.proc.kill()
         cls.proc = None
 
+
 def _observe_all(request: dict) -> dict:
     import torch
 

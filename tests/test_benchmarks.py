@@ -102,16 +102,21 @@ def test_json_shape_and_sanity(smoke):
     assert row["output_agreement"]["allclose"] is True
 
 
-def _load_run_newest():
-    spec = importlib.util.spec_from_file_location("_run_newest", REPO / "benchmarks" / "run_newest.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def _load(name: str):
+    """benchmarks/NAME.py as a module (its own folder importable, as when run as a script)."""
+    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+    return module
 
 
 def test_newest_table_writer_on_a_fake_result():
     """benchmarks/run_newest.py's summary and newest.md on a tiny fake document (no venv, no network)."""
-    rn = _load_run_newest()
+    rn = _load("run_newest")
     left = {"file": "/v/lib/python3.11/site-packages/transformers/models/x/modeling_x.py", "line": 12,
             "function": "forward", "source": "n = int(mask.sum().item())", "category": "item-tolist", "count": 2,
             "fixable_by": None, "reason": "the tensor value leaves the graph as a Python number", "frame_skipped": False}
@@ -145,17 +150,6 @@ def test_newest_table_writer_on_a_fake_result():
     assert "`transformers/models/x/modeling_x.py:12` (forward)" in md and "leaves the graph as a Python number" in md
     assert "declined rewrite `deferred-side-effects`" in md
     assert "## Detailed tables" in md and "Plots:" not in md
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(REPO / "benchmarks"))
-    return module
 
 
 def test_mend_cost_identity_check_and_table_on_a_fake_result():

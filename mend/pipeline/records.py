@@ -100,6 +100,7 @@ class FixResult:
     rewrites: list[Rewrite] = field(default_factory=list)
     declined: list[Declined] = field(default_factory=list)
     main_file: str | None = None  # the target's own file (FILE, FILE:FACTORY)
+    seconds: float | None = None  # wall time of the whole fix (s), set by the CLI for a batch report
 
     @property
     def file(self) -> Path | None:

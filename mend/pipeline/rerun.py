@@ -40,9 +40,8 @@ def _rerun_overlay(doc: dict, mended: Path | None, seed: int, n: int) -> tuple[b
         inputs = draw_inputs(t.args, t.kwargs, seed, n)
         torch.save(inputs, tmp / "inputs.pt")
         base = {"target": target, "action": "observe", "inputs": str(tmp / "inputs.pt"), "force": []}
-        runs = run_workers([({**base, "overlay": str(root), "compiled": True}, "compiled"), (dict(base), "ref"),
-                            ({**base, "overlay": str(root)}, "eager")], tmp)
-        comp, ref, emit = runs
+        comp, ref, emit = run_workers([({**base, "overlay": str(root), "compiled": True}, "compiled"),
+                                       (dict(base), "ref"), ({**base, "overlay": str(root)}, "eager")], tmp)
         for run in (ref, emit, comp):  # the first failure in the order the checks read them
             if isinstance(run, MendError):
                 raise run
