@@ -332,10 +332,11 @@ def prepare_row(row: Row, cfg: Config, work: Path, levels: list[str] = (), defau
     res["uses_validation_runtime"] = "_MEND_TRAPS" in code or "mend-trap" in code
     res["counts"] = counts_from(scan_doc, fix_doc)
     if fix_doc is not None:
-        res["rewrites"] = [{"rule": r["rule"], "site": r["site"], "safety": (r.get("safety") or {}).get("label")}
-                           for r in fix_doc.get("rewrites", [])]
+        res["rewrites"] = [{"rule": r["rule"], "site": r["site"], "safety": (r.get("safety") or {}).get("label"),
+                            "choice": _choice(r.get("choice"))} for r in fix_doc.get("rewrites", [])]
         res["declined"] = [{"rule": d.get("rule"), "site": d.get("site") or f"{d.get('file')}:{d.get('line')}",
-                            "reason": d.get("reason"), "safety": d.get("safety")} for d in fix_doc.get("declined", [])]
+                            "reason": d.get("reason"), "safety": d.get("safety"), "choice": _choice(d.get("choice"))}
+                           for d in fix_doc.get("declined", [])]
         # the breaks left after the fix, with mend's own reason for each (why no rule applies)
         res["remaining_sites"] = [{k: s.get(k) for k in ("file", "line", "function", "source", "category", "count",
                                                           "fixable_by", "reason", "frame_skipped")}
@@ -344,6 +345,24 @@ def prepare_row(row: Row, cfg: Config, work: Path, levels: list[str] = (), defau
         res["scan_mended"] = scan_with_overlay(row, res["mended_dir"], cfg, env)
         res["counts"]["after_scan_agrees"] = (res["scan_mended"] or {}).get("graph_break_count") == res["counts"].get("breaks_after")
     return res
+
+
+def _choice(choice: dict | None) -> dict | None:
+    """The cost model's choice at a branch site, as the benchmark records it."""
+    return None if not choice else {"chosen": choice.get("chosen"), "method": choice.get("method")}
+
+
+def choices_cell(r: dict) -> str:
+    """The chosen candidates of a row's branch sites (keep / where / cond, by method), or
+    a dash when no branch site was rewritten or kept (or the run predates the cost model)."""
+    picks = [x["choice"] for x in (r.get("rewrites") or []) + (r.get("declined") or []) if x.get("choice")]
+    if not picks:
+        return "—"
+    counts: dict[str, int] = {}
+    for c in picks:
+        key = f"{c['chosen']} ({c['method']})"
+        counts[key] = counts.get(key, 0) + 1
+    return ", ".join(f"{k} ×{n}" if n > 1 else k for k, n in sorted(counts.items()))
 
 
 def scan_with_overlay(row: Row, mended_dir: str, cfg: Config, env: dict) -> dict | None:
@@ -837,16 +856,18 @@ def markdown(doc: dict) -> str:
 
     bs = [str(b) for b in cfg["batch_sizes"]]
     L += ["## Steady state and throughput (after warm-up)", "",
-          "| row | steady orig ms | mended ms | ratio | ev orig; mended | "
+          "`chosen` = the candidate the cost model chose at each branch site (keep the break, torch.where, "
+          "torch.cond; mend/cost), beside the measured steady-state ratio of the whole model.", "",
+          "| row | chosen | steady orig ms | mended ms | ratio | ev orig; mended | "
           + " | ".join(f"B={b} orig / mended samples/s | ratio | ev" for b in bs) + " | outputs agree (max abs diff) |",
-          "|---|---|---|---|---|" + "---|---|---|" * len(bs) + "---|"]
+          "|---|---|---|---|---|---|" + "---|---|---|" * len(bs) + "---|"]
     for r in doc["rows"]:
         st = r.get("steady_state")
         if not st:
             continue
         o, m = st.get("original") or {}, st.get("mended") or {}
         ms = lambda d: _f(d["median_s"] * 1e3, "{:.3f}") if d.get("median_s") else "—"
-        cells = [ms(o), ms(m), f"**{_f(st.get('ratio'))}**", f"{_ev(o)}; {_ev(m)}"]
+        cells = [choices_cell(r), ms(o), ms(m), f"**{_f(st.get('ratio'))}**", f"{_ev(o)}; {_ev(m)}"]
         for b in bs:
             t = r["throughput"].get(b) or {}
             to, tm = t.get("original") or {}, t.get("mended") or {}

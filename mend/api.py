@@ -63,7 +63,8 @@ def scan_model(model, *args, **kwargs) -> ScanResult:
 
 
 def fix_model(factory: Callable | str, *, verify: str = "standard", unsafe_fixes: bool = False, seed: int = 0,
-              examples: int | None = None, rules: list[str] | None = None, exclude: list[str] = ()) -> FixResult:
+              examples: int | None = None, rules: list[str] | None = None, exclude: list[str] = (),
+              choose: str = "model") -> FixResult:
     """Rewrite and verify the fixable graph breaks of the model ``factory`` builds, as
     ``mend fix`` does. Nothing is written: apply the result with
     :func:`mend.pipeline.emit.emit` (``--write``/``--out``) or read ``result.diff()``.
@@ -73,7 +74,7 @@ def fix_model(factory: Callable | str, *, verify: str = "standard", unsafe_fixes
     code, so it needs a factory it can import, not a model object), or any target spec
     string (``FILE.py``, ``FILE.py:FACTORY``, ``MODULE:FACTORY``, ``hf:NAME``). The other
     arguments are the CLI's options (``--verify``, ``--unsafe-fixes``, ``--seed``,
-    ``--examples``, ``[tool.mend] rules`` and ``exclude``).
+    ``--examples``, ``--choose``, ``[tool.mend] rules`` and ``exclude``).
 
     Returns a :class:`mend.pipeline.records.FixResult`: ``before``/``after`` scans,
     ``rewrites`` (each with its obligations, evidence and fix safety), ``declined``,
@@ -83,7 +84,7 @@ def fix_model(factory: Callable | str, *, verify: str = "standard", unsafe_fixes
     from mend.pipeline import fix
 
     return fix(spec_of(factory), seed=seed, max_examples=examples, verify=verify, unsafe_fixes=unsafe_fixes,
-               rules=rules, exclude=list(exclude))
+               rules=rules, exclude=list(exclude), choose=choose)
 
 
 def spec_of(factory: Callable | str) -> str:

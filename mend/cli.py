@@ -292,18 +292,23 @@ def _scan_summary(counted, comparison, written) -> None:
 @click.option("--unsafe-fixes/--no-unsafe-fixes", default=None, help="Also apply verified fixes labelled unsafe: resting on an "
               "observation of the example run, a proof under the example's sizes, an unknown obligation, or gradients "
               "equal only within tolerance (each says which). Safe fixes are applied by default.")
+@click.option("--choose", "choose", type=click.Choice(["model", "roofline", "always", "measure"]), default=None,
+              help="[default: model, or [tool.mend] choose] How a data-dependent branch's rewrite is chosen among "
+              "keeping the graph break, torch.where and torch.cond, from the candidates that verified: model (the "
+              "cost model, falling back to the roofline), roofline (this machine's measured peaks), always (the "
+              "rule's own rewrite, GraphMend's policy), measure (time the two best-ranked on the target's inputs).")
 @click.option("--html", "html_file", type=click.Path(dir_okay=False), help="Also write a self-contained HTML review "
               "page (diffs, obligations, evidence, certificates, declines) to FILE.")
 @ray_option
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
-def fix(targets, write, out_dir, as_json, seed, examples, verify, unsafe_fixes, html_file, ray, debug):
+def fix(targets, write, out_dir, as_json, seed, examples, verify, unsafe_fixes, choose, html_file, ray, debug):
     """Rewrite the fixable graph breaks of TARGET, verifying each rewrite differentially
     before it is emitted. Prints a unified diff unless --write or --out is given.
 
     TARGET is FILE.py (defines Model and get_inputs()), FILE.py:FACTORY (returns (model,
     args) or (model, args, kwargs); sites in that file), MODULE:FACTORY (modules importable from the working
     directory: --write replaces them in place) or hf:NAME; without TARGET, the one target
-    of [tool.mend] (whose verify, rules, exclude and unsafe_fixes apply). Several targets
+    of [tool.mend] (whose verify, rules, exclude, unsafe_fixes and choose apply). Several targets
     (or patterns: 'models/*.py', 'pkg:*', 'hf:*') are a batch: --out DIR gets each one's
     files under DIR/<target>/ and one combined DIR/report.json. Mended copies of
     installed files go to DIR/<package path>; load them with
@@ -329,6 +334,7 @@ def fix(targets, write, out_dir, as_json, seed, examples, verify, unsafe_fixes, 
         specs = expand(targets)
         verify = verify or conf.verify or "standard"
         unsafe_fixes = conf.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
+        choose = choose or conf.choose or "model"
 
         def one(spec, out, html):
             # what the target's code prints while it is loaded and run goes to stderr, never
@@ -336,7 +342,8 @@ def fix(targets, write, out_dir, as_json, seed, examples, verify, unsafe_fixes, 
             start = time.perf_counter()
             with contextlib.redirect_stdout(sys.stderr):
                 res = run_fix(spec, seed=seed, max_examples=examples, verify=verify, unsafe_fixes=unsafe_fixes,
-                              rules=conf.rules, exclude=cfg.rooted(conf.exclude, conf.path and conf.path.parent))
+                              rules=conf.rules, exclude=cfg.rooted(conf.exclude, conf.path and conf.path.parent),
+                              choose=choose)
             res.seconds = round(time.perf_counter() - start, 2)  # a batch report's per-target time
             written = emit(res, write=write, out_dir=out)
             if html:

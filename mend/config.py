@@ -18,7 +18,8 @@ Keys (all optional):
   displayed path and its absolute path;
 * ``baseline``: the baseline file of ``mend scan --baseline`` (see :mod:`mend.baseline`);
 * ``only_user``: scope the exit code to sites in the user's tree (``--only-user``);
-* ``unsafe_fixes``: ``mend fix --unsafe-fixes``.
+* ``unsafe_fixes``: ``mend fix --unsafe-fixes``;
+* ``choose``: ``model`` | ``roofline`` | ``always`` | ``measure`` (``mend fix --choose``).
 """
 from __future__ import annotations
 
@@ -56,6 +57,7 @@ class Config:
     baseline: Path | None = None
     only_user: bool = False
     unsafe_fixes: bool = False
+    choose: str | None = None
 
     def excluded(self, file: str, display_file: str) -> str | None:
         """The first ``exclude`` pattern a site's file matches (its path relative to the
@@ -139,7 +141,8 @@ def load(start: Path | None = None) -> Config:
                   exclude=list(table.get("exclude", [])),
                   baseline=(root / table["baseline"]) if "baseline" in table else None,
                   only_user=bool(table.get("only_user", False)),
-                  unsafe_fixes=bool(table.get("unsafe_fixes", False)))
+                  unsafe_fixes=bool(table.get("unsafe_fixes", False)),
+                  choose=table.get("choose"))
 
 
 def _relative_target(spec: str, root: Path) -> str:

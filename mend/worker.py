@@ -9,6 +9,9 @@ loaded in a fresh interpreter with the import overlay active (:mod:`mend.overlay
   with :func:`verifier.differential.observe`;
 * ``facts``: traces the facts the proof obligations read (JSON), with
   :func:`verifier.facts.collect_facts`.
+* ``time``: the steady-state ms per call of the model under Inductor on the target's
+  example inputs (JSON ``{"ms"}``, :func:`mend.pipeline.timing.steady_ms`; ``mend fix
+  --choose measure``).
 
 This module belongs to ``mend`` (it builds targets); the verifier functions it calls
 take a model and never import ``mend`` (Alive2's separation).
@@ -93,7 +96,7 @@ def run_workers(requests: list[tuple[dict, str]], tmp: Path) -> list:
         if code != 0:
             tail = stderr.strip().splitlines()[-1:] or [f"(no output; exit code {code})"]
             results.append(MendError(f"verification worker failed for {request['target']}: {tail[0]}"))
-        elif request["action"] in ("scan", "facts"):
+        elif request["action"] in ("scan", "facts", "time"):
             results.append(json.loads(Path(request["out"]).read_text()))
         else:
             results.append(torch.load(request["out"], weights_only=False))
@@ -236,6 +239,15 @@ def _facts(request: dict) -> dict:
     return collect_facts(target.model, target.args, target.kwargs, file, request["facts"])
 
 
+def _time(request: dict) -> dict:
+    from mend.pipeline.executors import install_runtimes
+    from mend.pipeline.timing import steady_ms
+    from mend.targets import load_target
+
+    target = load_target(request["target"])
+    return {"ms": steady_ms(install_runtimes(target.model), target.args, target.kwargs)}
+
+
 def main(argv: list[str]) -> int:
     import torch
 
@@ -250,6 +262,8 @@ def main(argv: list[str]) -> int:
         Path(request["out"]).write_text(json.dumps(_scan(request)))
     elif action == "facts":
         Path(request["out"]).write_text(json.dumps(_facts(request)))
+    elif action == "time":
+        Path(request["out"]).write_text(json.dumps(_time(request)))
     elif action == "observe":
         # forced predicates and drawn inputs recompile the frame: stay compiled past Dynamo's
         # default limit (8), or the "compiled" runs would silently run eagerly

@@ -1,5 +1,6 @@
 import json
 import os
+import platform
 import tempfile
 from pathlib import Path
 
@@ -13,6 +14,17 @@ from mend.cli import main
 # other torch on the machine shares it
 os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(
     tempfile.gettempdir(), f"mend-tests-inductor-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"))
+
+# mend fix chooses a branch's rewrite by predicted cost (mend.cost); where the roofline decides,
+# it reads this machine's peaks, measured once (~15 s) and cached in $MEND_CACHE_DIR. The tests
+# read these fixed peaks instead, so no test times anything and every machine chooses alike
+TEST_PEAKS = {"peak_flops": 5e10, "bandwidth": 1e10, "launch": 2e-5, "sync": 5e-5, "device": "cpu",
+              "machine": "fixed test peaks (tests/conftest.py)"}
+COST_CACHE = Path(tempfile.gettempdir()) / f"mend-tests-cost-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
+COST_CACHE.mkdir(parents=True, exist_ok=True)
+for _device in ("cpu", "cuda"):
+    (COST_CACHE / f"roofline-{platform.node() or 'host'}-{_device}.json").write_text(json.dumps(TEST_PEAKS))
+os.environ["MEND_CACHE_DIR"] = str(COST_CACHE)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SHARED_CASES = Path(__file__).resolve().parents[2] / "shared" / "cases"

@@ -15,7 +15,9 @@
    for an easier one, fails; a ``checked`` outcome (or one refuted by a check) is re-run from
    the same data and must give the same outcome; each cited lemma must be the file in
    ``proofs/`` with the recorded sha256 and replay to the answer its header states;
-5. with ``rerun=True``, the differential test is replayed from the recorded seed and number
+5. a recorded ``choice`` (which verified candidate the cost model emitted) is covered by
+   the digest but not checked: it is a prediction, never a proof (a note says so);
+6. with ``rerun=True``, the differential test is replayed from the recorded seed and number
    of examples (original against mended file; hf: targets out of process with the overlay).
 
 A problem makes the certificate fail (exit 1); an unreadable certificate is an error (exit 2).
@@ -136,6 +138,10 @@ def verify_file(path: str | Path, *, rerun=None, timeout_ms: int | None = None) 
     _check_files(path, doc, rep)
     _check_queries(doc, rep, timeout_ms, code=_mended_code(path, doc))
     _check_safety(doc, rep)
+    choice = doc.get("choice")
+    if choice:  # a cost prediction: recorded under the digest, never part of what is proved
+        rep.notes.append(f"the choice of {choice.get('chosen')} (by {choice.get('method')}) is recorded, not checked: "
+                         "which verified candidate is faster is a prediction, not a proof")
     if rerun is not None:
         _rerun(path, doc, rep, rerun)
     return rep

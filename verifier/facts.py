@@ -145,7 +145,7 @@ def fact_key(summary: dict) -> str:
 
 
 def trace_facts(run: Callable[[], Any], file: str, lines: list[int], names: set[str],
-                watch: dict[int, list[str]] | None = None) -> dict:
+                watch: dict[int, list[str]] | None = None, costs: dict | None = None) -> dict:
     """Run ``run()`` once, reading ``names`` in the frames of ``file`` at each of ``lines``
     (before the line executes). Later lines override earlier ones; the first call of the
     function wins. Returns ``{"names": {dotted: summary}, "hits": n, "self": {attr: module summary}}``.
@@ -153,7 +153,13 @@ def trace_facts(run: Callable[[], Any], file: str, lines: list[int], names: set[
     ``watch`` (``line -> dotted names``): besides, every observation of those names at that
     line, in every frame and on every hit, goes to ``"at": {line: {name: [summary per
     distinct fact_key]}}`` (a name that cannot be read there: ``{"kind": "unavailable"}``)
-    with ``"at_hits": {line: n}``; nothing overrides anything there."""
+    with ``"at_hits": {line: n}``; nothing overrides anything there.
+
+    ``costs`` (``{"pred": expr, "sides": [[expr, ...], [expr, ...]]}``): at the first of
+    ``lines`` (first call) where every expression's names are bound, each is counted on
+    fake tensors (:func:`verifier.opcount.count_expr`) into ``"costs": {"pred": counts,
+    "sides": [counts, counts]}`` (a side's expressions summed); an observation, nothing
+    proved."""
     target = os.path.realpath(file)
     wanted = set(lines)
     facts: dict = {"names": {}, "hits": 0, "self": {}}
@@ -184,6 +190,10 @@ def trace_facts(run: Callable[[], Any], file: str, lines: list[int], names: set[
             if not first:
                 first.append(frame)
             facts["hits"] += 1
+            if costs and "costs" not in facts:
+                observed = observe_costs(frame, costs)
+                if observed is not None:
+                    facts["costs"] = observed
             for name in names:
                 try:
                     facts["names"][name] = summarize(lookup(frame, name))
@@ -215,6 +225,22 @@ def trace_facts(run: Callable[[], Any], file: str, lines: list[int], names: set[
     finally:
         sys.settrace(old)
     return facts
+
+
+def observe_costs(frame, costs: dict) -> dict | None:
+    """The counts of ``costs``' expressions in ``frame``, or None while a name they read
+    is not bound yet (a setup temporary assigned on a later changed line)."""
+    from verifier.opcount import add_counts, count_expr
+
+    exprs = [costs["pred"], *[e for side in costs["sides"] for e in side]]
+    for expr in exprs:
+        for name in names_in([expr]):
+            head = name.split(".")[0]
+            if head not in frame.f_locals and head not in frame.f_globals and head not in frame.f_builtins:
+                return None
+    g, loc = frame.f_globals, dict(frame.f_locals)
+    return {"pred": count_expr(costs["pred"], g, loc),
+            "sides": [add_counts([count_expr(e, g, loc) for e in side]) for side in costs["sides"]]}
 
 
 def changed_lines(before: str, after: str) -> list[int]:
@@ -375,14 +401,15 @@ def observe_state(model, args: tuple, kwargs: dict) -> dict:
 # -- entry points -----------------------------------------------------------------------------
 
 
-def fact_request(obligations: list[dict], before: str, code: str) -> tuple[dict, dict]:
+def fact_request(obligations: list[dict], before: str, code: str, costs: dict | None = None) -> tuple[dict, dict]:
     """What a run of the candidate ``code`` must observe for ``obligations`` (JSON-able:
-    ``{"lines", "names", "watch", "state"}``) and the setup temporaries ``defs`` the
+    ``{"lines", "names", "watch", "state", "costs"}``; ``costs``: the branch parts whose
+    operators to count, see :func:`trace_facts`) and the setup temporaries ``defs`` the
     encoders expand (``name -> expression``)."""
     lines = changed_lines(before, code)
     defs = temp_defs(code, lines)
     names = names_in(obligation_exprs(obligations) + list(defs.values()))
-    request = {"lines": lines, "names": sorted(names),
+    request = {"lines": lines, "names": sorted(names), "costs": costs,
                "watch": {str(k): v for k, v in watched_lines(obligations).items()},
                "state": any(o.get("kind") in OBSERVE_STATE_KINDS for o in obligations)}
     return request, defs
@@ -408,7 +435,7 @@ def collect_facts(model, args: tuple, kwargs: dict, file: str, request: dict) ->
             model(*args, **kwargs)
     try:
         facts = trace_facts(run, file, list(request.get("lines") or []), set(request.get("names") or []),
-                            watch=request.get("watch") or None)
+                            watch=request.get("watch") or None, costs=request.get("costs"))
     finally:
         model.train(was)
     if state is not None:
@@ -427,11 +454,11 @@ def model_devices(model, args: tuple, kwargs: dict) -> list[str]:
 
 
 def facts_in_process(build_model: Callable[[], Any], file: str, args: tuple, kwargs: dict,
-                     obligations: list[dict], before: str, code: str) -> tuple[dict, dict]:
+                     obligations: list[dict], before: str, code: str, costs: dict | None = None) -> tuple[dict, dict]:
     """Facts for a candidate built in this process: ``build_model()`` gives a fresh model
     of the candidate ``code`` (loaded from ``file``). The state observation, when an
     obligation needs it, gets its own fresh model, so its first call is observed."""
-    request, defs = fact_request(obligations, before, code)
+    request, defs = fact_request(obligations, before, code, costs)
     state = observe_state(build_model(), args, kwargs) if request["state"] else None
     facts = collect_facts(build_model(), args, kwargs, file, {**request, "state": False})
     if state is not None:

@@ -18,7 +18,9 @@ from pathlib import Path
 import libcst as cst
 
 from mend.config import matching
+from mend.cost import METHODS
 from mend.errors import MendError
+from mend.pipeline.choice import Verified, choose_rewrite
 from mend.pipeline.executors import Failed, InProcess, Overlay, Skip, build_pair, factory_of, model_maker
 from mend.pipeline.records import Declined, FixResult, Rewrite
 from mend.rules import RULES, Decline
@@ -53,7 +55,7 @@ def _is_branch(code: str, line: int) -> bool:
 
 def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds: int = 4,
         verify: str = "standard", unsafe_fixes: bool = False, rules: list[str] | None = None,
-        exclude: list[str] = ()) -> FixResult:
+        exclude: list[str] = (), choose: str = "model") -> FixResult:
     """Rewrite the fixable graph breaks of the target ``spec`` and verify each rewrite.
 
     ``spec``: FILE.py, FILE.py:FACTORY (in-process executor; the factory may return
@@ -67,11 +69,18 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
     ``--unsafe-fixes``). Nothing is written: the result holds the mended text.
     ``rules``: the rules that may rewrite (None: all); a site of another rule is declined as
     not enabled. ``exclude``: glob patterns of files (displayed or absolute path) whose sites
-    are not rewritten ([tool.mend], :mod:`mend.config`).
-    Raises MendError for an unknown level and TargetError for a target that cannot be built.
+    are not rewritten ([tool.mend], :mod:`mend.config`). ``choose``: how a branch site's
+    rewrite is chosen among keeping the break, ``torch.where`` and ``torch.cond``, from the
+    candidates that verified (:mod:`mend.cost`: ``model``, ``roofline``, ``always`` (the
+    rule's own rewrite, GraphMend's policy), ``measure``); the choice is recorded on the
+    rewrite (``choice``), and a kept break is a decline that says why.
+    Raises MendError for an unknown level or choice method and TargetError for a target
+    that cannot be built.
     """
     if verify not in LEVELS:
         raise MendError(f"--verify {verify}: choose one of {', '.join(LEVELS)}")
+    if choose not in METHODS:
+        raise MendError(f"--choose {choose}: choose one of {', '.join(METHODS)}")
     target = load_target(spec)
     overlay = spec.startswith("hf:") or target.user_file is None
     executor_cls = Overlay if overlay else InProcess
@@ -108,7 +117,8 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
                     continue
                 originals.setdefault(rel, original)
                 sources.setdefault(rel, source)
-                outcome = _try_site(ex, site, rel, files.get(rel, original), originals[rel], files, verify)
+                outcome = _try_site(ex, site, rel, files.get(rel, original), originals[rel], files, verify,
+                                    choose=choose, unsafe_fixes=unsafe_fixes)
                 if isinstance(outcome, Declined):
                     declined.append(outcome)
                     continue
@@ -153,36 +163,63 @@ def _not_enabled(site, rules, exclude) -> str | None:
     return f"the file is excluded ([tool.mend] exclude: {pattern})" if pattern else None
 
 
-def _try_site(ex, site, rel: str, current: str, original: str, files: dict[str, str], verify: str):
-    """Plan and verify one site: ``(Rewrite, mended text)`` or a :class:`Declined`."""
+def _try_site(ex, site, rel: str, current: str, original: str, files: dict[str, str], verify: str, *,
+              choose: str = "always", unsafe_fixes: bool = False):
+    """Plan and verify one site: ``(Rewrite, mended text)`` or a :class:`Declined`. For a
+    rule with alternative forms (predicated control flow), the rewrite is chosen among the
+    verified candidates and keeping the break (:mod:`mend.pipeline.choice`)."""
     rule = RULES[site.fixable_by]
     where = ex.site_label(site, rel, original)
-
-    def decline(reason: str, **extra) -> Declined:
-        return Declined(where, site.fixable_by, reason, **extra)
-
     res = rule.rewrite(cst.parse_module(current), site.line)
     if isinstance(res, Decline):
-        return decline(res.reason)
+        return Declined(where, site.fixable_by, res.reason)
+
+    def verify_one(cand, form=None) -> Verified:
+        return _verify(ex, rule, site, rel, current, files, verify, cand, where, form)
+
+    first = verify_one(res)
+    if rule.alternatives is None or res.form is None:
+        return first.outcome
+    return choose_rewrite(verify_one, ex, rule, site, current, res, first, where=where, rel=rel, files=files,
+                          method=choose, verify=verify, unsafe_fixes=unsafe_fixes)
+
+
+def _verify(ex, rule, site, rel: str, current: str, files: dict[str, str], verify: str, res, where: str,
+            form: str | None = None) -> Verified:
+    """Stage and verify one candidate ``res`` (``form``: the alternative form it is, None for
+    the rule's own rewrite): obligations, then the differential test."""
+    def decline(reason: str, **extra) -> Verified:
+        return Verified(Declined(where, site.fixable_by, reason, **extra))
+
+    rewrite = rule.rewrite if form is None else (lambda module, line: rule.rewrite(module, line, form=form))
     # verify on instrumented copies: the predicate at the site can be forced both ways
-    inst_cur, inst_cand = instrumented_pair(rule.rewrite, current, site.line)
+    inst_cur, inst_cand = instrumented_pair(rewrite, current, site.line)
     force = [site.line] if inst_cur else []
     if not inst_cur and _is_branch(current, site.line):
         return decline(UNFORCEABLE)
     ex.stage(rel, current, res.code, inst_cur, inst_cand, files)
+    costs = {"costs": res.cost_parts} if res.cost_parts else {}
     proof = prove(res.obligations, level=verify, before=current, code=res.code,
-                  facts_fn=lambda: ex.facts(res.obligations, current, res.code),
+                  facts_fn=lambda: ex.facts(res.obligations, current, res.code, **costs),
                   required=rule.required_kinds, needs_facts=rule.needs_facts)
+    facts = proof["verification"].get("facts") or {}
+    # what the cost model reads is an observation, not a fact anything is proved from
+    observed = Verified(None, facts.pop("costs", None), facts.get("model_devices"))
     if not proof["accepted"]:
         cex = next((o.get("counterexample") for o in proof["obligations"]
                     if o.get("kind") in proof["failed"] and o.get("counterexample")), None)
-        return decline(proof["reason"], failed_obligations=proof["failed"], counterexample=cex)
+        observed.outcome = Declined(where, site.fixable_by, proof["reason"], failed_obligations=proof["failed"],
+                                    counterexample=cex)
+        return observed
     try:
         evidence = ex.evidence(force, res.edge_values)
     except Failed as failed:
-        return decline(failed.reason, counterexample=failed.counterexample)
+        observed.outcome = Declined(where, site.fixable_by, failed.reason, counterexample=failed.counterexample)
+        return observed
     name = ex.diff_name(rel)
     diff = "".join(difflib.unified_diff(current.splitlines(True), res.code.splitlines(True), f"a/{name}", f"b/{name}"))
     safety = fix_safety(proof["obligations"], evidence, proof["verification"].get("use", "training and inference"))
-    return Rewrite(site.fixable_by, rel, where, list(res.span), res.detail, diff, proof["obligations"],
-                   proof["verification"], evidence, safety), res.code
+    observed.outcome = (Rewrite(site.fixable_by, rel, where, list(res.span), res.detail, diff, proof["obligations"],
+                                proof["verification"], evidence, safety), res.code)
+    observed.staged = ex.staged()
+    return observed

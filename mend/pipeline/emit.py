@@ -34,7 +34,9 @@ def certificate(res: FixResult, rw: Rewrite, paths: dict | None = None) -> dict:
     (``paths``, relative to the certificate's folder), each obligation with its outcome
     (proved/refuted/unknown/checked), SMT-LIB query or check, solver and assumptions, the
     differential evidence, sealed with a digest (verifier/certs.py; re-checked by
-    ``mend cert verify``)."""
+    ``mend cert verify``). A rewrite the cost model chose carries its ``choice``
+    (:func:`mend.cost.choose`'s record): recorded under the digest, not proved -- which
+    candidate is faster is a prediction, never part of what the certificate establishes."""
     import hypothesis
     import z3
 
@@ -44,14 +46,17 @@ def certificate(res: FixResult, rw: Rewrite, paths: dict | None = None) -> dict:
     ver = rw.verification or {"level": "fast", "use": "training and inference"}
     obligations = [{"result": "unknown", "smtlib": None, "solver": f"z3 {z3.get_full_version()}", "assumptions": [],
                     **o} for o in rw.obligations]
-    return seal({"schema_version": CERT_SCHEMA_VERSION, "rule": rw.rule, "target": res.target,
-                 "executor": res.executor, "file": rw.file, "site": rw.site, "span": rw.span, "diff": rw.diff,
-                 "sha256_original": sha256_text(res.originals[rw.file]), "sha256_mended": sha256_text(res.files[rw.file]),
-                 "paths": {"mended": None, "original": None, "original_module": None, **(paths or {})},
-                 "obligations": obligations, "verification": ver, "evidence": rw.evidence, "safety": rw.safety,
-                 "versions": {"torch": torch.__version__, "mend": __version__, "z3": z3.get_version_string(),
-                              "hypothesis": hypothesis.__version__},
-                 "breaks": {"before": res.before.graph_break_count, "after": res.after.graph_break_count}})
+    doc = {"schema_version": CERT_SCHEMA_VERSION, "rule": rw.rule, "target": res.target,
+           "executor": res.executor, "file": rw.file, "site": rw.site, "span": rw.span, "diff": rw.diff,
+           "sha256_original": sha256_text(res.originals[rw.file]), "sha256_mended": sha256_text(res.files[rw.file]),
+           "paths": {"mended": None, "original": None, "original_module": None, **(paths or {})},
+           "obligations": obligations, "verification": ver, "evidence": rw.evidence, "safety": rw.safety,
+           "versions": {"torch": torch.__version__, "mend": __version__, "z3": z3.get_version_string(),
+                        "hypothesis": hypothesis.__version__},
+           "breaks": {"before": res.before.graph_break_count, "after": res.after.graph_break_count}}
+    if rw.choice is not None:
+        doc["choice"] = rw.choice
+    return seal(doc)
 
 
 def emit(res: FixResult, *, write: bool, out_dir: str | None) -> list[str]:

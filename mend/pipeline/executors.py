@@ -145,13 +145,38 @@ class InProcess:
         (self.tmp / folder).mkdir(parents=True, exist_ok=True)
         return self.tmp / folder / self.path.name
 
-    def facts(self, obligations: list[dict], before: str, code: str) -> tuple[dict, dict]:
+    def staged(self) -> dict:
+        """What :meth:`stage` set, to :meth:`restore` after another candidate of the same
+        site was staged (the pipeline verifies alternatives; the counter never goes back)."""
+        return {k: getattr(self, k) for k in ("cand_path", "ref_path", "test_path")}
+
+    def restore(self, staged: dict) -> None:
+        for k, v in staged.items():
+            setattr(self, k, v)
+
+    def facts(self, obligations: list[dict], before: str, code: str, costs: dict | None = None) -> tuple[dict, dict]:
+        """Facts of the staged candidate (:func:`verifier.facts.facts_in_process`); ``costs``:
+        the branch parts whose operators to count (``RewriteResult.cost_parts``)."""
         def build():
             mod = load_file_module(self.cand_path, "_mend_under_test")
             torch.manual_seed(0)
             return self.make(mod).eval()
         return facts_in_process(build, str(self.cand_path), self.target.args, self.target.kwargs, obligations,
-                                before, code)
+                                before, code, costs=costs)
+
+    def time_candidates(self, rel: str, codes: dict[str, str], files: dict[str, str]) -> dict[str, float]:
+        """Steady-state ms per call of each candidate's mended model (``codes``: name ->
+        text of the target's file), compiled with Inductor, on the example inputs, with the
+        current version's weights (:func:`mend.pipeline.timing.steady_ms`)."""
+        from mend.pipeline.timing import steady_ms
+
+        out = {}
+        for name, code in codes.items():
+            path = self._scratch(f"t{self.n}{name}")
+            path.write_text(code)
+            _, (_, model) = build_pair(self.cur_path, path, self.make)
+            out[name] = steady_ms(install_runtimes(model), self.target.args, self.target.kwargs)
+        return out
 
     def evidence(self, force: list[int], edge_values: list) -> dict:
         try:
@@ -340,8 +365,32 @@ class Overlay:
         self.trial = {**files, rel: code}  # what fix() rescans if the candidate is accepted
         self.rel = rel
 
-    def facts(self, obligations: list[dict], before: str, code: str) -> tuple[dict, dict]:
-        request, defs = fact_request(obligations, before, code)
+    def staged(self) -> dict:
+        """What :meth:`stage` set (and the rescan run alongside its evidence), to
+        :meth:`restore` after another candidate of the same site was staged."""
+        return {k: getattr(self, k) for k in ("ref_dir", "cand_dir", "emit_dir", "cur_files", "trial", "rel",
+                                               "speculative")}
+
+    def restore(self, staged: dict) -> None:
+        for k, v in staged.items():
+            setattr(self, k, v)
+
+    def time_candidates(self, rel: str, codes: dict[str, str], files: dict[str, str]) -> dict[str, float]:
+        """Steady-state ms per call of each candidate (``codes``: name -> text of ``rel``),
+        one fresh interpreter after another (worker action ``time``), Inductor, on the
+        example inputs."""
+        out = {}
+        for name, code in codes.items():
+            folder = write_overlay(self.tmp / f"time{self.n}{name}", {**files, rel: code})
+            doc = self.run_worker({"target": self.spec, "action": "time", "overlay": str(folder)}, self.tmp,
+                                  f"time{self.n}{name}")
+            out[name] = float(doc["ms"])
+        return out
+
+    def facts(self, obligations: list[dict], before: str, code: str, costs: dict | None = None) -> tuple[dict, dict]:
+        """Facts of the staged candidate from a worker (:func:`verifier.facts.collect_facts`);
+        ``costs``: the branch parts whose operators to count."""
+        request, defs = fact_request(obligations, before, code, costs)
         try:
             facts = self.run_worker({"target": self.spec, "action": "facts", "overlay": str(self.emit_dir),
                                      "module": self.rel[:-3].replace("/", "."), "file": str(self.emit_dir / self.rel),

@@ -29,7 +29,10 @@ class Rewrite(_JsonView):
     replaced lines (1-based, inclusive) of the version it was applied to; ``obligations``
     each with its outcome (proved/refuted/unknown/checked); ``verification`` what the level
     policy decided; ``evidence`` the differential test's record; ``safety`` its fix safety,
-    ``{"label": "safe" | "unsafe", "reasons": [...]}`` (:func:`verifier.levels.fix_safety`)."""
+    ``{"label": "safe" | "unsafe", "reasons": [...]}`` (:func:`verifier.levels.fix_safety`);
+    ``choice``: for a branch whose rewrite the cost model chose among keeping the break,
+    ``torch.where`` and ``torch.cond``, the record :func:`mend.cost.choose` returned (None
+    for other rules: their rewrite is the only candidate)."""
 
     rule: str
     file: str
@@ -41,11 +44,15 @@ class Rewrite(_JsonView):
     verification: dict
     evidence: dict
     safety: dict = field(default_factory=lambda: {"label": "unsafe", "reasons": ["not labelled"]})
+    choice: dict | None = None
 
     def to_json(self) -> dict:
-        return {"rule": self.rule, "file": self.file, "site": self.site, "span": list(self.span),
-                "detail": self.detail, "diff": self.diff, "obligations": self.obligations,
-                "verification": self.verification, "evidence": self.evidence, "safety": self.safety}
+        doc = {"rule": self.rule, "file": self.file, "site": self.site, "span": list(self.span),
+               "detail": self.detail, "diff": self.diff, "obligations": self.obligations,
+               "verification": self.verification, "evidence": self.evidence, "safety": self.safety}
+        if self.choice is not None:
+            doc["choice"] = self.choice
+        return doc
 
 
 @dataclass(frozen=True)
@@ -59,6 +66,7 @@ class Declined(_JsonView):
     failed_obligations: list[str] | None = None
     counterexample: str | None = None
     safety: str | None = None   # "unsafe": verified, withheld without --unsafe-fixes
+    choice: dict | None = None  # the cost model's choice when it kept the graph break (mend.cost.choose)
 
     def __post_init__(self):
         if not self.site or not self.reason:
@@ -72,7 +80,15 @@ class Declined(_JsonView):
             doc["counterexample"] = self.counterexample
         if self.safety is not None:
             doc["safety"] = self.safety
+        if self.choice is not None:
+            doc["choice"] = self.choice
         return doc
+
+
+def choice_text(choice: dict) -> str:
+    """A cost choice on one line (the diff header's): ``chose CANDIDATE by METHOD: REASON``."""
+    reason = " ".join(str(choice.get("reason", "")).split())
+    return f"chose {choice.get('chosen')} by {choice.get('method')}: {reason}"
 
 
 def labels(name: str) -> tuple[str, str]:
@@ -145,11 +161,12 @@ class FixResult:
 
     def diff(self) -> str:
         """The unified diff of every mended file, each headed by one line per rewrite in it
-        (``# mend: [safe] FILE:LINE RULE: DETAIL``), which patch tools skip."""
+        (``# mend: [safe] FILE:LINE RULE: DETAIL``, and for a rewrite the cost model chose
+        ``; chose CANDIDATE by METHOD: REASON``), which patch tools skip."""
         out = []
         for rel, code in self.files.items():
-            out += [f"# mend: [{rw.safety['label']}] {rw.site} {rw.rule}: {rw.detail}\n"
-                    for rw in self.rewrites if rw.file == rel]
+            out += [f"# mend: [{rw.safety['label']}] {rw.site} {rw.rule}: {rw.detail}"
+                    f"{'; ' + choice_text(rw.choice) if rw.choice else ''}\n" for rw in self.rewrites if rw.file == rel]
             out.append("".join(difflib.unified_diff(self.originals[rel].splitlines(True), code.splitlines(True),
                                                     *labels(rel))))
         return "".join(out)

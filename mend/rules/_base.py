@@ -33,7 +33,14 @@ class RewriteResult:
     "lhs": "h * 2.0", "rhs": "h"}``...); ``predicates``: the original predicate sources of a
     predicated branch; ``edge_values``: constants the rewrite's behaviour turns on (a
     comparison's threshold), which the differential test draws, rounded to each input's
-    dtype and their neighbours, as edge values."""
+    dtype and their neighbours, as edge values.
+
+    ``form``: which selection a predicated branch became (``"where"``, ``"cond"``; None for
+    other rewrites), the candidate's name in :func:`mend.cost.choose`. ``cost_parts``: the
+    parts of a two-arm branch whose work the cost model counts, as source that evaluates at
+    the site, ``{"pred": expr, "sides": [[true-side exprs], [false-side exprs]]}`` (the
+    values each side selects or returns); None where the site has no such two parts (an
+    elif chain, tensor logic, hoisted setup), and the rule's own rewrite is then emitted."""
 
     code: str
     span: tuple[int, int]
@@ -41,6 +48,8 @@ class RewriteResult:
     obligations: list[dict] = field(default_factory=list)
     predicates: list[str] = field(default_factory=list)
     edge_values: list = field(default_factory=list)
+    form: str | None = None
+    cost_parts: dict | None = None
 
 
 class FixExample(NamedTuple):
@@ -76,6 +85,12 @@ class Rule:
     obligations read facts from a run of the candidate. ``fix_safety``: what is proved, what
     rests on checks, and when a rewrite is inference-only (its first paragraph is the
     summary ``mend rules`` lists); ``doc``: its documentation (``mend rules NAME``).
+    ``alternatives(module, line)``: the other admissible forms of the site's rewrite besides
+    ``rewrite``'s own (e.g. ``torch.cond`` where the rule emits ``torch.where``), each a
+    :class:`RewriteResult` with its ``form``; never raises. A rule that has it also takes
+    ``rewrite(module, line, form=...)`` (a :class:`Decline` when that form does not apply);
+    ``mend fix`` verifies the alternatives the cost model would prefer and chooses
+    (:mod:`mend.cost`).
     The examples (Fixit / pyupgrade style) generate ``tests/test_rules.py``; plain tuples
     are accepted and stored as :class:`FixExample` / :class:`DeclineExample`; a no-op
     example is source the rule leaves unchanged on every line."""
@@ -93,6 +108,7 @@ class Rule:
     fix_examples: tuple[FixExample, ...] = ()
     decline_examples: tuple[DeclineExample, ...] = ()
     noop_examples: tuple[str, ...] = ()
+    alternatives: Callable[[cst.Module, int], list[RewriteResult]] | None = None
 
     def __post_init__(self) -> None:
         put = object.__setattr__  # frozen: normalise once, here

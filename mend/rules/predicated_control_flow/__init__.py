@@ -69,7 +69,7 @@ from mend.rules.predicated_control_flow.cond import COND_TAKEN_SIDE_ONLY
 from mend.rules.predicated_control_flow.env import NAME
 from mend.rules.predicated_control_flow.examples import FIX_EXAMPLES
 from mend.rules.predicated_control_flow.hoisting import is_device_move, memo_slot
-from mend.rules.predicated_control_flow.rewrite import first_site, match, rewrite
+from mend.rules.predicated_control_flow.rewrite import alternatives, first_site, match, rewrite
 from mend.rules.predicated_control_flow.screen import FORCING_HOOK
 from mend.rules.predicated_control_flow.unchanged_examples import DECLINE_EXAMPLES, NOOP_EXAMPLES
 
@@ -135,8 +135,9 @@ RULE = Rule(
     fix_examples=FIX_EXAMPLES,
     decline_examples=DECLINE_EXAMPLES,
     noop_examples=NOOP_EXAMPLES,
+    alternatives=alternatives,
 )
 
-__all__ = ["COND_TAKEN_SIDE_ONLY", "DECLINE_EXAMPLES", "FIX_EXAMPLES", "FORCING_HOOK", "NAME", "NOOP_EXAMPLES", "RULE",
+__all__ = ["COND_TAKEN_SIDE_ONLY", "alternatives", "DECLINE_EXAMPLES", "FIX_EXAMPLES", "FORCING_HOOK", "NAME", "NOOP_EXAMPLES", "RULE",
            "Decline", "Match", "RewriteResult", "branches", "first_site", "is_device_move", "match", "memo_slot",
            "rewrite"]

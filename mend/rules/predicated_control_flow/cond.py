@@ -296,7 +296,8 @@ def _rewrite_cond(node: cst.If, arms: list[_Arm], selected: list[str], order_see
     why = "; ".join(sorted({("submodule call " + h["call"]) if h["kind"] == "untaken-side-runs" else
                             f"non-finite gradient of {h['expr']} off its guarded domain" for h in hazards}))
     detail = (f"if -> torch.cond ({kind_txt}) under torch.compile" + (" without autograd" if grad_why else "")
-              + f", the if kept otherwise; not torch.where: {why}")
+              + ", the if kept otherwise" + (f"; not torch.where: {why}" if why else ""))
     env.obligations[:] = obligations
+    env.form = "cond"
     span = (positions[node].start.line, span_end)
     return [(node, [new])], span, detail, pred_codes

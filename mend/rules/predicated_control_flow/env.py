@@ -100,6 +100,9 @@ class _Env:
         self.names = {n.value for n in m.findall(module, m.Name())}
         self.counter = 0
         self.obligations: list[dict] = []
+        self.want: str | None = None   # the form asked for ("where", "cond"; None: the rule's own)
+        self.form: str | None = None   # the form emitted
+        self.cost_parts: dict | None = None  # the branch's parts for the cost model (RewriteResult)
         # (slot, guard) while screening a memoised initialisation that is being hoisted
         self.hoisting: tuple[str, str] | None = None
         self.function = next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), None)

@@ -75,18 +75,50 @@ def _splice(module: cst.Module, pairs) -> cst.Module:
     return module.visit(T())
 
 
-def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
+FORMS = ("where", "cond")
+
+
+def rewrite(module: cst.Module, line: int, form: str | None = None) -> RewriteResult | Decline:
     """Predicate the data-dependent ``if`` (or tensor ``and``/``or``/``not``) on ``line``.
 
     GraphMend's "[Where]" transformation (arXiv 2509.16248): a branch on a tensor value
     becomes ``torch.where``, evaluating both sides, so Dynamo keeps one graph. Returns
     the new module source and the proof obligations, or a :class:`Decline` saying why
     the site is unsafe to predicate.
+
+    ``form``: None, the rule's own choice (``torch.cond`` where a side must not run
+    speculatively, else ``torch.where``); ``"where"``: never ``torch.cond``; ``"cond"``:
+    ``torch.cond``, or a Decline saying why it does not apply. The result's ``form`` says
+    which was emitted (None for tensor logic) and ``cost_parts`` the branch's parts for the
+    cost model. Raises ValueError for another ``form``.
     """
-    return _rewrite_at(module, None, line)
+    if form is not None and form not in FORMS:
+        raise ValueError(f"form {form!r}: one of {', '.join(FORMS)} or None")
+    return _rewrite_at(module, None, line, form)
 
 
-def _rewrite_at(module: cst.Module, node: cst.CSTNode | None, line: int) -> RewriteResult | Decline:
+def alternatives(module: cst.Module, line: int) -> list[RewriteResult]:
+    """The site's other admissible rewrites besides :func:`rewrite`'s own: the other of
+    ``torch.where`` / ``torch.cond`` where it applies (each with its ``form``); empty when
+    the site declines, is tensor logic, or has no other form. Never raises."""
+    try:
+        first = rewrite(module, line)
+        if isinstance(first, Decline) or first.form is None:
+            return []
+        out: list[RewriteResult] = []
+        for form in FORMS:
+            if form == first.form:
+                continue
+            alt = rewrite(module, line, form=form)
+            if isinstance(alt, RewriteResult) and alt.code != first.code and all(alt.code != o.code for o in out):
+                out.append(alt)
+        return out
+    except Exception:  # noqa: BLE001 - an alternative is optional; the rule's own rewrite stands
+        return []
+
+
+def _rewrite_at(module: cst.Module, node: cst.CSTNode | None, line: int,
+                form: str | None = None) -> RewriteResult | Decline:
     """:func:`rewrite` of ``node`` (a statement of ``module``), or of the outermost
     statement starting on ``line`` when ``node`` is None or not one the index holds."""
     index = _index(module)
@@ -99,10 +131,14 @@ def _rewrite_at(module: cst.Module, node: cst.CSTNode | None, line: int) -> Rewr
         return Decline(NAME, "the branch sits inside a loop, so Dynamo skipped the whole frame; predicating it "
                              "would evaluate the skipped side on every iteration (cost, inf*0 NaNs)")
     env = _Env(module, ancestors)
+    env.want = form
     try:
         if isinstance(node, cst.If):
             pairs, span, detail, preds = _rewrite_if(node, ancestors, env, index.positions)
         elif isinstance(node, cst.SimpleStatementLine):
+            if form == "cond":
+                return Decline(NAME, "torch.cond does not apply: the site is tensor logic (and/or/not), "
+                                     "not an if/else")
             pairs, span, detail, preds = _rewrite_logic(node, env, index.positions)
         else:
             return Decline(NAME, f"the statement on line {line} is a `{type(node).__name__.lower()}`, "
@@ -112,7 +148,8 @@ def _rewrite_at(module: cst.Module, node: cst.CSTNode | None, line: int) -> Rewr
     new = _splice(module, pairs)
     if env.needs_import:
         new = add_import(new, "import torch")
-    return RewriteResult(new.code, span, detail, where_equals_ite(env.obligations), predicates=preds)
+    return RewriteResult(new.code, span, detail, where_equals_ite(env.obligations), predicates=preds,
+                         form=env.form, cost_parts=env.cost_parts)
 
 
 def _same_function(ancestors: list[cst.CSTNode]) -> list[cst.CSTNode]:

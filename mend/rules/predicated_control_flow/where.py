@@ -99,13 +99,27 @@ def _rewrite_if(node: cst.If, ancestors: list[cst.CSTNode], env: _Env, positions
     # emit torch.cond instead, which runs only the taken side; where cond is not
     # admissible, the where candidate below stays (and verification judges it).
     hazards = _speculation_hazards(env.obligations, preds)
-    if hazards and not setup.hoisted and not setup.paired and guard is None and not elif_site \
-            and len(arms) == 2 and extra_return is None and not temps:
+    two_arms = len(arms) == 2 and not elif_site and guard is None and not setup.hoisted and not setup.paired
+    if two_arms:  # what the cost model counts (mend.cost): the predicate and each side's values
+        env.cost_parts = {"pred": _code(preds[0]), "sides": [
+            [_code(a.ret)] if returns else [_code(dict(a.assigns).get(n, cst.Name(n))) for n in
+                                            _order(arms, order_seen) if n in selected] for a in arms]}
+    no_cond = _why_not_cond(arms, elif_site, guard, setup, extra_return, temps)
+    if env.want == "cond":  # asked for torch.cond (mend fix's alternatives): it applies, or the site declines
+        if no_cond:
+            raise _Declined(f"torch.cond does not apply: {no_cond}")
+        try:
+            return _rewrite_cond(node, arms, selected, order_seen, returns, preds, pred_codes, hazards, env,
+                                 positions, span_end)
+        except _CondNotApplicable as why:
+            raise _Declined(f"torch.cond does not apply: {why}") from None
+    if hazards and not no_cond and env.want is None:
         try:
             return _rewrite_cond(node, arms, selected, order_seen, returns, preds, pred_codes, hazards, env,
                                  positions, span_end)
         except _CondNotApplicable:
             pass  # today's torch.where candidate; verification judges it
+    env.form = "where"
 
     def select(values: list[cst.BaseExpression], target: str, pred_exprs) -> cst.Call:
         for v in values[1:]:
@@ -186,6 +200,24 @@ def _rewrite_if(node: cst.If, ancestors: list[cst.CSTNode], env: _Env, positions
     return pairs, span, detail, pred_codes
 
 
+
+
+def _why_not_cond(arms, elif_site: bool, guard, setup, extra_return, temps) -> str | None:
+    """Why the branch cannot become ``torch.cond`` (the planner takes one if/else, or an if
+    whose untouched names are its else), else None."""
+    if elif_site or len(arms) != 2:
+        return "the branch is an elif chain (torch.cond takes one if/else)"
+    if guard is not None:
+        return "the test mixes a Python-level check with the tensor test"
+    if setup.hoisted:
+        return "the branch's setup is hoisted above the selection"
+    if setup.paired:
+        return "the sides end with a paired call (its value is selected, not returned by a branch)"
+    if extra_return is not None:
+        return "the false side is the `return` after the if"
+    if temps:
+        return f"a side assigns a setup temporary (`{sorted(temps)[0]}`), which a cond branch cannot bind"
+    return None
 
 
 def _rewrite_logic(line: cst.SimpleStatementLine, env: _Env, positions):
