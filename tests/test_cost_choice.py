@@ -249,3 +249,29 @@ def test_choose_from_tool_mend_and_bad_values(tmp_path, run_mend):
         fix(str(FIXTURES / "branch_where.py"), choose="fastest")
     code, _, err = run_mend("fix", str(FIXTURES / "branch_where.py"), "--choose", "fastest")
     assert code == 2 and "fastest" in err
+
+
+def test_kept_break_when_the_rules_form_is_refused_says_so():
+    # where refuted, cond predicted slower than keep (a big side that cond would run when
+    # taken): the record must not claim that no rewrite could verify (new-user review)
+    big = _counts(64 << 20, 1 << 20)
+    costs = {"pred": _counts(64, 1), "sides": [big, _counts(0, 0)]}
+    cond = RewriteResult("# cond\n", (5, 8), "if -> torch.cond", form="cond")
+    rule = SimpleNamespace(alternatives=lambda module, line: [cond], rewrite=None)
+    res = RewriteResult("# where\n", (5, 8), "if -> torch.where", form="where")
+    site = SimpleNamespace(line=1, fixable_by="predicated-control-flow")
+    peaks = {**TEST_PEAKS, "launch": 1e-9, "sync": 1e-9}  # overheads negligible: the side decides
+    import mend.pipeline.choice as choice_mod
+
+    real = choice_mod.choose
+    try:
+        choice_mod.choose = lambda *a, **k: real(*a, **{**k, "local_peaks": peaks})
+        out = choose_rewrite(lambda c, f: pytest.fail("cond must not be verified"), _Ex(), rule, site, "x = 1\n",
+                             res, _verified("where", False, costs), where="m.py:5", rel="m.py", files={},
+                             method="roofline", verify="standard", unsafe_fixes=False)
+    finally:
+        choice_mod.choose = real
+    assert isinstance(out, Declined) and out.reason.startswith("kept the graph break: cond predicted slower")
+    assert "the rule's where was not emitted: where refuted" in out.reason
+    keep = next(e for e in out.choice["candidates"] if e["name"] == "keep")
+    assert keep["roofline_ms"] is not None   # keep's own estimate stays on record

@@ -140,8 +140,10 @@ def verify_file(path: str | Path, *, rerun=None, timeout_ms: int | None = None) 
     _check_safety(doc, rep)
     choice = doc.get("choice")
     if choice:  # a cost prediction: recorded under the digest, never part of what is proved
+        how = ("taken by policy (--choose always), no cost predicted" if choice.get("method") == "always"
+               else "which verified candidate is faster is a prediction, not a proof")
         rep.notes.append(f"the choice of {choice.get('chosen')} (by {choice.get('method')}) is recorded, not checked: "
-                         "which verified candidate is faster is a prediction, not a proof")
+                         + how)
     if rerun is not None:
         _rerun(path, doc, rep, rerun)
     return rep

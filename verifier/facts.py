@@ -229,15 +229,50 @@ def trace_facts(run: Callable[[], Any], file: str, lines: list[int], names: set[
 
 def observe_costs(frame, costs: dict) -> dict | None:
     """The counts of ``costs``' expressions in ``frame``, or None while a name they read
-    is not bound yet (a setup temporary assigned on a later changed line)."""
-    from verifier.opcount import add_counts, count_expr
+    is not bound yet (a setup temporary assigned on a later changed line).
 
+    The expressions are the site's own code, run on fake tensors, and code can write
+    anything it reaches: a lazy property, an ``lru_cache`` of a helper, a submodule's
+    attribute, a list of inputs (adversarial review, tests/test_cost_adversarial.py). So
+    the counting runs in a forked child process that reports its JSON through a pipe and
+    exits: whatever it wrote dies with it, and the facts run, the differential test and the
+    example inputs see the state as it was. An error in the child is reported as
+    ``{"error": ...}``, never raised into the traced forward. Where ``os.fork`` does not
+    exist, nothing is counted."""
     exprs = [costs["pred"], *[e for side in costs["sides"] for e in side]]
     for expr in exprs:
         for name in names_in([expr]):
             head = name.split(".")[0]
             if head not in frame.f_locals and head not in frame.f_globals and head not in frame.f_builtins:
                 return None
+    if not hasattr(os, "fork"):
+        return {"error": "not counted: this platform has no os.fork to isolate the counting run"}
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: count, report, exit without running any cleanup of the parent's
+        try:
+            os.close(read)
+            try:
+                doc = _count_parts(frame, costs)
+            except BaseException as exc:  # noqa: BLE001 - reported to the parent
+                doc = {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+            with os.fdopen(write, "w") as fh:
+                fh.write(json.dumps(doc, default=str))
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as fh:
+        data = fh.read()
+    os.waitpid(pid, 0)
+    try:
+        return json.loads(data)
+    except ValueError:
+        return {"error": "the counting process ended without a result"}
+
+
+def _count_parts(frame, costs: dict) -> dict:
+    from verifier.opcount import add_counts, count_expr
+
     g, loc = frame.f_globals, dict(frame.f_locals)
     return {"pred": count_expr(costs["pred"], g, loc),
             "sides": [add_counts([count_expr(e, g, loc) for e in side]) for side in costs["sides"]]}

@@ -16,7 +16,11 @@ tensors: the result then says ``"data_dependent": True`` and counts what ran bef
 """
 from __future__ import annotations
 
+import ast
+import inspect
 from typing import Any, Callable
+
+from verifier.effects import _EFFECT_METHODS
 
 # operator categories (the Kaggle "Fast or Slow?" winners count op kinds per configuration)
 CATEGORIES = ("matmul", "reduction", "pointwise", "view", "copy", "other")
@@ -128,12 +132,32 @@ def count(fn: Callable[[], Any]) -> dict:
     return result
 
 
+_WRITING_DUNDERS = {"__setitem__", "__delitem__", "__setattr__", "__delattr__", "__iadd__", "__isub__", "__imul__",
+                    "__itruediv__", "__ifloordiv__", "__imod__", "__ipow__", "__iand__", "__ior__", "__ixor__",
+                    "__ilshift__", "__irshift__", "__imatmul__"}
+
+
+def _callee_parts(func: ast.AST) -> list[str]:
+    """Every attribute and name along a callee (``torch.ops.aten.add_.Tensor`` -> all five)."""
+    parts = []
+    while True:
+        if isinstance(func, ast.Attribute):
+            parts.append(func.attr)
+            func = func.value
+        elif isinstance(func, ast.Subscript):
+            func = func.value
+        elif isinstance(func, ast.Call):
+            func = func.func
+        else:
+            if isinstance(func, ast.Name):
+                parts.append(func.id)
+            return parts
+
+
 def evaluable(expr: str, names: dict[str, Any]) -> str | None:
     """Why ``expr`` must not be evaluated speculatively with ``names`` bound, else None: a
     call on a module that the effect analysis does not find pure (it could store a fake
     tensor into real state)."""
-    import ast
-
     import torch
 
     from verifier.effects import dotted_name, module_effects
@@ -146,20 +170,41 @@ def evaluable(expr: str, names: dict[str, Any]) -> str | None:
         if isinstance(node, (ast.NamedExpr, ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom)):
             return f"holds a {type(node).__name__}"
         if isinstance(node, ast.Call):
-            called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-            if called.endswith("_") and not called.endswith("__"):
-                return f"calls {called}, an in-place operator"
+            parts = _callee_parts(node.func)
+            for part in parts:
+                if (part.endswith("_") and not part.endswith("__")) or part in _WRITING_DUNDERS:
+                    return f"calls {part}, an in-place operator"
+
             for kw in node.keywords:
                 if kw.arg == "out" or (kw.arg == "inplace" and not (isinstance(kw.value, ast.Constant)
                                                                     and kw.value.value is False)):
                     return f"passes {kw.arg}=, which writes a tensor"
-            dotted = dotted_name(node.func)
+            func, index = node.func, None
+            if isinstance(func, ast.Subscript) and isinstance(func.slice, ast.Constant):
+                func, index = func.value, func.slice.value   # self.blocks[1](h)
+            dotted = dotted_name(func)
+            if dotted is None and index is None and isinstance(func, ast.Attribute):
+                continue  # a method of a computed value, `(h * 2).sum()`: its name was screened above
             if dotted is None:
-                continue
+                return f"calls `{ast.unparse(node.func)}`, a callee this screen cannot resolve"
             head, *rest = dotted.split(".")
             obj = names.get(head)
             for part in rest:
-                obj = getattr(obj, part, None)
+                obj = inspect.getattr_static(obj, part, None) if not isinstance(obj, torch.nn.Module) \
+                    else getattr(obj, part, None)
+            if isinstance(func, ast.Attribute) and rest and func.attr in _EFFECT_METHODS:
+                owner = names.get(head)
+                for part in rest[:-1]:
+                    owner = getattr(owner, part, None)
+                if isinstance(owner, (list, dict, set, bytearray)):  # xs.append(h): writes the container
+                    return f"calls {dotted}, which writes a {type(owner).__name__}"
+            if index is not None:
+                if not isinstance(obj, (torch.nn.ModuleList, torch.nn.Sequential, torch.nn.ModuleDict)):
+                    return f"calls `{ast.unparse(node.func)}`, an indexed callee that is not a module container"
+                try:
+                    obj = obj[index]
+                except (IndexError, KeyError, TypeError):
+                    return f"calls `{ast.unparse(node.func)}`, which does not exist"
             if isinstance(obj, torch.nn.Module):
                 effects, _ = module_effects(obj)
                 if effects:

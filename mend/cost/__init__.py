@@ -18,7 +18,7 @@ Kaggle "Google - Fast or Slow?" winners, Inductor's AutoHeuristic.
 from __future__ import annotations
 
 from mend.cost.features import CANDIDATES, complete
-from mend.cost.ranker import load_model, scores
+from mend.cost.ranker import invalid, load_model, scores
 from mend.cost.roofline import estimate, peaks
 
 METHODS = ("model", "roofline", "always", "measure")
@@ -73,7 +73,7 @@ def choose(obs: dict | None, verified: list[str], default: str, method: str = "m
         record["candidates"] = [entries[n] for n in CANDIDATES if n in entries]
         return record
 
-    if len(names) == 1:
+    if len(names) == 1 and (obs is None or method == "always"):
         return done("keep", "no rewrite of this site verified, so the graph break stays")
     if method == "always":
         pick = default if default in names else names[1]
@@ -85,6 +85,9 @@ def choose(obs: dict | None, verified: list[str], default: str, method: str = "m
                     used="always")
     device = obs.get("device") or "cpu"
     model = load_model() if method in ("model", "measure") else None
+    unusable = invalid(model) if model is not None else None
+    if unusable:
+        model = None
     # the model's own roofline uses the peaks of the machine its data came from, so a
     # default run never times anything and chooses the same on every machine
     lp = local_peaks or (model["peaks"] if model and device in model.get("devices", ["cpu"]) else peaks(device))
@@ -92,18 +95,25 @@ def choose(obs: dict | None, verified: list[str], default: str, method: str = "m
         entries[n]["roofline_ms"] = round(estimate(obs, n, lp) * 1e3, 6)
     why_not = None
     if model is None and method != "roofline":
-        why_not = "the cost model artifact is missing"
+        why_not = f"the cost model artifact is unusable: {unusable}" if unusable else "the cost model artifact is missing"
     elif model is not None and not complete(obs):
         why_not = "a part of the site could not be evaluated on fake tensors"
     elif model is not None and device not in model.get("devices", ["cpu"]):
         why_not = f"the model was trained on {', '.join(model.get('devices', ['cpu']))}, not {device}"
+    if len(names) == 1:  # keep's own prediction stays on record beside the refused forms
+        if method == "roofline" or why_not:
+            record["method"] = "roofline"
+        else:
+            sc = scores(model, obs, names)
+            entries["keep"]["predicted_ms" if model["kind"] == "regression" else "score"] = round(sc["keep"], 6)
+        return done("keep", "no rewrite of this site verified, so the graph break stays")
     if method == "roofline" or why_not:
         ranked = sorted(names, key=lambda n: (entries[n]["roofline_ms"], CANDIDATES.index(n)))
         fall = f"{why_not}, so the roofline decides: " if why_not else ""
         rec = done(ranked[0], fall + _explain(ranked, entries, "roofline_ms", "ms"), used="roofline")
     else:
         sc = scores(model, obs, names)
-        key, unit = ("predicted_ms", "ms") if model["kind"] == "regression" else ("score", "(ranking score)")
+        key, unit = ("predicted_ms", "ms") if model["kind"] == "regression" else ("score", "")
         for n in names:
             entries[n][key] = round(sc[n], 6)
         ranked = sorted(names, key=lambda n: (sc[n], CANDIDATES.index(n)))
@@ -116,8 +126,9 @@ def choose(obs: dict | None, verified: list[str], default: str, method: str = "m
 
 
 def _explain(ranked: list[str], entries: dict, key: str, unit: str) -> str:
-    parts = [f"{n} {entries[n][key]:.4g} {unit}" for n in ranked]
-    return f"{ranked[0]} cheapest ({'; '.join(parts)})"
+    parts = [f"{n} {entries[n][key]:.4g}{' ' + unit if unit else ''}" for n in ranked]
+    what = "ranking scores, lower is faster: " if key == "score" else ""
+    return f"{ranked[0]} cheapest ({what}{'; '.join(parts)})"
 
 
 def decide_measured(record: dict, times_ms: dict[str, float]) -> dict:

@@ -131,6 +131,27 @@ def scores(model: dict, obs: dict, names: list[str]) -> dict[str, float]:
     return {n: sum(x / s * c for x, s, c in zip(vector(obs, n), scale, w)) for n in names}
 
 
+def invalid(model) -> str | None:
+    """Why ``model`` (a loaded artifact) cannot be used, else None: not an object, a
+    missing or mistyped field, features other than this code's, non-finite weights."""
+    if not isinstance(model, dict):
+        return "it is not a JSON object"
+    if model.get("kind") not in KINDS:
+        return f"unknown kind {model.get('kind')!r}"
+    if model.get("features") != list(FEATURES):
+        return "it was trained on other features (retrain: python benchmarks/cost_model.py --write-artifact)"
+    for key in ("weights", "scale"):
+        v = model.get(key)
+        if not isinstance(v, list) or len(v) != len(FEATURES) or not all(
+                isinstance(x, (int, float)) and math.isfinite(x) for x in v) or (key == "scale" and 0 in v):
+            return f"`{key}` is not {len(FEATURES)} finite numbers"
+    peaks = model.get("peaks")
+    if not isinstance(peaks, dict) or not all(isinstance(peaks.get(k), (int, float)) and peaks[k] > 0
+                                              for k in ("peak_flops", "bandwidth", "launch")):
+        return "`peaks` is missing or not positive numbers"
+    return None
+
+
 def load_model(path: Path = ARTIFACT) -> dict | None:
     """The shipped artifact, or None when it is missing or unreadable."""
     try:

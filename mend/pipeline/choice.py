@@ -117,11 +117,20 @@ def choose_rewrite(verify_fn, ex, rule, site, current: str, res, first: Verified
             rec = decide_measured(rec, ex.time_candidates(rel, codes, files))
         except Exception as exc:  # noqa: BLE001 - a candidate that cannot be timed: the prediction stands
             rec["reason"] += f"; timing failed ({type(exc).__name__}: {str(exc)[:120]}), so the prediction stands"
+    for e in rec["candidates"]:  # verified but withheld (unsafe without --unsafe-fixes): say so
+        why = refused.get(e["name"])
+        if why is not None and why.safety == "unsafe":
+            e.update(verified=True, withheld=True)
     chosen = rec["chosen"]
     if chosen == "keep":
-        if not ok():  # nothing verified: the rule's own refusal, as without a choice
+        if not ok() and not unverified:  # nothing verified, nothing left untried: the rule's own refusal
             why = refused.get(res.form) or next(iter(refused.values()))
             return dataclasses.replace(why, choice=rec)
+        if not ok():  # the rule's form was refused; the other was predicted slower than keep
+            slower = ", ".join(sorted(unverified))
+            why = refused.get(res.form) or next(iter(refused.values()))
+            rec["reason"] = (f"{slower} predicted slower than keeping the break, so not verified; the rule's "
+                             f"{res.form} was not emitted: {why.reason}")
         return Declined(where, site.fixable_by, f"kept the graph break: {rec['reason']}", choice=rec)
     v = done[chosen]
     if v.staged is not None:  # an alternative may have been staged after it

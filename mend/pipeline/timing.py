@@ -17,9 +17,15 @@ CALLS = 21
 
 def steady_ms(model, args: tuple, kwargs: dict, *, warmup: int = WARMUP, calls: int = CALLS) -> float:
     """Median wall time (ms) of one call of ``torch.compile(model)`` (Inductor) on ``args``
-    and ``kwargs`` after ``warmup`` calls; one intra-op thread. Raises what the model raises."""
+    and ``kwargs`` (deep copies: the caller's inputs are never touched) after ``warmup``
+    calls; one intra-op thread. Raises what the model raises."""
     import torch
 
+    import copy
+
+    # the candidate runs on its own copy: a forward that updates an input in place must not
+    # change the examples that later sites and the after-scan use (adversarial review)
+    args, kwargs = copy.deepcopy(args), copy.deepcopy(kwargs)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     torch._dynamo.reset()
