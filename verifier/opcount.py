@@ -94,8 +94,8 @@ def count(fn: Callable[[], Any]) -> dict:
             before = flops.get_total_flops()  # FlopCounterMode sits below this mode: it counts in func()
             out = func(*args, **(kwargs or {}))
             done = flops.get_total_flops() - before
+            first = next((t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)), None)
             if done:
-                first = next((t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)), None)
                 key = str(first.dtype).replace("torch.", "") if first is not None else "unknown"
                 by_dtype[key] = by_dtype.get(key, 0.0) + float(done)
             cat = category(func)
@@ -105,7 +105,6 @@ def count(fn: Callable[[], Any]) -> dict:
                 n = sum(_nbytes(a) for a in flat) + _nbytes(tree_flatten(out)[0])
                 moved[0] += n
                 by_cat[cat] += n
-                first = next((t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)), None)
                 if first is not None and first.dtype in (torch.bfloat16, torch.float16):
                     low[0] += n
             return out

@@ -38,28 +38,32 @@ def complete(obs: dict) -> bool:
     return len(parts) == 3 and all(_num(p, "bytes") is not None for p in parts)
 
 
+def _parts(obs: dict, name: str) -> tuple[float, list[tuple[dict, float]]]:
+    """``(p, [(counts, runs), ...])`` for the predicate and the two sides: ``runs`` is how
+    often candidate ``name`` runs the part -- the predicate always, each side always under
+    ``where`` and by the taken-branch frequency ``p`` (0.5 when not observed) otherwise."""
+    p = obs.get("p_true")
+    p = 0.5 if p is None else float(p)
+    t, f = obs.get("sides") or [None, None]
+    both = name == "where"
+    return p, [(obs.get("pred") or {}, 1.0), (t or {}, 1.0 if both else p), (f or {}, 1.0 if both else 1 - p)]
+
+
 def totals(obs: dict, name: str) -> dict:
     """The work of candidate ``name`` on the site: ``{"flops", "flops_by_dtype", "bytes",
     "graphs", "syncs", "conds"}``; missing parts count 0 (:func:`complete` says whether any is)."""
-    p = obs.get("p_true")
-    p = 0.5 if p is None else float(p)
-    pred, (t, f) = obs.get("pred"), (obs.get("sides") or [None, None])
+    p, parts = _parts(obs, name)
+    (pred, _), (t, wt), (f, wf) = parts
     get = lambda c, k: _num(c, k) or 0.0
-    out = {}
-    for k in ("flops", "bytes"):
-        taken = p * get(t, k) + (1 - p) * get(f, k)
-        both = get(t, k) + get(f, k)
-        out[k] = get(pred, k) + (both if name == "where" else taken)
-    sel = max(get(t, "out_bytes"), get(f, "out_bytes"))
+    out = {k: get(pred, k) + (wt * get(t, k) + wf * get(f, k)) for k in ("flops", "bytes")}
     if name == "where":  # the select reads both values and writes one
-        out["bytes"] += 3 * sel
+        out["bytes"] += 3 * max(get(t, "out_bytes"), get(f, "out_bytes"))
     if name == "cond":   # the taken branch's output is materialised as the cond's result
         out["bytes"] += p * get(t, "out_bytes") + (1 - p) * get(f, "out_bytes")
-    weights = {"pred": 1.0, "t": 1.0 if name == "where" else p, "f": 1.0 if name == "where" else 1 - p}
     by: dict[str, float] = {}
-    for part, c in (("pred", pred), ("t", t), ("f", f)):
-        for d, v in ((c or {}).get("flops_by_dtype") or {}).items():
-            by[d] = by.get(d, 0.0) + weights[part] * v
+    for c, runs in parts:
+        for d, v in (c.get("flops_by_dtype") or {}).items():
+            by[d] = by.get(d, 0.0) + runs * v
     out["flops_by_dtype"] = by
     out["graphs"] = 2 if name == "keep" else 1
     out["syncs"] = 1 if name == "keep" else 0
@@ -75,26 +79,23 @@ def work(obs: dict, name: str) -> dict[str, float]:
     in GB (so fitted weights are in ms per unit). A side's work is weighted by how often it
     runs: always under ``where``, with the taken-branch frequency under ``keep`` and
     ``cond`` (0.5 when not observed)."""
-    p = obs.get("p_true")
-    p = 0.5 if p is None else float(p)
-    pred, (t, f) = obs.get("pred") or {}, (obs.get("sides") or [None, None])
-    t, f = t or {}, f or {}
-    w = {"pred": 1.0, "t": 1.0 if name == "where" else p, "f": 1.0 if name == "where" else 1 - p}
+    p, parts = _parts(obs, name)
+    t, f = parts[1][0], parts[2][0]
     vec = dict.fromkeys(FEATURES, 0.0)
     vec[name] = 1.0
-    for part, c in (("pred", pred), ("t", t), ("f", f)):
+    for c, runs in parts:
         for d, v in (c.get("flops_by_dtype") or {}).items():
             key = "mm_gflop_low" if d in ("bfloat16", "float16") else "mm_gflop_f32"
-            vec[key] += w[part] * v / 1e9
-        vec["low_precision_gb"] += w[part] * c.get("bytes_low_precision", 0) / 1e9
+            vec[key] += runs * v / 1e9
+        vec["low_precision_gb"] += runs * c.get("bytes_low_precision", 0) / 1e9
         # each matmul is its own (extern) kernel, with a fixed cost; a low-precision one more so on CPU
         calls = float((c.get("ops") or {}).get("matmul", 0))
         low = any(d in ("bfloat16", "float16") for d in (c.get("flops_by_dtype") or {}))
-        vec["matmul_calls_low" if low else "matmul_calls"] += w[part] * calls
+        vec["matmul_calls_low" if low else "matmul_calls"] += runs * calls
         cats = c.get("bytes_by_category") or {}
-        vec["pointwise_gb"] += w[part] * cats.get("pointwise", 0) / 1e9
-        vec["reduction_gb"] += w[part] * cats.get("reduction", 0) / 1e9
-        vec["copy_gb"] += w[part] * (cats.get("copy", 0) + cats.get("other", 0) + cats.get("matmul", 0)) / 1e9
+        vec["pointwise_gb"] += runs * cats.get("pointwise", 0) / 1e9
+        vec["reduction_gb"] += runs * cats.get("reduction", 0) / 1e9
+        vec["copy_gb"] += runs * (cats.get("copy", 0) + cats.get("other", 0) + cats.get("matmul", 0)) / 1e9
     outs = [float(t.get("out_bytes") or 0), float(f.get("out_bytes") or 0)]
     if name == "keep":  # the break materialises the branch's input and output (no fusion across it)
         vec["boundary_gb"] = 2 * max(outs) / 1e9
