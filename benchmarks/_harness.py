@@ -333,7 +333,8 @@ def prepare_row(row: Row, cfg: Config, work: Path, levels: list[str] = (), defau
     res["counts"] = counts_from(scan_doc, fix_doc)
     if fix_doc is not None:
         res["rewrites"] = [{"rule": r["rule"], "site": r["site"], "safety": (r.get("safety") or {}).get("label"),
-                            "choice": _choice(r.get("choice"))} for r in fix_doc.get("rewrites", [])]
+                            "choice": _choice(r.get("choice")), "mechanism": _mechanism(r)}
+                           for r in fix_doc.get("rewrites", [])]
         res["declined"] = [{"rule": d.get("rule"), "site": d.get("site") or f"{d.get('file')}:{d.get('line')}",
                             "reason": d.get("reason"), "safety": d.get("safety"), "choice": _choice(d.get("choice"))}
                            for d in fix_doc.get("declined", [])]
@@ -345,6 +346,29 @@ def prepare_row(row: Row, cfg: Config, work: Path, levels: list[str] = (), defau
         res["scan_mended"] = scan_with_overlay(row, res["mended_dir"], cfg, env)
         res["counts"]["after_scan_agrees"] = (res["scan_mended"] or {}).get("graph_break_count") == res["counts"].get("breaks_after")
     return res
+
+
+def _mechanism(rewrite: dict) -> str | None:
+    """How a deferred-effect rewrite defers: "replay" (after the graph call, an ordinary graph)
+    or "ordered" (mend::capture, ordered with a check; that graph bypasses the FX graph cache)."""
+    return next((o["mechanism"] for o in rewrite.get("obligations", []) if o.get("mechanism")), None)
+
+
+def mechanisms_line(rows: list[dict]) -> str | None:
+    """How often the catalogue needed the ordered (uncacheable) form, in words."""
+    counts = {"replay": 0, "ordered": 0}
+    ordered_rows = []
+    for r in rows:
+        for x in r.get("rewrites") or []:
+            if x.get("mechanism") in counts:
+                counts[x["mechanism"]] += 1
+                if x["mechanism"] == "ordered" and r["row"] not in ordered_rows:
+                    ordered_rows.append(r["row"])
+    if not sum(counts.values()):
+        return None
+    return (f"Deferred-effect rewrites: {counts['replay']} replayed after the graph call (an ordinary, cacheable "
+            f"graph), {counts['ordered']} ordered with a check that follows (mend::capture: that graph bypasses "
+            f"the FX graph cache)" + (f", on {', '.join(ordered_rows)}" if ordered_rows else "") + ".")
 
 
 def _choice(choice: dict | None) -> dict | None:
@@ -836,7 +860,9 @@ def markdown(doc: dict) -> str:
         L += [f"* {_label(row)}: {note}." for row, note in notes]
     L += ["", "The paper's cold-start ratios are not in this project's notes, so no column for them is filled.", ""]
 
+    mech = mechanisms_line(doc["rows"])
     L += ["## Cold start (fresh process: imports, build, torch.compile, first call)", "",
+          *([mech, ""] if mech else []),
           "| row | cold cache: original s | mended s | ratio | n | ev | warm cache: original s | mended s | ratio | n | ev | "
           "warm: FX graph cache hit/miss/bypass orig; mended | first call (compile) orig / mended s, cold cache |",
           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]

@@ -26,6 +26,11 @@ network, and mend's own work (scan, fix, verification) is CPU work. So the run h
    measurements that would not finish in time; what it skipped is in the results.
 
 Writes ``gpu.json``, ``gpu.md``, ``gpu_breaks.png``, ``gpu_ratios.png`` to ``--out``.
+
+3. ``python3 benchmarks/run_gpu.py deferred --out "$OUT"`` (needs torch only, ~2 min):
+   deferred effects under CUDA graphs -- that the mended graph is CUDA-graphed, that every
+   replay prints and logs what eager does, and cold/warm/steady ratios
+   (:mod:`gpu_deferred`).
 """
 from __future__ import annotations
 
@@ -183,7 +188,19 @@ def main(argv: list[str] | None = None) -> int:
                          "install included, ends within 8 minutes)")
     pm.add_argument("--install-runtime", action="store_true")
     pm.add_argument("--allow-cpu", action="store_true", help="run the measure step without CUDA (testing only)")
+    pd = sub.add_parser("deferred", help="on the GPU machine: deferred effects under CUDA graphs (issue 11; "
+                                         "needs torch only, ~2 min)")
+    pd.add_argument("--out", default=str(H.HERE / "results"))
+    pd.add_argument("--device", default="cuda", help="cpu: test the script without CUDA graphs")
+    pd.add_argument("--replays", type=int, default=20)
+    pd.add_argument("--iters", type=int, default=200)
     ns = p.parse_args(argv)
+    if ns.cmd == "deferred":
+        import gpu_deferred
+
+        res = gpu_deferred.run(Path(ns.out), ns.device, ns.replays, ns.iters)
+        print((Path(ns.out) / "deferred_gpu.md").read_text())
+        return 0 if res["replays_equal_to_eager"] == res["replays"] and res["cudagraphs"] != "skipped" else 1
     return prepare(ns) if ns.cmd == "prepare" else measure(ns)
 
 

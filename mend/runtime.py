@@ -1,5 +1,5 @@
-"""Deferred side effects: capture ``print``/logging/``warnings`` inside a compiled region,
-replay them outside it, in program order.
+"""Deferred side effects: snapshot ``print``/logging/``warnings`` inside a compiled region,
+replay them right after the graph call, in program order.
 
 This is the runtime half of the "deferred side effects" rule
 (:mod:`mend.rules.deferred_side_effects`). The idea is GraphMend's "[Defer]" transformation
@@ -8,69 +8,93 @@ arguments cloned where they occur, and replayed after the graph in program order
 when the forward raises; flushing happens outside the compiled region because a
 ``try/finally`` inside it makes Dynamo give up on the frame.
 
-How it works (torch 2.13, measured; see ``tests/test_rule_deferred_effects.py``):
+How it works (torch 2.13, measured; see ``tests/test_runtime_replay.py`` and
+``docs/research/deferred_effects``):
 
 * **Eager** (``torch.compiler.is_compiling()`` is False): ``defer_*`` first replays
   anything still pending, then performs the effect at once. A mended module run eagerly
   prints, logs and warns exactly when, and as, the original does.
-* **Compiled**: Dynamo inlines ``defer_*``. The constant part of the call (message,
+* **Compiled** (Dynamo inlines ``defer_*``): the constant part of the call (message,
   logger, category, constant arguments) is interned once per trace by :func:`_intern`
-  (``torch._dynamo.assume_constant_result``: it runs at trace time, and the key it
-  returns is a constant of the graph). What varies per call -- tensors and (symbolic)
-  ints -- goes to the custom operator ``mend::capture``, registered as an ``ORDERED``
-  effect, so neither AOT autograd nor Inductor drops or reorders it. It sits in the graph
-  like any other operator: no graph break under the eager, aot_eager and inductor
-  backends, also inside a child module's ``forward`` (where
-  ``reorderable_logging_functions`` silently drops calls), also with ``dynamic=True``.
-  The operator runs at the position of the original call, so it sees a tensor before any
-  later in-place update, and clones it.
-
-  - Inside a capture scope (:func:`install`, :func:`capture`) the operator appends the
-    snapshot to a per-thread buffer, replayed when the scope exits, normally or by an
-    exception -- the paper's design: no formatting, host sync or I/O inside the graph.
-  - Outside any scope it performs the effect immediately, from inside the graph, at its
-    own position. The output is the same; only the formatting happens mid-graph.
-
-Replayed tensors print as the originals did: Dynamo's fake tensors carry the autograd
-metadata the run-time ones lack, so the operator's fake kernel notes each tensor's
-``grad_fn`` name / ``requires_grad`` / ``Parameter``-ness at trace time, and the replay
-shows ``tensor(..., grad_fn=<AddmmBackward0>)`` exactly as eager would.
+  (``torch._dynamo.assume_constant_result``: it runs at trace time, and the key it returns
+  is a constant). What varies per call -- tensors, cloned where the call is (so a later
+  in-place update does not change what is shown), and (symbolic) ints -- is appended to
+  the tuple :data:`_replay` of this module. Dynamo records that store as a side effect: the
+  snapshots become **graph outputs**, and the store runs as ``STORE_ATTR`` in the compiled
+  frame right after the graph call, where this module's ``__setattr__``
+  (:class:`_ReplayingModule`) performs the entries in program order, before any later
+  Python of the frame. The graph holds no operator of mend's and no effect token: an
+  ordinary FX graph, which Inductor's FX graph and AOTAutograd caches store and load (and
+  which CUDA graphs should capture: not yet measured, see below). No install step: the
+  flush is part of the compiled frame.
+  Also inside a child module's ``forward`` (where ``reorderable_logging_functions`` drops
+  calls), with ``dynamic=True`` and ``fullgraph=True``. How a tensor prints
+  (``grad_fn=<AddmmBackward0>``) is read from Dynamo's fake tensor at trace time
+  (``comptime``), so the replay shows it as eager does.
+* **Ordered** (``ordered=True``, which the rule emits when a check that can fail inside the
+  graph follows the call in its function): the pending snapshots of this graph and the
+  call go to the custom operator ``mend::capture``, registered as an ``ORDERED`` effect
+  together with ``torch._assert_async``, and are performed at the call's position; a
+  failing check then shows exactly what eager showed. Such a graph threads AOT autograd's
+  effect tokens and bypasses Inductor's FX graph cache ("Can't cache HigherOrderOperator:
+  with_effects"); the fix report says which sites are ordered.
+* **Inside a higher-order operator's body** (``checkpoint``, ``torch.cond``) neither works
+  (the store is refused, the operator prints again when a checkpoint recomputes): the call
+  is performed as written, a graph break there as in the original.
+* :func:`install` / :func:`capture` stay as explicit options: inside their scope entries
+  are buffered and replayed when the scope exits, normally or by an exception (the
+  paper's buffer-and-replay).
 
 Differences from eager that remain (documented, and tested where they matter):
 
-* ``warnings``: category and message are identical, and so is the once-per-location
-  bookkeeping of the default filter (the replay uses ``warn_explicit`` with the traced
-  line and its module's registry). The filename and line are those of the mended source
-  (one line below the original when the rewrite added an import). A ``stacklevel``
-  reaching past the compiled frame is attributed to this module. Under
-  ``simplefilter("error")`` a deferred warning raises when the scope exits instead of at
-  its line (same exception; when the forward also raised, it is chained to it).
-* ``logging``: message, level, logger and arguments are identical; a replayed standard
-  method (``info``, ``warning``...) reports the mended source line as ``pathname`` /
-  ``lineno`` / ``funcName``; ``exc_info``/``stack_info`` are not supported (the rule
-  declines them). A ``logging.Logger`` that ``logging.getLogger`` did not make cannot be
-  found again at trace time: the call then runs as written (a graph break, as before).
-* Output produced by code that is *not* deferred (the eager code of another graph
-  break) within a scope is not held back, so it can overtake buffered effects.
+* Output of a plain deferred call is lost when an operator later in the **same graph**
+  raises at run time (a kernel error such as an index out of range, or a check in another
+  function): the store after the graph call never runs (``proofs/dse_graph_raise_drops.smt2``).
+  A check in the same function makes the call ordered instead. The same holds, ordered
+  calls included, when the frame fails while Dynamo traces it (a ``torch._check`` on a size
+  that fails at trace time): no graph runs. The differential test declines the rewrite
+  when a drawn input shows it.
+* An argument that is neither a tensor, a size, an int, a plain list/tuple/dict of them,
+  ``fmt`` nor an immutable constant (a namedtuple, an ``OrderedDict`` such as a
+  ``ModelOutput``, a dataclass, a module) cannot be snapshotted: the call is performed as
+  written, a graph break as in the original.
+* ``warnings`` and ``logging``: category, message, logger, level and arguments are
+  identical, and so is the once-per-location bookkeeping of the default filter (the replay
+  uses ``warn_explicit`` with the traced line and its module's registry). The filename and
+  line are those of the traced source, which are the original's: the rule adds its import
+  to an existing line. They differ when another rewrite above the call in the same file
+  changed the number of lines. A ``stacklevel`` reaching past the compiled frame is
+  attributed to this module. Under ``simplefilter("error")`` a deferred warning raises
+  after the graph call instead of at its line (same exception). A replayed standard logger
+  method reports the traced line as ``pathname`` / ``lineno`` / ``funcName``;
+  ``exc_info``/``stack_info`` are not supported (the rule declines them). A
+  ``logging.Logger`` that ``logging.getLogger`` did not make cannot be found again at
+  trace time: the call then runs as written (a graph break, as before).
+* Within an :func:`install` scope, output of code that is *not* deferred (the eager code
+  of another graph break) is not held back, so it can overtake buffered effects; without
+  ``install`` the order is eager's.
 * A ``grad_fn`` that Dynamo's fake tensors do not know (its placeholder ``Error`` node,
   seen when Dynamo re-traces a frame after an uncaught exception) is not shown.
-* The operator runs Python: CUDA graphs (``mode="reduce-overhead"``) cannot capture it.
-* A graph holding a capture threads AOT autograd's effect tokens, and such graphs bypass
-  Inductor's FX graph cache (torch 2.13: "Can't cache HigherOrderOperator: with_effects"):
-  a warm-cache cold start compiles them again (see benchmarks/README.md).
+* CUDA graphs (``mode="reduce-overhead"``): the plain form is an ordinary graph with the
+  snapshots as outputs, read after the replay; measured by ``benchmarks/run_gpu.py`` on a
+  lent GPU (none lent so far). An ordered call still runs Python inside the graph and
+  cannot be captured.
 """
 from __future__ import annotations
 
 import builtins
 import contextlib
+import enum
 import logging
 import sys
 import threading
+import types
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 import torch
+from torch._dynamo.comptime import comptime
 
 from mend import _wrap
 from mend.validation_runtime import order_checks
@@ -81,8 +105,11 @@ __all__ = ["defer_print", "defer_log", "defer_warn", "fmt", "flush", "install", 
 # (methods that log directly; ``warning_once``-style wrappers log from their own frame).
 _STANDARD_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "fatal", "log"})
 
-# Layout tokens (see _flatten/_rebuild).
-_TENSOR, _SYM, _CONST, _FMT, _SIZE, _SEQ, _DICT = "T", "S", "C", "F", "Z", "L", "D"
+# Layout tokens (see _flatten/_rebuild); _OTHER: a value the snapshot cannot hold.
+_TENSOR, _SYM, _CONST, _FMT, _SIZE, _SEQ, _DICT, _OTHER = "T", "S", "C", "F", "Z", "L", "D", "O"
+# constants shown at replay as they were at the call: immutable, no tensor inside
+_PLAIN = (str, bytes, float, complex, bool, type(None), type(Ellipsis), range, slice, type, enum.Enum,
+          torch.dtype, torch.device, torch.layout, torch.memory_format, torch.finfo, torch.iinfo)
 # ``file=sys.stdout`` / ``sys.stderr`` of a deferred print, resolved again at replay.
 _STDOUT, _STDERR = "<sys.stdout>", "<sys.stderr>"
 
@@ -176,26 +203,64 @@ def _resolve_logger(ident: int) -> Any:
 
 
 @torch._dynamo.assume_constant_result
-def _intern(kind: str, method: Any, layout: tuple, names: tuple, logger_id: int | None,
+def _intern(kind: str, method: Any, layout: tuple, names: tuple, logger_id: int | None, ordered: bool,
             target: Any, *consts: Any) -> int:
     """Record a call site's constant part at trace time; the returned key is a graph constant.
 
     Dynamo hands a ``logging.Logger`` to no function, so the caller passes its ``id`` and
-    the logger is found again here. Returns -1 when it cannot be (a logger not made by
-    ``logging.getLogger``): the caller then performs the call itself (a graph break, as
-    without the rewrite).
+    the logger is found again here. Returns -1 when the call must be performed as written
+    (a graph break, as without the rewrite): a logger not made by ``logging.getLogger``, or
+    a call inside the body of a higher-order operator (``checkpoint``, ``torch.cond``),
+    whose speculation accepts neither a store Dynamo replays nor, reliably, an effect
+    (docs/research/deferred_effects, exp7). Keys grow in trace order.
     """
+    if _in_subgraph():
+        return -1
     if logger_id is not None:
         target = _resolve_logger(logger_id)
         if target is None:
             return -1
+    if ordered:
+        order_checks()  # from now on checks and captures share one token chain
     _SITES.append(_Site(kind, target, method, layout, consts, names, _trace_stack()))
     return len(_SITES) - 1
 
 
+def _in_subgraph() -> bool:
+    """Whether Dynamo is tracing the body of a higher-order operator (not the root graph)."""
+    try:
+        from torch._dynamo.symbolic_convert import InstructionTranslator
+
+        tx = InstructionTranslator.current_tx()
+        return not tx.output.is_root_tracer()
+    except Exception:  # pragma: no cover - private API moved: the safe answer
+        return True
+
+
+def _note_show(key: int, index: int, fake: Any) -> None:
+    """Note at trace time how tensor ``index`` of site ``key`` prints (``grad_fn=<...>``).
+
+    Dynamo's fake tensors carry the autograd metadata that the snapshot, a graph output,
+    no longer has; read through ``comptime``, it adds no graph node.
+    """
+    site = _SITES[key]
+    if site.shows is None:
+        site.shows = []
+    while len(site.shows) <= index:
+        site.shows.append(None)
+    site.shows[index] = (_grad_fn_name(fake), bool(fake.requires_grad and fake.is_leaf),
+                         isinstance(fake, torch.nn.Parameter), bool(fake.requires_grad))
+
+
 @torch.library.custom_op("mend::capture", mutates_args=())
-def _capture(key: int, tensors: list[torch.Tensor], ints: list[int], anchor: torch.Tensor) -> None:
-    """The graph node of a deferred effect: snapshot into the buffer, or perform now.
+def _capture(keys: list[int], counts: list[int], tensors: list[torch.Tensor], ints: list[int],
+             anchor: torch.Tensor) -> None:
+    """The graph node of deferred effects that must stay ordered against in-graph checks.
+
+    Site ``keys[j]`` owns the next ``counts[2j]`` tensors and ``counts[2j+1]`` ints. Inside a
+    capture scope (:func:`install`, :func:`capture`) each is snapshotted into the buffer,
+    replayed when the scope exits; outside one it is performed at once, at the node's
+    position, so a check failing later in the graph leaves exactly what eager showed.
 
     ``anchor`` (an empty tensor, unused) gives the node a device. Inductor's scheduler
     flushes the kernels it has fused so far before an extern kernel only when that kernel
@@ -204,24 +269,18 @@ def _capture(key: int, tensors: list[torch.Tensor], ints: list[int], anchor: tor
     reads were already freed before it: ``UnboundLocalError`` in the generated code, or
     work of the original code moved across the effect (measured on hf:marian).
     """
-    if _STATE.depth > 0:
-        _STATE.pending.append((key, [t.detach().clone() for t in tensors], list(ints)))
-    else:
-        _perform(key, list(tensors), list(ints))
+    t0 = n0 = 0
+    for j, key in enumerate(keys):
+        ts, ns = tensors[t0:t0 + counts[2 * j]], ints[n0:n0 + counts[2 * j + 1]]
+        t0, n0 = t0 + counts[2 * j], n0 + counts[2 * j + 1]
+        if _STATE.depth > 0:
+            _STATE.pending.append((key, [t.detach().clone() for t in ts], list(ns)))
+        else:
+            _perform(key, list(ts), list(ns))
 
 
 @_capture.register_fake
-def _capture_fake(key, tensors, ints, anchor):
-    """Shape function; also notes how each tensor prints (``grad_fn=<...>``).
-
-    Dynamo's fake tensors carry autograd metadata; the tensors the operator gets at run
-    time do not (AOT autograd runs the forward without it). The first call for a key is
-    Dynamo's, later ones (AOT autograd's) have no autograd metadata and are ignored.
-    """
-    site = _SITES[key] if 0 <= key < len(_SITES) else None
-    if site is not None and site.shows is None:
-        site.shows = [(_grad_fn_name(t), bool(t.requires_grad and t.is_leaf), isinstance(t, torch.nn.Parameter),
-                       bool(t.requires_grad)) for t in tensors]
+def _capture_fake(keys, counts, tensors, ints, anchor):
     return None
 
 
@@ -251,14 +310,46 @@ def _register_ordered_effect() -> None:
 
 
 _register_ordered_effect()
-order_checks()  # captures and checks in one token chain: a failing check replays exactly what eager showed
+
+
+class _ReplayingModule(types.ModuleType):
+    """This module's class: a store to :data:`_replay` performs the stored snapshots.
+
+    Under ``torch.compile`` Dynamo does not run ``__setattr__`` of a module while tracing:
+    it records ``_self._replay = ...`` as a side effect and emits it as ``STORE_ATTR`` in
+    the compiled frame's bytecode, right after the graph call. That store runs this method,
+    which performs the entries there, in program order, before any later Python of the
+    frame -- with no operator and no effect token in the graph (an ordinary, cacheable FX
+    graph) and no install step (docs/research/deferred_effects, exp2, exp4). Never stored:
+    the attribute stays ``()``, so the trace-time read (and Dynamo's guard on it) holds.
+    ``torch.compiler.disable``: without it Dynamo traces the replay itself.
+    """
+
+    @torch.compiler.disable
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name != "_replay":
+            types.ModuleType.__setattr__(self, name, value)
+            return
+        if torch.compiler.is_compiling():  # a tracer that is not Dynamo ran the store: values are fake
+            return
+        if _STATE.depth > 0:  # a capture scope buffers until it exits (after what it holds already)
+            _STATE.pending.extend((key, list(ts), list(ns)) for key, ts, ns in value)
+            return
+        for key, ts, ns in value:
+            _perform(key, list(ts), list(ns))
+
+
+_replay: tuple = ()
+_self = sys.modules[__name__]
+_self.__class__ = _ReplayingModule
 
 
 def _flatten(value: Any, layout: list, tensors: list, ints: list, consts: list) -> None:
     """Split one argument into graph values (tensors, symbolic ints) and constants.
 
     Plain lists, tuples and dicts are looked into (a tensor or a size in them is captured
-    too); any other object is a constant of the trace. Traced by Dynamo: only type tests
+    too); an immutable constant (``_PLAIN``) is a constant of the trace; anything else is
+    marked ``_OTHER`` and the call is performed as written. Traced by Dynamo: only type tests
     and list appends.
     """
     if isinstance(value, torch.Tensor):
@@ -290,12 +381,19 @@ def _flatten(value: Any, layout: list, tensors: list, ints: list, consts: list) 
         for k in value.kwargs:
             _flatten(value.kwargs[k], layout, tensors, ints, consts)
     else:
-        layout.append(_CONST)
+        layout.append(_CONST if isinstance(value, _PLAIN) else _OTHER)
         consts.append(value)
 
 
-def _record(kind: str, target: Any, method: str | None, args: tuple, kwargs: dict) -> bool:
-    """Put one deferred call into the graph. False when it must be performed directly."""
+def _record(kind: str, target: Any, method: str | None, args: tuple, kwargs: dict, ordered: bool = False) -> bool:
+    """Put one deferred call into the graph being traced. False when it must be performed
+    directly (a logger Dynamo cannot hand over, or a higher-order operator's body).
+
+    Default: the snapshot (``t.detach().clone()`` of each tensor, the ints as they are) is
+    appended to :data:`_replay` of this module, a store Dynamo replays after the graph call
+    (:class:`_ReplayingModule`). ``ordered``: the pending snapshots of this graph and this
+    call go to the ordered operator ``mend::capture`` instead, at the call's position.
+    """
     layout: list = []
     tensors: list = []
     ints: list = []
@@ -304,14 +402,38 @@ def _record(kind: str, target: Any, method: str | None, args: tuple, kwargs: dic
         _flatten(a, layout, tensors, ints, consts)
     for k in kwargs:
         _flatten(kwargs[k], layout, tensors, ints, consts)
+    if _OTHER in layout:
+        # an object that is neither a tensor, a size, a plain container nor an immutable
+        # constant (a namedtuple, an OrderedDict or ModelOutput, a dataclass, a module) would be
+        # a trace-time constant, shown as it is at replay, not as it was: run the call as written
+        return False
     logger_id = None
     if isinstance(target, logging.Logger):
         logger_id = id(target)  # guarded by ID_MATCH
         target = None
-    key = _intern(kind, method, tuple(layout), tuple(kwargs), logger_id, target, *consts)
+    # only Dynamo replays the store; other tracers (torch.export's non-strict mode, make_fx)
+    # run this code on fake tensors: the operator is what they keep
+    ordered = ordered or not torch.compiler.is_dynamo_compiling()
+    key = _intern(kind, method, tuple(layout), tuple(kwargs), logger_id, ordered, target, *consts)
     if key < 0:
         return False
-    _capture(key, tensors, ints, torch.empty(0))
+    for i, t in enumerate(tensors):  # noqa: B007 - `t` is read by name, by comptime
+        # how each tensor prints, read from Dynamo's fake tensor at trace time: no graph node
+        comptime(lambda ctx: _note_show(ctx.get_local("key").as_python_constant(),
+                                        ctx.get_local("i").as_python_constant(), ctx.get_local("t").as_fake()))
+    if not ordered:
+        _self._replay = _self._replay + ((key, tuple(t.detach().clone() for t in tensors), tuple(ints)),)
+        return True
+    # what this graph deferred so far goes first, through the same operator: program order
+    keys, counts, before_t, before_n = [], [], [], []
+    for k, ts, ns in _self._replay:
+        keys.append(k)
+        counts.extend((len(ts), len(ns)))
+        before_t.extend(ts)
+        before_n.extend(ns)
+    if keys:
+        _self._replay = ()
+    _capture([*keys, key], [*counts, len(tensors), len(ints)], before_t + tensors, before_n + ints, torch.empty(0))
     return True
 
 
@@ -363,22 +485,43 @@ def _as_logger(target: Any) -> logging.Logger | None:
     return target if isinstance(target, logging.Logger) else None
 
 
-@contextlib.contextmanager
-def _located(logger: logging.Logger | None, where: tuple | None, stacklevel: int) -> Iterator[None]:
-    """Attribute a replayed record to the traced call site instead of this module."""
-    if where is None or logger is None:
-        yield
-        return
-    frame = where[min(max(stacklevel, 1), len(where)) - 1]
+_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "warn": logging.WARNING,
+           "error": logging.ERROR, "critical": logging.CRITICAL, "fatal": logging.CRITICAL}
 
-    def find_caller(stack_info: bool = False, stacklevel: int = 1):
-        return frame[0], frame[1], frame[2], None
 
-    logger.findCaller = find_caller  # instance attribute, removed below
-    try:
-        yield
-    finally:
-        del logger.findCaller
+def _log_at(target: Any, method: str, args: list, kwargs: dict, where: tuple | None) -> bool:
+    """Log a replayed standard-method call as if from the traced line: the record is made
+    with the traced ``(file, line, function)`` and handed to the logger, as ``Logger._log``
+    does, without touching the logger (patching ``findCaller`` raced with other threads).
+    False when it cannot be (no traced line, an adapter, ``stack_info``): the caller then
+    calls the method itself."""
+    if where is None or isinstance(target, logging.LoggerAdapter) or method == "warn" or \
+            set(kwargs) - {"stacklevel", "extra"}:
+        return False  # `warn` also warns (deprecated); other keywords are the method's business
+    logger = _as_logger(target)
+    if logger is None:
+        return False
+    if method == "log":
+        if not args:
+            return False
+        level, *args = args
+        if not isinstance(level, int):
+            return False
+    else:
+        level = _LEVELS[method]
+    if not args:
+        return False
+    if target is logging and not logging.root.handlers:
+        logging.basicConfig()  # what logging.info() & co. do first
+    if not logger.isEnabledFor(level):
+        return True
+    stacklevel = kwargs.get("stacklevel", 1)
+    filename, lineno, func, _ = where[min(max(stacklevel, 1), len(where)) - 1]
+    msg, *margs = args
+    record = logger.makeRecord(logger.name, level, filename, lineno, msg, tuple(margs), None, func,
+                               kwargs.get("extra"), None)
+    logger.handle(record)
+    return True
 
 
 class _Shown:
@@ -469,12 +612,8 @@ def _perform(key: int, tensors: list, ints: list) -> None:
             kwargs["file"] = sys.stdout if f == _STDOUT else sys.stderr
         builtins.print(*args, **kwargs)
     elif site.kind == "log":
-        method = getattr(site.target, site.method)
-        if site.method in _STANDARD_LOG_METHODS:
-            with _located(_as_logger(site.target), site.where, kwargs.get("stacklevel", 1)):
-                method(*args, **kwargs)
-        else:
-            method(*args, **kwargs)
+        if not (site.method in _STANDARD_LOG_METHODS and _log_at(site.target, site.method, args, kwargs, site.where)):
+            getattr(site.target, site.method)(*args, **kwargs)
     else:
         message, category, stacklevel, source = args
         _warn_at(message, category, stacklevel, source, site.where)
@@ -506,28 +645,31 @@ def _warn_at(message: Any, category: Any, stacklevel: int, source: Any, where: t
 
 
 def defer_print(*args: Any, sep: str | None = " ", end: str | None = "\n", file: Any = None,
-                flush: bool = False) -> None:
+                flush: bool = False, ordered: bool = False) -> None:
     """``print(*args, sep=sep, end=end, file=file, flush=flush)``, deferred under torch.compile.
 
     ``file`` may be None, ``sys.stdout`` or ``sys.stderr`` (resolved again at replay).
+    ``ordered=True`` (the rule emits it when a check follows in the same function) keeps
+    the call ordered against in-graph checks (``mend::capture``): a failing check shows
+    exactly what eager showed, at the cost of an uncacheable graph.
     """
     if torch.compiler.is_compiling():
         stream = _STDOUT if file is sys.stdout else _STDERR if file is sys.stderr else file
-        if _record("print", None, None, args, {"sep": sep, "end": end, "file": stream, "flush": flush}):
+        if _record("print", None, None, args, {"sep": sep, "end": end, "file": stream, "flush": flush}, ordered):
             return
     _drain()
     builtins.print(*[_materialize(a) for a in args], sep=sep, end=end, file=file, flush=flush)
 
 
-def defer_log(logger: Any, method: str, *args: Any, **kwargs: Any) -> None:
+def defer_log(logger: Any, method: str, *args: Any, ordered: bool = False, **kwargs: Any) -> None:
     """``getattr(logger, method)(*args, **kwargs)``, deferred under torch.compile.
 
     Keeps ``%``-style arguments for the logger to format. Methods such as transformers'
     ``warning_once`` (an ``lru_cache``) are replayed through the same method, so they stay
-    once per process.
+    once per process. ``ordered``: as in :func:`defer_print`.
     """
     if torch.compiler.is_compiling():
-        if _record("log", logger, method, args, kwargs):
+        if _record("log", logger, method, args, kwargs, ordered):
             return
     _drain()
     args = tuple(_materialize(a) for a in args)
@@ -536,10 +678,12 @@ def defer_log(logger: Any, method: str, *args: Any, **kwargs: Any) -> None:
     getattr(logger, method)(*args, **kwargs)
 
 
-def defer_warn(message: Any, category: Any = None, stacklevel: int = 1, source: Any = None) -> None:
-    """``warnings.warn(message, category, stacklevel, source)``, deferred under torch.compile."""
+def defer_warn(message: Any, category: Any = None, stacklevel: int = 1, source: Any = None,
+               ordered: bool = False) -> None:
+    """``warnings.warn(message, category, stacklevel, source)``, deferred under torch.compile.
+    ``ordered``: as in :func:`defer_print`."""
     if torch.compiler.is_compiling():
-        if _record("warn", None, None, (message, category, stacklevel, source), {}):
+        if _record("warn", None, None, (message, category, stacklevel, source), {}, ordered):
             return
     _drain()
     warnings.warn(_materialize(message), category, stacklevel + 1, source)

@@ -40,8 +40,9 @@ from mend import _wrap
 def order_checks() -> None:
     """Make ``torch._assert_async`` an ordered side effect under ``torch.compile``.
 
-    Called when :mod:`mend.runtime` is imported, i.e. when a graph can hold deferred
-    effects. Without this, nothing orders a check against them:
+    Called by :mod:`mend.runtime` when Dynamo first traces an ``ordered=True`` deferred
+    call (one a check follows in its function). Without this, nothing orders a check
+    against the ``mend::capture`` nodes of such calls:
     Inductor's post-grad passes and scheduler move the ``mend::capture`` nodes of deferred
     prints across it, and fuse two checks into one kernel, so a failing forward could
     replay a print that eager never reached, lose one it did, or raise the second of two
@@ -51,7 +52,8 @@ def order_checks() -> None:
     check then runs as its own kernel, in program order. Its value semantics do not change.
     Cost: like every graph with effect tokens, such graphs bypass Inductor's FX graph cache
     ("Can't cache HigherOrderOperator: with_effects"; pytorch#194499 opens it for
-    ``_linalg_check_errors``), so it is not done for graphs with checks only.
+    ``_linalg_check_errors``), so it is done only once an ordered call exists: graphs with
+    checks only, or with deferred calls replayed after the graph, stay cacheable.
     """
     try:
         from torch._higher_order_ops.effects import _EffectType, _get_effect, _register_effectful_op

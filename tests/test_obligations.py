@@ -163,18 +163,27 @@ def test_raises_iff_original_with_restored_message():
     assert neg["result"] == "refuted"
 
 
-def test_runtime_protocols_are_checked_citing_their_lemmas():
+@pytest.mark.parametrize("mechanism", ["replay", "ordered"])
+def test_runtime_protocols_are_checked_citing_their_lemmas(mechanism):
     """The deferred-effect protocols are site-independent lemmas, proved once in proofs/ and
-    cited; per site, the runtime facts they assume are checked, never re-solved as a proof."""
-    obs = [{"kind": "order-preserved"}, {"kind": "replayed-on-exception", "requires": "mend.runtime.install(model)"},
-           {"kind": "snapshot-before-mutation", "values": ["x"]}, {"kind": "once-per-process", "method": "warning_once"}]
+    cited; per site, the runtime facts they assume are checked, never re-solved as a proof.
+    The post-graph replay and the ordered operator rest on different lemmas and facts."""
+    obs = [{"kind": "order-preserved", "mechanism": mechanism},
+           {"kind": "replayed-on-exception", "mechanism": mechanism, "check": "`torch._assert_async(...)`"},
+           {"kind": "snapshot-before-mutation", "mechanism": mechanism, "values": ["x"]},
+           {"kind": "once-per-process", "method": "warning_once"}]
     res = O.discharge(obs, facts=None)
     assert [r["result"] for r in res] == ["checked"] * 4
     assert all(r["smtlib"] is None and r["status"] is None and r["checked_by"] for r in res)
-    assert [r["lemmas"] for r in res] == [["proofs/dse_replay_order.smt2"], ["proofs/dse_replay_on_exception.smt2"],
-                                          ["proofs/dse_snapshot.smt2"], ["proofs/dse_once_per_process.smt2"]]
+    first = (["proofs/dse_graph_replay.smt2"] * 2 if mechanism == "replay" else
+             ["proofs/dse_replay_order.smt2", "proofs/dse_replay_on_exception.smt2"])
+    assert [r["lemmas"] for r in res] == [[first[0]], [first[1]], ["proofs/dse_snapshot.smt2"],
+                                          ["proofs/dse_once_per_process.smt2"]]
     assert all(set(r["lemma_sha256"]) == set(r["lemmas"]) for r in res)
-    assert "ORDERED" in res[0]["checked_by"] and any("ORDERED" in a for a in res[0]["assumptions"])
+    if mechanism == "ordered":
+        assert "ORDERED" in res[0]["checked_by"] and any("ORDERED" in a for a in res[0]["assumptions"])
+    else:
+        assert "__setattr__" in res[0]["checked_by"] and any("STORE_ATTR" in a for a in res[0]["assumptions"])
     assert "clone" in res[2]["checked_by"] and any("clone" in a for a in res[2]["assumptions"])
 
 
@@ -524,7 +533,9 @@ def test_strict_accepts_checked_and_lists_them():
     assert proof["accepted"] and proof["failed"] == []
     assert [r["result"] for r in proof["obligations"]] == ["proved", "checked"]
     (c,) = proof["verification"]["checked"]
-    assert c["kind"] == "order-preserved" and "ORDERED" in c["checked_by"] and c["lemmas"] == ["proofs/dse_replay_order.smt2"]
+    # no mechanism named: the post-graph replay, the rule's default form
+    assert c["kind"] == "order-preserved" and "__setattr__" in c["checked_by"]
+    assert c["lemmas"] == ["proofs/dse_graph_replay.smt2"]
 
 
 def test_required_kinds_must_be_established_at_every_level():

@@ -544,7 +544,8 @@ def test_dynamic_shapes_capture_symbolic_sizes(tmp_path):
 
 
 class _ChecksAndPrints(torch.nn.Module):
-    """Mended code as the rules write it: two checks with a deferred print between them."""
+    """Mended code as the rules write it: two checks with a deferred print between them
+    (a check follows each call in the function, so the rule emits ``ordered=True``)."""
 
     def __init__(self):
         super().__init__()
@@ -552,9 +553,9 @@ class _ChecksAndPrints(torch.nn.Module):
 
     def forward(self, x):
         h = self.fc(x)
-        rt.defer_print("before")
+        rt.defer_print("before", ordered=True)
         torch._assert_async(torch.logical_not((h.abs() > 1e30).any()), "A")
-        rt.defer_print("between", h.sum())
+        rt.defer_print("between", h.sum(), ordered=True)
         torch._assert_async(torch.logical_not(torch.isnan(h).any()), "B")
         rt.defer_warn("after")  # no tensor argument: the node once had no device
         return h * h.abs().max()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from mend import runtime, validation_runtime
+from mend import runtime, validation_runtime  # noqa: F401 - runtime: registers mend::capture for the encoders
 from mend.detect import display_path
 from mend.errors import MendError, TargetError
 from mend.scan import scan
@@ -27,8 +27,10 @@ from verifier.facts import fact_request, facts_in_process
 
 
 def install_runtimes(model: torch.nn.Module) -> torch.nn.Module:
-    """The runtimes a mended model is run with under ``torch.compile`` (README)."""
-    return runtime.install(validation_runtime.install(model))
+    """The runtimes a mended model is run with under ``torch.compile`` (README): predicated
+    validation's. Deferred effects need none -- their replay runs right after each graph
+    call -- so they are verified as users run them, without ``mend.runtime.install``."""
+    return validation_runtime.install(model)
 
 
 class Failed(Exception):

@@ -19,12 +19,16 @@ def code_of(node: cst.CSTNode) -> str:
     return _EMPTY.code_for_node(node)
 
 
-def add_import(module: cst.Module, statement: str) -> cst.Module:
+def add_import(module: cst.Module, statement: str, same_line: bool = False) -> cst.Module:
     """``module`` with the import ``statement`` (``"import torch"``) added where LibCST's
     ``AddImportsVisitor`` puts it: after a leading docstring and the first block of imports,
     with an empty line before the next statement. The caller has checked that the name is
     not bound yet. The visitor itself re-walks and copies the whole tree (4 s on a 2,500-line
-    transformers file); this touches only the module's top level."""
+    transformers file); this touches only the module's top level.
+
+    ``same_line``: append it to the last line of that block (``import a; import torch``)
+    so that no line below moves -- a replayed warning or log record then names the line
+    the original source had. Without an import block it gets a line of its own."""
     body = list(module.body)
     start = 1 if body and (m.matches(body[0], m.SimpleStatementLine(body=[m.Expr(value=m.SimpleString())]))
                            or m.matches(body[0], m.SimpleStatementLine(
@@ -32,11 +36,35 @@ def add_import(module: cst.Module, statement: str) -> cst.Module:
     end = start
     while end < len(body) and m.matches(body[end], m.SimpleStatementLine(body=[m.ImportFrom() | m.Import()])):
         end += 1
+    new = cst.parse_statement(statement, config=module.config_for_parsing)
+    if same_line:
+        host = _same_line_host(body, start)
+        if host is not None:
+            last = body[host]
+            small = [*last.body[:-1], last.body[-1].with_changes(semicolon=cst.Semicolon(
+                whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(" "))), new.body[0]]
+            return module.with_changes(body=(*body[:host], last.with_changes(body=small), *body[host + 1:]))
     after = body[end:]
     if after and (not after[0].leading_lines or after[0].leading_lines[0].comment is not None):
         after[0] = after[0].with_changes(leading_lines=(cst.EmptyLine(), *after[0].leading_lines))
-    new = cst.parse_statement(statement, config=module.config_for_parsing)
     return module.with_changes(body=(*body[:end], new, *after))
+
+
+def _same_line_host(body: list, start: int) -> int | None:
+    """The top-level line an import can share without moving any line: the last line of
+    imports at the top level (so it runs after whatever setup comes before it, e.g.
+    ``os.environ[...] = ...`` ahead of ``import torch``), else the last top-level simple
+    statement that is not the docstring, before the first definition; None when there is
+    none (the import then needs a line of its own)."""
+    imports = [i for i, stmt in enumerate(body) if i >= start and isinstance(stmt, cst.SimpleStatementLine)
+               and all(isinstance(x, (cst.Import, cst.ImportFrom)) for x in stmt.body)
+               and not any(isinstance(x, cst.ImportFrom) and x.module is not None and x.module.value == "__future__"
+                           for x in stmt.body)]
+    if imports:
+        return imports[-1]
+    first_def = next((i for i, stmt in enumerate(body) if isinstance(stmt, (cst.FunctionDef, cst.ClassDef))), len(body))
+    simple = [i for i in range(start, first_def) if isinstance(body[i], cst.SimpleStatementLine)]
+    return simple[-1] if simple else None
 
 
 def dotted(node: cst.BaseExpression) -> str | None:

@@ -1,5 +1,6 @@
-"""Encoders for deferred side effects (``print``/logging/``warnings.warn`` captured by the
-ordered custom op ``mend::capture`` and replayed after the compiled call): all checks.
+"""Encoders for deferred side effects (``print``/logging/``warnings.warn`` snapshotted in the
+graph and replayed right after the graph call, or, ``ordered``, kept in place by the ordered
+custom op ``mend::capture``): all checks.
 
 What they rest on is site-independent -- replay order, replay on exception, snapshot
 before mutation, lazy formatting, once per process -- and proved once, as lemmas under
@@ -22,7 +23,23 @@ def _runtime_check(kind: str, ok: bool, text: str, by: str, assumptions: list[st
     return checked(f"{by} ({text})", assumptions, [lemma] if lemma else [])
 
 
+def _replays(ob: dict) -> bool:
+    """Whether the site uses the post-graph replay (the default), not the ordered operator."""
+    return ob.get("mechanism", "replay") == "replay"
+
+
 def order_preserved(ob: dict, ctx: Ctx) -> Outcome:
+    if _replays(ob):
+        ok, text = runtime_screen([("_record", "_self._replay = _self._replay + ("),
+                                   ("_ReplayingModule", "@torch.compiler.disable"),
+                                   ("_ReplayingModule", "for key, ts, ns in value")])
+        return _runtime_check("order-preserved", ok, text,
+                              "the source screen of the runtime: each call appends to one tuple, performed in "
+                              "order by the module's disabled __setattr__ that Dynamo replays after the graph",
+                              [text, "Dynamo replays a store to a module attribute as STORE_ATTR after the graph call "
+                                     "and does not run __setattr__ while tracing (torch 2.13, "
+                                     "tests/test_runtime_replay.py)"],
+                              "proofs/dse_graph_replay.smt2")
     ok, text = capture_is_ordered()
     return _runtime_check("order-preserved", ok, text, "the runtime facts read from torch's operator registry",
                           [text, "effects outside the deferred calls are not interleaved within the scope"],
@@ -30,18 +47,31 @@ def order_preserved(ob: dict, ctx: Ctx) -> Outcome:
 
 
 def replayed_on_exception(ob: dict, ctx: Ctx) -> Outcome:
-    ok, text = runtime_screen([("capture", "finally"), ("_scoped_forward", "finally"), ("_exit", "flush()")])
-    return _runtime_check("replayed-on-exception", ok, text,
-                          "the source screen of the runtime: the capture scope replays in its `finally`",
-                          [f"the scope that replays is active: {ob.get('requires', 'mend.runtime.install(model)')}",
-                           "the replay runs in the scope's finally (mend.runtime.capture / install)"],
+    if _replays(ob):
+        ok, text = runtime_screen([("_ReplayingModule", "_perform(key"), ("_exit", "flush()")])
+        return _runtime_check("replayed-on-exception", ok, text,
+                              "the source screen of the runtime: the store after the graph call performs the "
+                              "entries before any later Python of the frame runs (and a scope replays in `finally`)",
+                              [ob.get("assumes", "no operator later in the same graph raises at run time")],
+                              "proofs/dse_graph_replay.smt2")
+    ok, text = runtime_screen([("_capture", "_perform(key"), ("capture", "finally"), ("_scoped_forward", "finally"),
+                               ("_exit", "flush()")])
+    ordered, why = capture_is_ordered()
+    return _runtime_check("replayed-on-exception", ok and ordered, f"{text}; {why}",
+                          "the source screen of the runtime and torch's registry: mend::capture performs at its "
+                          "position, ordered with the checks, and a scope replays in its `finally`",
+                          [f"the check that follows ({ob.get('check', 'a check')}) is ordered with the capture "
+                           "(torch._assert_async registered ORDERED once an ordered call is traced)"],
                           "proofs/dse_replay_on_exception.smt2")
 
 
 def snapshot(ob: dict, ctx: Ctx) -> Outcome:
-    ok, text = capture_clones()
+    if _replays(ob):
+        ok, text = runtime_screen([("_record", "t.detach().clone() for t in tensors")])
+    else:
+        ok, text = capture_clones()
     names = ob.get("values") or []
-    return _runtime_check("snapshot-before-mutation", ok, text, "the source screen of the runtime's mend::capture",
+    return _runtime_check("snapshot-before-mutation", ok, text, "the source screen of the runtime's snapshot",
                           [text, "shown values: " + (", ".join(f"`{n}`" for n in names) or "none")],
                           "proofs/dse_snapshot.smt2")
 
@@ -67,7 +97,10 @@ def warning_identity(ob: dict, ctx: Ctx) -> Outcome:
                                ("_warn_at", "(message, category")])
     return _runtime_check("warning-identity", ok, text,
                           "the source screen of the runtime: the replay warns with the captured message and category",
-                          ["filename and line may differ (those of the mended source; documented)"], None)
+                          ["filename and line: the traced line of the mended source, "
+                           + ("moved by one: the import needed a line of its own" if ob.get("may_differ") else
+                              "the original's unless another rewrite above the call changed the line count (the "
+                              "import shares an existing line)")], None)
 
 
 ENCODERS = {

@@ -2,9 +2,14 @@
 
 ``print``, logger methods and ``warnings.warn`` inside the compiled region are captured
 where they occur (tensor arguments snapshotted) and replayed after the compiled call in
-the original order, also when the forward raises. The statement is rewritten into a call
-of :mod:`mend.runtime`, which does the capture inside the graph with no break (a custom
-operator registered as an ordered effect) and the replay outside it::
+the original order. The statement is rewritten into a call of :mod:`mend.runtime`: under
+``torch.compile`` the snapshots leave the graph as graph outputs and a store Dynamo replays
+right after the graph call performs them (an ordinary, cacheable FX graph, no install
+step); when a check that can fail inside the graph follows the call in its function
+(``torch._assert_async``, ``torch._check*``, ``assert``, ``if <tensor test>: raise``), the call
+is emitted ``ordered=True`` and stays at its position as the ordered operator
+``mend::capture``, so a failing check shows what eager showed (that graph bypasses
+Inductor's FX graph cache)::
 
     print("pre-scale:", h)              ->  _mend_rt.defer_print("pre-scale:", h)
     logger.warning_once("msg %s", n)    ->  _mend_rt.defer_log(logger, "warning_once", "msg %s", n)
@@ -13,10 +18,10 @@ operator registered as an ordered effect) and the replay outside it::
 
 An f-string or ``"...".format(...)`` argument becomes a lazy ``fmt(template, *values)``:
 Dynamo cannot format a tensor inside the graph, and the values are snapshotted instead.
-``import mend.runtime as _mend_rt`` is added (another name when that one is taken).
-The model must be run through ``mend.runtime.install(model)`` (or ``capture()``) for the
-replay to happen after the call; without it the effects run from inside the graph, at
-their own position, with the same output.
+``import mend.runtime as _mend_rt`` is added (another name when that one is taken) on the
+line of the last leading import, so no line moves and replayed warnings and log records
+name the original lines. ``mend.runtime.install(model)`` (or ``capture()``) is optional:
+it buffers the effects until the outermost call returns or raises.
 
 Declined, with the reason, when:
 
@@ -47,27 +52,31 @@ from mend.rules.deferred_side_effects.screen import ALIAS, NAME, RUNTIME, match
 
 FIX_SAFETY = """\
 Labelled safe when every obligation is checked by the runtime screens and lemmas and the
-differential test is bit-exact (``mend fix`` applies it by default). Emitted after the differential test, with documented differences: a warning's filename
-and line point at the mended source, and the replay after the compiled call (also when it
-raises) needs ``mend.runtime.install(model)`` or ``capture()``; without it the effects
-run inside the graph, at their own position, with the same output.
+differential test is bit-exact (``mend fix`` applies it by default). Emitted after the
+differential test (compiled without ``mend.runtime.install``, as users run it), with
+documented differences: a plain call's output is lost when an operator later in the same
+graph raises at run time (an assumption recorded with ``replayed-on-exception``; a check in
+the same function makes the call ordered), and lines differ from the original's only when
+another rewrite above the call changed the line count.
 
 The obligations are claims about ``mend.runtime``, not about the site's values (no facts
 are read), and every one is a check, not a per-site proof: the replay keeps program order
-(``order-preserved``), what was captured before an exception is replayed before it
-propagates (``replayed-on-exception``), a tensor argument is shown as it was at the call,
+(``order-preserved``), what was shown before an exception is what eager showed
+(``replayed-on-exception``; ``mechanism`` says which form, ``proofs/dse_graph_replay.smt2``
+for the post-graph replay), a tensor argument is shown as it was at the call,
 before later in-place updates (``snapshot-before-mutation``), the lazy
 ``fmt(template, *values)`` renders as the f-string did (``lazy-format-equals-fstring``),
 and a ``*_once`` logger method is replayed through the same cached method
 (``once-per-process``). Each rests on a lemma about the capture buffer proved once under
 ``proofs/`` (``dse_*.smt2``) and on a screen of the runtime when it is discharged
-(``mend::capture`` writes nothing and is registered as an ordered effect; its body clones
-each tensor). ``warning-identity`` (same category and message; filename and line may
-differ) rests on how the rewrite calls ``warnings.warn``. No obligation is required at
-every level.
+(the post-graph store is performed by the module's ``torch.compiler.disable``d
+``__setattr__`` and each snapshot is ``t.detach().clone()``; for ordered calls
+``mend::capture`` writes nothing, is registered as an ordered effect and clones each
+tensor). ``warning-identity`` (same category, message, filename and line) rests on how the
+rewrite calls ``warnings.warn``. No obligation is required at every level.
 
-Never inference-only: the rewrite does not touch values or gradients. Graphs holding a
-capture bypass Inductor's FX graph cache (torch 2.13, see ``mend/runtime.py``).
+Never inference-only: the rewrite does not touch values or gradients. Only graphs holding
+an ordered call bypass Inductor's FX graph cache (torch 2.13, see ``mend/runtime.py``).
 """
 
 OBLIGATION_KINDS = frozenset({"order-preserved", "replayed-on-exception", "snapshot-before-mutation",

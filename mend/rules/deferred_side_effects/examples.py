@@ -28,8 +28,7 @@ def forward(x):
     print("[debug] hidden computed")
     return h
 ''',
-     '''import torch
-import mend.runtime as _mend_rt
+     '''import torch; import mend.runtime as _mend_rt
 
 
 def forward(x):
@@ -50,8 +49,7 @@ def forward(self, x):
 ''',
      '''import sys
 
-import torch
-import mend.runtime as _mend_rt
+import torch; import mend.runtime as _mend_rt
 
 
 def forward(self, x):
@@ -69,8 +67,7 @@ def forward(self, x):
     logger.info("shape %s, mean %.3f", x.shape, x.mean())
     return x * 2
 ''',
-     '''import logging
-import mend.runtime as _mend_rt
+     '''import logging; import mend.runtime as _mend_rt
 
 logger = logging.getLogger(__name__)
 
@@ -92,8 +89,7 @@ def forward(self, past_key_values):
         )
     return past_key_values
 ''',
-     '''from transformers.utils import logging
-import mend.runtime as _mend_rt
+     '''from transformers.utils import logging; import mend.runtime as _mend_rt
 
 logger = logging.get_logger(__name__)
 
@@ -114,8 +110,7 @@ def forward(self, x):
     self.logger.debug("through an attribute")
     return x
 ''',
-     '''import logging
-import mend.runtime as _mend_rt
+     '''import logging; import mend.runtime as _mend_rt
 
 
 def forward(self, x):
@@ -131,8 +126,7 @@ def forward(self, x, scale=None):
         warnings.warn("`scale` is deprecated", FutureWarning, stacklevel=2)
     return x
 ''',
-     '''import warnings
-import mend.runtime as _mend_rt
+     '''import warnings; import mend.runtime as _mend_rt
 
 
 def forward(self, x, scale=None):
@@ -147,8 +141,7 @@ def forward(self, x):
     warn("legacy path")
     return x
 ''',
-     '''from warnings import warn
-import mend.runtime as _mend_rt
+     '''from warnings import warn; import mend.runtime as _mend_rt
 
 
 def forward(self, x):
@@ -211,8 +204,7 @@ def forward(self, x, *extra):
         print(*extra, x.max())
     return x
 ''',
-     '''import torch
-import mend.runtime as _mend_rt
+     '''import torch; import mend.runtime as _mend_rt
 
 
 def forward(self, x, *extra):
@@ -220,10 +212,81 @@ def forward(self, x, *extra):
         _mend_rt.defer_print(*extra, x.max())
     return x
 '''),
+    # a check that can fail in the same graph follows: the call stays ordered against it
+    ('''import torch
+
+
+def forward(self, x):
+    print("checking", x.sum())
+    torch._assert_async((x < 10).all(), "x too large")
+    return x
+''',
+     '''import torch; import mend.runtime as _mend_rt
+
+
+def forward(self, x):
+    _mend_rt.defer_print("checking", x.sum(), ordered=True)
+    torch._assert_async((x < 10).all(), "x too large")
+    return x
+'''),
+    # in a loop, a check anywhere in the body runs after the call on the next iteration
+    ('''import logging
+
+logger = logging.getLogger(__name__)
+
+
+def forward(self, hs):
+    for h in hs:
+        if torch.isinf(h).any():
+            raise ValueError("inf")
+        logger.info("layer %s", h.mean())
+    return hs
+''',
+     '''import logging; import mend.runtime as _mend_rt
+
+logger = logging.getLogger(__name__)
+
+
+def forward(self, hs):
+    for h in hs:
+        if torch.isinf(h).any():
+            raise ValueError("inf")
+        _mend_rt.defer_log(logger, "info", "layer %s", h.mean(), ordered=True)
+    return hs
+'''),
+    # a raise on a host value (a config flag, `isinstance`) is no check in the graph
+    ('''import torch
+
+
+def forward(self, x):
+    print("x", x.sum())
+    if not isinstance(x, torch.Tensor) or self.config.strict:
+        raise TypeError("x")
+    return x
+''',
+     '''import torch; import mend.runtime as _mend_rt
+
+
+def forward(self, x):
+    _mend_rt.defer_print("x", x.sum())
+    if not isinstance(x, torch.Tensor) or self.config.strict:
+        raise TypeError("x")
+    return x
+'''),
 ]
 
 # (source, a substring of the reason); the site is the first line with a call (example_line)
 DECLINE_EXAMPLES: list[tuple[str, str] | DeclineExample] = [
+    ('''import logging
+
+logger = logging.getLogger(__name__)
+
+
+def forward(self, x):
+    logger.info("x %s", x, ordered=1)
+    return x
+''',
+     'takes for itself'),
     ('''def forward(self, x):
     y = print("value used")
     return x

@@ -46,19 +46,39 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
         func_name = "defer_log"
     else:
         func_name = "defer_print" if plan.kind == "print" else "defer_warn"
+    if plan.check:  # a check may fail later in the same graph: keep this call ordered against it
+        if args:
+            args[-1] = args[-1].with_changes(comma=comma)
+        args.append(cst.Arg(cst.Name("True"), keyword=cst.Name("ordered"),
+                            equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                                  whitespace_after=cst.SimpleWhitespace(""))))
     new_call = call.with_changes(func=cst.Attribute(cst.Name(alias), cst.Name(func_name)), args=args)
     tree = module.deep_replace(call, new_call)
+    moved = False
     if not imported:
-        tree = add_import(tree, f"import {RUNTIME} as {alias}")
+        tree = add_import(tree, f"import {RUNTIME} as {alias}", same_line=True)
+        moved = len(tree.body) != len(module.body)  # a line of its own: every line below moved
 
-    detail = (f"`{plan.callee}(...)` -> `{alias}.{func_name}(...)`: captured inside the graph (tensor arguments "
-              "cloned), replayed after the compiled call in program order")
+    mechanism = "ordered" if plan.check else "replay"
+    if plan.check:
+        detail = (f"`{plan.callee}(...)` -> `{alias}.{func_name}(..., ordered=True)`: {plan.check} follows in this "
+                  "function, so the call stays an ordered effect (mend::capture) at its position; a failing check "
+                  "shows exactly what eager showed, and the graph bypasses Inductor's FX graph cache")
+        on_exception = {"kind": "replayed-on-exception", "mechanism": mechanism, "check": plan.check,
+                        "detail": "effects before a failing check are performed before it (ordered with the check)"}
+    else:
+        detail = (f"`{plan.callee}(...)` -> `{alias}.{func_name}(...)`: snapshot (tensor arguments cloned) leaves "
+                  "the graph as graph outputs and is replayed right after the graph call, in program order (an "
+                  "ordinary, cacheable graph)")
+        on_exception = {"kind": "replayed-on-exception", "mechanism": mechanism,
+                        "detail": "effects before an exception raised outside the graph are replayed before it",
+                        "assumes": "no operator later in the same graph raises at run time (no check follows in "
+                                   "this function; a kernel error such as an index out of range would drop the "
+                                   "effects of that graph)"}
     obligations = [
-        {"kind": "order-preserved",
-         "detail": "deferred effects replay in program order, after the compiled call"},
-        {"kind": "replayed-on-exception",
-         "detail": "effects captured before an exception are replayed before it propagates",
-         "requires": f"{RUNTIME}.install(model) or {RUNTIME}.capture()"},
+        {"kind": "order-preserved", "mechanism": mechanism,
+         "detail": "deferred effects replay in program order, after the graph call"},
+        on_exception,
     ]
     values = [_code(a.value).strip() for a in call.args
               if not isinstance(a.value, (cst.SimpleString, cst.ConcatenatedString, cst.Integer, cst.Float))]
@@ -71,6 +91,13 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
         obligations.append({"kind": "once-per-process", "method": plan.method,
                             "detail": "replayed through the same (lru_cache'd) method"})
     if plan.kind == "warn":
-        obligations.append({"kind": "warning-identity", "same": ["category", "message"],
-                            "may_differ": ["filename", "lineno"]})
+        if moved:
+            obligations.append({"kind": "warning-identity", "same": ["category", "message"],
+                                "may_differ": ["lineno"],
+                                "detail": "the import needed a line of its own (no top-level statement to share), so "
+                                          "the lines below it, this one included, moved by one"})
+        else:
+            obligations.append({"kind": "warning-identity", "same": ["category", "message", "filename", "lineno"],
+                                "detail": "replayed with warn_explicit at the traced line; the import shares a line, "
+                                          "so lines are the original's unless another rewrite above changed the count"})
     return RewriteResult(tree.code, (pos.start.line, pos.end.line), detail, obligations)

@@ -38,6 +38,7 @@ class _Plan:
     callee: str  # dotted name, for messages
     receiver: cst.BaseExpression | None = None  # the logger (log)
     method: str | None = None  # the logger method (log)
+    check: str | None = None  # a run-time check that may follow in the same graph (-> ordered)
 
 
 
@@ -239,7 +240,75 @@ def _screen(call: cst.Call, ancestors: list[cst.CSTNode], bound: dict[str, list[
         func = call.func
         plan = _Plan(stmt, call, "log", callee, receiver=func.value, method=func.attr.value)
     reason = _args_decline(plan, bound)
-    return Decline(NAME, reason) if reason else plan
+    if reason:
+        return Decline(NAME, reason)
+    plan.check = check_after(stmt, ancestors)
+    return plan
+
+
+# calls that check a tensor at run time, inside the graph (torch 2.13; transformers 5's
+# `torch_compilable_check` wraps `torch._check_tensor_all`)
+_CHECK_CALLS = re.compile(r"(^|\.)(_assert_async|_assert|_check\w*|torch_compilable_check)$")
+# builtins whose call in an `if` test does not make the test a tensor check
+_HOST_BUILTINS = {"isinstance", "issubclass", "len", "hasattr", "getattr", "callable", "type", "id", "any", "all"}
+
+
+def check_after(stmt: cst.CSTNode, ancestors: list[cst.CSTNode]) -> str | None:
+    """A statement of the enclosing function that can fail at run time inside the graph
+    after ``stmt``, in words, else None.
+
+    Deferred calls replay after the graph call, so a check failing in the same graph
+    would drop what eager printed before it (docs/research/deferred_effects, exp3). Such
+    a call is emitted ``ordered=True``. Counted: an explicit check call (``torch._check*``,
+    ``torch._assert_async``), an ``assert``, and an ``if`` whose test calls something other
+    than a host builtin and whose body raises (what predicated validation and tensor-check
+    turn into in-graph checks). Later in the function, or anywhere in an enclosing loop.
+    A check in another function of the same graph is not seen (documented).
+    """
+    func = next((a for a in ancestors if isinstance(a, cst.FunctionDef)), None)
+    if func is None:
+        return None
+    loops = [a for a in ancestors[:ancestors.index(func)] if isinstance(a, (cst.For, cst.While))]
+    if loops:  # the outermost enclosing loop runs its body again after stmt: all of it counts
+        found = _checks_in(loops[-1], stmt, after_only=False)
+        if found:
+            return found
+    return _checks_in(func, stmt, after_only=True)
+
+
+def _checks_in(root: cst.CSTNode, stmt: cst.CSTNode, after_only: bool) -> str | None:
+    """The first run-time check in ``root`` (after ``stmt`` when ``after_only``), in words."""
+    state = {"after": not after_only, "found": None}
+
+    def note(text: str) -> None:
+        if state["after"] and state["found"] is None:
+            state["found"] = text
+
+    class Walk(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if node is stmt:
+                state["after"] = True
+                return False
+            nested = isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not root
+            if state["found"] is not None or nested:
+                return False
+            return super().on_visit(node)  # dispatches to the visit_* below
+
+        def visit_Call(self, node: cst.Call) -> None:
+            name = _dotted(node.func)
+            if name and _CHECK_CALLS.search(name):
+                note(f"`{name}(...)`")
+
+        def visit_Assert(self, node: cst.Assert) -> None:
+            note("an `assert`")
+
+        def visit_If(self, node: cst.If) -> None:
+            calls = [c for c in m.findall(node.test, m.Call()) if (_dotted(c.func) or "") not in _HOST_BUILTINS]
+            if calls and m.findall(node.body, m.Raise()):
+                note(f"`if {_code(node.test).strip()[:60]}: raise ...`")
+
+    root.visit(Walk())
+    return state["found"]
 
 
 def _scope_decline(ancestors: list[cst.CSTNode]) -> str | None:
@@ -284,6 +353,8 @@ def _args_decline(plan: _Plan, bound: dict[str, list[str]]) -> str | None:
         if sum(1 for a in call.args if a.keyword is None) > 4:
             return "warnings.warn() gets more than four positional arguments"
     else:
+        if "ordered" in keywords:
+            return f"`{plan.callee}` gets a keyword `ordered`, which the runtime's defer_log takes for itself"
         if plan.method == "exception" or {"exc_info", "stack_info"} & set(keywords):
             return (f"`{plan.callee}` records the exception or stack current at the call "
                     "(exception/exc_info/stack_info), which is gone when the call is replayed")

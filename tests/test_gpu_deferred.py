@@ -1,0 +1,27 @@
+"""benchmarks/gpu_deferred.py, the prepared CUDA-graph check of deferred effects: its mended
+model is what the rule emits, and the script's steps run (on CPU, without CUDA graphs)."""
+import sys
+from pathlib import Path
+
+import libcst as cst
+
+from mend.rules import deferred_side_effects as de
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import gpu_deferred  # noqa: E402
+
+
+def test_the_mended_model_is_what_the_rule_emits():
+    source = gpu_deferred.ORIGINAL
+    for line in [i for i, t in enumerate(source.splitlines(), 1) if t.strip().startswith(("print(", "logger."))]:
+        res = de.rewrite(cst.parse_module(source), line)
+        assert isinstance(res, de.RewriteResult), res
+        source = res.code
+    assert source == gpu_deferred.MENDED
+
+
+def test_the_script_runs_and_compares_every_replay(tmp_path):
+    res = gpu_deferred.run(tmp_path, device="cpu", replays=3, iters=5, processes=False)
+    assert res["cudagraphs"] == "not on CUDA" and res["replays_equal_to_eager"] == 3 and res["mismatches"] == []
+    assert res["steady_ms"]["original"] > 0 and res["steady_ms"]["mended"] > 0
+    assert "3 of 3" in (tmp_path / "deferred_gpu.md").read_text()
