@@ -254,6 +254,25 @@ def forward(self, hs):
         _mend_rt.defer_log(logger, "info", "layer %s", h.mean(), ordered=True)
     return hs
 '''),
+    # a shape check is decided while Dynamo traces, not by a kernel: no ordering needed
+    ('''import torch
+
+
+def forward(self, w, bsz):
+    print("weights", w.sum())
+    if w.size() != (bsz, 4) or w.dim() != 2:
+        raise ValueError("bad shape")
+    return w
+''',
+     '''import torch; import mend.runtime as _mend_rt
+
+
+def forward(self, w, bsz):
+    _mend_rt.defer_print("weights", w.sum())
+    if w.size() != (bsz, 4) or w.dim() != 2:
+        raise ValueError("bad shape")
+    return w
+'''),
     # a raise on a host value (a config flag, `isinstance`) is no check in the graph
     ('''import torch
 

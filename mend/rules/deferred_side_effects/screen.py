@@ -249,6 +249,9 @@ def _screen(call: cst.Call, ancestors: list[cst.CSTNode], bound: dict[str, list[
 # calls that check a tensor at run time, inside the graph (torch 2.13; transformers 5's
 # `torch_compilable_check` wraps `torch._check_tensor_all`)
 _CHECK_CALLS = re.compile(r"(^|\.)(_assert_async|_assert|_check\w*|torch_compilable_check)$")
+# tensor methods that give sizes: a test on them is decided while Dynamo traces (a guard), never
+# by a kernel, so ordering against it buys nothing (a failure there stops the trace itself)
+_SHAPE_METHODS = {"size", "dim", "ndimension", "numel", "nelement", "is_floating_point", "is_complex", "get_device"}
 # builtins whose call in an `if` test does not make the test a tensor check
 _HOST_BUILTINS = {"isinstance", "issubclass", "len", "hasattr", "getattr", "callable", "type", "id", "any", "all"}
 
@@ -303,7 +306,8 @@ def _checks_in(root: cst.CSTNode, stmt: cst.CSTNode, after_only: bool) -> str | 
             note("an `assert`")
 
         def visit_If(self, node: cst.If) -> None:
-            calls = [c for c in m.findall(node.test, m.Call()) if (_dotted(c.func) or "") not in _HOST_BUILTINS]
+            calls = [c for c in m.findall(node.test, m.Call()) if (_dotted(c.func) or "") not in _HOST_BUILTINS
+                     and not (isinstance(c.func, cst.Attribute) and c.func.attr.value in _SHAPE_METHODS)]
             if calls and m.findall(node.body, m.Raise()):
                 note(f"`if {_code(node.test).strip()[:60]}: raise ...`")
 
