@@ -1,10 +1,11 @@
-"""A deferred effect and an exception raised later in the same graph. Inductor orders
-``mend::capture`` only against other effects, not against an op that raises: a deferred
-print before an out-of-range embedding index is lost under Inductor, where eager (and the
-original, which breaks at the print) prints it. The differential test's Inductor pass runs
-the drawn inputs on which the original raised, and compares what was printed, warned and
-logged before the exception, so such a rewrite is declined. Also a deferred print inside an
-activation checkpoint, which compiled training replays in backward."""
+"""A deferred effect and an exception raised later in the same graph. The post-graph replay
+runs only when the graph returns, so a plain deferred print before an out-of-range embedding
+index is lost under torch.compile, where eager (and the original, which breaks at the print)
+prints it. The differential test's compiled passes run the drawn inputs on which the
+original raised and compare what was printed, warned and logged before the exception, so
+such a rewrite is declined. Also a deferred print inside an activation checkpoint, which
+the runtime performs as written (compiled training printed it again in backward when it
+was captured)."""
 from __future__ import annotations
 
 import contextlib

@@ -108,7 +108,7 @@ def _same(ref, got):
     assert g_log == r_log
 
 
-def _warm_registries():
+def _clear_warning_registries():
     for name in ("_replay_original", "_replay_mended"):
         vars(sys.modules[name]).pop("__warningregistry__", None)
 
@@ -125,9 +125,9 @@ def test_output_equals_the_originals_in_count_text_and_line(modules, backend, in
         rt.install(model)
     x = torch.randn(3, 4)
     torch._dynamo.reset()
-    _warm_registries()
+    _clear_warning_registries()
     ref = _observe(ref_model, x, calls=3)
-    _warm_registries()
+    _clear_warning_registries()
     got = _observe(torch.compile(model, backend=backend, fullgraph=True), x, calls=3)
     _same(ref, got)
     _, out, warned, logged = ref
@@ -136,7 +136,7 @@ def test_output_equals_the_originals_in_count_text_and_line(modules, backend, in
     # eager, the mended module behaves as the original
     eager = mended.Model().eval()
     eager.load_state_dict(ref_model.state_dict())
-    _warm_registries()
+    _clear_warning_registries()
     _same(ref, _observe(rt.install(eager) if install else eager, x, calls=3))
 
 
