@@ -314,6 +314,10 @@ def fix(targets, write, out_dir, as_json, seed, examples, verify, unsafe_fixes, 
     installed files go to DIR/<package path>; load them with
     `python -m mend.run --overlay DIR script.py` or `mend.overlay.activate(DIR)`.
     """
+    from mend.worker import start_early
+
+    if targets and ray is None:  # before the imports below (torch, LibCST): they overlap
+        start_early(targets)
     from mend import config as cfg
     from mend.pipeline import fix as run_fix
     from mend.pipeline.emit import emit

@@ -37,6 +37,15 @@ def worker_env() -> dict:
     return dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore", PYTHONPATH=os.pathsep.join(path))
 
 
+def start_early(specs) -> None:
+    """Start the warm server now when one of ``specs`` will be verified through it (hf:NAME,
+    MODULE:FACTORY: the overlay executor), so that its imports (about 9 s on 2 cores)
+    overlap the caller's own imports, target build and first scan instead of following
+    them. A FILE.py target verifies in process and starts nothing."""
+    if any(spec.startswith("hf:") or not spec.partition(":")[0].endswith(".py") for spec in specs):
+        _WarmServer.start()
+
+
 def run_worker(request: dict, tmp: Path, tag: str):
     """Run one request in a fresh process; returns its result (a dict for ``scan`` and
     ``facts``, the observations for ``observe``). Raises MendError with the worker's last
@@ -59,48 +68,77 @@ def run_workers(requests: list[tuple[dict, str]], tmp: Path) -> list:
     process (at most :func:`mend._warm.jobs` at a time, in the order given: put the longest
     first). Returns, in the same order, each result or the MendError it failed with; the
     caller decides which failure counts, as if it had run them one after another."""
-    import torch
+    return start_workers(requests, tmp).results()
 
+
+def start_workers(requests: list[tuple[dict, str]], tmp: Path) -> "Started":
+    """Submit ``requests`` to the warm server now and return at once; :meth:`Started.results`
+    waits for them (what :func:`run_workers` returns). Lets a caller start a run it will
+    probably need (mend fix: the candidate's Inductor run while its facts are traced) and
+    drop it unread when it is not needed. With ``MEND_WORKERS=fresh`` nothing starts
+    before :meth:`Started.results` (the reference path stays one interpreter per request)."""
     staged = []
     for request, tag in requests:
         req = Path(tmp) / f"{tag}.json"
         request = {**request, "out": str(Path(tmp) / f"{tag}.out")}
         req.write_text(json.dumps(request))
         staged.append((request, req, Path(tmp) / f"{tag}.log"))
-    codes: list = [None] * len(staged)
+    ids = None
     if os.environ.get("MEND_WORKERS", "warm") != "fresh":
-        from mend._warm import STALE
-
         ids = [_WarmServer.submit({"req": str(req), "env": worker_env(), "cwd": str(ROOT), "log": str(log)})
                for _, req, log in staged]
-        for k, job_id in enumerate(ids):
-            code = _WarmServer.wait(job_id)
-            if code != STALE:  # else the overlay replaces a module the warm worker preloaded
-                codes[k] = (code, staged[k][2].read_text(errors="replace") if staged[k][2].exists() else "")
-    fresh = [k for k, c in enumerate(codes) if c is None]
-    if fresh:
-        from concurrent.futures import ThreadPoolExecutor
+    return Started(staged, ids)
 
-        from mend._warm import jobs
 
-        def interpreter(k: int):
-            proc = subprocess.run([sys.executable, "-m", "mend.worker", str(staged[k][1])], capture_output=True,
-                                  text=True, env=worker_env(), cwd=str(ROOT))
-            return proc.returncode, proc.stderr
+class Started:
+    """Requests submitted by :func:`start_workers`, not yet collected."""
 
-        with ThreadPoolExecutor(max_workers=jobs()) as pool:
-            for k, code in zip(fresh, pool.map(interpreter, fresh)):
-                codes[k] = code
-    results = []
-    for (request, _, _), (code, stderr) in zip(staged, codes):
-        if code != 0:
-            tail = stderr.strip().splitlines()[-1:] or [f"(no output; exit code {code})"]
-            results.append(MendError(f"verification worker failed for {request['target']}: {tail[0]}"))
-        elif request["action"] in ("scan", "facts", "time"):
-            results.append(json.loads(Path(request["out"]).read_text()))
-        else:
-            results.append(torch.load(request["out"], weights_only=False))
-    return results
+    def __init__(self, staged: list, ids: list[int] | None) -> None:
+        self.staged, self.ids = staged, ids
+
+    def results(self) -> list:
+        import torch
+
+        staged = self.staged
+        codes: list = [None] * len(staged)
+        if self.ids is not None:
+            from mend._warm import STALE
+
+            for k, job_id in enumerate(self.ids):
+                code = _WarmServer.wait(job_id)
+                if code != STALE:  # else the overlay replaces a module the warm worker preloaded
+                    codes[k] = (code, staged[k][2].read_text(errors="replace") if staged[k][2].exists() else "")
+        fresh = [k for k, c in enumerate(codes) if c is None]
+        if fresh:
+            from concurrent.futures import ThreadPoolExecutor
+
+            from mend._warm import jobs
+
+            def interpreter(k: int):
+                proc = subprocess.run([sys.executable, "-m", "mend.worker", str(staged[k][1])], capture_output=True,
+                                      text=True, env=worker_env(), cwd=str(ROOT))
+                return proc.returncode, proc.stderr
+
+            with ThreadPoolExecutor(max_workers=jobs()) as pool:
+                for k, code in zip(fresh, pool.map(interpreter, fresh)):
+                    codes[k] = code
+        results = []
+        for (request, _, _), (code, stderr) in zip(staged, codes):
+            if code != 0:
+                tail = stderr.strip().splitlines()[-1:] or [f"(no output; exit code {code})"]
+                results.append(MendError(f"verification worker failed for {request['target']}: {tail[0]}"))
+            elif request["action"] in ("scan", "facts", "time"):
+                results.append(json.loads(Path(request["out"]).read_text()))
+            else:
+                results.append(torch.load(request["out"], weights_only=False))
+        return results
+
+    def drop(self) -> None:
+        """Not needed after all: its replies are discarded when they come (the children run
+        to their end; killing one mid-compile could leave Inductor's cache half written)."""
+        for job_id in self.ids or ():
+            if _WarmServer.done.pop(job_id, None) is None:  # not answered yet
+                _WarmServer.discard.add(job_id)
 
 
 class _WarmServer:
@@ -111,6 +149,7 @@ class _WarmServer:
     proc = None
     pending: dict = {}   # job id -> job, until its reply is read
     done: dict = {}      # job id -> exit code, replies read while waiting for another
+    discard: set = set()  # job ids whose replies nobody will read
     next_id = 0
 
     @classmethod
@@ -153,7 +192,10 @@ class _WarmServer:
             if line:
                 reply = json.loads(line)
                 cls.pending.pop(reply["id"], None)
-                cls.done[reply["id"]] = int(reply["code"])
+                if reply["id"] in cls.discard:
+                    cls.discard.discard(reply["id"])
+                else:
+                    cls.done[reply["id"]] = int(reply["code"])
                 continue
             cls.stop()
             if restarted:
@@ -161,18 +203,28 @@ class _WarmServer:
                 raise MendError("the warm verification worker stopped (rerun with MEND_WORKERS=fresh)")
             restarted = True
             for pending_id, job in list(cls.pending.items()):
-                cls._send(pending_id, job)
+                if pending_id in cls.discard:  # nobody waits for it
+                    del cls.pending[pending_id]
+                    cls.discard.discard(pending_id)
+                else:
+                    cls._send(pending_id, job)
         return cls.done.pop(job_id)
 
     @classmethod
     def stop(cls) -> None:
         if cls.proc is not None and cls.proc.poll() is None:
-            cls.proc.stdin.close()
+            if cls.pending and set(cls.pending) <= cls.discard:
+                cls.proc.kill()  # only dropped runs are left: nobody reads them (children die too)
+            else:
+                cls.proc.stdin.close()
             try:
                 cls.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 cls.proc.kill()
         cls.proc = None
+        for job_id in cls.discard:  # never to be sent again
+            cls.pending.pop(job_id, None)
+        cls.discard.clear()
 
 
 def _observe_all(request: dict) -> dict:

@@ -152,3 +152,34 @@ def test_a_killed_server_is_restarted_and_given_the_unanswered_jobs(tmp_path, mo
     results = run_workers([(_scan_request(tmp_path, target), "k1"), (_scan_request(tmp_path, target), "k2")], tmp_path)
     assert killed and _WarmServer.proc.pid != killed[0]
     assert results[0] == results[1] and results[0]["graph_break_count"] == 1
+
+
+def test_a_dropped_run_is_never_read_and_does_not_block_the_next(tmp_path, monkeypatch):
+    """start_workers submits at once (mend fix starts a candidate's Inductor run with its
+    facts); a run dropped unread leaves no reply behind for a later wait, and the runs after
+    it still get their own answers."""
+    from mend.worker import _WarmServer, start_workers
+
+    target = _user_package(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MEND_WORKERS", "warm")
+    dropped = start_workers([(_scan_request(tmp_path, target), "d1")], tmp_path)
+    kept = start_workers([(_scan_request(tmp_path, target), "d2")], tmp_path)
+    dropped.drop()
+    assert kept.results()[0]["graph_break_count"] == 1
+    later = start_workers([({"target": "no_such_module_xyz:make", "action": "scan"}, "d3")], tmp_path).results()
+    assert isinstance(later[0], MendError)
+    assert dropped.ids[0] not in _WarmServer.done  # its reply, if it came, was not kept
+    _WarmServer.stop()  # a later server is never sent it again
+    assert dropped.ids[0] not in _WarmServer.pending and not _WarmServer.discard
+
+
+def test_fresh_mode_starts_nothing_before_results(tmp_path, monkeypatch):
+    from mend.worker import start_workers
+
+    target = _user_package(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MEND_WORKERS", "fresh")
+    started = start_workers([(_scan_request(tmp_path, target), "f1")], tmp_path)
+    assert started.ids is None and not (tmp_path / "f1.out").exists()
+    assert started.results()[0]["graph_break_count"] == 1

@@ -26,6 +26,7 @@ from mend.pipeline.records import Declined, FixResult, Rewrite
 from mend.rules import RULES, Decline
 from mend.scan import scan
 from mend.targets import load_target
+from mend.worker import start_early
 from verifier.forcing import instrument
 from verifier.obligations import LEVELS, examples_for, fix_safety, prove
 
@@ -81,6 +82,7 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
         raise MendError(f"--verify {verify}: choose one of {', '.join(LEVELS)}")
     if choose not in METHODS:
         raise MendError(f"--choose {choose}: choose one of {', '.join(METHODS)}")
+    start_early([spec])  # the warm workers' imports overlap the build and the first scan
     target = load_target(spec)
     overlay = spec.startswith("hf:") or target.user_file is None
     executor_cls = Overlay if overlay else InProcess

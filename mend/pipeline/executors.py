@@ -315,11 +315,12 @@ class Overlay:
     kind = "overlay"
 
     def __init__(self, target: Target, spec: str, tmp: Path, seed: int, max_examples: int) -> None:
-        from mend.worker import _WarmServer, run_worker, run_workers
+        from mend.worker import _WarmServer, run_worker, run_workers, start_workers
 
-        _WarmServer.start()  # its imports overlap this process's first scan and planning
-        self.run_worker, self.run_workers = run_worker, run_workers
+        _WarmServer.start()  # no-op when start_early() started it; else its imports overlap planning
+        self.run_worker, self.run_workers, self.start_workers = run_worker, run_workers, start_workers
         self.speculative = None  # (files, scan doc or MendError) of the last candidate's rescan
+        self.early = None  # (n, Started): candidate n's Inductor run, started with its facts
         self.target, self.spec, self.tmp, self.seed = target, spec, tmp, seed
         self.inputs_path = tmp / "inputs.pt"
         self.inputs = draw_inputs(target.args, target.kwargs, seed, max_examples)
@@ -360,6 +361,7 @@ class Overlay:
               files: dict[str, str]) -> None:
         self.n += 1
         n = self.n
+        self._drop_early()
         self.ref_dir = write_overlay(self.tmp / f"ref{n}", {**files, rel: inst_cur or current})
         self.cand_dir = write_overlay(self.tmp / f"cand{n}", {**files, rel: inst_cand or code})
         self.emit_dir = write_overlay(self.tmp / f"emit{n}", {**files, rel: code})
@@ -393,6 +395,10 @@ class Overlay:
         """Facts of the staged candidate from a worker (:func:`verifier.facts.collect_facts`);
         ``costs``: the branch parts whose operators to count."""
         request, defs = fact_request(obligations, before, code, costs)
+        # the candidate's longest run (Inductor) goes along on the other core: evidence()
+        # uses it if the obligations pass, and it is dropped unread if they do not
+        self._drop_early()
+        self.early = (self.n, self.start_workers([(self._emit_request(), f"emit{self.n}")], self.tmp))
         try:
             facts = self.run_worker({"target": self.spec, "action": "facts", "overlay": str(self.emit_dir),
                                      "module": self.rel[:-3].replace("/", "."), "file": str(self.emit_dir / self.rel),
@@ -401,19 +407,34 @@ class Overlay:
             facts = {"names": {}, "self": {}, "hits": 0, "error": str(exc)}
         return facts, defs
 
+    def _base(self, force: list[int]) -> dict:
+        return {"target": self.spec, "action": "observe", "inputs": str(self.inputs_path), "force": force}
+
+    def _emit_request(self) -> dict:
+        """The emitted candidate under Inductor on the natural predicates."""
+        return {**self._base([]), "overlay": str(self.emit_dir), "compiled": True, "backend": "inductor"}
+
+    def _drop_early(self) -> None:
+        if self.early is not None:
+            self.early[1].drop()
+            self.early = None
+
     def evidence(self, force: list[int], edge_values: list) -> dict:
         n, tmp = self.n, self.tmp
-        base = {"target": self.spec, "action": "observe", "inputs": str(self.inputs_path), "force": force}
-        # independent runs, two at a time, the longest (Inductor) first; each failure counts
-        # where the one-after-another order would have met it, so verdicts do not change.
-        # The candidate's rescan goes along: fix() asks for it next if the candidate passes
-        jobs = {"emit": {**base, "overlay": str(self.emit_dir), "force": [], "compiled": True, "backend": "inductor"},
-                "ref": {**base, "overlay": str(self.ref_dir)},
-                "cand": {**base, "overlay": str(self.cand_dir)}}
+        base = self._base(force)
+        # independent runs, two at a time, the longest (Inductor) first (started with the
+        # facts when they were traced); each failure counts where the one-after-another
+        # order would have met it, so verdicts do not change. The candidate's rescan goes
+        # along: fix() asks for it next if the candidate passes
+        early, self.early = (self.early if self.early and self.early[0] == n else None), None
+        jobs = {} if early else {"emit": self._emit_request()}
+        jobs |= {"ref": {**base, "overlay": str(self.ref_dir)}, "cand": {**base, "overlay": str(self.cand_dir)}}
         if force:
             jobs["candc"] = {**base, "overlay": str(self.cand_dir), "compiled": True, "backend": "eager"}
         jobs["scan"] = self._scan_request(self.trial)
         runs = dict(zip(jobs, self.run_workers([(req, f"{name}{n}") for name, req in jobs.items()], tmp)))
+        if early:
+            runs["emit"] = early[1].results()[0]
         self.speculative = (self.trial, runs.pop("scan"))
 
         def got(name: str):
