@@ -273,6 +273,46 @@ def forward(self, w, bsz):
         raise ValueError("bad shape")
     return w
 '''),
+    # an `assert` on sizes is decided while Dynamo traces (marian's and whisper's head-mask
+    # check): it leaves nothing in the graph, so the call replays after it
+    ('''import torch
+
+
+def forward(self, x, head_mask=None):
+    print("x", x.sum())
+    if head_mask is not None:
+        assert head_mask.size()[0] == (len(self.layers)), f"{head_mask.size()[0]} layers"
+    return x
+''',
+     '''import torch; import mend.runtime as _mend_rt
+
+
+def forward(self, x, head_mask=None):
+    _mend_rt.defer_print("x", x.sum())
+    if head_mask is not None:
+        assert head_mask.size()[0] == (len(self.layers)), f"{head_mask.size()[0]} layers"
+    return x
+'''),
+    # an `assert` on a tensor becomes torch._assert_async in the graph (Dynamo, torch 2.13),
+    # even without a call in its test: the call stays ordered against it
+    ('''import torch
+
+
+def forward(self, x, n):
+    print("x", x.sum())
+    y = x * 2
+    assert y > n, "too small"
+    return y
+''',
+     '''import torch; import mend.runtime as _mend_rt
+
+
+def forward(self, x, n):
+    _mend_rt.defer_print("x", x.sum(), ordered=True)
+    y = x * 2
+    assert y > n, "too small"
+    return y
+'''),
     # a raise on a host value (a config flag, `isinstance`) is no check in the graph
     ('''import torch
 

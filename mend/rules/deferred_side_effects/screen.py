@@ -303,7 +303,10 @@ def _checks_in(root: cst.CSTNode, stmt: cst.CSTNode, after_only: bool) -> str | 
                 note(f"`{name}(...)`")
 
         def visit_Assert(self, node: cst.Assert) -> None:
-            note("an `assert`")
+            # Dynamo turns an `assert` on a tensor into torch._assert_async in the graph; one
+            # on sizes and host values is decided while it traces (measured on torch 2.13)
+            if not _host_decided(node.test):
+                note("an `assert`")
 
         def visit_If(self, node: cst.If) -> None:
             calls = [c for c in m.findall(node.test, m.Call()) if (_dotted(c.func) or "") not in _HOST_BUILTINS
@@ -313,6 +316,45 @@ def _checks_in(root: cst.CSTNode, stmt: cst.CSTNode, after_only: bool) -> str | 
 
     root.visit(Walk())
     return state["found"]
+
+
+# attributes of a tensor that Dynamo knows while it traces (guards, not kernels)
+_HOST_ATTRS = {"shape", "ndim", "dtype", "device", "is_cuda", "requires_grad", "layout"}
+# builtins whose result is a host value whatever their arguments are
+_HOST_RESULT = {"len", "isinstance", "issubclass", "hasattr", "callable", "type"}
+
+
+def _host_decided(expr: cst.BaseExpression) -> bool:
+    """Whether ``expr`` is decided while Dynamo traces, never by a kernel: built only from
+    literals, ``None``/``True``/``False``, tensor sizes (``x.size()[0]``, ``x.shape[-1]``,
+    ``x.dim()``), host builtins (``len``, ``isinstance``) and identity tests (``is None``),
+    combined by comparisons and operators. A bare name may be a tensor, so it is not:
+    the test is then counted as a check (conservative: the call stays ordered)."""
+    if isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)):
+        return True
+    if isinstance(expr, cst.Name):
+        return expr.value in ("None", "True", "False")
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value in _HOST_ATTRS
+    if isinstance(expr, cst.Call):
+        func = expr.func
+        return ((isinstance(func, cst.Attribute) and func.attr.value in _SHAPE_METHODS)
+                or (_dotted(func) or "") in _HOST_RESULT)
+    if isinstance(expr, cst.Subscript):
+        return _host_decided(expr.value)
+    if isinstance(expr, cst.Comparison):
+        if all(isinstance(t.operator, (cst.Is, cst.IsNot)) for t in expr.comparisons):
+            return True  # identity of Python objects, whatever they are
+        return _host_decided(expr.left) and all(_host_decided(t.comparator) for t in expr.comparisons)
+    if isinstance(expr, cst.BooleanOperation):
+        return _host_decided(expr.left) and _host_decided(expr.right)
+    if isinstance(expr, cst.BinaryOperation):
+        return _host_decided(expr.left) and _host_decided(expr.right)
+    if isinstance(expr, cst.UnaryOperation):
+        return _host_decided(expr.expression)
+    if isinstance(expr, (cst.Tuple, cst.List)):
+        return all(isinstance(e, cst.Element) and _host_decided(e.value) for e in expr.elements)
+    return False
 
 
 def _scope_decline(ancestors: list[cst.CSTNode]) -> str | None:
