@@ -54,6 +54,13 @@ Differences from eager that remain (documented, and tested where they matter):
   calls included, when the frame fails while Dynamo traces it (a ``torch._check`` on a size
   that fails at trace time): no graph runs. The differential test declines the rewrite
   when a drawn input shows it.
+* Tests on sizes (``assert x.size()[0] == len(self.layers)``, ``if x.dim() != 2: raise``)
+  are decided while Dynamo traces, so the rule does not count them as checks. That holds
+  for sizes Dynamo knows (static or backed symbolic). Under
+  ``torch._dynamo.config.capture_dynamic_output_shape_ops`` or ``capture_scalar_outputs``
+  (off by default), a test on a data-dependent size becomes ``aten._assert_scalar`` in the
+  graph (measured on torch 2.13): when it fails, the output of a plain deferred call before
+  it is lost, as above.
 * An argument that is neither a tensor, a size, an int, a plain list/tuple/dict of them,
   ``fmt`` nor an immutable constant (a namedtuple, an ``OrderedDict`` such as a
   ``ModelOutput``, a dataclass, a module) cannot be snapshotted: the call is performed as
