@@ -10,7 +10,11 @@
   no ``global``/``nonlocal``, no store into anything but its own locals, no in-place tensor
   method, no call that performs I/O, logs, warns or mutates a container; calls to other
   functions of the same module are screened too (depth 2). Method calls on other objects
-  are assumed pure unless their name says otherwise; that assumption is reported.
+  are assumed pure unless their name says otherwise; that assumption is reported. An
+  in-place update of a local the function allocated (``scores = torch.matmul(q, k)``;
+  ``scores.masked_fill_(...)``) touches nothing outside the call. Python-level writes into an
+  object the caller passed in (a KV cache) are reported apart (:func:`function_writes`), for
+  the obligations that can accept them.
 """
 from __future__ import annotations
 
@@ -195,19 +199,38 @@ def inplace_writes_to(code: str, targets: list[str]) -> list[str]:
 _PURE_NAMESPACES = ("torch", "math", "np", "numpy", "F", "nn", "functools", "itertools", "operator", "builtins")
 
 
-def _fresh_locals(func: ast.AST) -> set[str]:
-    """Names only ever bound to new containers (``[]``, ``{}``, ``list(...)``, comprehensions):
-    mutating them touches nothing outside the call."""
-    fresh_kinds = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp, ast.Tuple)
-    fresh, other = set(), set()
+# torch functions whose result is always new storage, never a view of an argument (unlike
+# `torch.transpose`, `torch.einsum("ij->ji", x)` or `x.float()`, which may return their input)
+_ALLOCATING_TORCH = {"matmul", "bmm", "mm", "addmm", "baddbmm", "cat", "concat", "concatenate", "stack", "zeros",
+                     "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like", "arange",
+                     "tensor", "where", "clone", "rand", "randn", "randint"}
+
+
+def _allocates(value: ast.AST, local: set[str]) -> bool:
+    """A new container, or a tensor allocated right there: arithmetic (``a + b``; not ``+a``,
+    which returns ``a``) or a ``torch.<f>`` of :data:`_ALLOCATING_TORCH`."""
+    if isinstance(value, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp, ast.Tuple,
+                          ast.BinOp)):
+        return True
+    if not isinstance(value, ast.Call):
+        return False
+    f = value.func
+    if isinstance(f, ast.Name):
+        return f.id in ("list", "dict", "set", "tuple") and f.id not in local
+    d = dotted_name(f) or ""
+    return d.count(".") == 1 and d.split(".")[0] == "torch" and "torch" not in local and d.split(".")[1] in \
+        _ALLOCATING_TORCH
+
+
+def _bindings(func: ast.AST) -> tuple[dict[str, list[ast.AST]], set[str]]:
+    """({name: the values assigned to it by plain ``name = value``}, names bound any other way)."""
+    values: dict[str, list[ast.AST]] = {}
+    other: set[str] = set()
     for node in ast.walk(func):
         if isinstance(node, ast.Assign):
-            value_fresh = isinstance(node.value, fresh_kinds) or (
-                isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
-                and node.value.func.id in ("list", "dict", "set", "tuple"))
             for t in node.targets:
                 if isinstance(t, ast.Name):
-                    (fresh if value_fresh else other).add(t.id)
+                    values.setdefault(t.id, []).append(node.value)
                 else:
                     for sub in ast.walk(t):
                         if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
@@ -217,7 +240,45 @@ def _fresh_locals(func: ast.AST) -> set[str]:
             for sub in ast.walk(tgt) if tgt is not None else ():
                 if isinstance(sub, ast.Name):
                     other.add(sub.id)
-    return fresh - other
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            other.update(node.names)
+    return values, other
+
+
+def _fresh_locals(func: ast.AST) -> set[str]:
+    """Names only ever bound to new objects (:func:`_allocates`: ``[]``, ``{}``, ``list(...)``,
+    comprehensions, ``a @ b``, ``torch.matmul(q, k)``): mutating them, in place included,
+    touches nothing outside the call."""
+    values, other = _bindings(func)
+    local = set(values) | other
+    return {n for n, vs in values.items() if n not in other and all(_allocates(v, local) for v in vs)}
+
+
+def _argument_aliases(func: ast.AST, params: set[str]) -> set[str]:
+    """``params`` and the locals every binding of which reads one of them through attributes
+    and subscripts only (``curr_cache = cache.self_attention_cache``): the objects the
+    caller passed in."""
+    values, other = _bindings(func)
+    aliases = set(params)
+    changed = True
+    while changed:   # a fixpoint over `a = b.c`, `b = param`
+        changed = False
+        for n, vs in values.items():
+            if n in aliases or n in other:
+                continue
+            arms = [a for v in vs for a in ((v.body, v.orelse) if isinstance(v, ast.IfExp) else (v,))]
+            if all(_chain_root(a) in aliases for a in arms):
+                aliases.add(n)
+                changed = True
+    return aliases - other
+
+
+def _chain_root(node: ast.AST) -> str | None:
+    """The name an attribute/subscript chain starts from (``a`` for ``a.b[i].c``); None when
+    the chain passes through a call or starts from anything else."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
 
 
 def _root(node: ast.AST) -> ast.AST:
@@ -228,16 +289,32 @@ def _root(node: ast.AST) -> ast.AST:
 
 def function_purity(fn: Any, depth: int = 0, owner: type | None = None) -> tuple[list[str], list[str]]:
     """(effects found, assumptions made) for a Python function, by its source. ``owner``:
-    the class of ``self`` when ``fn`` is a method (its ``self.method()`` calls are screened)."""
+    the class of ``self`` when ``fn`` is a method (its ``self.method()`` calls are screened).
+    Writes into the objects passed in (:func:`function_writes`) count as effects here."""
+    effects, arguments, assumptions = function_writes(fn, depth, owner)
+    return effects + arguments, assumptions
+
+
+def function_writes(fn: Any, depth: int = 0, owner: type | None = None) -> tuple[list[str], list[str], list[str]]:
+    """(effects, argument writes, assumptions) of ``fn``, by its source. *Argument writes*
+    are Python-level writes into an object the caller passed in (not ``self``): a store into
+    ``cache.is_updated[i]``, a call of ``cache.update(...)`` or ``xs.append(...)`` on it or on a
+    local that reads it through attributes (``curr_cache = cache.self_attention_cache``).
+    Dynamo replays such writes after the graph returns, so a graph that raises leaves them
+    undone (measured, tests/test_argument_writes.py); what the called method does inside is
+    an assumption the caller must state. In-place tensor methods and ``x op= ...`` on an
+    argument stay effects (the compiled graph writes them). Callees are screened with their
+    argument writes counted as effects (their arguments may be module state)."""
     try:
         src = textwrap.dedent(inspect.getsource(fn))
         tree = ast.parse(src)
     except (OSError, TypeError, SyntaxError):
-        return [f"the source of {getattr(fn, '__qualname__', fn)} is not available"], []
+        return [f"the source of {getattr(fn, '__qualname__', fn)} is not available"], [], []
     func = tree.body[0]
     if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return ["not a function"], []
-    params = {a.arg for a in func.args.posonlyargs + func.args.args + func.args.kwonlyargs}
+        return ["not a function"], [], []
+    positional = func.args.posonlyargs + func.args.args
+    params = {a.arg for a in positional + func.args.kwonlyargs}
     for extra in (func.args.vararg, func.args.kwarg):
         if extra:
             params.add(extra.arg)
@@ -248,7 +325,9 @@ def function_purity(fn: Any, depth: int = 0, owner: type | None = None) -> tuple
     kw = func.args.kwarg.arg if func.args.kwarg else None
     if kw and not any(isinstance(n, ast.Name) and n.id == kw and isinstance(n.ctx, ast.Store) for n in ast.walk(func)):
         fresh.add(kw)
-    effects, assumptions = [], []
+    me = positional[0].arg if positional and owner is not None else None   # `self`: module state, not an argument
+    passed = _argument_aliases(func, params - {me} - fresh) - fresh if depth == 0 else set()
+    effects, arguments, assumptions = [], [], []
     g = getattr(fn, "__globals__", {})
     # the body only: decorators (`@deprecate_kwarg(...)`, which inspect.getsource includes)
     # and defaults ran when the function was defined, not when it is called
@@ -259,11 +338,23 @@ def function_purity(fn: Any, depth: int = 0, owner: type | None = None) -> tuple
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             ts = node.targets if isinstance(node, ast.Assign) else [node.target]
             for t in ts:
+                if isinstance(node, ast.AugAssign) and isinstance(t, ast.Name) and t.id in params and t.id != kw:
+                    # `x += y` on a tensor argument updates the caller's tensor in place
+                    effects.append(f"line {node.lineno}: `{t.id} {_OPS.get(type(node.op), '?')}= ...` on an "
+                                   "argument (in place when it is a tensor)")
                 for sub in ast.walk(t):
                     if isinstance(sub, (ast.Attribute, ast.Subscript)) and isinstance(sub.ctx, ast.Store):
                         root = _root(sub)
-                        if not (isinstance(root, ast.Name) and root.id in fresh):
-                            effects.append(f"line {node.lineno}: store into `{ast.unparse(sub)}`")
+                        name = root.id if isinstance(root, ast.Name) else None
+                        if name in fresh:
+                            continue
+                        what = f"line {node.lineno}: store into `{ast.unparse(sub)}`"
+                        if name in passed and _chain_root(sub) == name and _python_store(node, sub):
+                            arguments.append(what + f" (an object passed in: `{name}`" + (
+                                ", assumed a Python container, not a tensor)" if isinstance(sub, ast.Subscript)
+                                else ")"))
+                        else:
+                            effects.append(what)
         elif isinstance(node, ast.Call):
             f = node.func
             if isinstance(f, ast.Name):
@@ -281,9 +372,14 @@ def function_purity(fn: Any, depth: int = 0, owner: type | None = None) -> tuple
                 pure_ns = root_name in _PURE_NAMESPACES and root_name not in local
                 on_fresh = isinstance(f.value, ast.Name) and f.value.id in fresh
                 if m.endswith("_") and not m.endswith("__"):
-                    effects.append(f"line {node.lineno}: calls `{recv}.{m}()` (in place)")
+                    if not on_fresh:   # a tensor this call allocated: nothing outside sees the write
+                        effects.append(f"line {node.lineno}: calls `{recv}.{m}()` (in place)")
                 elif m in _EFFECT_METHODS and not pure_ns and not on_fresh:
-                    effects.append(f"line {node.lineno}: calls `{recv}.{m}()`")
+                    what = f"line {node.lineno}: calls `{recv}.{m}()`"
+                    if _chain_root(f.value) in passed:
+                        arguments.append(what + f" on an object passed in (`{_chain_root(f.value)}`)")
+                    else:
+                        effects.append(what)
                 elif recv == "self" and owner is not None and inspect.isfunction(getattr(owner, m, None)):
                     if depth < 2:
                         e, a = function_purity(getattr(owner, m), depth + 1, owner)
@@ -293,15 +389,44 @@ def function_purity(fn: Any, depth: int = 0, owner: type | None = None) -> tuple
                         assumptions.append(f"`self.{m}()` has no effect (not screened: too deep)")
                 elif not pure_ns and not on_fresh and recv != "self" and root_name not in local:
                     assumptions.append(f"`{recv}.{m}()` has no effect")
-    return effects, sorted(set(assumptions))
+    return effects, arguments, sorted(set(assumptions))
+
+
+def _python_store(node: ast.AST, target: ast.AST) -> bool:
+    """A store that writes a Python object, not a tensor in place: ``a.b = v``, or
+    ``a.b[k] = True/False/None/"s"`` with a plain key (``cache.is_updated[self.layer_id] = True``);
+    not ``x[mask] = v``, ``x[:, i] = k`` or ``x[i] += v`` (``__setitem__`` on a tensor)."""
+    if isinstance(node, ast.AugAssign):
+        return False
+    if isinstance(target, ast.Attribute):
+        return True
+    value = getattr(node, "value", None)
+    return (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Attribute)
+            and isinstance(target.value.value, ast.Name)
+            and isinstance(target.slice, (ast.Name, ast.Attribute, ast.Constant))
+            and isinstance(value, ast.Constant) and (value.value is None or isinstance(value.value, (bool, str))))
+
+
+_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**",
+        ast.MatMult: "@", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>"}
 
 
 def module_effects(module: Any) -> tuple[list[str], list[str]]:
     """(effects, assumptions) of calling ``module``: torch.nn modules by type (those that
-    update no state in their current mode), other modules by screening ``forward``."""
+    update no state in their current mode), other modules by screening ``forward``; writes
+    into the objects passed to a ``forward`` count as effects (see :func:`module_writes`)."""
+    effects, arguments, assumptions = module_writes(module)
+    return effects + arguments, assumptions
+
+
+def module_writes(module: Any) -> tuple[list[str], list[str], list[str]]:
+    """(effects, argument writes, assumptions) of calling ``module``: as :func:`module_effects`,
+    with the Python-level writes of each ``forward`` into the objects passed to it apart
+    (:func:`function_writes`). Those objects may be another module's state when a parent passes
+    it down, so the caller of this function decides where such writes are harmless."""
     import torch
 
-    effects, assumptions = [], []
+    effects, arguments, assumptions = [], [], []
     for name, sub in module.named_modules():
         t = type(sub)
         where = name or type(module).__name__
@@ -313,10 +438,11 @@ def module_effects(module: Any) -> tuple[list[str], list[str]]:
             continue
         if t.forward is torch.nn.Module.forward:
             continue
-        e, a = function_purity(t.forward, 0, t)
+        e, w, a = function_writes(t.forward, 0, t)
         effects += [f"{where} ({t.__name__}): {x}" for x in e]
+        arguments += [f"{where} ({t.__name__}): {x}" for x in w]
         assumptions += a
-    return effects, sorted(set(assumptions))
+    return effects, arguments, sorted(set(assumptions))
 
 
 def function_effects(facts: dict | None, call: str) -> str:

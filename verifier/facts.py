@@ -61,11 +61,14 @@ def summarize(value: Any, depth: int = 0) -> dict:
     if isinstance(value, types.ModuleType):
         return {"kind": "pymodule", "value": value.__name__}
     if isinstance(value, torch.nn.Module):
-        from verifier.effects import module_effects
+        from verifier.effects import module_writes
 
-        effects, assumptions = module_effects(value)
+        # `pure`: no effect at all; `argument_writes`: Python-level writes into objects passed
+        # to a forward (a KV cache), which only some obligations may accept (and say so)
+        effects, arguments, assumptions = module_writes(value)
         info = {"kind": "module", "type": type(value).__name__, "training": value.training,
-                "pure": not effects, "effects": effects[:5], "assumptions": assumptions[:12]}
+                "pure": not effects and not arguments, "effects": (effects + arguments)[:5],
+                "strict_effects": effects[:5], "argument_writes": arguments[:8], "assumptions": assumptions[:12]}
         for attr in ("in_features", "out_features", "normalized_shape", "num_embeddings", "embedding_dim", "dim"):
             v = getattr(value, attr, None)
             if isinstance(v, (int, tuple)):

@@ -1,0 +1,274 @@
+"""Writes into objects passed to a submodule (a KV cache) under predicated validation's
+``state-unchanged-on-raise``: xlm's and flaubert's attention layers run after the check and
+write only Python state of the cache they are given, which Dynamo replays after the graph
+returns, so a failing check leaves them undone, as eager never reached them. Measured here
+(the fact), then the effect analysis (verifier/effects.py: what is an argument write, what
+stays an effect), the encoder (only submodules called after the check), the rule (what it
+records as read before the check) and the fixture end to end."""
+from pathlib import Path
+
+import libcst as cst
+import pytest
+import torch
+from torch import nn
+
+import mend.rules.predicated_validation as pv
+from verifier.effects import function_purity, function_writes, module_writes
+from verifier.encoders.assert_async import state_unchanged
+from verifier.facts import summarize
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+# compiled from a string: pytest rewrites a test module's own asserts
+_SOURCE = '''
+class Layer:
+    def __init__(self):
+        self.keys = None
+
+    def update(self, k):
+        self.keys = k if self.keys is None else torch.cat([self.keys, k])
+        return self.keys
+
+
+class Cache:
+    def __init__(self):
+        self.layers = [Layer()]
+        self.is_updated = {}
+        self.seen = []
+        self.tag = None
+
+    def update(self, k, i):
+        return self.layers[i].update(k)
+
+
+def after(x, cache):
+    torch._assert_async((x > 0).all(), "mend-trap:x")
+    k = cache.update(x * 2, 0)
+    cache.is_updated[0] = True
+    cache.seen.append(1)
+    cache.tag = "set"
+    return k + 1
+
+
+def before(x, cache):
+    cache.tag = "set"
+    cache.seen.append(1)
+    torch._assert_async((x > 0).all(), "mend-trap:x")
+    return x + 1
+'''
+_NS: dict = {"torch": torch}
+exec(compile(_SOURCE, "argument_writes_facts", "exec"), _NS)
+
+
+def _state(c):
+    return c.layers[0].keys, c.is_updated, c.seen, c.tag
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_python_writes_into_an_argument_are_replayed_after_the_graph(backend):
+    """The fact the encoder rests on, and why the order matters: writes after a failing check
+    are left undone (eager never reached them); writes before it are left undone too, where
+    eager made them, so a submodule called before the check must stay an effect."""
+    for name, eager_state in (("after", (None, {}, [], None)), ("before", (None, {}, [1], "set"))):
+        torch._dynamo.reset()
+        fn = _NS[name]
+        compiled = torch.compile(fn, backend=backend, fullgraph=True)
+        compiled(torch.ones(3), _NS["Cache"]())          # compiled on a passing call
+        c, e = _NS["Cache"](), _NS["Cache"]()
+        with pytest.raises(RuntimeError, match="mend-trap"):
+            compiled(-torch.ones(3), c)
+        with pytest.raises(RuntimeError, match="mend-trap"):
+            fn(-torch.ones(3), e)
+        assert _state(e) == eager_state
+        assert _state(c) == (None, {}, [], None), (backend, name, _state(c))
+
+
+# --- the effect analysis ------------------------------------------------------------------
+
+class _Attention(nn.Module):          # xlm's MultiHeadAttention.forward, in small
+    def __init__(self):
+        super().__init__()
+        self.q = nn.Linear(4, 4)
+        self.layer_id = 0
+
+    def forward(self, x, mask, cache=None, **kwargs):
+        q = self.q(x)
+        k = q
+        if cache is not None:
+            curr_cache = cache.self_attention_cache if hasattr(cache, "self_attention_cache") else cache
+            k = curr_cache.update(k, self.layer_id, kwargs=kwargs)
+            cache.is_updated[self.layer_id] = True
+        scores = torch.matmul(q, k.transpose(0, 1))
+        scores.masked_fill_(mask, -1.0)
+        return scores
+
+
+def test_cache_writes_are_argument_writes_and_fresh_tensors_are_local():
+    effects, arguments, _ = module_writes(_Attention())
+    assert effects == []
+    assert len(arguments) == 2
+    assert any("curr_cache.update()" in a and "passed in" in a for a in arguments)
+    assert any("cache.is_updated[self.layer_id]" in a and "not a tensor" in a for a in arguments)
+    # the strict analysis (what `torch.where` and the cost model's evaluation rely on) still counts them
+    assert len(function_purity(_Attention.forward, 0, _Attention)[0]) == 2
+    info = summarize(_Attention())
+    assert not info["pure"] and info["strict_effects"] == [] and len(info["argument_writes"]) == 2
+
+
+def _writes(body: str, params: str = "self, x, cache"):
+    ns: dict = {"torch": torch}
+    src = f"def forward({params}):\n" + "\n".join("    " + line for line in body.strip().splitlines())
+    exec(compile(src, "<forward>", "exec"), ns)  # noqa: S102 - the test's own source
+    import linecache
+    linecache.cache["<forward>"] = (len(src), None, src.splitlines(True), "<forward>")
+    return function_writes(ns["forward"], 0, nn.Module)
+
+
+@pytest.mark.parametrize("body, culprit", [
+    ("x += 1\nreturn x", "`x += ...` on an argument"),                 # a tensor argument, in place
+    ("cache.keys[:, 0] = x\nreturn x", "store into `cache.keys[:, 0]`"),   # tensor __setitem__
+    ("cache.keys[0] = x\nreturn x", "store into `cache.keys[0]`"),     # a computed value stored by index
+    ("cache.keys.index_copy_(0, x, x)\nreturn x", "index_copy_"),      # StaticCache's write
+    ("y = x.float()\ny.add_(1)\nreturn y", "y.add_()"),               # .float() may return x itself
+    ("y = torch.transpose(x, 0, 1)\ny.add_(1)\nreturn y", "y.add_()"),  # a view of the argument
+    ("y = +x\ny.add_(1)\nreturn y", "y.add_()"),                      # torch.positive returns x
+    ("self.count = 1\nreturn x", "store into `self.count`"),           # module state
+    ("cache.layers[0].keys[1] = 0\nreturn x", "store into `cache.layers[0].keys[1]`"),  # not a plain container
+    ("c = cache.get()\nc.x = 1\nreturn x", "store into `c.x`"),        # a call's result: unknown object
+])
+def test_traps_stay_effects(body, culprit):
+    effects, arguments, _ = _writes(body)
+    assert any(culprit in e for e in effects), (effects, arguments)
+    assert not any(culprit in a for a in arguments)
+
+
+@pytest.mark.parametrize("body", [
+    "s = torch.matmul(x, x)\ns.masked_fill_(x > 0, 0.0)\nreturn s",
+    "s = x @ x\ns[x > 0] = 0\nreturn s",
+    "s = torch.cat([x, x])\ns += 1\nreturn s",
+])
+def test_in_place_on_a_tensor_allocated_here_is_local(body):
+    assert _writes(body)[:2] == ([], [])
+
+
+def test_a_callee_writing_its_argument_is_an_effect_of_the_caller():
+    ns: dict = {}
+    src = "def helper(c):\n    c.tag = 1\n\n\ndef forward(self, x, cache):\n    helper(self.state)\n    return x\n"
+    import linecache
+    linecache.cache["<callee>"] = (len(src), None, src.splitlines(True), "<callee>")
+    exec(compile(src, "<callee>", "exec"), ns)  # noqa: S102
+    effects, arguments, _ = function_writes(ns["forward"], 0, nn.Module)
+    assert arguments == [] and any("helper:" in e and "c.tag" in e for e in effects)
+
+
+# --- the encoder: only submodules called after the check ---------------------------------
+
+def _facts():
+    return {"names": {}, "self": {"attentions": summarize(nn.ModuleList([_Attention()])),
+                                  "ln": summarize(nn.LayerNorm(4))},
+            "state": {"modes": ["eval", "train"], "changes": [], "first_call": []}}
+
+
+def test_submodule_after_the_check_writing_its_cache_is_checked_with_the_assumption():
+    out = state_unchanged({"kind": "state-unchanged-on-raise", "before_check": ["config", "pad_index"]},
+                          _ctx(_facts()))
+    assert out.result == "checked", out.reason
+    assert any(a.startswith("self.attentions runs only after the check") and "StaticCache" in a
+               for a in out.assumptions)
+
+
+@pytest.mark.parametrize("before, why", [
+    (["attentions"], "called before the check"),           # the cache write would be dropped, eager made it
+    (["config", "self"], "curr_cache.update"),            # code before the check may reach any submodule
+    (None, "was not recorded"),                           # tensor-check's obligation: no order known
+])
+def test_submodule_before_the_check_or_unknown_order_stays_unknown(before, why):
+    ob = {"kind": "state-unchanged-on-raise", **({"before_check": before} if before is not None else {})}
+    out = state_unchanged(ob, _ctx(_facts()))
+    assert out.result == "unknown" and "self.attentions" in out.reason and why in out.reason, out.reason
+
+
+def test_a_submodule_with_an_in_place_tensor_write_stays_unknown():
+    class Static(_Attention):
+        def forward(self, x, mask, cache=None):
+            cache.keys.index_copy_(0, mask, x)
+            return x
+    f = _facts()
+    f["self"]["attentions"] = summarize(nn.ModuleList([Static()]))
+    out = state_unchanged({"kind": "state-unchanged-on-raise", "before_check": []}, _ctx(f))
+    assert out.result == "unknown" and "index_copy_" in out.reason
+
+
+def _ctx(facts):
+    from verifier.encoders.base import Ctx
+    return Ctx(facts, {}, "", "", 2000, [])
+
+
+# --- the rule: what the function reads before the check ----------------------------------
+
+_MODEL = '''
+import torch
+from torch import nn
+
+
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attn = nn.ModuleList([nn.Linear(4, 4)])
+        self.ln = nn.LayerNorm(4)
+
+    def forward(self, x, lengths):
+        n = self.n_layers
+{pre}
+        assert lengths.max().item() <= x.size(1)
+        h = self.ln(x)
+        return self.attn[0](h)
+'''
+
+
+@pytest.mark.parametrize("pre, before", [
+    ("        h = x", ["n_layers"]),
+    ("        h = self.attn[0](x)", ["attn", "n_layers"]),
+    ("        h = self.helper(x)", ["helper", "n_layers", "self"]),      # a method: may call any submodule
+    ("        h = run(self, x)", ["n_layers", "self"]),                  # `self` passed bare
+    ("        h = super().forward(x)", ["n_layers", "self"]),
+])
+def test_rule_records_what_is_read_before_the_check(pre, before):
+    src = _MODEL.format(pre=pre)
+    line = next(i for i, t in enumerate(src.splitlines(), 1) if "assert lengths" in t)
+    res = pv.rewrite(cst.parse_module(src), line)
+    assert isinstance(res, pv.RewriteResult), res
+    ob = next(o for o in res.obligations if o["kind"] == "state-unchanged-on-raise")
+    assert ob["before_check"] == before
+
+
+# --- end to end ---------------------------------------------------------------------------
+
+def test_mend_fix_mends_the_check_before_cache_writing_layers(tmp_path):
+    import mend.validation_runtime as vr
+    from mend.fix import fix
+
+    res = fix(str(FIXTURES / "assert_item_cache.py"), unsafe_fixes=True, max_examples=5)
+    assert [rw["rule"] for rw in res.rewrites] == ["predicated-validation"], [d.to_json() for d in res.declined]
+    assert res.after.graph_count == 1 < res.before.graph_count
+    ob = next(o for o in res.rewrites[0]["obligations"] if o["kind"] == "state-unchanged-on-raise")
+    assert ob["result"] == "checked" and any("self.attentions runs only after the check" in a
+                                             for a in ob["assumptions"])
+    path = tmp_path / "aic_mended.py"
+    path.write_text(res.mended)
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("_aic_mended", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    model = vr.install(mod.Model().eval())
+    x, lengths = mod.get_inputs()
+    for backend in ("aot_eager", "inductor"):
+        torch._dynamo.reset()
+        compiled = torch.compile(model, backend=backend)
+        cache = mod.Cache(2)
+        with pytest.raises(AssertionError):
+            compiled(x, torch.tensor([6, 9]), cache=cache)
+        assert cache.is_updated == {} and cache.layers[0].keys is None
+        out, ref = compiled(x, lengths), model(x, lengths)
+        # aot_eager runs eager's kernels; inductor fuses them (not bit-exact with eager)
+        assert torch.equal(out, ref) if backend == "aot_eager" else torch.allclose(out, ref, atol=1e-5)
