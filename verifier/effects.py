@@ -222,8 +222,9 @@ def _allocates(value: ast.AST, local: set[str]) -> bool:
         _ALLOCATING_TORCH
 
 
-def _bindings(func: ast.AST) -> tuple[dict[str, list[ast.AST]], set[str]]:
-    """({name: the values assigned to it by plain ``name = value``}, names bound any other way)."""
+def _bindings(func: ast.AST, augmented: bool = True) -> tuple[dict[str, list[ast.AST]], set[str]]:
+    """({name: the values assigned to it by plain ``name = value``}, names bound any other way;
+    ``x op= v`` counts as another way only with ``augmented``: on a tensor it keeps the object)."""
     values: dict[str, list[ast.AST]] = {}
     other: set[str] = set()
     for node in ast.walk(func):
@@ -236,6 +237,8 @@ def _bindings(func: ast.AST) -> tuple[dict[str, list[ast.AST]], set[str]]:
                         if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
                             other.add(sub.id)
         elif isinstance(node, (ast.For, ast.comprehension, ast.AugAssign, ast.AnnAssign, ast.withitem, ast.NamedExpr)):
+            if isinstance(node, ast.AugAssign) and not augmented:
+                continue
             tgt = getattr(node, "target", None) or getattr(node, "optional_vars", None)
             for sub in ast.walk(tgt) if tgt is not None else ():
                 if isinstance(sub, ast.Name):
@@ -254,11 +257,12 @@ def _fresh_locals(func: ast.AST) -> set[str]:
     return {n for n, vs in values.items() if n not in other and all(_allocates(v, local) for v in vs)}
 
 
-def _argument_aliases(func: ast.AST, params: set[str]) -> set[str]:
+def _argument_aliases(func: ast.AST, params: set[str], augmented: bool = True) -> set[str]:
     """``params`` and the locals every binding of which reads one of them through attributes
     and subscripts only (``curr_cache = cache.self_attention_cache``): the objects the
-    caller passed in."""
-    values, other = _bindings(func)
+    caller passed in. ``augmented=False``: ``x op= v`` does not rebind (a tensor stays itself),
+    and the parameters stay in the set whatever rebinds them."""
+    values, other = _bindings(func, augmented)
     aliases = set(params)
     changed = True
     while changed:   # a fixpoint over `a = b.c`, `b = param`
@@ -270,7 +274,7 @@ def _argument_aliases(func: ast.AST, params: set[str]) -> set[str]:
             if all(_chain_root(a) in aliases for a in arms):
                 aliases.add(n)
                 changed = True
-    return aliases - other
+    return aliases - other if augmented else (aliases - other) | params
 
 
 def _chain_root(node: ast.AST) -> str | None:
@@ -327,6 +331,11 @@ def function_writes(fn: Any, depth: int = 0, owner: type | None = None) -> tuple
         fresh.add(kw)
     me = positional[0].arg if positional and owner is not None else None   # `self`: module state, not an argument
     passed = _argument_aliases(func, params - {me} - fresh) - fresh if depth == 0 else set()
+    # names that may hold a caller's or the module's tensor (`kk = cache.k`, `a = self.acc`):
+    # `kk += v` on one updates that tensor in place
+    values, _ = _bindings(func, augmented=False)
+    allocated = {n for n, vs in values.items() if n not in params and all(
+        _allocates(v, local) or isinstance(v, ast.Constant) for v in vs)}
     effects, arguments, assumptions = [], [], []
     g = getattr(fn, "__globals__", {})
     # the body only: decorators (`@deprecate_kwarg(...)`, which inspect.getsource includes)
@@ -338,15 +347,20 @@ def function_writes(fn: Any, depth: int = 0, owner: type | None = None) -> tuple
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             ts = node.targets if isinstance(node, ast.Assign) else [node.target]
             for t in ts:
-                if isinstance(node, ast.AugAssign) and isinstance(t, ast.Name) and t.id in params and t.id != kw:
-                    # `x += y` on a tensor argument updates the caller's tensor in place
-                    effects.append(f"line {node.lineno}: `{t.id} {_OPS.get(type(node.op), '?')}= ...` on an "
-                                   "argument (in place when it is a tensor)")
+                if isinstance(node, ast.AugAssign) and isinstance(t, ast.Name) and t.id not in allocated \
+                        and t.id not in fresh and t.id != kw:
+                    # `x += y` updates a tensor in place: unless every binding of `x` is a number
+                    # or a value allocated right there, it may be an argument's, a buffer's or an
+                    # alias of one (`kk = cache.k`, `a = self.acc`, `m = self.stats(0)`)
+                    effects.append(f"line {node.lineno}: `{t.id} {_OPS.get(type(node.op), '?')}= ...` on a value "
+                                   "that may be an argument's or the module's tensor (in place when it is one)")
                 for sub in ast.walk(t):
                     if isinstance(sub, (ast.Attribute, ast.Subscript)) and isinstance(sub.ctx, ast.Store):
                         root = _root(sub)
                         name = root.id if isinstance(root, ast.Name) else None
-                        if name in fresh:
+                        # only a store right on the fresh object is local: `buf[0][...] = v`
+                        # writes an element `buf` holds, which may be anyone's tensor
+                        if name in fresh and isinstance(sub.value, ast.Name):
                             continue
                         what = f"line {node.lineno}: store into `{ast.unparse(sub)}`"
                         if name in passed and _chain_root(sub) == name and _python_store(node, sub):
@@ -360,6 +374,11 @@ def function_writes(fn: Any, depth: int = 0, owner: type | None = None) -> tuple
             if isinstance(f, ast.Name):
                 if f.id in _EFFECT_CALLS:
                     effects.append(f"line {node.lineno}: calls `{f.id}`")
+                elif f.id == "getattr" and len(node.args) >= 2 and not (
+                        isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
+                        and not (node.args[1].value.endswith("_") and not node.args[1].value.endswith("__"))):
+                    # `getattr(t, "add_")(v)`, or a computed name: may fetch an in-place method
+                    effects.append(f"line {node.lineno}: `{ast.unparse(node)[:60]}` may fetch an in-place method")
                 elif f.id in g and inspect.isfunction(g[f.id]) and f.id not in local and depth < 2:
                     e, a = function_purity(g[f.id], depth + 1)
                     effects += [f"{f.id}: {x}" for x in e]

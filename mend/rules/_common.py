@@ -173,22 +173,39 @@ _LITERALS = (cst.Integer, cst.Float, cst.SimpleString, cst.Imaginary)
 _ALLOCATING_UNARY = (cst.Minus, cst.BitInvert)
 
 
+def _torch_nn_class(func: cst.BaseExpression) -> bool:
+    """``nn.X`` / ``torch.nn.X`` with a capitalised ``X``: a torch.nn module class."""
+    parts = (dotted(func) or "").split(".")
+    return parts[:-1] in (["nn"], ["torch", "nn"]) and parts[-1][:1].isupper()
+
+
 def submodules(cls: cst.ClassDef | None) -> set[str]:
-    """The attributes ``__init__`` of ``cls`` binds to a constructed object (``self.ln =
-    nn.LayerNorm(...)``, ``self.layers = nn.ModuleList(...)``: a capitalised class name),
-    the only ``self.X(...)`` calls :func:`fresh_locals` takes as submodule calls (a method
-    such as ``self.get_buffer(...)`` returns module state)."""
+    """The attributes ``__init__`` of ``cls`` binds to a torch.nn module (``self.ln =
+    nn.LayerNorm(...)``, ``self.layers = nn.ModuleList([nn.Linear(...)])``: every class
+    constructed in the statement is ``nn.X``, and nothing else is appended to it), the only
+    ``self.X(...)`` calls :func:`fresh_locals` takes as submodule calls. A module of the
+    user's own may return its state (``return self.maxlen``, a buffer: adversarial review),
+    and a method such as ``self.get_buffer(...)`` does."""
     out: set[str] = set()
     init = next((f for f in (m.findall(cls.body, m.FunctionDef(name=m.Name("__init__"))) if cls else [])), None)
+    added: set[str] = set()   # containers something else is appended to later (`self.layers.append(Block())`)
+    for call in m.findall(init.body, m.Call(func=m.Attribute(attr=m.Name("append") | m.Name("extend")
+                                                                  | m.Name("insert")))) if init is not None else ():
+        target = dotted(call.func.value) or ""
+        built = [c for a in call.args for c in m.findall(a, m.Call()) if (dotted(c.func) or "").split(".")[-1][:1]
+                 .isupper()]
+        if any(not _torch_nn_class(c.func) for c in built) or not built:
+            added.add(target)
     for node in m.findall(init.body, m.Assign()) if init is not None else ():
         value = node.value
-        func = value.func if isinstance(value, cst.Call) else None
-        name = (dotted(func) or "").split(".")[-1] if func is not None else ""
-        if not name[:1].isupper():
+        if not isinstance(value, cst.Call) or not _torch_nn_class(value.func):
+            continue
+        inner = [c for c in m.findall(value, m.Call()) if (dotted(c.func) or "").split(".")[-1][:1].isupper()]
+        if any(not _torch_nn_class(c.func) for c in inner):
             continue
         for t in node.targets:
             chain = dotted(t.target) or ""
-            if chain.startswith("self.") and chain.count(".") == 1:
+            if chain.startswith("self.") and chain.count(".") == 1 and chain not in added:
                 out.add(chain.split(".", 1)[1])
     return out
 

@@ -67,13 +67,14 @@ when the original raised, and the trap table restores the same exception type an
 condition is a one-element tensor (``condition-is-tensor``). Resting on checks, not on a
 solver: the forward changes no module state, observed in eval and in training mode with
 its submodules screened by the effect analysis (``state-unchanged-on-raise``, required at
-every level, ``--verify fast`` included). A submodule that writes only Python state of an
-object passed to it (xlm's attention updating the KV cache it is given) is accepted when the
-function reads it only after the check (the rule records what is read before it): Dynamo
-replays such writes after the graph returns, so a failing check leaves them undone, as eager
-never reached them (measured, tests/test_argument_writes.py); that the cache's own
-``update()`` writes no tensor in place (DynamicCache, not StaticCache) is a stated
-assumption. The code after a passing check computes the same
+every level, ``--verify fast`` included). A submodule that writes into an object passed to
+it (xlm's and flaubert's attention updating the KV cache it is given) is an effect too:
+Dynamo replays such Python writes after the graph returns, so a failing check undoes the ones
+made after it, as eager never reached them, but equally the ones made before it, anywhere in
+the graph (a module in a list attribute, a hook, a decorator, a caller), which eager did make;
+and a cache whose ``update()`` writes a tensor in place (StaticCache) is written by inductor
+before the failed assert surfaces (measured, and an adversarial review's 11 counterexamples;
+tests/test_argument_writes.py). The code after a passing check computes the same
 result (``same-result-when-passing``); the exception is restored at the call boundary
 from the trap table entry (``restore-at-boundary``); the tensors at the check are on the
 CPU (``cpu-only``, observed); and the first failing check in program order is reported

@@ -10,7 +10,7 @@ from libcst.metadata import (BuiltinScope, ClassScope, GlobalScope, MetadataWrap
                              PositionProvider, ScopeProvider)
 
 from mend.rules._base import Decline, RewriteResult
-from mend.rules._common import Replace, add_import, code_of as _code, dotted as _dotted, submodules
+from mend.rules._common import Replace, add_import, code_of as _code, dotted as _dotted
 from mend.rules.predicated_validation.screen import MARKER, NAME, TABLE, _message, _screen
 
 
@@ -105,28 +105,6 @@ def _insert_table(module: cst.Module, stmt: cst.SimpleStatementLine) -> cst.Modu
     return module.with_changes(body=body)
 
 
-def _before_check(plan, site, pos) -> list[str]:
-    """The ``self.<attr>`` the function reads before the check, in source order (no loop
-    encloses a check the screen accepts, so that is also execution order), with ``"self"``
-    when code before it could reach any submodule: ``self`` passed bare, ``super()``, or a
-    call ``self.m(...)`` of an attribute ``__init__`` does not bind to a constructed object."""
-    start = pos[plan.stmt].start.line
-    cls = next((a for a in reversed(site[1]) if isinstance(a, cst.ClassDef)), None)
-    subs = submodules(cls)
-    read, opaque = set(), False
-    chains = {id(a.value) for a in m.findall(plan.function.body, m.Attribute(value=m.Name("self")))}
-    for node in m.findall(plan.function.body, m.Name("self") | m.Call(func=m.Name("super"))):
-        if pos[node].start.line < start and (isinstance(node, cst.Call) or id(node) not in chains):
-            opaque = True
-    for node in m.findall(plan.function.body, m.Attribute(value=m.Name("self"))):
-        if pos[node].start.line < start:
-            read.add(node.attr.value)
-    for call in m.findall(plan.function.body, m.Call(func=m.Attribute(value=m.Name("self")))):
-        if pos[call].start.line < start and call.func.attr.value not in subs:
-            opaque = True
-    return sorted(read) + (["self"] if opaque else [])
-
-
 def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     """Rewrite the check reported at ``line`` of ``module`` (see the module docstring)."""
     wrapper = MetadataWrapper(module)
@@ -211,7 +189,7 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
                  "eager, aot_eager and inductor backends, CPU; not a documented guarantee)"},
         {"kind": "restore-at-boundary", "runtime": "mend.validation_runtime.install",
          "note": "without the runtime the mended code raises RuntimeError('mend-trap:...')"},
-        {"kind": "state-unchanged-on-raise", "before_check": _before_check(plan, site, pos),
+        {"kind": "state-unchanged-on-raise",
          "note": "module buffers/attributes after a failing call equal eager's; the function was screened, "
                  "callees (e.g. BatchNorm in training) and callers in the same graph were not"},
         {"kind": "condition-is-tensor",
