@@ -60,9 +60,11 @@ class BreakEvent:
 
     @property
     def site(self) -> Frame | None:
-        """The innermost frame outside torch itself: the line a rewrite would change."""
+        """The innermost frame outside torch itself and outside Python's standard library:
+        the line a rewrite would change (a break inside ``inspect.Signature.bind`` is the
+        caller's ``signature.bind(...)`` line)."""
         for fr in reversed(self.stack):
-            if not _in_torch(fr.file):
+            if not _in_torch(fr.file) and not _in_stdlib(fr.file):
                 return fr
         return self.stack[-1] if self.stack else None
 
@@ -96,6 +98,15 @@ _TORCH_DIR = os.path.dirname(torch.__file__)
 
 def _in_torch(path: str) -> bool:
     return path.startswith(_TORCH_DIR)
+
+
+_STDLIB_DIR = os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep
+
+
+def _in_stdlib(path: str) -> bool:
+    """A file of Python's standard library (not a package installed under it)."""
+    path = os.path.abspath(path)
+    return path.startswith(_STDLIB_DIR) and site_packages_root(path) is None
 
 
 @lru_cache(maxsize=1)

@@ -236,7 +236,11 @@ def _debug_host_work(gb_type: str, loc: Located | None) -> bool:
         return False
     node = loc.node
     if gb_type == "mapping proxy affected by dictionary mutation":
-        return str(loc.file).replace("\\", "/").endswith("inspect.py")
+        # located in the stdlib's inspect.py, or (the site now skips the stdlib) at the
+        # caller's `signature.bind(...)` line
+        return str(loc.file).replace("\\", "/").endswith("inspect.py") or any(
+            isinstance(c.func, cst.Attribute) and c.func.attr.value in ("bind", "bind_partial")
+            for c in m.findall(node, m.Call()))
     value = node.value if isinstance(node, cst.Assign) else None
     if gb_type in ("repr() on tensor", "Failed to trace builtin operator") and call_name(value) in ("repr", "str"):
         return True

@@ -16,10 +16,10 @@ construct                                   break on torch 2.13 (gb_type)       
                                             ``.item()``; in a layer loop: frame skipped)
 ``p = random.uniform(0, 1)``                none in eval; Data-dependent branching on       declined
                                             ``p < layerdrop`` in training (other category)
-``signature.bind(self, *a, **kw)``          none in a tiny module; on llava (hf:newest):    declined
-                                            mapping proxy affected by dictionary mutation
-                                            (inspect.py:3081, after a kwargs mutation
-                                            earlier in the trace; the frame is skipped)
+``signature.bind(self, *a, **kw)``          none in a tiny module; on llava (hf:newest):    rewritten
+                                            mapping proxy affected by dictionary mutation   to a checked
+                                            (inspect.py:3081, after a kwargs mutation       lookup that
+                                            earlier in the trace; the frame is skipped)     falls back
 ==========================================  ==============================================  =========
 
 **torch.jit.isinstance -> isinstance.** ``torch._jit_internal._isinstance`` (torch 2.13)
@@ -57,13 +57,25 @@ That is an observable change, not a fix; shared case 047 (the Python-random Laye
 recorded as not fixable for the same reason. Transformers' PyTorch models already write the
 draw as ``if self.training: p = torch.rand([])``, which is the hand fix.
 
-**Declined: ``inspect.Signature.bind`` in a decorator's hot path** (transformers 5.24
-``select_hidden_states``, ``output_capturing.py:298``): bind validates the call (too many
-positional arguments, unknown or duplicate keywords, missing required ones) and raises its
-own TypeError before the wrapped call; a precomputed position/default lookup of the selected
-argument does not validate, and keeping ``bind`` for the cases the lookup cannot decide means
-reimplementing its validation exactly. Not rewritten; the break is categorised here so the
-scan says why.
+**``inspect.Signature.bind`` in a decorator's hot path** (transformers 5.24
+``select_hidden_states``, ``output_capturing.py:298``; the break is in the stdlib's
+``inspect.py``, located at the caller's line): bind iterates the signature's parameter
+mappingproxy, which Dynamo refuses after any dict mutation earlier in the trace. bind also
+validates the call (too many positional arguments, unknown or duplicate keywords, missing
+required ones) and raises its own TypeError, so a plain lookup would not do. The rewrite reads a
+table from the signature once, where the decorator runs (``_mend_bind_<S> =
+_mend_bind_table(S)`` after ``S = inspect.signature(F)``), and at the call asks
+``_mend_bound(table, K, (self, *args), kwargs, _MEND_UNBOUND)`` for ``arguments[K]``. The lookup
+answers only calls it can show bind accepts: no more positional arguments than positional
+parameters, no keyword that duplicates one, names no parameter (without ``**kwargs``) or names a
+positional-only one, and every required parameter given. It answers with exactly what bind
+puts there (the keyword, the positional argument, or the default). Every other call runs the
+original ``bind``/``apply_defaults``/``arguments[K]`` unchanged, its TypeError included.
+Shape screen: ``A = S.bind(<names>, *<name>, **<name>)``, then ``A.apply_defaults()``, then one
+statement reading ``A.arguments[K]`` once (``K`` a name or string); ``A`` used nowhere else;
+``S`` bound once in the enclosing function by ``inspect.signature(...)`` and not rebound in the
+wrapper. Without ``apply_defaults`` (a defaulted argument is then missing, a KeyError), with a
+keyword argument to bind, or with the signature computed at the call, it declines.
 """
 from __future__ import annotations
 
@@ -87,6 +99,12 @@ and frame introspection included (``local-never-read``); the mended guard is exa
 ``if type(t) is not torch.Tensor:`` around the original statement, and the installed
 ``Tensor.__repr__``/``torch._tensor_str`` are the ones reviewed (``plain-tensor-repr-pure``).
 
+The bind lookup rests on a check, not a proof (``bind-lookup-agrees``): the two helpers, taken
+from the mended file, agree with the installed ``inspect.Signature.bind`` on every signature of
+up to four parameters of every kind and every call of up to one extra positional argument and
+two keywords (verifier/encoders/bind_lookup.py); the mended call site falls back to ``bind``
+when the lookup returns the sentinel.
+
 Assumed, not checked: no TorchFunctionMode/TorchDispatchMode that observes the formatting
 ops of a repr is active around the forward (with one, the original's repr is visible to the
 mode, the mended code's is not). Never inference-only: neither rewrite touches a gradient.
@@ -98,8 +116,10 @@ RULE = Rule(
     match=match,
     rewrite=rewrite,
     example_line=example_line,
-    obligation_kinds=frozenset({"jit-isinstance-plain", "local-never-read", "plain-tensor-repr-pure"}),
-    required_kinds=frozenset({"jit-isinstance-plain", "local-never-read", "plain-tensor-repr-pure"}),
+    obligation_kinds=frozenset({"jit-isinstance-plain", "local-never-read", "plain-tensor-repr-pure",
+                                "bind-lookup-agrees"}),
+    required_kinds=frozenset({"jit-isinstance-plain", "local-never-read", "plain-tensor-repr-pure",
+                              "bind-lookup-agrees"}),
     needs_facts=False,
     fix_safety=FIX_SAFETY,
     doc=__doc__,

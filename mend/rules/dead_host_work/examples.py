@@ -87,6 +87,73 @@ def f(x):
         text = str(h)  # debugging
     return h + 1
 '''),
+    # transformers 5.24 select_hidden_states (utils/output_capturing.py:298): bind iterates the signature's
+    # mappingproxy, which Dynamo refuses after a dict mutation; a table read once where the decorator runs,
+    # and bind kept for every call the lookup does not decide (bind-lookup-agrees)
+    ('''import inspect
+
+
+def select(func):
+    signature = inspect.signature(func)
+
+    def wrapper(self, *args, **kwargs):
+        arguments = signature.bind(self, *args, **kwargs)
+        arguments.apply_defaults()
+        kwargs["output_hidden_states"] = arguments.arguments["vision_feature_layer"]
+        return func(self, *args, **kwargs)
+    return wrapper
+''', '''import inspect
+
+
+_MEND_UNBOUND = object()  # mend: dead-host-work -- the lookup's "not decided here: call bind"
+
+
+def _mend_bind_table(signature):
+    """The parameters of ``signature`` as constants (built once, where the decorator runs)."""
+    params = list(signature.parameters.values())
+    positional = tuple(p.name for p in params if p.kind.name in ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD"))
+    keyword = frozenset(p.name for p in params if p.kind.name in ("POSITIONAL_OR_KEYWORD", "KEYWORD_ONLY"))
+    required = tuple(p.name for p in params
+                     if p.default is p.empty and p.kind.name not in ("VAR_POSITIONAL", "VAR_KEYWORD"))
+    defaults = {p.name: p.default for p in params if p.default is not p.empty}
+    var_keyword = any(p.kind.name == "VAR_KEYWORD" for p in params)
+    return positional, keyword, required, defaults, var_keyword
+
+
+def _mend_bound(table, name, args, kwargs, unbound):
+    """``signature.bind(*args, **kwargs)``, defaults applied, ``.arguments[name]`` -- or
+    ``unbound`` when this call is not one it decides (the caller then runs ``bind`` itself)."""
+    positional, keyword, required, defaults, var_keyword = table
+    if len(args) > len(positional) or name not in keyword:
+        return unbound
+    given = positional[:len(args)]
+    for key in kwargs:
+        if key in given or (key not in keyword and (not var_keyword or key in positional)):
+            return unbound
+    for key in required:
+        if key not in given and key not in kwargs:
+            return unbound
+    if name in kwargs:
+        return kwargs[name]
+    if name in given:
+        return args[given.index(name)]
+    return defaults[name]
+
+
+def select(func):
+    signature = inspect.signature(func)
+    _mend_bind_signature = _mend_bind_table(signature)  # mend: dead-host-work
+
+    def wrapper(self, *args, **kwargs):
+        _mend_value = _mend_bound(_mend_bind_signature, "vision_feature_layer", (self, *args), kwargs, _MEND_UNBOUND)  # mend: dead-host-work (was: signature.bind)
+        if _mend_value is _MEND_UNBOUND:  # not decided: bind validates the call
+            arguments = signature.bind(self, *args, **kwargs)
+            arguments.apply_defaults()
+            _mend_value = arguments.arguments["vision_feature_layer"]
+        kwargs["output_hidden_states"] = _mend_value
+        return func(self, *args, **kwargs)
+    return wrapper
+'''),
 ]
 
 DECLINE_EXAMPLES: list[DeclineExample | tuple] = [
@@ -215,7 +282,49 @@ class Encoder(torch.nn.Module):
             x = layer(x)
         return x
 ''', "random stream"),
-    # transformers 5.24 select_hidden_states (utils/output_capturing.py:298): bind validates the call
+    # TRAP: without apply_defaults a defaulted argument is missing from `.arguments` (KeyError), which a
+    # lookup returning the default would hide
+    ('''import inspect
+
+
+def select(func):
+    signature = inspect.signature(func)
+
+    def wrapper(self, *args, **kwargs):
+        arguments = signature.bind(self, *args, **kwargs)
+        kwargs["output_hidden_states"] = arguments.arguments["vision_feature_layer"]
+        return func(self, *args, **kwargs)
+    return wrapper
+''', 'apply_defaults()` does not follow it'),
+    # the bound arguments are used again: the fast path would leave them unbound
+    ('''import inspect
+
+
+def select(func):
+    signature = inspect.signature(func)
+
+    def wrapper(self, *args, **kwargs):
+        arguments = signature.bind(self, *args, **kwargs)
+        arguments.apply_defaults()
+        kwargs["output_hidden_states"] = arguments.arguments["vision_feature_layer"]
+        return func(*arguments.args, **arguments.kwargs)
+    return wrapper
+''', 'is used elsewhere in the function'),
+    # the signature is computed at the call (each call may see another function)
+    ('''import inspect
+
+
+def select(func):
+    signature = inspect.signature(func)
+
+    def wrapper(self, *args, **kwargs):
+        arguments = inspect.signature(func).bind(self, *args, **kwargs)
+        arguments.apply_defaults()
+        kwargs["output_hidden_states"] = arguments.arguments["vision_feature_layer"]
+        return func(self, *args, **kwargs)
+    return wrapper
+''', 'on a name'),
+    # TRAP: the signature is rebound after the table would be read from it
     ('''import inspect
 
 
@@ -227,8 +336,23 @@ def select(func):
         arguments.apply_defaults()
         kwargs["output_hidden_states"] = arguments.arguments["vision_feature_layer"]
         return func(self, *args, **kwargs)
+    signature = inspect.signature(wrapper)
     return wrapper
-''', "precomputed lookup"),
+''', 'is not bound once'),
+    # bind given a keyword argument: not modelled by the lookup
+    ('''import inspect
+
+
+def select(func):
+    signature = inspect.signature(func)
+
+    def wrapper(self, *args, **kwargs):
+        arguments = signature.bind(self, *args, flag=True, **kwargs)
+        arguments.apply_defaults()
+        kwargs["output_hidden_states"] = arguments.arguments["vision_feature_layer"]
+        return func(self, *args, **kwargs)
+    return wrapper
+''', 'a keyword argument'),
 ]
 
 NOOP_EXAMPLES: list[str] = [

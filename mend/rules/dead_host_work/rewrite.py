@@ -11,6 +11,46 @@ from mend.rules._base import Decline, RewriteResult
 from mend.rules._common import Replace, code_of
 from mend.rules.dead_host_work.screen import NAME, screen
 
+# added once to a module whose `inspect.Signature.bind` is replaced (signature-bind): plain
+# Python over tuples, a frozenset and a dict that Dynamo traces, where bind iterates the
+# signature's mappingproxy (refused after a dict mutation earlier in the trace)
+BIND_HELPERS = '''
+_MEND_UNBOUND = object()  # mend: dead-host-work -- the lookup's "not decided here: call bind"
+
+
+def _mend_bind_table(signature):
+    """The parameters of ``signature`` as constants (built once, where the decorator runs)."""
+    params = list(signature.parameters.values())
+    positional = tuple(p.name for p in params if p.kind.name in ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD"))
+    keyword = frozenset(p.name for p in params if p.kind.name in ("POSITIONAL_OR_KEYWORD", "KEYWORD_ONLY"))
+    required = tuple(p.name for p in params
+                     if p.default is p.empty and p.kind.name not in ("VAR_POSITIONAL", "VAR_KEYWORD"))
+    defaults = {p.name: p.default for p in params if p.default is not p.empty}
+    var_keyword = any(p.kind.name == "VAR_KEYWORD" for p in params)
+    return positional, keyword, required, defaults, var_keyword
+
+
+def _mend_bound(table, name, args, kwargs, unbound):
+    """``signature.bind(*args, **kwargs)``, defaults applied, ``.arguments[name]`` -- or
+    ``unbound`` when this call is not one it decides (the caller then runs ``bind`` itself)."""
+    positional, keyword, required, defaults, var_keyword = table
+    if len(args) > len(positional) or name not in keyword:
+        return unbound
+    given = positional[:len(args)]
+    for key in kwargs:
+        if key in given or (key not in keyword and (not var_keyword or key in positional)):
+            return unbound
+    for key in required:
+        if key not in given and key not in kwargs:
+            return unbound
+    if name in kwargs:
+        return kwargs[name]
+    if name in given:
+        return args[given.index(name)]
+    return defaults[name]
+'''
+
+
 MARK = f"# mend: {NAME}"
 
 
@@ -96,6 +136,8 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
         return RewriteResult(new_module.code, (start, end),
                              "torch.jit.isinstance(obj, " + ", ".join(t for _, t in plan.calls)
                              + ") -> builtin isinstance (a plain class: the same test)", obligations)
+    if plan.kind == "signature-bind":
+        return _rewrite_bind(wrapper, plan, pos)
     stmt_line = plan.line_stmt
     start, end = pos[stmt_line].start.line, pos[stmt_line].end.line
     t, arg = plan.torch_name, plan.arg
@@ -111,3 +153,56 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     return RewriteResult(new_module.code, (start, end),
                          f"unused `{plan.name} = {plan.func}({arg})` runs only when `{arg}` is not a plain "
                          "torch.Tensor", obligations)
+
+
+def _after_imports(module: cst.Module) -> int:
+    """The index in ``module.body`` after its docstring, ``__future__`` and other leading imports."""
+    at = 0
+    for i, stmt in enumerate(module.body):
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and stmt.body else None
+        if isinstance(small, (cst.Import, cst.ImportFrom)) or (i == 0 and isinstance(small, cst.Expr)
+                                                               and isinstance(small.value, cst.SimpleString)):
+            at = i + 1
+        elif not isinstance(stmt, cst.If):   # `if TYPE_CHECKING:` imports may follow
+            break
+    return at
+
+
+def _rewrite_bind(wrapper: MetadataWrapper, plan, pos) -> RewriteResult:
+    """``A = S.bind(...)``; ``A.apply_defaults()``; ``... A.arguments[K] ...`` becomes a lookup in
+    a table read from ``S`` where ``S`` is made, falling back to the same three statements
+    when the lookup does not decide the call (see verifier/encoders/bind_lookup.py)."""
+    b = plan.bind
+    sig, key, bound = b["signature"], code_of(b["key"]).strip(), b["bound"]
+    table = f"_mend_bind_{sig}"
+    args = "(" + ", ".join(b["positional"]) + ("," if len(b["positional"]) == 1 else "") + ")"
+    start, end = pos[plan.line_stmt].start.line, pos[b["use"]].end.line
+    lookup = cst.parse_statement(f"_mend_value = _mend_bound({table}, {key}, {args}, {b['kwargs'] or '{}'}, "
+                                 f"_MEND_UNBOUND)  {MARK} (was: {sig}.bind)\n")
+    fallback = cst.parse_statement("if _mend_value is _MEND_UNBOUND:  # not decided: bind validates the call\n"
+                                   "    pass\n")
+    block = b["block"]
+    body = list(block.body)
+    i = b["index"]
+    keep = [body[i].with_changes(leading_lines=()), body[i + 1],
+            cst.parse_statement(f"_mend_value = {bound}.arguments[{key}]\n")]
+    fallback = fallback.with_changes(body=fallback.body.with_changes(body=keep))
+    use = body[i + 2].visit(Replace(b["read"], cst.Name("_mend_value")))
+    new_block = block.with_changes(body=[*body[:i], lookup.with_changes(leading_lines=body[i].leading_lines),
+                                         fallback, use, *body[i + 3:]])
+    outer = b["outer"]
+    obody = list(outer.body.body)
+    j = next(k for k, st in enumerate(obody) if st is b["made"])
+    made = cst.parse_statement(f"{table} = _mend_bind_table({sig})  {MARK}\n")
+    new_outer = outer.with_changes(body=outer.body.with_changes(body=[*obody[:j + 1], made, *obody[j + 1:]]))
+    new_outer = new_outer.visit(Replace(block, new_block))
+    module = wrapper.module.visit(Replace(outer, new_outer))
+    helpers = cst.parse_module(BIND_HELPERS).body
+    at = _after_imports(module)
+    first = helpers[0].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
+    module = module.with_changes(body=[*module.body[:at], first, *helpers[1:], *module.body[at:]])
+    obligations = [{"kind": "bind-lookup-agrees", "signature": sig, "selected": key, "sentinel": "_MEND_UNBOUND",
+                    "line": start}]
+    return RewriteResult(module.code, (start, end),
+                         f"`{bound} = {sig}.bind(...)`; `.arguments[{key}]` -> a lookup in a table read from `{sig}` "
+                         "once, falling back to bind for any call it does not decide", obligations)

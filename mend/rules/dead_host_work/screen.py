@@ -34,10 +34,10 @@ WHY_RNG = ("the statement draws from the global NumPy/Python random stream (a La
            "`np.random`/`random`); drawing only when `self.training` would leave the stream one draw behind per "
            "call in eval, which every later consumer of that stream observes (shared case 047: not fixable "
            "without changing the random stream); write the draw as `if self.training: p = torch.rand([])` by hand")
-WHY_BIND = ("`inspect.Signature.bind` (transformers' `select_hidden_states` wrapper, output_capturing.py) iterates "
-            "the signature's parameter mappingproxy, which Dynamo refuses after any dict mutation earlier in the "
-            "trace; a precomputed lookup of the selected argument is not equivalent for invalid calls (bind raises "
-            "its own TypeError before the call, a lookup does not validate), so it is not rewritten")
+WHY_BIND = ("`inspect.Signature.bind` breaks inside the standard library's inspect.py (it iterates the "
+            "signature's parameter mappingproxy, which Dynamo refuses after any dict mutation earlier in the trace) "
+            "and no calling line outside the standard library was located; the rule rewrites the caller's "
+            "`signature.bind(...)` line, where bind raises its own TypeError for an invalid call")
 
 
 @dataclass
@@ -51,6 +51,7 @@ class Plan:
     arg: str | None = None                   # unused-repr: the tensor's local name
     func: str | None = None                  # unused-repr: repr | str
     function: cst.FunctionDef | None = None
+    bind: dict | None = None                 # signature-bind: the nodes the rewrite replaces
 
 
 
@@ -225,7 +226,7 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
     if isinstance(node, cst.BaseSmallStatement) and _rng_call(node) is not None:
         return Decline(NAME, WHY_RNG)
     if isinstance(node, cst.BaseSmallStatement) and _signature_bind(node):
-        return Decline(NAME, WHY_BIND)
+        return screen_bind(node, ancestors, module)
     if isinstance(node, cst.Assign) or isinstance(node, cst.AnnAssign):
         value = node.value
         if isinstance(value, cst.Call) and dotted(value.func) in REPR_CALLS:
@@ -266,6 +267,84 @@ def _screen_repr(node, value, ancestors, module, aliases) -> Plan | Decline:
                 function=function)
 
 
+# what the signature-bind rewrite adds to the mended module (helpers, the sentinel, locals)
+BIND_NAMES = ("_mend_bind_table", "_mend_bound", "_MEND_UNBOUND", "_mend_value")
+
+
+def _only_statement(line: cst.CSTNode) -> cst.BaseSmallStatement | None:
+    if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1:
+        return line.body[0]
+    return None
+
+
+def screen_bind(node: cst.CSTNode, ancestors: list[cst.CSTNode], module: cst.Module | None) -> Plan | Decline:
+    """``A = S.bind(<args>)``; ``A.apply_defaults()``; a statement reading ``A.arguments[K]``
+    once, with ``S = inspect.signature(F)`` in the enclosing function (the decorator's body,
+    which runs once, where the signature is made). Anything else declines with the reason."""
+    why = "inspect.Signature.bind is kept: "
+    if not (isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name)):
+        return Decline(NAME, why + "the bound arguments are not assigned to one local name")
+    call, bound = node.value, node.targets[0].target.value
+    if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "bind"
+            and isinstance(call.func.value, cst.Name)):
+        return Decline(NAME, why + "the call is not `<signature>.bind(...)` on a name (bind_partial, or a "
+                       "signature computed at the call)")
+    sig = call.func.value.value
+    positional, kwargs = [], None
+    for a in call.args:
+        if a.keyword is not None:
+            return Decline(NAME, why + "bind is given a keyword argument")
+        if a.star == "**":
+            if kwargs is not None or not isinstance(a.value, cst.Name):
+                return Decline(NAME, why + "bind's `**` argument is not one plain name")
+            kwargs = a.value.value
+        elif not isinstance(a.value, cst.Name):
+            return Decline(NAME, why + "a positional argument of bind is not a plain name")
+        else:
+            positional.append(("*" if a.star == "*" else "") + a.value.value)
+    line, block = (ancestors[-1], ancestors[-2]) if len(ancestors) >= 2 else (None, None)
+    if _only_statement(line) is not node or not isinstance(block, cst.IndentedBlock):
+        return Decline(NAME, why + "the bind call shares its line with other statements")
+    body = list(block.body)
+    i = next(j for j, st in enumerate(body) if st is line)
+    nxt = [_only_statement(st) for st in body[i + 1:i + 3]]
+    apply = nxt[0] if nxt else None
+    if not (isinstance(apply, cst.Expr) and m.matches(apply.value, m.Call(
+            func=m.Attribute(value=m.Name(bound), attr=m.Name("apply_defaults")), args=[]))):
+        return Decline(NAME, why + f"`{bound}.apply_defaults()` does not follow it (without it a defaulted "
+                       "argument is missing from `.arguments`, which a lookup would not reproduce)")
+    use = nxt[1] if len(nxt) > 1 else None
+    reads = m.findall(use, m.Subscript(value=m.Attribute(value=m.Name(bound), attr=m.Name("arguments")))) \
+        if use is not None else []
+    if len(reads) != 1 or len(reads[0].slice) != 1 or not isinstance(reads[0].slice[0].slice, cst.Index) or \
+            not isinstance(reads[0].slice[0].slice.value, (cst.Name, cst.SimpleString)):
+        return Decline(NAME, why + f"the next statement does not read `{bound}.arguments[<name>]` once")
+    key = reads[0].slice[0].slice.value
+    function = _function(ancestors)
+    uses = len(m.findall(function, m.Name(bound))) - len(m.findall(function, m.Attribute(attr=m.Name(bound)))) \
+        if function is not None else 0
+    if function is None or uses != 3:
+        return Decline(NAME, why + f"`{bound}` is used elsewhere in the function")
+    if sig in bound_names(function) or (isinstance(key, cst.Name) and key.value in bound_names(function)):
+        return Decline(NAME, why + f"`{sig}` or the selected name is rebound inside the wrapper")
+    outer = next((a for a in reversed(ancestors[:ancestors.index(function)]) if isinstance(a, cst.FunctionDef)), None)
+    made = [st for st in (outer.body.body if outer is not None else []) if isinstance(_only_statement(st), cst.Assign)
+            and m.matches(_only_statement(st), m.Assign(targets=[m.AssignTarget(target=m.Name(sig))],
+                                                       value=m.Call(func=m.Attribute(value=m.Name("inspect"),
+                                                                                     attr=m.Name("signature")))))]
+    stores = [t for t in m.findall(outer, m.AssignTarget(target=m.Name(sig)))] if outer is not None else []
+    if len(made) != 1 or len(stores) != 1:
+        return Decline(NAME, why + f"`{sig}` is not bound once, by `{sig} = inspect.signature(...)`, in the "
+                       "enclosing function (where the decorator runs)")
+    taken = bound_names(module) if module is not None else set()
+    if any(n in taken for n in BIND_NAMES) or f"_mend_bind_{sig}" in bound_names(outer):
+        return Decline(NAME, why + "the module already binds one of the names the rewrite adds")
+    return Plan("signature-bind", node, line, "torch", function=function,
+                bind={"block": block, "index": i, "use": body[i + 2], "read": reads[0], "key": key,
+                      "signature": sig, "made": made[0], "outer": outer, "positional": positional,
+                      "kwargs": kwargs, "bound": bound})
+
+
 def bind_site(loc: Located) -> bool:
     """A break inside ``inspect.Signature.bind`` (the located file is the stdlib ``inspect.py``)."""
     return str(loc.file).replace("\\", "/").endswith("/inspect.py") or str(loc.file) == "inspect.py"
@@ -279,4 +358,7 @@ def match(loc: Located) -> Match | Decline:
         return plan
     if plan.kind == "jit-isinstance":
         return Match(NAME, "torch.jit.isinstance(obj, <plain class>) -> isinstance(obj, <plain class>)")
+    if plan.kind == "signature-bind":
+        return Match(NAME, f"`{plan.bind['signature']}.bind(...)` -> a lookup read once from the signature, "
+                           "falling back to bind for calls it does not decide")
     return Match(NAME, f"unused `{plan.func}({plan.arg})` kept only when `{plan.arg}` is not a plain torch.Tensor")
