@@ -87,6 +87,26 @@ def test_python_writes_into_an_argument_are_replayed_after_the_graph(backend):
         assert _state(c) == (None, {}, [], None), (backend, name, _state(c))
 
 
+def test_a_shape_error_after_a_failing_check_surfaces_while_tracing():
+    """Adversarial review (r_shape): code after the check that only valid inputs satisfy fails
+    while Dynamo traces the failing input's shapes, as TorchRuntimeError, before the check can
+    run; eager raises the check's error. restore-at-boundary states this as an assumption."""
+    def f(x, lengths):
+        torch._assert_async(lengths.max() <= x.size(1), "mend-trap:k")
+        b, s, d = x.shape
+        return x.reshape(b, s // 2, 2 * d)
+    torch._dynamo.reset()
+    compiled = torch.compile(f, backend="eager")
+    assert compiled(torch.ones(2, 6, 4), torch.tensor([6, 4])).shape == (2, 3, 8)
+    with pytest.raises(torch._dynamo.exc.TorchRuntimeError):
+        compiled(torch.ones(2, 7, 4), torch.tensor([9, 4]))
+    with pytest.raises(RuntimeError, match="mend-trap:k"):
+        f(torch.ones(2, 7, 4), torch.tensor([9, 4]))
+    from verifier.encoders.assert_async import restore_at_boundary
+    out = restore_at_boundary({"restored": ("AssertionError", ""), "trap": "_MEND_TRAPS.k"}, _ctx({}))
+    assert out.result == "checked" and any("TorchRuntimeError" in a for a in out.assumptions)
+
+
 # --- the effect analysis ------------------------------------------------------------------
 
 class _Attention(nn.Module):          # xlm's MultiHeadAttention.forward, in small

@@ -122,3 +122,87 @@ def test_a_break_in_the_standard_library_is_located_at_the_calling_line():
         Frame("/site/transformers/utils/output_capturing.py", 298, "wrapper", "arguments = signature.bind(...)"),
         Frame(stdlib, 3212, "bind", ""), Frame(stdlib, 3081, "_bind", "")])
     assert ev.site.file.endswith("output_capturing.py") and ev.site.line == 298
+
+
+def test_the_reviewed_hash_is_the_shipped_helpers():
+    import hashlib
+
+    from verifier.encoders.bind_lookup import REVIEWED_HELPERS, _helper_source
+    src = _helper_source(_mended().code)
+    assert src is not None and hashlib.sha256(src.encode()).hexdigest() in REVIEWED_HELPERS
+
+
+# --- regressions from the adversarial review -------------------------------------------------
+
+def _variant(old, new):
+    assert old in DECORATOR, old
+    src = DECORATOR.replace(old, new)
+    line = next(i for i, t in enumerate(src.splitlines(), 1) if ".bind(" in t)
+    return src, rewrite(cst.parse_module(src), line)
+
+
+READ = 'kwargs["output_hidden_states"] = arguments.arguments[selection]'
+BIND = "arguments = signature.bind(self, *args, **kwargs)"
+MADE = "        signature = inspect.signature(func)\n"
+
+
+@pytest.mark.parametrize("old, new, why", [
+    # the read runs only sometimes in the original: the rewrite would read it always
+    (READ, 'kwargs["output_hidden_states"] = arguments.arguments[selection] if selection else None', "whole right"),
+    (READ, 'kwargs["output_hidden_states"] = selection and arguments.arguments[selection]', "whole right"),
+    (READ, 'kwargs["output_hidden_states"] = lambda: arguments.arguments[selection]', "whole right"),
+    # the signature's name rebound in the enclosing function in ways a plain target count misses
+    (MADE, MADE + "        signature, _ = inspect.signature(func.__wrapped__), None\n", "not bound once"),
+    (MADE, MADE + "        for signature in [inspect.signature(len)]:\n            pass\n", "not bound once"),
+    (MADE, MADE + "        (signature := inspect.signature(len))\n", "not bound once"),
+    (MADE, "        global signature\n" + MADE, "not bound once"),
+    # the wrapper's arguments are not its own, or are rebound (an iterator would be used up)
+    (BIND, "args = iter(args)\n                    " + BIND, "rebinds or deletes"),
+    (BIND, "arguments = signature.bind(self, *args, **dict(kwargs))", "plain name"),
+    (BIND, "locals()\n                    " + BIND, "reads its frame"),
+    # `inspect` is not the standard module
+    ("import inspect\n", "import inspect\n\n\nclass inspect:\n    signature = staticmethod(lambda f: None)\n",
+     "`inspect` is not the standard module"),
+])
+def test_shapes_that_would_change_behaviour_are_declined(old, new, why):
+    _, res = _variant(old, new)
+    assert not hasattr(res, "code") and why in res.reason, res
+
+
+def test_a_signature_that_is_not_a_plain_validated_one_always_goes_to_bind(tmp_path):
+    new = _load(tmp_path, "bind_sig", _mended().code)
+
+    class Strict(inspect.Signature):
+        def bind(self, *a, **k):
+            if "legacy" in k:
+                raise TypeError("legacy is gone")
+            return super().bind(*a, **k)
+
+    def f(self, x, legacy=0, output_hidden_states=None):
+        return output_hidden_states
+    f.__signature__ = Strict.from_callable(f)
+    g = new.select_hidden_states("legacy")(f)
+    with pytest.raises(TypeError, match="legacy is gone"):
+        g(None, 1, legacy=2)
+    P = inspect.Parameter
+    h = lambda self, *a, **k: k["output_hidden_states"]  # noqa: E731
+    h.__signature__ = inspect.Signature([P("self", P.POSITIONAL_OR_KEYWORD), P("k", P.KEYWORD_ONLY, default=1),
+                                         P("x", P.POSITIONAL_OR_KEYWORD, default=-1)], __validate_parameters__=False)
+    assert new._mend_bind_table(h.__signature__) is None
+    with pytest.raises(TypeError, match="too many positional"):
+        new.select_hidden_states("x")(h)(None, 5)
+
+
+@pytest.mark.parametrize("old, new, result", [
+    ("(self, *args), kwargs, _MEND_UNBOUND)", "(self,), kwargs, _MEND_UNBOUND)", "refuted"),       # wrong arguments
+    ("_mend_value = _mend_bound(", "_mend_value = 42 or _mend_bound(", "refuted"),                  # not the lookup
+    ("def select_hidden_states(", "_mend_bound = lambda *a: a[3]\n\n\ndef select_hidden_states(", "unknown"),
+    ("    if table is None or type(name) is not str:", "    if len(args) > 4:\n        return args[4]\n"
+     "    if table is None or type(name) is not str:", "unknown"),                                  # not the reviewed
+    ("def _mend_bound(", "@staticmethod\ndef _mend_bound(", "unknown"),                             # decorated
+])
+def test_the_verifier_is_not_fooled_by_a_tampered_mended_file(old, new, result):
+    res = _mended()
+    assert old in res.code, old
+    out = bind_lookup_agrees(res.obligations[0], Ctx({}, {}, res.code.replace(old, new, 1), DECORATOR))
+    assert out.result == result, (out.result, out.reason)

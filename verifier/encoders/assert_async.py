@@ -144,7 +144,10 @@ def restore_at_boundary(ob: dict, ctx: Ctx) -> Outcome:
     if not entry:
         return unknown("the trap table entry is not in the mended file")
     return checked(f"the static screen of the mended file: its trap table maps {trap} to {entry[0]}({entry[1]!r})",
-                   [f"the caller calls the module mend.validation_runtime.install was applied to (marker {trap})"],
+                   [f"the caller calls the module mend.validation_runtime.install was applied to (marker {trap})",
+                    "the code after the check traces for every input that fails it: a shape error there (a reshape "
+                    "that only valid inputs satisfy) surfaces while Dynamo traces, as TorchRuntimeError, before the "
+                    "check runs (measured, tests/test_argument_writes.py; not screened)"],
                    ["proofs/pv_assert_async.smt2"])
 
 

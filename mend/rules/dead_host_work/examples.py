@@ -109,8 +109,17 @@ _MEND_UNBOUND = object()  # mend: dead-host-work -- the lookup's "not decided he
 
 
 def _mend_bind_table(signature):
-    """The parameters of ``signature`` as constants (built once, where the decorator runs)."""
+    """The parameters of ``signature`` as constants (built once, where the decorator runs), or
+    None -- every call then goes to bind -- unless it is a plain, well-ordered inspect.Signature
+    (a subclass may override bind; ``__validate_parameters__=False`` may disorder the kinds)."""
+    if type(signature).__module__ != "inspect" or type(signature).__qualname__ != "Signature":
+        return None
     params = list(signature.parameters.values())
+    order = ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD", "VAR_POSITIONAL", "KEYWORD_ONLY", "VAR_KEYWORD")
+    kinds = [order.index(p.kind.name) for p in params]
+    positional_defaults = [p.default is not p.empty for p in params if kinds[params.index(p)] < 2]
+    if kinds != sorted(kinds) or any(a and not b for a, b in zip(positional_defaults, positional_defaults[1:]))             or type(signature.parameters).__name__ != "mappingproxy":
+        return None
     positional = tuple(p.name for p in params if p.kind.name in ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD"))
     keyword = frozenset(p.name for p in params if p.kind.name in ("POSITIONAL_OR_KEYWORD", "KEYWORD_ONLY"))
     required = tuple(p.name for p in params
@@ -123,6 +132,8 @@ def _mend_bind_table(signature):
 def _mend_bound(table, name, args, kwargs, unbound):
     """``signature.bind(*args, **kwargs)``, defaults applied, ``.arguments[name]`` -- or
     ``unbound`` when this call is not one it decides (the caller then runs ``bind`` itself)."""
+    if table is None or type(name) is not str:
+        return unbound
     positional, keyword, required, defaults, var_keyword = table
     if len(args) > len(positional) or name not in keyword:
         return unbound

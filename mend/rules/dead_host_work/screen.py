@@ -316,26 +316,65 @@ def screen_bind(node: cst.CSTNode, ancestors: list[cst.CSTNode], module: cst.Mod
     use = nxt[1] if len(nxt) > 1 else None
     reads = m.findall(use, m.Subscript(value=m.Attribute(value=m.Name(bound), attr=m.Name("arguments")))) \
         if use is not None else []
-    if len(reads) != 1 or len(reads[0].slice) != 1 or not isinstance(reads[0].slice[0].slice, cst.Index) or \
+    # the read must run unconditionally, first: the whole right-hand side of `T = A.arguments[K]`
+    # (not under `if`/`and`/a lambda, where the original may never read it: adversarial review)
+    if len(reads) != 1 or not (isinstance(use, cst.Assign) and use.value is reads[0]) or len(reads[0].slice) != 1 \
+            or not isinstance(reads[0].slice[0].slice, cst.Index) or \
             not isinstance(reads[0].slice[0].slice.value, (cst.Name, cst.SimpleString)):
-        return Decline(NAME, why + f"the next statement does not read `{bound}.arguments[<name>]` once")
+        return Decline(NAME, why + f"the next statement is not `<target> = {bound}.arguments[<name>]` (the read "
+                       "must be its whole right-hand side, evaluated unconditionally)")
+    if any(not isinstance(t.target, (cst.Name, cst.Subscript, cst.Attribute)) for t in use.targets) or \
+            m.findall(use.targets[0], m.Call()):
+        return Decline(NAME, why + "the assignment target calls something")
     key = reads[0].slice[0].slice.value
     function = _function(ancestors)
     uses = len(m.findall(function, m.Name(bound))) - len(m.findall(function, m.Attribute(attr=m.Name(bound)))) \
         if function is not None else 0
     if function is None or uses != 3:
         return Decline(NAME, why + f"`{bound}` is used elsewhere in the function")
-    if sig in bound_names(function) or (isinstance(key, cst.Name) and key.value in bound_names(function)):
+    if sig in bound_names(function.body) or (isinstance(key, cst.Name) and key.value in bound_names(function.body)):
         return Decline(NAME, why + f"`{sig}` or the selected name is rebound inside the wrapper")
+    params = function.params
+    star = params.star_arg.name.value if isinstance(params.star_arg, cst.Param) else None
+    dstar = params.star_kwarg.name.value if params.star_kwarg is not None else None
+    plain = {p.name.value for p in [*params.posonly_params, *params.params]}
+    for arg in positional:
+        name = arg.lstrip("*")
+        if (arg.startswith("*") and name != star) or (not arg.startswith("*") and name not in plain):
+            return Decline(NAME, why + f"bind's argument `{arg}` is not the wrapper's own parameter")
+    if kwargs is not None and kwargs != dstar:
+        return Decline(NAME, why + f"bind's `**{kwargs}` is not the wrapper's own `**` parameter (then a dict "
+                       "subclass or non-string keys would unpack differently)")
+    rebound = bound_names(function.body) & ({a.lstrip("*") for a in positional} | {kwargs} - {None})
+    if rebound or m.findall(function.body, m.Del()):
+        return Decline(NAME, why + "the wrapper rebinds or deletes its arguments")
+    if any(dotted(c.func) in FRAME_READERS for c in m.findall(function.body, m.Call())):
+        return Decline(NAME, why + "the wrapper reads its frame (`locals()`, `vars()`, `eval`...), which would see "
+                       "the rewrite's locals")
     outer = next((a for a in reversed(ancestors[:ancestors.index(function)]) if isinstance(a, cst.FunctionDef)), None)
     made = [st for st in (outer.body.body if outer is not None else []) if isinstance(_only_statement(st), cst.Assign)
             and m.matches(_only_statement(st), m.Assign(targets=[m.AssignTarget(target=m.Name(sig))],
                                                        value=m.Call(func=m.Attribute(value=m.Name("inspect"),
                                                                                      attr=m.Name("signature")))))]
-    stores = [t for t in m.findall(outer, m.AssignTarget(target=m.Name(sig)))] if outer is not None else []
-    if len(made) != 1 or len(stores) != 1:
+    # every other binding of the signature's name in the enclosing function (a tuple target, a
+    # walrus, a loop, `global`, `del`: adversarial review) declines
+    others = [st for st in (outer.body.body if outer is not None else []) if all(st is not x for x in made)
+              and (sig in bound_names(st) or m.findall(st, m.Del(target=m.Name(sig))))]
+    glob = [g for g in m.findall(module, m.Global() | m.Nonlocal()) if any(n.name.value == sig for n in g.names)] \
+        if module is not None else []
+    if len(made) != 1 or others or glob or (outer is not None and sig in {p.name.value for p in m.findall(
+            outer.params, m.Param())}):
         return Decline(NAME, why + f"`{sig}` is not bound once, by `{sig} = inspect.signature(...)`, in the "
                        "enclosing function (where the decorator runs)")
+    imports = [a for imp in (m.findall(module, m.Import()) if module is not None else [])
+               for a in imp.names if dotted(a.name) == "inspect" and a.asname is None]
+    top = [st for st in (module.body if module is not None else []) if isinstance(_only_statement(st), cst.Import)
+           and any(dotted(a.name) == "inspect" and a.asname is None for a in _only_statement(st).names)]
+    shadow = [d for d in m.findall(module, m.FunctionDef() | m.ClassDef()) if d.name.value == "inspect"] + \
+        m.findall(module, m.AssignTarget(target=m.Name("inspect"))) + m.findall(module, m.AsName(name=m.Name("inspect")))
+    if len(imports) != 1 or len(top) != 1 or shadow:
+        return Decline(NAME, why + "`inspect` is not the standard module, imported once with `import inspect` at "
+                       "module level and never rebound")
     taken = bound_names(module) if module is not None else set()
     if any(n in taken for n in BIND_NAMES) or f"_mend_bind_{sig}" in bound_names(outer):
         return Decline(NAME, why + "the module already binds one of the names the rewrite adds")
