@@ -93,6 +93,8 @@ class Config:
     threads: int | None = 1           # intra-op threads in the fresh processes (CPU)
     cold_procs: int = 3               # cold-cache processes per variant (at most)
     warm_procs: int = 3               # warm-cache processes per variant (at most)
+    steady_procs: int = 1             # processes per variant that time the steady state: the first
+                                      # cold-cache one, then warm-cache ones (original and mended alternate)
     warmup: int = 10                  # untimed calls after the first, before timing
     iters: int = 50                   # timed calls (steady state and each batch size)
     max_timed_s: float = 3.0          # stop timing a phase after this many seconds (>= 5 calls)
@@ -700,7 +702,7 @@ def _measure(row: Row, prep: dict, cfg: Config, work: Path, cache: str, variant:
         steady = rep == 0
     else:
         cache_dir = rdir / f"cache-{variant}-cold0"  # filled by the first cold-cache process
-        steady = False
+        steady = rep < cfg.steady_procs - 1
         if not prep["measurements"]["cold"][variant] or "error" in prep["measurements"]["cold"][variant][0]:
             return
     save = rdir / f"output-{variant}.pt" if (cache == "cold" and rep == 0) else None
@@ -736,8 +738,18 @@ def _finish_row(prep: dict, cfg: Config) -> dict:
     out["cold_start"] = s
     first = {v: (m["cold"][v][0] if m["cold"][v] else {}) for v in ("original", "mended")}
     st = {v: first[v].get("steady") for v in ("original", "mended")}
+    # with several steady-state processes (--steady-procs): the median of their medians, so
+    # one process's placement on the cores does not decide the ratio
+    procs = {v: [r["steady"]["median_s"] for c in ("cold", "warm") for r in m[c][v] if (r.get("steady") or {})
+                 .get("median_s")] for v in ("original", "mended")}
+    if all(len(p) > 1 for p in procs.values()):
+        st = {v: {**(st[v] or {}), "median_s": statistics.median(procs[v]), "process_medians_s": procs[v],
+                  "n_procs": len(procs[v])} for v in ("original", "mended")}
     out["steady_state"] = {**st, "ratio": _ratio((st["original"] or {}).get("median_s"),
                                                   (st["mended"] or {}).get("median_s"))}
+    if all(len(p) > 1 for p in procs.values()):
+        pairs = [o / n for o, n in zip(procs["original"], procs["mended"]) if n]
+        out["steady_state"]["pair_ratios"] = pairs
     tp = {}
     for b in cfg.batch_sizes:
         o = (first["original"].get("throughput") or {}).get(str(b))
@@ -893,7 +905,9 @@ def markdown(doc: dict) -> str:
             continue
         o, m = st.get("original") or {}, st.get("mended") or {}
         ms = lambda d: _f(d["median_s"] * 1e3, "{:.3f}") if d.get("median_s") else "—"
-        cells = [choices_cell(r), ms(o), ms(m), f"**{_f(st.get('ratio'))}**", f"{_ev(o)}; {_ev(m)}"]
+        spread = (f" (n={o.get('n_procs')}; per pair {min(st['pair_ratios']):.2f}-{max(st['pair_ratios']):.2f})"
+                  if st.get("pair_ratios") else "")
+        cells = [choices_cell(r), ms(o), ms(m), f"**{_f(st.get('ratio'))}**{spread}", f"{_ev(o)}; {_ev(m)}"]
         for b in bs:
             t = r["throughput"].get(b) or {}
             to, tm = t.get("original") or {}, t.get("mended") or {}

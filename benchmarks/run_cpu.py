@@ -32,6 +32,9 @@ def parser(device: str = "cpu") -> argparse.ArgumentParser:
                         "calls, batch sizes 1 and 2, no extra verification levels")
     p.add_argument("--cold", type=int, help="cold-cache processes per variant and row (at most; default 3)")
     p.add_argument("--warm", type=int, help="warm-cache processes per variant and row (at most; default 3)")
+    p.add_argument("--steady-procs", type=int, help="processes per variant that time the steady state: the first "
+                   "cold-cache one, then that many minus one warm-cache ones, original and mended alternating; "
+                   "the ratio is of the medians of their medians (default 1)")
     p.add_argument("--iters", type=int, help="timed calls per steady-state / throughput phase (default 50)")
     p.add_argument("--warmup", type=int, help="untimed calls before timing (default 10)")
     p.add_argument("--batch-sizes", help="comma list of batch multipliers (default 1,8)")
@@ -62,7 +65,8 @@ def config_from(ns, device: str = "cpu") -> H.Config:
         cfg.cold_procs, cfg.warm_procs, cfg.warmup, cfg.iters, cfg.batch_sizes = 1, 1, 3, 10, (1, 2)
         cfg.max_timed_s, cfg.verify_levels = 1.0, False
     cfg.budget_s = 28 * 60 if device == "cpu" else None
-    for attr, val in (("cold_procs", ns.cold), ("warm_procs", ns.warm), ("iters", ns.iters), ("warmup", ns.warmup)):
+    for attr, val in (("cold_procs", ns.cold), ("warm_procs", ns.warm), ("iters", ns.iters), ("warmup", ns.warmup),
+                      ("steady_procs", ns.steady_procs)):
         if val is not None:
             setattr(cfg, attr, val)
     if ns.batch_sizes:
