@@ -79,6 +79,7 @@ def test_the_check_refutes_wrong_helpers(old, new, why):
 def test_encoder_checks_the_mended_file_and_refuses_a_site_without_fallback():
     res = _mended()
     ob = res.obligations[0]
+    assert ob["kind"] == "bind-lookup-agrees"
     out = bind_lookup_agrees(ob, Ctx({}, {}, res.code, DECORATOR))
     assert out.result == "checked" and "decided by the lookup" in out.checked_by
     no_fallback = res.code.replace("if _mend_value is _MEND_UNBOUND:", "if False:")

@@ -395,6 +395,7 @@ CHECKS_TESTED_WITH_THEIR_RULE = {
     "mask-update-elementwise": "test_rule_mask_update.py", "numpy-result-consumer": "test_rule_numpy_constants.py",
     "scalar-callers-screened": "test_rule_scalar_tensor.py", "scalar-leaves-observed": "test_rule_scalar_tensor.py",
     "scalar-use-promotion": "test_rule_scalar_tensor.py", "slice-write-operands": "test_rule_state_write.py",
+    "bind-lookup-agrees": "test_bind_lookup.py",
 }
 
 
