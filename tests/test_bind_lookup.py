@@ -4,7 +4,6 @@ accepts, with exactly bind's value, and leave every other call to bind (its Type
 included). The verifier's check is shown to catch wrong helpers (mutants), the rewritten
 decorator is compared with the original on valid and invalid calls, and a break inside the
 standard library is located at the calling line."""
-import importlib.util
 import inspect
 
 import libcst as cst
@@ -12,6 +11,7 @@ import pytest
 
 from mend.detect import BreakEvent, Frame
 from mend.rules.dead_host_work import rewrite
+from mend.targets import load_file_module
 from mend.rules.dead_host_work.examples import FIX_EXAMPLES, example_line
 from mend.rules.dead_host_work.rewrite import BIND_HELPERS
 from verifier.encoders.base import Ctx
@@ -52,10 +52,7 @@ def _mended():
 def _load(tmp_path, name, code):
     path = tmp_path / f"{name}.py"
     path.write_text(code)
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_file_module(path, name)
 
 
 def test_the_shipped_helpers_agree_with_bind():

@@ -222,9 +222,8 @@ def _allocates(value: ast.AST, local: set[str]) -> bool:
         _ALLOCATING_TORCH
 
 
-def _bindings(func: ast.AST, augmented: bool = True) -> tuple[dict[str, list[ast.AST]], set[str]]:
-    """({name: the values assigned to it by plain ``name = value``}, names bound any other way;
-    ``x op= v`` counts as another way only with ``augmented``: on a tensor it keeps the object)."""
+def _bindings(func: ast.AST) -> tuple[dict[str, list[ast.AST]], set[str]]:
+    """({name: the values assigned to it by plain ``name = value``}, names bound any other way)."""
     values: dict[str, list[ast.AST]] = {}
     other: set[str] = set()
     for node in ast.walk(func):
@@ -237,8 +236,6 @@ def _bindings(func: ast.AST, augmented: bool = True) -> tuple[dict[str, list[ast
                         if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
                             other.add(sub.id)
         elif isinstance(node, (ast.For, ast.comprehension, ast.AugAssign, ast.AnnAssign, ast.withitem, ast.NamedExpr)):
-            if isinstance(node, ast.AugAssign) and not augmented:
-                continue
             tgt = getattr(node, "target", None) or getattr(node, "optional_vars", None)
             for sub in ast.walk(tgt) if tgt is not None else ():
                 if isinstance(sub, ast.Name):
@@ -257,12 +254,11 @@ def _fresh_locals(func: ast.AST) -> set[str]:
     return {n for n, vs in values.items() if n not in other and all(_allocates(v, local) for v in vs)}
 
 
-def _argument_aliases(func: ast.AST, params: set[str], augmented: bool = True) -> set[str]:
+def _argument_aliases(func: ast.AST, params: set[str]) -> set[str]:
     """``params`` and the locals every binding of which reads one of them through attributes
     and subscripts only (``curr_cache = cache.self_attention_cache``): the objects the
-    caller passed in. ``augmented=False``: ``x op= v`` does not rebind (a tensor stays itself),
-    and the parameters stay in the set whatever rebinds them."""
-    values, other = _bindings(func, augmented)
+    caller passed in."""
+    values, other = _bindings(func)
     aliases = set(params)
     changed = True
     while changed:   # a fixpoint over `a = b.c`, `b = param`
@@ -274,7 +270,7 @@ def _argument_aliases(func: ast.AST, params: set[str], augmented: bool = True) -
             if all(_chain_root(a) in aliases for a in arms):
                 aliases.add(n)
                 changed = True
-    return aliases - other if augmented else (aliases - other) | params
+    return aliases - other
 
 
 def _chain_root(node: ast.AST) -> str | None:
@@ -331,9 +327,9 @@ def function_writes(fn: Any, depth: int = 0, owner: type | None = None) -> tuple
         fresh.add(kw)
     me = positional[0].arg if positional and owner is not None else None   # `self`: module state, not an argument
     passed = _argument_aliases(func, params - {me} - fresh) - fresh if depth == 0 else set()
-    # names that may hold a caller's or the module's tensor (`kk = cache.k`, `a = self.acc`):
-    # `kk += v` on one updates that tensor in place
-    values, _ = _bindings(func, augmented=False)
+    # names bound only to numbers or to values allocated right there: `x op= v` on any other
+    # name may update a caller's or the module's tensor in place (`kk = cache.k`, `a = self.acc`)
+    values, _ = _bindings(func)
     allocated = {n for n, vs in values.items() if n not in params and all(
         _allocates(v, local) or isinstance(v, ast.Constant) for v in vs)}
     effects, arguments, assumptions = [], [], []

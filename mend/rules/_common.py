@@ -30,12 +30,7 @@ def add_import(module: cst.Module, statement: str, same_line: bool = False) -> c
     so that no line below moves -- a replayed warning or log record then names the line
     the original source had. Without an import block it gets a line of its own."""
     body = list(module.body)
-    start = 1 if body and (m.matches(body[0], m.SimpleStatementLine(body=[m.Expr(value=m.SimpleString())]))
-                           or m.matches(body[0], m.SimpleStatementLine(
-                               body=[m.Assign(targets=[m.AssignTarget(target=m.Name("__strict__"))])]))) else 0
-    end = start
-    while end < len(body) and m.matches(body[end], m.SimpleStatementLine(body=[m.ImportFrom() | m.Import()])):
-        end += 1
+    start, end = import_block(body)
     new = cst.parse_statement(statement, config=module.config_for_parsing)
     if same_line:
         host = _same_line_host(body, start)
@@ -48,6 +43,19 @@ def add_import(module: cst.Module, statement: str, same_line: bool = False) -> c
     if after and (not after[0].leading_lines or after[0].leading_lines[0].comment is not None):
         after[0] = after[0].with_changes(leading_lines=(cst.EmptyLine(), *after[0].leading_lines))
     return module.with_changes(body=(*body[:end], new, *after))
+
+
+def import_block(body: list) -> tuple[int, int]:
+    """(start, end) of a module's first block of imports in its top-level ``body``: after a
+    leading docstring (or ``__strict__ = ...``), up to the first statement that is not an
+    import line. Code inserted at ``end`` runs before any of the module's own code."""
+    start = 1 if body and (m.matches(body[0], m.SimpleStatementLine(body=[m.Expr(value=m.SimpleString())]))
+                           or m.matches(body[0], m.SimpleStatementLine(
+                               body=[m.Assign(targets=[m.AssignTarget(target=m.Name("__strict__"))])]))) else 0
+    end = start
+    while end < len(body) and m.matches(body[end], m.SimpleStatementLine(body=[m.ImportFrom() | m.Import()])):
+        end += 1
+    return start, end
 
 
 def _same_line_host(body: list, start: int) -> int | None:

@@ -16,6 +16,28 @@ def example_line(source: str) -> int:
     raise ValueError("no site in example")
 
 
+# transformers 5.24 select_hidden_states (utils/output_capturing.py:298) in small: the fix
+# example below, and the base of the signature-bind declines (each changes one thing)
+_BIND_BEFORE = '''import inspect
+
+
+def select(func):
+    signature = inspect.signature(func)
+
+    def wrapper(self, *args, **kwargs):
+        arguments = signature.bind(self, *args, **kwargs)
+        arguments.apply_defaults()
+        kwargs["output_hidden_states"] = arguments.arguments["vision_feature_layer"]
+        return func(self, *args, **kwargs)
+    return wrapper
+'''
+
+
+def _bind_variant(old: str, new: str) -> str:
+    assert old in _BIND_BEFORE, old
+    return _BIND_BEFORE.replace(old, new, 1)
+
+
 FIX_EXAMPLES: list[tuple] = [
     # a plain class: torch.jit.isinstance is builtin isinstance (Dynamo skips torch.jit: one break)
     ('''import torch
@@ -90,19 +112,7 @@ def f(x):
     # transformers 5.24 select_hidden_states (utils/output_capturing.py:298): bind iterates the signature's
     # mappingproxy, which Dynamo refuses after a dict mutation; a table read once where the decorator runs,
     # and bind kept for every call the lookup does not decide (bind-lookup-agrees)
-    ('''import inspect
-
-
-def select(func):
-    signature = inspect.signature(func)
-
-    def wrapper(self, *args, **kwargs):
-        arguments = signature.bind(self, *args, **kwargs)
-        arguments.apply_defaults()
-        kwargs["output_hidden_states"] = arguments.arguments["vision_feature_layer"]
-        return func(self, *args, **kwargs)
-    return wrapper
-''', '''import inspect
+    (_BIND_BEFORE, '''import inspect
 
 
 _MEND_UNBOUND = object()  # mend: dead-host-work -- the lookup's "not decided here: call bind"
@@ -295,75 +305,18 @@ class Encoder(torch.nn.Module):
 ''', "random stream"),
     # TRAP: without apply_defaults a defaulted argument is missing from `.arguments` (KeyError), which a
     # lookup returning the default would hide
-    ('''import inspect
-
-
-def select(func):
-    signature = inspect.signature(func)
-
-    def wrapper(self, *args, **kwargs):
-        arguments = signature.bind(self, *args, **kwargs)
-        kwargs["output_hidden_states"] = arguments.arguments["vision_feature_layer"]
-        return func(self, *args, **kwargs)
-    return wrapper
-''', 'apply_defaults()` does not follow it'),
+    (_bind_variant("        arguments.apply_defaults()\n", ""), "apply_defaults()` does not follow it"),
     # the bound arguments are used again: the fast path would leave them unbound
-    ('''import inspect
-
-
-def select(func):
-    signature = inspect.signature(func)
-
-    def wrapper(self, *args, **kwargs):
-        arguments = signature.bind(self, *args, **kwargs)
-        arguments.apply_defaults()
-        kwargs["output_hidden_states"] = arguments.arguments["vision_feature_layer"]
-        return func(*arguments.args, **arguments.kwargs)
-    return wrapper
-''', 'is used elsewhere in the function'),
+    (_bind_variant("        return func(self, *args, **kwargs)", "        return func(*arguments.args, **arguments.kwargs)"),
+     "is used elsewhere in the function"),
     # the signature is computed at the call (each call may see another function)
-    ('''import inspect
-
-
-def select(func):
-    signature = inspect.signature(func)
-
-    def wrapper(self, *args, **kwargs):
-        arguments = inspect.signature(func).bind(self, *args, **kwargs)
-        arguments.apply_defaults()
-        kwargs["output_hidden_states"] = arguments.arguments["vision_feature_layer"]
-        return func(self, *args, **kwargs)
-    return wrapper
-''', 'on a name'),
+    (_bind_variant("signature.bind(", "inspect.signature(func).bind("), "on a name"),
     # TRAP: the signature is rebound after the table would be read from it
-    ('''import inspect
-
-
-def select(func):
-    signature = inspect.signature(func)
-
-    def wrapper(self, *args, **kwargs):
-        arguments = signature.bind(self, *args, **kwargs)
-        arguments.apply_defaults()
-        kwargs["output_hidden_states"] = arguments.arguments["vision_feature_layer"]
-        return func(self, *args, **kwargs)
-    signature = inspect.signature(wrapper)
-    return wrapper
-''', 'is not bound once'),
+    (_bind_variant("    return wrapper\n", "    signature = inspect.signature(wrapper)\n    return wrapper\n"),
+     "is not bound once"),
     # bind given a keyword argument: not modelled by the lookup
-    ('''import inspect
-
-
-def select(func):
-    signature = inspect.signature(func)
-
-    def wrapper(self, *args, **kwargs):
-        arguments = signature.bind(self, *args, flag=True, **kwargs)
-        arguments.apply_defaults()
-        kwargs["output_hidden_states"] = arguments.arguments["vision_feature_layer"]
-        return func(self, *args, **kwargs)
-    return wrapper
-''', 'a keyword argument'),
+    (_bind_variant("*args, **kwargs)\n        arguments.apply", "*args, flag=True, **kwargs)\n        arguments.apply"),
+     "a keyword argument"),
 ]
 
 NOOP_EXAMPLES: list[str] = [

@@ -8,7 +8,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from mend.rules._base import Decline, RewriteResult
-from mend.rules._common import Replace, code_of
+from mend.rules._common import Replace, code_of, import_block
 from mend.rules.dead_host_work.screen import NAME, screen
 
 # added once to a module whose `inspect.Signature.bind` is replaced (signature-bind): plain
@@ -167,19 +167,6 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
                          "torch.Tensor", obligations)
 
 
-def _after_imports(module: cst.Module) -> int:
-    """The index in ``module.body`` after its docstring, ``__future__`` and other leading imports."""
-    at = 0
-    for i, stmt in enumerate(module.body):
-        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and stmt.body else None
-        if isinstance(small, (cst.Import, cst.ImportFrom)) or (i == 0 and isinstance(small, cst.Expr)
-                                                               and isinstance(small.value, cst.SimpleString)):
-            at = i + 1
-        elif not isinstance(stmt, cst.If):   # `if TYPE_CHECKING:` imports may follow
-            break
-    return at
-
-
 def _rewrite_bind(wrapper: MetadataWrapper, plan, pos) -> RewriteResult:
     """``A = S.bind(...)``; ``A.apply_defaults()``; ``... A.arguments[K] ...`` becomes a lookup in
     a table read from ``S`` where ``S`` is made, falling back to the same three statements
@@ -210,7 +197,7 @@ def _rewrite_bind(wrapper: MetadataWrapper, plan, pos) -> RewriteResult:
     new_outer = new_outer.visit(Replace(block, new_block))
     module = wrapper.module.visit(Replace(outer, new_outer))
     helpers = cst.parse_module(BIND_HELPERS).body
-    at = _after_imports(module)
+    _, at = import_block(list(module.body))   # before any module code: decorators run at import time
     first = helpers[0].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
     module = module.with_changes(body=[*module.body[:at], first, *helpers[1:], *module.body[at:]])
     obligations = [{"kind": "bind-lookup-agrees", "signature": sig, "selected": key, "sentinel": "_MEND_UNBOUND",
