@@ -99,6 +99,10 @@ def test_unsafe_fixes_are_withheld_by_default_and_applied_on_request(mixed_runs)
     withheld = [d for d in default.declined if d.safety == "unsafe"]
     assert [d.rule for d in withheld] == ["predicated-validation"]
     assert "--unsafe-fixes" in withheld[0].reason and "cpu-only" in withheld[0].reason
+    # unsafe by its obligations alone: withheld before its differential test, and it says so
+    from mend.pipeline import UNTESTED
+
+    assert withheld[0].reason.startswith(UNTESTED) and "verified but" not in withheld[0].reason
     pv = [r for r in unsafe.rewrites if r.rule == "predicated-validation"]
     assert len(pv) == 1 and pv[0].safety["label"] == "unsafe"
     assert unsafe.after.graph_count < default.after.graph_count
@@ -131,3 +135,26 @@ def test_certificate_records_safety_and_verify_recomputes_it(mixed_runs, tmp_pat
     forged.write_text(dumps(seal({k: v for k, v in doc.items() if k != "digest"})))
     rep = verify_file(forged)
     assert any("labels the fix 'safe'" in p for p in rep.problems), rep.problems
+
+
+def test_an_unsafe_candidate_is_not_tested_without_unsafe_fixes(monkeypatch):
+    """The differential test (the costliest step) runs for the safe candidates only: the
+    unsafe one's outcome is a withheld record whatever that test would say."""
+    from mend.pipeline import fix
+    from mend.pipeline.executors import InProcess
+
+    tested = []
+    real = InProcess.evidence
+
+    def spy(self, force, edge_values):
+        tested.append(self.cand_path.read_text())
+        return real(self, force, edge_values)
+
+    monkeypatch.setattr(InProcess, "evidence", spy)
+    res = fix(str(FIXTURES / "mixed.py"), max_examples=3)
+    assert len(tested) == len(res.rewrites) == 2
+    assert not any("_assert_async" in code for code in tested)
+    assert [d.rule for d in res.declined if d.safety == "unsafe"] == ["predicated-validation"]
+    tested.clear()
+    fix(str(FIXTURES / "mixed.py"), max_examples=3, unsafe_fixes=True)
+    assert any("_assert_async" in code for code in tested)

@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import textwrap
 from typing import Any
@@ -84,13 +85,27 @@ def _definitions(path: str | None) -> dict[str, str] | None:
         return None
     try:
         src = open(path, encoding="utf-8").read()
-        tree = ast.parse(src)
-    except (OSError, SyntaxError, UnicodeDecodeError):
+    except (OSError, UnicodeDecodeError):
         return None
+    return _definitions_of(src)
+
+
+@functools.lru_cache(maxsize=8)
+def _definitions_of(src: str) -> dict[str, str] | None:
+    try:
+        tree = ast.parse(src)
+    except SyntaxError:
+        return None
+    # ast.get_source_segment splits the whole source on every call (0.7 s per screen of
+    # mend/runtime.py): split it once; a definition spans whole lines from its first column
+    lines = src.splitlines(keepends=True)
     out = {}
     for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out.setdefault(node.name, ast.get_source_segment(src, node) or "")
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name not in out:
+            first = lines[node.lineno - 1].encode()[node.col_offset:].decode()
+            last = lines[node.end_lineno - 1].encode()[:node.end_col_offset].decode()
+            body = lines[node.lineno:node.end_lineno - 1]
+            out[node.name] = first if node.lineno == node.end_lineno else first + "".join(body) + last
     return out
 
 

@@ -117,10 +117,14 @@ def choose_rewrite(verify_fn, ex, rule, site, current: str, res, first: Verified
             rec = decide_measured(rec, ex.time_candidates(rel, codes, files))
         except Exception as exc:  # noqa: BLE001 - a candidate that cannot be timed: the prediction stands
             rec["reason"] += f"; timing failed ({type(exc).__name__}: {str(exc)[:120]}), so the prediction stands"
-    for e in rec["candidates"]:  # verified but withheld (unsafe without --unsafe-fixes): say so
+    for e in rec["candidates"]:  # withheld (unsafe without --unsafe-fixes): say so, and whether it was tested
         why = refused.get(e["name"])
         if why is not None and why.safety == "unsafe":
-            e.update(verified=True, withheld=True)
+            if why.reason.startswith(UNSAFE):
+                e.update(verified=True, withheld=True)
+            else:  # withheld before its differential test (mend.pipeline._verify)
+                e.update(verified=None, withheld=True, note="an unsafe fix by its obligations: not tested or applied "
+                                                            "without --unsafe-fixes")
     chosen = rec["chosen"]
     if chosen == "keep":
         if not ok() and not unverified:  # nothing verified, nothing left untried: the rule's own refusal

@@ -195,6 +195,9 @@ class InProcess:
             raise Failed(f"differential test failed: {ev.reason}", ev.counterexample)
         return ev.to_json()
 
+    def unstage(self) -> None:
+        """The staged candidate will not be tested (nothing runs ahead in process)."""
+
     def accept(self) -> None:
         self.cur_path, self.scan_file = self.cand_path, self.cand_path
 
@@ -413,6 +416,10 @@ class Overlay:
     def _emit_request(self) -> dict:
         """The emitted candidate under Inductor on the natural predicates."""
         return {**self._base([]), "overlay": str(self.emit_dir), "compiled": True, "backend": "inductor"}
+
+    def unstage(self) -> None:
+        """The staged candidate will not be tested: drop its Inductor run started with its facts."""
+        self._drop_early()
 
     def _drop_early(self) -> None:
         if self.early is not None:

@@ -65,7 +65,7 @@ class Declined(_JsonView):
     reason: str
     failed_obligations: list[str] | None = None
     counterexample: str | None = None
-    safety: str | None = None   # "unsafe": verified, withheld without --unsafe-fixes
+    safety: str | None = None   # "unsafe": withheld without --unsafe-fixes (tested or not: the reason says)
     choice: dict | None = None  # the cost model's choice when it kept the graph break (mend.cost.choose)
 
     def __post_init__(self):
