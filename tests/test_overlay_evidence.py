@@ -1,0 +1,97 @@
+"""Overlay.evidence: where Inductor departs from eager, the compiled candidate is judged
+against the current version under Inductor (``cur``). With float inputs that run is
+started with the candidate's own runs and dropped unread when it is not needed; without,
+it runs only on demand. The workers are stubbed: these tests are about which run is
+asked for and read, and that verdicts are those of the one-after-another order."""
+from pathlib import Path
+
+import pytest
+import torch
+
+from mend.pipeline.executors import Failed, Overlay
+
+NAN = float("nan")
+
+
+def _obs(*values):
+    return {"observations": [{"setting": [None, None],
+                              "obs": ([torch.tensor(v)], "", [], [], None, [], [])} for v in values],
+            "seen": {}}
+
+
+class _Started:
+    def __init__(self, log, names, replies):
+        self.log, self.names, self.replies = log, names, replies
+
+    def results(self):
+        self.log.append(("read", tuple(self.names)))
+        return [self.replies[n] for n in self.names]
+
+    def drop(self):
+        self.log.append(("drop", tuple(self.names)))
+
+
+def _overlay(tmp_path: Path, replies: dict, float_inputs: bool):
+    ex = Overlay.__new__(Overlay)  # the stubs below stand in for the warm server
+    log: list = []
+
+    def start(requests, tmp):
+        names = [tag.rstrip("0123456789") for _, tag in requests]
+        log.append(("start", tuple(names)))
+        return _Started(log, names, replies)
+
+    def run_one(request, tmp, tag):
+        log.append(("run", tag.rstrip("0123456789")))
+        reply = replies[tag.rstrip("0123456789")]
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
+
+    ex.start_workers, ex.run_worker = start, run_one
+    ex.run_workers = lambda requests, tmp: start(requests, tmp).results()
+    ex.spec, ex.tmp, ex.seed, ex.n, ex.early = "hf:stub", tmp_path, 0, 1, None
+    ex.inputs, ex.inputs_path, ex.float_inputs = [((), {})], tmp_path / "inputs.pt", float_inputs
+    ex.ref_dir = ex.cand_dir = ex.emit_dir = tmp_path
+    ex.cur_files, ex.trial, ex.rel = {"m.py": "x = 1\n"}, {"m.py": "x = 2\n"}, "m.py"
+    return ex, log
+
+
+def _replies(emit, cur):
+    return {"emit": _obs(*emit), "ref": _obs(1.0, NAN), "cand": _obs(1.0, NAN), "scan": {"sites": []},
+            "cur": _obs(*cur)}
+
+
+@pytest.mark.parametrize("float_inputs", [True, False])
+def test_inductor_departing_from_eager_is_judged_against_the_current_version_under_inductor(tmp_path, float_inputs):
+    # eager gives NaN where Inductor gives 0.0, for the current version and the candidate alike
+    ex, log = _overlay(tmp_path, _replies(emit=(1.0, 0.0), cur=(1.0, 0.0)), float_inputs)
+    ev = ex.evidence([], [])
+    assert ev["passed"]
+    if float_inputs:  # started beside the candidate's runs, then read
+        assert log[:2] == [("start", ("emit", "ref", "cand", "scan")), ("start", ("cur",))]
+        assert ("read", ("cur",)) in log and ("drop", ("cur",)) not in log
+    else:  # asked for only when needed
+        assert ("start", ("cur",)) not in log and ("run", "cur") in log
+
+
+def test_a_candidate_that_departs_from_the_current_version_under_inductor_fails(tmp_path):
+    ex, _ = _overlay(tmp_path, _replies(emit=(1.0, 0.0), cur=(1.0, 5.0)), True)
+    with pytest.raises(Failed, match="differential test failed"):
+        ex.evidence([], [])
+
+
+def test_the_started_current_run_is_dropped_unread_when_eager_agrees(tmp_path):
+    replies = _replies(emit=(1.0, NAN), cur=(1.0, NAN))
+    ex, log = _overlay(tmp_path, replies, True)
+    assert ex.evidence([], [])["passed"]
+    assert ("drop", ("cur",)) in log and ("read", ("cur",)) not in log
+
+
+def test_a_failed_current_run_fails_the_candidate_with_its_reason(tmp_path):
+    from mend.errors import MendError
+
+    replies = _replies(emit=(1.0, 0.0), cur=(1.0, 0.0))
+    replies["cur"] = MendError("verification worker failed for hf:stub: boom")
+    ex, _ = _overlay(tmp_path, replies, True)
+    with pytest.raises(Failed, match="boom"):
+        ex.evidence([], [])
