@@ -11,7 +11,7 @@ raise-assert           a tensor-guarded ``raise`` or ``assert``
 print-logging          ``print``, a ``logging``/transformers logger call, ``warnings.warn``
 item-tolist            scalar extraction: ``.item()``, ``.tolist()``, ``float(t)``, ``int(t)``
 tensor-check           a check that reads its tensor on the host (``torch._check_tensor_all``)
-numpy-constant         ``np.sum``/``np.lcm``/``np.gcd`` of Python constants traced as arrays (a
+numpy-constant         ``np.sum``/``np.prod``/``np.lcm``/``np.gcd`` of Python constants traced as arrays (a
                        "Data dependent operator" at the call's statement)
 scalar-tensor          a Python int wrapped in ``torch.tensor()`` read back as a slice bound
 module-attribute-write a ``self.X = self.X.to(...)``-style write of a module attribute in ``forward``
@@ -50,7 +50,7 @@ CATEGORIES = {
     "print-logging": "print, logging or warnings call",
     "item-tolist": "scalar extraction (.item(), .tolist())",
     "tensor-check": "tensor check read on the host (torch._check_tensor_all)",
-    "numpy-constant": "numpy sum/lcm/gcd of Python constants traced as arrays",
+    "numpy-constant": "numpy sum/prod/lcm/gcd of Python constants traced as arrays",
     "scalar-tensor": "Python scalar wrapped in a tensor, used as a Python number (slice bound)",
     "module-attribute-write": "module attribute written in forward (self.X = self.X.to(...))",
     "debug-host-work": "dead or debug-only host work (torch.jit.isinstance, unused repr, RNG draw, Signature.bind)",
@@ -189,11 +189,11 @@ def _self_attribute_write(node) -> bool:
             and target.value.value == "self")
 
 
-_NUMPY_CONSTANT_FUNCS = ("sum", "lcm", "gcd")
+_NUMPY_CONSTANT_FUNCS = ("sum", "prod", "lcm", "gcd")
 
 
 def _numpy_constant_call(loc: Located | None) -> bool:
-    """The statement (a compound statement's header) calls ``np.sum``/``np.lcm``/``np.gcd``,
+    """The statement (a compound statement's header) calls ``np.sum``/``np.prod``/``np.lcm``/``np.gcd``,
     spelled through ``numpy`` or a top-level ``import numpy as NAME``."""
     if loc is None:
         return False

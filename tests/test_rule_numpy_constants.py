@@ -229,3 +229,55 @@ def test_fix_end_to_end_drops_a_graph():
     assert rw["rule"] == "numpy-constants"
     assert {o["kind"]: o["result"] for o in rw["obligations"]} == {"numpy-int64-exact": "proved",
                                                                    "numpy-result-consumer": "checked"}
+
+
+# -- np.prod -----------------------------------------------------------------------------------
+
+PROD_INT = ('import numpy as np\n\n\ndef f(n, x):\n    return int(np.prod(x))\n', 5)
+PROD_SHAPE = ('import numpy as np\n\n\ndef f(n, x):\n    return np.zeros((n, np.prod(x)))\n', 5)
+PROD_OPERANDS = [
+    (4, 4), [4, 4], (3,), [2, 3, 5], (2 ** 31 - 1, 2 ** 31 - 1),    # the guard's path
+    (), [],                               # np.prod of nothing is float64 1.0: int(1.0) == 1, np.zeros raises
+    (2 ** 31, 2), (2 ** 40, 2 ** 40),     # an element beyond the guard; a product that wraps int64 to 0
+    (2 ** 21, 2 ** 21, 2 ** 21),          # each element admitted, the exact product 2**63 is not: wraps
+    (0, 5), (-3, 4), (True, 3), (np.int64(3), 4), (2.5, 2), ("a", 2), [[2, 3]],
+    np.array([2, 3]), torch.tensor([2, 3]),
+]
+
+
+@pytest.mark.parametrize("source, line", [PROD_INT, PROD_SHAPE])
+def test_guarded_prod_identical_to_np_prod(source, line):
+    mended = _mended(source, line)
+    assert "math.prod" in mended and mended.startswith("import numpy as np; import math\n")
+    before, after = _load(source, "orig"), _load(mended, "mended")
+    for x in PROD_OPERANDS:
+        assert _outcome(before["f"], 2, x) == _outcome(after["f"], 2, x), x
+
+
+def test_the_prod_guard_is_proved_and_weakened_ones_are_not():
+    code, obs = _obligations(*PROD_INT)
+    ob = next(o for o in obs if o["kind"] == "numpy-int64-exact")
+    assert ob["op"] == "prod" and int64_exact(ob, Ctx({}, {}, code)).result == "proved"
+    consumer = next(o for o in obs if o["kind"] == "numpy-result-consumer")
+    assert result_consumer(consumer, Ctx({}, {}, code)).result == "checked"
+    for old, new in [("math.prod(v) < 2**63", "math.prod(v) < 2**64"),   # a product that wraps
+                     ("0 < e < 2**31", "-2**31 < e < 2**31"),             # negative elements: not encoded
+                     (" and math.prod(v) < 2**63", ""),                    # no product bound at all
+                     ("0 < len(v)", "-1 < len(v)")]:                       # the empty product (float64 1.0)
+        weak = {**ob, "mended": ob["mended"].replace(old, new)}
+        out = int64_exact(weak, Ctx({}, {}, code.replace(old, new)))
+        assert out.result in ("refuted", "unknown"), (old, out)
+    # without `import math` the guard's math.prod is not the standard library's
+    assert result_consumer(consumer, Ctx({}, {}, code.replace("; import math", ""))).result == "refuted"
+
+
+def test_prod_fix_end_to_end_drops_a_graph():
+    from mend.pipeline import fix
+
+    res = fix(str(FIXTURES / "numpy_prod_patch.py"), max_examples=5)
+    assert res.before.graph_count == 2 and res.after.graph_count == 1
+    (rw,) = res.rewrites
+    assert rw["rule"] == "numpy-constants" and rw["safety"]["label"] == "safe"
+    assert {o["kind"]: o["result"] for o in rw["obligations"]} == {"numpy-int64-exact": "proved",
+                                                                   "numpy-result-consumer": "checked"}
+    assert "import torch; import math" not in res.mended and "from torch import nn; import math" in res.mended

@@ -1,5 +1,6 @@
 """Encoders for numpy on Python constants made exact Python arithmetic under a guard
-(``np.sum`` -> ``sum``, ``np.lcm`` / ``np.gcd`` -> ``math.lcm`` / ``math.gcd``).
+(``np.sum`` -> ``sum``, ``np.prod`` -> ``math.prod``, ``np.lcm`` / ``np.gcd`` -> ``math.lcm`` /
+``math.gcd``).
 
 The guarded expression is read back from the mended source (an immediately called lambda
 that computes the Python result when its guard holds and calls the numpy function
@@ -11,7 +12,12 @@ otherwise); its bounds are the constants written in that guard, not the rewrite'
   ``((x + 2**63) mod 2**64) - 2**63``: if the running sum of ``k`` elements is within
   ``k * M`` (``M`` the guard's element bound), adding one more guarded element wraps to the
   exact sum and stays within ``(k + 1) * M``, for every ``k`` below the guard's length bound;
-  the list is non-empty (``np.sum([])`` is float64). For ``lcm``: numpy's formula
+  the list is non-empty (``np.sum([])`` is float64). For ``prod``: every element is a
+  positive int below the guard's bound and the exact product below the guard's product
+  bound (at most ``2**63``); a step multiplies a partial product ``p >= 1`` that is an int64
+  exactly by an element ``e``, with the rest of the product ``r >= 1``, so
+  ``1 <= p * e <= p * e * r``: the step cannot wrap, in any order of multiplication (every
+  subset's product is at most the whole's). For ``lcm``: numpy's formula
   ``abs(a / gcd * b)`` with ``gcd >= 1`` dividing ``a`` (``gcd == 0`` only for ``a == b == 0``,
   where both give 0): the operands and the product fit int64 and ``abs`` cannot overflow.
   For ``gcd``: ``abs`` of either operand cannot overflow (Euclid on non-negative int64 values
@@ -33,7 +39,7 @@ from verifier.encoders.base import Ctx, Query, decide
 from verifier.outcomes import Outcome, check_refuted, checked, unknown
 
 INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
-_BUILTINS = ("sum", "type", "list", "int", "len", "all")
+_BUILTINS = ("sum", "type", "list", "tuple", "int", "len", "all")
 _TIMEOUT_FLOOR_MS = 10000   # the lcm query is non-linear: give it room over the default
 
 
@@ -108,22 +114,27 @@ def read_guard(call: ast.Call, op: str, np_name: str) -> dict:
         if len(terms) != 3 or not _type_is(terms[0], v, "list"):
             raise _Unreadable("the guard is not `type(v) is list and LO < len(v) < N and all([...])`")
         len_lo, len_hi = _open_range(terms[1], f"len({v})")
-        every = terms[2]
-        if not (isinstance(every, ast.Call) and ast.unparse(every.func) == "all" and len(every.args) == 1
-                and not every.keywords and isinstance(every.args[0], ast.ListComp)):
-            raise _Unreadable("the element test is not `all([... for e in v])`")
-        comp = every.args[0]
-        if len(comp.generators) != 1 or comp.generators[0].ifs or comp.generators[0].is_async:
-            raise _Unreadable("the element test has more than one plain `for`")
-        gen = comp.generators[0]
-        if not isinstance(gen.target, ast.Name) or ast.unparse(gen.iter) != v:
-            raise _Unreadable("the element test does not iterate the operand")
-        e = gen.target.id
-        el = _and_terms(comp.elt)
-        if len(el) != 2 or not _type_is(el[0], e, "int"):
-            raise _Unreadable("the element test is not `type(e) is int and LO < e < HI`")
-        lo, hi = _open_range(el[1], e)
+        lo, hi = _element_range(terms[2], v)
         return {"len_lo": len_lo, "len_hi": len_hi, "lo": lo, "hi": hi}
+    if op == "prod":
+        if len(params) != 1 or len(call.args) != 1:
+            raise _Unreadable("prod takes one operand")
+        v = params[0]
+        if not _is_call(body, "math.prod", [v]) or not _is_call(orelse, f"{np_name}.prod", [v]):
+            raise _Unreadable("the branches are not `math.prod(v)` / `np.prod(v)`")
+        kinds = terms[0]
+        if not (len(terms) == 4 and isinstance(kinds, ast.BoolOp) and isinstance(kinds.op, ast.Or)
+                and len(kinds.values) == 2 and _type_is(kinds.values[0], v, "list")
+                and _type_is(kinds.values[1], v, "tuple")):
+            raise _Unreadable("the guard is not `(type(v) is list or type(v) is tuple) and LO < len(v) < N and "
+                              "all([...]) and math.prod(v) < P`")
+        len_lo, len_hi = _open_range(terms[1], f"len({v})")
+        lo, hi = _element_range(terms[2], v)
+        last = terms[3]
+        if not (isinstance(last, ast.Compare) and len(last.ops) == 1 and isinstance(last.ops[0], ast.Lt)
+                and _is_call(last.left, "math.prod", [v])):
+            raise _Unreadable("the product test is not `math.prod(v) < P`")
+        return {"len_lo": len_lo, "len_hi": len_hi, "lo": lo, "hi": hi, "prod_hi": _const(last.comparators[0])}
     if op in ("lcm", "gcd"):
         if len(params) != 2 or len(call.args) != 2:
             raise _Unreadable(f"{op} takes two operands")
@@ -136,6 +147,24 @@ def read_guard(call: ast.Call, op: str, np_name: str) -> dict:
         b_lo, b_hi = _open_range(terms[3], b)
         return {"a_lo": a_lo, "a_hi": a_hi, "b_lo": b_lo, "b_hi": b_hi}
     raise _Unreadable(f"np.{op} is not encoded")
+
+
+def _element_range(every, v: str) -> tuple[int, int]:
+    """``all([type(e) is int and LO < e < HI for e in v])`` -> (LO, HI)."""
+    if not (isinstance(every, ast.Call) and ast.unparse(every.func) == "all" and len(every.args) == 1
+            and not every.keywords and isinstance(every.args[0], ast.ListComp)):
+        raise _Unreadable("the element test is not `all([... for e in v])`")
+    comp = every.args[0]
+    if len(comp.generators) != 1 or comp.generators[0].ifs or comp.generators[0].is_async:
+        raise _Unreadable("the element test has more than one plain `for`")
+    gen = comp.generators[0]
+    if not isinstance(gen.target, ast.Name) or ast.unparse(gen.iter) != v:
+        raise _Unreadable("the element test does not iterate the operand")
+    e = gen.target.id
+    el = _and_terms(comp.elt)
+    if len(el) != 2 or not _type_is(el[0], e, "int"):
+        raise _Unreadable("the element test is not `type(e) is int and LO < e < HI`")
+    return _open_range(el[1], e)
 
 
 def find_guarded(code: str, mended: str) -> tuple[ast.Call, dict] | None:
@@ -180,6 +209,26 @@ def _sum_query(g: dict) -> Query:
     return Query(premises, [claim], texts)
 
 
+def _prod_query(g: dict) -> Query:
+    p, e, r, n = z3.Ints("partial_product element rest length")
+    premises = [n > g["len_lo"], n < g["len_hi"],                          # the length the guard admits
+                e > g["lo"], e < g["hi"], r >= 1, p >= 1, wrap64(p) == p,   # the induction hypothesis
+                p * e * r < g["prod_hi"]]
+    claim = z3.Or(n < 1,                     # empty: np.prod([]) is float64 1.0
+                  wrap64(e) != e,            # the element converts to int64 exactly
+                  p * e < 1,                 # the partial products stay >= 1 ...
+                  p * e > p * e * r,         # ... and at most the whole product
+                  wrap64(p * e) != p * e)    # the int64 multiplication does not wrap
+    texts = [f"guard read from the mended source: a list or tuple, {g['len_lo']} < len < {g['len_hi']}, every "
+             f"element of type int with {g['lo']} < e < {g['hi']}, and the exact product below {g['prod_hi']}",
+             "np.asarray of Python ints in int64 range is int64 (observed), and numpy multiplies them in int64",
+             "induction over the multiplication: the empty product is 1; the step is the query (r: the product of "
+             "the elements not yet multiplied, >= 1)",
+             "numpy may multiply in any order: with every element >= 1, every partial product of any subset is at "
+             "most the whole product, so no order wraps"]
+    return Query(premises, [claim], texts)
+
+
 def _lcm_query(g: dict, op: str) -> Query:
     a, b, gcd, q = z3.Ints("a b gcd quotient")
     premises = [a > g["a_lo"], a < g["a_hi"], b > g["b_lo"], b < g["b_hi"]]
@@ -199,14 +248,15 @@ def _lcm_query(g: dict, op: str) -> Query:
 def _numpy_int64_observed() -> str | None:
     import numpy as np
 
-    if np.asarray([1, -1]).dtype != np.int64 or np.sum([1, 2]).dtype != np.int64:
-        return f"numpy {np.__version__}: a list of Python ints is not summed in int64 here"
+    if np.asarray([1, -1]).dtype != np.int64 or np.sum([1, 2]).dtype != np.int64 \
+            or np.prod((2, 3)).dtype != np.int64:
+        return f"numpy {np.__version__}: a list of Python ints is not summed or multiplied in int64 here"
     return None
 
 
 def int64_exact(ob: dict, ctx: Ctx) -> Outcome:
     op, np_name, mended = ob.get("op"), ob.get("numpy"), ob.get("mended")
-    if not ctx.code or not mended or op not in ("sum", "lcm", "gcd") or not np_name:
+    if not ctx.code or not mended or op not in ("sum", "prod", "lcm", "gcd") or not np_name:
         return unknown("the mended source or the guarded expression is not recorded")
     hit = find_guarded(ctx.code, mended)
     if hit is None:
@@ -219,10 +269,12 @@ def int64_exact(ob: dict, ctx: Ctx) -> Outcome:
         return unknown("the guard's bounds are beyond what is encoded")
     if np_name not in _module_aliases(ast.parse(ctx.code), "numpy"):
         return unknown(f"`{np_name}` is not bound to numpy alone in the mended source: the fallback is not numpy's")
+    if op == "prod" and (g["lo"] < 0 or g["prod_hi"] > 2 ** 63):
+        return unknown("the prod guard admits a non-positive element or a product beyond int64: not encoded")
     env = _numpy_int64_observed()
     if env:
         return unknown(env)
-    build = (lambda: _sum_query(g)) if op == "sum" else (lambda: _lcm_query(g, op))
+    build = {"sum": lambda: _sum_query(g), "prod": lambda: _prod_query(g)}.get(op, lambda: _lcm_query(g, op))
     slow = ctx.timeout_ms if op == "sum" else max(ctx.timeout_ms, _TIMEOUT_FLOOR_MS)
     local = Ctx(ctx.facts, ctx.defs, ctx.code, ctx.before, slow, ctx.obligations)
     return decide("numpy-int64-exact", [("guard", build)], local,
@@ -376,7 +428,7 @@ def result_consumer(ob: dict, ctx: Ctx) -> Outcome:
         return check_refuted(by, f"the module binds `{rebound[0]}`, which the guarded expression calls as a builtin")
     if ob.get("numpy") not in np_names:
         return check_refuted(by, f"`{ob.get('numpy')}` is not bound to numpy alone in the mended source")
-    if ob.get("op") in ("lcm", "gcd") and "math" not in _module_aliases(tree, "math"):
+    if ob.get("op") in ("prod", "lcm", "gcd") and "math" not in _module_aliases(tree, "math"):
         return check_refuted(by, "`math` is not bound by `import math` alone in the mended source")
     differs = _observe(*got)
     if differs:

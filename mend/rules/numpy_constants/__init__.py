@@ -1,7 +1,8 @@
 """Rule: numpy on Python constants (issue 10, kind 3).
 
-``np.sum`` of a Python list of ints, ``np.lcm`` / ``np.gcd`` of two Python ints: Dynamo
-traces numpy as tensors, so a constant becomes a 0-d tensor, and a shape built from it
+``np.sum`` of a Python list of ints, ``np.prod`` of a list or tuple of ints (a patch size's
+flatten width, ``int(np.prod(self.patch_size))``), ``np.lcm`` / ``np.gcd`` of two Python
+ints: Dynamo traces numpy as tensors, so a constant becomes a 0-d tensor, and a shape built from it
 (``np.zeros((n, np.sum(plan[: k + 1])))`` in big_bird's and bigbird_pegasus'
 ``_bigbird_block_rand_mask_with_head``) breaks the graph ("Data dependent operator"). The
 exact Python function on the same operands is a constant Dynamo folds: big_bird 11 -> 1
@@ -12,8 +13,15 @@ assumes::
 
     (lambda v: sum(v) if type(v) is list and 0 < len(v) < 2**31
                and all([type(e) is int and -2**31 < e < 2**31 for e in v]) else np.sum(v))(X)
+    (lambda v: math.prod(v) if (type(v) is list or type(v) is tuple) and 0 < len(v) < 2**31
+               and all([type(e) is int and 0 < e < 2**31 for e in v]) and math.prod(v) < 2**63
+               else np.prod(v))(X)
     (lambda a, b: math.lcm(a, b) if type(a) is int and type(b) is int
                   and -2**31 < a < 2**31 and -2**31 < b < 2**31 else np.lcm(a, b))(A, B)
+
+``math`` is the standard library's: bound by ``import math`` alone, or unbound, in which
+case ``import math`` is appended to the module's last top-level import line (no line moves);
+a module that binds ``math`` otherwise is declined.
 
 The operands are evaluated once, as before. Dynamo decides the guard at trace time on
 constants: no break (measured on torch 2.13: big_bird 11 -> 1 graphs with the guard, as
@@ -29,6 +37,10 @@ Traps, each handled:
   whose type is exactly ``int`` (not ``bool``, not ``np.int64``) and only a ``list``; an
   operand visibly an array or tensor (``np.array(...)``, a name assigned from one), a float
   or string literal, or a tuple literal is declined.
+* ``np.prod`` wraps too (``np.prod([2**40, 2**40])`` is 0), and its empty product is float64
+  ``1.0``: the guard takes only a non-empty list or tuple of positive ints whose exact
+  product is below ``2**63``, so every partial product, in any order, is an int64
+  (``numpy-int64-exact``); zero, negative and bool elements keep ``np.prod``.
 * int64 wrap-around: ``np.sum`` of ints and ``np.lcm`` compute in int64 and wrap
   (``np.lcm(2**40, 3**30)`` is negative); Python is exact. Under the guard's bounds no
   int64 operation overflows, proved by Z3 per site (``numpy-int64-exact``, bit-vector
@@ -39,8 +51,9 @@ Traps, each handled:
   divides by zero without raising), comparisons, assignments (later code may test
   ``isinstance(x, np.integer)``) and a returned value are declined.
 * names: ``np`` must be bound only by ``import numpy as np`` at the top level (``import
-  jax.numpy as np`` declines); ``sum``, ``type``, ``list``, ``int``, ``len``, ``all`` must not be
-  bound anywhere in the module; ``math`` must be bound only by ``import math``.
+  jax.numpy as np`` declines); ``sum``, ``type``, ``list``, ``tuple``, ``int``, ``len``, ``all``
+  must not be bound anywhere in the module; ``math`` must be bound only by ``import math``, or
+  not at all (the rewrite then imports it).
 
 Declined and left: reformer's ``_get_least_common_mult_chunk_len`` returns ``np.lcm(...)``:
 the break is reported at its callers (``input_shape[-1] % lcm != 0``, data-dependent
@@ -61,7 +74,7 @@ the value numpy computes, and the consumer treats the int as it treated the np.i
 elsewhere the original numpy call runs.
 
 Proved: for the guard written in the mended source (its bounds read back from it), int64
-accumulation of a sum, and numpy's int64 lcm/gcd formula, cannot overflow, so they equal
+accumulation of a sum or a product, and numpy's int64 lcm/gcd formula, cannot overflow, so they equal
 the exact integers Python computes (``numpy-int64-exact``, Z3 bit-vectors, unsat). Resting
 on checks: each replaced call still sits where its result only sizes an allocation, a
 ``range()`` or an ``int()`` (a static screen of the mended source), and those consumers

@@ -7,10 +7,10 @@ from mend.rules._base import DeclineExample
 
 
 def example_line(source: str) -> int:
-    """The line of an example's site: its first line calling a numpy sum, lcm or gcd (an
+    """The line of an example's site: its first line calling a numpy sum, prod, lcm or gcd (an
     example whose site is a statement starting on an earlier line gives it explicitly)."""
     for i, text in enumerate(source.splitlines(), 1):
-        if any(f".{f}(" in text for f in ("sum", "lcm", "gcd")) and "import" not in text:
+        if any(f".{f}(" in text for f in ("sum", "prod", "lcm", "gcd")) and "import" not in text:
             return i
     raise ValueError("no numpy call in example")
 
@@ -32,6 +32,22 @@ FIX_EXAMPLES: list[tuple] = [
     (
         'import math\n\nimport numpy as np\nimport torch\n\n\ndef pad(x, a, b):\n    return torch.zeros(x.shape[0], np.lcm(a, b))\n',
         'import math\n\nimport numpy as np\nimport torch\n\n\ndef pad(x, a, b):\n    return torch.zeros(x.shape[0], (lambda a, b: math.lcm(a, b) if type(a) is int and type(b) is int and -2**31 < a < 2**31 and -2**31 < b < 2**31 else np.lcm(a, b))(a, b))  # mend: numpy-constants (was: np.lcm(a, b))\n',
+    ),
+    # np.lcm without `import math` in the module: the import is added to the last import line (no line moves)
+    (
+        'import numpy as np\n\n\ndef f(a, b, n):\n    return np.zeros((n, np.lcm(a, b)))\n',
+        'import numpy as np; import math\n\n\ndef f(a, b, n):\n    return np.zeros((n, (lambda a, b: math.lcm(a, b) if type(a) is int and type(b) is int and -2**31 < a < 2**31 and -2**31 < b < 2**31 else np.lcm(a, b))(a, b)))  # mend: numpy-constants (was: np.lcm(a, b))\n',
+    ),
+    # a ViT/MAE-style patchify: the flatten width from np.prod of the constant patch size, read by int();
+    # the guard needs positive ints and an exact product below 2**63 (np.prod wraps in int64)
+    (
+        'import numpy as np\nimport torch\n\n\nclass Patchify(torch.nn.Module):\n    def __init__(self, patch_size=(4, 4)):\n        super().__init__()\n        self.patch_size = patch_size\n\n    def forward(self, x):\n        patch_dim = int(np.prod(self.patch_size)) * x.shape[1]\n        return x.reshape(x.shape[0], -1, patch_dim)\n',
+        'import numpy as np\nimport torch; import math\n\n\nclass Patchify(torch.nn.Module):\n    def __init__(self, patch_size=(4, 4)):\n        super().__init__()\n        self.patch_size = patch_size\n\n    def forward(self, x):\n        patch_dim = int((lambda v: math.prod(v) if (type(v) is list or type(v) is tuple) and 0 < len(v) < 2**31 and all([type(e) is int and 0 < e < 2**31 for e in v]) and math.prod(v) < 2**63 else np.prod(v))(self.patch_size)) * x.shape[1]  # mend: numpy-constants (was: np.prod(self.patch_size))\n        return x.reshape(x.shape[0], -1, patch_dim)\n',
+    ),
+    # np.prod sizing a torch allocation, `import math` already there
+    (
+        'import math\n\nimport numpy as np\nimport torch\n\n\ndef buf(x, dims):\n    return torch.zeros(x.shape[0], np.prod(dims))\n',
+        'import math\n\nimport numpy as np\nimport torch\n\n\ndef buf(x, dims):\n    return torch.zeros(x.shape[0], (lambda v: math.prod(v) if (type(v) is list or type(v) is tuple) and 0 < len(v) < 2**31 and all([type(e) is int and 0 < e < 2**31 for e in v]) and math.prod(v) < 2**63 else np.prod(v))(dims))  # mend: numpy-constants (was: np.prod(dims))\n',
     ),
     # range() as the consumer, in a loop header
     (
@@ -123,13 +139,43 @@ def f(plan, n):
 def f(plan, n):
     return np.zeros((n, np.sum(plan, axis=0)))
 ''', "exactly 1 positional operand"),
-    # math.lcm needs `import math`
+    # math.lcm needs the standard library's `math`: here a parameter is named `math`
     ('''import numpy as np
 
 
-def f(a, b, n):
+def f(a, b, n, math=None):
     return np.zeros((n, np.lcm(a, b)))
-''', "does not bind `math`"),
+''', "binds `math` otherwise"),
+    # trap: np.prod(()) is float64 1.0, math.prod(()) the int 1
+    ('''import numpy as np
+
+
+def f(n):
+    return np.zeros((n, np.prod(())))
+''', "empty tuple"),
+    # trap: np.prod of floats is float64
+    ('''import numpy as np
+
+
+def f(n):
+    return np.zeros((n, np.prod([2.0, 3])))
+''', "not an integer"),
+    # trap: the product feeds arithmetic, where np.int64 wraps and int does not
+    ('''import numpy as np
+
+
+def f(shape):
+    return np.prod(shape) * 4
+''', "feeds arithmetic"),
+    # the prod guard calls `tuple`, rebound here
+    ('''import numpy as np
+
+tuple = list
+
+
+def f(dims, n):
+    return np.zeros((n, np.prod(dims)))
+''', "binds `tuple`"),
     # the guard admits lists only
     ('''import numpy as np
 

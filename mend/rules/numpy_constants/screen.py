@@ -1,4 +1,4 @@
-"""numpy-constants: which sites the rule takes (``np.sum``/``np.lcm``/``np.gcd`` calls in the
+"""numpy-constants: which sites the rule takes (``np.sum``/``np.prod``/``np.lcm``/``np.gcd`` calls in the
 statement at a break site whose result only sizes an allocation, a ``range`` or an ``int``),
 why it declines the others, and :func:`match`, a scan's verdict on a located site."""
 from __future__ import annotations
@@ -9,21 +9,24 @@ import libcst as cst
 
 from mend.locate import Located
 from mend.rules._base import Decline, Match
-from mend.rules._common import code_of, dotted
+from mend.rules._common import _same_line_host, code_of, dotted, import_block
 
 NAME = "numpy-constants"
 
 # numpy function -> (number of positional operands, the exact Python replacement)
-FUNCS = {"sum": (1, "sum"), "lcm": (2, "math.lcm"), "gcd": (2, "math.gcd")}
+FUNCS = {"sum": (1, "sum"), "prod": (1, "math.prod"), "lcm": (2, "math.lcm"), "gcd": (2, "math.gcd")}
 
 # the guard's bounds: every operand (every list element for sum) in (-BOUND, BOUND), a
-# list's length in (0, MAX_LEN); the verifier proves int64 cannot overflow under them
+# list's length in (0, MAX_LEN); the verifier proves int64 cannot overflow under them.
+# prod: every element in (0, BOUND) and the exact product below PROD_BOUND, so that every
+# partial product (in any order: the elements are >= 1) is an int64 too
 BOUND_TEXT = "2**31"
 MAX_LEN_TEXT = "2**31"
+PROD_BOUND_TEXT = "2**63"
 
 # builtins the rewritten expression calls: a module that binds any of these names anywhere
 # would change what the guard or the replacement means
-GUARD_BUILTINS = ("sum", "type", "list", "int", "len", "all")
+GUARD_BUILTINS = ("sum", "type", "list", "tuple", "int", "len", "all")
 
 # allocations whose shape may hold a np.int64 or an int alike (observed by the verifier)
 NUMPY_ALLOC = ("zeros", "ones", "empty", "full")
@@ -46,6 +49,7 @@ class Site:
 class Plan:
     statement: cst.CSTNode
     sites: list[Site]
+    import_math: bool = False       # `math` is unbound: the rewrite adds `import math` on an import line
 
 
 # -- bindings --------------------------------------------------------------------------
@@ -267,18 +271,19 @@ def _operand_decline(func: str, operands: list[cst.BaseExpression], function: cs
                     f"ints: np.{func} of it is array arithmetic, not a constant")
         if isinstance(expr, (cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
             return f"the operand `{code_of(expr).strip()}` is not an integer constant"
-        if func == "sum":
-            if isinstance(expr, cst.Tuple):
-                return "the operand is a tuple: the guard admits only a list of Python ints"
-            if isinstance(expr, cst.List):
-                if not expr.elements:
-                    return ("the operand is an empty list: np.sum([]) is float64 0.0 while sum([]) is the int 0 "
-                            "(np.zeros((n, np.sum([]))) raises TypeError; the rewrite would not)")
-                bad = next((el.value for el in expr.elements if isinstance(el.value, (
-                    cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))), None)
-                if bad is not None:
-                    return (f"the list holds `{code_of(bad).strip()}`, not an integer: np.sum of floats rounds and "
-                            "returns float64, unlike Python's sum")
+        if func == "sum" and isinstance(expr, cst.Tuple):
+            return "the operand is a tuple: the guard admits only a list of Python ints"
+        if func in ("sum", "prod") and isinstance(expr, (cst.List, cst.Tuple)):
+            kind = "list" if isinstance(expr, cst.List) else "tuple"
+            if not expr.elements:
+                empty = {"sum": ("0.0", "sum([])", "the int 0"), "prod": ("1.0", "math.prod([])", "the int 1")}[func]
+                return (f"the operand is an empty {kind}: np.{func} of it is float64 {empty[0]} while {empty[1]} is "
+                        f"{empty[2]} (an np.zeros shape of the float raises TypeError; the rewrite's int would not)")
+            bad = next((el.value for el in expr.elements if isinstance(el.value, (
+                cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))), None)
+            if bad is not None:
+                return (f"the {kind} holds `{code_of(bad).strip()}`, not an integer: np.{func} of floats rounds and "
+                        f"returns float64, unlike Python's {FUNCS[func][1]}")
     return None
 
 
@@ -313,11 +318,14 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
             root, rest, _ = spelled[0]
             return Decline(NAME, f"`{root}` is not bound to numpy by a top-level `import numpy as {root}` alone "
                            f"(it is bound otherwise, or also otherwise), so `{root}.{rest}` may not be numpy's")
-        return Decline(NAME, "the statement calls no numpy sum, lcm or gcd")
+        return Decline(NAME, "the statement calls no numpy sum, prod, lcm or gcd")
     rebound = [b for b in GUARD_BUILTINS if b in binds]
     if rebound:
         return Decline(NAME, f"the module binds `{rebound[0]}`, a builtin the rewritten expression calls")
     function = next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), None)
+    # `math` unbound: the rewrite imports it on an existing import line (no line moves);
+    # bound otherwise (a variable, `from x import math`): `math.lcm` may not be the stdlib's
+    math_free = "math" not in binds and "*" not in binds and _import_line(module) is not None
     sites, first_decline = [], None
     for (np_name, func), call in calls:
         n_ops, repl = FUNCS[func]
@@ -339,14 +347,24 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
                 f"np.{func} gives np.int64, and only an allocation's shape, range() or int() are known to treat "
                 "them alike")
             continue
-        if repl.startswith("math.") and not module_alias(binds, "math", "math"):
-            first_decline = first_decline or (f"the module does not bind `math` by a top-level `import math` alone, "
-                                               f"which `{repl}` needs")
+        if repl.startswith("math.") and not (module_alias(binds, "math", "math") or math_free):
+            first_decline = first_decline or (f"the module binds `math` otherwise than by a top-level `import math` "
+                                               f"alone (or has no import line to add it to), which `{repl}` needs")
             continue
         sites.append(Site(call, func, np_name, operands, consumer))
     if not sites:
         return Decline(NAME, first_decline)
-    return Plan(node, sites)
+    return Plan(node, sites, import_math=any(FUNCS[s.func][1].startswith("math.") for s in sites)
+                and not module_alias(binds, "math", "math"))
+
+
+def _import_line(module: cst.Module) -> int | None:
+    """The top-level import line ``import math`` can share, so that no line moves."""
+    body = list(module.body)
+    host = _same_line_host(body, import_block(body)[0])
+    if host is None or not all(isinstance(x, (cst.Import, cst.ImportFrom)) for x in body[host].body):
+        return None
+    return host
 
 
 def match(loc: Located) -> Match | Decline:
