@@ -95,3 +95,34 @@ def test_a_failed_current_run_fails_the_candidate_with_its_reason(tmp_path):
     ex, _ = _overlay(tmp_path, replies, True)
     with pytest.raises(Failed, match="boom"):
         ex.evidence([], [])
+
+
+# -- in process: Dynamo's own error while tracing ---------------------------------------------
+
+class _Sub(torch.nn.Module):
+    def forward(self, a, b):
+        return a * 2 - b
+
+
+class _SubOnlyCompiled(torch.nn.Module):
+    """Like _Sub eagerly, but under torch.compile it also subtracts ``a - b[:2]`` (a shape
+    error only compiled code meets)."""
+
+    def forward(self, a, b):
+        if torch.compiler.is_compiling():
+            a = a + (a - b[:2]) * 0
+        return a * 2 - b
+
+
+def test_dynamo_tracing_errors_are_compared_against_the_compiled_original():
+    from verifier.differential import differential_test
+
+    good = (torch.randn(4), torch.randn(4))
+    bad = (torch.randn(4), torch.randn(3))   # a - b raises in eager; Dynamo raises TorchRuntimeError
+    # the same model: both raise on `bad` under compile, with Dynamo's exception: accepted
+    ev = differential_test(_Sub(), _Sub(), good, extra_inputs=[bad], max_examples=2, train=False)
+    assert ev.passed, ev
+    # a mended model that raises only when compiled, on inputs where the original does not
+    ev = differential_test(_Sub(), _SubOnlyCompiled(), (torch.randn(4), torch.randn(1)),
+                           extra_inputs=[(torch.randn(4), torch.randn(4))], max_examples=2, train=False)
+    assert not ev.passed and "TorchRuntimeError" in (ev.reason or ""), ev

@@ -144,6 +144,8 @@ def _same_behaviour(name: str, mended_src: str, tmp_path, train: bool):
     ("scale.py", 2, "h.copy_(torch.where(h > 0, h * 2, h))", "safe"),
     # aliasing trap: the update writes through a view; copy_ keeps the write visible in `base`
     ("view_alias.py", 4, "v.copy_(torch.where(m, v * 3.0 - 1.0, v))", "unsafe"),
+    # two inputs: drawn shapes that disagree raise in eager, and Dynamo's TorchRuntimeError under compile
+    ("two_inputs.py", 2, "adv.copy_(torch.where(adv < 0, adv * 0.25, adv))", "safe"),
 ])
 def test_fixture_fixed(name, before, expected, label, tmp_path):
     res = fix(str(HERE / name), unsafe_fixes=True, verify="standard", max_examples=8)
