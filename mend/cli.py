@@ -402,9 +402,9 @@ def _print_fix(res, target: str, verify: str, written, console) -> None:
     for s in res.after.sites:
         if not s.fixable_by:
             console.print(f"  unfixable {s.display_file}:{res.original_line(s)}  {s.category}: {s.reason}",
-                          highlight=False)
+                          highlight=False, markup=False)
     for w in written:
-        console.print(f"  wrote {w}", highlight=False)
+        console.print(f"  wrote {w}", highlight=False, markup=False)
 
 
 def _slug(spec: str) -> str:

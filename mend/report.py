@@ -10,6 +10,7 @@ from urllib.parse import quote
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from mend import __version__
 from mend.detect import site_packages_root
@@ -74,7 +75,9 @@ def scan_table(result: ScanResult, console: Console) -> None:
                 verdict += " [dim](excluded)[/]"
             elif s.baselined is not None:
                 verdict += " [dim](in baseline)[/]" if s.baselined else " [bold yellow](new)[/]"
-            table.add_row(f"{s.display_file}:{s.line}", str(s.count), s.source, s.category, verdict, s.reason)
+            # source text and reasons are code (`h[done] = ...`), never rich markup
+            table.add_row(Text(f"{s.display_file}:{s.line}"), str(s.count), Text(s.source), s.category, verdict,
+                          Text(s.reason))
     console.print(table)
 
 

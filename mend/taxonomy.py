@@ -141,12 +141,24 @@ def side_effect_call(loc: Located | None) -> str | None:
 
 
 def _mutates_python_state(stmts) -> bool:
-    """A body that bumps a counter or sets a flag: ``self.n += 1``, ``self.flag = True``."""
+    """A body that bumps a counter or sets a flag: ``self.n += 1``, ``self.flag = True``
+    (an attribute set to a literal: ``True``/``False``/``None``, a number or a string)."""
     for stmt in stmts:
         for small in getattr(stmt, "body", []) if isinstance(stmt, cst.SimpleStatementLine) else []:
             if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Attribute):
                 return True
+            if isinstance(small, cst.Assign) and any(isinstance(t.target, cst.Attribute) for t in small.targets) \
+                    and _literal(small.value):
+                return True
     return False
+
+
+def _literal(node) -> bool:
+    if isinstance(node, cst.Name):
+        return node.value in ("True", "False", "None")
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        return isinstance(node.expression, (cst.Integer, cst.Float))
+    return isinstance(node, (cst.Integer, cst.Float, cst.SimpleString))
 
 
 def _if_body(node: cst.If):

@@ -12,6 +12,13 @@ def test_exit_1_when_fixable_and_table(run_mend):
     assert "2 graphs, 1 graph break (1 fixable) at 1 site" in out and "branch_where.py:12" in out
 
 
+def test_the_table_shows_indexing_as_written(run_mend):
+    # source and reasons are code: `h[h > 0]` is not rich markup (it used to print `h *= 2`)
+    code, out, _ = run_mend("scan", str(FIXTURES / "mask_update" / "scale.py"))
+    assert code == 1
+    assert "h[h > 0] *= 2" in " ".join(out.split())
+
+
 def test_exit_0_when_nothing_fixable(run_mend):
     assert run_mend("scan", str(FIXTURES / "clean.py"))[0] == 0
     assert run_mend("scan", str(FIXTURES / "loop_branch.py"))[0] == 0

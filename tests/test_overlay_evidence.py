@@ -126,3 +126,29 @@ def test_dynamo_tracing_errors_are_compared_against_the_compiled_original():
     ev = differential_test(_Sub(), _SubOnlyCompiled(), (torch.randn(4), torch.randn(1)),
                            extra_inputs=[(torch.randn(4), torch.randn(4))], max_examples=2, train=False)
     assert not ev.passed and "TorchRuntimeError" in (ev.reason or ""), ev
+
+
+def test_per_sample_1d_inputs_follow_the_drawn_batch():
+    from hypothesis import given, settings
+
+    from verifier.differential import inputs_strategy
+
+    seen = []
+
+    @settings(max_examples=30, deadline=None, database=None)
+    @given(inputs_strategy((torch.randn(16, 8), torch.randn(16), torch.randn(8), torch.randn(5)), edge=False))
+    def draw(values):
+        x, per_sample, per_feature, other = values
+        seen.append(x.shape[0])
+        assert per_sample.shape == (x.shape[0],)          # labels/returns beside features: resized with them
+        assert per_feature.shape == (8,) and other.shape == (5,)
+
+    draw()
+    assert len(set(seen)) > 1   # the batch did vary
+
+    @settings(max_examples=10, deadline=None, database=None)
+    @given(inputs_strategy((torch.randn(16),), edge=False))
+    def alone(values):
+        assert values[0].shape == (16,)   # no tensor of two or more dimensions shows a batch: kept
+
+    alone()

@@ -160,3 +160,21 @@ def test_sarif_locations(tmp_path, monkeypatch):
         assert bases["SITE_PACKAGES"]["uri"].startswith("file:///")
     assert _artifact_location("/elsewhere/a b.py", bases) == {"uri": "file:///elsewhere/a%20b.py"}
     assert bases["%SRCROOT%"]["uri"] == tmp_path.as_uri() + "/"
+
+
+def test_a_tensor_guarded_flag_is_python_state_mutation(tmp_path):
+    # `self._warned = True` under a tensor test is a flag, like shared case 013's counter; a
+    # tensor stored on the module is not a flag and stays a data-dependent branch
+    from mend.locate import locate
+    from mend.taxonomy import categorize
+
+    path = tmp_path / "flags.py"
+    path.write_text("def f(self, h):\n"
+                    "    if (h.abs() > 6.5e4).any():\n        self._warned = True\n"
+                    "    if h.sum() > 0:\n        self.mode = 'pos'\n"
+                    "    if h.sum() > 0:\n        self.steps += 1\n"
+                    "    if h.sum() > 0:\n        self.last = h\n"
+                    "    if h.sum() > 0:\n        h = h * 2\n"
+                    "    return h\n")
+    got = [categorize("Data-dependent branching", locate(str(path), line)) for line in (2, 4, 6, 8, 10)]
+    assert got == ["python-state-mutation"] * 3 + ["data-dependent-branch"] * 2

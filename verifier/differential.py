@@ -299,15 +299,19 @@ def inputs_strategy(example: tuple, edge: bool, vary_batch: bool = True, extra_e
     """Inputs like ``example``: floats scaled/shifted/negated with edge values; integer
     tensors drawn from the example's range widened by 2 each side, and constant fills;
     and, when ``vary_batch``, the leading dimension shared by the inputs set to 1, 2, 3
-    or its example size (a rewrite checked on one batch size alone can hide a shape bug)."""
+    or its example size (a rewrite checked on one batch size alone can hide a shape bug). A
+    1-D tensor is resized with them when a tensor of two or more dimensions shows that
+    leading size to be a batch (per-sample labels, lengths, returns beside features: kept
+    at the example's size, they made every drawn input invalid)."""
     tensors = [t for t in example if isinstance(t, torch.Tensor) and t.dim() >= 1]
     batch = tensors[0].shape[0] if tensors else None
     values = _values_strategy(example, edge, extra_edge_values)
     if not vary_batch or batch is None:
         return values
+    min_dim = 1 if any(t.dim() >= 2 and t.shape[0] == batch for t in tensors) else 2
 
     def rebatch(vals, n):
-        return tuple(_resize_batch(v, n) if isinstance(v, torch.Tensor) and v.dim() >= 2 and v.shape[0] == batch
+        return tuple(_resize_batch(v, n) if isinstance(v, torch.Tensor) and v.dim() >= min_dim and v.shape[0] == batch
                      else v for v in vals)
     return st.builds(rebatch, values, st.sampled_from(sorted({1, 2, 3, batch})))
 
