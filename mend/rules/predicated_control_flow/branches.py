@@ -65,16 +65,14 @@ def _arm(pred, smalls: list[cst.BaseSmallStatement]) -> _Arm:
             for t in targets:
                 if isinstance(t, (cst.Attribute, cst.Subscript)):
                     raise _Declined(f"a branch mutates state (`{_code(t)}`)")
-            if len(targets) != 1 or not isinstance(targets[0], cst.Name):
-                raise _Declined(f"a branch assigns several names at once (`{_code(small)}`)")
-            name = targets[0].value
-            if m.matches(small.value, m.Name("None")):
-                raise _Declined(f"a branch sets `{name}` to None; the two sides differ in None-ness")
-            if isinstance(small.value, (cst.Tuple, cst.List, cst.Dict, cst.Set)):
-                raise _Declined(f"a branch assigns a container to `{name}`, not a tensor")
-            if any(n == name for n, _ in arm.assigns):
-                raise _Declined(f"a branch assigns `{name}` twice")
-            arm.assigns.append((name, small.value))
+            for name, value in _pairs(small, targets):
+                if m.matches(value, m.Name("None")):
+                    raise _Declined(f"a branch sets `{name}` to None; the two sides differ in None-ness")
+                if isinstance(value, (cst.Tuple, cst.List, cst.Dict, cst.Set)):
+                    raise _Declined(f"a branch assigns a container to `{name}`, not a tensor")
+                if any(n == name for n, _ in arm.assigns):
+                    raise _Declined(f"a branch assigns `{name}` twice")
+                arm.assigns.append((name, value))
             continue
         if isinstance(small, cst.AugAssign):  # `h += 1` updates a tensor in place, seen through aliases
             raise _Declined(f"a branch mutates state (`{_code(small.target)} {_code(small.operator)} ...`)")
@@ -86,6 +84,30 @@ def _arm(pred, smalls: list[cst.BaseSmallStatement]) -> _Arm:
             raise _Declined(f"a branch runs `{_code(small)[:60]}` for its effect")
         raise _Declined(f"a branch holds a `{type(small).__name__.lower()}` statement")
     return arm
+
+
+def _pairs(small, targets: list) -> list[tuple[str, cst.BaseExpression]]:
+    """``(name, value)`` for each name one assignment binds: ``x = e``, or ``a, b = e1, e2``
+    (adaLN's ``scale, shift = 1 + s1, t1``) taken as ``a = e1; b = e2`` -- the same only
+    when no value reads a name bound before it in that order (the tuple is built from the
+    old bindings), so such a read declines."""
+    if len(targets) == 1 and isinstance(targets[0], cst.Name):
+        return [(targets[0].value, small.value)]
+    target, value = (targets[0], small.value) if len(targets) == 1 else (None, None)
+    if not (isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, cst.Tuple)
+            and len(target.elements) == len(value.elements)
+            and all(isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in target.elements)
+            and all(isinstance(e, cst.Element) for e in value.elements)):
+        raise _Declined(f"a branch assigns several names at once (`{_code(small)}`)")
+    names = [e.value.value for e in target.elements]
+    out: list[tuple[str, cst.BaseExpression]] = []
+    for i, (name, el) in enumerate(zip(names, value.elements)):
+        early = _read_names(el.value) & set(names[:i])
+        if early:
+            raise _Declined(f"a branch assigns several names at once (`{_code(small)}`) and `{_code(el.value)}` reads "
+                            f"`{sorted(early)[0]}`, bound before it in that order")
+        out.append((name, el.value))
+    return out
 
 
 def _defined_before(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> set[str]:

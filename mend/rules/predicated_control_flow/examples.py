@@ -9,6 +9,35 @@ from textwrap import dedent
 from mend.rules.predicated_control_flow.fp16_examples import FP16_GUARD_EXAMPLES
 
 FIX_EXAMPLES: list[tuple[str, str]] = [
+    # adaLN-style modulation: each side binds two names in one tuple assignment, taken as one
+    # assignment per name (no value reads a name bound before it)
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, x, cond, s1, t1, s2, t2):
+                    if cond.mean() > 0:
+                        scale, shift = 1 + s1, t1
+                    else:
+                        scale, shift = 1 + s2, t2
+                    return x * scale + shift
+        '''),
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, x, cond, s1, t1, s2, t2):
+                    _mend_pred_0 = cond.mean() > 0  # mend: predicated-control-flow (was: if cond.mean() > 0)
+                    scale = torch.where(_mend_pred_0, 1 + s1, 1 + s2)
+                    shift = torch.where(_mend_pred_0, t1, t2)
+                    return x * scale + shift
+        '''),
+    ),
     # shared/cases 001: if without else, the target defined before
     (
         dedent('''\

@@ -10,6 +10,36 @@ from textwrap import dedent
 from mend.rules.predicated_control_flow.examples import FIX_EXAMPLES
 
 DECLINE_EXAMPLES: list[tuple[str, str]] = [
+    # trap: a swap builds its tuple from the old bindings; one assignment per name would not
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, x, a, b):
+                    if x.sum() > 0:
+                        a, b = b, a * 2
+                    return a + b
+        '''),
+        'reads `a`, bound before it',
+    ),
+    # unpacking a call's result: not one value per name in the source
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, x, a, b):
+                    if x.sum() > 0:
+                        a, b = x.chunk(2)
+                    return a + b
+        '''),
+        'several names at once',
+    ),
     # 008: a side sets the mask to None
     (
         dedent('''\
