@@ -291,6 +291,8 @@ def _randn(*shape, seed=0):
 BEHAVIOUR = [
     # (substring of the example's source, inputs covering both outcomes)
     ("h.pow(2).mean() > self.threshold", lambda: [(_randn(4, 16) * 0.01,), (_randn(4, 16) * 10,)]),
+    ("if torch.isnan(x).any() else x", lambda: [(_randn(2, 4),), (torch.tensor([[1.0, float("nan")], [float("inf"), 2.0]]),),
+                                                 (torch.tensor([[float("inf"), -0.0]]),)]),
     ("scale, shift = 1 + s1, t1", lambda: [(_randn(2, 4), c, *(_randn(2, 4, seed=k) for k in range(1, 5)))
                                             for c in (_randn(2, 4) + 5, _randn(2, 4) - 5)]),
     ("(pad_mask == 0).any()", lambda: [(_randn(2, 6, 6), torch.ones(2, 6, dtype=torch.long)),

@@ -74,6 +74,22 @@ class _Wrap(cst.CSTTransformer):
         self.wrapper = MetadataWrapper(module, unsafe_skip_copy=True)  # freshly parsed, shared with no one
         self.positions = self.wrapper.resolve(PositionProvider)
         self.done = False
+        self.ternary = None   # the conditional expression `y = a if p else b` on the line, if any
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
+        # `NAME = A if P else B` / `return A if P else B`: the ternary is the whole value
+        if self.positions[node].start.line == self.line and len(node.body) == 1:
+            value = getattr(node.body[0], "value", None)
+            if isinstance(value, cst.IfExp) and not value.lpar and isinstance(node.body[0], (cst.Assign, cst.Return)):
+                self.ternary = value
+        return True
+
+    def leave_IfExp(self, original: cst.IfExp, updated: cst.IfExp):
+        if self.done or original is not self.ternary or self.last_and:
+            return updated
+        self.done = True
+        call = cst.parse_expression(f"__mend_force__(_, {self.line})")
+        return updated.with_changes(test=call.with_changes(args=[cst.Arg(updated.test), call.args[1]]))
 
     def leave_If(self, original: cst.If, updated: cst.If):
         if self.done or self.positions[original].start.line != self.line:
@@ -94,14 +110,17 @@ class _Wrap(cst.CSTTransformer):
 
 @lru_cache(maxsize=32)
 def instrument(code: str, line: int, last_and: bool = False) -> str | None:
-    """``code`` with the ``if`` test at ``line`` wrapped in ``force``; None if no ``if`` starts
-    there. With ``last_and``, only the last operand of a top-level ``and`` is wrapped.
+    """``code`` with the ``if`` test at ``line`` (or the test of the conditional expression
+    that is the whole value of the statement there: ``y = a if p else b``) wrapped in
+    ``force``; None if no such test starts there. With ``last_and``, only the last operand of a top-level ``and`` is wrapped.
     Line numbers are unchanged. (A pure function of its arguments, so cached: the pipeline
     asks it several times per site, and parsing a 2,000-line library file with positions
     takes seconds.)"""
     lines = code.splitlines()
-    # an `if`/`elif` statement always begins its line: anything else is answered without parsing
-    if not 0 < line <= len(lines) or not re.match(r"(el)?if\b", lines[line - 1].lstrip()):
+    # an `if`/`elif` statement always begins its line, and a ternary's line holds ` if `:
+    # anything else is answered without parsing
+    if not 0 < line <= len(lines) or not (re.match(r"(el)?if\b", lines[line - 1].lstrip())
+                                          or " if " in lines[line - 1]):
         return None
     wrap = _Wrap(cst.parse_module(code), line, last_and)
     out = wrap.wrapper.visit(wrap)

@@ -9,6 +9,46 @@ from textwrap import dedent
 from mend.rules.predicated_control_flow.fp16_examples import FP16_GUARD_EXAMPLES
 
 FIX_EXAMPLES: list[tuple[str, str]] = [
+    # a conditional expression on a tensor predicate is the if/else it means
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, x):
+                    h = torch.nan_to_num(x, nan=0.0) if torch.isnan(x).any() else x
+                    return h.sum(-1)
+        '''),
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, x):
+                    h = torch.where(torch.isnan(x).any(), torch.nan_to_num(x, nan=0.0), x)  # mend: predicated-control-flow (was: if torch.isnan(x).any())
+                    return h.sum(-1)
+        '''),
+    ),
+    # ... also returned
+    (
+        dedent('''\
+            import torch
+
+
+            def f(x):
+                return x * 2 if x.mean() > 0 else -x
+        '''),
+        dedent('''\
+            import torch
+
+
+            def f(x):
+                return torch.where(x.mean() > 0, x * 2, -x)  # mend: predicated-control-flow (was: if x.mean() > 0)
+        '''),
+    ),
     # adaLN-style modulation: each side binds two names in one tuple assignment, taken as one
     # assignment per name (no value reads a name bound before it)
     (

@@ -130,6 +130,14 @@ def _rewrite_at(module: cst.Module, node: cst.CSTNode | None, line: int,
     if any(isinstance(a, (cst.For, cst.While)) for a in _same_function(ancestors)):
         return Decline(NAME, "the branch sits inside a loop, so Dynamo skipped the whole frame; predicating it "
                              "would evaluate the skipped side on every iteration (cost, inf*0 NaNs)")
+    ternary = _ternary_as_if(module, node, index.positions, line)
+    if ternary is not None:
+        if isinstance(ternary, Decline):
+            return ternary
+        result = _rewrite_at(ternary[0], None, line, form)
+        if isinstance(result, RewriteResult):
+            result.span = ternary[1]   # the input's lines: the ternary's statement
+        return result
     env = _Env(module, ancestors)
     env.want = form
     try:
@@ -152,6 +160,47 @@ def _rewrite_at(module: cst.Module, node: cst.CSTNode | None, line: int,
                          form=env.form, cost_parts=env.cost_parts)
 
 
+def _ternary(node: cst.CSTNode) -> tuple[str, cst.IfExp] | None:
+    """``NAME = A if P else B`` or ``return A if P else B`` (the conditional expression the
+    whole value, one statement on its line): (the statement's head, the IfExp)."""
+    if not (isinstance(node, cst.SimpleStatementLine) and len(node.body) == 1):
+        return None
+    small = node.body[0]
+    value = getattr(small, "value", None)
+    if not isinstance(value, cst.IfExp) or value.lpar:
+        return None
+    if isinstance(small, cst.Return):
+        return "return", value
+    if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+        return f"{small.targets[0].target.value} =", value
+    return None
+
+
+def _ternary_as_if(module: cst.Module, node: cst.CSTNode, positions, line: int):
+    """A ternary on a tensor predicate, ``y = a if p.any() else b``, planned as the ``if``
+    it means (``if p.any(): y = a`` / ``else: y = b``): (that module, the ternary's lines in
+    the input) for :func:`_rewrite_at`; None when ``node`` is not such a statement. The ``if`` is planned
+    and emitted like any other (one ``torch.where`` per name on one line, so no line
+    below moves; ``torch.cond`` keeps the ``if`` form for eager runs)."""
+    found = _ternary(node)
+    if found is None or _is_static(found[1].test, _Env(module, [])):
+        return None
+    head, exp = found
+    if m.findall(node, m.Comment()):
+        return Decline(NAME, "the conditional expression's line holds a comment the rewrite would move")
+    pos = positions[node]
+    lines = module.code.splitlines(keepends=True)
+    indent = lines[pos.start.line - 1][:len(lines[pos.start.line - 1]) - len(lines[pos.start.line - 1].lstrip())]
+    code = module.code_for_node
+    text = (f"{indent}if {code(exp.test).strip()}:\n{indent}    {head} {code(exp.body).strip()}\n"
+            f"{indent}else:\n{indent}    {head} {code(exp.orelse).strip()}\n")
+    new = "".join(lines[:pos.start.line - 1]) + text + "".join(lines[pos.end.line:])
+    try:
+        return cst.parse_module(new), (pos.start.line, pos.end.line)
+    except cst.ParserSyntaxError:
+        return Decline(NAME, "the conditional expression does not read as an if/else statement")
+
+
 def _same_function(ancestors: list[cst.CSTNode]) -> list[cst.CSTNode]:
     out = []
     for anc in reversed(ancestors):
@@ -163,15 +212,20 @@ def _same_function(ancestors: list[cst.CSTNode]) -> list[cst.CSTNode]:
 
 def first_site(source: str) -> int | None:
     """The line the examples rewrite: the first ``if``/``elif`` whose test is not a pure
-    Python-level check, or an earlier statement using tensor ``and``/``or``/``not``."""
+    Python-level check, or an earlier statement using tensor ``and``/``or``/``not``; else
+    the first ternary assignment or return of that kind."""
     module = cst.parse_module(source)
     env = _Env(module, [])
+    ternaries = []
     for ln, node, _ in sorted(_index(module).found, key=lambda e: e[0]):
         if isinstance(node, cst.If) and not _is_static(node.test, env):
             return ln
+        if (ternary := _ternary(node)) is not None and not _is_static(ternary[1].test, env):
+            ternaries.append(ln)
+            continue
         if isinstance(node, cst.SimpleStatementLine) and m.findall(node, m.BooleanOperation() | m.UnaryOperation(
                 operator=m.Not()) | m.Comparison(comparisons=[m.DoNotCare(), m.DoNotCare(), m.ZeroOrMore()])):
             return ln
-    return None
+    return ternaries[0] if ternaries else None
 
 

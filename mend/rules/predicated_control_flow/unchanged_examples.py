@@ -10,6 +10,20 @@ from textwrap import dedent
 from mend.rules.predicated_control_flow.examples import FIX_EXAMPLES
 
 DECLINE_EXAMPLES: list[tuple[str, str]] = [
+    # a ternary whose sides differ in None-ness, as its if/else would
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, h, mask):
+                    mask = None if mask.all() else mask
+                    return h, mask
+        '''),
+        'None',
+    ),
     # trap: a swap builds its tuple from the old bindings; one assignment per name would not
     (
         dedent('''\
