@@ -310,8 +310,8 @@ def categorize(gb_type: str, loc: Located | None) -> str:
             if _mutates_python_state(_if_body(node)):
                 return "python-state-mutation"
         return "data-dependent-branch"
-    if gb_type in _SKIPPED and side_effect_call(loc):
-        return "print-logging"
+    if (gb_type in _SKIPPED or gb_type == "repr() on tensor") and side_effect_call(loc):
+        return "print-logging"   # a print/log/warn call, or one formatting a tensor's repr (`{t!r}`)
     if gb_type == "logging.Logger method not supported for non-export cases":
         return "print-logging"
     if gb_type == "Data dependent operator" and _numpy_constant_call(loc):

@@ -115,7 +115,7 @@ def test_shared_cases_declined(case):
         assert isinstance(res, Decline), (case, line)
         assert isinstance(pv.match(locate(str(path), line)), Decline)
     if case.startswith("023"):
-        assert "formatted from runtime values" in pv.rewrite(module, lines[0]).reason
+        assert "formatted at run time" in pv.rewrite(module, lines[0]).reason
     else:
         assert all("nothing to rewrite" in pv.rewrite(module, line).reason for line in lines)
 

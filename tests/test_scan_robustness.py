@@ -178,3 +178,15 @@ def test_a_tensor_guarded_flag_is_python_state_mutation(tmp_path):
                     "    return h\n")
     got = [categorize("Data-dependent branching", locate(str(path), line)) for line in (2, 4, 6, 8, 10)]
     assert got == ["python-state-mutation"] * 3 + ["data-dependent-branch"] * 2
+
+
+def test_a_print_formatting_a_tensor_repr_is_print_logging(tmp_path):
+    # `print(f"{s!r}")` breaks at "repr() on tensor": the print is the effect, and the
+    # deferred-side-effects rule takes it; a bare `r = repr(t)` is not a print
+    from mend.locate import locate
+    from mend.taxonomy import categorize
+
+    path = tmp_path / "reprs.py"
+    path.write_text("def f(s):\n    print(f'scale={s!r}')\n    r = repr(s)\n    return r\n")
+    assert categorize("repr() on tensor", locate(str(path), 2)) == "print-logging"
+    assert categorize("repr() on tensor", locate(str(path), 3)) != "print-logging"

@@ -7,77 +7,9 @@ from __future__ import annotations
 from textwrap import dedent
 
 from mend.rules.predicated_control_flow.fp16_examples import FP16_GUARD_EXAMPLES
+from mend.rules.predicated_control_flow.form_examples import STATEMENT_FORM_EXAMPLES
 
 FIX_EXAMPLES: list[tuple[str, str]] = [
-    # a conditional expression on a tensor predicate is the if/else it means
-    (
-        dedent('''\
-            import torch
-            from torch import nn
-
-
-            class Model(nn.Module):
-                def forward(self, x):
-                    h = torch.nan_to_num(x, nan=0.0) if torch.isnan(x).any() else x
-                    return h.sum(-1)
-        '''),
-        dedent('''\
-            import torch
-            from torch import nn
-
-
-            class Model(nn.Module):
-                def forward(self, x):
-                    h = torch.where(torch.isnan(x).any(), torch.nan_to_num(x, nan=0.0), x)  # mend: predicated-control-flow (was: if torch.isnan(x).any())
-                    return h.sum(-1)
-        '''),
-    ),
-    # ... also returned
-    (
-        dedent('''\
-            import torch
-
-
-            def f(x):
-                return x * 2 if x.mean() > 0 else -x
-        '''),
-        dedent('''\
-            import torch
-
-
-            def f(x):
-                return torch.where(x.mean() > 0, x * 2, -x)  # mend: predicated-control-flow (was: if x.mean() > 0)
-        '''),
-    ),
-    # adaLN-style modulation: each side binds two names in one tuple assignment, taken as one
-    # assignment per name (no value reads a name bound before it)
-    (
-        dedent('''\
-            import torch
-            from torch import nn
-
-
-            class Model(nn.Module):
-                def forward(self, x, cond, s1, t1, s2, t2):
-                    if cond.mean() > 0:
-                        scale, shift = 1 + s1, t1
-                    else:
-                        scale, shift = 1 + s2, t2
-                    return x * scale + shift
-        '''),
-        dedent('''\
-            import torch
-            from torch import nn
-
-
-            class Model(nn.Module):
-                def forward(self, x, cond, s1, t1, s2, t2):
-                    _mend_pred_0 = cond.mean() > 0  # mend: predicated-control-flow (was: if cond.mean() > 0)
-                    scale = torch.where(_mend_pred_0, 1 + s1, 1 + s2)
-                    shift = torch.where(_mend_pred_0, t1, t2)
-                    return x * scale + shift
-        '''),
-    ),
     # shared/cases 001: if without else, the target defined before
     (
         dedent('''\
@@ -871,3 +803,4 @@ FIX_EXAMPLES: list[tuple[str, str]] = [
 ]
 
 FIX_EXAMPLES += FP16_GUARD_EXAMPLES
+FIX_EXAMPLES += STATEMENT_FORM_EXAMPLES

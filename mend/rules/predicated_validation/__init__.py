@@ -30,8 +30,9 @@ comparison, a receiver that calls anything but pure tensor methods, a chain with
 
 Declined, with the reason, when:
 
-* the message is formatted from runtime values (f-string, ``%``, ``.format``, a name):
-  restoring it needs the values on the host at the point of failure (shared case 023);
+* the message is formatted at run time, not a literal (f-string, ``%``, ``.format``, a
+  name): restoring it needs the values it reads, tensors or sizes, at the boundary (shared
+  case 023);
 * the function containing the check also changes state anywhere (in-place tensor ops,
   ``out=``, attribute/item writes, ``x += ...``, container mutators): with the check
   inside the graph, inductor runs later in-place updates before the failed assert

@@ -242,18 +242,18 @@ def f(loss, target):
     if torch.isnan(loss):
         raise RuntimeError(f"NaN loss (target mean {target.mean()})")
     return loss
-''', "formatted from runtime values"),
+''', "formatted at run time"),
     ('''import torch
 def f(x):
     if x.sum() < 0:
         raise ValueError("negative total: {}".format(x.sum()))
     return x
-''', "formatted from runtime values"),
+''', "formatted at run time"),
     ('''import torch
 def f(x):
     assert not x.isnan().any(), "NaN at %d" % x.isnan().nonzero()[0]
     return x
-''', "formatted from runtime values"),
+''', "formatted at run time"),
     # shared case 023 without the f-string: state updated after the check
     ('''import torch
 class M(torch.nn.Module):
@@ -448,7 +448,7 @@ def f(xs, n):
 def f(t, n):
     assert t.max().item() <= n, f"max {t.max().item()} > {n}"
     return t
-''', "formatted from runtime values"),
+''', "formatted at run time"),
     # adversarial review (fresh locals): `+x` returns x itself, so `h.clamp_` writes the input
     ('''import torch
 def f(x):

@@ -70,8 +70,9 @@ def _exception(exc: cst.BaseExpression | None) -> tuple[str, list] | str:
         try:
             values.append(_literal(arg.value))
         except (ValueError, SyntaxError):
-            return ("the exception message is formatted from runtime values (f-string or expression); "
-                    "restoring it would need the tensor values on the host")
+            return ("the exception message is formatted at run time (an f-string or expression), not a literal; "
+                    "the rewrite restores only a literal message outside the graph (a formatted one would need "
+                    "the values it reads, tensors or sizes, at the boundary)")
     return name, values
 
 
@@ -249,8 +250,10 @@ def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
             try:
                 _literal(node.msg)
             except (ValueError, SyntaxError):
-                return Decline(NAME, "the assert message is formatted from runtime values (f-string or "
-                                     "expression); restoring it would need the tensor values on the host")
+                return Decline(NAME, "the assert message is formatted at run time (an f-string or expression), "
+                                     "not a literal; the rewrite restores only a literal message outside the graph "
+                                     "(a formatted one would need the values it reads, tensors or sizes, at the "
+                                     "boundary)")
         form, exc, test = "assert", None, node.test
     else:
         return Decline(NAME, "the check is not an `if ...: raise` or `assert` statement")
