@@ -636,3 +636,13 @@ def test_obligation_modules_are_small_and_have_no_main():
         text = (VERIFIER / name).read_text()
         assert len(text.splitlines()) <= 850, name
         assert "__main__" not in text, name
+
+
+def test_first_failure_counts_checks_in_code_not_in_docstrings():
+    # a docstring or comment quoting `torch._assert_async(` is no check; an alias is one more
+    from verifier.encoders.assert_async import assert_async_references
+
+    one = '"""quoting torch._assert_async(c, m)"""\nimport torch\n\n\ndef f(x):\n    torch._assert_async(x.all())  # torch._assert_async(\n'
+    assert assert_async_references(one) == 1
+    assert assert_async_references(one + "\naa = torch._assert_async\n") == 2
+    assert assert_async_references("from torch import _assert_async\n_assert_async(1)\n") == 2

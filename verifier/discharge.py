@@ -9,7 +9,7 @@ import time
 import z3
 
 from verifier.encoders import KINDS, Ctx
-from verifier.encoders.assert_async import trap_entry
+from verifier.encoders.assert_async import assert_async_references, trap_entry
 from verifier.outcomes import Outcome, unknown
 from verifier.smt import TIMEOUT_MS, Unsupported, solver_version
 
@@ -42,7 +42,7 @@ def enrich(obligations: list[dict], code: str | None) -> list[dict]:
         elif k == "condition-is-tensor" and first is not None:
             ob.setdefault("asserts", first.get("asserts"))
         elif k == "first-failure-wins":
-            ob.setdefault("checks_in_file", code.count("torch._assert_async("))
+            ob.setdefault("checks_in_file", assert_async_references(code))
         elif k == "paired-call-value-not-aliased":
             targets = [v for v in ob.get("values", []) if v.startswith("self.")]
             ob.setdefault("inplace_writes", inplace_writes_to(code, targets + [ob.get("call", "").split("(")[0]]))

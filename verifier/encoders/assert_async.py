@@ -131,6 +131,21 @@ def same_result_when_passing(ob: dict, ctx: Ctx) -> Outcome:
                    ["aten::_assert_async writes no argument (schema: no (a!) annotation)"])
 
 
+def assert_async_references(code: str) -> int:
+    """How many times the code (not its strings or comments: a docstring quoting
+    ``torch._assert_async(...)`` is no check) names ``_assert_async``: every call, and every
+    alias made of it, so a count of one means one check. Unparsable code counts the text."""
+    import ast
+
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return code.count("_assert_async")
+    return sum(1 for node in ast.walk(tree) if (isinstance(node, ast.Attribute) and node.attr == "_assert_async")
+               or (isinstance(node, ast.Name) and node.id == "_assert_async")
+               or (isinstance(node, ast.alias) and node.name == "_assert_async"))
+
+
 def first_failure(ob: dict, ctx: Ctx) -> Outcome:
     n = ob.get("checks_in_file")
     if n != 1:
