@@ -567,3 +567,16 @@ def test_longrope_rewrite_removes_phi3_breaks_bit_exactly(tmp_path):
     assert mended["breaks"] == [(1, 0, 0), (1, 0, 0)]
     for want, got in zip(original["logits"], mended["logits"]):
         assert want.dtype == got.dtype and torch.equal(want, got)
+
+
+def test_a_ternary_is_fixed_end_to_end_with_both_outcomes_forced():
+    from mend.pipeline import fix
+    from tests.conftest import FIXTURES
+
+    res = fix(str(FIXTURES / "ternary_nan_guard.py"), unsafe_fixes=True, max_examples=8)
+    assert res.before.graph_count == 2 and res.after.graph_count == 1
+    (rw,) = res.rewrites
+    assert rw["rule"] == "predicated-control-flow"
+    outcomes = rw["evidence"]["predicate_outcomes"]
+    assert list(outcomes.values())[0]["forced"] == [False, True]
+    assert "h = torch.where(torch.isnan(h).any(), torch.nan_to_num(" in res.mended
