@@ -233,7 +233,7 @@ def test_categorize_measured_gb_types(tmp_path):
              (8, "Data dependent operator", "debug-host-work"),
              (9, "Attempted to call function marked as skipped", "debug-host-work"),
              (11, "Failed to trace builtin operator", "print-logging"),   # a print stays print-logging
-             (11, "repr() on tensor", "other"),
+             (11, "repr() on tensor", "print-logging"),   # the print formats it: deferred-side-effects' site
              (12, "Data dependent operator", "dynamic-shape-op")]
     for line, gb, category in cases:
         assert taxonomy.categorize(gb, _loc(tmp_path, src, line)) == category, (line, gb)
