@@ -105,23 +105,20 @@ def read_guard(call: ast.Call, op: str, np_name: str) -> dict:
         raise _Unreadable("the lambda takes more than plain parameters")
     body, test, orelse = lam.body.body, lam.body.test, lam.body.orelse
     terms = _and_terms(test)
-    if op == "sum":
+    if op in ("sum", "prod"):
         if len(params) != 1 or len(call.args) != 1:
-            raise _Unreadable("sum takes one operand")
+            raise _Unreadable(f"{op} takes one operand")
         v = params[0]
-        if not _is_call(body, "sum", [v]) or not _is_call(orelse, f"{np_name}.sum", [v]):
-            raise _Unreadable("the branches are not `sum(v)` / `np.sum(v)`")
+        python = "sum" if op == "sum" else "math.prod"
+        if not _is_call(body, python, [v]) or not _is_call(orelse, f"{np_name}.{op}", [v]):
+            raise _Unreadable(f"the branches are not `{python}(v)` / `np.{op}(v)`")
+    if op == "sum":
         if len(terms) != 3 or not _type_is(terms[0], v, "list"):
             raise _Unreadable("the guard is not `type(v) is list and LO < len(v) < N and all([...])`")
         len_lo, len_hi = _open_range(terms[1], f"len({v})")
         lo, hi = _element_range(terms[2], v)
         return {"len_lo": len_lo, "len_hi": len_hi, "lo": lo, "hi": hi}
     if op == "prod":
-        if len(params) != 1 or len(call.args) != 1:
-            raise _Unreadable("prod takes one operand")
-        v = params[0]
-        if not _is_call(body, "math.prod", [v]) or not _is_call(orelse, f"{np_name}.prod", [v]):
-            raise _Unreadable("the branches are not `math.prod(v)` / `np.prod(v)`")
         kinds = terms[0]
         if not (len(terms) == 4 and isinstance(kinds, ast.BoolOp) and isinstance(kinds.op, ast.Or)
                 and len(kinds.values) == 2 and _type_is(kinds.values[0], v, "list")
