@@ -17,7 +17,9 @@ Inductor's FX graph cache)::
     print(f"h={h:.3f}")                 ->  _mend_rt.defer_print(_mend_rt.fmt("h={:.3f}", h))
 
 An f-string or ``"...".format(...)`` argument becomes a lazy ``fmt(template, *values)``:
-Dynamo cannot format a tensor inside the graph, and the values are snapshotted instead.
+Dynamo cannot format a tensor inside the graph, and the values are snapshotted instead. A
+builtin ``repr(t)`` / ``str(t)`` argument is ``f"{t!r}"`` / ``f"{t!s}"`` and becomes
+``fmt("{!r}", t)`` / ``fmt("{!s}", t)`` (not when the module binds the name).
 ``import mend.runtime as _mend_rt`` is added (another name when that one is taken) on the
 line of the last leading import, so no line moves and replayed warnings and log records
 name the original lines. ``mend.runtime.install(model)`` (or ``capture()``) is optional:

@@ -160,6 +160,34 @@ def forward(self, x):
     _mend_rt.defer_print(_mend_rt.fmt("h: {:.3f} ({!r}) {{raw}}", h.sum(), h.shape))
     return h
 '''),
+    # repr(t) / str(t) as an argument: formatted at replay as f"{t!r}" is (its own break goes too)
+    ('''def forward(self, x):
+    h = x.relu()
+    print("h:", repr(h), str(h.sum()))
+    return h
+''',
+     '''import mend.runtime as _mend_rt
+
+def forward(self, x):
+    h = x.relu()
+    _mend_rt.defer_print("h:", _mend_rt.fmt("{!r}", h), _mend_rt.fmt("{!s}", h.sum()))
+    return h
+'''),
+    # ... not when the module binds `repr` (it may not be the builtin): the call stays an argument
+    ('''from mylib import repr
+
+
+def forward(self, x):
+    print(repr(x))
+    return x
+''',
+     '''from mylib import repr; import mend.runtime as _mend_rt
+
+
+def forward(self, x):
+    _mend_rt.defer_print(repr(x))
+    return x
+'''),
     ('''def forward(self, x):
     print("{} rows, norm {n:.2f}".format(x.shape[0], n=x.norm()))
     return x

@@ -476,9 +476,19 @@ def _template_of(part: cst.BaseExpression, exprs: list) -> str | Decline:
     return start + "".join(pieces) + part.end
 
 
-def _lazy(value: cst.BaseExpression, alias: str) -> cst.BaseExpression | Decline | None:
-    """``fmt(template, *values)`` for an f-string / ``"...".format(...)`` argument, else None."""
+def _lazy(value: cst.BaseExpression, alias: str, bound: frozenset | set = frozenset()) \
+        -> cst.BaseExpression | Decline | None:
+    """``fmt(template, *values)`` for an f-string / ``"...".format(...)`` argument, or for a
+    builtin ``repr(x)`` / ``str(x)`` argument (``fmt("{!r}", x)``: what ``f"{x!r}"`` is; the
+    module binds neither name: ``bound``), else None."""
     fmt = cst.Attribute(cst.Name(alias), cst.Name("fmt"))
+    if (isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in ("repr", "str")
+            and value.func.value not in bound and len(value.args) == 1 and value.args[0].keyword is None
+            and value.args[0].star == ""):
+        conv = "r" if value.func.value == "repr" else "s"
+        return cst.Call(fmt, [cst.Arg(cst.SimpleString(f'"{{!{conv}}}"'),
+                                      comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+                              cst.Arg(value.args[0].value)])
     if (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "format"
             and isinstance(value.func.value, (cst.SimpleString, cst.ConcatenatedString))
             and not m.findall(value.func.value, m.FormattedString())):
@@ -533,7 +543,7 @@ def match(loc: Located) -> Match | Decline:
     if isinstance(plan, Decline):
         return plan
     for a in call.args:  # f-strings the rewrite could not make lazy
-        lazy = _lazy(a.value, ALIAS) if a.star == "" else None
+        lazy = _lazy(a.value, ALIAS, _bindings(loc.module).bound) if a.star == "" else None
         if isinstance(lazy, Decline):
             return lazy
     return Match(NAME, f"defer `{plan.callee}(...)` to after the compiled call (mend.runtime)")
