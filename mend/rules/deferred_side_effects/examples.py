@@ -173,6 +173,17 @@ def forward(self, x):
     _mend_rt.defer_print("h:", _mend_rt.fmt("{!r}", h), _mend_rt.fmt("{!s}", h.sum()))
     return h
 '''),
+    # a keyword argument stays a str (print's sep= must be one): only the positional repr is lazy
+    ('''def forward(self, x):
+    print(repr(x), sep=str(self.tag))
+    return x
+''',
+     '''import mend.runtime as _mend_rt
+
+def forward(self, x):
+    _mend_rt.defer_print(_mend_rt.fmt("{!r}", x), sep=str(self.tag))
+    return x
+'''),
     # ... not when the module binds `repr` (it may not be the builtin): the call stays an argument
     ('''from mylib import repr
 

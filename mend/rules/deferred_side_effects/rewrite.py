@@ -31,7 +31,7 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     args = []
     lazies = []
     for a in call.args:
-        lazy = _lazy(a.value, alias, b.bound) if a.star == "" else None
+        lazy = _lazy(a.value, alias, b.bound, keyword=a.keyword is not None) if a.star == "" else None
         if isinstance(lazy, Decline):
             return lazy
         if lazy is not None:

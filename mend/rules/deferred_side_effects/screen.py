@@ -476,13 +476,14 @@ def _template_of(part: cst.BaseExpression, exprs: list) -> str | Decline:
     return start + "".join(pieces) + part.end
 
 
-def _lazy(value: cst.BaseExpression, alias: str, bound: frozenset | set = frozenset()) \
+def _lazy(value: cst.BaseExpression, alias: str, bound: frozenset | set = frozenset(), keyword: bool = False) \
         -> cst.BaseExpression | Decline | None:
     """``fmt(template, *values)`` for an f-string / ``"...".format(...)`` argument, or for a
-    builtin ``repr(x)`` / ``str(x)`` argument (``fmt("{!r}", x)``: what ``f"{x!r}"`` is; the
-    module binds neither name: ``bound``), else None."""
+    builtin ``repr(x)`` / ``str(x)`` positional argument (``fmt("{!r}", x)``: what
+    ``f"{x!r}"`` is; the module binds neither name: ``bound``; a keyword argument such as
+    ``sep=str(x)`` must stay a ``str``), else None."""
     fmt = cst.Attribute(cst.Name(alias), cst.Name("fmt"))
-    if (isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in ("repr", "str")
+    if (not keyword and isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in ("repr", "str")
             and value.func.value not in bound and len(value.args) == 1 and value.args[0].keyword is None
             and value.args[0].star == ""):
         conv = "r" if value.func.value == "repr" else "s"
@@ -543,7 +544,8 @@ def match(loc: Located) -> Match | Decline:
     if isinstance(plan, Decline):
         return plan
     for a in call.args:  # f-strings the rewrite could not make lazy
-        lazy = _lazy(a.value, ALIAS, _bindings(loc.module).bound) if a.star == "" else None
+        lazy = _lazy(a.value, ALIAS, _bindings(loc.module).bound, keyword=a.keyword is not None) \
+            if a.star == "" else None
         if isinstance(lazy, Decline):
             return lazy
     return Match(NAME, f"defer `{plan.callee}(...)` to after the compiled call (mend.runtime)")
