@@ -325,7 +325,8 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
     function = next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), None)
     # `math` unbound: the rewrite imports it on an existing import line (no line moves);
     # bound otherwise (a variable, `from x import math`): `math.lcm` may not be the stdlib's
-    math_free = "math" not in binds and "*" not in binds and _import_line(module) is not None
+    math_imported = module_alias(binds, "math", "math")
+    math_free = not math_imported and "math" not in binds and "*" not in binds and _import_line(module) is not None
     sites, first_decline = [], None
     for (np_name, func), call in calls:
         n_ops, repl = FUNCS[func]
@@ -347,15 +348,15 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
                 f"np.{func} gives np.int64, and only an allocation's shape, range() or int() are known to treat "
                 "them alike")
             continue
-        if repl.startswith("math.") and not (module_alias(binds, "math", "math") or math_free):
+        if repl.startswith("math.") and not (math_imported or math_free):
             first_decline = first_decline or (f"the module binds `math` otherwise than by a top-level `import math` "
                                                f"alone (or has no import line to add it to), which `{repl}` needs")
             continue
         sites.append(Site(call, func, np_name, operands, consumer))
     if not sites:
         return Decline(NAME, first_decline)
-    return Plan(node, sites, import_math=any(FUNCS[s.func][1].startswith("math.") for s in sites)
-                and not module_alias(binds, "math", "math"))
+    return Plan(node, sites, import_math=not math_imported and any(FUNCS[s.func][1].startswith("math.")
+                                                                  for s in sites))
 
 
 def _import_line(module: cst.Module) -> int | None:

@@ -190,7 +190,8 @@ def _ternary_as_if(module: cst.Module, node: cst.CSTNode, positions, line: int):
         return Decline(NAME, "the conditional expression's line holds a comment the rewrite would move")
     pos = positions[node]
     lines = module.code.splitlines(keepends=True)
-    indent = lines[pos.start.line - 1][:len(lines[pos.start.line - 1]) - len(lines[pos.start.line - 1].lstrip())]
+    first = lines[pos.start.line - 1]
+    indent = first[:len(first) - len(first.lstrip())]
     code = module.code_for_node
     text = (f"{indent}if {code(exp.test).strip()}:\n{indent}    {head} {code(exp.body).strip()}\n"
             f"{indent}else:\n{indent}    {head} {code(exp.orelse).strip()}\n")
