@@ -580,3 +580,41 @@ def test_a_ternary_is_fixed_end_to_end_with_both_outcomes_forced():
     outcomes = rw["evidence"]["predicate_outcomes"]
     assert list(outcomes.values())[0]["forced"] == [False, True]
     assert "h = torch.where(torch.isnan(h).any(), torch.nan_to_num(" in res.mended
+
+
+@pytest.mark.parametrize("binding, static", [
+    ("fp16 = h.dtype == torch.float16", True),
+    ("fp16 = h.dtype == torch.float16 and not self.training", True),
+    # one binding a tensor test: not a Python-level guard
+    ("fp16 = h.dtype == torch.float16\n        if h.sum() > 0:\n            fp16 = torch.isnan(h).any()", False),
+    ("fp16 = torch.isnan(h).any()", False),
+    ("fp16 = True\n        fp16 += 1", False),
+    ("for fp16 in (True, False):\n            pass", False),
+    ("fp16, other = h.dtype == torch.float16, 1", False),
+    ("", False),  # a parameter
+])
+def test_a_local_is_a_static_guard_only_when_every_binding_is_one(binding, static):
+    from mend.rules.predicated_control_flow.env import _Env
+    from mend.rules.predicated_control_flow.screen import _is_static
+
+    params = "self, h" if binding else "self, h, fp16"
+    src = f"import torch\n\n\nclass M:\n    def forward({params}):\n        {binding or 'pass'}\n        return fp16\n"
+    module = cst.parse_module(src)
+    cls = module.body[1]
+    fn = cls.body.body[0]
+    env = _Env(module, [module, cls, fn])
+    assert _is_static(cst.Name("fp16"), env) is static
+
+
+def test_an_fp16_guard_in_a_local_is_fixed_where_inductor_keeps_fp32_intermediates():
+    """The guard's name is a Python-level test; the model computes in float16 but returns
+    float32, so the Inductor comparison takes float16's tolerance (verifier.differential)."""
+    from mend.pipeline import fix
+    from tests.conftest import FIXTURES
+
+    res = fix(str(FIXTURES / "fp16_guard_fused.py"), unsafe_fixes=True, max_examples=8)
+    assert res.before.graph_count == 3 and res.after.graph_count == 1, res.declined
+    (rw,) = res.rewrites
+    assert "        if fp16:\n" in res.mended
+    assert "torch.where(torch.logical_or(torch.isinf(hidden_states).any(), torch.isnan(hidden_states).any())" \
+        in res.mended

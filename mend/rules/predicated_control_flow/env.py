@@ -105,6 +105,7 @@ class _Env:
         self.cost_parts: dict | None = None  # the branch's parts for the cost model (RewriteResult)
         # (slot, guard) while screening a memoised initialisation that is being hoisted
         self.hoisting: tuple[str, str] | None = None
+        self.visiting: set[str] = set()   # names whose bindings _is_static is reading (cycles)
         self.function = next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), None)
         cls = next((a for a in reversed(ancestors) if isinstance(a, cst.ClassDef)), None)
         self.methods: set[str] = set()
@@ -138,11 +139,51 @@ class _Env:
             return None
         return self.aliases[root] + ("." + rest if rest else "")
 
+    def bindings(self, name: str) -> list[cst.BaseExpression] | None:
+        """The values bound to local ``name`` in the enclosing function, when every binding
+        is a plain ``name = value`` statement (None otherwise: a parameter, a loop or
+        ``with`` target, an augmented, tuple, walrus or ``global``/``nonlocal`` binding, a
+        nested function or class, or no binding at all). Lets the screen treat
+        ``fp16 = h.dtype == torch.float16`` ... ``if fp16 and ...`` as the static test it is."""
+        fn = self.function
+        if fn is None or name in {p.name.value for p in _params(fn.params)}:
+            return None
+        values: list[cst.BaseExpression] = []
+        for node in _walk(fn.body):
+            if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.Global, cst.Nonlocal)) \
+                    and name in {n.value for n in m.findall(node, m.Name())}:
+                return None
+            if isinstance(node, cst.Assign) and any(name in _bound(t.target) for t in node.targets):
+                if len(node.targets) != 1 or not m.matches(node.targets[0].target, m.Name(name)):
+                    return None
+                values.append(node.value)
+            elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr)) \
+                    and name in _bound(node.target) or isinstance(node, cst.AsName) and name in _bound(node.name):
+                return None
+        return values or None
+
     def oblige(self, kind: str, **data) -> None:
         item = {"kind": kind, **data}
         if item not in self.obligations:
             self.obligations.append(item)
 
+
+
+def _params(params: cst.Parameters) -> list[cst.Param]:
+    star = [params.star_arg] if isinstance(params.star_arg, cst.Param) else []
+    return [*params.posonly_params, *params.params, *star, *params.kwonly_params,
+            *([params.star_kwarg] if params.star_kwarg else [])]
+
+
+def _bound(target: cst.CSTNode) -> set[str]:
+    """The names a binding target binds (not the attributes or items it writes)."""
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return set().union(*(_bound(e.value) for e in target.elements))
+    if isinstance(target, cst.StarredElement):
+        return _bound(target.value)
+    return set()
 
 
 def _walk(node: cst.CSTNode):

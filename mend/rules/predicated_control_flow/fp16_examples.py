@@ -141,4 +141,33 @@ FP16_GUARD_EXAMPLES: list[tuple[str, str]] = [
                     return hidden_states
         '''),
     ),
+    # the Python-level guard held in a local (`fp16 = h.dtype == torch.float16`, every binding of it a static test): it stays an `if`, as the inline form does
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, h):
+                    fp16 = h.dtype == torch.float16
+                    if fp16 and not torch.isfinite(h).all():
+                        clamp_value = torch.finfo(h.dtype).max - 1000
+                        h = torch.clamp(h, min=-clamp_value, max=clamp_value)
+                    return h
+        '''),
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, h):
+                    fp16 = h.dtype == torch.float16
+                    if fp16:
+                        clamp_value = torch.finfo(h.dtype).max - 1000
+                        h = torch.where(torch.logical_not(torch.isfinite(h).all()), torch.clamp(h, min=-clamp_value, max=clamp_value), h)  # mend: predicated-control-flow (was: if not torch.isfinite(h).all())
+                    return h
+        '''),
+    ),
 ]

@@ -193,6 +193,14 @@ def _is_static(expr: cst.BaseExpression, env: _Env) -> bool:
         return _is_static(expr.left, env) and _is_static(expr.right, env)
     if isinstance(expr, cst.Call):
         return (call_name(expr) or "") in _STATIC_CALLS
+    if isinstance(expr, cst.Name) and expr.value not in env.visiting:
+        # a local bound only to static tests (`fp16 = h.dtype == torch.float16`)
+        values = env.bindings(expr.value)
+        env.visiting.add(expr.value)
+        try:
+            return values is not None and all(_is_static(v, env) for v in values)
+        finally:
+            env.visiting.discard(expr.value)
     return m.matches(expr, m.Attribute(attr=m.Name("training")))
 
 
