@@ -360,6 +360,8 @@ CHECK_CASES = {
     "state-unchanged-on-raise": ({}, {"names": {}, "self": {}, "state": {"modes": ["eval", "train"], "changes": []}},
                                  None),
     "cpu-only": ({}, facts(a=tensor("int64", (4, 2))), None),
+    "mask-update-scalar": ({"scalars": ["self.scale"]}, {"names": {"self.scale": {"kind": "num", "cat": "float",
+                                                                                  "value": 0.5}}}, None),
     "untaken-side-runs": ({"call": "self.proj(h)", "guard": "h.sum() > 0"},
                           {"names": {}, "self": {"proj": _module()}}, None),
     "cond-side-pure": ({"call": "self.proj(h)"}, {"names": {}, "self": {"proj": _module()}}, None),

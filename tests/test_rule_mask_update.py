@@ -146,6 +146,8 @@ def _same_behaviour(name: str, mended_src: str, tmp_path, train: bool):
     ("view_alias.py", 4, "v.copy_(torch.where(m, v * 3.0 - 1.0, v))", "unsafe"),
     # two inputs: drawn shapes that disagree raise in eager, and Dynamo's TorchRuntimeError under compile
     ("two_inputs.py", 2, "adv.copy_(torch.where(adv < 0, adv * 0.25, adv))", "safe"),
+    # a Python-number attribute: its type is an observation of the run (mask-update-scalar)
+    ("scale_attr.py", 2, "h.copy_(torch.where(m, h * self.scale, h))", "unsafe"),
 ])
 def test_fixture_fixed(name, before, expected, label, tmp_path):
     res = fix(str(HERE / name), unsafe_fixes=True, verify="standard", max_examples=8)
@@ -161,3 +163,10 @@ def test_fixture_dtype_trap_is_declined_by_fix():
     assert res.rewrites == [] and res.mended == res.original
     (d,) = res.declined
     assert d["rule"] == mu.NAME and "mask-update-select" in d["reason"] and "index_put_ raises" in d["reason"]
+
+
+def test_a_tensor_attribute_is_refuted_as_a_scalar_operand():
+    res = fix(str(HERE / "scale_tensor_attr.py"), unsafe_fixes=True, verify="standard", max_examples=5)
+    assert res.rewrites == [] and res.mended == res.original
+    (d,) = res.declined
+    assert "mask-update-scalar refuted" in d["reason"] and "0-d float32 tensor" in d["reason"]

@@ -7,6 +7,12 @@
   with numeric bounds). Then ``f(x)[i]`` is ``f(x[i])`` bit for bit (IEEE 754 rounds each
   of these exactly, whichever kernel path computes it), so the selected elements are
   ``f(x[m])``.
+* ``mask-update-scalar`` (an observation of the example run): each operand not read
+  through the mask (``self.scale``, a local ``s = 0.5``) is a Python int or float where the
+  update runs, so it broadcasts against the whole tensor as against the selected elements
+  (a tensor there -- a bias of the selected elements' shape -- would not). Runtime state: a
+  later call may see another value, which the other obligations' value model covers only
+  as far as it reads the observed one (``self.<attr>`` is taken at its observed value).
 * ``mask-update-select`` (the value model, Z3 FloatingPoint): per element, the mended
   ``torch.where(m, f(x), x)[i]`` equals the original ``m[i] ? f(x[i]) : x[i]``; and the
   original's ``index_put_`` raises "Index put requires the source and destination dtypes
@@ -26,7 +32,7 @@ import z3
 
 from verifier.dtypes import FP_FORMAT, fp_sort
 from verifier.encoders.base import Ctx, decide, fp_arith, value_tiers
-from verifier.outcomes import Outcome, check_refuted, checked
+from verifier.outcomes import Outcome, check_refuted, checked, unknown
 from verifier.shapes import _expr
 from verifier.smt import Unsupported, model_text
 
@@ -41,11 +47,13 @@ def _number(node) -> bool:
 
 
 def _screen(node, operands: set[str], torch_name: str) -> str | None:
-    """Why ``node`` is not an exactly rounded, total, elementwise expression, else None."""
+    """Why ``node`` is not an exactly rounded, total, elementwise expression, else None.
+    ``operands``: the names read through the mask and the Python-number operands."""
     if _number(node):
         return None
-    if isinstance(node, ast.Name):
-        return None if node.id in operands else f"`{node.id}` is not an operand read through the mask"
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        name = ast.unparse(node)
+        return None if name in operands else f"`{name}` is not an operand read through the mask"
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         return _screen(node.operand, operands, torch_name)
     if isinstance(node, ast.BinOp):
@@ -79,11 +87,31 @@ def elementwise(ob: dict, ctx: Ctx) -> Outcome:
         node = _expr(ob["expr"])
     except (SyntaxError, KeyError):
         return check_refuted(by, "the expression does not parse")
-    why = _screen(node, set(ob.get("operands") or ()), ob.get("torch") or "torch")
+    why = _screen(node, set(ob.get("operands") or ()) | set(ob.get("scalars") or ()), ob.get("torch") or "torch")
     if why:
         return check_refuted(by, why)
     return checked(by, ["IEEE 754: + - * / are correctly rounded and abs, neg, relu, clamp exact, in every kernel "
                         "path, so f(x)[i] == f(x[i]) bit for bit; none of them raises on any value"])
+
+
+def scalar(ob: dict, ctx: Ctx) -> Outcome:
+    by = "the observation of the example run: the type of each operand not read through the mask, at the update"
+    names = (ctx.facts or {}).get("names", {})
+    seen = []
+    for name in ob.get("scalars") or ():
+        f = names.get(name)
+        if f is None:
+            return unknown(f"`{name}` was not observed where the update runs")
+        if f.get("kind") == "tensor" and f.get("shape"):
+            return check_refuted(by, f"`{name}` is a {f.get('dtype')} tensor of shape {f.get('shape')}, not a Python "
+                                     "number: it broadcasts against the selected elements, not the whole tensor")
+        if f.get("kind") != "num" or f.get("cat") not in ("int", "float"):
+            what = f"a 0-d {f.get('dtype')} tensor" if f.get("kind") == "tensor" else f.get("cat") or f.get("kind")
+            return check_refuted(by, f"`{name}` is {what}, not a Python int or float, the only operands not read "
+                                     "through the mask that the rule admits")
+        seen.append(f"`{name}` is a Python {f['cat']} ({f.get('value')!r}) at the update (observed)")
+    return checked(by, seen + ["it is a Python number on every call (runtime state: not screened beyond the "
+                               "class's own bindings)"])
 
 
 def select(ob: dict, ctx: Ctx) -> Outcome:
@@ -129,7 +157,8 @@ def finite_gradient(ob: dict, ctx: Ctx) -> Outcome:
         claim = [off, z3.fpIsZero(g), bad]
         if finite:
             for leaf in ev.leaves.values():
-                if leaf.dtype in FP_FORMAT and leaf.leaf:
+                # a Python float operand (`s = math.sqrt(d)`) is a leaf too: finite like the tensors
+                if (leaf.dtype in FP_FORMAT or leaf.dtype == "pyfloat") and leaf.leaf and z3.is_expr(leaf.term):
                     claim.append(z3.Not(z3.Or(z3.fpIsNaN(leaf.term), z3.fpIsInf(leaf.term))))
         return claim, grads
     return decide("mask-update-finite-gradient", value_tiers(ctx, build), ctx,
@@ -139,7 +168,9 @@ def finite_gradient(ob: dict, ctx: Ctx) -> Outcome:
 
 ENCODERS = {
     "mask-update-elementwise": elementwise,
+    "mask-update-scalar": scalar,
     "mask-update-select": select,
     "mask-update-finite-gradient": finite_gradient,
 }
-CHECKS = frozenset({"mask-update-elementwise"})
+CHECKS = frozenset({"mask-update-elementwise", "mask-update-scalar"})
+OBSERVED = frozenset({"mask-update-scalar"})   # the operand's type on the example run

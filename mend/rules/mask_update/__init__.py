@@ -28,7 +28,10 @@ Traps, and how each is handled:
   vectorised kernel over the whole tensor and the kernel over the gathered elements can
   differ by an ulp (measured on torch 2.13 CPU for ``sigmoid`` and ``gelu``).
 * Operands not read through the mask (``x[m] + bias``) broadcast against the selected
-  elements, not the whole tensor: declined.
+  elements, not the whole tensor: declined, except a Python number, which broadcasts alike:
+  ``self.<attr>`` that the class binds only in ``__init__`` to no tensor or module, or a
+  local bound only to numeric expressions (``x[m] *= self.scale``), confirmed a Python int or
+  float on the example run (``mask-update-scalar``, an observation: the fix is unsafe).
 * The mask's shape: indexing with a mask of ``x.shape[:k]`` selects rows, while
   ``torch.where`` broadcasts from the right; the mask must have ``x``'s shape
   (``same-shape``), and be a bool tensor (``bool-predicate``: a uint8/long index selects
@@ -66,6 +69,9 @@ selection equals the original element by element with ``f`` and ``x`` of one dty
 dtype mismatch), and off the mask the gradient through ``f`` is finite
 (``mask-update-finite-gradient``, refuted -> declined, never inference-only).
 
+Resting on an observation: an operand not read through the mask (``self.scale``) is a
+Python number (``mask-update-scalar``); its value is the observed one in the value model.
+
 Resting on a check: ``f`` is built only from exactly rounded elementwise operators that
 cannot raise (``mask-update-elementwise``, a screen of the mended expression), so that
 ``f(x)[mask]`` is ``f(x[mask])`` bit for bit.
@@ -78,9 +84,9 @@ RULE = Rule(
     rewrite=rewrite,
     example_line=example_line,
     obligation_kinds=frozenset({"bool-predicate", "same-shape", "mask-update-elementwise", "untaken-side-cannot-raise",
-                                "mask-update-select", "mask-update-finite-gradient"}),
+                                "mask-update-select", "mask-update-finite-gradient", "mask-update-scalar"}),
     required_kinds=frozenset({"bool-predicate", "same-shape", "mask-update-elementwise", "untaken-side-cannot-raise",
-                              "mask-update-select", "mask-update-finite-gradient"}),
+                              "mask-update-select", "mask-update-finite-gradient", "mask-update-scalar"}),
     needs_facts=True,
     fix_safety=FIX_SAFETY,
     doc=__doc__,

@@ -15,6 +15,37 @@ def example_line(source: str) -> int:
 
 
 FIX_EXAMPLES: list[tuple[str, str]] = [
+    # a Python-number attribute (bound only in __init__, to no tensor): it broadcasts against the
+    # whole tensor as against the selected elements; confirmed a number on the example run
+    # (mask-update-scalar, an observation)
+    (
+        '''import torch
+from torch import nn
+
+
+class Damp(nn.Module):
+    def __init__(self, scale=0.5):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, h):
+        h[h > 0] *= self.scale
+        return h
+''',
+        '''import torch
+from torch import nn
+
+
+class Damp(nn.Module):
+    def __init__(self, scale=0.5):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, h):
+        h.copy_(torch.where(h > 0, h * self.scale, h))  # mend: mask-update (was: h[h > 0] *= self.scale)
+        return h
+''',
+    ),
     (
         '''import torch
 
@@ -172,6 +203,53 @@ def f(x, m):
     x[m] **= 2
     return x
 ''', "is not `+= -= *= /=`"),
+]
+
+DECLINE_EXAMPLES += [
+    # trap: an attribute the class binds to a tensor (a buffer, a torch.* value, or in forward)
+    # may have the selected elements' shape
+    ('''import torch
+from torch import nn
+
+
+class Damp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = torch.ones(4)
+        self.register_buffer("shift", torch.zeros(4))
+
+    def forward(self, h):
+        h[h > 0] *= self.scale
+        return h
+''', "`self.scale` is not indexed by the mask"),
+    ('''import torch
+from torch import nn
+
+
+class Damp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("shift", torch.zeros(4))
+        self.shift = 0.0
+
+    def forward(self, h):
+        h[h > 0] += self.shift
+        return h
+''', "`self.shift` is not indexed by the mask"),
+    ('''import torch
+from torch import nn
+
+
+class Damp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = 0.5
+
+    def forward(self, h, g):
+        self.scale = g.mean()
+        h[h > 0] *= self.scale
+        return h
+''', "`self.scale` is not indexed by the mask"),
 ]
 
 NOOP_EXAMPLES: list[str] = [
