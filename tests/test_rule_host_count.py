@@ -189,6 +189,23 @@ def test_fixture_fixed(name, expected, tmp_path):
         assert torch.equal(ref, torch.compile(b, backend="eager")(*args))
 
 
+def test_an_attribute_threshold_is_read_on_the_run(tmp_path):
+    res = fix(str(FIXTURES / "count_attr_threshold.py"), unsafe_fixes=True, verify="standard", max_examples=8)
+    assert res.before.graph_count == 2 and res.after.graph_count == 1
+    (rw,) = res.rewrites
+    assert "n = n + (lengths >= self.min_len).sum()" in res.mended and rw["safety"]["label"] == "unsafe"
+    (cmp,) = [o for o in rw["obligations"] if o["kind"] == "count-compare-exact"]
+    assert cmp["result"] == "proved" and any("`self.min_len` == 3" in a for a in cmp["assumptions"])
+    # a float attribute that is not exact in float32 under `>` is refuted with the observed value
+    source = (FIXTURES / "count_attr_threshold.py").read_text().replace("self.min_len = 3", "self.min_len = 0.1") \
+        .replace("if l >= self.min_len", "if l > self.min_len").replace("torch.tensor([1, 3, 5, 2])", "torch.rand(4)")
+    path = tmp_path / "count_attr_inexact.py"
+    path.write_text(source)
+    res = fix(str(path), unsafe_fixes=True, verify="standard", max_examples=5)
+    assert res.rewrites == [] and "count-compare-exact" in res.declined[0]["reason"] \
+        and "s = 0.10000000149011612" in res.declined[0]["reason"]
+
+
 def test_threshold_not_exact_is_declined_by_fix(tmp_path):
     source = (FIXTURES / "count_le_step2.py").read_text().replace("if v <= 2.0:", "if v <= 0.1:")
     path = tmp_path / "count_inexact.py"

@@ -296,7 +296,7 @@ def changed_lines(before: str, after: str) -> list[int]:
 def obligation_exprs(obligations: list[dict]) -> list[str]:
     out = []
     for ob in obligations:
-        for key in ("expr", "lhs", "rhs", "pred", "guard", "call", "raises_when", "asserts", "target"):
+        for key in ("expr", "lhs", "rhs", "pred", "guard", "call", "raises_when", "asserts", "target", "threshold"):
             v = ob.get(key)
             if isinstance(v, str):
                 out.append(v)
@@ -334,12 +334,14 @@ def temp_defs(code: str, lines: list[int]) -> dict[str, str]:
 def watched_lines(obligations: list[dict]) -> dict[int, list[str]]:
     """``line -> names`` the tracer observes at that line only, on every hit and every call
     (:func:`trace_facts` ``watch``): for an obligation with a ``line`` and an ``expr``, the
-    names of ``expr`` where it runs; for each of its ``uses`` (``{"value", "line"}``), the
+    names of ``expr`` (and of its ``threshold``) where it runs; for each of its ``uses`` (``{"value", "line"}``), the
     names of the value where that use runs."""
     out: dict[int, set] = {}
     for o in obligations:
         if isinstance(o.get("line"), int) and isinstance(o.get("expr"), str):
             out.setdefault(o["line"], set()).update(names_in([o["expr"]]))
+            if isinstance(o.get("threshold"), str):   # a Python-number attribute compared there
+                out[o["line"]].update(names_in([o["threshold"]]))
         for u in o.get("uses") or [] if isinstance(o.get("uses"), list) else []:
             if isinstance(u, dict) and isinstance(u.get("line"), int) and isinstance(u.get("value"), str):
                 out.setdefault(u["line"], set()).update(names_in([u["value"]]))

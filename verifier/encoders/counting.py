@@ -159,7 +159,22 @@ def compare_exact(ob: dict, ctx: Ctx) -> Outcome:
     if dtype is None:
         return unknown(f"`{expr}` is not shown to be a torch.Tensor of known dtype on the example run "
                         f"(it is {'a tensor of unknown dtype' if mv.kind == 'tensor' else 'a ' + str(mv.kind)})")
-    x, models, py = _hc_compare_terms(dtype, op, c)
+    if c is None:
+        # a Python-number attribute (`self.min_len`): its value where the loop runs, observed
+        try:
+            seen = _hc_view(ctx, ob.get("threshold") or "", ob.get("line")).get("names", {}).get(ob.get("threshold"))
+        except _HcFacts as exc:
+            return unknown(str(exc))
+        if not seen or seen.get("kind") != "num" or seen.get("cat") not in ("int", "float") \
+                or not isinstance(seen.get("value"), (int, float)):
+            return unknown(f"the threshold `{ob.get('threshold')}` was not observed as a finite Python int or float "
+                           f"where the loop runs (observed: {_fact_words(seen) if seen else 'nothing'})")
+        c = seen["value"]
+        texts = texts + [f"`{ob.get('threshold')}` == {c!r} on every call (a module attribute, observed)"]
+    try:
+        x, models, py = _hc_compare_terms(dtype, op, c)
+    except Unsupported as exc:
+        return unknown(str(exc))
 
     def build():
         return Query([], [z3.Or(*[py != t for _, t in models])],

@@ -21,7 +21,10 @@ What makes it exact (proof obligations, discharged by ``verifier/obligations.py`
   and an integer/bool tensor: float32; int C and an integer tensor: the tensor's dtype,
   wrapping). Proved for every element value of T's dtype (NaN, +-inf, -0.0 included)
   when C is exact there, refuted with a counterexample otherwise (C = 0.1 on float32:
-  s = fp32(0.1) is > 0.1 in Python, not in torch). T's dtype is the example run's.
+  s = fp32(0.1) is > 0.1 in Python, not in torch). T's dtype is the example run's. C may
+  be a Python-number attribute of the module (``l >= self.min_len``: bound only in
+  ``__init__``, to no tensor or module): its value is the one observed where the loop runs
+  (an assumption recorded with the proof; the fix is unsafe like every fix of this rule).
 * ``count-tolist-1d``: T is 1-D (observed; recorded as an assumption). ``tolist()`` of a
   2-D tensor yields lists and ``list > C`` raises TypeError in the original.
 * ``count-sum-exact``: the int64 sum of the bool tensor, scaled and added to the int
@@ -45,7 +48,8 @@ test (drawn as C, C rounded to the input's dtype and its neighbours).
 
 Declined, with the reason, when: the loop body does anything but one
 ``if s <cmp> C: n += <int literal>`` (an else/elif arm, break/continue, other statements,
-a chained or non-numeric comparison, a non-literal threshold or increment), the loop has
+a chained or non-numeric comparison, a threshold that is neither a literal nor a
+Python-number attribute, a non-literal increment), the loop has
 an ``else``, iterates anything but ``<expr>.tolist()``, sits in another loop or outside a
 function, the loop variable is read after the loop (Python leaves it bound), ``n`` is not
 initialised to an int literal in the same block before the loop or is assigned between,

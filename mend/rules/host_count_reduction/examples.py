@@ -14,6 +14,37 @@ def example_line(source: str) -> int:
 
 
 FIX_EXAMPLES: list[tuple[str, str]] = [
+    # the threshold a Python-number attribute (bound only in __init__, to no tensor): its value is
+    # read on the example run by count-compare-exact
+    ('''import torch
+from torch import nn
+
+
+class Keep(nn.Module):
+    def __init__(self, min_len=3):
+        super().__init__()
+        self.min_len = min_len
+
+    def forward(self, x, lengths):
+        n = 0
+        for l in lengths.tolist():
+            if l >= self.min_len:
+                n += 1
+        return x * n
+''', '''import torch
+from torch import nn
+
+
+class Keep(nn.Module):
+    def __init__(self, min_len=3):
+        super().__init__()
+        self.min_len = min_len
+
+    def forward(self, x, lengths):
+        n = 0
+        n = n + (lengths >= self.min_len).sum()
+        return x * n
+'''),
     # shared case 031: a comment above the loop is kept
     ('''import torch
 
@@ -331,6 +362,26 @@ def f(x):
 
 # No-op examples: source left unchanged on every line: a loop over a Python range, and the
 # rule's own output (the count on the tensor is not a site).
+DECLINE_EXAMPLES += [
+    # a registered buffer (a tensor) is not a Python-number threshold
+    ('''import torch
+from torch import nn
+
+
+class Keep(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("min_len", torch.tensor(3))
+
+    def forward(self, x, lengths):
+        n = 0
+        for l in lengths.tolist():
+            if l >= self.min_len:
+                n += 1
+        return x * n
+''', "a Python-number attribute"),
+]
+
 NOOP_EXAMPLES: list[str] = [
     '''import torch
 

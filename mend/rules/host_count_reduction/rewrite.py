@@ -42,7 +42,8 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
          "uses": uses},
         {"kind": "count-no-gradient", "expr": tensor},
     ]
-    return RewriteResult(tree.code, span, detail, obligations, edge_values=[plan.threshold_value])
+    return RewriteResult(tree.code, span, detail, obligations,
+                         edge_values=[plan.threshold_value] if plan.threshold_value is not None else [])
 
 
 # --- examples (Fixit style): FIX (before, exact after) and DECLINE (source, reason) -----------

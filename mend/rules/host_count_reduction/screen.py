@@ -13,6 +13,8 @@ from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvide
 from mend.locate import Located
 from mend.rules._base import Decline, Match
 from mend.rules._common import code_of as _code
+from mend.rules._common import dotted
+from mend.rules._scalars import scalar_candidates
 
 NAME = "host-count-reduction"
 CATEGORY = "item-tolist"
@@ -188,13 +190,20 @@ def _screen(wrapper: MetadataWrapper, line: int) -> _Plan | Decline:
                              "with <cmp> one of >, >=, <, <=, ==, !=")
     op = _OPS[type(test.comparisons[0].operator)]
     left, right = test.left, test.comparisons[0].comparator
-    if m.matches(left, m.Name(var)) and _number(right) is not None:
+    # a Python-number attribute (`self.min_len`, bound only in __init__ to no tensor): its
+    # value is read on the example run (count-compare-exact with the observed value)
+    attrs = {a for a in scalar_candidates(chain) if a.startswith("self.")}
+
+    def threshold_ok(node) -> bool:
+        return _number(node) is not None or (dotted(node) or "") in attrs
+
+    if m.matches(left, m.Name(var)) and threshold_ok(right):
         threshold = right
-    elif m.matches(right, m.Name(var)) and _number(left) is not None:
+    elif m.matches(right, m.Name(var)) and threshold_ok(left):
         threshold, op = left, _FLIP[op]
     else:
         return Decline(NAME, f"the test `{_code(test)}` ({where}) does not compare the loop variable `{var}` "
-                             "with a numeric literal")
+                             "with a numeric literal or a Python-number attribute of the module")
     value = _number(threshold)
     if isinstance(value, float) and not math.isfinite(value):
         return Decline(NAME, f"the threshold `{_code(threshold)}` ({where}) is not a finite number")

@@ -15,6 +15,7 @@ import libcst as cst
 from mend.locate import Located
 from mend.rules._base import Decline, Match
 from mend.rules._common import code_of, dotted
+from mend.rules._scalars import scalar_candidates
 
 NAME = "mask-update"
 
@@ -42,94 +43,6 @@ class Plan:
     operands: list[str]    # names read through the mask, the target first
     torch_name: str
     scalars: list[str]     # Python-number operands (`self.scale`, a local `s = 0.5`): broadcast alike
-
-
-_TENSOR_MAKERS = ("torch.", "nn.", "Parameter", "register_buffer")
-
-
-def _numeric(node: cst.BaseExpression) -> bool:
-    """Statically a Python number: numeric literals and arithmetic of them, ``float()``/``int()``/
-    ``math.*`` calls."""
-    if isinstance(node, (cst.Integer, cst.Float)):
-        return True
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
-        return _numeric(node.expression)
-    if isinstance(node, cst.BinaryOperation):
-        return _numeric(node.left) and _numeric(node.right)
-    if isinstance(node, cst.Call):
-        name = dotted(node.func) or ""
-        return name in ("float", "int") or name.startswith("math.")
-    return False
-
-
-def scalar_candidates(ancestors: list[cst.CSTNode]) -> set[str]:
-    """Names an update may read as Python numbers, to be confirmed on the example run (the
-    obligation ``mask-update-scalar``): ``self.<attr>`` that the class never binds to a tensor
-    or a module (no ``torch.``/``nn.`` call, ``Parameter`` or ``register_buffer`` names it),
-    and locals of the function every binding of which is a numeric expression. A parameter is
-    never one (a tensor argument broadcasts against the selected elements only)."""
-    out: set[str] = set()
-    cls = next((a for a in reversed(ancestors) if isinstance(a, cst.ClassDef)), None)
-    fn = next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), None)
-    if cls is not None:
-        tensorish: set[str] = set()
-        plain: set[str] = set()
-        for method in (st for st in cls.body.body if isinstance(st, cst.FunctionDef)):
-            for node in _walk(method):
-                if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
-                    targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-                    for t in targets:
-                        for attr in _self_attrs(t):
-                            made = code_of(node.value) if node.value is not None else "torch."
-                            ok = method.name.value == "__init__" and isinstance(node, cst.Assign) \
-                                and isinstance(t, cst.Attribute) and not any(k in made for k in _TENSOR_MAKERS)
-                            (plain if ok else tensorish).add(attr)
-                elif isinstance(node, cst.Call) and "register_buffer" in code_of(node.func) and node.args \
-                        and isinstance(node.args[0].value, cst.SimpleString):
-                    tensorish.add(node.args[0].value.evaluated_value)
-        out |= {f"self.{a}" for a in plain - tensorish}
-    if fn is not None:
-        params = {p.name.value for p in [*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params]}
-        binds: dict[str, list[bool]] = {}
-        for node in _walk(fn.body):
-            if isinstance(node, cst.Assign):
-                for t in node.targets:
-                    for n in _bound(t.target):
-                        binds.setdefault(n, []).append(isinstance(t.target, cst.Name) and _numeric(node.value))
-            elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr)):
-                for n in _bound(node.target):
-                    binds.setdefault(n, []).append(False)
-            elif isinstance(node, cst.AsName):
-                for n in _bound(node.name):
-                    binds.setdefault(n, []).append(False)
-        out |= {n for n, ok in binds.items() if all(ok) and n not in params}
-    return out
-
-
-def _self_attrs(target: cst.CSTNode) -> set[str]:
-    """The ``self.<attr>`` names a binding target writes."""
-    if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
-        return {target.attr.value}
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return set().union(*(_self_attrs(e.value) for e in target.elements))
-    return set()
-
-
-def _bound(target: cst.CSTNode) -> set[str]:
-    """The local names a binding target binds."""
-    if isinstance(target, cst.Name):
-        return {target.value}
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return set().union(*(_bound(e.value) for e in target.elements))
-    if isinstance(target, cst.StarredElement):
-        return _bound(target.value)
-    return set()
-
-
-def _walk(node: cst.CSTNode):
-    yield node
-    for child in node.children:
-        yield from _walk(child)
 
 
 def torch_aliases(module: cst.Module | None) -> dict[str, str]:
