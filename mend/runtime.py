@@ -106,7 +106,7 @@ from torch._dynamo.comptime import comptime
 from mend import _wrap
 from mend.validation_runtime import order_checks
 
-__all__ = ["defer_print", "defer_log", "defer_warn", "fmt", "flush", "install", "uninstall", "capture", "pending"]
+__all__ = ["defer_print", "defer_log", "defer_warn", "fmt", "item", "flush", "install", "uninstall", "capture", "pending"]
 
 # Logger methods whose record location can be attributed to the original call site
 # (methods that log directly; ``warning_once``-style wrappers log from their own frame).
@@ -114,6 +114,7 @@ _STANDARD_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", 
 
 # Layout tokens (see _flatten/_rebuild); _OTHER: a value the snapshot cannot hold.
 _TENSOR, _SYM, _CONST, _FMT, _SIZE, _SEQ, _DICT, _OTHER = "T", "S", "C", "F", "Z", "L", "D", "O"
+_ITEM = "I"
 # constants shown at replay as they were at the call: immutable, no tensor inside
 _PLAIN = (str, bytes, float, complex, bool, type(None), type(Ellipsis), range, slice, type, enum.Enum,
           torch.dtype, torch.device, torch.layout, torch.memory_format, torch.finfo, torch.iinfo)
@@ -142,6 +143,34 @@ class Fmt:
 
 
 fmt = Fmt
+
+
+class Item:
+    """``t.item()``, taken at replay from the snapshot of ``t``: the same Python number.
+
+    The rule rewrites a ``t.item()`` argument of a deferred call (``print(t.item())``,
+    ``f"{t.item():.4f}"``, a logger's ``%``-argument) into ``item(t)``, so the tensor is
+    snapshotted instead of read on the host inside the graph (the graph break). A tensor
+    that is not one element raises here, where ``t.item()`` raised, with its message."""
+
+    __slots__ = ("tensor",)
+
+    def __init__(self, tensor: torch.Tensor) -> None:
+        if tensor.numel() != 1:
+            tensor.item()   # RuntimeError: a Tensor with N elements cannot be converted to Scalar
+        self.tensor = tensor
+
+    def value(self) -> Any:
+        return self.tensor.item()
+
+
+def item(x: Any) -> Any:
+    """``x.item()`` deferred to replay when ``x`` is a tensor and Dynamo is tracing
+    (:class:`Item`); eagerly, or for anything else (a NumPy scalar), ``x.item()`` now, where the
+    original called it (a later argument of the same call that writes ``x`` cannot change it)."""
+    if isinstance(x, torch.Tensor) and torch.compiler.is_compiling():
+        return Item(x)
+    return x.item()
 
 
 @dataclass
@@ -380,6 +409,9 @@ def _flatten(value: Any, layout: list, tensors: list, ints: list, consts: list) 
             layout.append(_CONST)
             consts.append(k)
             _flatten(value[k], layout, tensors, ints, consts)
+    elif isinstance(value, Item):
+        layout.append(_ITEM)
+        tensors.append(value.tensor)
     elif isinstance(value, Fmt):
         layout.append((_FMT, len(value.args), tuple(value.kwargs)))
         consts.append(value.template)
@@ -448,6 +480,8 @@ def _record(kind: str, target: Any, method: str | None, args: tuple, kwargs: dic
 
 
 def _materialize(value: Any) -> Any:
+    if isinstance(value, Item):
+        return value.value()
     return str(value) if isinstance(value, Fmt) else value
 
 
@@ -463,6 +497,8 @@ def _rebuild(site: _Site, tensors: list, ints: list) -> tuple[list, dict]:
             return next(ns)
         if tok == _CONST:
             return next(cs)
+        if tok == _ITEM:   # the snapshot's .item(): the number t.item() gave at the call
+            return next(ts).item()
         if tok[0] == _SIZE:
             return torch.Size([one() for _ in range(tok[1])])
         if tok[0] == _SEQ:

@@ -266,6 +266,13 @@ def _debug_host_work(gb_type: str, loc: Located | None) -> bool:
     return False
 
 
+def _item_in_effect_call(node) -> bool:
+    """A bare print/logger/warnings call statement with a ``.item()`` call in its arguments."""
+    if not (isinstance(node, cst.Expr) and isinstance(node.value, cst.Call) and _is_side_effect(call_name(node.value))):
+        return False
+    return any(m.findall(a.value, m.Call(func=m.Attribute(attr=m.Name("item")))) for a in node.value.args)
+
+
 def _mask_update(node) -> bool:
     """``x[e] op= ...`` or ``x[e] = ...x[e]...`` (a boolean-mask update, mend/rules/mask_update)."""
     from mend.rules.mask_update.screen import is_mask_statement
@@ -322,6 +329,8 @@ def categorize(gb_type: str, loc: Located | None) -> str:
             k in loc.code() for k in (".item(", ".tolist(", "int(", "float(", "bool(")):
         return "dynamic-shape-op"  # e.g. torch.nonzero: the op, not a scalar read, breaks
     if gb_type in _ITEM:
+        if _item_in_effect_call(node):
+            return "print-logging"   # print(t.item()), logger.info("%f", t.item()): deferred with the number
         if _host_tensor_check(node):
             return "tensor-check"
         if _item_assert(node):

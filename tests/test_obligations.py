@@ -352,6 +352,7 @@ CHECK_CASES = {
     "replayed-on-exception": ({"requires": "mend.runtime.install(model)"}, None, None),
     "snapshot-before-mutation": ({"values": ["x"]}, None, None),
     "lazy-format-equals-fstring": ({"formats": [":.2f"]}, None, None),
+    "lazy-item-equals-item": ({"values": ["loss"]}, None, None),
     "once-per-process": ({"method": "warning_once"}, None, None),
     "warning-identity": ({"same": ["category", "message"], "may_differ": ["filename", "lineno"]}, None, None),
     "same-result-when-passing": ({}, None, None),

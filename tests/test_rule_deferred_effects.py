@@ -617,3 +617,38 @@ def test_replayed_warning_does_not_ask_the_loader_for_source(monkeypatch):
     rt._warn_at("msg", FutureWarning, 1, None, (("/x/m.py", 3, "f", g),))
     (args,) = seen
     assert args[:4] == ("msg", FutureWarning, "/x/m.py", 3) and args[6] is None
+
+
+def test_item_arguments_are_read_from_the_snapshot_at_replay():
+    """`t.item()` as a whole argument / f-string field / %-argument: item(t), one graph, and
+    the same text (the fix pipeline's differential test compares stdout and log records)."""
+    from mend.pipeline import fix
+    from tests.conftest import FIXTURES
+
+    res = fix(str(FIXTURES / "print_item.py"), max_examples=6)
+    assert res.before.graph_count == 3 and res.after.graph_count == 1, res.declined
+    assert len(res.rewrites) == 3 and all(r["safety"]["label"] == "safe" for r in res.rewrites)
+    assert '_mend_rt.fmt("aux loss {:.4f}", _mend_rt.item(loss))' in res.mended
+    assert '_mend_rt.defer_print("norm", _mend_rt.item(h.norm()))' in res.mended
+    assert '"step %d loss %.3e", _mend_rt.item(self.step), _mend_rt.item(loss))' in res.mended
+    kinds = {o["kind"] for r in res.rewrites for o in r["obligations"]}
+    assert "lazy-item-equals-item" in kinds
+
+
+def test_runtime_item_raises_where_item_raised_and_passes_non_tensors_through():
+    import numpy as np
+
+    import mend.runtime as rt
+
+    with pytest.raises(RuntimeError) as want:
+        torch.ones(2).item()
+    with pytest.raises(RuntimeError) as got:
+        rt.item(torch.ones(2))
+    assert str(got.value) == str(want.value)
+    assert rt.item(np.float32(1.5)) == 1.5 and type(rt.item(np.int64(3))) is int
+    t = torch.tensor([2.5])
+    now = rt.item(t)              # eager: the number, read where t.item() read it
+    t.add_(1)
+    assert now == 2.5 and rt.item(torch.tensor(True)) is True
+    lazy = rt.Item(t)             # traced: read from the snapshot at replay
+    assert rt._materialize(lazy) == 3.5

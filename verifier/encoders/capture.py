@@ -84,6 +84,17 @@ def lazy_format(ob: dict, ctx: Ctx) -> Outcome:
                            "formats: " + ", ".join(ob.get("formats", []))], "proofs/dse_lazy_format.smt2")
 
 
+def lazy_item(ob: dict, ctx: Ctx) -> Outcome:
+    ok, text = runtime_screen([("Item", "tensor.numel() != 1"), ("Item", "self.tensor.item()"), ("item", "return x.item()"),
+                               ("_rebuild", "next(ts).item()"), ("item", "isinstance(x, torch.Tensor)")])
+    return _runtime_check("lazy-item-equals-item", ok, text,
+                          "the source screen of the runtime: item(t) raises where t.item() raised (not one element) "
+                          "and is read as .item() of the snapshot, eagerly and at replay",
+                          ["the snapshot is t.detach().clone(): same dtype and bits, so .item() gives the same number "
+                           "(snapshot-before-mutation)", "values: " + ", ".join(f"`{v}`" for v in ob.get("values", []))],
+                          "proofs/dse_snapshot.smt2")
+
+
 def once_per_process(ob: dict, ctx: Ctx) -> Outcome:
     ok, text = runtime_screen([("defer_log", "getattr(logger, method)"), ("_perform", "getattr(site.target, site.method)")])
     return _runtime_check("once-per-process", ok, text,
@@ -108,6 +119,7 @@ ENCODERS = {
     "replayed-on-exception": replayed_on_exception,
     "snapshot-before-mutation": snapshot,
     "lazy-format-equals-fstring": lazy_format,
+    "lazy-item-equals-item": lazy_item,
     "once-per-process": once_per_process,
     "warning-identity": warning_identity,
 }

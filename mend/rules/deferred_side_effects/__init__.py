@@ -19,7 +19,13 @@ Inductor's FX graph cache)::
 An f-string or ``"...".format(...)`` argument becomes a lazy ``fmt(template, *values)``:
 Dynamo cannot format a tensor inside the graph, and the values are snapshotted instead. A
 builtin ``repr(t)`` / ``str(t)`` argument is ``f"{t!r}"`` / ``f"{t!s}"`` and becomes
-``fmt("{!r}", t)`` / ``fmt("{!s}", t)`` (not when the module binds the name).
+``fmt("{!r}", t)`` / ``fmt("{!s}", t)`` (not when the module binds the name). A
+``t.item()`` that is a whole argument, a whole f-string field or a ``.format``/``%``
+argument (``print("norm", h.norm().item())``, ``f"{loss.item():.4f}"``,
+``logger.info("loss %f", loss.item())``; the scan files such a break under print-logging)
+becomes ``item(t)``: the number is read from ``t``'s snapshot at replay, the same number
+(``lazy-item-equals-item``); eagerly ``item(t)`` is ``t.item()`` where the original read it,
+and a tensor that is not one element raises there with ``.item()``'s own error.
 ``import mend.runtime as _mend_rt`` is added (another name when that one is taken) on the
 line of the last leading import, so no line moves and replayed warnings and log records
 name the original lines. ``mend.runtime.install(model)`` (or ``capture()``) is optional:
@@ -32,8 +38,9 @@ Declined, with the reason, when:
 * ``print(..., file=...)`` writes to something other than ``sys.stdout``/``sys.stderr``,
   or keywords are unpacked with ``**`` (the stream cannot be checked);
 * an argument has side effects (in-place tensor methods, container mutators, ``:=``,
-  ``next()``, ``print()``...) or reads a tensor value on the host (``.item()``,
-  ``.tolist()``, ``.numpy()``): a break of its own that deferral does not remove;
+  ``next()``, ``print()``...) or reads a tensor value on the host (``.tolist()``,
+  ``.numpy()``, or ``.item()`` feeding Python code inside the arguments:
+  ``round(t.item(), 3)``): a break of its own that deferral does not remove;
 * ``logger.exception`` or ``exc_info=``/``stack_info=``: they record the exception or stack
   current at the call, which is gone at replay;
 * the logger is computed inside the compiled region (``logging.getLogger(...).info``,
@@ -82,7 +89,8 @@ an ordered call bypass Inductor's FX graph cache (torch 2.13, see ``mend/runtime
 """
 
 OBLIGATION_KINDS = frozenset({"order-preserved", "replayed-on-exception", "snapshot-before-mutation",
-                              "lazy-format-equals-fstring", "once-per-process", "warning-identity"})
+                              "lazy-format-equals-fstring", "lazy-item-equals-item", "once-per-process",
+                              "warning-identity"})
 
 RULE = Rule(
     name=NAME,

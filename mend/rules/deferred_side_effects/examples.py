@@ -373,6 +373,87 @@ def forward(self, x):
 '''),
 ]
 
+FIX_EXAMPLES += [
+    # `t.item()` as a whole argument, a whole f-string field or a logger's %-argument: item(t) reads
+    # the number from the snapshot at replay (lazy-item-equals-item)
+    ('''import logging
+
+import torch
+
+logger = logging.getLogger(__name__)
+
+
+def forward(self, x):
+    loss = x.pow(2).mean()
+    print("norm", x.norm().item())
+    logger.info(f"aux loss {loss.item():.4f}")
+    logger.debug("step %d loss %f", self.step.item(), loss.item())
+    return x * loss
+''',
+     '''import logging
+
+import torch; import mend.runtime as _mend_rt
+
+logger = logging.getLogger(__name__)
+
+
+def forward(self, x):
+    loss = x.pow(2).mean()
+    _mend_rt.defer_print("norm", _mend_rt.item(x.norm()))
+    logger.info(f"aux loss {loss.item():.4f}")
+    logger.debug("step %d loss %f", self.step.item(), loss.item())
+    return x * loss
+'''),
+    ('''import logging
+
+import torch
+
+logger = logging.getLogger(__name__)
+
+
+def forward(self, x):
+    loss = x.pow(2).mean()
+    logger.info(f"aux loss {loss.item():.4f}")
+    return x * loss
+''',
+     '''import logging
+
+import torch; import mend.runtime as _mend_rt
+
+logger = logging.getLogger(__name__)
+
+
+def forward(self, x):
+    loss = x.pow(2).mean()
+    _mend_rt.defer_log(logger, "info", _mend_rt.fmt("aux loss {:.4f}", _mend_rt.item(loss)))
+    return x * loss
+'''),
+    ('''import logging
+
+import torch
+
+logger = logging.getLogger(__name__)
+
+
+def forward(self, x):
+    loss = x.pow(2).mean()
+    logger.debug("step %d loss %f", self.step.item(), loss.item())
+    return x * loss
+''',
+     '''import logging
+
+import torch; import mend.runtime as _mend_rt
+
+logger = logging.getLogger(__name__)
+
+
+def forward(self, x):
+    loss = x.pow(2).mean()
+    _mend_rt.defer_log(logger, "debug", "step %d loss %f", _mend_rt.item(self.step), _mend_rt.item(loss))
+    return x * loss
+'''),
+]
+
 # (source, a substring of the reason); the site is the first line with a call (example_line)
 DECLINE_EXAMPLES: list[tuple[str, str] | DeclineExample] = [
     ('''import logging
@@ -402,8 +483,14 @@ def forward(self, x):
     return x
 ''',
      'stream other than sys.stdout/sys.stderr'),
+    # `.item()` feeding Python code inside the arguments: the number is needed before the call
     ('''def forward(self, x):
-    print("loss", x.sum().item())
+    print("loss", round(x.sum().item(), 4))
+    return x
+''',
+     'reads a tensor on the host inside the call'),
+    ('''def forward(self, x):
+    print("ids", x.tolist())
     return x
 ''',
      'reads a tensor value on the host'),

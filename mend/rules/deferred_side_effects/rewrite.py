@@ -7,7 +7,8 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from mend.rules._base import Decline, RewriteResult
 from mend.rules._common import add_import, code_of as _code
-from mend.rules.deferred_side_effects.screen import NAME, RUNTIME, _bindings, _lazy, _runtime_alias, _screen, _site
+from mend.rules.deferred_side_effects.screen import (NAME, RUNTIME, _bindings, _lazy, _lazy_items, _runtime_alias,
+                                                     _screen, _site)
 
 
 def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
@@ -30,13 +31,20 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     call = plan.call
     args = []
     lazies = []
+    items: list[str] = []
     for a in call.args:
         lazy = _lazy(a.value, alias, b.bound, keyword=a.keyword is not None) if a.star == "" else None
         if isinstance(lazy, Decline):
             return lazy
+        new = _lazy_items(lazy if lazy is not None else a.value, alias)
+        if isinstance(new, Decline):
+            return new
+        value, read = new
+        items += read
         if lazy is not None:
-            lazies.append(_code(lazy))
-            a = a.with_changes(value=lazy)
+            lazies.append(_code(value))
+        if lazy is not None or read:
+            a = a.with_changes(value=value)
         args.append(a)
     comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
     if plan.kind == "log":
@@ -87,6 +95,9 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
                             "detail": "tensor arguments are cloned where the call was, before later in-place updates"})
     if lazies:
         obligations.append({"kind": "lazy-format-equals-fstring", "formats": lazies})
+    if items:
+        obligations.append({"kind": "lazy-item-equals-item", "values": items,
+                            "detail": "item(t) reads t.item() from the snapshot at replay: the same number"})
     if plan.kind == "log" and plan.method and plan.method.endswith("_once"):
         obligations.append({"kind": "once-per-process", "method": plan.method,
                             "detail": "replayed through the same (lru_cache'd) method"})

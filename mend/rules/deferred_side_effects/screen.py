@@ -419,6 +419,8 @@ def _effect_in(expr: cst.BaseExpression) -> str | None:
         func = call.func
         if isinstance(func, cst.Attribute):
             attr = func.attr.value
+            if attr == "item" and not call.args:
+                continue   # deferred as item(t) where it is a whole argument or field (_lazy_items), else declined
             if attr in _HOST_READS:
                 return f"reads a tensor value on the host (`.{attr}()`), a graph break of its own"
             if attr in _MUTATORS or (attr.endswith("_") and not attr.endswith("__") and not attr.startswith("_")):
@@ -474,6 +476,40 @@ def _template_of(part: cst.BaseExpression, exprs: list) -> str | Decline:
         exprs.append(p.expression)
     start = part.start.replace("f", "").replace("F", "")
     return start + "".join(pieces) + part.end
+
+
+def _item_call(node: cst.CSTNode) -> bool:
+    """``E.item()`` (no arguments)."""
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "item" \
+        and not node.args
+
+
+def _lazy_items(value: cst.BaseExpression, alias: str) -> tuple[cst.BaseExpression, list[str]] | Decline:
+    """``E.item()`` as a whole argument, or as a whole field of a lazy ``fmt(...)`` (an f-string's
+    ``{E.item():.4f}``, a ``.format`` argument) -> ``item(E)``: the number is read at replay from
+    the snapshot of ``E``, where ``E.item()`` was the graph break. Returns the new argument and the
+    rewritten ``E``s; a ``.item()`` left anywhere else (``round(E.item(), 3)``, ``E.item() * 100``)
+    feeds Python code inside the arguments: declined."""
+    item = cst.Attribute(cst.Name(alias), cst.Name("item"))
+    done: list[str] = []
+
+    def lazy(e: cst.BaseExpression) -> cst.BaseExpression:
+        if not _item_call(e):
+            return e
+        done.append(_code(e.func.value).strip())
+        return cst.Call(item, [cst.Arg(e.func.value)])
+
+    out = lazy(value)
+    if out is value and isinstance(value, cst.Call) and m.matches(value.func, m.Attribute(
+            value=m.Name(alias), attr=m.Name("fmt"))):
+        out = value.with_changes(args=[a if i == 0 else a.with_changes(value=lazy(a.value))
+                                       for i, a in enumerate(value.args)])
+    left = m.findall(out, m.Call(func=m.Attribute(attr=m.Name("item")), args=[]))
+    if left:
+        return Decline(NAME, f"`{_code(left[0]).strip()}` reads a tensor on the host inside the call's arguments "
+                             "for Python code to use; only `t.item()` as a whole argument, or as a whole f-string "
+                             "or format field, is deferred (read from the snapshot at replay)")
+    return out, done
 
 
 def _lazy(value: cst.BaseExpression, alias: str, bound: frozenset | set = frozenset(), keyword: bool = False) \
@@ -543,10 +579,13 @@ def match(loc: Located) -> Match | Decline:
     plan = _screen(call, ancestors, _bindings(loc.module).bound)
     if isinstance(plan, Decline):
         return plan
-    for a in call.args:  # f-strings the rewrite could not make lazy
+    for a in call.args:  # f-strings the rewrite could not make lazy, `.item()` it could not defer
         lazy = _lazy(a.value, ALIAS, _bindings(loc.module).bound, keyword=a.keyword is not None) \
             if a.star == "" else None
         if isinstance(lazy, Decline):
             return lazy
+        items = _lazy_items(lazy if lazy is not None else a.value, ALIAS)
+        if isinstance(items, Decline):
+            return items
     return Match(NAME, f"defer `{plan.callee}(...)` to after the compiled call (mend.runtime)")
 
