@@ -39,7 +39,7 @@ def scalar_candidates(ancestors: list[cst.CSTNode]) -> set[str]:
         tensorish: set[str] = set()
         plain: set[str] = set()
         for method in (st for st in cls.body.body if isinstance(st, cst.FunctionDef)):
-            for node in _walk(method):
+            for node in walk(method):
                 if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
                     targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
                     for t in targets:
@@ -55,16 +55,16 @@ def scalar_candidates(ancestors: list[cst.CSTNode]) -> set[str]:
     if fn is not None:
         params = {p.name.value for p in [*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params]}
         binds: dict[str, list[bool]] = {}
-        for node in _walk(fn.body):
+        for node in walk(fn.body):
             if isinstance(node, cst.Assign):
                 for t in node.targets:
-                    for n in _bound(t.target):
+                    for n in bound_names(t.target):
                         binds.setdefault(n, []).append(isinstance(t.target, cst.Name) and _numeric(node.value))
             elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr)):
-                for n in _bound(node.target):
+                for n in bound_names(node.target):
                     binds.setdefault(n, []).append(False)
             elif isinstance(node, cst.AsName):
-                for n in _bound(node.name):
+                for n in bound_names(node.name):
                     binds.setdefault(n, []).append(False)
         out |= {n for n, ok in binds.items() if all(ok) and n not in params}
     return out
@@ -79,18 +79,19 @@ def _self_attrs(target: cst.CSTNode) -> set[str]:
     return set()
 
 
-def _bound(target: cst.CSTNode) -> set[str]:
-    """The local names a binding target binds."""
+def bound_names(target: cst.CSTNode) -> set[str]:
+    """The local names a binding target binds (not the attributes or items it writes)."""
     if isinstance(target, cst.Name):
         return {target.value}
     if isinstance(target, (cst.Tuple, cst.List)):
-        return set().union(*(_bound(e.value) for e in target.elements))
+        return set().union(*(bound_names(e.value) for e in target.elements))
     if isinstance(target, cst.StarredElement):
-        return _bound(target.value)
+        return bound_names(target.value)
     return set()
 
 
-def _walk(node: cst.CSTNode):
+def walk(node: cst.CSTNode):
+    """``node`` and every node below it, depth first."""
     yield node
     for child in node.children:
-        yield from _walk(child)
+        yield from walk(child)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import libcst as cst
 import libcst.matchers as m
 
+from mend.rules._scalars import bound_names
 from mend.taxonomy import call_name
 
 NAME = "predicated-control-flow"
@@ -153,12 +154,12 @@ class _Env:
             if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.Global, cst.Nonlocal)) \
                     and name in {n.value for n in m.findall(node, m.Name())}:
                 return None
-            if isinstance(node, cst.Assign) and any(name in _bound(t.target) for t in node.targets):
+            if isinstance(node, cst.Assign) and any(name in bound_names(t.target) for t in node.targets):
                 if len(node.targets) != 1 or not m.matches(node.targets[0].target, m.Name(name)):
                     return None
                 values.append(node.value)
             elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr)) \
-                    and name in _bound(node.target) or isinstance(node, cst.AsName) and name in _bound(node.name):
+                    and name in bound_names(node.target) or isinstance(node, cst.AsName) and name in bound_names(node.name):
                 return None
         return values or None
 
@@ -173,17 +174,6 @@ def _params(params: cst.Parameters) -> list[cst.Param]:
     star = [params.star_arg] if isinstance(params.star_arg, cst.Param) else []
     return [*params.posonly_params, *params.params, *star, *params.kwonly_params,
             *([params.star_kwarg] if params.star_kwarg else [])]
-
-
-def _bound(target: cst.CSTNode) -> set[str]:
-    """The names a binding target binds (not the attributes or items it writes)."""
-    if isinstance(target, cst.Name):
-        return {target.value}
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return set().union(*(_bound(e.value) for e in target.elements))
-    if isinstance(target, cst.StarredElement):
-        return _bound(target.value)
-    return set()
 
 
 def _walk(node: cst.CSTNode):
