@@ -93,6 +93,7 @@ import builtins
 import contextlib
 import enum
 import logging
+import string
 import sys
 import threading
 import types
@@ -134,6 +135,7 @@ class Fmt:
         self.template = template
         self.args = args
         self.kwargs = kwargs
+        _check_specs(template, args, kwargs)
 
     def __str__(self) -> str:
         return self.template.format(*[_materialize(a) for a in self.args],
@@ -143,6 +145,50 @@ class Fmt:
 
 
 fmt = Fmt
+
+
+@torch.compiler.assume_constant_result
+def _spec_fields(template: str) -> tuple:
+    """``(key, spec)`` of each field of ``template`` with a format spec and no conversion,
+    ``key`` a positional index or a keyword (fields such as ``{0.shape}`` are left out).
+    A constant of the trace (``torch.compiler.assume_constant_result``): a str parse only."""
+    out, auto = [], 0
+    for _, name, spec, conv in string.Formatter().parse(template):
+        if name is None:
+            continue
+        if name == "":
+            key, auto = auto, auto + 1
+        elif name.isdigit():
+            key = int(name)
+        elif name.isidentifier():
+            key = name
+        else:
+            continue
+        if spec and not conv and "{" not in spec:
+            out.append((key, spec))
+    return tuple(out)
+
+
+def _check_specs(template: str, args: tuple, kwargs: dict) -> None:
+    """Raise now what formatting at replay would raise for a field's spec, as the f-string
+    raised where it was (before the rest of the graph changed any state): a spec on a tensor
+    that is not a plain 0-d ``Tensor`` (``TypeError: unsupported format string passed to
+    Tensor.__format__``), or a spec the value's Python type rejects (``{:d}`` of a float
+    tensor, which formats its ``.item()``). Spec errors depend on the type, not the value,
+    so a value of the same type stands in: no host read, no graph break."""
+    for key, spec in _spec_fields(template):
+        if isinstance(key, int):
+            value = args[key] if key < len(args) else None
+        else:
+            value = kwargs.get(key)
+        if isinstance(value, torch.Tensor):
+            if value.dim() != 0 or type(value) is not torch.Tensor:
+                object.__format__(value, spec)
+            else:
+                format(False if value.dtype == torch.bool else 0j if value.is_complex()
+                       else 0.0 if value.is_floating_point() else 0, spec)
+        elif type(value) in (int, float, bool, complex, str):
+            format(type(value)(), spec)
 
 
 class Item:

@@ -652,3 +652,42 @@ def test_runtime_item_raises_where_item_raised_and_passes_non_tensors_through():
     assert now == 2.5 and rt.item(torch.tensor(True)) is True
     lazy = rt.Item(t)             # traced: read from the snapshot at replay
     assert rt._materialize(lazy) == 3.5
+
+
+class _SpecThenBump(torch.nn.Module):
+    """An RL policy's debug print with a spec on a tensor that is 0-d only for one sample
+    (an adversarial helper's case): eager raises TypeError at the print, before the bump."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("steps", torch.zeros((), dtype=torch.long))
+
+    def forward(self, a):
+        import mend.runtime as rt
+
+        rt.defer_print(rt.fmt("|a|max={:.3f} n={:d}", a.abs().amax(-1), self.steps))
+        self.steps.add_(1)
+        return a * 2
+
+
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+def test_a_format_spec_error_raises_at_the_call_before_later_state_changes(backend):
+    m = _SpecThenBump()
+    c = torch.compile(m, backend=backend)
+    c(torch.randn(5))
+    with pytest.raises(TypeError, match="unsupported format string passed to Tensor.__format__"):
+        c(torch.randn(4, 5))
+    assert int(m.steps) == 1          # as eager: the print raised before `steps.add_(1)`
+    torch._dynamo.reset()
+    e = torch._dynamo.explain(_SpecThenBump())(torch.randn(5))
+    assert (e.graph_count, e.graph_break_count) == (1, 0)   # the check reads no value
+
+
+def test_a_spec_the_items_type_rejects_raises_at_the_call():
+    import mend.runtime as rt
+
+    with pytest.raises(ValueError, match="Unknown format code 'd' for object of type 'float'"):
+        rt.fmt("{:d}", torch.tensor(1.5))
+    with pytest.raises(TypeError, match="Parameter.__format__"):
+        rt.fmt("{:.2f}", torch.nn.Parameter(torch.tensor(1.0)))
+    assert str(rt.fmt("{:.1f} {v:>3}", torch.tensor(2.0), v=7)) == "2.0   7"

@@ -77,7 +77,7 @@ def snapshot(ob: dict, ctx: Ctx) -> Outcome:
 
 
 def lazy_format(ob: dict, ctx: Ctx) -> Outcome:
-    ok, text = runtime_screen([("Fmt", ".format(")])
+    ok, text = runtime_screen([("Fmt", ".format("), ("Fmt", "_check_specs("), ("_check_specs", "object.__format__(value, spec)")])
     return _runtime_check("lazy-format-equals-fstring", ok, text,
                           "the source screen of the runtime: the lazy format renders with str.format",
                           ["the lazy format renders the snapshot with the f-string's own format spec (mend.runtime.fmt)",
