@@ -771,11 +771,33 @@ def defer_warn(message: Any, category: Any = None, stacklevel: int = 1, source: 
                ordered: bool = False) -> None:
     """``warnings.warn(message, category, stacklevel, source)``, deferred under torch.compile.
     ``ordered``: as in :func:`defer_print`."""
-    if torch.compiler.is_compiling():
+    if torch.compiler.is_compiling() and not _warn_raises(message if isinstance(message, str) else None,
+                                                          type(message) if isinstance(message, Warning) else category):
         if _record("warn", None, None, (message, category, stacklevel, source), {}, ordered):
             return
     _drain()
     warnings.warn(_materialize(message), category, stacklevel + 1, source)
+
+
+@torch.compiler.assume_constant_result
+def _warn_raises(text: str | None, category: Any) -> bool:
+    """Whether the warnings filters in force while Dynamo traces may turn this warning into an
+    exception (action ``"error"``: ``-W error``, pytest's ``filterwarnings = error``). Then the
+    call is not deferred: raised at replay, after the graph, the exception would follow state
+    the graph wrote (a buffer, a cache) that eager never wrote (an adversarial helper's case).
+    Conservative: an ``"error"`` filter whose message or module pattern might match counts; the
+    first filter that surely matches decides. A constant of the trace: filters changed to
+    ``"error"`` after compiling raise at replay (documented)."""
+    category = category if isinstance(category, type) and issubclass(category, Warning) else UserWarning
+    for action, msg, cat, mod, lineno in warnings.filters:
+        if not issubclass(category, cat):
+            continue
+        may_match = text is None or msg is None or msg.match(text) is not None
+        if action == "error" and may_match:
+            return True
+        if msg is None and mod is None and not lineno:   # matches every call: it decides
+            return False
+    return False
 
 
 def pending() -> int:

@@ -691,3 +691,51 @@ def test_a_spec_the_items_type_rejects_raises_at_the_call():
     with pytest.raises(TypeError, match="Parameter.__format__"):
         rt.fmt("{:.2f}", torch.nn.Parameter(torch.tensor(1.0)))
     assert str(rt.fmt("{:.1f} {v:>3}", torch.tensor(2.0), v=7)) == "2.0   7"
+
+
+class _WarnThenWrite(torch.nn.Module):
+    """A deprecation warning before an in-place cache write (an adversarial helper's case,
+    run as under `-W error`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("cache", torch.zeros(4))
+
+    def forward(self, k):
+        import mend.runtime as rt
+
+        rt.defer_warn("legacy cache is deprecated", FutureWarning)
+        self.cache.copy_(k)
+        return k * 2
+
+
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+def test_a_warning_the_filters_make_an_error_is_not_deferred(backend):
+    torch._dynamo.reset()
+    m = _WarnThenWrite()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        with pytest.raises(FutureWarning):
+            torch.compile(m, backend=backend)(torch.ones(4))
+    assert float(m.cache.sum()) == 0.0     # raised before the write, as eager
+    torch._dynamo.reset()
+    e = torch._dynamo.explain(_WarnThenWrite())(torch.ones(4))
+    assert (e.graph_count, e.graph_break_count) == (1, 0)   # deferred under the default filters
+
+
+def test_warn_raises_reads_the_first_matching_filter():
+    import re
+
+    from mend.runtime import _warn_raises
+
+    with warnings.catch_warnings():
+        warnings.resetwarnings()
+        assert not _warn_raises("x", FutureWarning)
+        warnings.simplefilter("error", DeprecationWarning)
+        assert not _warn_raises("x", FutureWarning) and _warn_raises("x", DeprecationWarning)
+        warnings.filters.insert(0, ("ignore", None, Warning, None, 0))   # a catch-all before it decides
+        assert not _warn_raises("x", DeprecationWarning)
+        warnings.filters.pop(0)
+        warnings.filters.insert(0, ("error", re.compile("legacy"), UserWarning, None, 0))
+        assert _warn_raises("legacy cache", UserWarning) and not _warn_raises("other", UserWarning)
+        assert _warn_raises(None, UserWarning)     # a formatted message: may match, so it counts

@@ -104,14 +104,18 @@ def once_per_process(ob: dict, ctx: Ctx) -> Outcome:
 
 
 def warning_identity(ob: dict, ctx: Ctx) -> Outcome:
-    ok, text = runtime_screen([("defer_warn", "warnings.warn("), ("_perform", "_warn_at(message, category"),
+    ok, text = runtime_screen([("defer_warn", "warnings.warn("), ("defer_warn", "not _warn_raises("),
+                               ("_perform", "_warn_at(message, category"),
                                ("_warn_at", "(message, category")])
     return _runtime_check("warning-identity", ok, text,
                           "the source screen of the runtime: the replay warns with the captured message and category",
                           ["filename and line: the traced line of the mended source, "
                            + ("moved by one: the import needed a line of its own" if ob.get("may_differ") else
                               "the original's unless another rewrite above the call changed the line count (the "
-                              "import shares an existing line)")], None)
+                              "import shares an existing line)"),
+                           "a warnings filter that may turn the warning into an error while Dynamo traces keeps the "
+                           "call in place (not deferred); one changed to 'error' after compiling raises at replay, "
+                           "after the graph"], None)
 
 
 ENCODERS = {
