@@ -315,7 +315,8 @@ def _resize_batch(t: torch.Tensor, n: int) -> torch.Tensor:
 
 def inputs_strategy(example: tuple, edge: bool, vary_batch: bool = True, extra_edge_values=()):
     """Inputs like ``example``: floats scaled/shifted/negated with edge values; integer
-    tensors drawn from the example's range widened by 2 each side, and constant fills;
+    tensors drawn from the example's range widened by 2 each side, constant fills, and the
+    example with one element out of an index's range (-1 or 2 * max + 1);
     and, when ``vary_batch``, the leading dimension shared by the inputs set to 1, 2, 3
     or its example size (a rewrite checked on one batch size alone can hide a shape bug). A
     1-D tensor is resized with them when a tensor of two or more dimensions shows that
@@ -369,6 +370,18 @@ def _values_strategy(example: tuple, edge: bool, extra_edge_values=()):
         drawn = (st.builds(lambda s: torch.randint(lo, hi + 1, t.shape, generator=torch.Generator().manual_seed(s),
                                                    dtype=t.dtype), st.integers(0, 2**16))
                  | st.just(t.clone()) | st.just(torch.full_like(t, lo)) | st.just(torch.full_like(t, hi)))
+        if t.numel():
+            # one element out of an index's range (-1, or twice the largest value seen): class
+            # targets and token ids of the example rarely reach the bound, and an input that makes
+            # a later op raise is where a deferred effect can be lost (an adversarial helper's case)
+            info = torch.iinfo(t.dtype)
+            far = sorted({min(max(v, info.min), info.max) for v in (-1, 2 * max(hi, 0) + 1)})
+
+            def one_far(x, i, v):
+                flat = x.reshape(-1).clone()
+                flat[i] = v
+                return flat.reshape(t.shape)
+            drawn = drawn | st.builds(one_far, st.just(t.clone()), index, st.sampled_from(far))
         if not extra:
             return drawn
 
