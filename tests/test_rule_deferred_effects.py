@@ -739,3 +739,15 @@ def test_warn_raises_reads_the_first_matching_filter():
         warnings.filters.insert(0, ("error", re.compile("legacy"), UserWarning, None, 0))
         assert _warn_raises("legacy cache", UserWarning) and not _warn_raises("other", UserWarning)
         assert _warn_raises(None, UserWarning)     # a formatted message: may match, so it counts
+
+
+def test_warning_once_is_verified_as_a_fresh_process_would_log_it():
+    """transformers' `warning_once` caches on (logger, message): the original's run used to
+    silence the mended one's record in the same process (a verifier false negative)."""
+    from mend.pipeline import fix
+    from tests.conftest import FIXTURES
+
+    res = fix(str(FIXTURES / "warning_once_fstring.py"), max_examples=6)
+    assert res.before.graph_count == 2 and res.after.graph_count == 1, res.declined
+    (rw,) = res.rewrites
+    assert "_mend_rt.defer_log(" in res.mended and '"warning_once"' in res.mended and "_mend_rt.fmt(" in res.mended

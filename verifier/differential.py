@@ -111,6 +111,18 @@ class Mismatch(AssertionError):
     pass
 
 
+def _reset_once_caches() -> None:
+    """Empty the caches of once-per-message logger methods (transformers' ``warning_once`` /
+    ``info_once``: ``functools.lru_cache`` on ``logging.Logger``, keyed on the logger and the
+    message). The original and the mended model share them in this process, so whichever runs
+    first would silence the other's record (a verifier false negative an adversarial helper
+    found); each observation starts as a fresh process would."""
+    for name in dir(logging.Logger):
+        clear = getattr(getattr(logging.Logger, name, None), "cache_clear", None)
+        if callable(clear):
+            clear()
+
+
 def observe(model, args, kwargs, grad: bool, rng_seed: int = 1234):
     """Run once; return (result or exception, stdout, warnings, log records, grads,
     buffers after the call, inputs after the call). The RNG is seeded first, so dropout
@@ -124,6 +136,7 @@ def observe(model, args, kwargs, grad: bool, rng_seed: int = 1234):
             if not record.name.startswith(_TOOLCHAIN_LOGGERS):
                 records.append((record.name, record.levelno, record.getMessage()))
 
+    _reset_once_caches()
     handler = _H()
     root = logging.getLogger()
     root.addHandler(handler)
