@@ -92,11 +92,48 @@ def _parse(code: str | None) -> ast.Module | None:
         return None
 
 
-def _canon(node: ast.AST, aliases: set[str]) -> str:
-    """The expression's text with every torch alias spelled ``torch``."""
+def _from_torch(tree: ast.Module) -> dict[str, str]:
+    """``local -> torch.X`` for names that ``from torch[.sub] import X [as local]`` binds and that
+    nothing else in the module binds (no second import, assignment, parameter, def)."""
+    count: dict[str, int] = {}
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names = [node.id]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names = [node.name]
+        elif isinstance(node, ast.arg):
+            names = [node.arg]
+        elif isinstance(node, ast.alias):
+            names = [node.asname or node.name.split(".")[0]]
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names = list(node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names = [node.name]
+        elif isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            return {}      # a star import may bind anything
+        for n in names:
+            count[n] = count.get(n, 0) + 1
+    out = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "torch":
+            for a in node.names:
+                local = a.asname or a.name
+                if count.get(local) == 1:
+                    out[local] = f"{node.module}.{a.name}"
+    return out
+
+
+def _canon(node: ast.AST, aliases: set[str], imported: dict[str, str] | None = None) -> str:
+    """The expression's text with every torch alias spelled ``torch`` and every name imported
+    from torch (``from torch import Tensor``) spelled in full (``torch.Tensor``)."""
+    imported = imported or {}
+
     class T(ast.NodeTransformer):
         def visit_Name(self, n):
-            return ast.Name("torch", n.ctx) if n.id in aliases else n
+            if n.id in aliases:
+                return ast.Name("torch", n.ctx)
+            return ast.parse(imported[n.id], mode="eval").body if n.id in imported else n
     return ast.unparse(T().visit(ast.parse(ast.unparse(node), mode="eval")).body)
 
 
@@ -165,11 +202,12 @@ def jit_isinstance_plain(ob: dict, ctx: Ctx) -> Outcome:
     if why:
         return check_refuted(by, f"`{target}`: {why}")
     aliases = _torch_aliases(tree) | {"torch"}
+    imported = _from_torch(tree)
     found = False
     for node in ast.walk(tree):
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance"
                 and len(node.args) == 2 and not node.keywords and (line is None or node.lineno == line)):
-            if ast.unparse(node.args[0]) == obj and _canon(node.args[1], aliases) == target:
+            if ast.unparse(node.args[0]) == obj and _canon(node.args[1], aliases, imported) == target:
                 found = True
     if not found:
         return unknown(f"no `isinstance({obj}, {target})` was found at line {line} of the mended source")

@@ -38,6 +38,71 @@ def _bind_variant(old: str, new: str) -> str:
     return _BIND_BEFORE.replace(old, new, 1)
 
 
+_BIND_AFTER = '''import inspect
+
+
+_MEND_UNBOUND = object()  # mend: dead-host-work -- the lookup's "not decided here: call bind"
+
+
+def _mend_bind_table(signature):
+    """The parameters of ``signature`` as constants (built once, where the decorator runs), or
+    None -- every call then goes to bind -- unless it is a plain, well-ordered inspect.Signature
+    (a subclass may override bind; ``__validate_parameters__=False`` may disorder the kinds)."""
+    if type(signature).__module__ != "inspect" or type(signature).__qualname__ != "Signature":
+        return None
+    params = list(signature.parameters.values())
+    order = ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD", "VAR_POSITIONAL", "KEYWORD_ONLY", "VAR_KEYWORD")
+    kinds = [order.index(p.kind.name) for p in params]
+    positional_defaults = [p.default is not p.empty for p in params if kinds[params.index(p)] < 2]
+    if kinds != sorted(kinds) or any(a and not b for a, b in zip(positional_defaults, positional_defaults[1:]))             or type(signature.parameters).__name__ != "mappingproxy":
+        return None
+    positional = tuple(p.name for p in params if p.kind.name in ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD"))
+    keyword = frozenset(p.name for p in params if p.kind.name in ("POSITIONAL_OR_KEYWORD", "KEYWORD_ONLY"))
+    required = tuple(p.name for p in params
+                     if p.default is p.empty and p.kind.name not in ("VAR_POSITIONAL", "VAR_KEYWORD"))
+    defaults = {p.name: p.default for p in params if p.default is not p.empty}
+    var_keyword = any(p.kind.name == "VAR_KEYWORD" for p in params)
+    return positional, keyword, required, defaults, var_keyword
+
+
+def _mend_bound(table, name, args, kwargs, unbound):
+    """``signature.bind(*args, **kwargs)``, defaults applied, ``.arguments[name]`` -- or
+    ``unbound`` when this call is not one it decides (the caller then runs ``bind`` itself)."""
+    if table is None or type(name) is not str:
+        return unbound
+    positional, keyword, required, defaults, var_keyword = table
+    if len(args) > len(positional) or name not in keyword:
+        return unbound
+    given = positional[:len(args)]
+    for key in kwargs:
+        if key in given or (key not in keyword and (not var_keyword or key in positional)):
+            return unbound
+    for key in required:
+        if key not in given and key not in kwargs:
+            return unbound
+    if name in kwargs:
+        return kwargs[name]
+    if name in given:
+        return args[given.index(name)]
+    return defaults[name]
+
+
+def select(func):
+    signature = inspect.signature(func)
+    _mend_bind_signature = _mend_bind_table(signature)  # mend: dead-host-work
+
+    def wrapper(self, *args, **kwargs):
+        _mend_value = _mend_bound(_mend_bind_signature, "vision_feature_layer", (self, *args), kwargs, _MEND_UNBOUND)  # mend: dead-host-work (was: signature.bind)
+        if _mend_value is _MEND_UNBOUND:  # not decided: bind validates the call
+            arguments = signature.bind(self, *args, **kwargs)
+            arguments.apply_defaults()
+            _mend_value = arguments.arguments["vision_feature_layer"]
+        kwargs["output_hidden_states"] = _mend_value
+        return func(self, *args, **kwargs)
+    return wrapper
+'''
+
+
 FIX_EXAMPLES: list[tuple] = [
     # a plain class: torch.jit.isinstance is builtin isinstance (Dynamo skips torch.jit: one break)
     ('''import torch
@@ -112,72 +177,49 @@ def f(x):
     # transformers 5.24 select_hidden_states (utils/output_capturing.py:298): bind iterates the signature's
     # mappingproxy, which Dynamo refuses after a dict mutation; a table read once where the decorator runs,
     # and bind kept for every call the lookup does not decide (bind-lookup-agrees)
-    (_BIND_BEFORE, '''import inspect
+    (_BIND_BEFORE, _BIND_AFTER),
+    # the signature's local named otherwise (`sig`): it is a signature because the decorator binds it
+    # to inspect.signature(...) (an adversarial helper's decorator)
+    (_bind_variant("    signature = inspect.signature(func)", "    sig = inspect.signature(func)").replace(
+        "signature.bind(", "sig.bind("),
+     _BIND_AFTER.replace("    signature = inspect.signature(func)", "    sig = inspect.signature(func)")
+     .replace("_mend_bind_signature = _mend_bind_table(signature)", "_mend_bind_sig = _mend_bind_table(sig)")
+     .replace("_mend_bound(_mend_bind_signature,", "_mend_bound(_mend_bind_sig,").replace("(was: signature.bind)",
+                                                                                          "(was: sig.bind)")
+     .replace("arguments = signature.bind(", "arguments = sig.bind(")),
+    # a plain torch class imported by name (`from torch import Tensor`, bound by that import alone)
+    ('''import torch
+from torch import Tensor
 
 
-_MEND_UNBOUND = object()  # mend: dead-host-work -- the lookup's "not decided here: call bind"
+def add_bias(x, bias):
+    if torch.jit.isinstance(bias, Tensor):
+        x = x + bias
+    return x
+''', '''import torch
+from torch import Tensor
 
 
-def _mend_bind_table(signature):
-    """The parameters of ``signature`` as constants (built once, where the decorator runs), or
-    None -- every call then goes to bind -- unless it is a plain, well-ordered inspect.Signature
-    (a subclass may override bind; ``__validate_parameters__=False`` may disorder the kinds)."""
-    if type(signature).__module__ != "inspect" or type(signature).__qualname__ != "Signature":
-        return None
-    params = list(signature.parameters.values())
-    order = ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD", "VAR_POSITIONAL", "KEYWORD_ONLY", "VAR_KEYWORD")
-    kinds = [order.index(p.kind.name) for p in params]
-    positional_defaults = [p.default is not p.empty for p in params if kinds[params.index(p)] < 2]
-    if kinds != sorted(kinds) or any(a and not b for a, b in zip(positional_defaults, positional_defaults[1:]))             or type(signature.parameters).__name__ != "mappingproxy":
-        return None
-    positional = tuple(p.name for p in params if p.kind.name in ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD"))
-    keyword = frozenset(p.name for p in params if p.kind.name in ("POSITIONAL_OR_KEYWORD", "KEYWORD_ONLY"))
-    required = tuple(p.name for p in params
-                     if p.default is p.empty and p.kind.name not in ("VAR_POSITIONAL", "VAR_KEYWORD"))
-    defaults = {p.name: p.default for p in params if p.default is not p.empty}
-    var_keyword = any(p.kind.name == "VAR_KEYWORD" for p in params)
-    return positional, keyword, required, defaults, var_keyword
-
-
-def _mend_bound(table, name, args, kwargs, unbound):
-    """``signature.bind(*args, **kwargs)``, defaults applied, ``.arguments[name]`` -- or
-    ``unbound`` when this call is not one it decides (the caller then runs ``bind`` itself)."""
-    if table is None or type(name) is not str:
-        return unbound
-    positional, keyword, required, defaults, var_keyword = table
-    if len(args) > len(positional) or name not in keyword:
-        return unbound
-    given = positional[:len(args)]
-    for key in kwargs:
-        if key in given or (key not in keyword and (not var_keyword or key in positional)):
-            return unbound
-    for key in required:
-        if key not in given and key not in kwargs:
-            return unbound
-    if name in kwargs:
-        return kwargs[name]
-    if name in given:
-        return args[given.index(name)]
-    return defaults[name]
-
-
-def select(func):
-    signature = inspect.signature(func)
-    _mend_bind_signature = _mend_bind_table(signature)  # mend: dead-host-work
-
-    def wrapper(self, *args, **kwargs):
-        _mend_value = _mend_bound(_mend_bind_signature, "vision_feature_layer", (self, *args), kwargs, _MEND_UNBOUND)  # mend: dead-host-work (was: signature.bind)
-        if _mend_value is _MEND_UNBOUND:  # not decided: bind validates the call
-            arguments = signature.bind(self, *args, **kwargs)
-            arguments.apply_defaults()
-            _mend_value = arguments.arguments["vision_feature_layer"]
-        kwargs["output_hidden_states"] = _mend_value
-        return func(self, *args, **kwargs)
-    return wrapper
+def add_bias(x, bias):
+    if isinstance(bias, Tensor):  # mend: dead-host-work (was: torch.jit.isinstance)
+        x = x + bias
+    return x
 '''),
 ]
 
 DECLINE_EXAMPLES: list[DeclineExample | tuple] = [
+    # a name imported from torch and rebound in the module is not that class
+    ('''import torch
+from torch import Tensor
+
+Tensor = list
+
+
+def add_bias(x, bias):
+    if torch.jit.isinstance(bias, Tensor):
+        x = x + bias
+    return x
+''', "not a known plain class"),
     # TRAP: a typing generic: torch.jit.isinstance checks the element types, isinstance cannot
     ('''import torch
 from typing import List

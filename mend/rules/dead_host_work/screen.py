@@ -94,6 +94,38 @@ def bound_names(node: cst.CSTNode) -> set[str]:
     return out
 
 
+def _from_torch_import(name: str, module: cst.Module) -> str | None:
+    """``torch.Tensor`` for a ``name`` bound by exactly one ``from torch import Tensor`` (or
+    ``from torch.nn import Module as name``) and by nothing else in the module, else None."""
+    found = []
+    for imp in m.findall(module, m.Import() | m.ImportFrom()):
+        if isinstance(imp, cst.ImportFrom) and (imp.relative or isinstance(imp.names, cst.ImportStar)):
+            found.append("?")    # a relative or star import may bind it
+            continue
+        for alias in imp.names:
+            local = alias.asname.name.value if alias.asname else (dotted(alias.name) or "").split(".")[0]
+            if local == name:
+                found.append(f"{dotted(imp.module)}.{dotted(alias.name)}" if isinstance(imp, cst.ImportFrom)
+                             else "?")
+    if len(found) != 1 or not found[0].startswith("torch.") or _rebinds(name, module):
+        return None
+    return found[0]
+
+
+def _rebinds(name: str, module: cst.Module) -> bool:
+    """Whether ``name`` is bound in ``module`` other than by an import."""
+    no_imports = module.visit(_DropImports())
+    return name in bound_names(no_imports)
+
+
+class _DropImports(cst.CSTTransformer):
+    def leave_Import(self, original, updated):
+        return cst.RemoveFromParent()
+
+    def leave_ImportFrom(self, original, updated):
+        return cst.RemoveFromParent()
+
+
 def _header(node: cst.CSTNode) -> list[cst.CSTNode]:
     if isinstance(node, cst.BaseCompoundStatement):
         return [getattr(node, a) for a in ("test", "iter") if getattr(node, a, None) is not None] + \
@@ -142,6 +174,9 @@ def canonical_target(expr: cst.BaseExpression, aliases: set[str], module: cst.Mo
         if name in bound_names(module):
             return None, f"the name `{name}` is rebound in this module"
         return name, ""
+    imported = _from_torch_import(name, module)
+    if imported in PLAIN_TORCH:   # `from torch import Tensor`, bound by that import alone
+        return imported, ""
     return None, (f"the target `{name}` is not a known plain class (a builtin scalar type or a torch class): "
                   "torch.jit.isinstance raises for a class whose metaclass makes it a container (an Enum) and "
                   "checks element types of a typing alias, which a static screen cannot rule out for `{name}`"
@@ -192,13 +227,18 @@ def _rng_call(node: cst.CSTNode) -> str | None:
     return None
 
 
-def _signature_bind(node: cst.CSTNode) -> bool:
-    """A ``<signature>.bind(...)`` / ``inspect.signature(f).bind(...)`` call in the statement."""
+def _signature_bind(node: cst.CSTNode, ancestors: list[cst.CSTNode] = ()) -> bool:
+    """A ``<signature>.bind(...)`` / ``inspect.signature(f).bind(...)`` call in the statement:
+    the receiver's name says so, or an enclosing function binds it to ``inspect.signature(...)``
+    (``sig = inspect.signature(func)``: an adversarial helper's decorator)."""
+    made = {t.target.value for f in ancestors if isinstance(f, cst.FunctionDef)
+            for a in m.findall(f, m.Assign(value=m.Call(func=m.Attribute(attr=m.Name("signature")) | m.Name("signature"))))
+            for t in a.targets if isinstance(t.target, cst.Name)}
     for call in m.findall(node, m.Call(func=m.Attribute(attr=m.Name("bind") | m.Name("bind_partial")))):
         recv = call.func.value
         if isinstance(recv, cst.Call):
             recv = recv.func
-        if "signature" in (dotted(recv) or "").lower():
+        if "signature" in (dotted(recv) or "").lower() or (isinstance(recv, cst.Name) and recv.value in made):
             return True
     return False
 
@@ -225,7 +265,7 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
         return Plan("jit-isinstance", node, line_stmt, sorted(aliases)[0], calls=planned)
     if isinstance(node, cst.BaseSmallStatement) and _rng_call(node) is not None:
         return Decline(NAME, WHY_RNG)
-    if isinstance(node, cst.BaseSmallStatement) and _signature_bind(node):
+    if isinstance(node, cst.BaseSmallStatement) and _signature_bind(node, ancestors):
         return screen_bind(node, ancestors, module)
     if isinstance(node, cst.Assign) or isinstance(node, cst.AnnAssign):
         value = node.value
