@@ -192,31 +192,37 @@ def _check_specs(template: str, args: tuple, kwargs: dict) -> None:
 
 
 class Item:
-    """``t.item()``, taken at replay from the snapshot of ``t``: the same Python number.
+    """``t.item()`` (``cast`` None) or ``float(t)`` / ``int(t)``, taken at replay from the
+    snapshot of ``t``: the same Python number.
 
     The rule rewrites a ``t.item()`` argument of a deferred call (``print(t.item())``,
-    ``f"{t.item():.4f}"``, a logger's ``%``-argument) into ``item(t)``, so the tensor is
-    snapshotted instead of read on the host inside the graph (the graph break). A tensor
-    that is not one element raises here, where ``t.item()`` raised, with its message."""
+    ``f"{t.item():.4f}"``, a logger's ``%``-argument, ``f"{int(mask.sum())}"``) into
+    ``item(t)`` / ``item(t, int)``, so the tensor is snapshotted instead of read on the host
+    inside the graph (the graph break). A tensor that is not one element raises here, where
+    the original raised, with its message."""
 
-    __slots__ = ("tensor",)
+    __slots__ = ("tensor", "cast")
 
-    def __init__(self, tensor: torch.Tensor) -> None:
+    def __init__(self, tensor: torch.Tensor, cast: Any = None) -> None:
         if tensor.numel() != 1:
-            tensor.item()   # RuntimeError: a Tensor with N elements cannot be converted to Scalar
+            tensor.item() if cast is None else cast(tensor)   # the original's RuntimeError/ValueError
         self.tensor = tensor
+        self.cast = cast
 
     def value(self) -> Any:
-        return self.tensor.item()
+        return self.tensor.item() if self.cast is None else self.cast(self.tensor)
 
 
-def item(x: Any) -> Any:
-    """``x.item()`` deferred to replay when ``x`` is a tensor and Dynamo is tracing
-    (:class:`Item`); eagerly, or for anything else (a NumPy scalar), ``x.item()`` now, where the
-    original called it (a later argument of the same call that writes ``x`` cannot change it)."""
-    if isinstance(x, torch.Tensor) and torch.compiler.is_compiling():
-        return Item(x)
-    return x.item()
+def item(x: Any, cast: Any = None) -> Any:
+    """``x.item()`` (``cast(x)``: ``float``/``int``) deferred to replay when ``x`` is a tensor and
+    Dynamo is tracing (:class:`Item`); eagerly, or for anything else (a NumPy scalar, a Python
+    number), now, where the original read it (a later argument of the same call that writes
+    ``x`` cannot change it). ``int`` of a floating tensor is read now too: ``int(nan)`` raises,
+    and only the value tells."""
+    if isinstance(x, torch.Tensor) and torch.compiler.is_compiling() and not (
+            cast is int and (x.is_floating_point() or x.is_complex())):
+        return Item(x, cast)
+    return x.item() if cast is None else cast(x)
 
 
 @dataclass
@@ -457,6 +463,7 @@ def _flatten(value: Any, layout: list, tensors: list, ints: list, consts: list) 
             _flatten(value[k], layout, tensors, ints, consts)
     elif isinstance(value, Item):
         layout.append(_ITEM)
+        consts.append(value.cast)
         tensors.append(value.tensor)
     elif isinstance(value, Fmt):
         layout.append((_FMT, len(value.args), tuple(value.kwargs)))
@@ -543,8 +550,10 @@ def _rebuild(site: _Site, tensors: list, ints: list) -> tuple[list, dict]:
             return next(ns)
         if tok == _CONST:
             return next(cs)
-        if tok == _ITEM:   # the snapshot's .item(): the number t.item() gave at the call
-            return next(ts).item()
+        if tok == _ITEM:   # the snapshot's .item() (or float/int of it): the number read at the call
+            cast = next(cs)
+            t = next(ts)
+            return t.item() if cast is None else cast(t)
         if tok[0] == _SIZE:
             return torch.Size([one() for _ in range(tok[1])])
         if tok[0] == _SEQ:

@@ -751,3 +751,22 @@ def test_warning_once_is_verified_as_a_fresh_process_would_log_it():
     assert res.before.graph_count == 2 and res.after.graph_count == 1, res.declined
     (rw,) = res.rewrites
     assert "_mend_rt.defer_log(" in res.mended and '"warning_once"' in res.mended and "_mend_rt.fmt(" in res.mended
+
+
+def test_runtime_item_casts_like_the_builtin_and_reads_int_of_a_float_now():
+    import mend.runtime as rt
+
+    for cast in (int, float):
+        with pytest.raises((TypeError, ValueError, RuntimeError)) as want:
+            cast(torch.ones(2))
+        with pytest.raises(type(want.value)) as got:
+            rt.Item(torch.ones(2), cast)
+        assert str(got.value) == str(want.value)
+    assert rt._materialize(rt.Item(torch.tensor(3), int)) == 3
+    assert rt._materialize(rt.Item(torch.tensor(True), float)) == 1.0
+
+    def f(x):
+        return rt.item(x, int)          # int(nan) raises: a float's int is read where it was
+
+    with pytest.raises(ValueError, match="NaN"):
+        torch.compile(f, backend="eager")(torch.tensor(float("nan")))

@@ -86,7 +86,7 @@ def lazy_format(ob: dict, ctx: Ctx) -> Outcome:
 
 def lazy_item(ob: dict, ctx: Ctx) -> Outcome:
     ok, text = runtime_screen([("Item", "tensor.numel() != 1"), ("Item", "self.tensor.item()"), ("item", "return x.item()"),
-                               ("_rebuild", "next(ts).item()"), ("item", "isinstance(x, torch.Tensor)")])
+                               ("_rebuild", "return t.item() if cast is None else cast(t)"), ("item", "isinstance(x, torch.Tensor)")])
     return _runtime_check("lazy-item-equals-item", ok, text,
                           "the source screen of the runtime: item(t) raises where t.item() raised (not one element) "
                           "and is read as .item() of the snapshot, eagerly and at replay",

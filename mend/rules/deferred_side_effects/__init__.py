@@ -23,7 +23,9 @@ builtin ``repr(t)`` / ``str(t)`` argument is ``f"{t!r}"`` / ``f"{t!s}"`` and bec
 ``t.item()`` that is a whole argument, a whole f-string field or a ``.format``/``%``
 argument (``print("norm", h.norm().item())``, ``f"{loss.item():.4f}"``,
 ``logger.info("loss %f", loss.item())``; the scan files such a break under print-logging)
-becomes ``item(t)``: the number is read from ``t``'s snapshot at replay, the same number
+becomes ``item(t)`` (a builtin ``float(t)`` / ``int(t)`` there: ``item(t, float)`` /
+``item(t, int)``; ``int`` of a floating tensor is still read at the call, where ``int(nan)``
+raises): the number is read from ``t``'s snapshot at replay, the same number
 (``lazy-item-equals-item``); eagerly ``item(t)`` is ``t.item()`` where the original read it,
 and a tensor that is not one element raises there with ``.item()``'s own error.
 ``import mend.runtime as _mend_rt`` is added (another name when that one is taken) on the

@@ -452,6 +452,23 @@ def forward(self, x):
     _mend_rt.defer_log(logger, "debug", "step %d loss %f", _mend_rt.item(self.step), _mend_rt.item(loss))
     return x * loss
 '''),
+    # float(t) / int(t) as a whole f-string field: item(t, float) / item(t, int), converted at replay
+    ('''import torch
+
+
+def forward(self, x, done):
+    loss = x.pow(2).mean()
+    print(f"loss={float(loss):.4f} active={int((~done).sum())}")
+    return x * loss
+''',
+     '''import torch; import mend.runtime as _mend_rt
+
+
+def forward(self, x, done):
+    loss = x.pow(2).mean()
+    _mend_rt.defer_print(_mend_rt.fmt("loss={:.4f} active={}", _mend_rt.item(loss, float), _mend_rt.item((~done).sum(), int)))
+    return x * loss
+'''),
 ]
 
 # (source, a substring of the reason); the site is the first line with a call (example_line)

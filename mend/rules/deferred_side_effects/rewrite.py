@@ -36,7 +36,7 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
         lazy = _lazy(a.value, alias, b.bound, keyword=a.keyword is not None) if a.star == "" else None
         if isinstance(lazy, Decline):
             return lazy
-        new = _lazy_items(lazy if lazy is not None else a.value, alias)
+        new = _lazy_items(lazy if lazy is not None else a.value, alias, b.bound)
         if isinstance(new, Decline):
             return new
         value, read = new

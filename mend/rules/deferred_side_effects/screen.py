@@ -484,16 +484,33 @@ def _item_call(node: cst.CSTNode) -> bool:
         and not node.args
 
 
-def _lazy_items(value: cst.BaseExpression, alias: str) -> tuple[cst.BaseExpression, list[str]] | Decline:
+def _cast_call(node: cst.CSTNode, bound) -> str | None:
+    """``float`` / ``int`` for a builtin ``float(E)`` / ``int(E)`` (one positional argument; the
+    module does not bind the name), else None."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in ("float", "int") \
+            and node.func.value not in bound and len(node.args) == 1 and node.args[0].keyword is None \
+            and node.args[0].star == "":
+        return node.func.value
+    return None
+
+
+def _lazy_items(value: cst.BaseExpression, alias: str, bound=frozenset()) \
+        -> tuple[cst.BaseExpression, list[str]] | Decline:
     """``E.item()`` as a whole argument, or as a whole field of a lazy ``fmt(...)`` (an f-string's
-    ``{E.item():.4f}``, a ``.format`` argument) -> ``item(E)``: the number is read at replay from
-    the snapshot of ``E``, where ``E.item()`` was the graph break. Returns the new argument and the
+    ``{E.item():.4f}``, a ``.format`` argument) -> ``item(E)``, and a builtin ``float(E)`` /
+    ``int(E)`` there -> ``item(E, float)`` / ``item(E, int)``: the number is read at replay from
+    the snapshot of ``E``, where the host read was the graph break. Returns the new argument and the
     rewritten ``E``s; a ``.item()`` left anywhere else (``round(E.item(), 3)``, ``E.item() * 100``)
     feeds Python code inside the arguments: declined."""
     item = cst.Attribute(cst.Name(alias), cst.Name("item"))
     done: list[str] = []
 
     def lazy(e: cst.BaseExpression) -> cst.BaseExpression:
+        cast = _cast_call(e, bound)
+        if cast is not None:   # float(t) / int(t): t's number, converted at replay
+            done.append(f"{cast}({_code(e.args[0].value).strip()})")
+            return cst.Call(item, [cst.Arg(e.args[0].value, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+                                   cst.Arg(cst.Name(cast))])
         if not _item_call(e):
             return e
         done.append(_code(e.func.value).strip())
@@ -584,7 +601,7 @@ def match(loc: Located) -> Match | Decline:
             if a.star == "" else None
         if isinstance(lazy, Decline):
             return lazy
-        items = _lazy_items(lazy if lazy is not None else a.value, ALIAS)
+        items = _lazy_items(lazy if lazy is not None else a.value, ALIAS, _bindings(loc.module).bound)
         if isinstance(items, Decline):
             return items
     return Match(NAME, f"defer `{plan.callee}(...)` to after the compiled call (mend.runtime)")
