@@ -215,7 +215,10 @@ def _use_of(name_node: cst.Name, parent: dict, local: str, stmt_line: int) -> Us
                                                          p.keyword is not None and p.keyword.value in ("min", "max")):
             x = args[0]
             if x.keyword is not None or x.star or _leaf_why(x.value):
-                return f"the input of `{code_of(call).strip()}` is not a name or + - * chain the rule screens"
+                return (f"`{local}` is a bound of `{code_of(call).strip()}`, whose input `{code_of(x.value).strip()}` "
+                        "(whose dtype decides the clamp's) is not a name or + - * chain the rule screens"
+                        + (f": it has {_leaf_why(x.value)}" if not x.keyword and not x.star and _leaf_why(x.value)
+                           else ""))
             return Use(stmt_line, top, "clamp-bound", x.value)
         if fname[-1] == "clamp" and len(fname) == 2 and pos == 0 and p.keyword is None and top is not name_node:
             return Use(stmt_line, top, "tensor-arith")
