@@ -226,6 +226,20 @@ def _numpy_constant_call(loc: Located | None) -> bool:
     return False
 
 
+def _numpy_tolist(loc: Located | None) -> bool:
+    """``np.<fn>(...)[...].tolist()`` in the statement: a NumPy result (traced as an array)
+    read back as Python numbers (``np.cumsum(self.split_sizes)[:-1].tolist()``)."""
+    if loc is None:
+        return False
+    for call in m.findall(loc.node, m.Call(func=m.Attribute(attr=m.Name("tolist")))):
+        recv = call.func.value
+        while isinstance(recv, cst.Subscript):
+            recv = recv.value
+        if isinstance(recv, cst.Call) and (call_name(recv) or "").split(".")[0] in ("np", "numpy"):
+            return True
+    return False
+
+
 def _item_assert(node) -> bool:
     """``assert [not] <cmp>`` with a ``T.item()`` operand of a comparison (``assert lengths.max().item() <= slen``):
     the host read is the check's own, which predicated validation moves into the graph."""
@@ -323,7 +337,7 @@ def categorize(gb_type: str, loc: Located | None) -> str:
         return "print-logging"   # a print/log/warn call, or one formatting a tensor's repr (`{t!r}`)
     if gb_type == "logging.Logger method not supported for non-export cases":
         return "print-logging"
-    if gb_type == "Data dependent operator" and _numpy_constant_call(loc):
+    if gb_type == "Data dependent operator" and (_numpy_constant_call(loc) or _numpy_tolist(loc)):
         return "numpy-constant"  # big_bird's np.sum of a list: the constant traced as an array
     if _debug_host_work(gb_type, loc):
         return "debug-host-work"  # torch.jit.isinstance, an unused tensor repr, an RNG draw, Signature.bind

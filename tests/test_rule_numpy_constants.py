@@ -281,3 +281,16 @@ def test_prod_fix_end_to_end_drops_a_graph():
     assert {o["kind"]: o["result"] for o in rw["obligations"]} == {"numpy-int64-exact": "proved",
                                                                    "numpy-result-consumer": "checked"}
     assert "import torch; import math" not in res.mended and "from torch import nn; import math" in res.mended
+
+
+def test_a_numpy_result_read_by_tolist_is_filed_as_numpy_on_constants_and_says_what_is_missing():
+    """`np.cumsum(self.split_sizes)[:-1].tolist()` (an adversarial helper's ViT block): the
+    break is the NumPy result traced as an array, not a tensor's value (was: item-tolist)."""
+    from mend.scan import scan
+    from mend.targets import load_target
+    from tests.conftest import FIXTURES
+
+    res = scan(load_target(str(FIXTURES / "numpy_cumsum_tolist.py")))
+    (site,) = res.sites
+    assert site.category == "numpy-constant"
+    assert site.fixable_by is None and "cumsum" in site.reason and "not implemented" in site.reason

@@ -318,7 +318,12 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
             root, rest, _ = spelled[0]
             return Decline(NAME, f"`{root}` is not bound to numpy by a top-level `import numpy as {root}` alone "
                            f"(it is bound otherwise, or also otherwise), so `{root}.{rest}` may not be numpy's")
-        return Decline(NAME, "the statement calls no numpy sum, prod, lcm or gcd")
+        other = sorted({(dotted(c.func) or "").rpartition(".")[2] for c in finder.calls
+                        if (dotted(c.func) or "").rpartition(".")[0] in np_names})
+        return Decline(NAME, "the statement calls no numpy sum, prod, lcm or gcd" + (
+            f" (it calls numpy's {', '.join(other)}, which the rule does not rewrite: its Python form, such as "
+            "`list(itertools.accumulate(X))` for `np.cumsum(X).tolist()` of a list of ints, is not implemented)"
+            if other else ""))
     rebound = [b for b in GUARD_BUILTINS if b in binds]
     if rebound:
         return Decline(NAME, f"the module binds `{rebound[0]}`, a builtin the rewritten expression calls")
