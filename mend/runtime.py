@@ -93,7 +93,6 @@ import builtins
 import contextlib
 import enum
 import logging
-import string
 import sys
 import threading
 import types
@@ -105,6 +104,7 @@ import torch
 from torch._dynamo.comptime import comptime
 
 from mend import _wrap
+from mend.lazy import Fmt, Item, _materialize, fmt, item
 from mend.validation_runtime import order_checks
 
 __all__ = ["defer_print", "defer_log", "defer_warn", "fmt", "item", "flush", "install", "uninstall", "capture", "pending"]
@@ -121,108 +121,6 @@ _PLAIN = (str, bytes, float, complex, bool, type(None), type(Ellipsis), range, s
           torch.dtype, torch.device, torch.layout, torch.memory_format, torch.finfo, torch.iinfo)
 # ``file=sys.stdout`` / ``sys.stderr`` of a deferred print, resolved again at replay.
 _STDOUT, _STDERR = "<sys.stdout>", "<sys.stderr>"
-
-
-class Fmt:
-    """A lazily formatted string: ``template.format(*args, **kwargs)`` at replay.
-
-    The rule rewrites an f-string argument (``f"h={h:.2f}"``) into
-    ``fmt("h={:.2f}", h)`` so that a tensor in it is snapshotted instead of being
-    formatted inside the graph (which Dynamo cannot do). ``str()`` gives the text.
-    """
-
-    def __init__(self, template: str, *args: Any, **kwargs: Any) -> None:
-        self.template = template
-        self.args = args
-        self.kwargs = kwargs
-        _check_specs(template, args, kwargs)
-
-    def __str__(self) -> str:
-        return self.template.format(*[_materialize(a) for a in self.args],
-                                    **{k: _materialize(v) for k, v in self.kwargs.items()})
-
-    __repr__ = __str__
-
-
-fmt = Fmt
-
-
-@torch.compiler.assume_constant_result
-def _spec_fields(template: str) -> tuple:
-    """``(key, spec)`` of each field of ``template`` with a format spec and no conversion,
-    ``key`` a positional index or a keyword (fields such as ``{0.shape}`` are left out).
-    A constant of the trace (``torch.compiler.assume_constant_result``): a str parse only."""
-    out, auto = [], 0
-    for _, name, spec, conv in string.Formatter().parse(template):
-        if name is None:
-            continue
-        if name == "":
-            key, auto = auto, auto + 1
-        elif name.isdigit():
-            key = int(name)
-        elif name.isidentifier():
-            key = name
-        else:
-            continue
-        if spec and not conv and "{" not in spec:
-            out.append((key, spec))
-    return tuple(out)
-
-
-def _check_specs(template: str, args: tuple, kwargs: dict) -> None:
-    """Raise now what formatting at replay would raise for a field's spec, as the f-string
-    raised where it was (before the rest of the graph changed any state): a spec on a tensor
-    that is not a plain 0-d ``Tensor`` (``TypeError: unsupported format string passed to
-    Tensor.__format__``), or a spec the value's Python type rejects (``{:d}`` of a float
-    tensor, which formats its ``.item()``). Spec errors depend on the type, not the value,
-    so a value of the same type stands in: no host read, no graph break."""
-    for key, spec in _spec_fields(template):
-        if isinstance(key, int):
-            value = args[key] if key < len(args) else None
-        else:
-            value = kwargs.get(key)
-        if isinstance(value, torch.Tensor):
-            if value.dim() != 0 or type(value) is not torch.Tensor:
-                object.__format__(value, spec)
-            else:
-                format(False if value.dtype == torch.bool else 0j if value.is_complex()
-                       else 0.0 if value.is_floating_point() else 0, spec)
-        elif type(value) in (int, float, bool, complex, str):
-            format(type(value)(), spec)
-
-
-class Item:
-    """``t.item()`` (``cast`` None) or ``float(t)`` / ``int(t)``, taken at replay from the
-    snapshot of ``t``: the same Python number.
-
-    The rule rewrites a ``t.item()`` argument of a deferred call (``print(t.item())``,
-    ``f"{t.item():.4f}"``, a logger's ``%``-argument, ``f"{int(mask.sum())}"``) into
-    ``item(t)`` / ``item(t, int)``, so the tensor is snapshotted instead of read on the host
-    inside the graph (the graph break). A tensor that is not one element raises here, where
-    the original raised, with its message."""
-
-    __slots__ = ("tensor", "cast")
-
-    def __init__(self, tensor: torch.Tensor, cast: Any = None) -> None:
-        if tensor.numel() != 1:
-            tensor.item() if cast is None else cast(tensor)   # the original's RuntimeError/ValueError
-        self.tensor = tensor
-        self.cast = cast
-
-    def value(self) -> Any:
-        return self.tensor.item() if self.cast is None else self.cast(self.tensor)
-
-
-def item(x: Any, cast: Any = None) -> Any:
-    """``x.item()`` (``cast(x)``: ``float``/``int``) deferred to replay when ``x`` is a tensor and
-    Dynamo is tracing (:class:`Item`); eagerly, or for anything else (a NumPy scalar, a Python
-    number), now, where the original read it (a later argument of the same call that writes
-    ``x`` cannot change it). ``int`` of a floating tensor is read now too: ``int(nan)`` raises,
-    and only the value tells."""
-    if isinstance(x, torch.Tensor) and torch.compiler.is_compiling() and not (
-            cast is int and (x.is_floating_point() or x.is_complex())):
-        return Item(x, cast)
-    return x.item() if cast is None else cast(x)
 
 
 @dataclass
@@ -532,12 +430,6 @@ def _record(kind: str, target: Any, method: str | None, args: tuple, kwargs: dic
 # --------------------------------------------------------------------------- replay
 
 
-def _materialize(value: Any) -> Any:
-    if isinstance(value, Item):
-        return value.value()
-    return str(value) if isinstance(value, Fmt) else value
-
-
 def _rebuild(site: _Site, tensors: list, ints: list) -> tuple[list, dict]:
     tokens = iter(site.layout)
     ts, ns, cs = iter(tensors), iter(ints), iter(site.consts)
@@ -756,7 +648,8 @@ def defer_print(*args: Any, sep: str | None = " ", end: str | None = "\n", file:
         if _record("print", None, None, args, {"sep": sep, "end": end, "file": stream, "flush": flush}, ordered):
             return
     _drain()
-    builtins.print(*[_materialize(a) for a in args], sep=sep, end=end, file=file, flush=flush)
+    builtins.print(*[_materialize(a) for a in args], sep=_materialize(sep), end=_materialize(end), file=file,
+                   flush=flush)
 
 
 def defer_log(logger: Any, method: str, *args: Any, ordered: bool = False, **kwargs: Any) -> None:
@@ -780,12 +673,31 @@ def defer_warn(message: Any, category: Any = None, stacklevel: int = 1, source: 
                ordered: bool = False) -> None:
     """``warnings.warn(message, category, stacklevel, source)``, deferred under torch.compile.
     ``ordered``: as in :func:`defer_print`."""
-    if torch.compiler.is_compiling() and not _warn_raises(message if isinstance(message, str) else None,
-                                                          type(message) if isinstance(message, Warning) else category):
+    if torch.compiler.is_compiling():
+        if _warn_raises(message if isinstance(message, str) else None,
+                        type(message) if isinstance(message, Warning) else category):
+            _warn_here(message, category, stacklevel, source)   # a graph break, as warnings.warn is
+            return
         if _record("warn", None, None, (message, category, stacklevel, source), {}, ordered):
             return
     _drain()
     warnings.warn(_materialize(message), category, stacklevel + 1, source)
+
+
+@torch.compiler.disable
+def _warn_here(message: Any, category: Any, stacklevel: int, source: Any) -> None:
+    """``warnings.warn`` at once, outside the graph, as from the user's frame: the frames of
+    mend and torch between (Dynamo's resume and disable wrappers) are skipped. Not traced:
+    formatting a tensor with a ``grad_fn`` inside the trace crashed Dynamo (an adversarial
+    helper's case)."""
+    _drain()
+    frame, where = sys._getframe(1), []
+    while frame is not None:
+        name = frame.f_code.co_filename.replace("\\", "/")
+        if not (name.endswith(("/mend/runtime.py", "/mend/lazy.py")) or "/torch/" in name):
+            where.append((frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name, frame.f_globals))
+        frame = frame.f_back
+    _warn_at(_materialize(message), category, stacklevel, source, tuple(where) or None)
 
 
 @torch.compiler.assume_constant_result

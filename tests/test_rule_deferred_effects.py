@@ -770,3 +770,74 @@ def test_runtime_item_casts_like_the_builtin_and_reads_int_of_a_float_now():
 
     with pytest.raises(ValueError, match="NaN"):
         torch.compile(f, backend="eager")(torch.tensor(float("nan")))
+
+
+class _SpecOnItem(torch.nn.Module):
+    """`{mask.sum():d}` of a float mask and `{t.item():d}` (an adversarial helper's cases):
+    eager raises ValueError at the print, before the bump."""
+
+    def __init__(self, lazy_item: bool):
+        super().__init__()
+        self.lazy_item = lazy_item
+        self.register_buffer("seen", torch.zeros((), dtype=torch.long))
+
+    def forward(self, mask):
+        import mend.runtime as rt
+
+        v = rt.item(mask.sum()) if self.lazy_item else mask.sum()
+        rt.defer_print(rt.fmt("valid tokens: {:d}", v))
+        self.seen += 1
+        return mask * 2
+
+
+@pytest.mark.parametrize("lazy_item", [False, True])
+def test_a_spec_the_number_rejects_raises_at_the_call_when_compiled(lazy_item):
+    torch._dynamo.reset()
+    m = _SpecOnItem(lazy_item)
+    with pytest.raises(ValueError, match="Unknown format code 'd' for object of type 'float'"):
+        torch.compile(m, backend="eager")(torch.ones(2, 3))
+    assert int(m.seen) == 0
+
+
+def test_item_reads_the_value_before_a_later_argument_writes_it():
+    import mend.runtime as rt
+
+    def bump(t):
+        t.add_(1)
+        return "bumped"
+
+    def f(t):
+        rt.defer_print("before:", rt.item(t), bump(t))
+        return t * 1
+
+    t = torch.zeros(())
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        torch.compile(f, backend="eager")(t)
+    assert out.getvalue() == "before: 0.0 bumped\n"
+
+
+def test_a_warning_kept_in_place_formats_a_tensor_with_grad_fn_outside_the_graph():
+    import mend.runtime as rt
+
+    lin = torch.nn.Linear(3, 3)
+
+    def f(x):
+        h = lin(x)
+        rt.defer_warn(rt.fmt("activation norm {:.3f}", rt.item(h.norm())))
+        return h
+
+    torch._dynamo.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(UserWarning, match="activation norm"):
+            torch.compile(f, backend="eager")(torch.ones(2, 3))
+
+
+def test_eager_print_formats_a_lazy_end():
+    import mend.runtime as rt
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rt.defer_print("loss", end=rt.fmt(" ({:.2f})\n", torch.tensor(0.5)))
+    assert out.getvalue() == "loss (0.50)\n"

@@ -20,6 +20,8 @@ def _numeric(node: cst.BaseExpression) -> bool:
         return _numeric(node.expression)
     if isinstance(node, cst.BinaryOperation):
         return _numeric(node.left) and _numeric(node.right)
+    if isinstance(node, cst.IfExp):   # `0.5 if self.training else 0.25`: a number either way
+        return _numeric(node.body) and _numeric(node.orelse)
     if isinstance(node, cst.Call):
         name = dotted(node.func) or ""
         return name in ("float", "int") or name.startswith("math.")

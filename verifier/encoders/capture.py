@@ -16,6 +16,8 @@ from verifier.effects import capture_clones, capture_is_ordered, runtime_screen
 from verifier.encoders.base import Ctx
 from verifier.outcomes import Outcome, checked, unknown
 
+LAZY = "mend.lazy"   # the runtime's lazy values (fmt, item), by name only
+
 
 def _runtime_check(kind: str, ok: bool, text: str, by: str, assumptions: list[str], lemma: str | None) -> Outcome:
     if not ok:
@@ -77,7 +79,8 @@ def snapshot(ob: dict, ctx: Ctx) -> Outcome:
 
 
 def lazy_format(ob: dict, ctx: Ctx) -> Outcome:
-    ok, text = runtime_screen([("Fmt", ".format("), ("Fmt", "_check_specs("), ("_check_specs", "object.__format__(value, spec)")])
+    ok, text = runtime_screen([("Fmt", ".format("), ("Fmt", "_check_specs("), ("_check_specs", "object.__format__(value, spec)"),
+                               ("_check_specs", "_spec_error(kind, spec)")], module=LAZY)
     return _runtime_check("lazy-format-equals-fstring", ok, text,
                           "the source screen of the runtime: the lazy format renders with str.format",
                           ["the lazy format renders the snapshot with the f-string's own format spec (mend.runtime.fmt)",
@@ -85,8 +88,11 @@ def lazy_format(ob: dict, ctx: Ctx) -> Outcome:
 
 
 def lazy_item(ob: dict, ctx: Ctx) -> Outcome:
-    ok, text = runtime_screen([("Item", "tensor.numel() != 1"), ("Item", "self.tensor.item()"), ("item", "return x.item()"),
-                               ("_rebuild", "return t.item() if cast is None else cast(t)"), ("item", "isinstance(x, torch.Tensor)")])
+    ok1, text1 = runtime_screen([("Item", "tensor.numel() != 1"), ("Item", "self.tensor.item()"),
+                                 ("item", "return x.item()"), ("item", "x.detach().clone()"),
+                                 ("item", "isinstance(x, torch.Tensor)")], module=LAZY)
+    ok2, text2 = runtime_screen([("_rebuild", "return t.item() if cast is None else cast(t)")])
+    ok, text = ok1 and ok2, f"{text1}; {text2}"
     return _runtime_check("lazy-item-equals-item", ok, text,
                           "the source screen of the runtime: item(t) raises where t.item() raised (not one element) "
                           "and is read as .item() of the snapshot, eagerly and at replay",

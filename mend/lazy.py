@@ -1,0 +1,152 @@
+"""Lazy values of deferred calls (:mod:`mend.runtime`): ``fmt(template, *values)`` for an
+f-string or ``str.format`` argument and ``item(t)`` for a ``t.item()`` / ``float(t)`` /
+``int(t)`` argument, so that a tensor is snapshotted where the call is and formatted or read
+at replay. What formatting would raise is raised where the call is (``_check_specs``)."""
+from __future__ import annotations
+
+import string
+from typing import Any
+
+import torch
+
+__all__ = ["Fmt", "Item", "fmt", "item"]
+
+
+class Fmt:
+    """A lazily formatted string: ``template.format(*args, **kwargs)`` at replay.
+
+    The rule rewrites an f-string argument (``f"h={h:.2f}"``) into
+    ``fmt("h={:.2f}", h)`` so that a tensor in it is snapshotted instead of being
+    formatted inside the graph (which Dynamo cannot do). ``str()`` gives the text.
+    """
+
+    def __init__(self, template: str, *args: Any, **kwargs: Any) -> None:
+        self.template = template
+        self.args = args
+        self.kwargs = kwargs
+        _check_specs(template, args, kwargs)
+
+    def __str__(self) -> str:
+        return self.template.format(*[_materialize(a) for a in self.args],
+                                    **{k: _materialize(v) for k, v in self.kwargs.items()})
+
+    __repr__ = __str__
+
+
+fmt = Fmt
+
+
+@torch.compiler.assume_constant_result
+def _spec_fields(template: str) -> tuple:
+    """``(key, spec)`` of each field of ``template`` with a format spec and no conversion,
+    ``key`` a positional index or a keyword (fields such as ``{0.shape}`` are left out).
+    A constant of the trace (``torch.compiler.assume_constant_result``): a str parse only."""
+    out, auto = [], 0
+    for _, name, spec, conv in string.Formatter().parse(template):
+        if name is None:
+            continue
+        if name == "":
+            key, auto = auto, auto + 1
+        elif name.isdigit():
+            key = int(name)
+        elif name.isidentifier():
+            key = name
+        else:
+            continue
+        if spec and not conv and "{" not in spec:
+            out.append((key, spec))
+    return tuple(out)
+
+
+@torch.compiler.assume_constant_result
+def _spec_error(kind: str, spec: str) -> str:
+    """``"ValueError:<message>"`` (or TypeError) that ``format`` of a Python value of ``kind``
+    (``float``, ``int``, ``bool``, ``complex``, ``str``) raises for ``spec``, else ``""``. Run in
+    plain Python while Dynamo traces (a constant of the trace): Dynamo's own ``format`` of a
+    constant ignores an invalid spec (``format(0.0, "d")`` gave ``'0.0'`` while tracing, an
+    adversarial helper found)."""
+    proto = {"float": 0.0, "int": 0, "bool": False, "complex": 0j, "str": ""}[kind]
+    try:
+        format(proto, spec)
+    except (ValueError, TypeError) as exc:
+        return f"{type(exc).__name__}:{exc}"
+    return ""
+
+
+def _kind(value: torch.Tensor, cast: Any = None) -> str:
+    """The Python type name a 0-d tensor's number has (``cast``: float/int applied to it)."""
+    if cast is not None:
+        return cast.__name__
+    return "bool" if value.dtype == torch.bool else "complex" if value.is_complex() else \
+        "float" if value.is_floating_point() else "int"
+
+
+def _check_specs(template: str, args: tuple, kwargs: dict) -> None:
+    """Raise now what formatting at replay would raise for a field's spec, as the f-string
+    raised where it was (before the rest of the graph changed any state): a spec on a tensor
+    that is not a plain 0-d ``Tensor`` (``TypeError: unsupported format string passed to
+    Tensor.__format__``), or a spec the value's Python type rejects (``{:d}`` of a float
+    tensor, which formats its ``.item()``; an :class:`Item` field formats its number). Spec
+    errors depend on the type, not the value, so the type decides: no host read, no break."""
+    for key, spec in _spec_fields(template):
+        if isinstance(key, int):
+            value = args[key] if key < len(args) else None
+        else:
+            value = kwargs.get(key)
+        kind = None
+        if isinstance(value, Item):
+            kind = _kind(value.tensor, value.cast)
+        elif isinstance(value, torch.Tensor):
+            if value.dim() != 0 or type(value) is not torch.Tensor:
+                object.__format__(value, spec)
+            kind = _kind(value)
+        elif type(value) in (int, float, bool, complex, str):
+            kind = type(value).__name__
+        err = _spec_error(kind, spec) if kind is not None else ""
+        if err:
+            name, _, message = err.partition(":")
+            raise (ValueError if name == "ValueError" else TypeError)(message)
+
+
+class Item:
+    """``t.item()`` (``cast`` None) or ``float(t)`` / ``int(t)``, taken at replay from the
+    snapshot of ``t``: the same Python number.
+
+    The rule rewrites a ``t.item()`` argument of a deferred call (``print(t.item())``,
+    ``f"{t.item():.4f}"``, a logger's ``%``-argument, ``f"{int(mask.sum())}"``) into
+    ``item(t)`` / ``item(t, int)``, so the tensor is snapshotted instead of read on the host
+    inside the graph (the graph break). A tensor that is not one element raises here, where
+    the original raised, with its message."""
+
+    __slots__ = ("tensor", "cast")
+
+    def __init__(self, tensor: torch.Tensor, cast: Any = None) -> None:
+        if tensor.numel() != 1:
+            tensor.item() if cast is None else cast(tensor)   # the original's RuntimeError/ValueError
+        self.tensor = tensor
+        self.cast = cast
+
+    def value(self) -> Any:
+        return self.tensor.item() if self.cast is None else self.cast(self.tensor)
+
+
+def item(x: Any, cast: Any = None) -> Any:
+    """``x.item()`` (``cast(x)``: ``float``/``int``) deferred to replay when ``x`` is a tensor and
+    Dynamo is tracing (:class:`Item`); eagerly, or for anything else (a NumPy scalar, a Python
+    number), now, where the original read it (a later argument of the same call that writes
+    ``x`` cannot change it). ``int`` of a floating tensor is read now too: ``int(nan)`` raises,
+    and only the value tells."""
+    if isinstance(x, torch.Tensor) and torch.compiler.is_compiling() and not (
+            cast is int and (x.is_floating_point() or x.is_complex())):
+        # a copy where the call reads it: a later argument of the same call may write x in
+        # place (print(t.item(), self.bump(t))), and the snapshot is taken after all arguments
+        return Item(x.detach().clone() if x.numel() == 1 else x, cast)
+    return x.item() if cast is None else cast(x)
+
+
+def _materialize(value: Any) -> Any:
+    """What a deferred call gets for one argument: an :class:`Item`'s number, a :class:`Fmt`'s
+    text, anything else as it is."""
+    if isinstance(value, Item):
+        return value.value()
+    return str(value) if isinstance(value, Fmt) else value
