@@ -9,6 +9,8 @@ assumptions in words -- and calls :func:`decide`; a check encoder returns
 """
 from __future__ import annotations
 
+import ast
+
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -177,3 +179,21 @@ def numel(shape):
     for d in shape:
         n = n * d
     return n
+
+
+def names_bound_by(node: ast.AST) -> list[str]:
+    """The names one AST node binds in its scope: a stored/deleted name, a def or class, a
+    parameter, an import's names, ``global``/``nonlocal``, an ``except ... as`` name."""
+    if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+        return [node.id]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, ast.arg):
+        return [node.arg]
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [a.asname or a.name.split(".")[0] for a in node.names]
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return list(node.names)
+    if isinstance(node, ast.ExceptHandler) and node.name:
+        return [node.name]
+    return []

@@ -110,7 +110,8 @@ def once_per_process(ob: dict, ctx: Ctx) -> Outcome:
 
 
 def warning_identity(ob: dict, ctx: Ctx) -> Outcome:
-    ok, text = runtime_screen([("defer_warn", "warnings.warn("), ("defer_warn", "not _warn_raises("),
+    ok, text = runtime_screen([("defer_warn", "warnings.warn("), ("defer_warn", "if _warn_raises("),
+                               ("defer_warn", "_warn_here(message"), ("_warn_here", "_warn_at("),
                                ("_perform", "_warn_at(message, category"),
                                ("_warn_at", "(message, category")])
     return _runtime_check("warning-identity", ok, text,

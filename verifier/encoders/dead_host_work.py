@@ -31,7 +31,7 @@ import hashlib
 import inspect
 import typing
 
-from verifier.encoders.base import Ctx
+from verifier.encoders.base import names_bound_by, Ctx
 from verifier.outcomes import Outcome, check_refuted, checked, unknown
 
 # sha256 of the reviewed sources (torch 2.13.0)
@@ -97,21 +97,9 @@ def _from_torch(tree: ast.Module) -> dict[str, str]:
     nothing else in the module binds (no second import, assignment, parameter, def)."""
     count: dict[str, int] = {}
     for node in ast.walk(tree):
-        names = []
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            names = [node.id]
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names = [node.name]
-        elif isinstance(node, ast.arg):
-            names = [node.arg]
-        elif isinstance(node, ast.alias):
-            names = [node.asname or node.name.split(".")[0]]
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            names = list(node.names)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            names = [node.name]
-        elif isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
             return {}      # a star import may bind anything
+        names = names_bound_by(node)
         for n in names:
             count[n] = count.get(n, 0) + 1
     out = {}

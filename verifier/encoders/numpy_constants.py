@@ -35,7 +35,7 @@ import ast
 
 import z3
 
-from verifier.encoders.base import Ctx, Query, decide
+from verifier.encoders.base import names_bound_by, Ctx, Query, decide
 from verifier.outcomes import Outcome, check_refuted, checked, unknown
 
 INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
@@ -315,19 +315,7 @@ def _bound_builtins(tree: ast.Module, lambdas: list[ast.AST], builtins=_BUILTINS
     for node in ast.walk(tree):
         if id(node) in inside:
             continue
-        names = []
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            names = [node.id]
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names = [node.name]
-        elif isinstance(node, ast.arg):
-            names = [node.arg]
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names = [a.asname or a.name.split(".")[0] for a in node.names]
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            names = list(node.names)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            names = [node.name]
+        names = names_bound_by(node)
         out |= {n for n in names if n in builtins}
     return sorted(out)
 
