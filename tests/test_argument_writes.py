@@ -6,7 +6,7 @@ here). Accepting that was tried and refuted by an adversarial review: the same r
 writes made *before* the check by anything in the graph (a module in a list attribute, a
 hook, a decorator, a caller, the condition itself), and a cache whose update writes a tensor
 in place is written by inductor before the failed assert surfaces. So such submodules stay
-effects; the effect analysis reports them apart, with the review's other findings as
+effects (unless the cache is made in the same call: tests/test_fresh_guard.py); the effect analysis reports them apart, with the review's other findings as
 regression tests (aliases updated with ``op=``, stores through a fresh list, ``getattr`` of an
 in-place method, a user submodule returning its buffer)."""
 from pathlib import Path
@@ -278,10 +278,18 @@ class M(nn.Module):
 
 # --- end to end ---------------------------------------------------------------------------
 
-def test_mend_fix_declines_the_check_before_cache_writing_layers():
+def test_mend_fix_declines_the_check_before_cache_writing_layers(tmp_path):
+    """The fixture with the cache always the caller's (no `if cache is None: cache = Cache(...)`):
+    the layers write an object passed in, so the check stays. With the cache made in the call
+    it is fixed under a guard (tests/test_fresh_guard.py)."""
     from mend.fix import fix
 
-    res = fix(str(FIXTURES / "assert_item_cache.py"), unsafe_fixes=True, max_examples=5)
+    src = (FIXTURES / "assert_item_cache.py").read_text()
+    made = "        if cache is None:\n            cache = Cache(self.n_layers)\n"
+    assert made in src
+    path = tmp_path / "assert_item_cache_passed.py"
+    path.write_text(src.replace(made, ""))
+    res = fix(str(path), unsafe_fixes=True, max_examples=5)
     assert res.rewrites == []
     why = [d for d in res.declined if d.rule == "predicated-validation"]
     assert len(why) == 1 and "state-unchanged-on-raise unknown" in why[0].reason

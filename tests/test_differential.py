@@ -14,3 +14,54 @@ def test_compiled_tolerance_follows_the_least_precise_dtype_the_model_computes_i
         == torch.float32
     assert least_precise_float(torch.nn.Linear(2, 2), (torch.randn(2, 2, dtype=torch.bfloat16),)) == torch.bfloat16
     assert least_precise_float(torch.nn.Identity(), (torch.zeros(2, dtype=torch.int64),)) is None
+
+
+def _observed(forward, x):
+    import torch
+
+    from verifier.differential import observe
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.ones(3))
+
+        def forward(self, x):
+            return forward(self, x)
+    return observe(M(), (x,), {}, grad=True)
+
+
+def test_output_aliasing_is_compared_in_eager():
+    import pytest
+    import torch
+
+    from verifier.differential import Mismatch, compare
+
+    x = torch.tensor([1.0, 2.0, 3.0])
+    same = _observed(lambda m, x: x, x)
+    assert same[7] == [("is", "input 0")]
+    assert _observed(lambda m, x: x[:2], x)[7] == [("view", "input 0")]
+    assert _observed(lambda m, x: m.w, x)[7] == [("is", "`w`")]
+    new = _observed(lambda m, x: torch.where(x.sum() > 100, x * 0.5, x), x)
+    assert new[7] == [None]
+    assert compare(same, _observed(lambda m, x: x, x), exact=True) == 0.0
+    with pytest.raises(Mismatch, match="output 0 is input 0 itself in the original but is a new tensor"):
+        compare(same, new, exact=True)
+    with pytest.raises(Mismatch, match="shares the storage of input 0 in the original"):
+        compare(_observed(lambda m, x: x[:2], x), _observed(lambda m, x: x[:2].clone(), x), exact=True)
+    # compiled comparisons keep to values: Dynamo/AOTAutograd may return a fresh tensor
+    assert compare(same, new, exact=False) == 0.0
+
+
+def test_gradient_nan_positions_are_compared():
+    import pytest
+    import torch
+
+    from verifier.differential import Mismatch, compare
+
+    x = torch.tensor([1.0, 2.0, 3.0])
+    # the untaken side's sqrt of a negative mean: torch.where passes 0 * nan = nan to x's gradient
+    ref = _observed(lambda m, x: x * 2.0, x)
+    got = _observed(lambda m, x: torch.where(-x.mean() > 0, x * torch.sqrt(-x.mean()), x * 2.0), x)
+    with pytest.raises(Mismatch, match="gradient NaN positions differ"):
+        compare(ref, got, exact=True)

@@ -125,7 +125,7 @@ def _reset_once_caches() -> None:
 
 def observe(model, args, kwargs, grad: bool, rng_seed: int = 1234):
     """Run once; return (result or exception, stdout, warnings, log records, grads,
-    buffers after the call, inputs after the call). The RNG is seeded first, so dropout
+    buffers after the call, inputs after the call, output aliasing (:func:`aliasing`)). The RNG is seeded first, so dropout
     draws the same masks in both models unless one of them draws more."""
     out = io.StringIO()
     records: list[tuple[str, int, str]] = []
@@ -174,7 +174,36 @@ def observe(model, args, kwargs, grad: bool, rng_seed: int = 1234):
     target = getattr(model, "_orig_mod", model)
     buffers = [(n, b.detach().clone()) for n, b in target.named_buffers()] if isinstance(target, torch.nn.Module) else []
     after = [a.detach().clone() for a in inputs if isinstance(a, torch.Tensor)]
-    return result, out.getvalue(), warned, records, grads, buffers, after
+    return result, out.getvalue(), warned, records, grads, buffers, after, aliasing(result, inputs, target)
+
+
+def aliasing(result, inputs: list, module) -> list:
+    """For each output tensor (in :func:`flatten` order): ``("is", what)`` when it is the
+    input, parameter or buffer ``what`` itself, ``("view", what)`` when it shares that one's
+    storage, else None. A caller sees the difference: an in-place change to a returned input
+    (``h = block(h); h += r``) reaches the caller's tensor in the original and not in a copy.
+    A ``torch.where`` whose untaken side is an unmodified input (``if p: return x``) returns a
+    new tensor where the original returned ``x`` (found by an adversarial review,
+    2026-12-03)."""
+    if isinstance(result, tuple) and result and result[0] == "raised":
+        return []
+    known = [(f"input {i}", t) for i, t in enumerate(a for a in inputs if isinstance(a, torch.Tensor))]
+    if isinstance(module, torch.nn.Module):
+        known += [(f"`{n}`", t) for n, t in module.named_parameters()]
+        known += [(f"`{n}`", t) for n, t in module.named_buffers()]
+
+    def storage(t):
+        try:
+            return t.untyped_storage().data_ptr() if t.numel() and t.layout == torch.strided else None
+        except (RuntimeError, NotImplementedError):  # a tensor subclass without storage
+            return None
+    shown = []
+    for out in flatten(result):
+        tag = next((("is", what) for what, t in known if out is t), None)
+        if tag is None and storage(out) is not None:
+            tag = next((("view", what) for what, t in known if storage(t) == storage(out)), None)
+        shown.append(tag)
+    return shown
 
 
 def _tag_tracing_warnings() -> None:
@@ -317,7 +346,18 @@ def compare(a, b, exact: bool, any_error: bool = False, grad_stats: dict | None 
                     raise Mismatch(f"{kind} values differ (max abs error {err:.3g})")
             elif not torch.equal(x, y):
                 raise Mismatch(f"{kind} values differ")
+    # last, so that a difference in values is the one reported
+    if exact and len(a) > 7 and len(b) > 7 and a[7] != b[7]:
+        i, x, y = next((i, x, y) for i, (x, y) in enumerate(zip(a[7], b[7])) if x != y)
+        raise Mismatch(f"output {i} {_alias_text(x)} in the original but {_alias_text(y)} in the mended code "
+                       "(an in-place change to the result would reach the caller's tensor in one and not the other)")
     return worst
+
+
+def _alias_text(tag) -> str:
+    if tag is None:
+        return "is a new tensor"
+    return f"is {tag[1]} itself" if tag[0] == "is" else f"shares the storage of {tag[1]}"
 
 
 def _resize_batch(t: torch.Tensor, n: int) -> torch.Tensor:

@@ -273,19 +273,25 @@ def _argument_aliases(func: ast.AST, params: set[str]) -> set[str]:
     """``params`` and the locals every binding of which reads one of them through attributes
     and subscripts only (``curr_cache = cache.self_attention_cache``): the objects the
     caller passed in."""
+    return set(_argument_origins(func, params))
+
+
+def _argument_origins(func: ast.AST, params: set[str]) -> dict[str, set[str]]:
+    """For each of :func:`_argument_aliases`: the parameters it reads (``curr_cache`` ->
+    ``{"cache"}``)."""
     values, other = _bindings(func)
-    aliases = set(params)
+    origins = {p: {p} for p in params}
     changed = True
     while changed:   # a fixpoint over `a = b.c`, `b = param`
         changed = False
         for n, vs in values.items():
-            if n in aliases or n in other:
+            if n in origins or n in other:
                 continue
             arms = [a for v in vs for a in ((v.body, v.orelse) if isinstance(v, ast.IfExp) else (v,))]
-            if all(_chain_root(a) in aliases for a in arms):
-                aliases.add(n)
+            if all(_chain_root(a) in origins for a in arms):
+                origins[n] = set().union(*(origins[_chain_root(a)] for a in arms))
                 changed = True
-    return aliases - other
+    return {n: o for n, o in origins.items() if n not in other}
 
 
 def _chain_root(node: ast.AST) -> str | None:
@@ -310,7 +316,8 @@ def function_purity(fn: Any, depth: int = 0, owner: type | None = None) -> tuple
     return effects + arguments, assumptions
 
 
-def function_writes(fn: Any, depth: int = 0, owner: type | None = None) -> tuple[list[str], list[str], list[str]]:
+def function_writes(fn: Any, depth: int = 0, owner: type | None = None,
+                    written: set[str] | None = None) -> tuple[list[str], list[str], list[str]]:
     """(effects, argument writes, assumptions) of ``fn``, by its source. *Argument writes*
     are Python-level writes into an object the caller passed in (not ``self``): a store into
     ``cache.is_updated[i]``, a call of ``cache.update(...)`` or ``xs.append(...)`` on it or on a
@@ -319,7 +326,9 @@ def function_writes(fn: Any, depth: int = 0, owner: type | None = None) -> tuple
     undone (measured, tests/test_argument_writes.py); what the called method does inside is
     an assumption the caller must state. In-place tensor methods and ``x op= ...`` on an
     argument stay effects (the compiled graph writes them). Callees are screened with their
-    argument writes counted as effects (their arguments may be module state)."""
+    argument writes counted as effects (their arguments may be module state). ``written``,
+    when given, receives the parameters the argument writes reach (``cache`` for a write
+    through ``curr_cache = cache.self_attention_cache``)."""
     try:
         src = textwrap.dedent(inspect.getsource(fn))
         tree = ast.parse(src)
@@ -341,7 +350,8 @@ def function_writes(fn: Any, depth: int = 0, owner: type | None = None) -> tuple
     if kw and not any(isinstance(n, ast.Name) and n.id == kw and isinstance(n.ctx, ast.Store) for n in ast.walk(func)):
         fresh.add(kw)
     me = positional[0].arg if positional and owner is not None else None   # `self`: module state, not an argument
-    passed = _argument_aliases(func, params - {me} - fresh) - fresh if depth == 0 else set()
+    origins = _argument_origins(func, params - {me} - fresh) if depth == 0 else {}
+    passed = set(origins) - fresh
     # names bound only to numbers or to values allocated right there: `x op= v` on any other
     # name may update a caller's or the module's tensor in place (`kk = cache.k`, `a = self.acc`)
     values, _ = _bindings(func)
@@ -375,6 +385,8 @@ def function_writes(fn: Any, depth: int = 0, owner: type | None = None) -> tuple
                             continue
                         what = f"line {node.lineno}: store into `{ast.unparse(sub)}`"
                         if name in passed and _chain_root(sub) == name and _python_store(node, sub):
+                            if written is not None:
+                                written |= origins[name]
                             arguments.append(what + f" (an object passed in: `{name}`" + (
                                 ", assumed a Python container, not a tensor)" if isinstance(sub, ast.Subscript)
                                 else ")"))
@@ -407,6 +419,8 @@ def function_writes(fn: Any, depth: int = 0, owner: type | None = None) -> tuple
                 elif m in _EFFECT_METHODS and not pure_ns and not on_fresh:
                     what = f"line {node.lineno}: calls `{recv}.{m}()`"
                     if _chain_root(f.value) in passed:
+                        if written is not None:
+                            written |= origins[_chain_root(f.value)]
                         arguments.append(what + f" on an object passed in (`{_chain_root(f.value)}`)")
                     else:
                         effects.append(what)
@@ -449,11 +463,13 @@ def module_effects(module: Any) -> tuple[list[str], list[str]]:
     return effects + arguments, assumptions
 
 
-def module_writes(module: Any) -> tuple[list[str], list[str], list[str]]:
+def module_writes(module: Any, written: dict[str, set[str]] | None = None) -> tuple[list[str], list[str], list[str]]:
     """(effects, argument writes, assumptions) of calling ``module``: as :func:`module_effects`,
     with the Python-level writes of each ``forward`` into the objects passed to it apart
     (:func:`function_writes`). Those objects may be another module's state when a parent passes
-    it down, so the caller of this function decides where such writes are harmless."""
+    it down, so the caller of this function decides where such writes are harmless. ``written``,
+    when given, maps each submodule's name (``"0"`` in a ModuleList, ``""`` for ``module``
+    itself) to the ``forward`` parameters its argument writes reach."""
     import torch
 
     effects, arguments, assumptions = [], [], []
@@ -468,7 +484,10 @@ def module_writes(module: Any) -> tuple[list[str], list[str], list[str]]:
             continue
         if t.forward is torch.nn.Module.forward:
             continue
-        e, w, a = function_writes(t.forward, 0, t)
+        params: set[str] = set()
+        e, w, a = function_writes(t.forward, 0, t, params)
+        if written is not None and params:
+            written[name] = params
         effects += [f"{where} ({t.__name__}): {x}" for x in e]
         arguments += [f"{where} ({t.__name__}): {x}" for x in w]
         assumptions += a

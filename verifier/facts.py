@@ -65,10 +65,13 @@ def summarize(value: Any, depth: int = 0) -> dict:
 
         # `pure`: no effect at all; `argument_writes`: Python-level writes into objects passed
         # to a forward (a KV cache), which only some obligations may accept (and say so)
-        effects, arguments, assumptions = module_writes(value)
+        written: dict[str, set[str]] = {}
+        effects, arguments, assumptions = module_writes(value, written)
         info = {"kind": "module", "type": type(value).__name__, "training": value.training,
                 "pure": not effects and not arguments, "effects": (effects + arguments)[:5],
-                "strict_effects": effects[:5], "argument_writes": arguments[:8], "assumptions": assumptions[:12]}
+                "strict_effects": effects[:5], "argument_writes": arguments[:8], "assumptions": assumptions[:12],
+                # the forward parameters those writes reach, by submodule name ("0" in a ModuleList)
+                "argument_params": {k: sorted(v) for k, v in written.items()}}
         for attr in ("in_features", "out_features", "normalized_shape", "num_embeddings", "embedding_dim", "dim"):
             v = getattr(value, attr, None)
             if isinstance(v, (int, tuple)):

@@ -176,6 +176,12 @@ def state_unchanged(ob: dict, ctx: Ctx) -> Outcome:
     mods = facts.get("self", {})
     impure = [f"self.{k}: {'; '.join(v.get('effects') or ['no effect model'])[:200]}" for k, v in mods.items()
               if v.get("kind") == "module" and not v.get("pure")]
+    fresh_notes: list[str] = []
+    if impure and ob.get("fresh"):
+        refused, fresh_notes = _writes_into_fresh(mods, ob["fresh"])
+        if refused:
+            return unknown("submodules that may write state run in the same function: " + " | ".join(refused[:3]))
+        impure = []
     if impure:
         # writes into an object passed to a submodule (a KV cache) stay an effect here: Dynamo
         # replays Python-level writes after the graph, so a failing check undoes those made
@@ -203,12 +209,63 @@ def state_unchanged(ob: dict, ctx: Ctx) -> Outcome:
                    ["the function writes no state after the check (the rule's screen)",
                     f"the forward changed no module state on the example run, in {modes} mode (observed)"
                     + (", after a first call that initialized state once" if first else "")] + once + [
-                    "its submodules write no state: torch.nn modules by type and mode, others by screening "
-                    "their forward (verifier/effects.py): " + (", ".join(sorted(mods)) or "none"),
+                    "its submodules write no state" + (" but into the object made in this call" if fresh_notes
+                                                       else "") + ": torch.nn modules by type and mode, others by "
+                    "screening their forward (verifier/effects.py): " + (", ".join(sorted(mods)) or "none"),
                     "code compiled into the same graph (callers, sibling modules, helpers and methods of the "
                     "objects passed in) writes no state before this check (Dynamo drops such Python writes when "
                     "the graph raises; aot_eager applies tensor writes after the graph) and no tensor in place "
-                    "after it (inductor may run it before the failed assert surfaces); not screened"] + screened[:10])
+                    "after it (inductor may run it before the failed assert surfaces); not screened"] + fresh_notes
+                   + screened[:10])
+
+
+_LISTS = ("ModuleList", "ModuleDict")
+
+
+def _writes_into_fresh(mods: dict, fresh: dict) -> tuple[list[str], list[str]]:
+    """(why not, assumptions): whether the submodules' writes all go into the object the
+    mended function makes in this call (``fresh``: the rule's static screen -- ``name`` made
+    by ``made`` when the caller passed None, the check in the graph only then, and for each
+    ``self.<attr>`` the keywords that receive it at every call). Such an object is reachable
+    from nothing outside the call before the check, and a failing check discards it with the
+    frame, so what its writes do on a failing call is unobservable. Each writing submodule must
+    have no other effect, and every forward parameter its writes reach (the effect analysis,
+    ``argument_params``) must be one of those keywords; only the called module itself, or the
+    elements of a ModuleList/ModuleDict it indexes, bind those keywords."""
+    name, keywords = fresh["name"], fresh.get("keywords") or {}
+    refused = []
+    for k, v in mods.items():
+        if v.get("kind") != "module" or v.get("pure"):
+            continue
+        if v.get("strict_effects"):
+            refused.append(f"self.{k}: {'; '.join(v['strict_effects'])[:200]}")
+            continue
+        given = set(keywords.get(k, []))
+        for where, params in (v.get("argument_params") or {}).items():
+            bound_here = where == "" or (v.get("type") in _LISTS and "." not in where)
+            if not bound_here:
+                refused.append(f"self.{k}: {where} ({v.get('type')}) writes into its parameter(s) "
+                               f"{', '.join(params)}, which its parent module passes, not this function")
+            elif not set(params) <= given:
+                missing = ", ".join(f"`{p}`" for p in sorted(set(params) - given))
+                refused.append(f"self.{k}: writes into the object it gets as {missing}, which not every call of "
+                               f"`self.{k}` gives the `{name}` made in this call (keyword arguments read: "
+                               f"{', '.join(sorted(given)) or 'none'})")
+        if not v.get("argument_params"):
+            refused.append(f"self.{k}: {'; '.join(v.get('effects') or ['no effect model'])[:200]} (which parameters "
+                           "its writes reach was not recorded)")
+    notes = [f"`{name}` is made in this call by `{fresh.get('made', '?')[:80]}` when the caller passes None, and the "
+             f"check runs in the graph only then (`{fresh.get('flag')}`; the original check is kept for a `{name}` "
+             "passed in): nothing outside the call holds the new object before the check, and a failing check "
+             "discards it (static screen of the function: `" + name + "` is not read between)",
+             "the submodules that write write only into that object: " + "; ".join(
+                 f"self.{k} through `{'`, `'.join(ps)}`" for k, ps in sorted(keywords.items()) if k in mods
+                 and not mods[k].get("pure")) + " (the effect analysis of their forward, and a static screen "
+             "of every call of them in the class)",
+             f"calling a class by name (`{fresh.get('made', '?')[:40]}`) makes a new object, and neither its "
+             "constructor nor the object's methods change anything made before this call (e.g. a configuration "
+             "passed to it); not screened"]
+    return refused, notes
 
 
 def cpu_only(ob: dict, ctx: Ctx) -> Outcome:

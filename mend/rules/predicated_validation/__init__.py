@@ -75,7 +75,14 @@ made after it, as eager never reached them, but equally the ones made before it,
 the graph (a module in a list attribute, a hook, a decorator, a caller), which eager did make;
 and a cache whose ``update()`` writes a tensor in place (StaticCache) is written by inductor
 before the failed assert surfaces (measured, and an adversarial review's 11 counterexamples;
-tests/test_argument_writes.py). The code after a passing check computes the same
+tests/test_argument_writes.py). The exception is an object made in the call itself
+(``if cache is None: cache = DynamicCache(...)`` before the check, as xlm and flaubert do):
+the rewrite then keeps the original check for a cache passed in and moves it into the graph
+only under ``_mend_fresh_cache = cache is None`` (a Python bool, so a Dynamo guard), and the
+verifier accepts the submodules' writes when each goes only into parameters that receive that
+new object at every call (``fresh.py``; a failing check discards the object with the frame,
+and nothing outside held it). That its constructor and methods touch nothing made before the
+call is an assumption the certificate states. The code after a passing check computes the same
 result (``same-result-when-passing``); the exception is restored at the call boundary
 from the trap table entry (``restore-at-boundary``); the tensors at the check are on the
 CPU (``cpu-only``, observed); and the first failing check in program order is reported

@@ -15,7 +15,7 @@ def example_line(source: str) -> int:
     raise ValueError("no check in example")
 
 
-FIX_EXAMPLES: list[tuple[str, str]] = [
+FIX_EXAMPLES: list[tuple[str, str] | tuple[str, str, int]] = [
     # transformers grounding_dino (modeling_grounding_dino.py:608); a comment above the check is kept
     (
         '''import torch
@@ -232,6 +232,52 @@ def check(t, lo, hi):
         )
     return t
 ''',
+    ),
+    # xlm/flaubert (transformers 5.x): layers write the cache they are given; the check moves into the
+    # graph only for a cache made in this call, the original kept for one passed in (fresh.py)
+    (
+        '''import torch
+from torch import nn
+
+
+class Encoder(nn.Module):
+    def forward(self, x, lengths, cache=None):
+        slen = x.size(1)
+        if cache is None:
+            cache = Cache(len(self.layers))
+        assert lengths.max().item() <= slen
+        for i in range(len(self.layers)):
+            x = self.layers[i](x, cache=cache)
+        return x
+''',
+        '''import torch
+from torch import nn
+
+# mend: exceptions of checks rewritten into torch._assert_async, restored where the call returns
+# by mend.validation_runtime.install(model).
+_MEND_TRAPS = {
+    "3906a76e693e": lambda: AssertionError(),
+}
+
+
+class Encoder(nn.Module):
+    def forward(self, x, lengths, cache=None):
+        slen = x.size(1)
+        _mend_fresh_cache = cache is None  # mend: predicated-validation (the check below is in the graph only for a `cache` made here)
+        if cache is None:
+            cache = Cache(len(self.layers))
+        if not _mend_fresh_cache:
+            assert lengths.max().item() <= slen
+        elif __debug__:
+            torch._assert_async(
+                lengths.max() <= slen,
+                f"mend-trap:{__name__}:_MEND_TRAPS.3906a76e693e",
+            )
+        for i in range(len(self.layers)):
+            x = self.layers[i](x, cache=cache)
+        return x
+''',
+        10,
     ),
 ]
 

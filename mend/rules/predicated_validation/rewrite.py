@@ -11,6 +11,7 @@ from libcst.metadata import (BuiltinScope, ClassScope, GlobalScope, MetadataWrap
 
 from mend.rules._base import Decline, RewriteResult
 from mend.rules._common import Replace, add_import, code_of as _code, dotted as _dotted
+from mend.rules.predicated_validation.fresh import fresh_guard, guarded_body
 from mend.rules.predicated_validation.screen import MARKER, NAME, TABLE, _message, _screen
 
 
@@ -152,7 +153,13 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     else:  # `python -O` strips asserts; so does `if __debug__:`
         new = cst.If(test=cst.Name("__debug__"), body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Expr(call)])]),
                      leading_lines=plan.stmt.leading_lines)
-    tree = tree.visit(Replace(plan.stmt, new))
+    cls = next((a for a in reversed(site[1]) if isinstance(a, cst.ClassDef)), None)
+    guard = fresh_guard(plan.function, plan.stmt, cls)
+    if guard is not None:
+        why = f"the check below is in the graph only for a `{guard.name}` made here"
+        tree = tree.visit(Replace(plan.function, guarded_body(plan.function, plan.stmt, new, guard, why)))
+    else:
+        tree = tree.visit(Replace(plan.stmt, new))
 
     entry = (f'"{key}"', f"lambda: {exc_code}")
     existing = _tables(tree).get(table)
@@ -173,7 +180,9 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     message = _message(plan.args)
     what = "assert" if plan.form == "assert" else "if/raise"
     detail = (f"{what} -> torch._assert_async(..., marker {table}.{key}); {plan.exc_name} restored outside the "
-              f"graph by mend.validation_runtime.install(model)")
+              f"graph by mend.validation_runtime.install(model)" + (
+                  f"; only when `{guard.name}` is made in this call (`{guard.made[:60]}`), the original check "
+                  f"kept for one passed in" if guard is not None else ""))
     obligations = [
         {"kind": "raises-iff-original", "exception": plan.exc_name, "message": message, "args": plan.args,
          "raises_when": _code(plan.fails_when), "asserts": _code(plan.holds), "trap": f"{table}.{key}",
@@ -191,7 +200,9 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
          "note": "without the runtime the mended code raises RuntimeError('mend-trap:...')"},
         {"kind": "state-unchanged-on-raise",
          "note": "module buffers/attributes after a failing call equal eager's; the function was screened, "
-                 "callees (e.g. BatchNorm in training) and callers in the same graph were not"},
+                 "callees (e.g. BatchNorm in training) and callers in the same graph were not",
+         **({"fresh": {"name": guard.name, "made": guard.made, "flag": guard.flag, "keywords": guard.keywords}}
+            if guard is not None else {})},
         {"kind": "condition-is-tensor",
          "note": "the condition must be a one-element tensor; a Python bool makes _assert_async raise TypeError"},
         {"kind": "cpu-only",

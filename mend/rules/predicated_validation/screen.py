@@ -221,6 +221,12 @@ def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
     if any("jit" in (_dotted(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or "")
            for a in chain if isinstance(a, cst.FunctionDef) for d in a.decorators):
         return Decline(NAME, "the function is compiled by TorchScript, which cannot read the marker's `__name__`")
+    kept = next((a.test.expression.value for a in inner if m.matches(a, m.If(test=m.UnaryOperation(
+        operator=m.Not(), expression=m.Name(value=m.MatchIfTrue(lambda v: v.startswith("_mend_fresh_"))))))), None)
+    if kept is not None:   # the rule's own output (fresh.py): left for an object the caller passed in
+        return Decline(NAME, f"mend kept this check out of the graph for an object the caller passes in (`{kept}` "
+                             "is False): the submodules after it write that object, and moving the check into the "
+                             "graph would change which of those writes a failing call leaves done")
     if any(isinstance(a, (cst.For, cst.While)) for a in inner):
         return Decline(NAME, "the check sits inside a loop: Dynamo skips the whole frame there, and unrolling "
                              "the loop with one assert per iteration is not attempted")

@@ -1,0 +1,206 @@
+"""predicated-validation's fresh-object guard (mend/rules/predicated_validation/fresh.py): a
+check before layers that write a KV cache moves into the graph only when the cache is made in
+this call (xlm/flaubert, transformers 5.x), the original check kept for a cache the caller
+passed in. The static screen (when a guard applies), the verifier's acceptance of writes into
+the new object only (verifier/encoders/assert_async.py), and the mended fixture's behaviour,
+eager and compiled, against the original's."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+import libcst as cst
+import pytest
+import torch
+
+from mend import validation_runtime as vr
+from mend.fix import fix
+from mend.rules.predicated_validation.fresh import fresh_guard, fresh_keywords
+from tests.conftest import FIXTURES
+from verifier.encoders.assert_async import state_unchanged
+from verifier.obligations import Ctx
+
+_MODEL = '''import torch
+from torch import nn
+
+
+class Encoder(nn.Module):
+    def forward(self, x, lengths, cache=None):
+        slen = x.size(1)
+        if cache is None:
+            cache = Cache(len(self.layers))
+        assert lengths.max().item() <= slen
+        for i in range(len(self.layers)):
+            x = self.layers[i](x, cache=cache)
+        return x
+'''
+
+
+def _guard(src: str):
+    tree = cst.parse_module(src)
+    cls = next(n for n in tree.body if isinstance(n, cst.ClassDef))
+    fn = next(n for n in cls.body.body if isinstance(n, cst.FunctionDef) and n.name.value == "forward")
+    stmt = next(s for s in fn.body.body if cst.Module([]).code_for_node(s).lstrip().startswith("assert"))
+    return fresh_guard(fn, stmt, cls)
+
+
+def test_guard_found_for_a_cache_made_here_and_passed_by_keyword():
+    g = _guard(_MODEL)
+    assert g is not None
+    assert (g.name, g.made, g.flag, g.keywords) == ("cache", "Cache(len(self.layers))", "_mend_fresh_cache",
+                                                     {"layers": ["cache"]})
+
+
+@pytest.mark.parametrize("edit, why", [
+    (("x = self.layers[i](x, cache=cache)", "x = self.layers[i](x, cache)"), "passed positionally"),
+    (("cache = Cache(len(self.layers))", "cache = make_cache(len(self.layers))"), "a function may return a held object"),
+    (("cache = Cache(len(self.layers))", "cache = self.Cache(len(self.layers))"), "a method may return a held object"),
+    (("cache = Cache(len(self.layers))", "cache = transformers.Cache(len(self.layers))"), None),
+    (("        assert lengths", "        self.last = cache\n        assert lengths"), "read before the check"),
+    (("        assert lengths", "        cache.reset()\n        assert lengths"), "used before the check"),
+    (("        if cache is None:", "        if cache is None and x.dim() == 3:"), "a compound test"),
+    (("            cache = Cache(len(self.layers))", "            cache = Cache(len(self.layers))\n            n = 1"),
+     "more than the assignment"),
+    (("def forward(self, x, lengths, cache=None):", "def forward(self, x, lengths):\n        cache = None"),
+     "not a parameter"),
+])
+def test_guard_refused(edit, why):
+    src = _MODEL.replace(*edit)
+    assert src != _MODEL
+    g = _guard(src)
+    if why is None:        # a class reached through a module
+        assert g is not None and g.made == "transformers.Cache(len(self.layers))"
+    else:
+        assert g is None, why
+
+
+def test_keywords_must_hold_at_every_call_in_the_class():
+    src = _MODEL + '''
+    def step(self, x, cache):
+        return self.layers[0](x, cache=None, past=cache)
+'''
+    tree = cst.parse_module(src)
+    assert fresh_keywords(tree, "cache") == {}          # one call gives `cache`, another `past`
+    src2 = _MODEL + '''
+    def step(self, x, c):
+        return self.layers[0](x, **c)
+'''
+    assert fresh_keywords(cst.parse_module(src2), "cache") == {}
+
+
+def test_flag_name_avoids_taken_names():
+    src = _MODEL.replace("slen = x.size(1)", "slen = x.size(1)\n        _mend_fresh_cache = 0")
+    assert _guard(src).flag == "_mend_fresh_cache_1"
+
+
+# --- the verifier: writes accepted only into the new object ---------------------------------
+
+_STATE = {"modes": ["eval", "train"], "changes": [], "first_call": []}
+_FRESH = {"name": "cache", "made": "Cache(2)", "flag": "_mend_fresh_cache", "keywords": {"layers": ["cache"]}}
+
+
+def _writer(params, kind="ModuleList", strict=()):
+    return {"kind": "module", "type": kind, "pure": False, "effects": ["0 (Attention): calls `cache.update()`"],
+            "strict_effects": list(strict), "argument_writes": ["0 (Attention): calls `cache.update()`"],
+            "assumptions": [], "argument_params": params}
+
+
+def _state(mods, fresh=_FRESH):
+    ob = {"kind": "state-unchanged-on-raise", **({"fresh": fresh} if fresh else {})}
+    return state_unchanged(ob, Ctx({"state": _STATE, "self": mods}, {}))
+
+
+def test_writes_into_the_fresh_object_are_accepted_with_assumptions_stated():
+    out = _state({"layers": _writer({"0": ["cache"], "1": ["cache"]})})
+    assert out.result == "checked", out.reason
+    assert any("made in this call" in a for a in out.assumptions)
+    assert any("not screened" in a and "constructor" in a for a in out.assumptions)
+
+
+@pytest.mark.parametrize("mods, fresh, why", [
+    ({"layers": _writer({"0": ["cache"]})}, None, "not accepted"),
+    ({"layers": _writer({"0": ["past"]})}, _FRESH, "`past`"),
+    ({"layers": _writer({"0": ["cache"]}, strict=["line 3: `self.n += 1`"])}, _FRESH, "self.n += 1"),
+    ({"layers": _writer({"0.inner": ["cache"]})}, _FRESH, "its parent module passes"),
+    ({"layers": _writer({"inner": ["cache"]}, kind="Block")}, _FRESH, "its parent module passes"),
+    ({"other": _writer({"": ["cache"]}, kind="Block")}, _FRESH, "not every call"),
+    ({"layers": _writer({})}, _FRESH, "was not recorded"),
+])
+def test_writes_elsewhere_stay_unknown(mods, fresh, why):
+    out = _state(mods, fresh)
+    assert out.result == "unknown" and why in out.reason, out.reason
+
+
+# --- end to end: the xlm-like fixture ---------------------------------------------------------
+
+def _load(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _count(fn, *args, **kwargs):
+    graphs = []
+
+    def backend(gm, _):
+        graphs.append(gm)
+        return gm.forward
+    torch._dynamo.reset()
+    out = torch.compile(fn, backend=backend)(*args, **kwargs)
+    return len(graphs), out
+
+
+def _cache_state(c):
+    return [layer.keys for layer in c.layers], dict(c.is_updated)
+
+
+@pytest.fixture(scope="module")
+def fixed(tmp_path_factory):
+    res = fix(str(FIXTURES / "assert_item_cache.py"), unsafe_fixes=True, max_examples=5)
+    (code,) = res.files.values()
+    tmp = tmp_path_factory.mktemp("fresh")
+    (tmp / "mended_fresh.py").write_text(code)
+    orig = _load(FIXTURES / "assert_item_cache.py", "_fresh_orig")
+    return res, orig, _load(tmp / "mended_fresh.py", "_fresh_mended")
+
+
+def test_mend_fix_fixes_the_check_for_a_cache_made_here(fixed):
+    res, _, _ = fixed
+    assert [r.rule for r in res.rewrites] == ["predicated-validation"]
+    assert (res.before.graph_count, res.after.graph_count) == (2, 1)
+    assert res.rewrites[0].safety["label"] == "unsafe"
+    (st,) = [o for o in res.rewrites[0].obligations if o["kind"] == "state-unchanged-on-raise"]
+    assert st["result"] == "checked" and st["fresh"]["keywords"] == {"attentions": ["cache"]}
+
+
+def test_mended_fixture_behaves_as_the_original(fixed):
+    _, orig, mended = fixed
+    torch.manual_seed(0)
+    a, b = orig.Model(), mended.Model()
+    b.load_state_dict(a.state_dict())
+    vr.install(b)
+    x = torch.randn(2, 6, 8)
+    good, bad = torch.tensor([6, 4]), torch.tensor([7, 4])
+    # a cache made in the call: one graph, the same values, the same AssertionError
+    n, out = _count(b, x, good)
+    assert n == 1 and torch.equal(out, a(x, good))
+    with pytest.raises(AssertionError):
+        _count(b, x, bad)
+    # a cache passed in: the original check stays (two graphs), and a failing call leaves the
+    # cache as eager does -- untouched, the check comes before every layer
+    n, out = _count(b, x, good, cache=mended.Cache(2))
+    assert n == 2 and torch.equal(out, a(x, good, cache=orig.Cache(2)))
+    ca, cb = orig.Cache(2), mended.Cache(2)
+    with pytest.raises(AssertionError):
+        a(x, bad, cache=ca)
+    with pytest.raises(AssertionError):
+        _count(b, x, bad, cache=cb)
+    assert _cache_state(ca) == _cache_state(cb) == ([None, None], {})
+    # a passing call with a cache passed in writes it as eager does
+    ca, cb = orig.Cache(2), mended.Cache(2)
+    a(x, good, cache=ca)
+    _count(b, x, good, cache=cb)
+    assert dict(ca.is_updated) == dict(cb.is_updated) == {0: True, 1: True}
+    assert all(torch.equal(p, q) for p, q in zip(*(_cache_state(c)[0] for c in (ca, cb))))
