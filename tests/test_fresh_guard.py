@@ -15,25 +15,14 @@ import torch
 
 from mend import validation_runtime as vr
 from mend.fix import fix
+from mend.rules.predicated_validation.examples import FIX_EXAMPLES
 from mend.rules.predicated_validation.fresh import fresh_guard, fresh_keywords
 from tests.conftest import FIXTURES
 from verifier.encoders.assert_async import state_unchanged
 from verifier.obligations import Ctx
 
-_MODEL = '''import torch
-from torch import nn
-
-
-class Encoder(nn.Module):
-    def forward(self, x, lengths, cache=None):
-        slen = x.size(1)
-        if cache is None:
-            cache = Cache(len(self.layers))
-        assert lengths.max().item() <= slen
-        for i in range(len(self.layers)):
-            x = self.layers[i](x, cache=cache)
-        return x
-'''
+# the rule's own fix example (a cache made when None, passed by keyword to `self.layers[i]`)
+_MODEL = next(before for before, after, *_ in FIX_EXAMPLES if "_mend_fresh_cache" in after)
 
 
 def _guard(src: str):
