@@ -48,6 +48,8 @@ def test_guard_found_for_a_cache_made_here_and_passed_by_keyword():
     (("        assert lengths", "        self.last = cache\n        assert lengths"), "read before the check"),
     (("        assert lengths", "        cache.reset()\n        assert lengths"), "used before the check"),
     (("        if cache is None:", "        if cache is None and x.dim() == 3:"), "a compound test"),
+    (("assert lengths.max().item() <= slen", "assert lengths.max().item() <= slen - len(cache)"),
+     "read by the check itself"),
     (("            cache = Cache(len(self.layers))", "            cache = Cache(len(self.layers))\n            n = 1"),
      "more than the assignment"),
     (("def forward(self, x, lengths, cache=None):", "def forward(self, x, lengths):\n        cache = None"),

@@ -119,7 +119,8 @@ def fresh_keywords(scope: cst.CSTNode, name: str) -> dict[str, list[str]]:
 def fresh_guard(function: cst.FunctionDef, stmt: cst.CSTNode, cls: cst.ClassDef | None) -> FreshGuard | None:
     """The guard for the check ``stmt`` (a statement of ``function``'s own body), when a
     parameter made anew if None (``if cache is None: cache = Cache(...)``) comes before it,
-    is not read between that and the check, and is passed to a submodule by keyword. None
+    is read neither between that and the check nor by the check, and is passed to a submodule
+    by keyword. None
     otherwise."""
     body = list(function.body.body)
     if stmt not in body:
@@ -131,9 +132,9 @@ def fresh_guard(function: cst.FunctionDef, stmt: cst.CSTNode, cls: cst.ClassDef 
         if made is None:
             continue
         name, call = made
-        between = body[i + 1:at]
+        between = body[i + 1:at + 1]   # the check's own condition included
         if any(m.findall(s, m.Name(name)) for s in between):
-            return None   # read or rebound before the check: something may hold it already
+            return None   # read or rebound before the check: something may hold or write it already
         keywords = fresh_keywords(cls if cls is not None else function, name)
         taken = {n.value for n in m.findall(function, m.Name())}
         flag = next(f for f in (f"_mend_fresh_{name}", *(f"_mend_fresh_{name}_{j}" for j in range(1, 100)))
