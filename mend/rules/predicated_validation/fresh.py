@@ -120,8 +120,7 @@ def fresh_guard(function: cst.FunctionDef, stmt: cst.CSTNode, cls: cst.ClassDef 
     """The guard for the check ``stmt`` (a statement of ``function``'s own body), when a
     parameter made anew if None (``if cache is None: cache = Cache(...)``) comes before it,
     is read neither between that and the check nor by the check, and is passed to a submodule
-    by keyword. None
-    otherwise."""
+    by keyword. None otherwise."""
     body = list(function.body.body)
     if stmt not in body:
         return None
