@@ -16,7 +16,7 @@ import torch
 from mend import validation_runtime as vr
 from mend.fix import fix
 from mend.rules.predicated_validation.examples import FIX_EXAMPLES
-from mend.rules.predicated_validation.fresh import fresh_guard, fresh_keywords
+from mend.rules.predicated_validation.fresh import fresh_guard
 from tests.conftest import FIXTURES
 from verifier.encoders.assert_async import state_unchanged
 from verifier.obligations import Ctx
@@ -30,7 +30,7 @@ def _guard(src: str):
     cls = next(n for n in tree.body if isinstance(n, cst.ClassDef))
     fn = next(n for n in cls.body.body if isinstance(n, cst.FunctionDef) and n.name.value == "forward")
     stmt = next(s for s in fn.body.body if cst.Module([]).code_for_node(s).lstrip().startswith("assert"))
-    return fresh_guard(fn, stmt, cls)
+    return fresh_guard(tree, fn, stmt, cls)
 
 
 def test_guard_found_for_a_cache_made_here_and_passed_by_keyword():
@@ -65,18 +65,26 @@ def test_guard_refused(edit, why):
         assert g is None, why
 
 
-def test_keywords_must_hold_at_every_call_in_the_class():
-    src = _MODEL + '''
-    def step(self, x, cache):
-        return self.layers[0](x, cache=None, past=cache)
-'''
-    tree = cst.parse_module(src)
-    assert fresh_keywords(tree, "cache") == {}          # one call gives `cache`, another `past`
-    src2 = _MODEL + '''
-    def step(self, x, c):
-        return self.layers[0](x, **c)
-'''
-    assert fresh_keywords(cst.parse_module(src2), "cache") == {}
+@pytest.mark.parametrize("extra, edit", [
+    # another method calls the writer (with `past`, or with its own parameter named `cache`)
+    ("\n    def step(self, x, past):\n        return self.layers[0](x, cache=past)\n", None),
+    ("\n    def step(self, x, cache):\n        return self.layers[0](x, cache=cache)\n", None),
+    ("\n    def step(self, x, c):\n        return self.layers[0](x, **c)\n", None),
+    # adversarial review (B): the writer reached before the check, or other than as a callee
+    ("", ("        assert lengths", "        x = self.layers[0].forward(x, past)\n        assert lengths")),
+    ("", ("        assert lengths", "        first = self.layers[0]\n        assert lengths")),
+    ("", ("        assert lengths", "        x = self.layers[0](x, past)\n        assert lengths")),
+    ("", ("        for i in range(len(self.layers)):", "        for layer in self.layers:")),
+    # a parent module in the same file calls the writer through the child
+    ("\n\nclass Parent(nn.Module):\n    def forward(self, x, lengths, past):\n"
+     "        x = self.encoder.layers[0](x, cache=past)\n        return self.encoder(x, lengths)\n", None),
+])
+def test_writers_reached_otherwise_get_no_keywords(extra, edit):
+    src = _MODEL + extra
+    if edit is not None:
+        assert edit[0] in src
+        src = src.replace(*edit)
+    assert _guard(src) is None
 
 
 def test_flag_name_avoids_taken_names():
@@ -195,3 +203,63 @@ def test_mended_fixture_behaves_as_the_original(fixed):
     _count(b, x, good, cache=cb)
     assert dict(ca.is_updated) == dict(cb.is_updated) == {0: True, 1: True}
     assert all(torch.equal(p, q) for p, q in zip(*(_cache_state(c)[0] for c in (ca, cb))))
+
+
+# --- an adversarial review's counterexamples (each emitted once, behaviour changed) ------------
+
+_INIT = "        self.layers = [Layer() for _ in range(n)]\n"
+_CHECK = "        assert lengths.max().item() <= slen\n"
+_FIXTURE = (FIXTURES / "assert_item_cache.py").read_text()
+
+
+@pytest.mark.parametrize("edits, why", [
+    # A: the constructor registers the new cache in a module-level list (eager keeps it on a
+    # failing call, the compiled mended call dropped the append)
+    ([("class Cache:", "LIVE = []\n\n\nclass Cache:"), (_INIT, _INIT + "        LIVE.append(self)\n")],
+     "global `"),
+    # A: a class-level counter
+    ([("    def __init__(self, n):\n        self.layers", "    made = 0\n\n    def __init__(self, n):\n"
+       "        Cache.made += 1\n        self.layers")], "Cache.made"),
+    # C: the constructor draws an unused random tensor (aot_eager eliminated the draw once the
+    # graphs were joined: the generator advanced less on a passing call)
+    ([(_INIT, _INIT + "        self.noise = torch.randn(4)\n")], "random number generator"),
+    # the rule's own hole, no cache involved: a helper writes a global before the check
+    ([("class Model(nn.Module):", "SEEN = []\n\n\ndef note(t):\n    SEEN.append(t.shape)\n    return t\n\n\n"
+       "class Model(nn.Module):"), (_CHECK, "        x = note(x)\n" + _CHECK)], "SEEN"),
+    # B: the writer called before the check with the caller's object, through `.forward`
+    ([("def forward(self, x, lengths, cache=None):", "def forward(self, x, lengths, cache=None, past=None):"),
+      (_CHECK, "        x = x + self.attentions[0].forward(x, torch.ones(slen), past)\n" + _CHECK)],
+     "submodules that may write state"),
+])
+def test_counterexamples_are_declined(tmp_path, edits, why):
+    src = _FIXTURE
+    for old, new in edits:
+        assert old in src, old
+        src = src.replace(old, new, 1)
+    path = tmp_path / "variant.py"
+    path.write_text(src)
+    res = fix(str(path), unsafe_fixes=True, max_examples=5)
+    assert res.rewrites == []
+    (d,) = [d for d in res.declined if d.rule == "predicated-validation"]
+    assert "state-unchanged-on-raise unknown" in d.reason and why in d.reason, d.reason
+    assert res.after.graph_count == res.before.graph_count
+
+
+def test_state_snapshot_sees_containers_globals_and_objects():
+    from verifier.facts import _changed, state_snapshot
+    import types
+
+    mod = types.ModuleType("_snap_mod")
+    sys.modules["_snap_mod"] = mod
+    exec("import torch\nREG = []\nclass Box:\n    n = 0\nclass M(torch.nn.Module):\n"
+         "    def __init__(self):\n        super().__init__()\n        self.seen = []\n"
+         "        self.memory = Box()\n        self.memory.log = []\n", mod.__dict__)
+    model = mod.M()
+    writes = [lambda: model.seen.append(1), lambda: mod.REG.append(1), lambda: setattr(mod.Box, "n", 1),
+              lambda: model.memory.log.append(1)]
+    names = ["attribute `seen`", "global `_snap_mod.REG`", "global `_snap_mod.Box.n`", "attribute `memory`"]
+    for write, name in zip(writes, names):
+        before = state_snapshot(model)
+        assert _changed(before, state_snapshot(model)) == []
+        write()
+        assert _changed(before, state_snapshot(model)) == [name]

@@ -5,7 +5,8 @@ obligations use in the frames of the mended file at the changed lines (dtypes, r
 sizes, devices, module types and their effect screens, Python constants), and, for
 obligations that carry a ``line``, every observation at that line on every hit and call
 (``watch``). For ``state-unchanged-on-raise`` the run also observes whether a forward
-changes module state (buffers, plain Python attributes), in eval and in training mode
+changes module state (buffers, Python attributes and the containers and objects they hold,
+the globals of the modules that define the model's classes), in eval and in training mode
 (:func:`observe_state`).
 
 Entry points (``verifier`` imports nothing from ``mend``; mend passes what it builds):
@@ -354,17 +355,70 @@ def watched_lines(obligations: list[dict]) -> dict[int, list[str]]:
 # -- module state: does a forward change it? ---------------------------------------------------
 
 _SIMPLE = (int, float, bool, str, type(None))
+_CONTAINERS = (list, dict, set, frozenset, tuple)
+
+
+def _shallow(value: Any, depth: int = 1) -> Any:
+    """What :func:`state_snapshot` compares for a value: a number or string itself; a
+    container's type, length and the identity of its items (a dict's keys too, a set's as a
+    set), so that an append or a rebound item shows; a plain object's attributes, one level
+    deep. None for what is not watched (modules, tensors, callables and classes: watched
+    elsewhere or not state). Identities may be reused after an object is freed: an
+    observation, not a proof."""
+    import torch
+
+    if isinstance(value, _SIMPLE):
+        return value
+    if isinstance(value, dict):
+        return ("dict", tuple((k if isinstance(k, _SIMPLE) else id(k), id(v)) for k, v in value.items()))
+    if isinstance(value, (set, frozenset)):
+        return ("set", frozenset(map(id, value)))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(map(id, value)))
+    if depth and not isinstance(value, (torch.nn.Module, torch.Tensor, type)) and not callable(value) \
+            and hasattr(value, "__dict__") and not inspect.ismodule(value):
+        return ("object", id(value), tuple(sorted((k, _shallow(v, depth - 1)) for k, v in vars(value).items()
+                                                  if isinstance(k, str))))
+    return None
+
+
+def _module_globals(model) -> dict:
+    """The Python modules that define the model's submodule classes (torch's own excepted):
+    their globals are state a forward may write (a registry list, a counter, a class
+    attribute of a class defined there)."""
+    mods = {}
+    for _, sub in model.named_modules():
+        name = type(sub).__module__
+        if not name.startswith("torch.") and name in sys.modules:
+            mods[name] = sys.modules[name]
+    return mods
 
 
 def state_snapshot(model) -> dict:
-    """Plain Python attributes (numbers, strings, None) and buffers of every submodule."""
+    """Plain Python attributes (numbers, strings, None), containers and plain objects held as
+    attributes (:func:`_shallow`), and buffers of every submodule; the globals of the Python
+    modules that define them, and the attributes of the classes defined there."""
     snap = {}
     for name, mod in model.named_modules():
         for key, value in vars(mod).items():
-            if isinstance(value, _SIMPLE):
-                snap[(name, key)] = value
+            seen = _shallow(value)
+            if seen is not None:
+                snap[(name, key)] = seen
         for key, buf in mod.named_buffers(recurse=False):
             snap[(name, "buffer:" + key)] = buf.detach().clone()
+    for modname, module in _module_globals(model).items():
+        for key, value in list(vars(module).items()):
+            if key.startswith("__"):
+                continue
+            if isinstance(value, type) and value.__module__ == modname:
+                for attr, v in list(vars(value).items()):
+                    seen = _shallow(v, 0) if not attr.startswith("__") else None
+                    if seen is not None:
+                        snap[("global:" + modname, f"{key}.{attr}")] = seen
+                continue
+            seen = _shallow(value, 0)
+            if seen is not None:
+                snap[("global:" + modname, key)] = seen
     return snap
 
 
@@ -374,9 +428,12 @@ def _changed(before: dict, after: dict) -> list[str]:
     out = [f"`{'.'.join(p for p in k if p) or k}` appeared or disappeared" for k in before.keys() ^ after.keys()]
     for k in before.keys() & after.keys():
         a, b = before[k], after[k]
-        same = torch.equal(a, b) if isinstance(a, torch.Tensor) else a == b   # NaN counts as a change
+        same = torch.equal(a, b) if isinstance(a, torch.Tensor) else (a is b or a == b)  # a NaN tensor: changed
         if not same:
             name, key = k
+            if name.startswith("global:"):
+                out.append(f"global `{name.removeprefix('global:')}.{key}`")
+                continue
             what = key.removeprefix("buffer:")
             out.append(f"{'buffer' if key.startswith('buffer:') else 'attribute'} `{(name + '.' if name else '') + what}`")
     return sorted(out)
@@ -396,7 +453,9 @@ def _same_tensor(a, b) -> bool:
 def observe_state(model, args: tuple, kwargs: dict) -> dict:
     """Run ``model`` on the example inputs in eval mode twice, then in training mode (no
     autograd, output, logs and warnings silenced; an exception ends that run) and record
-    whether each forward changed module state or wrote an input in place: ``{"modes":
+    whether each forward changed module state (:func:`state_snapshot`: buffers, attributes,
+    the defining modules' globals and class attributes; in eval mode also the CPU random number
+    generator) or wrote an input in place: ``{"modes":
     ["eval", "train"], "changes": [...], "first_call": [...]}``. ``changes``: what the
     second eval call or the training call changed (``"eval: buffer `bn.running_mean`"``),
     and every input any call wrote in place (``"eval: input 0 written in place"``); ``first_call``: what only the
@@ -417,6 +476,7 @@ def observe_state(model, args: tuple, kwargs: dict) -> dict:
         for i, phase in enumerate((False, False, True)):
             model.train(phase)
             before = state_snapshot(model)
+            rng = torch.random.get_rng_state()
             # private copies of the inputs, watched too: a forward that writes an input in
             # place changes the caller's state as much as a buffer write does
             call_args = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
@@ -434,6 +494,10 @@ def observe_state(model, args: tuple, kwargs: dict) -> dict:
                     logging.disable(logging.NOTSET)
             mode = "train" if phase else "eval"
             seen = [f"{mode}: {c}" for c in _changed(before, state_snapshot(model))]
+            # a draw in eval mode (dropout draws only in training): with the graphs joined, a
+            # draw whose result dies in the graph may be eliminated (measured under aot_eager)
+            if not phase and not torch.equal(rng, torch.random.get_rng_state()):
+                seen.append(f"{mode}: the CPU random number generator advanced")
             (first if i == 0 else changes).extend(seen)
             changes.extend(f"{mode}: {n} written in place" for n, t, old in watched if not _same_tensor(t, old))
     finally:

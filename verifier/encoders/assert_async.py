@@ -24,8 +24,8 @@ from verifier.shapes import ShapeEval, _expr
 from verifier.smt import Unsupported
 from verifier.values import ValueEval
 
-STATE_CHANGES = ("state-unchanged-on-raise cannot be shown: the model's forward changes module state (a buffer or a "
-                 "Python attribute), and a check moved into the compiled graph could let that update happen, or not "
+STATE_CHANGES = ("state-unchanged-on-raise cannot be shown: the model's forward changes state (a buffer, a Python "
+                 "attribute or what it holds, a global of the model's modules, the random number generator), and a check moved into the compiled graph could let that update happen, or not "
                  "happen, differently from eager on a failing call")
 
 
@@ -263,8 +263,10 @@ def _writes_into_fresh(mods: dict, fresh: dict) -> tuple[list[str], list[str]]:
                  and not mods[k].get("pure")) + " (the effect analysis of their forward, and a static screen "
              "of every call of them in the class)",
              f"calling a class by name (`{fresh.get('made', '?')[:40]}`) makes a new object, and neither its "
-             "constructor nor the object's methods change anything made before this call (e.g. a configuration "
-             "passed to it); not screened"]
+             "constructor nor the object's methods change anything made before this call: observed for the "
+             "model's attributes, the globals and class attributes of the modules that define its classes and "
+             "the random number generator in eval mode (a registry, a counter or a draw there declines); not "
+             "screened for other modules (e.g. a library's cache class) or for what the example run did not do"]
     return refused, notes
 
 

@@ -99,12 +99,44 @@ def _self_attr(func: cst.BaseExpression) -> str | None:
     return None
 
 
-def fresh_keywords(scope: cst.CSTNode, name: str) -> dict[str, list[str]]:
-    """For each submodule ``self.A`` called in ``scope`` (the class, so that calls from its
-    other methods count too): the keywords that receive an object rooted at ``name`` at every
-    call of ``self.A``. A call with ``*args``/``**kwargs`` leaves none."""
+def _escaping(module: cst.Module, cls: cst.ClassDef | None, function: cst.FunctionDef,
+              before: list[cst.CSTNode]) -> set[str]:
+    """Submodule attributes ``A`` whose objects may be reached other than through the calls
+    ``self.A(...)`` / ``self.A[i](...)`` in ``function`` after the check (an adversarial
+    review's counterexamples: a writer called before the check with another object, by
+    ``.forward``, through a local alias, from another method, or from a parent module). In
+    ``function`` and the class's other methods (``__init__`` excepted): every ``self.A`` that is
+    not such a callee nor ``len(self.A)``; every call of it in another method or before the
+    check. In the whole file: a call through ``X.A`` or ``X.A[i]`` where ``X`` is not ``self``."""
+    out: set[str] = set()
+    methods = [f for f in m.findall(cls, m.FunctionDef())] if cls is not None else [function]
+    early = {id(c) for b in before for c in m.findall(b, m.Call())}
+    for f in methods:
+        if f.name.value == "__init__":
+            continue
+        callees = {id(c.func) for c in m.findall(f, m.Call())} | {
+            id(c.func.value) for c in m.findall(f, m.Call(func=m.Subscript()))}
+        lens = {id(c.args[0].value) for c in m.findall(f, m.Call(func=m.Name("len"), args=[m.Arg()]))}
+        for node in m.findall(f, m.Attribute(value=m.Name("self"), attr=m.Name())):
+            if id(node) not in callees | lens:
+                out.add(node.attr.value)
+        for c in m.findall(f, m.Call()):
+            attr = _self_attr(c.func)
+            if attr is not None and (f is not function or id(c) in early):
+                out.add(attr)
+    for c in m.findall(module, m.Call()):
+        func = c.func.value if isinstance(c.func, cst.Subscript) else c.func
+        if isinstance(func, cst.Attribute) and not m.matches(func.value, m.Name("self")):
+            out.add(func.attr.value)
+    return out
+
+
+def fresh_keywords(function: cst.FunctionDef, name: str, escaping: set[str] = frozenset()) -> dict[str, list[str]]:
+    """For each submodule ``self.A`` called in ``function`` and not in ``escaping``: the
+    keywords that receive an object rooted at ``name`` at every call of ``self.A``. A call
+    with ``*args``/``**kwargs`` leaves none."""
     seen: dict[str, set[str]] = {}
-    for call in m.findall(scope, m.Call()):
+    for call in m.findall(function, m.Call()):
         attr = _self_attr(call.func)
         if attr is None:
             continue
@@ -113,10 +145,11 @@ def fresh_keywords(scope: cst.CSTNode, name: str) -> dict[str, list[str]]:
         else:
             kws = {a.keyword.value for a in call.args if a.keyword is not None and _rooted_at(a.value, name)}
         seen[attr] = seen[attr] & kws if attr in seen else kws
-    return {attr: sorted(kws) for attr, kws in sorted(seen.items()) if kws}
+    return {attr: sorted(kws) for attr, kws in sorted(seen.items()) if kws and attr not in escaping}
 
 
-def fresh_guard(function: cst.FunctionDef, stmt: cst.CSTNode, cls: cst.ClassDef | None) -> FreshGuard | None:
+def fresh_guard(module: cst.Module, function: cst.FunctionDef, stmt: cst.CSTNode,
+                cls: cst.ClassDef | None) -> FreshGuard | None:
     """The guard for the check ``stmt`` (a statement of ``function``'s own body), when a
     parameter made anew if None (``if cache is None: cache = Cache(...)``) comes before it,
     is read neither between that and the check nor by the check, and is passed to a submodule
@@ -134,7 +167,7 @@ def fresh_guard(function: cst.FunctionDef, stmt: cst.CSTNode, cls: cst.ClassDef 
         between = body[i + 1:at + 1]   # the check's own condition included
         if any(m.findall(s, m.Name(name)) for s in between):
             return None   # read or rebound before the check: something may hold or write it already
-        keywords = fresh_keywords(cls if cls is not None else function, name)
+        keywords = fresh_keywords(function, name, _escaping(module, cls, function, body[:at + 1]))
         taken = {n.value for n in m.findall(function, m.Name())}
         flag = next(f for f in (f"_mend_fresh_{name}", *(f"_mend_fresh_{name}_{j}" for j in range(1, 100)))
                     if f not in taken)

@@ -154,7 +154,7 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
         new = cst.If(test=cst.Name("__debug__"), body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Expr(call)])]),
                      leading_lines=plan.stmt.leading_lines)
     cls = next((a for a in reversed(site[1]) if isinstance(a, cst.ClassDef)), None)
-    guard = fresh_guard(plan.function, plan.stmt, cls)
+    guard = fresh_guard(tree, plan.function, plan.stmt, cls)
     if guard is not None:
         why = f"the check below is in the graph only for a `{guard.name}` made here"
         tree = tree.visit(Replace(plan.function, guarded_body(plan.function, plan.stmt, new, guard, why)))
