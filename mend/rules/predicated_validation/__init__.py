@@ -81,8 +81,11 @@ the rewrite then keeps the original check for a cache passed in and moves it int
 only under ``_mend_fresh_cache = cache is None`` (a Python bool, so a Dynamo guard), and the
 verifier accepts the submodules' writes when each goes only into parameters that receive that
 new object at every call (``fresh.py``; a failing check discards the object with the frame,
-and nothing outside held it). That its constructor and methods touch nothing made before the
-call is an assumption the certificate states. The code after a passing check computes the same
+and nothing outside held it) and are reached in no other way (not called before the check,
+by ``.forward``, through an alias, from another method or a parent module in the file). That
+its constructor and methods touch nothing made before the call is observed (the model's
+attributes and what they hold, its modules' globals and class attributes, random draws in
+eval mode) and otherwise an assumption the certificate states. The code after a passing check computes the same
 result (``same-result-when-passing``); the exception is restored at the call boundary
 from the trap table entry (``restore-at-boundary``); the tensors at the check are on the
 CPU (``cpu-only``, observed); and the first failing check in program order is reported
