@@ -15,6 +15,7 @@ import torch
 
 from mend import validation_runtime as vr
 from mend.fix import fix
+from mend.rules import predicated_validation as pv
 from mend.rules.predicated_validation.examples import FIX_EXAMPLES
 from mend.rules.predicated_validation.fresh import fresh_guard
 from tests.conftest import FIXTURES
@@ -109,11 +110,12 @@ def _state(mods, fresh=_FRESH):
     return state_unchanged(ob, Ctx({"state": _STATE, "self": mods}, {}))
 
 
-def test_writes_into_the_fresh_object_are_accepted_with_assumptions_stated():
+def test_writes_into_the_fresh_object_alone_are_still_unknown():
+    """Accepted once, withdrawn after a second adversarial review (17 counterexamples): the
+    constructor runs in the graph before the check and is not screened."""
     out = _state({"layers": _writer({"0": ["cache"], "1": ["cache"]})})
-    assert out.result == "checked", out.reason
-    assert any("made in this call" in a for a in out.assumptions)
-    assert any("not screened" in a and "constructor" in a for a in out.assumptions)
+    assert out.result == "unknown"
+    assert "constructor (`Cache(2)`)" in out.reason and "not screened" in out.reason
 
 
 @pytest.mark.parametrize("mods, fresh, why", [
@@ -157,24 +159,27 @@ def _cache_state(c):
 
 @pytest.fixture(scope="module")
 def fixed(tmp_path_factory):
+    """mend fix's verdict on the fixture, and the rule's guarded rewrite of it (not emitted)."""
     res = fix(str(FIXTURES / "assert_item_cache.py"), unsafe_fixes=True, max_examples=5)
-    (code,) = res.files.values()
+    src = (FIXTURES / "assert_item_cache.py").read_text()
+    line = next(i for i, t in enumerate(src.splitlines(), 1) if t.strip().startswith("assert lengths"))
     tmp = tmp_path_factory.mktemp("fresh")
-    (tmp / "mended_fresh.py").write_text(code)
+    (tmp / "mended_fresh.py").write_text(pv.rewrite(cst.parse_module(src), line).code)
     orig = _load(FIXTURES / "assert_item_cache.py", "_fresh_orig")
     return res, orig, _load(tmp / "mended_fresh.py", "_fresh_mended")
 
 
-def test_mend_fix_fixes_the_check_for_a_cache_made_here(fixed):
+def test_mend_fix_declines_the_guarded_check(fixed):
     res, _, _ = fixed
-    assert [r.rule for r in res.rewrites] == ["predicated-validation"]
-    assert (res.before.graph_count, res.after.graph_count) == (2, 1)
-    assert res.rewrites[0].safety["label"] == "unsafe"
-    (st,) = [o for o in res.rewrites[0].obligations if o["kind"] == "state-unchanged-on-raise"]
-    assert st["result"] == "checked" and st["fresh"]["keywords"] == {"attentions": ["cache"]}
+    assert res.rewrites == []
+    (d,) = [d for d in res.declined if d.rule == "predicated-validation"]
+    assert "made in this call" in d.reason and "constructor" in d.reason and "not screened" in d.reason
+    assert res.before.graph_count == res.after.graph_count == 2
 
 
-def test_mended_fixture_behaves_as_the_original(fixed):
+def test_guarded_rewrite_behaves_as_the_original_on_the_fixture(fixed):
+    """The guarded form on a benign cache (a record for a later session: the graph counts and
+    behaviour it would give; mend does not emit it, see above)."""
     _, orig, mended = fixed
     torch.manual_seed(0)
     a, b = orig.Model(), mended.Model()

@@ -82,10 +82,11 @@ only under ``_mend_fresh_cache = cache is None`` (a Python bool, so a Dynamo gua
 verifier accepts the submodules' writes when each goes only into parameters that receive that
 new object at every call (``fresh.py``; a failing check discards the object with the frame,
 and nothing outside held it) and are reached in no other way (not called before the check,
-by ``.forward``, through an alias, from another method or a parent module in the file). That
-its constructor and methods touch nothing made before the call is observed (the model's
-attributes and what they hold, its modules' globals and class attributes, random draws in
-eval mode) and otherwise an assumption the certificate states. The code after a passing check computes the same
+by ``.forward``, through an alias, from another method or a parent module in the file). The
+verifier still declines it: the constructor runs in the graph before the check and is not
+screened (a second adversarial review's 17 counterexamples: constructors writing state the
+observation does not see, drawing random numbers in training, returning a shared object; the
+writer reached before the check through ``getattr``, ``_modules`` or ``get_submodule``). The code after a passing check computes the same
 result (``same-result-when-passing``); the exception is restored at the call boundary
 from the trap table entry (``restore-at-boundary``); the tensors at the check are on the
 CPU (``cpu-only``, observed); and the first failing check in program order is reported
