@@ -125,8 +125,9 @@ def _reset_once_caches() -> None:
 
 def observe(model, args, kwargs, grad: bool, rng_seed: int = 1234):
     """Run once; return (result or exception, stdout, warnings, log records, grads,
-    buffers after the call, inputs after the call, output aliasing (:func:`aliasing`)). The RNG is seeded first, so dropout
-    draws the same masks in both models unless one of them draws more."""
+    buffers after the call, inputs after the call, output aliasing (:func:`aliasing`)). The
+    RNG is seeded first, so dropout draws the same masks in both models unless one of them
+    draws more."""
     out = io.StringIO()
     records: list[tuple[str, int, str]] = []
 
@@ -197,11 +198,13 @@ def aliasing(result, inputs: list, module) -> list:
             return t.untyped_storage().data_ptr() if t.numel() and t.layout == torch.strided else None
         except (RuntimeError, NotImplementedError):  # a tensor subclass without storage
             return None
+    stored = [(what, storage(t)) for what, t in known]
     shown = []
     for out in flatten(result):
         tag = next((("is", what) for what, t in known if out is t), None)
-        if tag is None and storage(out) is not None:
-            tag = next((("view", what) for what, t in known if storage(t) == storage(out)), None)
+        ptr = storage(out) if tag is None else None
+        if ptr is not None:
+            tag = next((("view", what) for what, p in stored if p == ptr), None)
         shown.append(tag)
     return shown
 

@@ -355,7 +355,6 @@ def watched_lines(obligations: list[dict]) -> dict[int, list[str]]:
 # -- module state: does a forward change it? ---------------------------------------------------
 
 _SIMPLE = (int, float, bool, str, type(None))
-_CONTAINERS = (list, dict, set, frozenset, tuple)
 
 
 def _shallow(value: Any, depth: int = 1) -> Any:

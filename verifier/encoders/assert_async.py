@@ -25,8 +25,9 @@ from verifier.smt import Unsupported
 from verifier.values import ValueEval
 
 STATE_CHANGES = ("state-unchanged-on-raise cannot be shown: the model's forward changes state (a buffer, a Python "
-                 "attribute or what it holds, a global of the model's modules, the random number generator), and a check moved into the compiled graph could let that update happen, or not "
-                 "happen, differently from eager on a failing call")
+                 "attribute or what it holds, a global of the model's modules, the random number generator), and "
+                 "a check moved into the compiled graph could let that update happen, or not happen, differently "
+                 "from eager on a failing call")
 
 
 def _msg(ob: dict) -> str:

@@ -86,10 +86,11 @@ by ``.forward``, through an alias, from another method or a parent module in the
 verifier still declines it: the constructor runs in the graph before the check and is not
 screened (a second adversarial review's 17 counterexamples: constructors writing state the
 observation does not see, drawing random numbers in training, returning a shared object; the
-writer reached before the check through ``getattr``, ``_modules`` or ``get_submodule``). The code after a passing check computes the same
-result (``same-result-when-passing``); the exception is restored at the call boundary
-from the trap table entry (``restore-at-boundary``); the tensors at the check are on the
-CPU (``cpu-only``, observed); and the first failing check in program order is reported
+writer reached before the check through ``getattr``, ``_modules`` or ``get_submodule``).
+The code after a passing check computes the same result (``same-result-when-passing``); the
+exception is restored at the call boundary from the trap table entry (``restore-at-boundary``);
+the tensors at the check are on the CPU (``cpu-only``, observed); and the first failing check
+in program order is reported
 (``first-failure-wins``: exact with one check in the file, otherwise measured on the
 eager, aot_eager and inductor backends, not a documented guarantee).
 

@@ -71,8 +71,7 @@ def _made_when_none(stmt: cst.CSTNode, params: set[str]) -> tuple[str, cst.Call]
         return None
     call = body[0].body[0].value
     # a class called by name makes a new instance; a function or method may return an object
-    # someone else holds (`self.get_cache()`)
-    # (`self.Cache(...)` may be a method: refused)
+    # someone else holds (`self.get_cache()`; `self.Cache(...)` may be a method: refused)
     func = call.func
     if isinstance(func, cst.Attribute) and not _rooted_at(func, "self"):
         callee = func.attr.value
