@@ -517,14 +517,16 @@ def fact_request(obligations: list[dict], before: str, code: str, costs: dict | 
     names = names_in(obligation_exprs(obligations) + list(defs.values()))
     request = {"lines": lines, "names": sorted(names), "costs": costs,
                "watch": {str(k): v for k, v in watched_lines(obligations).items()},
-               "state": any(o.get("kind") in OBSERVE_STATE_KINDS for o in obligations)}
+               "state": any(o.get("kind") in OBSERVE_STATE_KINDS for o in obligations),
+               "traced": any(o.get("fresh") for o in obligations)}
     return request, defs
 
 
 def collect_facts(model, args: tuple, kwargs: dict, file: str, request: dict) -> dict:
     """Facts of one example run of ``model`` (the candidate, loaded from ``file``) as
     ``request`` (:func:`fact_request`) asks: the state observation first when asked (it
-    sees the model's first call), then the traced run in eval mode under ``no_grad``."""
+    sees the model's first call), then the traced run in eval mode under ``no_grad``, then, when
+    asked (``traced``), Dynamo's record of the graphs it compiles (:mod:`verifier.traced_effects`)."""
     import contextlib
     import io
     import warnings
@@ -546,6 +548,9 @@ def collect_facts(model, args: tuple, kwargs: dict, file: str, request: dict) ->
         model.train(was)
     if state is not None:
         facts["state"] = state
+    if request.get("traced"):
+        from verifier.traced_effects import traced_effects
+        facts["traced"] = traced_effects(model, args, kwargs)
     facts["model_devices"] = model_devices(model, args, kwargs)
     return facts
 

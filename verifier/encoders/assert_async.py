@@ -22,6 +22,7 @@ from verifier.encoders.base import Ctx, decide, fp_arith, numel, shape_tiers, va
 from verifier.outcomes import Outcome, check_refuted, checked, unknown
 from verifier.shapes import ShapeEval, _expr
 from verifier.smt import Unsupported
+from verifier.traced_effects import effects_in_check_graphs
 from verifier.values import ValueEval
 
 STATE_CHANGES = ("state-unchanged-on-raise cannot be shown: the model's forward changes state (a buffer, a Python "
@@ -181,19 +182,11 @@ def state_unchanged(ob: dict, ctx: Ctx) -> Outcome:
         refused = _writes_into_fresh(mods, ob["fresh"])
         if refused:
             return unknown("submodules that may write state run in the same function: " + " | ".join(refused[:3]))
-        # The writes go only into the object made in this call, but its constructor runs in
-        # the same graph before the check and is not screened: a second adversarial review
-        # built 17 models where accepting this changed behaviour (the constructor writing a
-        # global instance, a deque, a caller's list, a closure, a captured module list, only
-        # with grad enabled or for other inputs; drawing random numbers in training; a
-        # function or __new__ returning a shared object; the writer reached before the check
-        # through getattr, _modules, modules(), get_submodule or a list alias).
-        return unknown(f"the submodules write only into `{ob['fresh'].get('name')}`, made in this call, but its "
-                       f"constructor (`{str(ob['fresh'].get('made', '?'))[:60]}`) runs in the same graph before the "
-                       "check and is not screened: what it writes outside the new object (globals, objects the "
-                       "caller or the model holds), whether it draws random numbers, and whether it returns a new "
-                       "object at all are not established, nor that nothing reaches the writers before the check "
-                       "(an adversarial review's 17 counterexamples, tests/test_fresh_guard.py)")
+        if state.get("first_call"):
+            return unknown(f"the submodules write only into `{ob['fresh'].get('name')}`, made in this call, but the "
+                           "first call initializes module state once (" + "; ".join(state["first_call"][:3]) + "): a "
+                           "failing first call compiled may leave that initialization different from eager")
+        return _fresh_traced(ob["fresh"], facts, state)
     if impure:
         # writes into an object passed to a submodule (a KV cache) stay an effect here: Dynamo
         # replays Python-level writes after the graph, so a failing check undoes those made
@@ -227,6 +220,42 @@ def state_unchanged(ob: dict, ctx: Ctx) -> Outcome:
                     "objects passed in) writes no state before this check (Dynamo drops such Python writes when "
                     "the graph raises; aot_eager applies tensor writes after the graph) and no tensor in place "
                     "after it (inductor may run it before the failed assert surfaces); not screened"] + screened[:10])
+
+
+def _fresh_traced(fresh: dict, facts: dict, state: dict) -> Outcome:
+    """The submodules write only into ``fresh['name']``, made in this call: accepted when
+    Dynamo's record of every graph that holds the check (eval mode, with and without grad; the
+    rewrite keeps the original check in training) shows no write to an object that existed
+    before the call, no random draw and no tensor written in place (verifier/traced_effects.py).
+    That covers what the object's constructor, the writers and anything else compiled into
+    the graph do on the traced path; a second adversarial review's counterexamples (a
+    constructor registering the object in a global, a deque, a caller's list, a closure or a
+    class attribute, only with grad enabled; ``__new__`` returning a shared object) all show up
+    there (tests/test_fresh_guard.py)."""
+    made, name = str(fresh.get("made", "?"))[:60], fresh.get("name")
+    traced = facts.get("traced")
+    if not isinstance(traced, dict):
+        return unknown(f"the submodules write only into `{name}`, made in this call by `{made}`, but what the graph "
+                       "holding the check writes was not traced (no Dynamo record in the facts)")
+    problems, modes = effects_in_check_graphs(traced)
+    if problems:
+        return unknown(f"the submodules write only into `{name}`, made in this call, but Dynamo's record of the graph "
+                       "holding the check shows effects a failing check would drop or add: " + "; ".join(problems[:3]))
+    if "eval, no_grad" not in modes or "eval, grad enabled" not in modes:
+        errors = "; ".join(f"{r['mode']}: {r['error']}" for r in traced.get("runs") or [] if r.get("error"))
+        return unknown(f"the check was not found in a compiled graph in eval mode with and without grad (traced: "
+                       f"{', '.join(modes) or 'none'}{'; ' + errors if errors else ''}): its effects are not shown")
+    modes_seen = " and ".join(state.get("modes") or ["eval", "train"])
+    return checked(f"Dynamo's record of the graph holding the check ({'; '.join(modes)}; verifier/traced_effects.py), "
+                   f"the observation of the example run in {modes_seen} mode and the static screen of the "
+                   "submodules' writes (fresh.py; verifier/effects.py)",
+                   [f"the submodules write only into `{name}`, made in this call by `{made}` (static screen)",
+                    "the graph holding the check writes no Python object that existed before the call, draws no "
+                    "random number and writes no tensor it was given, on the traced path (" + ", ".join(modes)
+                    + "; observed through Dynamo's side-effect record, a private API, torch 2.13)",
+                    "inputs that Dynamo compiles to other guards (another Python path through the constructor or "
+                    "the writers: other shapes, other objects passed in, other flags) were not traced",
+                    "in training the original check is kept (the guard reads `self.training`)"])
 
 
 _LISTS = ("ModuleList", "ModuleDict")

@@ -263,7 +263,7 @@ _MEND_TRAPS = {
 class Encoder(nn.Module):
     def forward(self, x, lengths, cache=None):
         slen = x.size(1)
-        _mend_fresh_cache = cache is None  # mend: predicated-validation (the check below is in the graph only for a `cache` made here)
+        _mend_fresh_cache = cache is None and not self.training  # mend: predicated-validation (the check below is in the graph only for a `cache` made here, in eval mode)
         if cache is None:
             cache = Cache(len(self.layers))
         if not _mend_fresh_cache:

@@ -17,7 +17,7 @@ in this call is different: nothing outside the call can reach it before the chec
 failing check discards it with the frame. So the rewrite keeps the original check when the
 caller passed an object and predicates it only when it was made here:
 
-    _mend_fresh_cache = cache is None
+    _mend_fresh_cache = cache is None and not self.training
     if cache is None:
         cache = ...
     ...
@@ -27,7 +27,9 @@ caller passed an object and predicates it only when it was made here:
         torch._assert_async(...)
 
 ``_mend_fresh_cache`` is a Python bool, so Dynamo specialises on it (a guard): with
-``cache=None`` the graph has no break, with a cache passed in the original check stays.
+``cache=None`` in eval mode the graph has no break; with a cache passed in, or in training
+(where dropout after the check draws random numbers, and inductor draws its seed when the
+graph starts, before a failed assert surfaces), the original check stays.
 Which submodule parameters receive the new object is recorded (:func:`fresh_keywords`) for
 the verifier, which accepts a submodule's writes only into those parameters
 (``verifier/encoders/assert_async.py``)."""
@@ -154,7 +156,8 @@ def fresh_guard(module: cst.Module, function: cst.FunctionDef, stmt: cst.CSTNode
     is read neither between that and the check nor by the check, and is passed to a submodule
     by keyword. None otherwise."""
     body = list(function.body.body)
-    if stmt not in body:
+    first = function.params.params[0].name.value if function.params.params else None
+    if stmt not in body or first != "self":
         return None
     params = _params(function)
     at = body.index(stmt)
@@ -180,7 +183,8 @@ def guarded_body(function: cst.FunctionDef, stmt: cst.CSTNode, new: cst.CSTNode,
     passed in, ``new`` (the check in the graph, an ``if __debug__:`` or a statement) where it
     was made here."""
     body = list(function.body.body)
-    flag = cst.parse_statement(f"{guard.flag} = {guard.name} is None  # mend: predicated-validation ({reason})\n")
+    flag = cst.parse_statement(f"{guard.flag} = {guard.name} is None and not self.training  "
+                               f"# mend: predicated-validation ({reason})\n")
     kept = cst.IndentedBlock([stmt.with_changes(leading_lines=[])])
     if isinstance(new, cst.If):   # `if __debug__: torch._assert_async(...)` becomes its elif
         orelse: cst.If | cst.Else = new.with_changes(leading_lines=[])

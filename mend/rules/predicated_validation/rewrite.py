@@ -156,7 +156,7 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     cls = next((a for a in reversed(site[1]) if isinstance(a, cst.ClassDef)), None)
     guard = fresh_guard(tree, plan.function, plan.stmt, cls)
     if guard is not None:
-        why = f"the check below is in the graph only for a `{guard.name}` made here"
+        why = f"the check below is in the graph only for a `{guard.name}` made here, in eval mode"
         tree = tree.visit(Replace(plan.function, guarded_body(plan.function, plan.stmt, new, guard, why)))
     else:
         tree = tree.visit(Replace(plan.stmt, new))

@@ -1,0 +1,141 @@
+"""What Dynamo itself records about the graph that holds a check moved into it.
+
+A check moved into the graph (``torch._assert_async``, predicated validation) fails while the
+graph runs. Dynamo replays the Python writes a graph makes to objects that existed before the
+frame (globals, attributes, lists, dicts, closure cells) only after the graph returns, so a
+failing check drops all of them: the ones made before the check, which eager made, too. And
+inductor may run a tensor write into a graph input, or draw its random seed, before the failed
+assert surfaces, where eager never got that far. A graph free of all three loses or adds
+nothing on a failing call.
+
+Dynamo must know every such write to replay it (its ``SideEffects`` record; PyTorch's Dynamo
+deep dive, "side effects"), so the record is complete for the traced code, where an
+observation of module state sees only the objects it looks at. What it does not cover is code
+Dynamo compiles differently: other guards (shapes that take another Python path, grad mode,
+training), each a separate trace. This module traces the model in the modes asked and reports,
+per graph that holds the marked check:
+
+* ``existing``: Python objects that existed before the frame and that the graph writes
+  (``AttributeMutationExisting``/``ValueMutationExisting``: a global, a class attribute, a
+  module attribute, a list/dict/deque, a closure cell);
+* ``rng``: aten operators tagged ``nondeterministic_seeded`` in the graph (``torch.Tag``), and
+  Python ``random`` calls Dynamo replays before the graph;
+* ``input_writes``: mutable aten operators left after functionalization (a write into a
+  parameter, buffer or input, applied by ``copy_``);
+* ``hooks``: tensor hooks the graph registers.
+
+Evidence kind: an observation of Dynamo's trace on the example inputs (not a proof); private
+Dynamo API (``InstructionTranslator.current_tx().output.side_effects``), measured on torch 2.13.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import warnings
+from typing import Any
+
+MARKER = "mend-trap:"   # the message prefix of a check moved into the graph (predicated validation)
+
+
+def _has_check(gm, marker: str) -> bool:
+    import torch
+
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target is torch._assert_async:
+            if any(isinstance(a, str) and a.startswith(marker) for a in list(node.args) + list(node.kwargs.values())):
+                return True
+    return False
+
+
+def _aten_effects(gm, rec: dict) -> None:
+    """RNG draws and surviving writes in a functionalized aten graph (AOTAutograd's)."""
+    import torch
+
+    for node in gm.graph.nodes:
+        op = node.target
+        if node.op != "call_function" or not isinstance(op, torch._ops.OpOverload):
+            continue
+        if torch.Tag.nondeterministic_seeded in op.tags:
+            rec["rng"].append(str(op))
+        if op._schema.is_mutable:
+            rec["input_writes"].append(str(op))
+
+
+def _recorder(records: list[dict], marker: str):
+    from functorch.compile import make_boxed_func
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._dynamo.symbolic_convert import InstructionTranslator
+
+    def backend(gm, example_inputs):
+        rec: dict[str, Any] = {"check": _has_check(gm, marker), "existing": [], "rng": [], "input_writes": [],
+                               "hooks": 0}
+        tx = InstructionTranslator.current_tx()
+        side = tx.output.side_effects
+        for var in side._get_modified_vars():
+            kind = type(var.mutation_type).__name__
+            if "Existing" in kind:
+                rec["existing"].append(f"{type(var).__name__} {var.source.name if var.source else '?'} ({kind})")
+        rec["rng"] += [f"Python random call (Dynamo replays it before the graph)"] * len(tx.output.random_calls)
+        rec["hooks"] = len(side.tensor_hooks)
+        records.append(rec)
+
+        def inspect(g, _inputs):
+            _aten_effects(g, rec)
+            return make_boxed_func(g.forward)
+        return aot_autograd(fw_compiler=inspect, bw_compiler=inspect)(gm, example_inputs)
+    return backend
+
+
+MODES = (("eval, no_grad", False, False), ("eval, grad enabled", False, True), ("train, grad enabled", True, True))
+
+
+def traced_effects(model, args: tuple, kwargs: dict, marker: str = MARKER) -> dict:
+    """Compile ``model`` (``torch.compile`` with a recording backend, AOTAutograd) and call it
+    once on the example inputs in each of :data:`MODES`; an exception from the call (a failing
+    check) ends that run. Returns ``{"runs": [{"mode", "graphs", "checks": [rec, ...],
+    "error"}]}``, ``rec`` as the module docstring says. Dynamo's caches are reset before and
+    after; the model's mode is restored. Raises nothing."""
+    import logging
+
+    import torch
+
+    was = model.training
+    runs = []
+    try:
+        for mode, train, grad in MODES:
+            records: list[dict] = []
+            error = None
+            torch._dynamo.reset()
+            model.train(train)
+            with torch.set_grad_enabled(grad), contextlib.redirect_stdout(io.StringIO()), \
+                    warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                logging.disable(logging.CRITICAL)
+                try:
+                    torch.compile(model, backend=_recorder(records, marker))(*args, **kwargs)
+                except Exception as exc:  # noqa: BLE001 - a failing call still leaves its graphs recorded
+                    error = f"{type(exc).__name__}: {str(exc)[:160]}"
+                finally:
+                    logging.disable(logging.NOTSET)
+            runs.append({"mode": mode, "graphs": len(records), "checks": [r for r in records if r["check"]],
+                         "error": error})
+    finally:
+        torch._dynamo.reset()
+        model.train(was)
+    return {"runs": runs}
+
+
+def effects_in_check_graphs(traced: dict) -> tuple[list[str], list[str]]:
+    """(problems, modes where a check graph was traced) from :func:`traced_effects`'s record.
+    A problem is anything a failing check would lose or add against eager."""
+    problems, seen = [], []
+    for run in traced.get("runs") or []:
+        for rec in run.get("checks") or []:
+            seen.append(run["mode"])
+            where = f"{run['mode']}: "
+            problems += [where + f"the graph writes {e}, which existed before the call" for e in rec["existing"]]
+            problems += [where + f"the graph draws random numbers ({r})" for r in rec["rng"]]
+            problems += [where + f"the graph writes a tensor it was given ({w})" for w in rec["input_writes"]]
+            if rec.get("hooks"):
+                problems.append(where + f"the graph registers {rec['hooks']} tensor hook(s)")
+    return problems, list(dict.fromkeys(seen))
