@@ -62,6 +62,7 @@ CATEGORIES = {
     "unsupported-builtin": "untraceable builtin or library call",
     "deepcopy": "copy.deepcopy",
     "isinstance-type-check": "undecidable isinstance",
+    "hook-or-lock": "module hook registered, or a threading lock taken, in forward (one-time setup)",
     "other": "other graph break",
 }
 
@@ -81,6 +82,11 @@ UNFIXABLE_REASONS = {
                            "has effects Dynamo cannot trace and no graph-native equivalent",
     "deepcopy": "copy.deepcopy of live objects cannot be traced",
     "isinstance-type-check": "Dynamo cannot decide the isinstance check statically",
+    "hook-or-lock": "Dynamo cannot trace registering a module hook or taking a threading lock; where this is "
+                    "setup done once, on the first call (transformers 5 installs its output-capturing hooks so, "
+                    "utils/output_capturing.py), the compiled frames keep the break on every later call too: call "
+                    "the model once eagerly before torch.compile, so the first trace sees the setup done "
+                    "(hf:newest/llava, mended: 1 graph then, measured by docs/research/llava_hooks_probe.py)",
     "other": "no rule handles this kind of graph break",
 }
 
@@ -380,4 +386,21 @@ def categorize(gb_type: str, loc: Located | None) -> str:
         return "unsupported-builtin"
     if _self_attribute_write(node):
         return "module-attribute-write"
+    if _hook_or_lock(gb_type, node):
+        return "hook-or-lock"
     return "other"
+
+
+_HOOKS = re.compile(r"\.register_(forward|forward_pre|full_backward|full_backward_pre|backward|module_forward|"
+                    r"module_forward_pre|state_dict|load_state_dict_post)_hook\(")
+
+
+def _hook_or_lock(gb_type: str, node: cst.CSTNode | None) -> bool:
+    """A module hook registered (``m.register_forward_hook(...)``), or a ``with`` over a name
+    ending in ``lock`` (``threading.Lock``) that Dynamo refuses as a context manager."""
+    if node is None:
+        return False
+    if isinstance(node, cst.With):
+        names = [call_name(i.item) or (cst.Module([]).code_for_node(i.item)) for i in node.items]
+        return gb_type == "Unsupported context manager" and any(n.lower().rstrip("()").endswith("lock") for n in names)
+    return bool(_HOOKS.search(cst.Module([]).code_for_node(node)))

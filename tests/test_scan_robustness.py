@@ -190,3 +190,23 @@ def test_a_print_formatting_a_tensor_repr_is_print_logging(tmp_path):
     path.write_text("def f(s):\n    print(f'scale={s!r}')\n    r = repr(s)\n    return r\n")
     assert categorize("repr() on tensor", locate(str(path), 2)) == "print-logging"
     assert categorize("repr() on tensor", locate(str(path), 3)) != "print-logging"
+
+
+def test_hook_registration_and_a_lock_are_named_with_the_eager_warm_up_advice(tmp_path):
+    # transformers 5's output capturing installs hooks on the first call, under a threading lock
+    # (utils/output_capturing.py): llava's last breaks; other `with` statements and calls stay "other"
+    from mend.locate import locate
+    from mend.rules import match_site
+    from mend.taxonomy import categorize
+
+    path = tmp_path / "hooks.py"
+    path.write_text("def f(model, m, ctx, hook):\n"
+                    "    with _hook_installation_lock:\n        pass\n"
+                    "    m.register_forward_hook(hook)\n"
+                    "    with ctx:\n        pass\n"
+                    "    m.register_buffer('b', None)\n")
+    got = [categorize(g, locate(str(path), line)) for g, line in (
+        ("Unsupported context manager", 2), ("setattr() on unsupported type", 4),
+        ("Unsupported context manager", 5), ("setattr() on unsupported type", 7))]
+    assert got == ["hook-or-lock", "hook-or-lock", "other", "other"]
+    assert "once eagerly before torch.compile" in match_site("hook-or-lock", locate(str(path), 2)).reason

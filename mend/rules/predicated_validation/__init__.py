@@ -77,16 +77,19 @@ and a cache whose ``update()`` writes a tensor in place (StaticCache) is written
 before the failed assert surfaces (measured, and an adversarial review's 11 counterexamples;
 tests/test_argument_writes.py). The exception is an object made in the call itself
 (``if cache is None: cache = DynamicCache(...)`` before the check, as xlm and flaubert do):
-the rewrite then keeps the original check for a cache passed in and moves it into the graph
-only under ``_mend_fresh_cache = cache is None`` (a Python bool, so a Dynamo guard), and the
-verifier accepts the submodules' writes when each goes only into parameters that receive that
-new object at every call (``fresh.py``; a failing check discards the object with the frame,
-and nothing outside held it) and are reached in no other way (not called before the check,
-by ``.forward``, through an alias, from another method or a parent module in the file). The
-verifier still declines it: the constructor runs in the graph before the check and is not
-screened (a second adversarial review's 17 counterexamples: constructors writing state the
-observation does not see, drawing random numbers in training, returning a shared object; the
-writer reached before the check through ``getattr``, ``_modules`` or ``get_submodule``).
+the rewrite then keeps the original check for a cache passed in, and in training, and moves it
+into the graph only under ``_mend_fresh_cache = cache is None and not self.training`` (a Python
+bool, so a Dynamo guard). The verifier accepts the submodules' writes when each goes only into
+parameters that receive that new object at every call and are reached in no other way (not
+called before the check, by ``.forward``, through an alias, from another method or a parent
+module in the file: ``fresh.py``, a static screen), and when Dynamo's own record of the graph
+holding the check, compiled in eval mode with and without grad, shows no write to a Python
+object that existed before the call, no random draw and no tensor written in place
+(``verifier/traced_effects.py``; an observation of the trace, resting on a private Dynamo API).
+That record is what the second adversarial review's 17 counterexamples lacked (a constructor
+writing a global, a deque, a caller's list, a closure or a class attribute, only with grad
+enabled; ``__new__`` returning a shared object): each shows up in it. It covers the traced path
+only: inputs Dynamo compiles to other guards are an assumption, stated in the certificate.
 The code after a passing check computes the same result (``same-result-when-passing``); the
 exception is restored at the call boundary from the trap table entry (``restore-at-boundary``);
 the tensors at the check are on the CPU (``cpu-only``, observed); and the first failing check
