@@ -255,6 +255,9 @@ def _fresh_traced(fresh: dict, facts: dict, state: dict) -> Outcome:
                     + "; observed through Dynamo's side-effect record, a private API, torch 2.13)",
                     "inputs that Dynamo compiles to other guards (another Python path through the constructor or "
                     "the writers: other shapes, other objects passed in, other flags) were not traced",
+                    "code that the traced model does not contain but a user compiles into the same graph (a parent "
+                    "module calling it, hooks registered later) writes no existing object before the check; not "
+                    "traced",
                     "in training the original check is kept (the guard reads `self.training`)"])
 
 
