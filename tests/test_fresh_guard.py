@@ -305,3 +305,41 @@ def test_state_snapshot_sees_containers_globals_and_objects():
         assert _changed(before, state_snapshot(model)) == []
         write()
         assert _changed(before, state_snapshot(model)) == [name]
+
+
+# --- Dynamo's record of the check's graph (verifier/traced_effects.py) ---------------------------
+
+_NEW_SHARED = ("class Cache:", "_ONE = None\n\n\nclass Cache:\n    def __new__(cls, n):\n        global _ONE\n"
+               "        if _ONE is None:\n            _ONE = object.__new__(cls)\n        return _ONE\n")
+
+
+@pytest.mark.parametrize("name, edits, seen", [
+    ("clean", [], None),
+    ("live", [("class Cache:", "LIVE = []\n\n\nclass Cache:"), (_INIT, _INIT + "        LIVE.append(self)\n")],
+     "G['LIVE']"),
+    ("counter", [("    def __init__(self, n):\n        self.layers", "    made = 0\n\n    def __init__(self, n):\n"
+                  "        Cache.made += 1\n        self.layers")], "G['Cache']"),
+    ("shared", [_NEW_SHARED], "G['_ONE']"),
+    ("grad_only", [("class Cache:", "LIVE = []\n\n\nclass Cache:"),
+                   (_INIT, _INIT + "        if torch.is_grad_enabled():\n            LIVE.append(1)\n")],
+     "eval, grad enabled: the graph writes ListVariable G['LIVE']"),
+    ("tensor_write", [("class Cache:", "MADE = torch.zeros(1)\n\n\nclass Cache:"),
+                      (_INIT, _INIT + "        MADE.add_(1)\n")], "writes a tensor it was given"),
+])
+def test_dynamos_record_of_the_check_graph(tmp_path, name, edits, seen):
+    from verifier.traced_effects import effects_in_check_graphs, traced_effects
+
+    src = _FIXTURE
+    for old, new in edits:
+        assert old in src, old
+        src = src.replace(old, new, 1)
+    line = next(i for i, t in enumerate(src.splitlines(), 1) if t.strip().startswith("assert lengths"))
+    (tmp_path / f"traced_{name}.py").write_text(pv.rewrite(cst.parse_module(src), line).code)
+    mod = _load(tmp_path / f"traced_{name}.py", f"_traced_{name}")
+    model = mod.Model()
+    problems, modes = effects_in_check_graphs(traced_effects(model, mod.get_inputs(), {}))
+    assert modes == ["eval, no_grad", "eval, grad enabled"] and model.training
+    if seen is None:
+        assert problems == []
+    else:
+        assert any(seen in p for p in problems), problems

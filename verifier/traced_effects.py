@@ -48,9 +48,18 @@ def _has_check(gm, marker: str) -> bool:
 
 
 def _aten_effects(gm, rec: dict) -> None:
-    """RNG draws and surviving writes in a functionalized aten graph (AOTAutograd's)."""
+    """RNG draws and writes in a functionalized aten graph (AOTAutograd's): the inputs its
+    metadata marks as mutated (AOTAutograd applies those writes after the graph, or, kept in the
+    graph, as ``copy_``), and any mutable operator left in it."""
     import torch
 
+    ctx = torch._guards.TracingContext.try_get()
+    meta = getattr(ctx, "fw_metadata", None)
+    if meta is None:
+        rec["input_writes"].append("AOTAutograd's input-mutation metadata was not available")
+    else:
+        rec["input_writes"] += [f"graph input {i} written in place" for i, info in enumerate(meta.input_info)
+                                if info.mutates_data or info.mutates_metadata]
     for node in gm.graph.nodes:
         op = node.target
         if node.op != "call_function" or not isinstance(op, torch._ops.OpOverload):
@@ -86,7 +95,8 @@ def _recorder(records: list[dict], marker: str):
     return backend
 
 
-MODES = (("eval, no_grad", False, False), ("eval, grad enabled", False, True), ("train, grad enabled", True, True))
+# eval only: the rewrite keeps the original check in training (its guard reads `self.training`)
+MODES = (("eval, no_grad", False, False), ("eval, grad enabled", False, True))
 
 
 def traced_effects(model, args: tuple, kwargs: dict, marker: str = MARKER) -> dict:
