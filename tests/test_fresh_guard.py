@@ -112,7 +112,7 @@ def _state(mods, fresh=_FRESH):
 
 
 def _traced(*checks, modes=("eval, no_grad", "eval, grad enabled")):
-    clean = {"check": True, "existing": [], "rng": [], "input_writes": [], "hooks": 0}
+    clean = {"check": True, "existing": [], "rng": [], "input_writes": [], "hooks": 0, "complete": True}
     return {"runs": [{"mode": m, "graphs": 1, "checks": [{**clean, **c} for c in checks] or [clean], "error": None}
                      for m in modes]}
 
@@ -139,6 +139,7 @@ def test_writes_into_the_fresh_object_need_dynamos_record():
     ({"rng": ["aten.bernoulli.p"]}, "draws random numbers"),
     ({"input_writes": ["aten.copy_.default"]}, "writes a tensor it was given"),
     ({"hooks": 1}, "tensor hook"),
+    ({"complete": False}, "AOTAutograd failed"),
 ])
 def test_effects_in_the_check_graph_are_unknown(rec, why):
     out = _state_traced(_traced(rec))
@@ -325,6 +326,11 @@ _NEW_SHARED = ("class Cache:", "_ONE = None\n\n\nclass Cache:\n    def __new__(c
      "eval, grad enabled: the graph writes ListVariable G['LIVE']"),
     ("tensor_write", [("class Cache:", "MADE = torch.zeros(1)\n\n\nclass Cache:"),
                       (_INIT, _INIT + "        MADE.add_(1)\n")], "writes a tensor it was given"),
+    # `.data` assignment: AOTAutograd fails on the graph, so the record is partial (not clean)
+    ("data_assign", [("class Cache:", "P = torch.nn.Parameter(torch.zeros(2))\n\n\nclass Cache:"),
+                     (_INIT, _INIT + "        P.data = torch.ones(2)\n")], "AOTAutograd failed"),
+    ("tensor_attr", [("class Cache:", "T = torch.zeros(2)\n\n\nclass Cache:"), (_INIT, _INIT + "        T.tag = 1\n")],
+     "G['T']"),
 ])
 def test_dynamos_record_of_the_check_graph(tmp_path, name, edits, seen):
     from verifier.traced_effects import effects_in_check_graphs, traced_effects

@@ -77,7 +77,7 @@ def _recorder(records: list[dict], marker: str):
 
     def backend(gm, example_inputs):
         rec: dict[str, Any] = {"check": _has_check(gm, marker), "existing": [], "rng": [], "input_writes": [],
-                               "hooks": 0}
+                               "hooks": 0, "complete": False}
         tx = InstructionTranslator.current_tx()
         side = tx.output.side_effects
         for var in side._get_modified_vars():
@@ -91,7 +91,9 @@ def _recorder(records: list[dict], marker: str):
         def inspect(g, _inputs):
             _aten_effects(g, rec)
             return make_boxed_func(g.forward)
-        return aot_autograd(fw_compiler=inspect, bw_compiler=inspect)(gm, example_inputs)
+        compiled = aot_autograd(fw_compiler=inspect, bw_compiler=inspect)(gm, example_inputs)
+        rec["complete"] = True   # AOTAutograd traced it: a failure there leaves the record partial
+        return compiled
     return backend
 
 
@@ -148,4 +150,7 @@ def effects_in_check_graphs(traced: dict) -> tuple[list[str], list[str]]:
             problems += [where + f"the graph writes a tensor it was given ({w})" for w in rec["input_writes"]]
             if rec.get("hooks"):
                 problems.append(where + f"the graph registers {rec['hooks']} tensor hook(s)")
+            if not rec.get("complete"):
+                problems.append(where + "AOTAutograd failed on the graph, so its tensor writes and random draws are "
+                                f"not known ({run.get('error') or 'no error recorded'})")
     return problems, list(dict.fromkeys(seen))
