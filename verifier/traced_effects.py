@@ -84,7 +84,7 @@ def _recorder(records: list[dict], marker: str):
             kind = type(var.mutation_type).__name__
             if "Existing" in kind:
                 rec["existing"].append(f"{type(var).__name__} {var.source.name if var.source else '?'} ({kind})")
-        rec["rng"] += [f"Python random call (Dynamo replays it before the graph)"] * len(tx.output.random_calls)
+        rec["rng"] += ["Python random call (Dynamo replays it before the graph)"] * len(tx.output.random_calls)
         rec["hooks"] = len(side.tensor_hooks)
         records.append(rec)
 
