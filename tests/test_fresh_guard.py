@@ -56,6 +56,9 @@ def test_guard_found_for_a_cache_made_here_and_passed_by_keyword():
      "more than the assignment"),
     (("def forward(self, x, lengths, cache=None):", "def forward(self, x, lengths):\n        cache = None"),
      "not a parameter"),
+    # an adversarial review: a finalizer that the single graph never runs (the object is not materialized)
+    (("        return x\n", "        return x\n\n\nclass Cache:\n    def __del__(self):\n"
+      "        RELEASED.append(1)\n"), "a finalizer"),
 ])
 def test_guard_refused(edit, why):
     src = _MODEL.replace(*edit)
@@ -112,7 +115,8 @@ def _state(mods, fresh=_FRESH):
 
 
 def _traced(*checks, modes=("eval, no_grad", "eval, grad enabled")):
-    clean = {"check": True, "existing": [], "rng": [], "input_writes": [], "hooks": 0, "complete": True}
+    clean = {"check": True, "existing": [], "rng": [], "input_writes": [], "hooks": 0, "complete": True,
+             "global_state": []}
     return {"runs": [{"mode": m, "graphs": 1, "checks": [{**clean, **c} for c in checks] or [clean], "error": None}
                      for m in modes]}
 
@@ -140,6 +144,7 @@ def test_writes_into_the_fresh_object_need_dynamos_record():
     ({"input_writes": ["aten.copy_.default"]}, "writes a tensor it was given"),
     ({"hooks": 1}, "tensor hook"),
     ({"complete": False}, "AOTAutograd failed"),
+    ({"global_state": ["_set_grad_enabled"]}, "global state"),
 ])
 def test_effects_in_the_check_graph_are_unknown(rec, why):
     out = _state_traced(_traced(rec))
@@ -329,6 +334,14 @@ _NEW_SHARED = ("class Cache:", "_ONE = None\n\n\nclass Cache:\n    def __new__(c
     # `.data` assignment: AOTAutograd fails on the graph, so the record is partial (not clean)
     ("data_assign", [("class Cache:", "P = torch.nn.Parameter(torch.zeros(2))\n\n\nclass Cache:"),
                      (_INIT, _INIT + "        P.data = torch.ones(2)\n")], "AOTAutograd failed"),
+    # an adversarial review: the global grad mode leaked by the constructor (Dynamo sets it
+    # after the graph, so a failing check left grad on where eager left it off)
+    # (through an alias, which the rule's static screen of the file does not see)
+    ("grad_mode", [(_INIT, _INIT + "        setter = torch.set_grad_enabled\n        setter(False)\n")],
+     "global state (_set_grad_enabled)"),
+    # an adversarial review: a draw only with grad enabled, its result dead (removed before AOTAutograd)
+    ("rng_grad", [(_INIT, _INIT + "        if torch.is_grad_enabled():\n            self.noise = torch.randn(4)\n")],
+     "draws random numbers"),
     ("tensor_attr", [("class Cache:", "T = torch.zeros(2)\n\n\nclass Cache:"), (_INIT, _INIT + "        T.tag = 1\n")],
      "G['T']"),
 ])
@@ -343,7 +356,10 @@ def test_dynamos_record_of_the_check_graph(tmp_path, name, edits, seen):
     (tmp_path / f"traced_{name}.py").write_text(pv.rewrite(cst.parse_module(src), line).code)
     mod = _load(tmp_path / f"traced_{name}.py", f"_traced_{name}")
     model = mod.Model()
-    problems, modes = effects_in_check_graphs(traced_effects(model, mod.get_inputs(), {}))
+    try:
+        problems, modes = effects_in_check_graphs(traced_effects(model, mod.get_inputs(), {}))
+    finally:
+        torch.set_grad_enabled(True)
     assert modes == ["eval, no_grad", "eval, grad enabled"] and model.training
     if seen is None:
         assert problems == []

@@ -22,7 +22,9 @@ per graph that holds the marked check:
   Python ``random`` calls Dynamo replays before the graph;
 * ``input_writes``: mutable aten operators left after functionalization (a write into a
   parameter, buffer or input, applied by ``copy_``);
-* ``hooks``: tensor hooks the graph registers.
+* ``hooks``: tensor hooks the graph registers;
+* ``global_state``: calls that set torch's global state in the graph (grad mode, autocast),
+  whose final value Dynamo sets only after the graph returns.
 
 Evidence kind: an observation of Dynamo's trace on the example inputs (not a proof); private
 Dynamo API (``InstructionTranslator.current_tx().output.side_effects``), measured on torch 2.13.
@@ -45,6 +47,34 @@ def _has_check(gm, marker: str) -> bool:
             if any(isinstance(a, str) and a.startswith(marker) for a in list(node.args) + list(node.kwargs.values())):
                 return True
     return False
+
+
+def _global_state(gm) -> list[str]:
+    """Calls in a Dynamo graph that set torch's global state (grad mode, autocast): Dynamo puts
+    them in the graph and sets the final state after it returns, so a check failing in between
+    leaves the state as it was before the graph, where eager left it changed (an adversarial
+    review: `torch.set_grad_enabled(False)` in a constructor)."""
+    out = []
+    for node in gm.graph.nodes:
+        name = getattr(node.target, "__name__", str(node.target))
+        if node.op == "call_function" and (name.startswith("_set_") or "autocast" in name
+                                           or name in ("set_grad_enabled", "_enable_grad", "_disable_grad")):
+            out.append(name)
+    return out
+
+
+_RANDOM = {"rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli",
+           "multinomial", "normal", "poisson", "uniform_", "normal_", "bernoulli_", "random_", "exponential_",
+           "geometric_", "cauchy_", "log_normal_", "seed", "manual_seed"}
+
+
+def _dynamo_random(gm) -> list[str]:
+    """Random draws in the Dynamo graph itself: a draw whose result is dead is removed before
+    AOTAutograd sees it, yet eager made it (an adversarial review). Dropout is left to the aten
+    check, where it is a draw only when active."""
+    return [f"{n.target if isinstance(n.target, str) else n.target.__name__} (Dynamo graph)" for n in gm.graph.nodes
+            if n.op in ("call_function", "call_method")
+            and (n.target if isinstance(n.target, str) else getattr(n.target, "__name__", "")) in _RANDOM]
 
 
 def _aten_effects(gm, rec: dict) -> None:
@@ -77,7 +107,8 @@ def _recorder(records: list[dict], marker: str):
 
     def backend(gm, example_inputs):
         rec: dict[str, Any] = {"check": _has_check(gm, marker), "existing": [], "rng": [], "input_writes": [],
-                               "hooks": 0, "complete": False}
+                               "hooks": 0, "complete": False, "global_state": _global_state(gm)}
+        rec["rng"] += _dynamo_random(gm)
         tx = InstructionTranslator.current_tx()
         side = tx.output.side_effects
         for var in side._get_modified_vars():
@@ -150,6 +181,7 @@ def effects_in_check_graphs(traced: dict) -> tuple[list[str], list[str]]:
             problems += [where + f"the graph writes a tensor it was given ({w})" for w in rec["input_writes"]]
             if rec.get("hooks"):
                 problems.append(where + f"the graph registers {rec['hooks']} tensor hook(s)")
+            problems += [where + f"the graph sets torch's global state ({g})" for g in rec.get("global_state", [])]
             if not rec.get("complete"):
                 problems.append(where + "AOTAutograd failed on the graph, so its tensor writes and random draws are "
                                 f"not known ({run.get('error') or 'no error recorded'})")

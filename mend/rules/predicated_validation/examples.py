@@ -300,6 +300,16 @@ def f(x):
     assert not x.isnan().any(), "NaN at %d" % x.isnan().nonzero()[0]
     return x
 ''', "formatted at run time"),
+    # an adversarial review: the global grad mode set before the check (Dynamo sets the final
+    # mode after the graph returns; a failing check left grad on where eager left it off)
+    ('''import torch
+class M(torch.nn.Module):
+    def forward(self, x):
+        torch.set_grad_enabled(False)
+        if (x < -100).any():
+            raise ValueError("too small")
+        return x
+''', "sets torch's global state"),
     # shared case 023 without the f-string: state updated after the check
     ('''import torch
 class M(torch.nn.Module):

@@ -84,6 +84,18 @@ def _made_when_none(stmt: cst.CSTNode, params: set[str]) -> tuple[str, cst.Call]
     return name, call
 
 
+def _finalized(module: cst.Module, call: cst.Call) -> bool:
+    """The class called is defined in the file with a ``__del__`` (or uses ``weakref``): with
+    the check in the graph, a new object that dies there is never materialized, so its finalizer
+    never runs, where eager and the original compiled code ran it (an adversarial review). A
+    class defined in another file is not screened here."""
+    callee = call.func.attr.value if isinstance(call.func, cst.Attribute) else getattr(call.func, "value", "")
+    for cls in m.findall(module, m.ClassDef(name=m.Name(callee))):
+        if m.findall(cls, m.FunctionDef(name=m.Name("__del__"))) or "weakref" in cst.Module([]).code_for_node(cls):
+            return True
+    return False
+
+
 def _rooted_at(node: cst.BaseExpression, name: str) -> bool:
     """``name``, or an attribute/subscript chain starting from it (``cache[i]``)."""
     while isinstance(node, (cst.Attribute, cst.Subscript)):
@@ -166,6 +178,8 @@ def fresh_guard(module: cst.Module, function: cst.FunctionDef, stmt: cst.CSTNode
         if made is None:
             continue
         name, call = made
+        if _finalized(module, call):
+            return None   # the single graph never materializes the object, so `__del__` never runs
         between = body[i + 1:at + 1]   # the check's own condition included
         if any(m.findall(s, m.Name(name)) for s in between):
             return None   # read or rebound before the check: something may hold or write it already

@@ -293,6 +293,12 @@ def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
                              "at trace time (a guard), so there is no break to remove")
     if _comments(stmt, stmt):
         return Decline(NAME, "the check holds a comment the rewrite would drop")
+    setter = _global_mode_setter(ancestors[0]) if ancestors and isinstance(ancestors[0], cst.Module) else None
+    if setter is not None:
+        return Decline(NAME, f"the file sets torch's global state (`{setter[:60]}`, not as a `with`): Dynamo sets "
+                             "the final grad/autocast mode after the graph returns, so a check failing inside the "
+                             "graph would leave the mode as it was, where eager left it changed (an adversarial "
+                             "review)")
     effect = state_change(function, next((a for a in reversed(ancestors) if isinstance(a, cst.ClassDef)), None))
     if effect is not None:
         return Decline(NAME, f"the function also changes state (`{effect[:60]}`): with the check inside the "
@@ -306,6 +312,22 @@ def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
         fails_when = core if negated else cst.UnaryOperation(cst.Not(), core.with_changes(
             lpar=[cst.LeftParen()], rpar=[cst.RightParen()]))
     return _Plan(stmt, function, form, test, fails_when, holds, exc, exc_name, args, items, numbers)
+
+
+_GLOBAL_SETTERS = {"set_grad_enabled", "_set_grad_enabled", "set_autocast_enabled", "set_default_dtype",
+                   "set_default_device", "use_deterministic_algorithms", "set_anomaly_enabled", "_set_autocast_enabled"}
+
+
+def _global_mode_setter(module: cst.Module) -> str | None:
+    """A call in the file that sets torch's global state, other than as a ``with`` item
+    (``with torch.set_grad_enabled(False):`` restores the mode when it exits)."""
+    items = {id(i.item) for i in m.findall(module, m.WithItem())}
+    for call in m.findall(module, m.Call()):
+        func = call.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if name in _GLOBAL_SETTERS and id(call) not in items:
+            return cst.Module([]).code_for_node(call)
+    return None
 
 
 def match(loc: Located) -> Match | Decline:
