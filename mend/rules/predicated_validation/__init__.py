@@ -90,6 +90,15 @@ That record is what the second adversarial review's 17 counterexamples lacked (a
 writing a global, a deque, a caller's list, a closure or a class attribute, only with grad
 enabled; ``__new__`` returning a shared object): each shows up in it. It covers the traced path
 only: inputs Dynamo compiles to other guards are an assumption, stated in the certificate.
+A third and fourth review (2026-12-04) found, and the rule now declines: torch's global grad or
+autocast mode set in the file outside a ``with`` (static screen) or in the check's graph (Dynamo
+puts ``_set_grad_enabled`` in the graph and sets the final mode after it returns), a random draw
+whose dead result Dynamo drops before AOTAutograd (read in Dynamo's graph now), and a ``__del__``
+on the made object's class in the file (the single graph never materializes the object). Left
+as stated assumptions, each shown by a review model: a helper writing state only for other
+shapes, a parent module compiled around the model, a finalizer on a class defined in another
+file, ``lengths`` passed as a numpy array in eager mode (``_assert_async`` wants a tensor), and
+meta-device tensors (outside ``cpu-only``).
 The code after a passing check computes the same result (``same-result-when-passing``); the
 exception is restored at the call boundary from the trap table entry (``restore-at-boundary``);
 the tensors at the check are on the CPU (``cpu-only``, observed); and the first failing check
