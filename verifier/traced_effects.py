@@ -18,10 +18,12 @@ per graph that holds the marked check:
 * ``existing``: Python objects that existed before the frame and that the graph writes
   (``AttributeMutationExisting``/``ValueMutationExisting``: a global, a class attribute, a
   module attribute, a list/dict/deque, a closure cell);
-* ``rng``: aten operators tagged ``nondeterministic_seeded`` in the graph (``torch.Tag``), and
-  Python ``random`` calls Dynamo replays before the graph;
-* ``input_writes``: mutable aten operators left after functionalization (a write into a
-  parameter, buffer or input, applied by ``copy_``);
+* ``rng``: aten operators tagged ``nondeterministic_seeded`` in the graph (``torch.Tag``),
+  random factories and in-place random methods in Dynamo's graph (a dead draw is gone before
+  AOTAutograd), and Python ``random`` calls Dynamo replays before the graph;
+* ``input_writes``: the inputs AOTAutograd's metadata marks as mutated (a parameter, buffer,
+  input or global tensor written in place; applied after the graph), and any mutable aten
+  operator left after functionalization;
 * ``hooks``: tensor hooks the graph registers;
 * ``global_state``: calls that set torch's global state in the graph (grad mode, autocast),
   whose final value Dynamo sets only after the graph returns.
@@ -54,13 +56,14 @@ def _global_state(gm) -> list[str]:
     them in the graph and sets the final state after it returns, so a check failing in between
     leaves the state as it was before the graph, where eager left it changed (an adversarial
     review: `torch.set_grad_enabled(False)` in a constructor)."""
-    out = []
-    for node in gm.graph.nodes:
-        name = getattr(node.target, "__name__", str(node.target))
-        if node.op == "call_function" and (name.startswith("_set_") or "autocast" in name
-                                           or name in ("set_grad_enabled", "_enable_grad", "_disable_grad")):
-            out.append(name)
-    return out
+    names = [_target_name(n) for n in gm.graph.nodes if n.op == "call_function"]
+    return [n for n in names if n.startswith("_set_") or "autocast" in n
+            or n in ("set_grad_enabled", "_enable_grad", "_disable_grad")]
+
+
+def _target_name(node) -> str:
+    """A graph node's callee by name: a method name as is, a function's ``__name__``."""
+    return node.target if isinstance(node.target, str) else getattr(node.target, "__name__", str(node.target))
 
 
 _RANDOM = {"rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli",
@@ -72,9 +75,8 @@ def _dynamo_random(gm) -> list[str]:
     """Random draws in the Dynamo graph itself: a draw whose result is dead is removed before
     AOTAutograd sees it, yet eager made it (an adversarial review). Dropout is left to the aten
     check, where it is a draw only when active."""
-    return [f"{n.target if isinstance(n.target, str) else n.target.__name__} (Dynamo graph)" for n in gm.graph.nodes
-            if n.op in ("call_function", "call_method")
-            and (n.target if isinstance(n.target, str) else getattr(n.target, "__name__", "")) in _RANDOM]
+    return [f"{_target_name(n)} (Dynamo graph)" for n in gm.graph.nodes
+            if n.op in ("call_function", "call_method") and _target_name(n) in _RANDOM]
 
 
 def _aten_effects(gm, rec: dict) -> None:

@@ -22,7 +22,7 @@ from verifier.encoders.base import Ctx, decide, fp_arith, numel, shape_tiers, va
 from verifier.outcomes import Outcome, check_refuted, checked, unknown
 from verifier.shapes import ShapeEval, _expr
 from verifier.smt import Unsupported
-from verifier.traced_effects import effects_in_check_graphs
+from verifier.traced_effects import MODES, effects_in_check_graphs
 from verifier.values import ValueEval
 
 STATE_CHANGES = ("state-unchanged-on-raise cannot be shown: the model's forward changes state (a buffer, a Python "
@@ -241,7 +241,7 @@ def _fresh_traced(fresh: dict, facts: dict, state: dict) -> Outcome:
     if problems:
         return unknown(f"the submodules write only into `{name}`, made in this call, but Dynamo's record of the graph "
                        "holding the check shows effects a failing check would drop or add: " + "; ".join(problems[:3]))
-    if "eval, no_grad" not in modes or "eval, grad enabled" not in modes:
+    if any(mode not in modes for mode, _train, _grad in MODES):
         errors = "; ".join(f"{r['mode']}: {r['error']}" for r in traced.get("runs") or [] if r.get("error"))
         return unknown(f"the check was not found in a compiled graph in eval mode with and without grad (traced: "
                        f"{', '.join(modes) or 'none'}{'; ' + errors if errors else ''}): its effects are not shown")
@@ -251,7 +251,8 @@ def _fresh_traced(fresh: dict, facts: dict, state: dict) -> Outcome:
                    "submodules' writes (fresh.py; verifier/effects.py)",
                    [f"the submodules write only into `{name}`, made in this call by `{made}` (static screen)",
                     "the graph holding the check writes no Python object that existed before the call, draws no "
-                    "random number and writes no tensor it was given, on the traced path (" + ", ".join(modes)
+                    "random number, writes no tensor it was given, registers no tensor hook and sets no global "
+                    "grad/autocast mode, on the traced path (" + "; ".join(modes)
                     + "; observed through Dynamo's side-effect record, a private API, torch 2.13)",
                     "inputs that Dynamo compiles to other guards (another Python path through the constructor or "
                     "the writers: other shapes, other objects passed in, other flags) were not traced",

@@ -233,8 +233,8 @@ def check(t, lo, hi):
     return t
 ''',
     ),
-    # xlm/flaubert (transformers 5.x): layers write the cache they are given; the candidate moves the check
-    # into the graph only for a cache made in this call (fresh.py); the verifier declines it today
+    # xlm/flaubert (transformers 5.x): layers write the cache they are given; the check moves into the
+    # graph only for a cache made in this call, in eval mode (fresh.py), the original kept otherwise
     (
         '''import torch
 from torch import nn
