@@ -14,6 +14,8 @@ tensor-check           a check that reads its tensor on the host (``torch._check
 numpy-constant         ``np.sum``/``np.prod``/``np.lcm``/``np.gcd`` of Python constants traced as arrays (a
                        "Data dependent operator" at the call's statement)
 scalar-tensor          a Python int wrapped in ``torch.tensor()`` read back as a slice bound
+constant-buffer        a branch or scalar read on a value made from a module's 0-d int buffers (encodec's
+                       stride/kernel/padding buffers, ``if length <= max_pad``)
 module-attribute-write a ``self.X = self.X.to(...)``-style write of a module attribute in ``forward``
 debug-host-work        dead or debug-only host work: ``torch.jit.isinstance``, an unused ``repr(t)``,
                        a ``np.random``/``random`` draw, ``inspect.Signature.bind``
@@ -52,6 +54,7 @@ CATEGORIES = {
     "tensor-check": "tensor check read on the host (torch._check_tensor_all)",
     "numpy-constant": "numpy sum/prod/lcm/gcd of Python constants traced as arrays",
     "scalar-tensor": "Python scalar wrapped in a tensor, used as a Python number (slice bound)",
+    "constant-buffer": "a module's 0-d int buffers used as Python numbers (a pad, a branch, a slice bound)",
     "module-attribute-write": "module attribute written in forward (self.X = self.X.to(...))",
     "debug-host-work": "dead or debug-only host work (torch.jit.isinstance, unused repr, RNG draw, Signature.bind)",
     "dynamic-shape-op": "data-dependent output shape",
@@ -199,6 +202,13 @@ def _scalar_tensor_bound(loc) -> bool:
     return any(n.value in bound for sl in m.findall(loc.node, m.Slice() | m.Index()) for n in m.findall(sl, m.Name()))
 
 
+def _constant_buffer(loc: Located | None) -> bool:
+    """The site's class keeps 0-d int buffers that constant-buffer's analysis takes, and the
+    site reads a value made from them as a number (mend/rules/constant_buffer)."""
+    from mend.rules.constant_buffer.screen import takes
+    return takes(loc)
+
+
 def _self_attribute_write(node) -> bool:
     """An assignment to one ``self.`` attribute (``self.X = self.X.to(...)``: the store runs
     ``nn.Module.__setattr__``)."""
@@ -338,6 +348,8 @@ def categorize(gb_type: str, loc: Located | None) -> str:
                 return "raise-assert"
             if _mutates_python_state(_if_body(node)):
                 return "python-state-mutation"
+        if _constant_buffer(loc):
+            return "constant-buffer"   # the branch reads a value made from the class's int buffers
         return "data-dependent-branch"
     if (gb_type in _SKIPPED or gb_type == "repr() on tensor") and side_effect_call(loc):
         return "print-logging"   # a print/log/warn call, or one formatting a tensor's repr (`{t!r}`)
@@ -347,6 +359,8 @@ def categorize(gb_type: str, loc: Located | None) -> str:
         return "numpy-constant"  # big_bird's np.sum of a list: the constant traced as an array
     if _debug_host_work(gb_type, loc):
         return "debug-host-work"  # torch.jit.isinstance, an unused tensor repr, an RNG draw, Signature.bind
+    if gb_type == "Data dependent operator" and _constant_buffer(loc):
+        return "constant-buffer"   # F.pad with pads made from the class's int buffers (mimi's `_pad1d`)
     if gb_type == "Data dependent operator" and loc is not None and not any(
             k in loc.code() for k in (".item(", ".tolist(", "int(", "float(", "bool(")):
         return "dynamic-shape-op"  # e.g. torch.nonzero: the op, not a scalar read, breaks

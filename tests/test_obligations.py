@@ -399,6 +399,8 @@ CHECKS_TESTED_WITH_THEIR_RULE = {
     "scalar-callers-screened": "test_rule_scalar_tensor.py", "scalar-leaves-observed": "test_rule_scalar_tensor.py",
     "scalar-use-promotion": "test_rule_scalar_tensor.py", "slice-write-operands": "test_rule_state_write.py",
     "bind-lookup-agrees": "test_bind_lookup.py",
+    "ceil-ratio-exact": "test_rule_constant_buffer.py", "int-buffers-unwritten": "test_rule_constant_buffer.py",
+    "int-guards-emitted": "test_rule_constant_buffer.py",
 }
 
 

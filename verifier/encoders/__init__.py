@@ -31,12 +31,14 @@ from verifier.encoders import mask_update
 from verifier.encoders import state_write
 from verifier.encoders import finiteness_precision
 from verifier.encoders import bind_lookup
+from verifier.encoders import constant_buffer
 from verifier.encoders.base import Ctx
 from verifier.outcomes import Outcome
 
 Encoder = Callable[[dict, Ctx], Outcome]
 GROUPS = (where, cond, hoisting, capture, assert_async, counting, host_check, forward_attribute, scalar_tensor,
-          numpy_constants, dead_host_work, mask_update, state_write, finiteness_precision, bind_lookup)
+          numpy_constants, dead_host_work, mask_update, state_write, finiteness_precision, bind_lookup,
+          constant_buffer)
 
 
 def _registry() -> tuple[dict[str, Encoder], frozenset, frozenset]:

@@ -46,7 +46,8 @@ Traps, and how each is handled:
 * encodec keeps stride/kernel/padding as 0-d int64 buffers registered in ``__init__`` and
   computes ``(length - k + p) / s`` in float32 tensor arithmetic; above 2^24 samples its ceil
   differs from exact ints (length 16,777,217 pads -1, an int rewrite 1): declined, naming
-  it; buffers in general decline (they are module state a user may write);
+  it; buffers in general decline here (they are module state a user may write): the
+  constant-buffer rule takes them, with twins, a guard and a lemma for the ceil;
 * ``torch.IntTensor([n])[0]`` (vits): declined, ``n``'s element type is not known
   statically (a float truncates, an int beyond int32 raises).
 """

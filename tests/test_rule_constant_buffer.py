@@ -1,0 +1,388 @@
+"""constant-buffer (issue 10, kind 2, encodec's int buffers): the mirror computes what the
+original computes, with no graph break; the encoders refute what they must; the lemma's
+cross-check by enumeration."""
+from __future__ import annotations
+
+import importlib.util
+import itertools
+from pathlib import Path
+import sys
+
+import libcst as cst
+import numpy as np
+import pytest
+import torch
+
+from mend.locate import locate
+from mend.rules.constant_buffer import examples as ex
+from mend.rules.constant_buffer.rewrite import rewrite
+from mend.taxonomy import categorize
+from verifier.encoders import constant_buffer as enc
+from verifier.encoders.base import Ctx
+
+_n = itertools.count()
+
+
+def _load(code: str, tmp_path):
+    path = tmp_path / f"cb_mod_{next(_n)}.py"
+    path.write_text(code)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[path.stem] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _pair(tmp_path, source=ex.ENCODEC):
+    res = rewrite(cst.parse_module(source), ex.example_line(source))
+    return _load(source, tmp_path), _load(res.code, tmp_path), res
+
+
+def _same(a, b):
+    assert a.shape == b.shape and a.dtype == b.dtype
+    assert torch.equal(a, b)
+
+
+def test_mirror_agrees_with_the_original_on_many_shapes(tmp_path):
+    orig, mended, _ = _pair(tmp_path)
+    rng = np.random.default_rng(0)
+    for kernel, stride, dilation, causal in itertools.product((1, 2, 3, 7), (1, 2, 3, 5), (1, 2), (False, True)):
+        torch.manual_seed(0)
+        a = orig.Conv1d(2, 3, kernel, stride, dilation, causal).eval()
+        torch.manual_seed(0)
+        b = mended.Conv1d(2, 3, kernel, stride, dilation, causal).eval()
+        assert b._mend_int_ok is True
+        for length in sorted({1, 2, 3, 5, 8, 13, int(rng.integers(1, 200))}):
+            x = torch.randn(2, 2, length)
+            try:
+                want = a(x)
+            except RuntimeError as exc:       # reflect padding larger than a very short input
+                with pytest.raises(RuntimeError) as got:
+                    b(x)
+                assert type(got.value) is type(exc)
+                continue
+            _same(want, b(x))
+
+
+def test_mirror_compiles_to_one_graph_where_the_original_breaks(tmp_path):
+    orig, mended, _ = _pair(tmp_path)
+    x = torch.randn(1, 2, 11)
+    for mod, want_breaks in ((orig, True), (mended, False)):
+        torch._dynamo.reset()
+        torch.manual_seed(0)
+        m = mod.Conv1d(2, 3, 7, 2, 1, False).eval()
+        graphs = []
+
+        def backend(gm, example_inputs, graphs=graphs):
+            graphs.append(gm)
+            return gm.forward
+
+        out = torch.compile(m, backend=backend)(x)
+        _same(out, m(x))
+        assert (len(graphs) > 1) is want_breaks, len(graphs)
+
+
+def test_twins_that_are_not_exact_ints_leave_the_original_path(tmp_path):
+    orig, mended, _ = _pair(tmp_path)
+    torch.manual_seed(0)
+    a = orig.Conv1d(2, 3, 3, 2)
+    torch.manual_seed(0)
+    b = mended.Conv1d(2, 3, 3, 2)
+    b.conv.stride = (np.int64(2),)     # what __init__ read had been a numpy int: rebuild to see it
+    c = mended.Conv1d.__new__(mended.Conv1d)
+    torch.nn.Module.__init__(c)
+    assert getattr(c, "_mend_int_ok", False) is False
+    x = torch.randn(1, 2, 9)
+    _same(a(x), b(x))
+
+
+def test_numpy_stride_gives_no_twins(tmp_path):
+    _, mended, _ = _pair(tmp_path)
+    m = mended.Conv1d(2, 3, 3, np.int64(2))
+    assert m._mend_int_ok is False and m._mend_int_stride is None
+    m(torch.randn(1, 2, 9))   # the original body runs
+
+
+def test_subclass_takes_the_original_body(tmp_path):
+    orig, mended, _ = _pair(tmp_path)
+
+    class Sub(mended.Conv1d):
+        def _get_extra_padding_for_conv1d(self, hidden_states):
+            return super()._get_extra_padding_for_conv1d(hidden_states) + 1
+
+    class SubO(orig.Conv1d):
+        def _get_extra_padding_for_conv1d(self, hidden_states):
+            return super()._get_extra_padding_for_conv1d(hidden_states) + 1
+
+    torch.manual_seed(0)
+    a = SubO(2, 3, 3, 2)
+    torch.manual_seed(0)
+    b = Sub(2, 3, 3, 2)
+    x = torch.randn(1, 2, 10)
+    _same(a(x), b(x))
+
+
+def test_float64_default_dtype_agrees(tmp_path):
+    orig, mended, _ = _pair(tmp_path)
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        torch.manual_seed(0)
+        a = orig.Conv1d(2, 3, 5, 3)
+        torch.manual_seed(0)
+        b = mended.Conv1d(2, 3, 5, 3)
+        for length in (4, 9, 17, 40):
+            x = torch.randn(1, 2, length)
+            _same(a(x), b(x))
+    finally:
+        torch.set_default_dtype(before)
+
+
+def test_mimi_form_agrees(tmp_path):
+    orig, mended, _ = _pair(tmp_path, ex.MIMI)
+    for kernel, stride in itertools.product((1, 3, 4, 7), (1, 2, 3)):
+        torch.manual_seed(0)
+        a = orig.CausalConv(kernel, stride)
+        torch.manual_seed(0)
+        b = mended.CausalConv(kernel, stride)
+        for length in (7, 8, 9, 31):
+            x = torch.randn(1, 4, length)
+            _same(a(x), b(x))
+
+
+def test_the_site_is_categorised_constant_buffer(tmp_path):
+    path = tmp_path / "enc.py"
+    path.write_text(ex.ENCODEC)
+    line = next(i for i, t in enumerate(ex.ENCODEC.splitlines(), 1) if "if length <= max_pad" in t)
+    assert categorize("Data-dependent branching", locate(str(path), line)) == "constant-buffer"
+    other = next(i for i, t in enumerate(ex.ENCODEC.splitlines(), 1) if 'if mode != "reflect"' in t)
+    assert categorize("Data-dependent branching", locate(str(path), other)) == "data-dependent-branch"
+
+
+# -- the encoders ------------------------------------------------------------------------
+
+
+def _obligation(res, kind):
+    return next(o for o in res.obligations if o["kind"] == kind)
+
+
+def test_terms_in_range_is_proved_and_refutes_an_overflowing_product(tmp_path):
+    res = rewrite(cst.parse_module(ex.ENCODEC), ex.example_line(ex.ENCODEC))
+    ob = _obligation(res, "int-terms-in-range")
+    assert enc.terms_in_range(ob, Ctx({}, {})).result == "proved"
+    bad = dict(ob, terms=ob["terms"] + ["((size_1 * size_2) * leaf_stride)"])
+    out = enc.terms_in_range(bad, Ctx({}, {}))
+    assert out.result == "refuted" and out.status == "sat"
+
+
+def test_guards_emitted_is_checked_and_refutes_a_weakened_guard():
+    res = rewrite(cst.parse_module(ex.ENCODEC), ex.example_line(ex.ENCODEC))
+    ob = _obligation(res, "int-guards-emitted")
+    assert enc.guards_emitted(ob, Ctx({}, {}, code=res.code)).result == "checked"
+    for old, new in (("-2**15 < v < 2**15", "-2**31 < v < 2**31"), ("0 < _mend_int_s <= 64", "0 < _mend_int_s"),
+                     (' and self._mend_int_stride >= 1', ''), ('getattr(self, "_mend_int_ok", False)', "True")):
+        assert old in res.code
+        assert enc.guards_emitted(ob, Ctx({}, {}, code=res.code.replace(old, new))).result == "refuted", old
+
+
+def test_buffers_unwritten_is_checked_and_refutes_writes():
+    res = rewrite(cst.parse_module(ex.ENCODEC), ex.example_line(ex.ENCODEC))
+    ob = _obligation(res, "int-buffers-unwritten")
+    assert enc.buffers_unwritten(ob, Ctx({}, {}, code=res.code)).result == "checked"
+    tail = "        return self.conv(hidden_states)\n"
+    for write in ("self.stride.add_(1)", "self.kernel_size = None", "del self.padding_total",
+                  "self.stride.data = self.stride.data", 'setattr(self, "stride", None)'):
+        code = res.code.replace(tail, f"        {write}\n{tail}", 1)
+        assert enc.buffers_unwritten(ob, Ctx({}, {}, code=code)).result == "refuted", write
+
+
+def test_ceil_ratio_cites_the_lemma_and_refutes_a_wider_domain():
+    res = rewrite(cst.parse_module(ex.ENCODEC), ex.example_line(ex.ENCODEC))
+    ob = _obligation(res, "ceil-ratio-exact")
+    out = enc.ceil_ratio_exact(ob, Ctx({}, {}))
+    assert out.result == "checked" and out.lemmas == ("proofs/cb_ceil_ratio.smt2",)
+    assert enc.ceil_ratio_exact(dict(ob, a_bound=2 ** 23), Ctx({}, {})).result == "refuted"
+    assert enc.ceil_ratio_exact(dict(ob, offsets=[9]), Ctx({}, {})).result == "refuted"
+
+
+@pytest.mark.slow
+def test_lemma_cross_checked_by_enumeration():
+    """Every (a, s) of the lemma's domain with torch (c = 1, as encodec), float32 and float64;
+    beyond the domain the same enumeration finds the counterexample."""
+    assert enc.enumerate_ratio(1, 2 ** 22, 64, "float32") is None
+    assert enc.enumerate_ratio(1, 2 ** 22, 64, "float64") is None
+    assert enc.enumerate_ratio(-3, 2 ** 22, 8, "float32") is None
+    bad = enc.enumerate_ratio(1, 2 ** 25, 1, "float32")
+    assert bad is not None and "s = 1" in bad
+
+
+def test_a_pad_with_buffer_values_is_categorised_constant_buffer(tmp_path):
+    """mimi's form: the break is `F.pad` reading tensor pads ("Data dependent operator")."""
+    path = tmp_path / "mimi.py"
+    path.write_text(ex.MIMI)
+    line = next(i for i, t in enumerate(ex.MIMI.splitlines(), 1) if "x = F.pad(" in t)
+    assert categorize("Data dependent operator", locate(str(path), line)) == "constant-buffer"
+
+
+def test_writes_to_a_same_named_attribute_of_an_unrelated_class_do_not_decline(tmp_path):
+    """mimi's ConvTranspose1d sets its own `self.padding_right`: not the buffer's class."""
+    other = ('\n\nclass Other(nn.Module):\n    def __init__(self):\n        super().__init__()\n'
+             '        self.stride = 3\n\n    def forward(self, x):\n        self.stride += 1\n        return x\n')
+    res = rewrite(cst.parse_module(ex.ENCODEC + other), ex.example_line(ex.ENCODEC))
+    assert not hasattr(res, "reason"), res.reason
+    ob = _obligation(res, "int-buffers-unwritten")
+    assert enc.buffers_unwritten(ob, Ctx({}, {}, code=res.code)).result == "checked"
+    # ... but a subclass's (its `self` is an instance of the buffer's class) does
+    sub = other.replace("class Other(nn.Module)", "class Other(Conv1d)")
+    res = rewrite(cst.parse_module(ex.ENCODEC + sub), ex.example_line(ex.ENCODEC))
+    assert "writes `stride`" in res.reason
+
+
+@pytest.mark.parametrize("modname, cls", [("encodec", "EncodecConv1d"), ("mimi", "MimiConv1d")])
+def test_the_installed_transformers_conv_is_mirrored_exactly(modname, cls, tmp_path):
+    """The real class of the installed transformers (4.52.4 here; 5.x has the same code),
+    rewritten and loaded in its package: outputs equal the original's on many shapes, and the
+    mirrored layer compiles to one graph."""
+    tf = pytest.importorskip("transformers")
+    orig = importlib.import_module(f"transformers.models.{modname}.modeling_{modname}")
+    src = open(orig.__file__).read()
+    module = cst.parse_module(src)
+    line = next(i for i, t in enumerate(src.splitlines(), 1) if t.startswith(f"class {cls}("))
+    res = rewrite(module, line)
+    assert not hasattr(res, "reason"), res.reason
+    name = f"transformers.models.{modname}._mend_test_{next(_n)}"
+    spec = importlib.util.spec_from_loader(name, loader=None)
+    mended = importlib.util.module_from_spec(spec)
+    mended.__package__ = f"transformers.models.{modname}"
+    path = tmp_path / f"modeling_{modname}.py"
+    path.write_text(res.code)
+    mended.__file__ = str(path)    # docstring helpers read the source
+    sys.modules[name] = mended     # dataclasses look their module up
+    exec(compile(res.code, str(path), "exec"), mended.__dict__)
+    config_cls = getattr(tf, "EncodecConfig" if modname == "encodec" else "MimiConfig")
+    for causal, pad_mode, kernel, stride, dilation in itertools.product((False, True), ("reflect", "constant"),
+                                                                      (1, 3, 7), (1, 2, 4), (1, 3)):
+        cfg = config_cls(use_causal_conv=causal, pad_mode=pad_mode)
+        torch.manual_seed(0)
+        a = getattr(orig, cls)(cfg, 2, 3, kernel, stride, dilation)
+        torch.manual_seed(0)
+        b = getattr(mended, cls)(cfg, 2, 3, kernel, stride, dilation)
+        assert b._mend_int_ok is True
+        for length in (2, 5, 9, 16, 31):
+            x = torch.randn(1, 2, length)
+            try:
+                want = a(x)
+            except RuntimeError as exc:
+                with pytest.raises(type(exc)):
+                    b(x)
+                continue
+            _same(want, b(x))
+    torch._dynamo.reset()
+    graphs = []
+    cfg = config_cls(use_causal_conv=False, pad_mode="reflect")
+    torch.manual_seed(0)
+    want = getattr(orig, cls)(cfg, 2, 3, 7, 2, 1)
+    torch.manual_seed(0)
+    layer = getattr(mended, cls)(cfg, 2, 3, 7, 2, 1)
+    x = torch.randn(1, 2, 10)
+    out = torch.compile(layer, backend=lambda gm, _: graphs.append(gm) or gm.forward, fullgraph=True)(x)
+    _same(out, want(x))
+    assert len(graphs) == 1
+
+
+# -- the adversarial review's models (tests/fixtures/constant_buffer_review/; each changed
+# behaviour under an earlier version of the rule, which emitted it as safe) ----------------
+
+REVIEW = Path(__file__).parent / "fixtures" / "constant_buffer_review"
+DECLINED = {
+    "f1_rdiv": "an operator outside",                      # int / buffer: reciprocal(s) * a, two roundings
+    "f2_qtuple": "a ratio is put in a tuple",
+    "f2c_qtuple_stale": "a ratio is put in a tuple",
+    "f3_ceil_return": "the ceil of a ratio is used outside",
+    "f3b_ceil_in_if": "not taken by a ceil",
+    "f4_float_cmp": "compared with something other than an int",   # float32 vs exact comparison
+    "f5_augassign_init": "other than to register it",      # `max_t -= hop_t` before registering
+    "f6_buffers_loop": "reaches buffers generically",       # `for b in self.buffers(): b.mul_(2)`
+    "f7_alias_fill": "other than to register it",          # `self._limit = max_t`, then `fill_`
+    "f8_shadow_method": "assigns `n_frames`",                # an instance attribute shadows the method
+    "f10_inplace_shape": "not taken by the ceil on the next statement",   # `x.transpose_()` in between
+    "f12_buffers_update": "reaches buffers generically",    # `self._buffers.update(...)`
+    "f13_uint8_cmp": "compared with something other than an int",  # a 0-d uint8 tensor wraps the int
+    "f14b_method_on_buffer": "`.item()` is called on it",
+}
+
+
+def _classes(source: str) -> list[tuple[str, int]]:
+    return [(t.split("(")[0][6:], i) for i, t in enumerate(source.splitlines(), 1) if t.startswith("class ")]
+
+
+@pytest.mark.parametrize("name", sorted(DECLINED))
+def test_review_model_is_declined(name):
+    source = (REVIEW / f"{name}.py").read_text()
+    reasons = [rewrite(cst.parse_module(source), line) for _, line in _classes(source)]
+    assert all(hasattr(r, "reason") for r in reasons), name
+    assert any(DECLINED[name] in r.reason for r in reasons), [r.reason for r in reasons]
+
+
+def test_review_custom_buffer_helper_is_not_a_buffer():
+    """f11: `LengthBuffer(v, persistent=False)` is the user's own function, not `nn.Buffer`."""
+    source = (REVIEW / "f11_custom_buffer_fn.py").read_text()
+    for _, line in _classes(source):
+        res = rewrite(cst.parse_module(source), line)
+        assert hasattr(res, "reason") and "registers no non-persistent buffer" in res.reason, res
+
+
+def _model_pair(name: str, tmp_path):
+    source = (REVIEW / f"{name}.py").read_text()
+    cls, line = _classes(source)[0]
+    res = rewrite(cst.parse_module(source), line)
+    assert not hasattr(res, "reason"), res.reason
+    return _load(source, tmp_path), _load(res.code, tmp_path)
+
+
+def test_review_positional_only_forward_is_passed_on(tmp_path):
+    """f9: `def forward(self, x, /, scale=1.0)`: the dispatch passes `x` and `scale`, not `self`."""
+    orig, mended = _model_pair("f9_posonly", tmp_path)
+    for length in (20, 64, 100):
+        x = torch.randn(2, 3, length)
+        _same(orig.Model()(x), mended.Model()(x))
+
+
+def test_review_torchscript_still_scripts(tmp_path):
+    """f15: the dispatch sits under `if not torch.jit.is_scripting()` (a static if), so
+    `torch.jit.script` compiles the original body as before."""
+    orig, mended = _model_pair("f15_jit_script", tmp_path)
+    x = torch.randn(2, 3, 100)
+    _same(torch.jit.script(orig.Model())(x), torch.jit.script(mended.Model())(x))
+    _same(orig.Model()(x), mended.Model()(x))
+
+
+def test_init_weights_writing_the_registered_value_is_allowed_and_another_declines():
+    """transformers 5's `_init_weights` re-sets the buffers with `init.copy_` from the same
+    expressions: checked equal; a different value declines, in both the rewrite and the verifier."""
+    same = ("\n\ndef _init_weights(module):\n    if isinstance(module, Conv1d):\n"
+            "        kernel_size = module.conv.kernel_size[0]\n"
+            "        stride = torch.tensor(module.conv.stride[0], dtype=torch.int64)\n"
+            "        dilation = module.conv.dilation[0]\n"
+            "        kernel_size = torch.tensor((kernel_size - 1) * dilation + 1, dtype=torch.int64)\n"
+            "        init.copy_(module.stride, stride)\n        init.copy_(module.kernel_size, kernel_size)\n"
+            "        init.copy_(module.padding_total, kernel_size - stride)\n")
+    res = rewrite(cst.parse_module(ex.ENCODEC + same), ex.example_line(ex.ENCODEC))
+    assert not hasattr(res, "reason"), res.reason
+    ob = _obligation(res, "int-buffers-unwritten")
+    assert enc.buffers_unwritten(ob, Ctx({}, {}, code=res.code)).result == "checked"
+    other = same.replace("init.copy_(module.padding_total, kernel_size - stride)",
+                         "init.copy_(module.padding_total, kernel_size + stride)")
+    res = rewrite(cst.parse_module(ex.ENCODEC + other), ex.example_line(ex.ENCODEC))
+    assert "not the value `__init__` registered" in res.reason
+
+
+def test_a_buffer_escaping_makes_the_write_check_unknown():
+    """mimi's streaming cache keeps the buffer in a list: not followed, so not `checked`."""
+    escape = ("\n\nclass Holder(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+              "        self.conv = Conv1d(2, 2, 3)\n\n    def forward(self, x):\n"
+              "        keep = []\n        keep.append(self.conv.stride)\n        return self.conv(x)\n")
+    res = rewrite(cst.parse_module(ex.ENCODEC + escape), ex.example_line(ex.ENCODEC))
+    ob = _obligation(res, "int-buffers-unwritten")
+    out = enc.buffers_unwritten(ob, Ctx({}, {}, code=res.code))
+    assert out.result == "unknown" and "escapes" in out.reason
