@@ -386,3 +386,49 @@ def test_a_buffer_escaping_makes_the_write_check_unknown():
     ob = _obligation(res, "int-buffers-unwritten")
     out = enc.buffers_unwritten(ob, Ctx({}, {}, code=res.code))
     assert out.result == "unknown" and "escapes" in out.reason
+
+
+# -- the second adversarial review (tests/fixtures/constant_buffer_review2/): 27 models that
+# changed behaviour under the version before it (19 emitted as safe) -----------------------
+
+REVIEW2 = Path(__file__).parent / "fixtures" / "constant_buffer_review2"
+DECLINED2 = {
+    "a1_copy_param": "not only from the module's own attributes",   # `copy_` of a parameter named like __init__'s
+    "b1_alias_iadd": "writes a buffer through an alias",             # `limit = self.max_len; limit -= m`
+    "c1_init_attr_alias": "keeps a second handle on a buffer",       # `self._limit = self.max_len`
+    "c2_init_local_iadd": "writes a buffer through an alias",
+    "d1_view_reg": "other than to register it",                      # `register_buffer("limits", max_t.view(1))`
+    "e1_fallback_twice": "the ratio's numerator calls a function",    # the fallback would call it again
+    "e2_fallback_rng": "the ratio's numerator calls a function",
+    "f1_nested_class": "not defined at the module's top level",
+    "g1_local_import": "binds `torch` locally",
+    "h1_class_alias": "defined or bound more than once",             # `n_frames = n_frames_capped`
+    "i1_dict_key": "is used inside an expression outside the rule's forms",   # `outs[k] = ...`
+    "j1_big_literal": "compared with something other than an int",   # a literal beyond int64
+    "k1_generator": "a yield or a lambda",
+    "l1_ceil_out": "an operator outside",                            # `torch.ceil(self.k * 0.5, out=None)`
+    "m1_base_register": "overrides `register_buffer`",               # a base in the file clamps buffers
+    "n1_module_type": "may rewrite the buffers of an instance",      # `self.c.type(torch.float16)`
+    "n2_reg_hook": "reaches buffers generically",                    # a global buffer registration hook
+    "o1_getattr_fstring": "by a computed name",
+    "o2_vars_buffers": "may name the buffer",                        # `vars(m)["_buffers"]`
+    "p1_with_return": "holds a return",                              # a return inside `with`
+    "q1_closure_ratio": "holds a return, a yield or a nested function",
+    "r1_two_offsets": "more than one offset",                        # `q + 8388608 - 8388607` rounds
+    "s1_fstring": "inside an expression outside the rule's forms",   # `{self.max_len!r}`
+    "s2_dict_return": "inside an expression outside the rule's forms",
+    "s3_set_member": "inside an expression outside the rule's forms",  # `in {self.max_len, 128}`
+    "u1_name_exact": "would be named like one of the rewrite's own names",
+    "v1_out_kw": "writes a buffer as `out=`",
+    "v2_out_kw_method": "writes a buffer as `out=`",
+}
+
+
+@pytest.mark.parametrize("name", sorted(DECLINED2))
+def test_second_review_model_is_declined(name):
+    source = (REVIEW2 / f"{name}.py").read_text()
+    module = cst.parse_module(source)
+    lines = [i for i, t in enumerate(source.splitlines(), 1) if t.lstrip().startswith("class ")]
+    reasons = [rewrite(module, line) for line in lines]
+    assert all(hasattr(r, "reason") for r in reasons), name
+    assert any(DECLINED2[name] in r.reason for r in reasons), [r.reason for r in reasons]

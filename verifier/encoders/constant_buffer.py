@@ -223,7 +223,9 @@ def _unrelated_self_writes(tree: ast.Module, cname: str, attrs: set[str]) -> set
 
 _READ_ONLY = {"device", "dtype", "shape", "ndim", "is_cuda", "is_meta", "item", "tolist", "size", "dim", "numel"}
 _BUFFER_APIS = {"buffers", "named_buffers", "_buffers", "get_buffer", "to_empty", "apply", "functional_call",
-                "stack_module_state"}
+                "stack_module_state", "register_module_buffer_registration_hook", "vars", "__dict__"}
+# module methods that rewrite every buffer when called on an instance (`Module.type(torch.float16)`)
+_INSTANCE_WRITERS = {"type", "_apply", "register_buffer", "__setattr__", "to_empty"}
 _OVERRIDES = ("_apply", "__setattr__", "__getattr__", "__getattribute__", "register_buffer", "_load_from_state_dict")
 
 
@@ -311,7 +313,9 @@ def registered_values(init: ast.FunctionDef, attrs: set[str]) -> dict[str, ast.A
                             return copy.deepcopy(out[a.attr])
                         self.generic_visit(a)
                         return a
-                out[target] = _strip_tensors(Self().visit(v))
+                value_ = _strip_tensors(Self().visit(v))
+                if not {n.id for n in ast.walk(value_) if isinstance(n, ast.Name)} - {"self"}:
+                    out[target] = value_      # over the module's own attributes only: comparable
             continue
         _step(stmt, env)
     return out
@@ -411,9 +415,33 @@ def screen_writes(code: str, cname: str, attrs: set[str], typed: set[str]) -> tu
     funcs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     typed_ids = {id(n) for f in klass.body if isinstance(f, ast.FunctionDef) and
                  (f.name in typed or f.name.startswith("_mend_int_")) for n in ast.walk(f)}
+    related = _related(tree, cname)
+    holders = {t.attr for n in ast.walk(tree) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+               and _names_class(ast.unparse(n.value.func), cname) for t in n.targets if isinstance(t, ast.Attribute)}
+    owner = {id(f): c.name for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for f in c.body
+             if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    in_related = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                  and owner.get(id(f)) in related for n in ast.walk(f)}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and node.value in attrs and id(node) not in allowed:
+        if isinstance(node, ast.Constant) and (node.value in attrs or node.value in _BUFFER_APIS) and \
+                id(node) not in allowed:
             writes.append(f"line {node.lineno}: the string {node.value!r} may name the buffer")
+        recv = node.func.value if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) else None
+        if recv is not None and node.func.attr in _INSTANCE_WRITERS and id(node) not in allowed and \
+                ((isinstance(recv, ast.Name) and recv.id == "self" and id(node) in in_related) or
+                 (isinstance(recv, ast.Attribute) and recv.attr in holders)) and \
+                not (node.func.attr in ("register_buffer", "__setattr__") and node.args and
+                     isinstance(node.args[0], ast.Constant) and node.args[0].value not in attrs):
+            writes.append(f"line {node.lineno}: `{ast.unparse(node)[:80]}` may rewrite the buffers of an instance")
+        if isinstance(node, ast.Call) and any(k.arg == "out" and _is_buffer_read(k.value, attrs, set(),
+                                                                                   id(node) in in_related, holders)
+                                              for k in node.keywords):
+            writes.append(f"line {node.lineno}: `{ast.unparse(node)[:80]}` writes a buffer as `out=`")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id in ("getattr", "setattr", "delattr") and len(node.args) >= 2 and \
+                not isinstance(node.args[1], ast.Constant) and \
+                _may_be_instance(node.args[0], id(node) in in_related, holders):
+            writes.append(f"line {node.lineno}: `{ast.unparse(node)[:80]}` reaches an attribute by a computed name")
         if isinstance(node, (ast.Attribute, ast.Name)) and (getattr(node, "attr", None) or getattr(node, "id", None)) \
                 in _BUFFER_APIS and not (isinstance(node, ast.Attribute) and node.attr == "apply" and
                                          ast.unparse(node.value) in ("torch.autograd.Function", "Function")):
@@ -444,23 +472,26 @@ def screen_writes(code: str, cname: str, attrs: set[str], typed: set[str]) -> tu
     for f in klass.body:
         if isinstance(f, ast.FunctionDef) and f.name in _OVERRIDES:
             writes.append(f"`{cname}` overrides `{f.name}`")
-    related = _related(tree, cname)
-    holders = {t.attr for n in ast.walk(tree) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
-               and _names_class(ast.unparse(n.value.func), cname) for t in n.targets if isinstance(t, ast.Attribute)}
-    owner = {id(f): c.name for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for f in c.body
-             if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
     for fn in funcs:
-        if fn is init or id(fn) in typed_ids:
+        if id(fn) in typed_ids:
             continue
         self_related = owner.get(id(fn)) in related
         aliases = {t.id for n in ast.walk(fn) if isinstance(n, ast.Assign) and len(n.targets) == 1
                    for t in n.targets if isinstance(t, ast.Name) and
                    _is_buffer_read(n.value, attrs, set(), self_related, holders)}
         for node in ast.walk(fn):
+            if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id in aliases:
+                # `limit = self.max_len; limit -= m` writes the buffer in place (second review)
+                writes.append(f"line {node.lineno}: `{ast.unparse(node)[:80]}` writes a buffer through an alias")
             if id(node) in allowed or not _is_buffer_read(node, attrs, aliases, self_related, holders) or \
                     _narrowed_away(node, parents, related):
                 continue
             parent = parents.get(id(node))
+            if isinstance(parent, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and not all(
+                    isinstance(t, ast.Name) for t in getattr(parent, "targets", [getattr(parent, "target", None)])):
+                # stored in an attribute or an item: a second handle on the buffer's storage
+                writes.append(f"line {node.lineno}: `{ast.unparse(parent)[:80]}` keeps a second handle on a buffer")
+                continue
             if isinstance(parent, (ast.BinOp, ast.UnaryOp, ast.Compare)) or \
                     (isinstance(parent, ast.Attribute) and parent.attr in _READ_ONLY) or \
                     (isinstance(parent, ast.Assign) and isinstance(node, ast.Attribute) and
@@ -490,6 +521,10 @@ def _init_write(call: ast.Call, funcs: list, values: dict) -> str | None:
         def visit_Name(self, n):
             return ast.Name("self", n.ctx) if n.id == target.value.id else n
     got = _strip_tensors(Rename().visit(value))
+    free = {n.id for n in ast.walk(got) if isinstance(n, ast.Name)} - {"self"}
+    if free:
+        # a name is not the module's state: a parameter `max_len` here is not `__init__`'s (second review)
+        return f"writes a value read from `{sorted(free)[0]}`, not only from the module's own attributes"
     want = values.get(target.attr)
     if want is None or ast.dump(got) != ast.dump(want):
         return (f"writes `{ast.unparse(got)[:60]}`, not the value `__init__` registered "

@@ -72,6 +72,16 @@ but ``n = torch.ceil(n).to(torch.int64) [+- k]`` on the statement after the rati
 ``x.transpose_()`` between them changes ``x.shape``); the buffer's tensor local aliased or
 written in ``__init__`` (``nn.Buffer`` shares its storage); ``self.buffers()``/``_buffers``; a
 helper of one's own named ``...Buffer``; a positional-only ``forward`` (now passed on right).
+A second review found 27 more (``tests/fixtures/constant_buffer_review2/``), all declined now:
+aliases of a buffer written in place (``limit = self.max_len; limit -= m``), kept as a second
+handle (``self._limit = self.max_len``) or registered as a view; ``copy_`` of a parameter that
+happens to be named like ``__init__``'s; ``out=`` a buffer; ``getattr`` by a computed name,
+``vars(m)["_buffers"]``, a global buffer-registration hook, ``Module.type()`` in the module, a
+base in the module overriding ``register_buffer``; a buffer inside an f-string, a set, a dict
+or as a key; a ``return`` inside ``with``, a generator, a closure; a literal beyond int64; a
+ratio whose numerator calls a function (the fallback evaluates it again) or that gets two
+offsets (each float32 addition rounds); a class not at the module's top level, a class-body
+alias of a method, a local ``import torch``, a local named like the rewrite's own names.
 """
 from __future__ import annotations
 

@@ -117,7 +117,8 @@ class Typer:
     # -- expressions
     def expr(self, node: cst.BaseExpression, env: dict, fn: str):
         if isinstance(node, cst.Integer):
-            return N(node.value)
+            # beyond int64 a literal meets a tensor differently (it raises or wraps): not an int here
+            return N(node.value) if abs(int(node.value, 0)) < 2 ** 62 else OTHER
         if isinstance(node, cst.Name):
             return env.get(node.value, OTHER)
         attr = self_attr(node)
@@ -147,20 +148,31 @@ class Typer:
             items = tuple(self.expr(e.value, env, fn) for e in node.elements)
             if any(isinstance(t, Q) for t in items):
                 raise Why(f"`{code_of(node).strip()}`: a ratio is put in a tuple (only its ceil is taken)")
-            if any(isinstance(e.value, cst.StarredElement) for e in node.elements) and any(
+            if any(isinstance(e, cst.StarredElement) for e in node.elements) and any(
                     isinstance(t, (I, Q, Tup)) for t in items):
                 raise Why(f"`{code_of(node).strip()}`: a starred element next to an int buffer")
             return Tup(items) if any(isinstance(t, (I, Tup)) for t in items) else OTHER
         if isinstance(node, cst.Call):
             return self._call(node, env, fn)
-        for child in node.children:
-            if isinstance(child, cst.BaseExpression):
-                self._no_int(self.expr(child, env, fn), node, "it meets an expression outside the rule's forms")
-        if isinstance(node, (cst.Lambda, cst.ListComp, cst.GeneratorExp, cst.DictComp, cst.SetComp)):
-            names = {n.value for n in m.findall(node, m.Name())}
-            if any(isinstance(env.get(n), (I, Q, Tup)) for n in names):
-                raise Why(f"`{code_of(node).strip()}`: an int buffer value captured by a nested scope")
+        # anything else (an f-string, a set, list or dict display, a comprehension, a lambda...):
+        # no buffer value may appear anywhere inside it (second review: `{self.max_len!r}` is
+        # `tensor(16)` in the original, `16` in the mirror)
+        self._no_int_inside(node, env)
         return OTHER
+
+    def _no_int_inside(self, node, env: dict) -> None:
+        for a in m.findall(node, m.Attribute()):
+            if self_attr(a) in self.plan.twins:
+                raise Why(f"`{code_of(node).strip()}`: an int buffer is read inside an expression outside the rule's "
+                          "forms")
+        for n in m.findall(node, m.Name()):
+            if isinstance(env.get(n.value), (I, Q, Tup)):
+                raise Why(f"`{code_of(node).strip()}`: `{n.value}`, an int buffer value, is used inside an expression "
+                          "outside the rule's forms")
+        for c in m.findall(node, m.Call(func=m.Attribute(value=m.Name("self")))):
+            if c.func.attr.value in self.methods and self.reads_twin(c.func.attr.value):
+                raise Why(f"`{code_of(node).strip()}`: a method that reads an int buffer is called inside an "
+                          "expression outside the rule's forms")
 
     def _no_int(self, t, node, why: str) -> None:
         if isinstance(t, (I, Q)) or (isinstance(t, Tup) and any(isinstance(x, (I, Q, Tup)) for x in t.items)):
@@ -203,6 +215,10 @@ class Typer:
             # a tensor operand makes a tensor; two maybe-ints may stay an int
             return self._record(I(term, any(isinstance(t, I) and t.tensor for t in (left, right))))
         if isinstance(op, (cst.Add, cst.Subtract)) and isinstance(left, Q) and isinstance(node.right, cst.Integer):
+            if left.c != 0 or int(node.right.value) > RATIO_C:
+                # each addition rounds in float32: `q + 8388608 - 8388607` is not `q + 1` (second review)
+                raise Why(f"`{code_of(node).strip()}`: the ratio gets more than one offset, or one outside the lemma's "
+                          f"[-{RATIO_C}, {RATIO_C}]")
             c = left.c + (int(node.right.value) if isinstance(op, cst.Add) else -int(node.right.value))
             return Q(left.a, left.s, c, node, left.a_node, left.s_node, left.names)
         if isinstance(op, cst.FloorDivide) and isinstance(left, I) and isinstance(node.right, cst.Integer) \
@@ -210,6 +226,10 @@ class Typer:
             return self._record(I(f"({left.term} // {node.right.value})", left.tensor))
         if isinstance(op, cst.Divide) and isinstance(left, I) and left.tensor and \
                 self_attr(node.right) in self.plan.twins:
+            if m.findall(node.left, m.Call()):
+                # the fallback evaluates the ratio again: its operands must be free of calls (a call's
+                # side effect or random draw would happen twice: second review)
+                raise Why(f"`{code_of(node).strip()}`: the ratio's numerator calls a function")
             # tensor / tensor, the division the lemma models (`int / tensor` is `reciprocal(s) * a`:
             # two roundings; adversarial review)
             # the divisor is a twin itself, checked >= 1 when the module is built
@@ -231,7 +251,11 @@ class Typer:
                 isinstance(node.func.value, cst.Call) and dotted(node.func.value.func) in \
                 {f"{a}.ceil" for a in self.aliases}:
             inner = node.func.value
-            q = self.expr(inner.args[0].value, env, fn) if len(inner.args) == 1 else OTHER
+            q = self.expr(inner.args[0].value, env, fn) if len(inner.args) == 1 and not inner.args[0].keyword \
+                else OTHER
+            if not isinstance(q, Q):
+                # not the ratio form (`torch.ceil(self.k * 0.5, out=None)`): its parts are typed as usual
+                self._no_int(self.expr(inner, env, fn), node, "it is rounded outside the ratio form")
             if isinstance(q, Q):
                 to_int = node.func.attr.value == "long" and not node.args or (
                     len(node.args) == 1 and node.args[0].keyword is None and
@@ -353,6 +377,10 @@ class Typer:
             elif isinstance(stmt, cst.If):
                 self._if(stmt, env, fn, returns)
             else:
+                if m.findall(stmt, m.Return() | m.Yield() | m.FunctionDef() | m.ClassDef() | m.Lambda()):
+                    # a `return` in a `with`, a generator, a closure over a dropped ratio (second review)
+                    raise Why(f"a `{type(stmt).__name__.lower()}` statement in `{fn}` holds a return, a yield or a "
+                              "nested function")
                 names = {n.value for n in m.findall(stmt, m.Name())}
                 if any(isinstance(env.get(n), (I, Q, Tup)) for n in names) or \
                         any(self_attr(a) in self.plan.twins for a in m.findall(stmt, m.Attribute())) or \
@@ -425,6 +453,8 @@ class Typer:
                       ".to(torch.int64) [+- k]`")
 
     def _small(self, small, line, env, fn, returns) -> None:
+        if m.findall(small, m.Yield() | m.Lambda()):
+            raise Why(f"`{code_of(small).strip()}` in `{fn}`: a yield or a lambda in a method the mirror copies")
         if isinstance(small, cst.Return):
             t = self.expr(small.value, env, fn) if small.value is not None else OTHER
             if isinstance(t, Q):
@@ -460,6 +490,7 @@ class Typer:
                     env[n] = OTHER
                 return
             self._no_int(value, small, "it is stored (an attribute, item or unpacking target)")
+            self._no_int_inside(target, env)      # `outs[k] = ...`: a buffer value as a key or index
             return
         if isinstance(small, (cst.Expr,)):
             self._no_int(self.expr(small.value, env, fn), small, "its value is dropped")

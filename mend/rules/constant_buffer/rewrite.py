@@ -174,7 +174,7 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     plan = plan_for(module, klass)
     if isinstance(plan, Decline):
         return plan
-    torch = sorted(torch_aliases(module))[0] if "torch" not in torch_aliases(module) else "torch"
+    torch = "torch" if "torch" in torch_aliases(module) else sorted(torch_aliases(module))[0]
     new = module.visit(_Apply(plan, module, torch))
     name = klass.name.value
     offsets = sorted({r.q.c for r in plan.ratios})

@@ -167,7 +167,7 @@ def _twin_of(node: cst.BaseExpression, locals_: dict[str, str], twins: dict[str,
     return None
 
 
-def _tensor_local_uses(init: cst.FunctionDef, aliases: set[str], buffers: set[str]) -> str | None:
+def _tensor_local_uses(init: cst.FunctionDef, aliases: set[str], registrations: set[int]) -> str | None:
     """Why an int-tensor local of ``__init__`` may not hold its value by the time it is
     registered, or may be written later: while it holds ``torch.tensor(<int>, dtype=torch.int64)``
     it may be read only by a buffer registration (``nn.Buffer(v, ...)`` shares its storage, so an
@@ -176,9 +176,9 @@ def _tensor_local_uses(init: cst.FunctionDef, aliases: set[str], buffers: set[st
     for stmt in init.body.body:
         smalls = stmt.body if isinstance(stmt, cst.SimpleStatementLine) else [stmt]
         for small in smalls:
-            reg = isinstance(small, (cst.Assign, cst.Expr)) and _buffer_value(small, buffers) is not None
-            # a registration only: `self._limit = v` would keep a second handle on the buffer's storage
-            allowed = {id(n) for n in m.findall(small, m.Name())} if reg else set()
+            # a twinned registration only (its value is `v`, or `v1 - v2`): `self._limit = v`, or another
+            # buffer registered from `v.view(1)`, would keep a second handle on the buffer's storage
+            allowed = {id(n) for n in m.findall(small, m.Name())} if id(small) in registrations else set()
             if isinstance(small, cst.Assign):
                 allowed |= {id(n) for t in small.targets for n in m.findall(t.target, m.Name())}
             for name in live:
@@ -247,7 +247,7 @@ def int_buffers(klass: cst.ClassDef, aliases: set[str], buffers: set[str]) -> Pl
         return "`__init__` registers no non-persistent buffer made by `torch.tensor(<int>, dtype=torch.int64)`"
     if m.findall(init, m.Return()) or m.findall(init, m.Yield()):
         return "`__init__` returns early: the twins would not always be set"
-    why = _tensor_local_uses(init, aliases, buffers)
+    why = _tensor_local_uses(init, aliases, set(registrations))
     if why:
         return why
     used = {k: v for k, v in tensor_locals_all.items() if any(re.search(rf"\b_mend_int_{k}\b", src)
@@ -261,9 +261,23 @@ def plan_for(module: cst.Module, klass: cst.ClassDef) -> Plan | Decline:
     plan = int_buffers(klass, aliases, buffer_classes(module))
     if isinstance(plan, str):
         return Decline(NAME, plan)
-    methods = {f.name.value: f for f in klass.body.body if isinstance(f, cst.FunctionDef)}
+    if klass not in module.body:
+        return Decline(NAME, f"`{klass.name.value}` is not defined at the module's top level (the dispatch names it)")
+    defs = [f for f in klass.body.body if isinstance(f, cst.FunctionDef)]
+    methods = {f.name.value: f for f in defs}
     if "forward" not in methods:
         return Decline(NAME, f"`{klass.name.value}` has no `forward`")
+    rebound = [n for stmt in klass.body.body if not isinstance(stmt, cst.FunctionDef) for n in bound_names(stmt)
+               if n in methods] + [n for n in methods if sum(f.name.value == n for f in defs) > 1]
+    if rebound:
+        # `n_frames = n_frames_capped` in the class body: the name is not the def the mirror copies
+        return Decline(NAME, f"`{klass.name.value}.{rebound[0]}` is defined or bound more than once in the class")
+    base = _foreign_base(module, klass)
+    if base:
+        return Decline(NAME, base)
+    torch_name = "torch" if "torch" in aliases else sorted(aliases)[0]
+    if not _imports_torch(module, torch_name):
+        return Decline(NAME, f"the module does not bind `{torch_name}` at its top level (the mirror calls it)")
     clash = sorted({n.value for n in m.findall(module, m.Name()) if n.value.startswith(PREFIX)} |
                    {a.attr.value for a in m.findall(module, m.Attribute()) if a.attr.value.startswith(PREFIX)})
     if clash:
@@ -284,6 +298,13 @@ def plan_for(module: cst.Module, klass: cst.ClassDef) -> Plan | Decline:
     except Why as why:
         return Decline(NAME, f"`{klass.name.value}`: {why}")
     plan.mirrors.insert(0, "forward")
+    clash = _name_clash(plan)
+    if clash:
+        return Decline(NAME, f"`{klass.name.value}`: {clash}")
+    local_torch = [f for f in plan.mirrors if torch_name in _local_bindings(methods[f])]
+    if local_torch:
+        return Decline(NAME, f"`{klass.name.value}.{local_torch[0]}` binds `{torch_name}` locally (the mirror "
+                       "needs the module's)")
     shadow = _shadowed(module, plan.mirrors)
     if shadow:
         return Decline(NAME, f"`{klass.name.value}`: {shadow}")
@@ -299,6 +320,72 @@ def plan_for(module: cst.Module, klass: cst.ClassDef) -> Plan | Decline:
 
 
 _INPLACE = re.compile(r"_$")
+_MODULE_BASES = {"nn.Module", "torch.nn.Module", "Module"}
+
+
+_FIXED = {"exact", "ok", "a", "s"}     # _mend_int_exact / _ok (the guard), _a / _s (the ratio's lambda)
+
+
+def _name_clash(plan: Plan) -> str | None:
+    """Why the generated names could collide: a buffer, local or mirrored method whose
+    ``_mend_int_`` name is one the rewrite uses for something else (a local ``exact`` would
+    become the guard's ``_mend_int_exact``: second review)."""
+    for kind, names in (("buffer", set(plan.twins)), ("local", set(plan.tensor_locals)),
+                        ("method", set(plan.mirrors))):
+        if names & _FIXED:
+            return f"the {kind} `{sorted(names & _FIXED)[0]}` would be named like one of the rewrite's own names"
+    both = set(plan.twins) & set(plan.mirrors)
+    if both:
+        return f"`{sorted(both)[0]}` is both a buffer and a mirrored method"
+    return None
+
+
+def _foreign_base(module: cst.Module, klass: cst.ClassDef) -> str | None:
+    """Why a base class might change what the buffers hold: a base defined outside the module
+    other than ``nn.Module`` (its ``register_buffer``/``__setattr__`` are not seen), or a base in
+    the module that overrides one of them (second review: a base clamping every registered
+    buffer)."""
+    classes = {c.name.value: c for c in module.body if isinstance(c, cst.ClassDef)}
+    todo, seen = [klass], set()
+    while todo:
+        c = todo.pop()
+        for b in c.bases:
+            name = dotted(b.value) or code_of(b.value).strip()
+            if name in _MODULE_BASES:
+                continue
+            if name not in classes:
+                return f"`{c.name.value}` derives from `{name}`, defined elsewhere: what it does with buffers is not seen"
+            if name not in seen:
+                seen.add(name)
+                base = classes[name]
+                for member in base.body.body:
+                    if isinstance(member, cst.FunctionDef) and member.name.value in (
+                            "_apply", "__setattr__", "__getattr__", "__getattribute__", "register_buffer",
+                            "_load_from_state_dict", "__init_subclass__"):
+                        return f"the base `{name}` overrides `{member.name.value}`: the buffers may change under it"
+                todo.append(base)
+    return None
+
+
+def _imports_torch(module: cst.Module, name: str) -> bool:
+    """``import torch`` (``as name``) at the module's top level."""
+    for stmt in module.body:
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.Import) and any(
+                    (a.asname.name.value if a.asname else dotted(a.name).split(".")[0]) == name
+                    and dotted(a.name).split(".")[0] == "torch" for a in small.names):
+                return True
+    return False
+
+
+def _local_bindings(fn: cst.FunctionDef) -> set[str]:
+    """Names ``fn`` binds (assignments, imports, loops, ``with ... as``, parameters)."""
+    out = bound_names(fn.body) | {p.name.value for p in fn.params.params}
+    for imp in m.findall(fn.body, m.Import() | m.ImportFrom()):
+        if isinstance(imp.names, cst.ImportStar):
+            continue
+        out |= {(a.asname.name.value if a.asname else dotted(a.name).split(".")[0]) for a in imp.names}
+    return out
 
 
 def _shadowed(module: cst.Module, names: list[str]) -> str | None:
