@@ -432,3 +432,38 @@ def test_second_review_model_is_declined(name):
     reasons = [rewrite(module, line) for line in lines]
     assert all(hasattr(r, "reason") for r in reasons), name
     assert any(DECLINED2[name] in r.reason for r in reasons), [r.reason for r in reasons]
+
+
+# -- the third adversarial review (tests/fixtures/constant_buffer_review3/) ------------------
+
+REVIEW3 = Path(__file__).parent / "fixtures" / "constant_buffer_review3"
+DECLINED3 = {
+    "m2": "`type` is bound",                     # `def forward(self, x, type="crop")`: the dispatch calls type()
+    "m4": "`type` is bound",                     # `for type in ...` in forward
+    "m5": "is bound again in the module",        # `Crop = CenterCrop`
+    "m6": "re-reads `self.limit`",               # init.constant_ of an attribute the module changes
+    "m7": "private, mangled name",               # `self.__max_len`, written as `_Crop__max_len`
+    "m9": "assigns `_pad`",                      # an instance attribute shadows a method the mirror calls
+    "m10": "writes a buffer through an alias",   # an alias through a factory's result, `-=` in place
+    "m11": "is bound again in the module",       # `Crop.tighten = LimitTuning.tighten`
+}
+
+
+@pytest.mark.parametrize("name", sorted(DECLINED3))
+def test_third_review_model_is_declined(name):
+    source = (REVIEW3 / f"{name}.py").read_text()
+    module = cst.parse_module(source)
+    lines = [i for i, t in enumerate(source.splitlines(), 1) if t.startswith("class ")]
+    reasons = [rewrite(module, line) for line in lines]
+    assert all(hasattr(r, "reason") for r in reasons), name
+    assert any(DECLINED3[name] in r.reason for r in reasons), [r.reason for r in reasons]
+
+
+def test_third_review_overflowing_size_literal_is_refuted():
+    """m8: `x.shape[-1] * 4000000000000000000` compared with a buffer overflows int64 in the
+    original: the size arithmetic is in the range proof now, which refutes it."""
+    source = (REVIEW3 / "m8.py").read_text()
+    line = next(i for i, t in enumerate(source.splitlines(), 1) if t.startswith("class Crop"))
+    res = rewrite(cst.parse_module(source), line)
+    out = enc.terms_in_range(_obligation(res, "int-terms-in-range"), Ctx({}, {}))
+    assert out.result == "refuted"

@@ -464,7 +464,7 @@ def screen_writes(code: str, cname: str, attrs: set[str], typed: set[str]) -> tu
         if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Attribute) and \
                 node.args[0].attr in attrs and ast.unparse(node.func).split(".")[-1].endswith("_") and \
                 id(node) not in typed_ids:
-            why = _init_write(node, funcs, values)
+            why = _init_write(node, funcs, values, tree)
             if why:
                 writes.append(f"line {node.lineno}: `{ast.unparse(node)[:80]}` {why}")
             else:
@@ -479,10 +479,18 @@ def screen_writes(code: str, cname: str, attrs: set[str], typed: set[str]) -> tu
         aliases = {t.id for n in ast.walk(fn) if isinstance(n, ast.Assign) and len(n.targets) == 1
                    for t in n.targets if isinstance(t, ast.Name) and
                    _is_buffer_read(n.value, attrs, set(), self_related, holders)}
+        # any name bound to a bare `X.B`, whatever X is (a factory's result: third review), for writes
+        any_alias = {t.id for n in ast.walk(fn) if isinstance(n, ast.Assign) and len(n.targets) == 1
+                     for t in n.targets if isinstance(t, ast.Name) and isinstance(n.value, ast.Attribute)
+                     and n.value.attr in attrs}
         for node in ast.walk(fn):
-            if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id in aliases:
+            if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id in any_alias:
                 # `limit = self.max_len; limit -= m` writes the buffer in place (second review)
                 writes.append(f"line {node.lineno}: `{ast.unparse(node)[:80]}` writes a buffer through an alias")
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    isinstance(node.func.value, ast.Name) and node.func.value.id in any_alias and \
+                    node.func.attr.endswith("_") and not node.func.attr.endswith("__"):
+                writes.append(f"line {node.lineno}: `{ast.unparse(node)[:80]}` writes a buffer in place through an alias")
             if id(node) in allowed or not _is_buffer_read(node, attrs, aliases, self_related, holders) or \
                     _narrowed_away(node, parents, related):
                 continue
@@ -501,7 +509,36 @@ def screen_writes(code: str, cname: str, attrs: set[str], typed: set[str]) -> tu
     return writes, escapes
 
 
-def _init_write(call: ast.Call, funcs: list, values: dict) -> str | None:
+def _leaf_writes(tree: ast.Module, value: ast.AST) -> str | None:
+    """A ``self.a.b`` leaf of ``value`` (or a prefix, ``.a``) assigned anywhere in the module
+    outside an ``__init__``, or None."""
+    chains = []
+    for n in ast.walk(value):
+        parts = []
+        while isinstance(n, ast.Attribute):
+            parts.append(n.attr)
+            n = n.value
+        if isinstance(n, ast.Name) and n.id == "self" and parts:
+            chains.append(list(reversed(parts)))
+    prefixes = {tuple(c[:k]) for c in chains for k in range(1, len(c) + 1)}
+    inits = {id(x) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and f.name == "__init__"
+             for x in ast.walk(f)}
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)) or id(node) in inits:
+            continue
+        for t in node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]:
+            parts = []
+            while isinstance(t, ast.Attribute):
+                parts.append(t.attr)
+                t = t.value
+            parts.reverse()
+            for k in range(1, len(parts) + 1):
+                if tuple(parts[-k:]) in prefixes:
+                    return "self." + ".".join(parts[-k:])
+    return None
+
+
+def _init_write(call: ast.Call, funcs: list, values: dict, tree: ast.Module) -> str | None:
     """None when ``call`` is ``...copy_(R.B, V)`` / ``...constant_(R.B, V)`` writing the value
     ``__init__`` registered for ``B`` (``V`` over ``R``'s attributes, as ``__init__``'s over
     ``self``'s); else why not."""
@@ -526,6 +563,12 @@ def _init_write(call: ast.Call, funcs: list, values: dict) -> str | None:
         # a name is not the module's state: a parameter `max_len` here is not `__init__`'s (second review)
         return f"writes a value read from `{sorted(free)[0]}`, not only from the module's own attributes"
     want = values.get(target.attr)
+    if want is not None:
+        changed = _leaf_writes(tree, want)
+        if changed:
+            # `self.limit = n; init.constant_(self.max_len, self.limit)`: the same expression, another
+            # value (third review)
+            return f"re-reads `{changed}`, which the module assigns after `__init__`"
     if want is None or ast.dump(got) != ast.dump(want):
         return (f"writes `{ast.unparse(got)[:60]}`, not the value `__init__` registered "
                 f"(`{ast.unparse(want)[:60] if want is not None else '?'}`)")

@@ -211,6 +211,10 @@ class Typer:
             sym = {cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*"}[type(op)]
             term = f"({left.term} {sym} {right.term})"
             if I not in (type(left), type(right)):
+                # a Python int that may meet a tensor: also proved within int64 (`L * 4e18` would
+                # overflow when compared with a buffer: third review)
+                if term not in self.plan.terms:
+                    self.plan.terms.append(term)
                 return N(term)
             # a tensor operand makes a tensor; two maybe-ints may stay an int
             return self._record(I(term, any(isinstance(t, I) and t.tensor for t in (left, right))))

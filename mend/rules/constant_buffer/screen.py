@@ -298,14 +298,14 @@ def plan_for(module: cst.Module, klass: cst.ClassDef) -> Plan | Decline:
     except Why as why:
         return Decline(NAME, f"`{klass.name.value}`: {why}")
     plan.mirrors.insert(0, "forward")
-    clash = _name_clash(plan)
+    clash = _name_clash(plan) or _rebound(module, klass, plan, methods)
     if clash:
         return Decline(NAME, f"`{klass.name.value}`: {clash}")
     local_torch = [f for f in plan.mirrors if torch_name in _local_bindings(methods[f])]
     if local_torch:
         return Decline(NAME, f"`{klass.name.value}.{local_torch[0]}` binds `{torch_name}` locally (the mirror "
                        "needs the module's)")
-    shadow = _shadowed(module, plan.mirrors)
+    shadow = _shadowed(module, plan.mirrors + plan.generic)
     if shadow:
         return Decline(NAME, f"`{klass.name.value}`: {shadow}")
     write = _written(module, klass, plan)
@@ -337,6 +337,37 @@ def _name_clash(plan: Plan) -> str | None:
     both = set(plan.twins) & set(plan.mirrors)
     if both:
         return f"`{sorted(both)[0]}` is both a buffer and a mirrored method"
+    return None
+
+
+_DISPATCH_BUILTINS = {"type", "getattr", "int"}
+
+
+def _rebound(module: cst.Module, klass: cst.ClassDef, plan: Plan, methods: dict) -> str | None:
+    """Why a name the rewrite relies on might not mean what it meant (third review): the
+    class's name bound again in the module (``Crop = CenterCrop``: the dispatch's
+    ``type(self) is Crop`` would send a subclass to the base's mirror), the class patched from
+    outside (``Crop.tighten = ...``), ``type``/``getattr``/``int`` bound in the module or in a
+    mirrored method (``def forward(self, x, type="crop")``), a buffer with a private, mangled
+    name (``self.__max_len`` is ``_Crop__max_len`` outside the class)."""
+    name = klass.name.value
+    top = {n for stmt in module.body if not isinstance(stmt, cst.ClassDef) or stmt is not klass
+           for n in (bound_names(stmt) | ({stmt.name.value} if isinstance(stmt, (cst.ClassDef, cst.FunctionDef))
+                                          else set()))}
+    if name in top:
+        return f"the name `{name}` is bound again in the module: the dispatch's `type(self) is {name}` may not be this class"
+    for node in m.findall(module, m.Assign() | m.AugAssign() | m.AnnAssign()):
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        if any(isinstance(t, cst.Attribute) and m.matches(t.value, m.Name(name)) for t in targets):
+            return f"`{code_of(node).strip()}` patches the class from outside"
+    shadowed = top & _DISPATCH_BUILTINS
+    for f in plan.mirrors:
+        shadowed |= _local_bindings(methods[f]) & _DISPATCH_BUILTINS
+    if shadowed:
+        return f"`{sorted(shadowed)[0]}` is bound in the module or a mirrored method (the rewrite calls the builtin)"
+    mangled = [b for b in plan.twins if b.startswith("__") and not b.endswith("__")]
+    if mangled:
+        return f"the buffer `{mangled[0]}` has a private, mangled name (reached as `_{name}{mangled[0]}` outside)"
     return None
 
 
