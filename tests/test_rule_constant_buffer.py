@@ -393,7 +393,7 @@ def test_a_buffer_escaping_makes_the_write_check_unknown():
 
 REVIEW2 = Path(__file__).parent / "fixtures" / "constant_buffer_review2"
 DECLINED2 = {
-    "a1_copy_param": "not only from the module's own attributes",   # `copy_` of a parameter named like __init__'s
+    "a1_copy_param": "writes the buffer in place",   # `torch.Tensor.copy_` of a parameter named like __init__'s
     "b1_alias_iadd": "writes a buffer through an alias",             # `limit = self.max_len; limit -= m`
     "c1_init_attr_alias": "keeps a second handle on a buffer",       # `self._limit = self.max_len`
     "c2_init_local_iadd": "writes a buffer through an alias",
@@ -446,6 +446,11 @@ DECLINED3 = {
     "m9": "assigns `_pad`",                      # an instance attribute shadows a method the mirror calls
     "m10": "writes a buffer through an alias",   # an alias through a factory's result, `-=` in place
     "m11": "is bound again in the module",       # `Crop.tighten = LimitTuning.tighten`
+    "m1": "numerator reads a local holding a buffer value",   # the fallback would divide an int by a tensor
+    "m3": "`type` is bound",                     # an `__init__` parameter named `type` (the twins' check)
+    "m5b": "is decorated",                       # a class decorator returning a subclass
+    "m12": "writes the buffer in place",         # re-set through a bfloat16 tensor (257 -> 256)
+    "m14": "writes the buffer in place",         # a module function of its own named `copy_`
 }
 
 
@@ -467,3 +472,13 @@ def test_third_review_overflowing_size_literal_is_refuted():
     res = rewrite(cst.parse_module(source), line)
     out = enc.terms_in_range(_obligation(res, "int-terms-in-range"), Ctx({}, {}))
     assert out.result == "refuted"
+
+
+def test_third_review_escape_through_isinstance_module_is_unknown():
+    """m13: `if isinstance(m, nn.Module): limits.append(m.max_len)` is not narrowed away
+    (`nn.Module` is a base of the class): the escape makes the fix unsafe."""
+    source = (REVIEW3 / "m13.py").read_text()
+    line = next(i for i, t in enumerate(source.splitlines(), 1) if t.startswith("class Crop"))
+    res = rewrite(cst.parse_module(source), line)
+    out = enc.buffers_unwritten(_obligation(res, "int-buffers-unwritten"), Ctx({}, {}, code=res.code))
+    assert out.result in ("unknown", "refuted"), out

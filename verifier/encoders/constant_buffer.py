@@ -235,8 +235,9 @@ def _strip_tensors(node: ast.AST) -> ast.AST:
         def visit_Call(self, call):
             self.generic_visit(call)
             if isinstance(call.func, ast.Attribute) and call.func.attr == "tensor" and len(call.args) == 1 and \
-                    all(k.arg == "dtype" for k in call.keywords):
-                return call.args[0]
+                    all(k.arg == "dtype" and ast.unparse(k.value).split(".")[-1] in ("int64", "long")
+                        for k in call.keywords):
+                return call.args[0]     # an int64 tensor of an int: its value (a bfloat16 one rounds: third review)
             return call
     return Strip().visit(copy.deepcopy(node))
 
@@ -341,6 +342,12 @@ def _names_class(func: str, cname: str) -> bool:
     return last == cname and prefix not in ("nn", "torch.nn")
 
 
+def _foreign_nn_class(name: str) -> bool:
+    """``nn.Conv1d``, ``torch.nn.Linear``...: a torch.nn class that is not ``Module``."""
+    prefix, _, last = name.rpartition(".")
+    return prefix in ("nn", "torch.nn") and last not in ("Module", "ModuleList", "ModuleDict", "Sequential")
+
+
 def _narrowed_away(node: ast.AST, parents: dict, related: set[str]) -> bool:
     """``R.B`` sits in the body of ``if isinstance(R, T)`` whose ``T`` names none of the related
     classes (``if isinstance(module, nn.Conv1d): ... module.kernel_size[0]``)."""
@@ -354,7 +361,9 @@ def _narrowed_away(node: ast.AST, parents: dict, related: set[str]) -> bool:
             if isinstance(t, ast.Call) and isinstance(t.func, ast.Name) and t.func.id == "isinstance" and \
                     len(t.args) == 2 and isinstance(t.args[0], ast.Name) and t.args[0].id == recv.id:
                 kinds = t.args[1].elts if isinstance(t.args[1], ast.Tuple) else [t.args[1]]
-                return not any(ast.unparse(k).split(".")[-1] in related for k in kinds)
+                # narrowed away only to torch.nn classes other than Module (`nn.Module` is a base of
+                # the class: third review); a name the screen cannot place may be the class
+                return all(_foreign_nn_class(ast.unparse(k)) for k in kinds)
         child, cur = cur, parents.get(id(cur))
     return False
 
@@ -542,9 +551,15 @@ def _init_write(call: ast.Call, funcs: list, values: dict, tree: ast.Module) -> 
     """None when ``call`` is ``...copy_(R.B, V)`` / ``...constant_(R.B, V)`` writing the value
     ``__init__`` registered for ``B`` (``V`` over ``R``'s attributes, as ``__init__``'s over
     ``self``'s); else why not."""
-    name = ast.unparse(call.func).split(".")[-1]
+    dotted = ast.unparse(call.func).split(".")
+    name = dotted[-1]
     target = call.args[0]
-    if name not in ("copy_", "constant_") or len(call.args) != 2 or call.keywords:
+    own = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))} | \
+        {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    if name not in ("copy_", "constant_") or len(dotted) < 2 or dotted[-2] != "init" or "init" in own or \
+            name in own or len(call.args) != 2 or call.keywords:
+        # only torch's or transformers' `init.copy_`/`init.constant_` (a function of the module's own
+        # named `copy_` may write anything: third review)
         return "writes the buffer in place"
     if not isinstance(target.value, ast.Name):
         return "writes the buffer through an expression the screen does not follow"

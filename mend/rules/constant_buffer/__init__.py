@@ -82,6 +82,13 @@ or as a key; a ``return`` inside ``with``, a generator, a closure; a literal bey
 ratio whose numerator calls a function (the fallback evaluates it again) or that gets two
 offsets (each float32 addition rounds); a class not at the module's top level, a class-body
 alias of a method, a local ``import torch``, a local named like the rewrite's own names.
+A third review found 14 more (``tests/fixtures/constant_buffer_review3/``), declined now or, for
+an escape, unsafe: ``type``/``all`` bound where the rewrite calls them, the class name rebound or
+decorated, the class patched from outside, an ``init.constant_`` re-reading an attribute the
+module changes, a re-set through a bfloat16 tensor or a function of the module's own named
+``copy_``, a mangled ``__name``, an instance attribute shadowing a method the mirror calls, an
+alias through a factory's result, a numerator reading a local (the fallback would divide an int),
+size arithmetic overflowing int64 (now in the range proof).
 """
 from __future__ import annotations
 

@@ -230,6 +230,11 @@ class Typer:
             return self._record(I(f"({left.term} // {node.right.value})", left.tensor))
         if isinstance(op, cst.Divide) and isinstance(left, I) and left.tensor and \
                 self_attr(node.right) in self.plan.twins:
+            if any(isinstance(env.get(n.value), (I, Q, Tup)) for n in m.findall(node.left, m.Name())):
+                # the fallback evaluates the numerator again in the mirror, where such a local is a
+                # Python int: `int / tensor` rounds twice (third review); only `self.B` reads may
+                # make it a tensor there
+                raise Why(f"`{code_of(node).strip()}`: the ratio's numerator reads a local holding a buffer value")
             if m.findall(node.left, m.Call()):
                 # the fallback evaluates the ratio again: its operands must be free of calls (a call's
                 # side effect or random draw would happen twice: second review)

@@ -261,6 +261,9 @@ def plan_for(module: cst.Module, klass: cst.ClassDef) -> Plan | Decline:
     plan = int_buffers(klass, aliases, buffer_classes(module))
     if isinstance(plan, str):
         return Decline(NAME, plan)
+    if klass.decorators:
+        # a decorator may return another class (a subclass): `type(self) is C` would not be this one
+        return Decline(NAME, f"`{klass.name.value}` is decorated: the name may not be this class")
     if klass not in module.body:
         return Decline(NAME, f"`{klass.name.value}` is not defined at the module's top level (the dispatch names it)")
     defs = [f for f in klass.body.body if isinstance(f, cst.FunctionDef)]
@@ -360,9 +363,10 @@ def _rebound(module: cst.Module, klass: cst.ClassDef, plan: Plan, methods: dict)
         targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
         if any(isinstance(t, cst.Attribute) and m.matches(t.value, m.Name(name)) for t in targets):
             return f"`{code_of(node).strip()}` patches the class from outside"
-    shadowed = top & _DISPATCH_BUILTINS
+    shadowed = top & (_DISPATCH_BUILTINS | {"all"})
     for f in plan.mirrors:
         shadowed |= _local_bindings(methods[f]) & _DISPATCH_BUILTINS
+    shadowed |= _local_bindings(plan.init) & {"type", "all"}     # the twins' check in `__init__`
     if shadowed:
         return f"`{sorted(shadowed)[0]}` is bound in the module or a mirrored method (the rewrite calls the builtin)"
     mangled = [b for b in plan.twins if b.startswith("__") and not b.endswith("__")]
