@@ -198,12 +198,11 @@ def _related(tree: ast.Module, cname: str) -> set[str]:
     return related
 
 
-def _unrelated_self_writes(tree: ast.Module, cname: str, attrs: set[str]) -> set[int]:
+def _unrelated_self_writes(tree: ast.Module, related: set[str], attrs: set[str]) -> set[int]:
     """Ids of ``self.B`` writes (assignment, ``del``, in-place method, ``.data``) inside the
-    module's classes that are neither bases nor subclasses of ``cname`` (by name, transitively):
-    their ``self`` is not an instance of it."""
+    module's classes that are not ``related`` (neither the buffers' class nor a base or subclass
+    of it): their ``self`` is not an instance of it."""
     classes = {c.name: c for c in tree.body if isinstance(c, ast.ClassDef)}
-    related = _related(tree, cname)
 
     def own(t) -> bool:
         return isinstance(t, ast.Attribute) and t.attr in attrs and isinstance(t.value, ast.Name) and t.value.id == "self"
@@ -226,7 +225,8 @@ _BUFFER_APIS = {"buffers", "named_buffers", "_buffers", "get_buffer", "to_empty"
                 "stack_module_state", "register_module_buffer_registration_hook", "vars", "__dict__"}
 # module methods that rewrite every buffer when called on an instance (`Module.type(torch.float16)`)
 _INSTANCE_WRITERS = {"type", "_apply", "register_buffer", "__setattr__", "to_empty"}
-_OVERRIDES = ("_apply", "__setattr__", "__getattr__", "__getattribute__", "register_buffer", "_load_from_state_dict")
+# class members that change what a module does with its buffers (mend's screen also reads this)
+OVERRIDES = ("_apply", "__setattr__", "__getattr__", "__getattribute__", "register_buffer", "_load_from_state_dict")
 
 
 def _strip_tensors(node: ast.AST) -> ast.AST:
@@ -418,13 +418,13 @@ def screen_writes(code: str, cname: str, attrs: set[str], typed: set[str]) -> tu
     if twice or set(registered) != attrs:
         writes.append(f"`{(twice or sorted(attrs - set(registered)))[0]}` is not registered exactly once at the top "
                       "level of `__init__`")
-    allowed |= _unrelated_self_writes(tree, cname, attrs)
+    related = _related(tree, cname)
+    allowed |= _unrelated_self_writes(tree, related, attrs)
     values = registered_values(init, attrs)
     parents = {id(c): n for n in ast.walk(tree) for c in ast.iter_child_nodes(n)}
     funcs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     typed_ids = {id(n) for f in klass.body if isinstance(f, ast.FunctionDef) and
                  (f.name in typed or f.name.startswith("_mend_int_")) for n in ast.walk(f)}
-    related = _related(tree, cname)
     holders = {t.attr for n in ast.walk(tree) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
                and _names_class(ast.unparse(n.value.func), cname) for t in n.targets if isinstance(t, ast.Attribute)}
     owner = {id(f): c.name for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for f in c.body
@@ -479,7 +479,7 @@ def screen_writes(code: str, cname: str, attrs: set[str], typed: set[str]) -> tu
             else:
                 allowed.add(id(node.args[0]))
     for f in klass.body:
-        if isinstance(f, ast.FunctionDef) and f.name in _OVERRIDES:
+        if isinstance(f, ast.FunctionDef) and f.name in OVERRIDES:
             writes.append(f"`{cname}` overrides `{f.name}`")
     for fn in funcs:
         if id(fn) in typed_ids:

@@ -57,8 +57,6 @@ class Q:
     c: int
     expr: cst.BaseExpression      # the original ``A / S + c``
     a_node: cst.BaseExpression
-    s_node: cst.BaseExpression
-    names: frozenset              # the locals A and S read (must not change before the ceil)
 
 
 @dataclass(frozen=True)
@@ -95,7 +93,8 @@ class Typer:
         self.sizes += 1
         return N(f"size_{self.sizes}")
 
-    def _record(self, t: I) -> I:
+    def _record(self, t):
+        """``t`` (an ``I``, or an ``N`` that may meet a tensor), its term kept for the range proof."""
         if t.term not in self.plan.terms:
             self.plan.terms.append(t.term)
         return t
@@ -213,9 +212,7 @@ class Typer:
             if I not in (type(left), type(right)):
                 # a Python int that may meet a tensor: also proved within int64 (`L * 4e18` would
                 # overflow when compared with a buffer: third review)
-                if term not in self.plan.terms:
-                    self.plan.terms.append(term)
-                return N(term)
+                return self._record(N(term))
             # a tensor operand makes a tensor; two maybe-ints may stay an int
             return self._record(I(term, any(isinstance(t, I) and t.tensor for t in (left, right))))
         if isinstance(op, (cst.Add, cst.Subtract)) and isinstance(left, Q) and isinstance(node.right, cst.Integer):
@@ -223,8 +220,8 @@ class Typer:
                 # each addition rounds in float32: `q + 8388608 - 8388607` is not `q + 1` (second review)
                 raise Why(f"`{code_of(node).strip()}`: the ratio gets more than one offset, or one outside the lemma's "
                           f"[-{RATIO_C}, {RATIO_C}]")
-            c = left.c + (int(node.right.value) if isinstance(op, cst.Add) else -int(node.right.value))
-            return Q(left.a, left.s, c, node, left.a_node, left.s_node, left.names)
+            c = int(node.right.value) if isinstance(op, cst.Add) else -int(node.right.value)
+            return Q(left.a, left.s, c, node, left.a_node)
         if isinstance(op, cst.FloorDivide) and isinstance(left, I) and isinstance(node.right, cst.Integer) \
                 and int(node.right.value) > 0:
             return self._record(I(f"({left.term} // {node.right.value})", left.tensor))
@@ -242,8 +239,7 @@ class Typer:
             # tensor / tensor, the division the lemma models (`int / tensor` is `reciprocal(s) * a`:
             # two roundings; adversarial review)
             # the divisor is a twin itself, checked >= 1 when the module is built
-            names = frozenset(n.value for n in m.findall(node, m.Name()) if n.value in env)
-            return Q(left.term, self_attr(node.right), 0, node, node.left, node.right, names)
+            return Q(left.term, self_attr(node.right), 0, node, node.left)
         for t in (left, right):
             self._no_int(t, node, "an operator outside `+ - *`, `// k` and the ceil of a ratio meets it")
         return OTHER
@@ -256,24 +252,19 @@ class Typer:
             self._no_int(self.expr(node.func.value, env, fn), node, f"`.{node.func.attr.value}()` is called on it")
         args = [self.expr(a.value, env, fn) for a in node.args]
         # torch.ceil(Q).to(torch.int64) / .long(): a ratio site
-        if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("to", "long") and \
-                isinstance(node.func.value, cst.Call) and dotted(node.func.value.func) in \
-                {f"{a}.ceil" for a in self.aliases}:
+        if self._ceil_form(node):
             inner = node.func.value
             q = self.expr(inner.args[0].value, env, fn) if len(inner.args) == 1 and not inner.args[0].keyword \
                 else OTHER
             if not isinstance(q, Q):
                 # not the ratio form (`torch.ceil(self.k * 0.5, out=None)`): its parts are typed as usual
                 self._no_int(self.expr(inner, env, fn), node, "it is rounded outside the ratio form")
-            if isinstance(q, Q):
+            else:
                 to_int = node.func.attr.value == "long" and not node.args or (
                     len(node.args) == 1 and node.args[0].keyword is None and
                     any(dotted(node.args[0].value) == t.replace("torch", a, 1) for t in _INT64 for a in self.aliases))
                 if not to_int:
                     raise Why(f"`{code_of(node).strip()}`: the ceil of a ratio is not converted to int64")
-                if abs(q.c) > RATIO_C:
-                    raise Why(f"`{code_of(node).strip()}`: the ratio's offset {q.c} is outside the lemma's "
-                              f"[-{RATIO_C}, {RATIO_C}]")
                 if isinstance(inner.args[0].value, cst.Name):
                     if self._ratio_site is not None:
                         raise Why(f"`{code_of(node).strip()}`: two ceils of ratios in one statement")
@@ -479,7 +470,7 @@ class Typer:
                 if not _ceil_value(small.value, node):
                     raise Why(f"`{code_of(small).strip()}`: the ceil of a ratio is used outside "
                               "`name = torch.ceil(...).to(torch.int64) [+- k]`")
-                self._ratio(fn, node, q, env, line)
+                self._ratio(fn, node, q, line)
             if isinstance(target, cst.Name):
                 if isinstance(value, Q):
                     if len(line.body) != 1:
@@ -515,14 +506,14 @@ class Typer:
         for n in bound_names(small):
             env[n] = OTHER
 
-    def _ratio(self, fn, node, q: Q, env, ceil_line) -> None:
+    def _ratio(self, fn, node, q: Q, ceil_line) -> None:
         pending = [(k, v) for k, v in self._pending.items() if v[1].expr is q.expr]
         if len(pending) != 1:
             raise Why(f"`{code_of(node).strip()}`: the ratio must be bound to a local by its own statement first")
         local, (line, qq) = pending[0]
         del self._pending[local]
         self.plan.ratios.append(Ratio(fn, node, line, qq))
-        self._ratio_locals.append((fn, local, line, ceil_line, qq.names))
+        self._ratio_locals.append((fn, local, line, ceil_line))
 
 
 def _ceil_value(value: cst.BaseExpression, ceil: cst.Call) -> bool:
@@ -562,11 +553,10 @@ def _join_all(returns: list, fn: str):
 
 
 def check_ratio_locals(typer: Typer, methods: dict[str, cst.FunctionDef]) -> None:
-    """The statement binding a ratio and the statement holding its ceil are in one block, in
-    that order, and nothing between them rebinds a name the ratio reads (the mirror
-    evaluates the ratio's operands at the ceil). The typing has already made sure the ratio's
-    local is read by nothing but its ceil."""
-    for fn, local, line, ceil, _names in typer._ratio_locals:
+    """The statement holding a ratio's ceil is the one right after the statement binding the
+    ratio, in one block (the mirror evaluates the ratio's operands at the ceil). The typing has
+    already made sure the ratio's local is read by nothing but its ceil."""
+    for fn, local, line, ceil in typer._ratio_locals:
         body = methods[fn].body
         if m.findall(body, m.NamedExpr()):
             raise Why(f"`{fn}` binds a name inside an expression (`:=`)")

@@ -9,7 +9,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from mend.rules._base import Decline, RewriteResult
-from mend.rules._common import code_of, torch_aliases
+from mend.rules._common import code_of
 from mend.rules.constant_buffer.domain import RATIO_C, self_attr
 from mend.rules.constant_buffer.screen import NAME, PREFIX, RATIO_A, RATIO_S, SIZE_BOUND, TWIN_BOUND, Plan, plan_for
 
@@ -174,7 +174,7 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     plan = plan_for(module, klass)
     if isinstance(plan, Decline):
         return plan
-    torch = "torch" if "torch" in torch_aliases(module) else sorted(torch_aliases(module))[0]
+    torch = plan.torch
     new = module.visit(_Apply(plan, module, torch))
     name = klass.name.value
     offsets = sorted({r.q.c for r in plan.ratios})

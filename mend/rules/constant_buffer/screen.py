@@ -66,6 +66,7 @@ class Plan:
     sinks: list[str] = field(default_factory=list)
     sink_nodes: set = field(default_factory=set)     # ids of the nodes where an int buffer value is used as a number
     forward: cst.FunctionDef | None = None
+    torch: str = "torch"              # the module's name for torch, which the emitted code calls
 
 
 def _plain(node: cst.BaseExpression) -> bool:
@@ -141,8 +142,6 @@ def _buffer_value(small: cst.BaseSmallStatement, buffers: set[str]) -> tuple[str
                 and non_persistent(args):
             return args[0].value.evaluated_value, args[1].value
     return None
-
-
 
 
 def _twin_of(node: cst.BaseExpression, locals_: dict[str, str], twins: dict[str, str]) -> tuple[str, str] | None:
@@ -300,6 +299,9 @@ def plan_for(module: cst.Module, klass: cst.ClassDef) -> Plan | Decline:
         check_ratio_locals(typer, methods)
     except Why as why:
         return Decline(NAME, f"`{klass.name.value}`: {why}")
+    if not plan.sinks:
+        return Decline(NAME, f"`{klass.name.value}`: no int buffer value reaches a Python-number use (a pad, a "
+                       "slice bound, an `if` comparison): the mirror would not remove a graph break")
     plan.mirrors.insert(0, "forward")
     clash = _name_clash(plan) or _rebound(module, klass, plan, methods)
     if clash:
@@ -314,15 +316,11 @@ def plan_for(module: cst.Module, klass: cst.ClassDef) -> Plan | Decline:
     write = _written(module, klass, plan)
     if write:
         return Decline(NAME, write)
-    plan.forward = fwd
+    plan.forward, plan.torch = fwd, torch_name
     plan.divisors = sorted({r.q.s for r in plan.ratios})
-    if not plan.sinks:
-        return Decline(NAME, f"`{klass.name.value}`: no int buffer value reaches a Python-number use (a pad, a "
-                       "slice bound, an `if` comparison): the mirror would not remove a graph break")
     return plan
 
 
-_INPLACE = re.compile(r"_$")
 _MODULE_BASES = {"nn.Module", "torch.nn.Module", "Module"}
 
 
@@ -380,6 +378,8 @@ def _foreign_base(module: cst.Module, klass: cst.ClassDef) -> str | None:
     other than ``nn.Module`` (its ``register_buffer``/``__setattr__`` are not seen), or a base in
     the module that overrides one of them (second review: a base clamping every registered
     buffer)."""
+    from verifier.encoders.constant_buffer import OVERRIDES   # here: the verifier (z3) stays out of start-up
+
     classes = {c.name.value: c for c in module.body if isinstance(c, cst.ClassDef)}
     todo, seen = [klass], set()
     while todo:
@@ -394,9 +394,7 @@ def _foreign_base(module: cst.Module, klass: cst.ClassDef) -> str | None:
                 seen.add(name)
                 base = classes[name]
                 for member in base.body.body:
-                    if isinstance(member, cst.FunctionDef) and member.name.value in (
-                            "_apply", "__setattr__", "__getattr__", "__getattribute__", "register_buffer",
-                            "_load_from_state_dict", "__init_subclass__"):
+                    if isinstance(member, cst.FunctionDef) and member.name.value in (*OVERRIDES, "__init_subclass__"):
                         return f"the base `{name}` overrides `{member.name.value}`: the buffers may change under it"
                 todo.append(base)
     return None
@@ -447,20 +445,13 @@ def _written(module: cst.Module, klass: cst.ClassDef, plan: Plan) -> str | None:
     (the verifier's screen, :func:`verifier.encoders.constant_buffer.screen_writes`, run on the
     original; it runs again on the mended module as the ``int-buffers-unwritten`` check).
     Escapes do not decline here: the verifier records them, and the fix is then unsafe."""
-    from verifier.encoders.constant_buffer import screen_writes
+    from verifier.encoders.constant_buffer import screen_writes   # here: z3 stays out of `mend`'s start-up
 
     writes, _ = screen_writes(module.code, klass.name.value, set(plan.twins), set(plan.mirrors) | set(plan.generic))
     return f"{writes[0]}: the twin would go stale" if writes else None
 
 
-def _registration_string(s: cst.SimpleString, plan: Plan) -> bool:
-    """``s`` names the buffer in one of the twinned registrations (not a second one in a block)."""
-    regs = [small for stmt in plan.init.body.body if isinstance(stmt, cst.SimpleStatementLine)
-            for small in stmt.body if id(small) in plan.registrations and isinstance(small, cst.Expr)]
-    return any(s is small.value.args[0].value for small in regs)
-
-
-def class_at(module: cst.Module, ancestors: list[cst.CSTNode], node: cst.CSTNode | None = None) -> cst.ClassDef | None:
+def class_at(ancestors: list[cst.CSTNode], node: cst.CSTNode | None = None) -> cst.ClassDef | None:
     """The innermost class enclosing the site (from its ancestors), or the site itself."""
     if isinstance(node, cst.ClassDef):
         return node
@@ -474,7 +465,7 @@ def takes(loc: Located | None) -> bool:
     """Whether the site's class has a plan (the taxonomy's test for the category)."""
     if loc is None:
         return False
-    klass = class_at(loc.module, loc.ancestors)
+    klass = class_at(loc.ancestors)
     if klass is None:
         return False
     plan = plan_for(loc.module, klass)
@@ -485,7 +476,7 @@ def takes(loc: Located | None) -> bool:
 
 
 def match(loc: Located) -> Match | Decline:
-    klass = class_at(loc.module, loc.ancestors, loc.node)
+    klass = class_at(loc.ancestors, loc.node)
     if klass is None:
         return Decline(NAME, "the site is not in a class that registers int buffers")
     plan = plan_for(loc.module, klass)
