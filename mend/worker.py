@@ -25,7 +25,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mend.errors import MendError
+from mend.errors import InputsRejected, MendError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -311,6 +311,20 @@ def main(argv: list[str]) -> int:
 
         activate(request["overlay"])
     torch.set_num_threads(1)
+    try:
+        return _serve(request)
+    except InputsRejected as exc:
+        if not request.get("overlay"):
+            raise
+        # the original ran on these inputs when the target was loaded: here it is the
+        # rewritten source that raises, and the decline should say so
+        raise InputsRejected(f"{request['target']}: with the rewritten source the model raised on its example "
+                             f"inputs, which the original runs on: {exc.cause}", exc.cause) from None
+
+
+def _serve(request: dict) -> int:
+    import torch
+
     action = request["action"]
     if action == "scan":
         Path(request["out"]).write_text(json.dumps(_scan(request)))

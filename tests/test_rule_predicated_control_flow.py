@@ -618,3 +618,16 @@ def test_an_fp16_guard_in_a_local_is_fixed_where_inductor_keeps_fp32_intermediat
     assert "        if fp16:\n" in res.mended
     assert "torch.where(torch.logical_or(torch.isinf(hidden_states).any(), torch.isnan(hidden_states).any())" \
         in res.mended
+
+
+def test_a_branch_on_a_numpy_bool_is_declined_by_its_differential_test():
+    # reformer's `input_shape[-1] % np.lcm(...) != 0`: the predicate is a numpy.bool_ eagerly,
+    # which torch.where rejects; the candidate is withheld as unsafe by default (a bool is not
+    # modelled) and, with --unsafe-fixes, the differential test sees the mended model raise
+    from mend.pipeline import fix
+    from tests.conftest import FIXTURES
+
+    res = fix(str(FIXTURES / "numpy_bool_branch.py"), unsafe_fixes=True, max_examples=4)
+    assert res.rewrites == [] and res.after.graph_count == res.before.graph_count == 2
+    (declined,) = res.declined
+    assert "original returned normally, mended raised TypeError" in declined["reason"]

@@ -59,6 +59,26 @@ def test_a_failing_child_reports_its_last_stderr_line(tmp_path, monkeypatch):
         run_worker({"target": "no_such_module_xyz:make", "action": "scan"}, tmp_path, "bad")
 
 
+@pytest.mark.parametrize("mode", ["warm", "fresh"])
+def test_a_rewrite_that_makes_the_model_raise_is_named_as_such(tmp_path, monkeypatch, mode):
+    # hf:newest/reformer: a candidate's eager check raised, and the decline read "the model
+    # rejected its example inputs", as if the user's inputs were wrong; the original runs
+    target = _user_package(tmp_path)
+    overlay = tmp_path / "overlay" / "mend_warm_pkg"
+    overlay.mkdir(parents=True)
+    source = (tmp_path / "mend_warm_pkg" / "model.py").read_text()
+    (overlay / "model.py").write_text(source.replace("y = h * 2.0", "y = torch.where(True, h, h)"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MEND_WORKERS", mode)
+    with pytest.raises(MendError, match="InputsRejected: mend_warm_build:make: with the rewritten source the model "
+                                        "raised on its example inputs, which the original runs on: TypeError"):
+        run_worker({"target": target, "action": "scan", "overlay": str(tmp_path / "overlay")}, tmp_path, "raises")
+    # without an overlay, the same failure still blames the inputs
+    (tmp_path / "mend_warm_pkg" / "model.py").write_text(source.replace("y = h * 2.0", "y = torch.where(True, h, h)"))
+    with pytest.raises(MendError, match="the model rejected its example inputs in eager mode: TypeError"):
+        run_worker({"target": target, "action": "scan"}, tmp_path, "plain")
+
+
 def test_the_warm_worker_imports_no_model_file_or_user_code():
     """The overlay must be able to replace model files and user modules in every child."""
     import subprocess

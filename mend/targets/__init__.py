@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 import torch
 
-from mend.errors import TargetError
+from mend.errors import InputsRejected, TargetError
 
 
 @dataclass
@@ -295,4 +295,5 @@ def check_runs(target: Target) -> None:
                 logging.disable(logging.NOTSET)
     except Exception as exc:
         where = _user_line(exc, target.user_file) if target.user_file else ""
-        raise TargetError(f"{where}{target.spec}: the model rejected its example inputs in eager mode: {_short_exc(exc)}") from exc
+        raise InputsRejected(f"{where}{target.spec}: the model rejected its example inputs in eager mode: "
+                             f"{_short_exc(exc)}", _short_exc(exc)) from exc
