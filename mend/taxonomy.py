@@ -29,6 +29,9 @@ unsupported-builtin    a builtin or library call Dynamo cannot trace (``time``, 
                        ``torch.manual_seed``, functions in skipped files)
 deepcopy               ``copy.deepcopy``
 isinstance-type-check  ``isinstance`` Dynamo cannot decide
+hook-or-lock           a module hook registered, or a threading lock taken, in ``forward``
+traced-exception       an exception raised while Dynamo traced the frame (here, or below a ``finally``), unhandled
+                       ("Observed exception": Dynamo runs the whole function eagerly)
 other                  any other ``gb_type``
 =====================  ==================================================================
 
@@ -66,6 +69,7 @@ CATEGORIES = {
     "deepcopy": "copy.deepcopy",
     "isinstance-type-check": "undecidable isinstance",
     "hook-or-lock": "module hook registered, or a threading lock taken, in forward (one-time setup)",
+    "traced-exception": "an exception raised while Dynamo traced the function (it ran eagerly)",
     "other": "other graph break",
 }
 
@@ -90,6 +94,14 @@ UNFIXABLE_REASONS = {
                     "utils/output_capturing.py), the compiled frames keep the break on every later call too: call "
                     "the model once eagerly before torch.compile, so the first trace sees the setup done "
                     "(hf:newest/llava, mended: 1 graph then, measured by docs/research/llava_hooks_probe.py)",
+    "traced-exception": "an exception was raised while Dynamo traced this function, here or in a call it reaches "
+                        "(a `finally` block is reported with the exception of the code it guards), and nothing in "
+                        "the compiled function catches it, so Dynamo ran the whole function eagerly (gb0088, "
+                        "\"Observed exception\"); the eager run does not raise, so the traced path differs from the "
+                        "eager one: look for a branch on torch.compiler.is_compiling() or "
+                        "is_torchdynamo_compiling() before it that takes another path under tracing (transformers "
+                        "5's T5-family stacks skip building a default attention_mask there, then index None); "
+                        "changing which path is traced is a change in behaviour no rule makes for you",
     "other": "no rule handles this kind of graph break",
 }
 
@@ -402,6 +414,8 @@ def categorize(gb_type: str, loc: Located | None) -> str:
         return "module-attribute-write"
     if _hook_or_lock(gb_type, node):
         return "hook-or-lock"
+    if gb_type == "Observed exception":
+        return "traced-exception"
     return "other"
 
 

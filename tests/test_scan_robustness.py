@@ -210,3 +210,19 @@ def test_hook_registration_and_a_lock_are_named_with_the_eager_warm_up_advice(tm
         ("Unsupported context manager", 5), ("setattr() on unsupported type", 7))]
     assert got == ["hook-or-lock", "hook-or-lock", "other", "other"]
     assert "once eagerly before torch.compile" in match_site("hook-or-lock", locate(str(path), 2)).reason
+
+
+def test_an_exception_raised_under_tracing_is_named_with_the_compile_only_branch_hint(tmp_path):
+    # hf:newest/switch_transformers: `attention_mask[:, None, None, :]` raised TypeError under
+    # tracing (a branch on is_torchdynamo_compiling() left the mask None), gb0088 "Observed
+    # exception"; it was reported as "other: no rule handles this kind of graph break"
+    from mend.locate import locate
+    from mend.rules import match_site
+    from mend.taxonomy import categorize
+
+    path = tmp_path / "traced.py"
+    path.write_text("def f(mask):\n    return mask[:, None]\n")
+    assert categorize("Observed exception", locate(str(path), 2)) == "traced-exception"
+    assert categorize("Unsupported context manager", locate(str(path), 2)) == "other"
+    reason = match_site("traced-exception", locate(str(path), 2)).reason
+    assert "ran the whole function eagerly" in reason and "is_torchdynamo_compiling()" in reason
