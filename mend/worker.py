@@ -126,6 +126,10 @@ class Started:
         for (request, _, _), (code, stderr) in zip(staged, codes):
             if code != 0:
                 tail = stderr.strip().splitlines()[-1:] or [f"(no output; exit code {code})"]
+                prefix = f"{InputsRejected.__module__}.{InputsRejected.__name__}: "
+                if tail[0].startswith(prefix) and request.get("overlay"):  # the candidate raised, not the worker
+                    results.append(InputsRejected(tail[0][len(prefix):], ""))
+                    continue
                 results.append(MendError(f"verification worker failed for {request['target']}: {tail[0]}"))
             elif request["action"] in ("scan", "facts", "time"):
                 results.append(json.loads(Path(request["out"]).read_text()))

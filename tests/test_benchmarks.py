@@ -177,3 +177,24 @@ def test_mend_cost_identity_check_and_table_on_a_fake_result():
     assert "scan 15.0 s, fix fresh 95.0 s, fix warm 50.0 s, strict —; largest peak RSS 700 MB" in md
     assert "| hf:b | 20.0 | 90.0 | 70.0 (rc 2) | 1.29 |" in md and "NO / yes" in md
     assert "| `mend scan ray` | 2 | 30.0 | 4.0 | 9.5 | 500 | yes |" in md and "driver's alone" in md
+
+
+def test_the_paired_steady_state_interval_brackets_the_ratio_and_flags_only_a_clear_slowdown():
+    from benchmarks.steady_paired import THRESHOLD, _bootstrap, render
+
+    same = [1.0, 1.1, 0.9, 1.05, 0.95] * 20
+    assert _bootstrap(same, same) == (1.0, 1.0)
+    slower = [t * 1.25 for t in same]  # mended 25% slower on every pair
+    low, high = _bootstrap(same, slower)
+    assert low <= 0.8 <= high < THRESHOLD
+    noisy = [1.0, 3.0] * 50  # a ratio near 1 with a wide spread is not "slower beyond noise"
+    low, high = _bootstrap(noisy, list(reversed(noisy)))
+    assert low < 1.0 < high
+    doc = {"machine": {"platform": "p", "cpus": 2, "python": "3.11", "torch": "2.13.0", "load_1min_end": 0.5},
+           "started": "s", "minutes": 1.0, "threshold": THRESHOLD,
+           "rows": [{"row": "hf:x", "mended_modules": ["a.b"], "outputs_equal": True, "pairs": 100, "original_ms": 1.0,
+                     "mended_ms": 1.25, "ratio": 0.8, "ci95": [0.78, 0.82], "slower_beyond_noise": True},
+                    {"row": "hf:y", "error": "no rewrite emitted"}]}
+    table = render(doc)
+    assert "| hf:x | `a.b` | yes | 100 | 1.000 | 1.250 | **0.800** | 0.780–0.820 | **yes** |" in table
+    assert "| hf:y | — |" in table and "not measured: no rewrite emitted" in table
