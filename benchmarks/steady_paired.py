@@ -175,7 +175,7 @@ def main() -> int:
 def render(doc: dict) -> str:
     """The Markdown table of a results document."""
     m = doc["machine"]
-    lines = [f"# Steady state, original and mended paired in one process (`benchmarks/steady_paired.py`)", "",
+    lines = ["# Steady state, original and mended paired in one process (`benchmarks/steady_paired.py`)", "",
              f"Run {doc['started']}, {doc['minutes']:.1f} min; {m['platform']}, {m['cpus']} CPUs, Python "
              f"{m['python']}, torch {m['torch']}; one intra-op thread, Inductor, `torch.no_grad()`; 1-min load "
              f"average at the end {m['load_1min_end']:.2f}.", "",
