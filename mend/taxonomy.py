@@ -367,8 +367,11 @@ def categorize(gb_type: str, loc: Located | None) -> str:
         return "print-logging"   # a print/log/warn call, or one formatting a tensor's repr (`{t!r}`)
     if gb_type == "logging.Logger method not supported for non-export cases":
         return "print-logging"
-    if gb_type == "Data dependent operator" and (_numpy_constant_call(loc) or _numpy_tolist(loc)):
-        return "numpy-constant"  # big_bird's np.sum of a list: the constant traced as an array
+    if gb_type in ("Data dependent operator", "torch.* op returned non-Tensor") and (
+            _numpy_constant_call(loc) or _numpy_tolist(loc)):
+        # big_bird's np.sum of a list: the constant traced as an array; `int(np.lcm(a, b))`
+        # breaks as "torch.* op returned non-Tensor" (torch 2.13)
+        return "numpy-constant"
     if _debug_host_work(gb_type, loc):
         return "debug-host-work"  # torch.jit.isinstance, an unused tensor repr, an RNG draw, Signature.bind
     if gb_type == "Data dependent operator" and _constant_buffer(loc):

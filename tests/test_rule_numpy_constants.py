@@ -294,3 +294,14 @@ def test_a_numpy_result_read_by_tolist_is_filed_as_numpy_on_constants_and_says_w
     (site,) = res.sites
     assert site.category == "numpy-constant"
     assert site.fixable_by is None and "cumsum" in site.reason and "not implemented" in site.reason
+
+
+def test_int_of_lcm_and_gcd_breaking_as_a_non_tensor_op_are_fixed():
+    # a generalisation probe: `int(np.lcm(a, b))` breaks as "torch.* op returned non-Tensor",
+    # which the taxonomy filed as "other" (no rule) before
+    from mend.pipeline import fix
+
+    res = fix(str(FIXTURES / "numpy_lcm_int.py"), max_examples=5)
+    assert (res.before.graph_count, res.after.graph_count) == (3, 1)
+    assert sorted(rw["detail"].split("`")[1].split("(")[0] for rw in res.rewrites) == ["np.gcd", "np.lcm"]
+    assert all(rw["safety"]["label"] == "safe" for rw in res.rewrites)
