@@ -482,3 +482,58 @@ def test_third_review_escape_through_isinstance_module_is_unknown():
     res = rewrite(cst.parse_module(source), line)
     out = enc.buffers_unwritten(_obligation(res, "int-buffers-unwritten"), Ctx({}, {}, code=res.code))
     assert out.result in ("unknown", "refuted"), out
+
+
+# -- the fourth adversarial review (tests/fixtures/constant_buffer_review4/) -----------------
+# each was emitted as a safe fix whose mended model behaved differently after a later call
+
+REVIEW4 = Path(__file__).parent / "fixtures" / "constant_buffer_review4"
+DECLINED4 = {
+    "t1_global_escape": "declares a `global` or `nonlocal` name",      # `global LAST; LAST = self.max_len`
+    "cc_unbound_call": "writes in place",                  # `LimitTuning.tighten(self.c, 16)`: another class's method
+    "m11b_setattr_patch": "patches the class from outside",  # `setattr(Crop, "tighten", LimitTuning.tighten)`
+    "s1_super_setattr": "sets an attribute through `__setattr__`",   # `super().__setattr__(name, ...)`
+    "g1_item_write_reinit": "re-reads `self.lengths`",     # `self.lengths[0] = n`, then init.constant_ of it
+    "g2_other_init_write": "re-reads `self.limit`",        # a parent's `__init__` sets `self.c.limit = 16`
+    "g3b_property_setter": "a property or method",         # the registered value is a property
+    "mc1_metaclass": "declared with a keyword",            # a metaclass replaces the mirrored methods
+    "f1_numpy_star_all": "`from ... import *`",            # `from numpy import *` rebinds `all` (the twins' check)
+    "c1_max_rebound": "`max` is bound",                    # `from torch import maximum as max`
+}
+ESCAPES4 = {
+    "d1_getter_escape": "calls a typed method",            # `cur = self.limit(); cur += n`
+    "d2_tuple_getter": "calls a typed method",             # `for b in self.bounds(): b.add_(k)`
+    "h1_nonholder_list": "[self.crop.max_len]",            # an instance made by a factory of the module
+    "e1_unary_plus_alias": "+self.max_len",                # `+t is t`: `limit = +self.max_len; limit -= n`
+}
+
+
+def _class_lines(source: str) -> list[int]:
+    return [i for i, t in enumerate(source.splitlines(), 1) if t.startswith("class ")]
+
+
+@pytest.mark.parametrize("name", sorted(DECLINED4))
+def test_fourth_review_model_is_declined(name):
+    source = (REVIEW4 / f"{name}.py").read_text()
+    module = cst.parse_module(source)
+    reasons = [rewrite(module, line) for line in _class_lines(source)]
+    assert all(hasattr(r, "reason") for r in reasons), name
+    assert any(DECLINED4[name] in r.reason for r in reasons), [r.reason for r in reasons]
+
+
+@pytest.mark.parametrize("name", sorted(ESCAPES4))
+def test_fourth_review_escape_makes_the_fix_unsafe(name):
+    source = (REVIEW4 / f"{name}.py").read_text()
+    line = _class_lines(source)[0]     # the buffers' class comes first
+    res = rewrite(cst.parse_module(source), line)
+    out = enc.buffers_unwritten(_obligation(res, "int-buffers-unwritten"), Ctx({}, {}, code=res.code))
+    assert out.result == "unknown" and ESCAPES4[name] in out.reason, out
+
+
+def test_fourth_review_hex_literal_divisor_is_typed_not_a_crash():
+    """x1: `self.max_len // 0x2` made the typing call int('0x2') and abort the whole run."""
+    source = (REVIEW4 / "x1_hex_literal.py").read_text()
+    line = next(i for i, t in enumerate(source.splitlines(), 1) if t.startswith("class Crop"))
+    res = rewrite(cst.parse_module(source), line)
+    assert not hasattr(res, "reason"), res.reason
+    assert enc.buffers_unwritten(_obligation(res, "int-buffers-unwritten"), Ctx({}, {}, code=res.code)).result == "checked"

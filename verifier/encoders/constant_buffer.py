@@ -198,6 +198,31 @@ def _related(tree: ast.Module, cname: str) -> set[str]:
     return related
 
 
+def _plainly_used(tree: ast.Module, names: set[str]) -> set[str]:
+    """The class names among ``names`` used only to construct (``K(...)``), as a base or in
+    ``isinstance``: a ``K.method`` reference may run K's method on another object
+    (``K.tighten(crop, 16)``, ``setattr(Crop, "tighten", K.tighten)``: fourth review)."""
+    parents = {id(c): n for n in ast.walk(tree) for c in ast.iter_child_nodes(n)}
+    annotations = [a for n in ast.walk(tree) for a in (
+        [n.annotation] if isinstance(n, (ast.arg, ast.AnnAssign)) else
+        [n.returns] if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) else []) if a is not None]
+    in_annotation = {id(x) for a in annotations for x in ast.walk(a)}   # `-> K | None` runs nothing of K
+    out = set(names)
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Name) and node.id in out and isinstance(node.ctx, ast.Load)) or \
+                id(node) in in_annotation:
+            continue
+        parent = parents.get(id(node))
+        if isinstance(parent, ast.Call) and parent.func is node or isinstance(parent, ast.ClassDef):
+            continue
+        grand = parents.get(id(parent)) if isinstance(parent, ast.Tuple) else parent
+        if isinstance(grand, ast.Call) and isinstance(grand.func, ast.Name) and grand.func.id == "isinstance" and \
+                len(grand.args) == 2 and (grand.args[1] is node or grand.args[1] is parent):
+            continue
+        out.discard(node.id)
+    return out
+
+
 def _unrelated_self_writes(tree: ast.Module, related: set[str], attrs: set[str]) -> set[int]:
     """Ids of ``self.B`` writes (assignment, ``del``, in-place method, ``.data``) inside the
     module's classes that are not ``related`` (neither the buffers' class nor a base or subclass
@@ -208,8 +233,9 @@ def _unrelated_self_writes(tree: ast.Module, related: set[str], attrs: set[str])
         return isinstance(t, ast.Attribute) and t.attr in attrs and isinstance(t.value, ast.Name) and t.value.id == "self"
 
     out: set[int] = set()
+    plain = _plainly_used(tree, set(classes))
     for n, c in classes.items():
-        if n in related:
+        if n in related or n not in plain:
             continue
         for node in ast.walk(c):
             if isinstance(node, (ast.Assign, ast.Delete)) and all(own(t) for t in node.targets) or \
@@ -220,6 +246,7 @@ def _unrelated_self_writes(tree: ast.Module, related: set[str], attrs: set[str])
     return out
 
 
+_DUNDER_SETTERS = {"__setattr__", "__delattr__", "__setitem__"}
 _READ_ONLY = {"device", "dtype", "shape", "ndim", "is_cuda", "is_meta", "item", "tolist", "size", "dim", "numel"}
 _BUFFER_APIS = {"buffers", "named_buffers", "_buffers", "get_buffer", "to_empty", "apply", "functional_call",
                 "stack_module_state", "register_module_buffer_registration_hook", "vars", "__dict__"}
@@ -342,6 +369,13 @@ def _names_class(func: str, cname: str) -> bool:
     return last == cname and prefix not in ("nn", "torch.nn")
 
 
+def _own_call(func: str, own: set[str]) -> bool:
+    """``func`` calls a function or class of the module (``make_crop``, ``self.make``), not
+    torch's (``nn.Conv1d`` where the module has a ``Conv1d`` of its own)."""
+    prefix, _, last = func.rpartition(".")
+    return last in own and not (prefix == "nn" or prefix.startswith(("nn.", "torch")))
+
+
 def _foreign_nn_class(name: str) -> bool:
     """``nn.Conv1d``, ``torch.nn.Linear``...: a torch.nn class that is not ``Module``."""
     prefix, _, last = name.rpartition(".")
@@ -425,8 +459,12 @@ def screen_writes(code: str, cname: str, attrs: set[str], typed: set[str]) -> tu
     funcs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     typed_ids = {id(n) for f in klass.body if isinstance(f, ast.FunctionDef) and
                  (f.name in typed or f.name.startswith("_mend_int_")) for n in ast.walk(f)}
+    # attributes that may hold an instance: assigned the class, or the result of a function or
+    # class of the module (`self.crop = make_crop(64)`: fourth review)
+    own_defs = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     holders = {t.attr for n in ast.walk(tree) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
-               and _names_class(ast.unparse(n.value.func), cname) for t in n.targets if isinstance(t, ast.Attribute)}
+               and (_names_class(ast.unparse(n.value.func), cname) or _own_call(ast.unparse(n.value.func), own_defs))
+               for t in n.targets if isinstance(t, ast.Attribute)}
     owner = {id(f): c.name for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for f in c.body
              if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
     in_related = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -451,6 +489,13 @@ def screen_writes(code: str, cname: str, attrs: set[str], typed: set[str]) -> tu
                 not isinstance(node.args[1], ast.Constant) and \
                 _may_be_instance(node.args[0], id(node) in in_related, holders):
             writes.append(f"line {node.lineno}: `{ast.unparse(node)[:80]}` reaches an attribute by a computed name")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in _DUNDER_SETTERS and not (
+                    node.args and isinstance(node.args[-2 if len(node.args) > 1 else 0], ast.Constant) and
+                    node.args[-2 if len(node.args) > 1 else 0].value not in attrs):
+            # `super().__setattr__(name, v)`, `object.__setattr__(self, name, v)`: a computed or
+            # buffer name set through the dunder itself (fourth review)
+            writes.append(f"line {node.lineno}: `{ast.unparse(node)[:80]}` sets an attribute through `{node.func.attr}`")
         if isinstance(node, (ast.Attribute, ast.Name)) and (getattr(node, "attr", None) or getattr(node, "id", None)) \
                 in _BUFFER_APIS and not (isinstance(node, ast.Attribute) and node.attr == "apply" and
                                          ast.unparse(node.value) in ("torch.autograd.Function", "Function")):
@@ -473,7 +518,7 @@ def screen_writes(code: str, cname: str, attrs: set[str], typed: set[str]) -> tu
         if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Attribute) and \
                 node.args[0].attr in attrs and ast.unparse(node.func).split(".")[-1].endswith("_") and \
                 id(node) not in typed_ids:
-            why = _init_write(node, funcs, values, tree)
+            why = _init_write(node, funcs, values, tree, cname)
             if why:
                 writes.append(f"line {node.lineno}: `{ast.unparse(node)[:80]}` {why}")
             else:
@@ -509,45 +554,90 @@ def screen_writes(code: str, cname: str, attrs: set[str], typed: set[str]) -> tu
                 # stored in an attribute or an item: a second handle on the buffer's storage
                 writes.append(f"line {node.lineno}: `{ast.unparse(parent)[:80]}` keeps a second handle on a buffer")
                 continue
-            if isinstance(parent, (ast.BinOp, ast.UnaryOp, ast.Compare)) or \
-                    (isinstance(parent, ast.Attribute) and parent.attr in _READ_ONLY) or \
+            # an operator is no harbour: `+t` is `t` itself, and `obj + t` may hand `t` to obj's
+            # `__radd__` (fourth review); only a read-only attribute keeps the tensor in place
+            if (isinstance(parent, ast.Attribute) and parent.attr in _READ_ONLY) or \
                     (isinstance(parent, ast.Assign) and isinstance(node, ast.Attribute) and
                      all(isinstance(t, ast.Name) and t.id in aliases for t in parent.targets)):
                 continue
             escapes.append(f"line {node.lineno} (`{fn.name}`): `{ast.unparse(parent or node)[:80]}`")
+        for node in ast.walk(fn):
+            # a typed method's result may be a buffer (`def limit(self): return self.max_len`):
+            # called from here, it escapes the typing (fourth review)
+            if isinstance(node, ast.Attribute) and node.attr in typed - {"forward"} and \
+                    _may_be_instance(node.value, self_related, holders):
+                escapes.append(f"line {node.lineno} (`{fn.name}`): `{ast.unparse(node)[:80]}` calls a typed method, "
+                               "whose result may be a buffer")
     return writes, escapes
 
 
-def _leaf_writes(tree: ast.Module, value: ast.AST) -> str | None:
-    """A ``self.a.b`` leaf of ``value`` (or a prefix, ``.a``) assigned anywhere in the module
-    outside an ``__init__``, or None."""
-    chains = []
-    for n in ast.walk(value):
-        parts = []
-        while isinstance(n, ast.Attribute):
-            parts.append(n.attr)
-            n = n.value
-        if isinstance(n, ast.Name) and n.id == "self" and parts:
-            chains.append(list(reversed(parts)))
+def _chain(node: ast.AST) -> list[str] | None:
+    """``self.a[0].b`` -> ``["a", "b"]`` (items and calls stepped over), or None if not rooted
+    in a name."""
+    parts = []
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+        if isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        else:
+            node = node.value if isinstance(node, ast.Subscript) else node.func
+    return list(reversed(parts)) if isinstance(node, ast.Name) else None
+
+
+def _leaf_writes(tree: ast.Module, value: ast.AST, cname: str) -> str | None:
+    """A ``self.a.b`` leaf of ``value`` (or a prefix, ``.a``) that may change after ``__init__``,
+    or None: assigned (an item of it too: ``self.lengths[0] = n``), deleted, or the receiver of
+    a method call (``.append``) anywhere in the module outside ``cname.__init__``; in another
+    class's ``__init__`` only a one-level ``self.a = ...`` is that instance's own (``self.c.limit
+    = 16`` in a parent's ``__init__`` is not); a leaf that is a property or method of a class of
+    the module is computed, not stored (fourth review)."""
+    chains = [c for n in ast.walk(value) if isinstance(n, ast.Attribute)
+              for c in [_chain(n)] if c and _root(n) == "self"]
     prefixes = {tuple(c[:k]) for c in chains for k in range(1, len(c) + 1)}
+    defined = {f.name for k in ast.walk(tree) if isinstance(k, ast.ClassDef) for f in k.body
+               if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    computed = sorted({p for c in chains for p in c} & defined)
+    if computed:
+        return f"`self.{computed[0]}`, a property or method of a class of the module (computed on each read)"
+    klass = _class(tree, cname)
+    own_init = _method(klass, "__init__") if klass else None
+    skip = {id(x) for x in ast.walk(own_init)} if own_init is not None else set()
     inits = {id(x) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and f.name == "__init__"
              for x in ast.walk(f)}
+
+    def hit(parts: list[str] | None) -> str | None:
+        for k in range(1, len(parts or []) + 1):
+            if tuple(parts[-k:]) in prefixes:
+                return f"`self.{'.'.join(parts[-k:])}`, which the module changes after `__init__`"
+        return None
+
     for node in ast.walk(tree):
-        if not isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)) or id(node) in inits:
+        if id(node) in skip:
             continue
-        for t in node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]:
-            parts = []
-            while isinstance(t, ast.Attribute):
-                parts.append(t.attr)
-                t = t.value
-            parts.reverse()
-            for k in range(1, len(parts) + 1):
-                if tuple(parts[-k:]) in prefixes:
-                    return "self." + ".".join(parts[-k:])
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            for t in node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]:
+                if id(node) in inits and isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and \
+                        t.value.id == "self":
+                    continue    # another class's own attribute, set as it is built
+                for leaf in ast.walk(t):
+                    if isinstance(leaf, (ast.Attribute, ast.Subscript)):
+                        found = hit(_chain(leaf))
+                        if found:
+                            return found
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and id(node) not in inits:
+            found = hit(_chain(node.func.value))
+            if found:
+                return found
     return None
 
 
-def _init_write(call: ast.Call, funcs: list, values: dict, tree: ast.Module) -> str | None:
+def _root(node: ast.AST) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+        node = node.value if not isinstance(node, ast.Call) else node.func
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _init_write(call: ast.Call, funcs: list, values: dict, tree: ast.Module, cname: str) -> str | None:
     """None when ``call`` is ``...copy_(R.B, V)`` / ``...constant_(R.B, V)`` writing the value
     ``__init__`` registered for ``B`` (``V`` over ``R``'s attributes, as ``__init__``'s over
     ``self``'s); else why not."""
@@ -579,11 +669,11 @@ def _init_write(call: ast.Call, funcs: list, values: dict, tree: ast.Module) -> 
         return f"writes a value read from `{sorted(free)[0]}`, not only from the module's own attributes"
     want = values.get(target.attr)
     if want is not None:
-        changed = _leaf_writes(tree, want)
+        changed = _leaf_writes(tree, want, cname)
         if changed:
             # `self.limit = n; init.constant_(self.max_len, self.limit)`: the same expression, another
             # value (third review)
-            return f"re-reads `{changed}`, which the module assigns after `__init__`"
+            return f"re-reads {changed}"
     if want is None or ast.dump(got) != ast.dump(want):
         return (f"writes `{ast.unparse(got)[:60]}`, not the value `__init__` registered "
                 f"(`{ast.unparse(want)[:60] if want is not None else '?'}`)")

@@ -216,14 +216,14 @@ class Typer:
             # a tensor operand makes a tensor; two maybe-ints may stay an int
             return self._record(I(term, any(isinstance(t, I) and t.tensor for t in (left, right))))
         if isinstance(op, (cst.Add, cst.Subtract)) and isinstance(left, Q) and isinstance(node.right, cst.Integer):
-            if left.c != 0 or int(node.right.value) > RATIO_C:
+            if left.c != 0 or node.right.evaluated_value > RATIO_C:
                 # each addition rounds in float32: `q + 8388608 - 8388607` is not `q + 1` (second review)
                 raise Why(f"`{code_of(node).strip()}`: the ratio gets more than one offset, or one outside the lemma's "
                           f"[-{RATIO_C}, {RATIO_C}]")
-            c = int(node.right.value) if isinstance(op, cst.Add) else -int(node.right.value)
+            c = node.right.evaluated_value if isinstance(op, cst.Add) else -node.right.evaluated_value
             return Q(left.a, left.s, c, node, left.a_node)
         if isinstance(op, cst.FloorDivide) and isinstance(left, I) and isinstance(node.right, cst.Integer) \
-                and int(node.right.value) > 0:
+                and node.right.evaluated_value > 0:
             return self._record(I(f"({left.term} // {node.right.value})", left.tensor))
         if isinstance(op, cst.Divide) and isinstance(left, I) and left.tensor and \
                 self_attr(node.right) in self.plan.twins:

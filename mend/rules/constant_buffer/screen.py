@@ -154,7 +154,7 @@ def _twin_of(node: cst.BaseExpression, locals_: dict[str, str], twins: dict[str,
         return f"self.{PREFIX}{attr}", twins[attr]
     if isinstance(node, cst.BinaryOperation):
         op = node.operator
-        if isinstance(op, cst.FloorDivide) and isinstance(node.right, cst.Integer) and int(node.right.value) > 0:
+        if isinstance(op, cst.FloorDivide) and isinstance(node.right, cst.Integer) and node.right.evaluated_value > 0:
             left = _twin_of(node.left, locals_, twins)
             k = node.right.value
             return (f"{left[0]} // {k}", f"({left[1]} // {k})") if left else None
@@ -306,6 +306,11 @@ def plan_for(module: cst.Module, klass: cst.ClassDef) -> Plan | Decline:
     clash = _name_clash(plan) or _rebound(module, klass, plan, methods)
     if clash:
         return Decline(NAME, f"`{klass.name.value}`: {clash}")
+    scoped = [f for f in plan.mirrors if m.findall(methods[f], m.Global() | m.Nonlocal())]
+    if scoped:
+        # `global LAST; LAST = self.max_len`: a buffer value bound outside the method, where the
+        # screen does not follow it (fourth review)
+        return Decline(NAME, f"`{klass.name.value}.{scoped[0]}` declares a `global` or `nonlocal` name")
     local_torch = [f for f in plan.mirrors if torch_name in _local_bindings(methods[f])]
     if local_torch:
         return Decline(NAME, f"`{klass.name.value}.{local_torch[0]}` binds `{torch_name}` locally (the mirror "
@@ -341,7 +346,18 @@ def _name_clash(plan: Plan) -> str | None:
     return None
 
 
-_DISPATCH_BUILTINS = {"type", "getattr", "int"}
+_DISPATCH_BUILTINS = {"type", "getattr", "int", "max", "min"}
+
+
+def _import_bindings(node: cst.CSTNode) -> set[str] | None:
+    """The names the imports under ``node`` bind, or None if one is ``from x import *`` (which
+    may bind anything: ``from numpy import *`` rebinds ``all``, fourth review)."""
+    out: set[str] = set()
+    for imp in m.findall(node, m.Import() | m.ImportFrom()):
+        if isinstance(imp.names, cst.ImportStar):
+            return None
+        out |= {(a.asname.name.value if a.asname else dotted(a.name).split(".")[0]) for a in imp.names}
+    return out
 
 
 def _rebound(module: cst.Module, klass: cst.ClassDef, plan: Plan, methods: dict) -> str | None:
@@ -355,15 +371,30 @@ def _rebound(module: cst.Module, klass: cst.ClassDef, plan: Plan, methods: dict)
     top = {n for stmt in module.body if not isinstance(stmt, cst.ClassDef) or stmt is not klass
            for n in (bound_names(stmt) | ({stmt.name.value} if isinstance(stmt, (cst.ClassDef, cst.FunctionDef))
                                           else set()))}
+    imported = _import_bindings(module)
+    if imported is None:
+        return "the module has a `from ... import *`: the builtins the rewrite calls may be rebound"
+    top |= imported
     if name in top:
         return f"the name `{name}` is bound again in the module: the dispatch's `type(self) is {name}` may not be this class"
+    if any(kw.keyword is not None for kw in klass.keywords):
+        # `class Crop(nn.Module, metaclass=M)`: the metaclass may replace the methods the mirror
+        # copies (fourth review)
+        return f"`{name}` is declared with a keyword (`{code_of(klass.keywords[0]).strip()}`): its methods may not be the ones written"
     for node in m.findall(module, m.Assign() | m.AugAssign() | m.AnnAssign()):
         targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
         if any(isinstance(t, cst.Attribute) and m.matches(t.value, m.Name(name)) for t in targets):
             return f"`{code_of(node).strip()}` patches the class from outside"
+    for call in m.findall(module, m.Call(func=m.Name("setattr") | m.Name("delattr") | m.Attribute(
+            attr=m.Name("__setattr__") | m.Name("__delattr__")))):
+        if call.args and m.matches(call.args[0].value, m.Name(name)):
+            # `setattr(Crop, "tighten", ...)` patches the class as `Crop.tighten = ...` does (fourth review)
+            return f"`{code_of(call).strip()[:80]}` patches the class from outside"
     shadowed = top & (_DISPATCH_BUILTINS | {"all"})
     for f in plan.mirrors:
         shadowed |= _local_bindings(methods[f]) & _DISPATCH_BUILTINS
+        if _import_bindings(methods[f]) is None:
+            return f"`{f}` has a `from ... import *`: the builtins the mirror calls may be rebound"
     shadowed |= _local_bindings(plan.init) & {"type", "all"}     # the twins' check in `__init__`
     if shadowed:
         return f"`{sorted(shadowed)[0]}` is bound in the module or a mirrored method (the rewrite calls the builtin)"
