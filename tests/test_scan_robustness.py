@@ -226,3 +226,30 @@ def test_an_exception_raised_under_tracing_is_named_with_the_compile_only_branch
     assert categorize("Unsupported context manager", locate(str(path), 2)) == "other"
     reason = match_site("traced-exception", locate(str(path), 2)).reason
     assert "ran the whole function eagerly" in reason and "is_torchdynamo_compiling()" in reason
+
+
+def test_a_membership_test_on_a_tensor_is_named_as_such():
+    # generalisation probe: `if v in t:` was reported with the generic item-tolist reason
+    from mend.scan import scan
+    from mend.targets import load_target
+    from tests.conftest import FIXTURES
+
+    doc = scan(load_target(str(FIXTURES / "membership_branch.py")))
+    (site,) = doc.sites
+    assert site.category == "item-tolist"
+    assert "`self.eos_id in input_ids` is a membership test on a tensor" in site.reason
+
+
+def test_a_ring_buffer_is_not_called_a_0d_buffer():
+    # generalisation probe: scalar-tensor's decline listed a 3-d ring buffer as a "0-d tensor buffer"
+    import libcst as cst
+
+    from mend.rules.scalar_tensor.screen import _tensor_buffers
+
+    klass = cst.parse_module(
+        "class S(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.register_buffer('buf', torch.zeros(1, 2, 12))\n"
+        "        self.register_buffer('offset', torch.tensor(0))\n"
+        "        v = torch.tensor(5)\n        self.limit = nn.Buffer(v, persistent=False)\n"
+        "        self.table = nn.Buffer(torch.tensor([1, 2]))\n").body[0]
+    assert _tensor_buffers(klass, {"torch"}) == ["limit", "offset"]

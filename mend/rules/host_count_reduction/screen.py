@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 from dataclasses import dataclass
 
 import libcst as cst
@@ -406,8 +407,30 @@ def _binds(stmt: cst.CSTNode, name: str) -> bool:
     return False
 
 
+def _membership(node: cst.CSTNode) -> str | None:
+    """The first ``v in t`` / ``v not in t`` test in the statement (its header, for a
+    compound one), as text, or None."""
+    parts = [node.test] if isinstance(node, (cst.If, cst.While)) else \
+        [] if isinstance(node, cst.BaseCompoundStatement) else [node]
+    for part in parts:
+        for comp in m.findall(part, m.Comparison()):
+            if any(isinstance(t.operator, (cst.In, cst.NotIn)) for t in comp.comparisons):
+                return _code(comp).strip()
+    return None
+
+
 def match(loc: Located) -> Match | Decline:
     node = loc.node
+    test = _membership(node)
+    if test is not None and not re.search(r"\.(item|tolist)\(|\b(int|float|bool)\(", _code(node)):
+        # no other host read in the statement: the `in` is what reads the tensor
+        # Tensor.__contains__ is `bool((v == t).any().item())`: the generic "Python code consumes
+        # a number" reason hid that this is a membership test (generalisation probe)
+        return Decline(None, f"`{test[:60]}` is a membership test on a tensor: Tensor.__contains__ reads "
+                       "`(t == v).any()` back as a Python bool (.item()); mend does not rewrite membership "
+                       "tests (the tensor predicate alone, measured, removes no break: the branch on it "
+                       "would still break); by hand, `torch.where((t == v).any(), a, b)` where both branches "
+                       "are tensors of one shape and `v` is a number")
     if not isinstance(node, cst.For):
         return _generic()
     plan = _screen(MetadataWrapper(loc.module, unsafe_skip_copy=True), loc.line)

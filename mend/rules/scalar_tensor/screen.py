@@ -420,17 +420,30 @@ def _int_tensor_locals(fn: cst.FunctionDef) -> list[cst.Name]:
 
 
 def _tensor_buffers(klass: cst.ClassDef, aliases: set[str]) -> list[str]:
-    """Attributes ``__init__`` registers as buffers (``nn.Buffer(...)``, ``register_buffer``)."""
+    """Attributes ``__init__`` registers as buffers (``nn.Buffer(...)``, ``register_buffer``)
+    from a 0-d tensor: ``torch.tensor(<not a list or tuple>)``, directly or through a local
+    (a ring buffer made by ``torch.zeros(...)`` is not one: generalisation probe)."""
     out = []
     for fn in klass.body.body:
         if not (isinstance(fn, cst.FunctionDef) and fn.name.value == "__init__"):
             continue
+        made = {stmt.targets[0].target.value: stmt.value for stmt in m.findall(
+            fn, m.Assign(targets=[m.AssignTarget(target=m.Name())]))}
+
+        def scalar(value: cst.BaseExpression | None, made: dict = made) -> bool:
+            if isinstance(value, cst.Name):
+                value = made.get(value.value)
+            return isinstance(value, cst.Call) and (dotted(value.func) or "").split(".")[-1] == "tensor" and \
+                bool(value.args) and not isinstance(value.args[0].value, (cst.List, cst.Tuple))
+
         for stmt in m.findall(fn, m.Assign(targets=[m.AssignTarget(target=m.Attribute(value=m.Name("self")))],
                                            value=m.Call())):
-            if (dotted(stmt.value.func) or "").split(".")[-1] == "Buffer":
+            if (dotted(stmt.value.func) or "").split(".")[-1] == "Buffer" and stmt.value.args and \
+                    scalar(stmt.value.args[0].value):
                 out.append(stmt.targets[0].target.attr.value)
         for call in m.findall(fn, m.Call(func=m.Attribute(attr=m.Name("register_buffer")))):
-            if call.args and isinstance(call.args[0].value, cst.SimpleString):
+            if len(call.args) > 1 and isinstance(call.args[0].value, cst.SimpleString) and \
+                    scalar(call.args[1].value):
                 out.append(call.args[0].value.evaluated_value)
     return out
 
