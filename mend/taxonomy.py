@@ -269,16 +269,18 @@ def _numpy_tolist(loc: Located | None) -> bool:
 
 
 def _item_assert(node) -> bool:
-    """``assert [not] <cmp>`` with a ``T.item()`` operand of a comparison (``assert lengths.max().item() <= slen``):
+    """``assert [not] <cmp>`` with a ``T.item()`` operand of a comparison (``assert lengths.max().item() <= slen``),
+    or ``assert [not] T.item()``:
     the host read is the check's own, which predicated validation moves into the graph."""
     if not isinstance(node, cst.Assert):
         return False
     test = node.test
     while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         test = test.expression
-    return isinstance(test, cst.Comparison) and any(
-        isinstance(o, cst.Call) and not o.args and isinstance(o.func, cst.Attribute) and o.func.attr.value == "item"
-        for o in [test.left] + [c.comparator for c in test.comparisons])
+    operands = [test.left] + [c.comparator for c in test.comparisons] if isinstance(test, cst.Comparison) else [test]
+    # `assert (ids < n).all().item(), msg`: the bare truth value of one read (generalisation probe)
+    return any(isinstance(o, cst.Call) and not o.args and isinstance(o.func, cst.Attribute) and o.func.attr.value == "item"
+               for o in operands)
 
 
 def _debug_host_work(gb_type: str, loc: Located | None) -> bool:

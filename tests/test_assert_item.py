@@ -172,7 +172,9 @@ def test_taxonomy_leaves_other_item_sites_alone(tmp_path):
     src.write_text("import torch\n\n\ndef f(t, n):\n    k = t.max().item()\n    assert k <= n\n"
                    "    assert t.max().item()\n    return t[:k]\n")
     assert categorize(ITEM_GB, locate(str(src), 5)) == "item-tolist"
-    assert categorize(ITEM_GB, locate(str(src), 7)) == "item-tolist"
+    # the bare truth of one read is an item assert too (a generalisation probe): its tensor's
+    # truth value is the number's, NaN included
+    assert categorize(ITEM_GB, locate(str(src), 7)) == "raise-assert"
 
 
 # --- behaviour of the mended code: eager, compiled, python -O ------------------------------------
@@ -252,3 +254,18 @@ def test_mend_fix_end_to_end(tmp_path):
     with pytest.raises(AssertionError):
         compiled(x, torch.tensor([6, 9]))
     assert compiled(x, torch.tensor([6, 4])).shape == (2, 6, 8)
+
+
+def test_the_bare_truth_of_an_item_read_is_fixed_end_to_end(tmp_path):
+    res = fix(str(FIXTURES / "assert_item_truth.py"), unsafe_fixes=True, max_examples=5)
+    assert [rw["rule"] for rw in res.rewrites] == ["predicated-validation"], [d.to_json() for d in res.declined]
+    assert (res.before.graph_count, res.after.graph_count) == (2, 1)
+    path = tmp_path / "mended_truth.py"
+    path.write_text(res.mended)
+    mod = _load(path, "_ai_truth")
+    model = vr.install(mod.Model().eval())
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="aot_eager")
+    with pytest.raises(AssertionError, match="input_ids out of vocabulary"):
+        compiled(torch.tensor([[1, 2, 10]]))
+    assert compiled(torch.tensor([[1, 2, 3]])).shape == (1, 8)
