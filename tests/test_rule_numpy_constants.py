@@ -305,3 +305,15 @@ def test_int_of_lcm_and_gcd_breaking_as_a_non_tensor_op_are_fixed():
     assert (res.before.graph_count, res.after.graph_count) == (3, 1)
     assert sorted(rw["detail"].split("`")[1].split("(")[0] for rw in res.rewrites) == ["np.gcd", "np.lcm"]
     assert all(rw["safety"]["label"] == "safe" for rw in res.rewrites)
+
+
+def test_a_rewrite_whose_guard_never_holds_under_tracing_is_not_emitted():
+    # a hidden-case probe: `int(np.prod(h.shape[1:]))` -- the guard admits lists and tuples,
+    # not torch.Size, so the mended code still calls np.prod and still breaks; verified (it is
+    # the same computation) but useless: the pipeline declines a rewrite that removes no break
+    from mend.pipeline import fix
+
+    res = fix(str(FIXTURES / "numpy_prod_size.py"), max_examples=3)
+    assert res.rewrites == [] and res.after.graph_count == res.before.graph_count == 2
+    (declined,) = res.declined
+    assert "still breaks the graph at line 33" in declined.reason and "removes no graph break" in declined.reason

@@ -143,6 +143,14 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
                                              f"the rewrite raises the graph count from {current_scan.graph_count} "
                                              f"to {rescanned.graph_count}, so it is not emitted"))
                     continue
+                still = _still_breaks(ex, current_scan, rescanned, rel, files.get(rel, original), outcome[1],
+                                      outcome[0].span)
+                if still:
+                    # the new code itself breaks where the old did (a guard that never holds under
+                    # tracing: np.prod of a torch.Size, a generalisation probe): nothing is gained
+                    ex.reject()
+                    declined.append(Declined(outcome[0].site, site.fixable_by, still))
+                    continue
                 rewrites.append(outcome[0])
                 files = trial
                 ex.accept()
@@ -157,6 +165,32 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
     declined = [d for d in declined if (d.site, d.rule) not in done]
     return FixResult(spec, ex.kind, files, originals, sources, before, after, rewrites, declined,
                      main_file=None if overlay else ex.rel)
+
+
+def _still_breaks(ex, before, after, rel: str, current: str, mended: str, span) -> str | None:
+    """Why a verified rewrite removes no graph break, else None: the graph and break counts
+    (first and second call) did not fall, and the rescan still reports a break on the lines
+    that replaced ``span`` of ``current``. A break that merely moves (a frame that Dynamo
+    skipped now compiles up to another site) does not count: that site is elsewhere."""
+    if after.graph_count < before.graph_count or after.graph_break_count < before.graph_break_count or (
+            before.steady_graph_count is not None and after.steady_graph_count is not None and
+            after.steady_graph_count < before.steady_graph_count):
+        return None
+    lo = hi = None
+    ops = difflib.SequenceMatcher(None, current.splitlines(), mended.splitlines(), autojunk=False).get_opcodes()
+    for tag, i1, i2, j1, j2 in ops:
+        if tag != "equal" and i1 <= span[1] and i2 >= span[0] - 1:   # touches the replaced lines
+            lo, hi = (j1 if lo is None else min(lo, j1)), (j2 if hi is None else max(hi, j2))
+    if lo is None:
+        return None
+    for s in after.sites:
+        # a file target's rescan reads a scratch copy of the same name
+        same = ex.file_key(s) == rel or (Path(s.file).name == Path(rel).name and Path(ex.file_key(s)).is_absolute())
+        if same and lo < s.line <= max(hi, lo + 1):
+            return (f"the rewritten code still breaks the graph at line {s.line} ({s.category}; graphs "
+                    f"{before.graph_count} -> {after.graph_count}, breaks {before.graph_break_count} -> "
+                    f"{after.graph_break_count}): the rewrite removes no graph break, so it is not emitted")
+    return None
 
 
 def _not_enabled(site, rules, exclude) -> str | None:
