@@ -409,3 +409,30 @@ def test_replayed_log_records_leave_other_threads_alone():
     assert len(direct_sites) == 1 and next(iter(direct_sites))[1] == "direct"
     assert len(deferred_sites) == 1 and next(iter(deferred_sites))[1] == "f"
     assert sum(1 for r in handler.seen if r[2] == "direct") == 300
+
+
+def test_a_stacklevel_past_the_compiled_frame_names_the_caller_as_eager_does(tmp_path):
+    # a hidden-case probe: `warnings.warn(..., stacklevel=2)` in forward was attributed to
+    # mend/runtime.py when replayed; eager (and the compiled original) name forward's caller
+    source = ("import warnings\nimport torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+              "        h = x * 2\n        warnings.warn('deprecated path', UserWarning, stacklevel=2)\n"
+              "        return h + 1\n")
+    res = de.rewrite(cst.parse_module(source), 8)
+    assert isinstance(res, de.RewriteResult), res
+    paths = {"original": tmp_path / "sl_orig.py", "mended": tmp_path / "sl_mended.py"}
+    paths["original"].write_text(source)
+    paths["mended"].write_text(res.code)
+    seen = {}
+    for tag, path in paths.items():
+        mod = _load(path, f"_stacklevel_{tag}")
+        for mode in ("eager", "compiled"):
+            torch._dynamo.reset()
+            model = mod.M()
+            fn = model if mode == "eager" else torch.compile(model, backend="aot_eager")
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                fn(torch.ones(2))
+            seen[tag, mode] = [(os.path.basename(w.filename), w.lineno) for w in caught
+                               if str(w.message) == "deprecated path"]
+    assert seen["original", "eager"] and seen["original", "eager"][0][0] == "module.py"
+    assert seen["mended", "compiled"] == seen["original", "compiled"] == seen["original", "eager"]
