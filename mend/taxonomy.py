@@ -5,7 +5,7 @@ statement at the break site.
 category               what it is
 =====================  ==================================================================
 data-dependent-branch  ``if``/``and``/``or``/``bool()`` on a tensor's value
-data-dependent-loop    ``while`` on a tensor's value
+data-dependent-loop    ``while`` on a tensor's value, or an ``if`` on one that ends in ``break``
 python-state-mutation  a tensor-guarded branch that mutates Python state (counters, flags)
 raise-assert           a tensor-guarded ``raise`` or ``assert``
 print-logging          ``print``, a ``logging``/transformers logger call, ``warnings.warn``
@@ -349,6 +349,16 @@ def _state_write_plan(loc: Located) -> bool:
     return isinstance(plan, Plan) and decide_bounds(plan) is None
 
 
+def _only_loop_exit(node: cst.If) -> bool:
+    """An ``if`` without ``else`` whose body ends in ``break``: an early exit, the loop's
+    trip count decided by the test."""
+    body = _if_body(node)
+    last = body[-1] if body else None
+    if isinstance(last, cst.SimpleStatementLine):
+        last = last.body[-1]
+    return node.orelse is None and isinstance(last, cst.Break)
+
+
 def categorize(gb_type: str, loc: Located | None) -> str:
     """The taxonomy category of a break from its gb_type and the statement at its site."""
     node = loc.node if loc is not None else None
@@ -360,6 +370,9 @@ def categorize(gb_type: str, loc: Located | None) -> str:
         if isinstance(node, cst.If):
             if _only_raise(_if_body(node)):
                 return "raise-assert"
+            if _only_loop_exit(node):
+                # `for ...: if (cum >= 1).all(): break`: the loop's trip count is the tensor's
+                return "data-dependent-loop"
             if _mutates_python_state(_if_body(node)):
                 return "python-state-mutation"
         if _constant_buffer(loc):

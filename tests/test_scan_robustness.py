@@ -253,3 +253,16 @@ def test_a_ring_buffer_is_not_called_a_0d_buffer():
         "        v = torch.tensor(5)\n        self.limit = nn.Buffer(v, persistent=False)\n"
         "        self.table = nn.Buffer(torch.tensor([1, 2]))\n").body[0]
     assert _tensor_buffers(klass, {"torch"}) == ["limit", "offset"]
+
+
+def test_an_early_exit_on_a_tensor_test_is_a_data_dependent_loop(tmp_path):
+    # a hidden-case probe: `for ...: if (cum >= 1).all(): break` was filed as a branch
+    from mend.locate import locate
+    from mend.taxonomy import categorize
+
+    path = tmp_path / "halt.py"
+    path.write_text("def f(h, cum):\n    for _ in range(6):\n        if (cum >= 1).all():\n            break\n"
+                    "        if cum.sum() > 3: break\n        if cum.any():\n            h = h + 1\n"
+                    "            break\n        else:\n            pass\n    return h\n")
+    got = [categorize("Data-dependent branching", locate(str(path), line)) for line in (3, 5, 6)]
+    assert got == ["data-dependent-loop", "data-dependent-loop", "data-dependent-branch"]
