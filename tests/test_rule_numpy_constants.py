@@ -308,12 +308,29 @@ def test_int_of_lcm_and_gcd_breaking_as_a_non_tensor_op_are_fixed():
 
 
 def test_a_rewrite_whose_guard_never_holds_under_tracing_is_not_emitted():
-    # a hidden-case probe: `int(np.prod(h.shape[1:]))` -- the guard admits lists and tuples,
-    # not torch.Size, so the mended code still calls np.prod and still breaks; verified (it is
-    # the same computation) but useless: the pipeline declines a rewrite that removes no break
+    # a hidden-case probe found `int(np.prod(h.shape[1:]))` emitted behind a guard that never
+    # held (a torch.Size was not admitted): verified, being the same computation, but useless;
+    # the pipeline declines a rewrite that removes no break (here: a tuple of floats)
     from mend.pipeline import fix
 
-    res = fix(str(FIXTURES / "numpy_prod_size.py"), max_examples=3)
+    res = fix(str(FIXTURES / "numpy_prod_floats.py"), max_examples=3)
     assert res.rewrites == [] and res.after.graph_count == res.before.graph_count == 2
     (declined,) = res.declined
-    assert "still breaks the graph at line 33" in declined.reason and "removes no graph break" in declined.reason
+    assert "still breaks the graph at line 16" in declined.reason and "removes no graph break" in declined.reason
+
+
+def test_the_prod_of_a_shape_is_fixed_with_torch_size_admitted():
+    from mend.pipeline import fix
+
+    res = fix(str(FIXTURES / "numpy_prod_size.py"), verify="strict", max_examples=3)
+    assert (res.before.graph_count, res.after.graph_count) == (2, 1)
+    (rw,) = res.rewrites
+    assert rw["safety"]["label"] == "safe" and "type(v) is torch.Size" in res.mended
+    assert {o["kind"]: o["result"] for o in rw["obligations"]} == {"numpy-int64-exact": "proved",
+                                                                   "numpy-result-consumer": "checked"}
+    # a module where `torch` is not torch's: the guard's torch.Size proves nothing
+    code = res.mended.replace("import torch\n", "import torch\ntorch = None\n", 1)
+    ob = next(o for o in rw["obligations"] if o["kind"] == "numpy-int64-exact")
+    assert int64_exact(ob, Ctx({}, {}, code)).result == "unknown"
+    ob = next(o for o in rw["obligations"] if o["kind"] == "numpy-result-consumer")
+    assert result_consumer(ob, Ctx({}, {}, code)).result == "refuted"

@@ -121,8 +121,9 @@ def read_guard(call: ast.Call, op: str, np_name: str) -> dict:
     if op == "prod":
         kinds = terms[0]
         if not (len(terms) == 4 and isinstance(kinds, ast.BoolOp) and isinstance(kinds.op, ast.Or)
-                and len(kinds.values) == 2 and _type_is(kinds.values[0], v, "list")
-                and _type_is(kinds.values[1], v, "tuple")):
+                and len(kinds.values) in (2, 3) and _type_is(kinds.values[0], v, "list")
+                and _type_is(kinds.values[1], v, "tuple")
+                and (len(kinds.values) == 2 or _type_is(kinds.values[2], v, "torch.Size"))):
             raise _Unreadable("the guard is not `(type(v) is list or type(v) is tuple) and LO < len(v) < N and "
                               "all([...]) and math.prod(v) < P`")
         len_lo, len_hi = _open_range(terms[1], f"len({v})")
@@ -131,7 +132,8 @@ def read_guard(call: ast.Call, op: str, np_name: str) -> dict:
         if not (isinstance(last, ast.Compare) and len(last.ops) == 1 and isinstance(last.ops[0], ast.Lt)
                 and _is_call(last.left, "math.prod", [v])):
             raise _Unreadable("the product test is not `math.prod(v) < P`")
-        return {"len_lo": len_lo, "len_hi": len_hi, "lo": lo, "hi": hi, "prod_hi": _const(last.comparators[0])}
+        return {"len_lo": len_lo, "len_hi": len_hi, "lo": lo, "hi": hi, "prod_hi": _const(last.comparators[0]),
+                "torch_size": len(kinds.values) == 3}
     if op in ("lcm", "gcd"):
         if len(params) != 2 or len(call.args) != 2:
             raise _Unreadable(f"{op} takes two operands")
@@ -266,6 +268,9 @@ def int64_exact(ob: dict, ctx: Ctx) -> Outcome:
         return unknown("the guard's bounds are beyond what is encoded")
     if np_name not in _module_aliases(ast.parse(ctx.code), "numpy"):
         return unknown(f"`{np_name}` is not bound to numpy alone in the mended source: the fallback is not numpy's")
+    if g.get("torch_size") and "torch" not in _module_aliases(ast.parse(ctx.code), "torch"):
+        return unknown("`torch` is not bound to torch alone in the mended source: the guard's `torch.Size` may be "
+                       "another type")
     if op == "prod" and (g["lo"] < 0 or g["prod_hi"] > 2 ** 63):
         return unknown("the prod guard admits a non-positive element or a product beyond int64: not encoded")
     env = _numpy_int64_observed()
@@ -413,6 +418,9 @@ def result_consumer(ob: dict, ctx: Ctx) -> Outcome:
         return check_refuted(by, f"the module binds `{rebound[0]}`, which the guarded expression calls as a builtin")
     if ob.get("numpy") not in np_names:
         return check_refuted(by, f"`{ob.get('numpy')}` is not bound to numpy alone in the mended source")
+    if "type(v) is torch.Size" in mended and "torch" not in torch_names:
+        return check_refuted(by, "`torch` is not bound by `import torch` alone in the mended source (the guard "
+                             "admits its `torch.Size`)")
     if ob.get("op") in ("prod", "lcm", "gcd") and "math" not in _module_aliases(tree, "math"):
         return check_refuted(by, "`math` is not bound by `import math` alone in the mended source")
     differs = _observe(*got)

@@ -9,11 +9,12 @@ exact Python function on the same operands is a constant Dynamo folds: big_bird 
 graphs by hand, with bit-identical outputs.
 
 The rewrite keeps the numpy call wherever the operands are not what the Python function
-assumes::
+assumes (``torch.Size``, a shape such as ``h.shape[1:]``, is admitted by ``prod`` where the
+module binds ``torch`` by ``import torch`` alone)::
 
     (lambda v: sum(v) if type(v) is list and 0 < len(v) < 2**31
                and all([type(e) is int and -2**31 < e < 2**31 for e in v]) else np.sum(v))(X)
-    (lambda v: math.prod(v) if (type(v) is list or type(v) is tuple) and 0 < len(v) < 2**31
+    (lambda v: math.prod(v) if (type(v) is list or type(v) is tuple [or type(v) is torch.Size]) and 0 < len(v) < 2**31
                and all([type(e) is int and 0 < e < 2**31 for e in v]) and math.prod(v) < 2**63
                else np.prod(v))(X)
     (lambda a, b: math.lcm(a, b) if type(a) is int and type(b) is int

@@ -24,7 +24,9 @@ def guarded(site: Site) -> str:
         return (f"(lambda v: sum(v) if type(v) is list and 0 < len(v) < {MAX_LEN_TEXT} and "
                 f"all([type(e) is int and -{b} < e < {b} for e in v]) else {np_}.sum(v))({ops})")
     if site.func == "prod":
-        return (f"(lambda v: math.prod(v) if (type(v) is list or type(v) is tuple) and 0 < len(v) < {MAX_LEN_TEXT} "
+        # a shape (`h.shape[1:]`) is a torch.Size, a tuple subclass: admitted by its exact type
+        kinds = "type(v) is list or type(v) is tuple" + (f" or type(v) is {site.size_type}" if site.size_type else "")
+        return (f"(lambda v: math.prod(v) if ({kinds}) and 0 < len(v) < {MAX_LEN_TEXT} "
                 f"and all([type(e) is int and 0 < e < {b} for e in v]) and math.prod(v) < {PROD_BOUND_TEXT} "
                 f"else {np_}.prod(v))({ops})")
     repl = FUNCS[site.func][1]

@@ -43,6 +43,8 @@ class Site:
     np_name: str                    # how the module spells numpy at the call (`np`)
     operands: list[cst.BaseExpression]
     consumer: str                   # what uses the result (`np.zeros shape`, `range`, `int`)
+    size_type: str | None = None    # prod: `torch.Size` admitted too (`np.prod(h.shape[1:])`), when the
+    #                                 module binds `torch` by `import torch` alone
 
 
 @dataclass
@@ -357,7 +359,8 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
             first_decline = first_decline or (f"the module binds `math` otherwise than by a top-level `import math` "
                                                f"alone (or has no import line to add it to), which `{repl}` needs")
             continue
-        sites.append(Site(call, func, np_name, operands, consumer))
+        sites.append(Site(call, func, np_name, operands, consumer,
+                          "torch.Size" if func == "prod" and "torch" in torch_names else None))
     if not sites:
         return Decline(NAME, first_decline)
     return Plan(node, sites, import_math=not math_imported and any(FUNCS[s.func][1].startswith("math.")
