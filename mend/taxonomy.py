@@ -85,8 +85,9 @@ UNFIXABLE_REASONS = {
                         "capture_dynamic_output_shape_ops=True, which changes every shape downstream",
     "numpy": "the NumPy call has no traceable PyTorch equivalent that keeps its random stream or dtype",
     "generator": "the module keeps a Python iterator/generator whose state advances per call; the graph cannot own it",
-    "unsupported-builtin": "the call (wall clock, Python RNG, global seeding, a skipped library function) "
-                           "has effects Dynamo cannot trace and no graph-native equivalent",
+    "unsupported-builtin": "the call (wall clock, Python RNG, global seeding, a tensor's storage address "
+                           "`data_ptr()`, a skipped library function) has effects or a value Dynamo cannot trace "
+                           "and no graph-native equivalent",
     "deepcopy": "copy.deepcopy of live objects cannot be traced",
     "isinstance-type-check": "Dynamo cannot decide the isinstance check statically",
     "hook-or-lock": "Dynamo cannot trace registering a module hook or taking a threading lock; where this is "
@@ -426,7 +427,8 @@ def categorize(gb_type: str, loc: Located | None) -> str:
     if gb_type in ("Unsupported method call", "C-implemented special method without VariableTracker model") \
             and loc is not None and re.search(r"\b(next|iter)\(", loc.code()):
         return "generator"
-    if gb_type in _SKIPPED or gb_type in {"Tensor.random_ op", "torch.Generator method"} or "random" in low:
+    if gb_type in _SKIPPED or gb_type in {"Tensor.random_ op", "torch.Generator method"} or "random" in low or \
+            "data pointer" in low:   # `if t.data_ptr() != self._ptr:` -- a host address, not a value
         return "unsupported-builtin"
     if _self_attribute_write(node):
         return "module-attribute-write"

@@ -266,3 +266,17 @@ def test_an_early_exit_on_a_tensor_test_is_a_data_dependent_loop(tmp_path):
                     "            break\n        else:\n            pass\n    return h\n")
     got = [categorize("Data-dependent branching", locate(str(path), line)) for line in (3, 5, 6)]
     assert got == ["data-dependent-loop", "data-dependent-loop", "data-dependent-branch"]
+
+
+def test_a_data_pointer_comparison_is_an_unsupported_builtin_with_its_reason(tmp_path):
+    # a hidden-case probe: `if positions.data_ptr() != self._cached_ptr:` ("Data pointer
+    # comparison") was "other: no rule handles this kind of graph break"
+    from mend.locate import locate
+    from mend.rules import match_site
+    from mend.taxonomy import categorize
+
+    path = tmp_path / "ptr.py"
+    path.write_text("def f(self, positions):\n    if positions.data_ptr() != self._cached_ptr:\n        pass\n")
+    loc = locate(str(path), 2)
+    assert categorize("Data pointer comparison", loc) == "unsupported-builtin"
+    assert "data_ptr()" in match_site("unsupported-builtin", loc).reason

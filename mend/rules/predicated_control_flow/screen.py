@@ -80,8 +80,13 @@ def _screen(expr: cst.CSTNode, env: _Env, side: str | None = None) -> None:
 def _screen_call(call: cst.Call, env: _Env, side: str | None) -> None:
     if _code(call).startswith(FORCING_HOOK):
         return  # the verifier's predicate-forcing hook (verifier/forcing.py); its argument is screened
+    who = "a side" if side is not None else "the condition"   # the predicate is screened here too
+    if call_name(call) in ("any", "all") and env.qualified(call_name(call)) is None:
+        raise _Declined(f"{who} calls the builtin `{call_name(call)}()`, which iterates in Python and stops at the "
+                        "first decisive element: there is no single tensor predicate to predicate on (by hand: "
+                        f"`torch.stack([...]).{call_name(call)}()` over the same tensors, when each is a 0-d bool)")
     if has_out_kwarg(call):
-        raise _Declined("a side writes through `out=`")
+        raise _Declined(f"{who} writes through `out=`")
     dotted = call_name(call)
     func = call.func
     method = func.attr.value if isinstance(func, cst.Attribute) else None
@@ -89,15 +94,15 @@ def _screen_call(call: cst.Call, env: _Env, side: str | None) -> None:
     if qual is not None and "." in qual:  # a module function: torch.*, F.*, math.*
         last = qual.rsplit(".", 1)[1]
         if not (qual.startswith("torch.") or qual.startswith("math.")):
-            raise _Declined(f"a side calls `{dotted}`, which might not be pure")
+            raise _Declined(f"{who} calls `{dotted}`, which might not be pure")
         if last.endswith("_") and not last.endswith("__"):
-            raise _Declined(f"a side mutates a tensor in place (`{dotted}`)")
+            raise _Declined(f"{who} mutates a tensor in place (`{dotted}`)")
         if last in _RANDOM:
-            raise _Declined(f"a side draws random numbers (`{dotted}`); running it on the untaken side "
+            raise _Declined(f"{who} draws random numbers (`{dotted}`); running it on the untaken side "
                             "would advance the RNG")
         if qual.startswith(_TORCH_EFFECT_MODULES) or last in _TORCH_EFFECT_NAMES or last.startswith(
                 ("set_", "_assert")):
-            raise _Declined(f"a side calls `{dotted}`, which has an effect")
+            raise _Declined(f"{who} calls `{dotted}`, which has an effect")
         _nonfinite(call, last, env, side)
     elif dotted is not None and dotted.startswith("self.") and dotted.count(".") == 1 and env.hoisting is not None:
         # a memoised initialiser: `self.<attr>(...)` holding a plain function is accepted
@@ -113,27 +118,27 @@ def _screen_call(call: cst.Call, env: _Env, side: str | None) -> None:
     elif dotted is not None and dotted.startswith("self.") and dotted.count(".") == 1:
         attr = dotted.split(".")[1]
         if attr in env.methods:
-            raise _Declined(f"a side calls the method `{dotted}`, which might not be pure")
+            raise _Declined(f"{who} calls the method `{dotted}`, which might not be pure")
         ctor = env.submodules.get(attr, "")
         if any(k in ctor for k in _IMPURE_SUBMODULES):
-            raise _Declined(f"a side calls `{dotted}` ({ctor}), which is not pure in training mode")
+            raise _Declined(f"{who} calls `{dotted}` ({ctor}), which is not pure in training mode")
         if side is not None:
             env.oblige("untaken-side-runs", call=_code(call), guard=side)
     elif dotted is not None and "." not in dotted:  # a bare name: only a few pure builtins
         if dotted not in _PURE_BUILTINS or dotted in env.aliases:
-            raise _Declined(f"a side calls `{dotted}`, which might not be pure")
+            raise _Declined(f"{who} calls `{dotted}`, which might not be pure")
         if dotted in ("float", "int") and not all(
                 isinstance(a.value, (cst.SimpleString, cst.Integer, cst.Float)) for a in call.args):
-            raise _Declined(f"a side converts a tensor to a Python number (`{_code(call)}`)")
+            raise _Declined(f"{who} converts a tensor to a Python number (`{_code(call)}`)")
     elif method is not None:  # a method call: a tensor method, or a submodule of self
         if method.endswith("_") and not method.endswith("__") and not method.startswith("_"):
-            raise _Declined(f"a side mutates a tensor in place (`{method}`)")
+            raise _Declined(f"{who} mutates a tensor in place (`{method}`)")
         if method in _SCALAR_METHODS:
-            raise _Declined(f"a side reads a Python value out of the graph (`.{method}()`)")
+            raise _Declined(f"{who} reads a Python value out of the graph (`.{method}()`)")
         if method in _EFFECT_METHODS:
-            raise _Declined(f"a side calls `.{method}()`, which may mutate state")
+            raise _Declined(f"{who} calls `.{method}()`, which may mutate state")
         if method in _RANDOM:
-            raise _Declined(f"a side draws random numbers (`.{method}()`)")
+            raise _Declined(f"{who} draws random numbers (`.{method}()`)")
         if dotted is not None and dotted.startswith("self.") and side is not None:
             env.oblige("untaken-side-runs", call=_code(call), guard=side)
         _nonfinite(call, method, env, side)
@@ -141,7 +146,7 @@ def _screen_call(call: cst.Call, env: _Env, side: str | None) -> None:
         if side is not None:  # self.layers[i](x): a submodule call
             env.oblige("untaken-side-runs", call=_code(call), guard=side)
     else:
-        raise _Declined(f"a side calls `{_code(func)}`, which might not be pure")
+        raise _Declined(f"{who} calls `{_code(func)}`, which might not be pure")
 
 
 def _subscript_root(node: cst.BaseExpression) -> cst.BaseExpression:
