@@ -59,6 +59,28 @@ def _mended_block(code: str, expr: str) -> str | None:
     return None
 
 
+def _bound_just_before(code: str, name: str, source: str) -> bool:
+    """The statement right before the ``if`` holding the new ``_assert_async`` on ``name`` is
+    ``name = <source>``, in the same block: the hoisted condition is the original one, evaluated
+    where the call evaluated it."""
+    try:
+        tree, want = ast.parse(code), ast.dump(ast.parse(source, mode="eval").body)
+    except SyntaxError:
+        return False
+    for node in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            stmts = getattr(node, field, None)
+            if not isinstance(stmts, list):
+                continue
+            for prev, stmt in zip(stmts, stmts[1:]):
+                if isinstance(stmt, ast.If) and stmt.body and "._assert_async(" in ast.unparse(stmt.body[0]) and \
+                        name in ast.unparse(stmt.test):
+                    return isinstance(prev, ast.Assign) and len(prev.targets) == 1 and \
+                        isinstance(prev.targets[0], ast.Name) and prev.targets[0].id == name and \
+                        ast.dump(prev.value) == want
+    return False
+
+
 def _torch_names(code: str) -> dict:
     import torch
 
@@ -89,6 +111,13 @@ def check_equivalent(ob: dict, ctx: Ctx) -> Outcome:
     if block is None:
         return unknown(f"no guarded torch._assert_async on `{expr}` with a _check_tensor_all fallback was found in "
                        "the mended source")
+    hoisted = ob.get("hoisted")
+    if hoisted is not None and not _bound_just_before(ctx.code, expr, hoisted):
+        return unknown(f"`{expr}` is not bound to `{hoisted}` by the statement right before the mended check")
+    text = ob.get("message")
+    callable_message = bool(ob.get("message_callable"))
+    if callable_message and not isinstance(text, str):
+        return unknown("the message callable's text is not recorded")
     env = _torch_names(ctx.code)
     compiled_code = compile(block, "<mended check>", "exec")
 
@@ -96,7 +125,8 @@ def check_equivalent(ob: dict, ctx: Ctx) -> Outcome:
         exec(compiled_code, dict(env), {PLACEHOLDER: value})
 
     def original(value):
-        torch._check_tensor_all(value)
+        # the original call: with its constant message callable, when it had one
+        torch._check_tensor_all(value, (lambda: text) if callable_message else None)
 
     by = ("translation validation by observation on the installed torch: the mended statement, taken from the "
           "mended source, against torch._check_tensor_all on probe conditions (raises or not, exception type, "

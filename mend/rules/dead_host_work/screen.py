@@ -160,7 +160,10 @@ def canonical_target(expr: cst.BaseExpression, aliases: set[str], module: cst.Mo
         return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")", ""
     if isinstance(expr, cst.Subscript):
         return None, (f"the target `{code_of(expr).strip()}` is a typing generic: torch.jit.isinstance checks its "
-                      "element types (container_checker), builtin isinstance cannot")
+                      "element types (container_checker) and first compares the object with [], {} and () to warn "
+                      "about an empty container (a tensor there raises); the rule does not rebuild that (by hand, "
+                      "for a value known to be a non-empty tuple: `isinstance(o, tuple) and len(o) == 2 and "
+                      "all(isinstance(t, torch.Tensor) for t in o)`)")
     name = dotted(expr)
     if name is None:
         return None, f"the target `{code_of(expr).strip()}` is not a class name"

@@ -42,12 +42,12 @@ FIX_EXAMPLES: list[tuple] = [
     # the guard needs positive ints and an exact product below 2**63 (np.prod wraps in int64)
     (
         'import numpy as np\nimport torch\n\n\nclass Patchify(torch.nn.Module):\n    def __init__(self, patch_size=(4, 4)):\n        super().__init__()\n        self.patch_size = patch_size\n\n    def forward(self, x):\n        patch_dim = int(np.prod(self.patch_size)) * x.shape[1]\n        return x.reshape(x.shape[0], -1, patch_dim)\n',
-        'import numpy as np\nimport torch; import math\n\n\nclass Patchify(torch.nn.Module):\n    def __init__(self, patch_size=(4, 4)):\n        super().__init__()\n        self.patch_size = patch_size\n\n    def forward(self, x):\n        patch_dim = int((lambda v: math.prod(v) if (type(v) is list or type(v) is tuple) and 0 < len(v) < 2**31 and all([type(e) is int and 0 < e < 2**31 for e in v]) and math.prod(v) < 2**63 else np.prod(v))(self.patch_size)) * x.shape[1]  # mend: numpy-constants (was: np.prod(self.patch_size))\n        return x.reshape(x.shape[0], -1, patch_dim)\n',
+        'import numpy as np\nimport torch; import math\n\n\nclass Patchify(torch.nn.Module):\n    def __init__(self, patch_size=(4, 4)):\n        super().__init__()\n        self.patch_size = patch_size\n\n    def forward(self, x):\n        patch_dim = int((lambda v: math.prod(v) if (type(v) is list or type(v) is tuple or type(v) is torch.Size) and 0 < len(v) < 2**31 and all([type(e) is int and 0 < e < 2**31 for e in v]) and math.prod(v) < 2**63 else np.prod(v))(self.patch_size)) * x.shape[1]  # mend: numpy-constants (was: np.prod(self.patch_size))\n        return x.reshape(x.shape[0], -1, patch_dim)\n',
     ),
     # np.prod sizing a torch allocation, `import math` already there
     (
         'import math\n\nimport numpy as np\nimport torch\n\n\ndef buf(x, dims):\n    return torch.zeros(x.shape[0], np.prod(dims))\n',
-        'import math\n\nimport numpy as np\nimport torch\n\n\ndef buf(x, dims):\n    return torch.zeros(x.shape[0], (lambda v: math.prod(v) if (type(v) is list or type(v) is tuple) and 0 < len(v) < 2**31 and all([type(e) is int and 0 < e < 2**31 for e in v]) and math.prod(v) < 2**63 else np.prod(v))(dims))  # mend: numpy-constants (was: np.prod(dims))\n',
+        'import math\n\nimport numpy as np\nimport torch\n\n\ndef buf(x, dims):\n    return torch.zeros(x.shape[0], (lambda v: math.prod(v) if (type(v) is list or type(v) is tuple or type(v) is torch.Size) and 0 < len(v) < 2**31 and all([type(e) is int and 0 < e < 2**31 for e in v]) and math.prod(v) < 2**63 else np.prod(v))(dims))  # mend: numpy-constants (was: np.prod(dims))\n',
     ),
     # range() as the consumer, in a loop header
     (

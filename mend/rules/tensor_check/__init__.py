@@ -33,10 +33,15 @@ adversarial review). So the rule declines a check in a function that changes any
 loop; callers inlined into the same graph are covered by the state observation of the
 example run only (an assumption recorded with ``state-unchanged-on-raise``).
 
-Also declined: a message callable (its text exists only when the check fails), a condition
-that is not a plain local name (an attribute may be a property; the rewrite reads the
-condition up to three times), a keyword condition, other statements or a comment on the
-line.
+A condition that is not a plain local name (an expression; an attribute may be a property)
+is bound to the local ``_mend_check_cond`` on the line before, evaluated once where the call
+evaluated it (the rewrite reads the condition three times); the verifier re-checks that the
+local is bound to the call's expression right before the check. A message callable
+``lambda: "<constant text>"`` becomes the message (its text is known); the fallback keeps it.
+
+Also declined: any other message callable (its text exists only when the check fails), a
+keyword condition, a function that reads its own locals (``locals()``...), other statements
+or a comment on the line.
 """
 from __future__ import annotations
 

@@ -102,23 +102,22 @@ def f(x):
     torch._check_tensor_all(x > 0, lambda: f"bad {x}")
     return x
 ''', "message callable"),
-    # a computed condition would be evaluated three times by the rewrite
+    # the hoisted condition's new local would show in locals()
     ('''import torch
 
 
 def f(x):
     torch._check_tensor_all(x > 0)
-    return x
-''', "not a plain local name"),
-    # an attribute may be a property that runs code on every read (adversarial review)
+    return locals()
+''', "reads its own locals"),
+    # a name the rewrite would bind is already used
     ('''import torch
 
 
-class Gate(torch.nn.Module):
-    def forward(self, x):
-        torch._check_tensor_all(self.valid)
-        return x * 2
-''', "not a plain local name"),
+def f(x, _mend_check_cond):
+    torch._check_tensor_all(x > 0)
+    return x
+''', "already uses the name"),
     # the handler would not see a failure raised when the compiled graph returns (adversarial review)
     ('''import torch
 
@@ -211,6 +210,54 @@ class Model(nn.Module):
         torch._check_tensor_all(ok)
         return self.lin(x)
 ''', "changes state"),
+]
+
+FIX_EXAMPLES += [
+    # a computed condition, read three times by the rewrite: bound to a local first, evaluated
+    # once where the call evaluated it; a constant message callable becomes the message (a
+    # generalisation probe); an attribute (maybe a property) is read once the same way
+    (
+        '''import torch
+
+
+def f(x):
+    torch._check_tensor_all(x > 0, lambda: "x must be positive")
+    return x
+''',
+        '''import torch
+
+
+def f(x):
+    _mend_check_cond = x > 0
+    if isinstance(_mend_check_cond, torch.Tensor) and _mend_check_cond.dtype == torch.bool:
+        torch._assert_async(_mend_check_cond._is_all_true(), 'x must be positive')  # mend: tensor-check (was: torch._check_tensor_all(x > 0, lambda: "x must be positive"))
+    else:
+        torch._check_tensor_all(_mend_check_cond, lambda: "x must be positive")
+    return x
+''',
+    ),
+    (
+        '''import torch
+
+
+class Gate(torch.nn.Module):
+    def forward(self, x):
+        torch._check_tensor_all(self.valid)
+        return x * 2
+''',
+        f'''import torch
+
+
+class Gate(torch.nn.Module):
+    def forward(self, x):
+        _mend_check_cond = self.valid
+        if isinstance(_mend_check_cond, torch.Tensor) and _mend_check_cond.dtype == torch.bool:
+            torch._assert_async(_mend_check_cond._is_all_true(), {_MSG})  # mend: tensor-check (was: torch._check_tensor_all(self.valid))
+        else:
+            torch._check_tensor_all(_mend_check_cond)
+        return x * 2
+''',
+    ),
 ]
 
 NOOP_EXAMPLES: list[str] = [

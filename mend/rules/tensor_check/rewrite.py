@@ -9,7 +9,7 @@ import libcst as cst
 
 from mend.rules._base import Decline, RewriteResult
 from mend.rules._common import Replace, code_of, statement_at
-from mend.rules.tensor_check.screen import DEFAULT_MESSAGE, NAME, screen
+from mend.rules.tensor_check.screen import DEFAULT_MESSAGE, HOISTED, NAME, screen
 
 
 def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
@@ -21,21 +21,32 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     plan = screen(node, ancestors)
     if isinstance(plan, Decline):
         return plan
-    cond, t = code_of(plan.cond).strip(), plan.torch_name
-    call = f"{t}._check_tensor_all({cond})"  # the screen admits no other argument
+    t = plan.torch_name
+    source = code_of(plan.cond).strip()
+    hoisted = not isinstance(plan.cond, cst.Name)
+    cond = HOISTED if hoisted else source
+    message = DEFAULT_MESSAGE if plan.message is None else plan.message
+    extra = "" if plan.message_arg is None else ", " + code_of(plan.message_arg).strip().rstrip(",")
+    call = f"{t}._check_tensor_all({cond}{extra})"   # the original call, on the (hoisted) condition
+    was = f"{t}._check_tensor_all({source}{extra})"
     # `_is_all_true()` is what `_check_tensor_all` reduces with (a subclass may override `all()`)
     block = cst.parse_statement(
         f"if isinstance({cond}, {t}.Tensor) and {cond}.dtype == {t}.bool:\n"
-        f"    {t}._assert_async({cond}._is_all_true(), {DEFAULT_MESSAGE!r})  # mend: tensor-check (was: {call})\n"
+        f"    {t}._assert_async({cond}._is_all_true(), {message!r})  # mend: tensor-check (was: {was})\n"
         f"else:\n"
         f"    {call}\n")
-    block = block.with_changes(leading_lines=plan.line.leading_lines)
-    new_module = wrapper.module.visit(Replace(plan.line, block))
-    obligations = [
-        {"kind": "check-equivalent", "call": "torch._check_tensor_all", "expr": cond, "message": DEFAULT_MESSAGE},
-        {"kind": "state-unchanged-on-raise", "expr": cond},
-        {"kind": "cpu-only", "expr": cond},
-    ]
+    if hoisted:   # evaluated once, where the call evaluated it
+        first = cst.parse_statement(f"{HOISTED} = {source}\n").with_changes(leading_lines=plan.line.leading_lines)
+        replacement = cst.FlattenSentinel([first, block])
+    else:
+        replacement = block.with_changes(leading_lines=plan.line.leading_lines)
+    new_module = wrapper.module.visit(Replace(plan.line, replacement))
+    check = {"kind": "check-equivalent", "call": "torch._check_tensor_all", "expr": cond, "message": message}
+    if plan.message is not None:
+        check["message_callable"] = True
+    if hoisted:
+        check["hoisted"] = source
+    obligations = [check, {"kind": "state-unchanged-on-raise", "expr": cond}, {"kind": "cpu-only", "expr": cond}]
     return RewriteResult(new_module.code, (line, line),
-                         f"`{call}` -> `torch._assert_async({cond}._is_all_true(), ...)` "
-                         "under a bool-tensor guard", obligations)
+                         f"`{was}` -> `torch._assert_async({cond}._is_all_true(), ...)` under a bool-tensor guard"
+                         + (f" (the condition bound to `{HOISTED}` first)" if hoisted else ""), obligations)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import libcst as cst
+import libcst.matchers as m
 
 from mend.locate import Located
 from mend.rules._base import Decline, Match
@@ -19,12 +20,31 @@ DEFAULT_MESSAGE = ("Expected cond to be True, but got False. (Could this error m
                    "report an enhancement request to PyTorch.)")
 
 
+HOISTED = "_mend_check_cond"   # the local an inline condition is bound to, read once as before
+
+
 @dataclass
 class Plan:
     line: cst.SimpleStatementLine   # the statement line holding the check
     call: cst.Call
     cond: cst.BaseExpression
     torch_name: str                 # how the module spells `torch` (`torch`, `th`)
+    message: str | None = None      # the text of a constant message callable (`lambda: "text"`)
+    message_arg: cst.Arg | None = None
+
+
+def _constant_message(arg: cst.Arg) -> str | None:
+    """The text of ``lambda: "<plain string literal>"`` (no parameters, no f-string), else None."""
+    value = arg.value
+    if not isinstance(value, cst.Lambda) or value.params.params or value.params.star_arg != cst.MaybeSentinel.DEFAULT \
+            or value.params.kwonly_params or value.params.star_kwarg or value.params.posonly_params:
+        return None
+    body = value.body
+    if not isinstance(body, (cst.SimpleString, cst.ConcatenatedString)) or \
+            m.findall(body, m.FormattedString()):
+        return None
+    text = body.evaluated_value
+    return text if isinstance(text, str) else None
 
 
 def _check_call(node: cst.CSTNode, aliases: set[str]) -> cst.Call | None:
@@ -50,18 +70,32 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
     args = list(call.args)
     if not args or args[0].keyword is not None or args[0].star:
         return Decline(NAME, "the condition is not passed as the first positional argument")
-    if len(args) > 1:
-        # a message callable runs only when the check fails, on the host; its text cannot be
-        # known when the graph is traced
-        return Decline(NAME, "the check has a message callable, whose text is computed only when the check fails")
+    message = None
+    if len(args) > 2 or len(args) == 2 and (args[1].star or args[1].keyword is not None and
+                                            args[1].keyword.value != "message"):
+        return Decline(NAME, "the check passes arguments other than the condition and a message")
+    if len(args) == 2:
+        message = _constant_message(args[1])
+        if message is None:
+            # a message callable runs only when the check fails, on the host; its text cannot be
+            # known when the graph is traced unless it is a constant
+            return Decline(NAME, "the check has a message callable that is not `lambda: \"<constant text>\"`: its "
+                           "text is computed only when the check fails")
     cond = args[0].value
-    if not isinstance(cond, cst.Name):
-        # an attribute may be a property (code that runs on each read), a call or index may compute
-        return Decline(NAME, f"the condition `{code_of(cond).strip()}` is not a plain local name: the rewrite reads "
-                       "it up to three times (dtype guard, assert, fallback)")
     function = next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), None)
     if function is None:
         return Decline(NAME, "the check is not inside a function")
+    if not isinstance(cond, cst.Name):
+        # an inline condition is bound to a local on the line before, evaluated once as the call
+        # did (the rewrite reads it three times: dtype guard, assert, fallback)
+        if m.findall(function, m.Name(HOISTED)):
+            return Decline(NAME, f"the function already uses the name `{HOISTED}` the rewrite would bind")
+        if m.findall(function, m.Call(func=m.Name("locals") | m.Name("vars") | m.Name("eval") | m.Name("exec"))):
+            return Decline(NAME, "the function reads its own locals (`locals()`, `vars()`, `eval`, `exec`): "
+                           "binding the condition to a new local would show there")
+        if m.findall(cond, m.NamedExpr() | m.Lambda() | m.Yield() | m.Await()):
+            return Decline(NAME, f"the condition `{code_of(cond).strip()}` binds a name or defines/awaits a "
+                           "function")
     inner = ancestors[ancestors.index(function) + 1:]
     if any(isinstance(a, (cst.For, cst.While)) for a in inner):
         return Decline(NAME, "the check sits inside a loop: Dynamo skips the whole frame there")
@@ -80,7 +114,7 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
         return Decline(NAME, f"the function changes state (`{effect}`): with the check inside the compiled graph, "
                        "a failing call could leave different state than eager")
     root = dotted(call.func).split(".")[0]
-    return Plan(parent, call, cond, root)
+    return Plan(parent, call, cond, root, message, args[1] if len(args) == 2 else None)
 
 
 def match(loc: Located) -> Match | Decline:
