@@ -814,7 +814,7 @@ def install(model: torch.nn.Module) -> torch.nn.Module:
     or raises. Idempotent; returns ``model``.
 
     The instance's class is replaced by a same-named subclass whose ``forward`` Dynamo
-    skips (``torch.compiler.disable(..., recursive=False)``); it opens a capture scope and
+    skips (its code object marked, :func:`mend._wrap._skipped`); it opens a capture scope and
     calls the model's own ``forward``, whose frame Dynamo compiles, so the replay runs
     outside the compiled region with no extra graph break, for ``torch.compile(model)``,
     ``model.compile()``, ``torch._dynamo.explain(model)`` and eager calls alike (the

@@ -10,11 +10,14 @@ CPU; the message is kept exactly). This module maps that error back to ``E(msg)`
 The mapping must happen outside the compiled region: a ``try``/``except`` inside it is
 traced by Dynamo and never sees the error the graph raises at run time, and forward hooks
 cannot replace an exception (``always_call`` hooks' own errors are silenced). So
-:func:`install` gives the top-level module a ``forward`` that Dynamo skips
-(``torch.compiler.disable(..., recursive=False)``): it calls the model's own ``forward``,
-whose frame Dynamo still compiles, and translates the error on the way out. Works for
+:func:`install` gives the top-level module a ``forward`` whose frame Dynamo skips (its code
+object marked, :func:`mend._wrap._skipped`): it calls the model's own ``forward``, whose frame
+Dynamo still compiles, and translates the error on the way out. Works for
 ``torch.compile(model)``, ``model.compile()``, ``torch._dynamo.explain(model)`` and plain
-eager calls, with no extra graph break.
+eager calls, with no extra graph break and no compiled wrapper frame. A compiled *caller*
+(``torch.compile(lambda x: model(x) * 2)``, a compiled parent module) calls that ``forward``
+rather than inline it -- it first calls a disabled no-op (:func:`mend._wrap.barrier`) -- so
+the restoring ``try`` runs there too, at the price of a graph break at the call.
 
 Lookup is exact, never a guess: the marker names the module (``__name__``) and table; the
 table is found in ``sys.modules``, in the globals of the model's classes, or in the
@@ -176,6 +179,7 @@ def restoring(fn: Callable) -> Callable:
 
 def _restoring_forward(base_forward: Callable) -> Callable:
     def forward(self, *args, **kwargs):
+        _wrap.barrier()   # a compiled caller calls this frame rather than inline it (and its `try`)
         try:
             return base_forward(self, *args, **kwargs)  # this frame is the one Dynamo compiles
         except RuntimeError as err:

@@ -296,3 +296,33 @@ def test_an_installed_runtime_adds_no_compiled_frame(which):
         compiled(torch.randn(2, 8))
         compiled(torch.randn(2, 8))
     assert dict(counters["frames"]) == {"total": 1, "ok": 1}
+
+
+@pytest.mark.parametrize("caller", ["lambda", "parent", "decorated"])
+def test_the_exception_is_restored_when_a_compiled_caller_calls_the_installed_model(tmp_path, caller):
+    # an adversarial review: with the installed forward only marked skipped, a compiled caller
+    # inlined it, traced its `try`, and a failing check raised RuntimeError('mend-trap:...')
+    res = fix(str(FIXTURES / "assert_item_truth.py"), unsafe_fixes=True, max_examples=3)
+    path = tmp_path / f"mended_caller_{caller}.py"
+    path.write_text(res.mended)
+    mod = _load(path, f"_ai_caller_{caller}")
+    model = vr.install(mod.Model().eval())
+    torch._dynamo.reset()
+    if caller == "lambda":
+        fn = torch.compile(lambda ids: model(ids) * 2, backend="aot_eager")
+    elif caller == "parent":
+        class Parent(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.child = model
+
+            def forward(self, ids):
+                return self.child(ids) + 1
+        fn = torch.compile(Parent(), backend="aot_eager")
+    else:
+        @torch.compile(backend="aot_eager")
+        def fn(ids):
+            return model(ids).sum()
+    with pytest.raises(AssertionError, match="input_ids out of vocabulary"):
+        fn(torch.tensor([[1, 2, 10]]))
+    fn(torch.tensor([[1, 2, 3]]))

@@ -123,7 +123,7 @@ def forward(self, x):
 
 def forward(self, x, scale=None):
     if scale is not None:
-        warnings.warn("`scale` is deprecated", FutureWarning, stacklevel=2)
+        warnings.warn("`scale` is deprecated", FutureWarning)
     return x
 ''',
      '''import warnings; import mend.runtime as _mend_rt
@@ -131,7 +131,7 @@ def forward(self, x, scale=None):
 
 def forward(self, x, scale=None):
     if scale is not None:
-        _mend_rt.defer_warn("`scale` is deprecated", FutureWarning, stacklevel=2)
+        _mend_rt.defer_warn("`scale` is deprecated", FutureWarning)
     return x
 '''),
     ('''from warnings import warn
@@ -473,6 +473,25 @@ def forward(self, x, done):
 
 # (source, a substring of the reason); the site is the first line with a call (example_line)
 DECLINE_EXAMPLES: list[tuple[str, str] | DeclineExample] = [
+    # TRAP: stacklevel=2 names the caller's frame; replayed from the traced stack (which omits
+    # torch.nn's call frames) it named another line, and a Block used twice warned twice
+    ('''import warnings
+
+
+def forward(self, x, scale=None):
+    if scale is not None:
+        warnings.warn("`scale` is deprecated", FutureWarning, stacklevel=2)
+    return x
+''',
+     'names a caller'),
+    ('''import warnings
+
+
+def forward(self, x):
+    warnings.warn("legacy path", UserWarning, 3)
+    return x
+''',
+     'names a caller'),
     ('''import logging
 
 logger = logging.getLogger(__name__)

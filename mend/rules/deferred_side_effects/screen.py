@@ -398,6 +398,17 @@ def _args_decline(plan: _Plan, bound: dict[str, list[str]]) -> str | None:
             return f"warnings.warn() gets keywords the runtime does not replay: {sorted(unknown)}"
         if sum(1 for a in call.args if a.keyword is None) > 4:
             return "warnings.warn() gets more than four positional arguments"
+        positional = [a for a in call.args if a.keyword is None]
+        named = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+        level = named.get("stacklevel") or (positional[2].value if len(positional) > 2 else None)
+        if level is not None and not (isinstance(level, cst.Integer) and level.evaluated_value == 1):
+            # the replay reconstructs the frame `stacklevel` names from the traced stack, which
+            # omits torch.nn's call frames (`_call_impl`): it could name another line, and the
+            # default filter's once-per-location show it a different number of times (an
+            # adversarial review: a Block used twice printed its warning twice)
+            return (f"warnings.warn(..., stacklevel={_code(level).strip()}) names a caller's frame, which the "
+                    "replay cannot reproduce exactly (torch.nn's call frames are not in the traced stack): the "
+                    "warning's location, and how often the default filter shows it, could differ")
     else:
         if "ordered" in keywords:
             return f"`{plan.callee}` gets a keyword `ordered`, which the runtime's defer_log takes for itself"

@@ -156,20 +156,25 @@ def _atom(node: cst.BaseExpression) -> bool:
                                                                       and _dotted(node) is not None)
 
 
+def _item_receiver(recv: cst.BaseExpression) -> str | None:
+    """Why the tensor read through ``.item()`` cannot move into the graph, else None."""
+    if m.findall(recv, m.Call(func=m.Attribute(attr=m.Name("item")))):
+        return "`.item()` is called inside the tensor expression it reads"
+    bad = _impure(recv)
+    if bad is not None:
+        return (f"the tensor read through `.item()` calls `{bad[:40]}`, which may have side effects or has "
+                "no value model; only pure tensor expressions are rewritten")
+    return None
+
+
 def _item_form(core: cst.BaseExpression) -> tuple[cst.BaseExpression, list, list] | str:
     """``T.item() <op> E`` (chains, either side, both sides) -> (the tensor condition with `.item()` removed,
     the receivers' sources, the other operands' sources), or why it is not that form. A bare
     ``T.item()`` is the form too: its truth value is the tensor's (a one-element tensor is true
     when nonzero, NaN included, as the number is)."""
     if _is_item(core):
-        recv = core.func.value
-        if m.findall(recv, m.Call(func=m.Attribute(attr=m.Name("item")))):
-            return "`.item()` is called inside the tensor expression it reads"
-        bad = _impure(recv)
-        if bad is not None:
-            return (f"the tensor read through `.item()` calls `{bad[:40]}`, which may have side effects or has "
-                    "no value model; only pure tensor expressions are rewritten")
-        return recv, [_code(recv).strip()], []
+        why = _item_receiver(core.func.value)
+        return why if why else (core.func.value, [_code(core.func.value).strip()], [])
     if not isinstance(core, cst.Comparison) or not all(isinstance(c.operator, _COMPARE_OPS) for c in core.comparisons):
         return ("the condition reads `.item()` outside a comparison `T.item() <op> E` (`<op>` one of < <= > >= "
                 "== !=); only that form is rewritten")
@@ -178,12 +183,9 @@ def _item_form(core: cst.BaseExpression) -> tuple[cst.BaseExpression, list, list
     for op in operands:
         if _is_item(op):
             recv = op.func.value
-            if m.findall(recv, m.Call(func=m.Attribute(attr=m.Name("item")))):
-                return "`.item()` is called inside the tensor expression it reads"
-            bad = _impure(recv)
-            if bad is not None:
-                return (f"the tensor read through `.item()` calls `{bad[:40]}`, which may have side effects or has "
-                        "no value model; only pure tensor expressions are rewritten")
+            why = _item_receiver(recv)
+            if why:
+                return why
             out.append(recv)
             items.append(_code(recv).strip())
             continue
