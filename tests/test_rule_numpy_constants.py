@@ -334,3 +334,18 @@ def test_the_prod_of_a_shape_is_fixed_with_torch_size_admitted():
     assert int64_exact(ob, Ctx({}, {}, code)).result == "unknown"
     ob = next(o for o in rw["obligations"] if o["kind"] == "numpy-result-consumer")
     assert result_consumer(ob, Ctx({}, {}, code)).result == "refuted"
+
+
+def test_the_no_op_screen_compares_graphs_and_the_sites_own_category():
+    from mend.pipeline import fix
+
+    res = fix(str(FIXTURES / "numpy_prod_floats_helper.py"), max_examples=3)
+    assert res.rewrites == [] and "removes no graph break" in res.declined[0].reason
+    res = fix(str(FIXTURES / "numpy_beside_print.py"), max_examples=3)
+    assert [rw["rule"] for rw in res.rewrites] == ["numpy-constants"], [d.to_json() for d in res.declined]
+
+
+def test_a_call_over_several_lines_is_declined_since_joining_it_moves_lines():
+    code = "import numpy as np\n\n\ndef f(x, shape):\n    n = int(np.prod(\n        shape))\n    return n\n"
+    res = RULE.rewrite(cst.parse_module(code), 5)
+    assert isinstance(res, Decline) and "spans several lines" in res.reason

@@ -144,7 +144,7 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
                                              f"to {rescanned.graph_count}, so it is not emitted"))
                     continue
                 still = _still_breaks(ex, current_scan, rescanned, rel, files.get(rel, original), outcome[1],
-                                      outcome[0].span)
+                                      outcome[0].span, site.category)
                 if still:
                     # the new code itself breaks where the old did (a guard that never holds under
                     # tracing: np.prod of a torch.Size, a generalisation probe): nothing is gained
@@ -167,26 +167,30 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
                      main_file=None if overlay else ex.rel)
 
 
-def _still_breaks(ex, before, after, rel: str, current: str, mended: str, span) -> str | None:
-    """Why a verified rewrite removes no graph break, else None: the graph and break counts
-    (first and second call) did not fall, and the rescan still reports a break on the lines
-    that replaced ``span`` of ``current``. A break that merely moves (a frame that Dynamo
-    skipped now compiles up to another site) does not count: that site is elsewhere."""
-    if after.graph_count < before.graph_count or after.graph_break_count < before.graph_break_count or (
+def _still_breaks(ex, before, after, rel: str, current: str, mended: str, span, category: str) -> str | None:
+    """Why a verified rewrite removes no graph break, else None: the graph counts (first and
+    second call) did not fall, and the rescan still reports a break of the site's own category
+    on the lines that replaced ``span`` of ``current`` (from the statement's first line). A
+    break that merely moves elsewhere, or another kind of break left on the same line (a
+    `print` beside the fixed numpy call), does not count."""
+    if after.graph_count < before.graph_count or (
             before.steady_graph_count is not None and after.steady_graph_count is not None and
             after.steady_graph_count < before.steady_graph_count):
         return None
-    lo = hi = None
     ops = difflib.SequenceMatcher(None, current.splitlines(), mended.splitlines(), autojunk=False).get_opcodes()
+    lo = hi = None
     for tag, i1, i2, j1, j2 in ops:
         if tag != "equal" and i1 <= span[1] and i2 >= span[0] - 1:   # touches the replaced lines
             lo, hi = (j1 if lo is None else min(lo, j1)), (j2 if hi is None else max(hi, j2))
+        elif tag == "equal" and i1 <= span[0] - 1 < i2:   # the statement's first line, unchanged
+            start = j1 + (span[0] - 1 - i1)
+            lo, hi = (start if lo is None else min(lo, start)), (start + 1 if hi is None else max(hi, start + 1))
     if lo is None:
         return None
     for s in after.sites:
         # a file target's rescan reads a scratch copy of the same name
         same = ex.file_key(s) == rel or (Path(s.file).name == Path(rel).name and Path(ex.file_key(s)).is_absolute())
-        if same and lo < s.line <= max(hi, lo + 1):
+        if same and lo < s.line <= max(hi, lo + 1) and getattr(s, "category", category) == category:
             return (f"the rewritten code still breaks the graph at line {s.line} ({s.category}; graphs "
                     f"{before.graph_count} -> {after.graph_count}, breaks {before.graph_break_count} -> "
                     f"{after.graph_break_count}): the rewrite removes no graph break, so it is not emitted")

@@ -343,6 +343,12 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
                 f"`{code_of(call).strip()}` does not pass exactly {n_ops} positional operand{'s' * (n_ops > 1)} "
                 "(an axis, dtype or other argument changes what it computes)")
             continue
+        if "\n" in code_of(call).strip():
+            # the guarded form is written on one line: every later line would move, and
+            # tracebacks, warnings and log records name lines (an adversarial review)
+            first_decline = first_decline or (f"`{' '.join(code_of(call).split())[:60]}` spans several lines; the "
+                                              "rewrite would join them and move every later line of the file")
+            continue
         operands = [a.value for a in args]
         why = _operand_decline(func, operands, function, np_names, torch_names)
         if why:

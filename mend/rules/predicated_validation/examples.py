@@ -467,6 +467,12 @@ def f(t):
     assert t.item() in (1, 2)
     return t
 ''', "outside a comparison"),
+    # .item() of a several-element tensor raises its own message; the tensor check would not
+    ('''import torch
+def f(t, n):
+    assert (t < n).item(), "in range"
+    return t
+''', "not a full reduction"),
     ('''import torch
 def f(x, n):
     assert helper(x).item() <= n

@@ -156,6 +156,10 @@ def _atom(node: cst.BaseExpression) -> bool:
                                                                       and _dotted(node) is not None)
 
 
+# argument-free tensor methods whose result is 0-d: `.item()` of it never fails on its size
+_FULL_REDUCTIONS = {"all", "any", "sum", "mean", "max", "min", "amax", "amin", "prod", "norm", "count_nonzero"}
+
+
 def _item_receiver(recv: cst.BaseExpression) -> str | None:
     """Why the tensor read through ``.item()`` cannot move into the graph, else None."""
     if m.findall(recv, m.Call(func=m.Attribute(attr=m.Name("item")))):
@@ -173,8 +177,15 @@ def _item_form(core: cst.BaseExpression) -> tuple[cst.BaseExpression, list, list
     ``T.item()`` is the form too: its truth value is the tensor's (a one-element tensor is true
     when nonzero, NaN included, as the number is)."""
     if _is_item(core):
-        why = _item_receiver(core.func.value)
-        return why if why else (core.func.value, [_code(core.func.value).strip()], [])
+        recv = core.func.value
+        if not (isinstance(recv, cst.Call) and not recv.args and isinstance(recv.func, cst.Attribute) and
+                recv.func.attr.value in _FULL_REDUCTIONS):
+            # `.item()` of a tensor with several elements raises "a Tensor with 3 elements cannot be
+            # converted to Scalar"; the tensor check would raise another message (an adversarial review)
+            return ("the bare `.item()` reads a tensor that is not a full reduction (`.all()`, `.any()`, `.sum()`...): "
+                    "with more than one element it raises a message the tensor check would not")
+        why = _item_receiver(recv)
+        return why if why else (recv, [_code(recv).strip()], [])
     if not isinstance(core, cst.Comparison) or not all(isinstance(c.operator, _COMPARE_OPS) for c in core.comparisons):
         return ("the condition reads `.item()` outside a comparison `T.item() <op> E` (`<op>` one of < <= > >= "
                 "== !=); only that form is rewritten")
