@@ -1,23 +1,13 @@
 """tensor-check beyond its examples (tests/test_rules.py): an inline condition bound to a local
 first and a constant message callable (a generalisation probe found both declined), end to end
 and in the verifier's re-check of the hoisting."""
-import importlib.util
-import sys
-
 import pytest
 import torch
 
 from tests.conftest import FIXTURES
+from tests.test_fresh_guard import _load
 from verifier.encoders.base import Ctx
 from verifier.encoders.host_check import check_equivalent
-
-
-def _load(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def test_an_inline_condition_with_a_constant_message_is_fixed_end_to_end(tmp_path):
