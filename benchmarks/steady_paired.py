@@ -48,10 +48,15 @@ RESULTS = ROOT / "benchmarks" / "results"
 THRESHOLD = 0.98
 
 
+def _mended_files(out_dir: Path) -> dict[str, Path]:
+    """The modules ``mend fix --out out_dir`` wrote, by dotted name (certificates left out)."""
+    return {".".join(p.relative_to(out_dir).with_suffix("").parts): p for p in sorted(out_dir.rglob("*.py"))
+            if "certificates" not in p.relative_to(out_dir).parts and p.name != "__init__.py"}
+
+
 def _mended_modules(out_dir: Path) -> list[str]:
     """Dotted names of the modules ``mend fix --out out_dir`` wrote."""
-    return sorted(".".join(p.relative_to(out_dir).with_suffix("").parts) for p in out_dir.rglob("*.py")
-                  if "certificates" not in p.parts and p.name != "__init__.py")
+    return sorted(_mended_files(out_dir))
 
 
 def _bootstrap(orig: list[float], mended: list[float], seed: int = 0, n: int = 2000) -> tuple[float, float]:
@@ -100,7 +105,7 @@ def time_row(row: str, out_dir: Path, pairs: int, warmup: int) -> dict:
     assert served == mended_names, (mended_names, served)   # the mended model runs the mended code
     # the validation runtime only where the mended code has traps to restore (as run_cpu.py):
     # its wrapper is a Dynamo-skipped frame, a cost the other rewrites do not have
-    if any("_MEND_TRAPS" in p.read_text() for p in out_dir.rglob("*.py") if "certificates" not in p.parts):
+    if any("_MEND_TRAPS" in p.read_text() for p in _mended_files(out_dir).values()):
         mended = install_runtimes(mended)
 
     def first(out):
@@ -160,8 +165,7 @@ def main() -> int:
             print(f"{row}: no mended model ({records[-1]['error']})", flush=True)
             continue
         if ns.control:  # A/A: the same files, unchanged, through the same overlay path
-            for p in [p for p in out_dir.rglob("*.py") if "certificates" not in p.parts]:
-                name = ".".join(p.relative_to(out_dir).with_suffix("").parts)
+            for name, p in _mended_files(out_dir).items():
                 p.write_text(Path(importlib.util.find_spec(name).origin).read_text())
         result = work / f"{out_dir.name}.json"
         proc = subprocess.run([sys.executable, __file__, "--warmup", str(ns.warmup), "--child", row, str(out_dir),

@@ -188,9 +188,7 @@ def _still_breaks(ex, before, after, rel: str, current: str, mended: str, span, 
     if lo is None:
         return None
     for s in after.sites:
-        # a file target's rescan reads a scratch copy of the same name
-        same = ex.file_key(s) == rel or (Path(s.file).name == Path(rel).name and Path(ex.file_key(s)).is_absolute())
-        if same and lo < s.line <= max(hi, lo + 1) and getattr(s, "category", category) == category:
+        if ex.file_key(s) == rel and lo < s.line <= max(hi, lo + 1) and getattr(s, "category", category) == category:
             return (f"the rewritten code still breaks the graph at line {s.line} ({s.category}; graphs "
                     f"{before.graph_count} -> {after.graph_count}, breaks {before.graph_break_count} -> "
                     f"{after.graph_break_count}): the rewrite removes no graph break, so it is not emitted")

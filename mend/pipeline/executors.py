@@ -107,6 +107,7 @@ class InProcess:
         self.cur_path = self._scratch("r0")
         self.cur_path.write_text(self.original)
         self.scan_file = self.path  # the file the current scan's sites point into
+        self.cand_path = self.cur_path  # the staged candidate's file (its rescan points into it)
         self.n = 0
 
     def _spec(self, path: Path) -> str:
@@ -123,8 +124,10 @@ class InProcess:
         return self.rel, self.original, self.path
 
     def file_key(self, site) -> str:
-        """The site's file, the same in every round (each round scans a new scratch copy)."""
-        return self.rel if Path(site.file).resolve() == self.scan_file.resolve() else site.file
+        """The site's file, the same in every round (each round scans a new scratch copy; a
+        staged candidate's rescan points into its own)."""
+        here = Path(site.file).resolve()
+        return self.rel if here in (self.scan_file.resolve(), self.cand_path.resolve()) else site.file
 
     def site_label(self, site, rel: str, original: str) -> str:
         return f"{rel}:{_orig_line(original, site.source, site.line)}"

@@ -571,9 +571,9 @@ def screen_writes(code: str, cname: str, attrs: set[str], typed: set[str]) -> tu
     return writes, escapes
 
 
-def _chain(node: ast.AST) -> list[str] | None:
+def _chain(node: ast.AST, root: str | None = None) -> list[str] | None:
     """``self.a[0].b`` -> ``["a", "b"]`` (items and calls stepped over), or None if not rooted
-    in a name."""
+    in a name (in the name ``root``, when given)."""
     parts = []
     while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
         if isinstance(node, ast.Attribute):
@@ -581,7 +581,8 @@ def _chain(node: ast.AST) -> list[str] | None:
             node = node.value
         else:
             node = node.value if isinstance(node, ast.Subscript) else node.func
-    return list(reversed(parts)) if isinstance(node, ast.Name) else None
+    rooted = isinstance(node, ast.Name) and (root is None or node.id == root)
+    return list(reversed(parts)) if rooted else None
 
 
 def _leaf_writes(tree: ast.Module, value: ast.AST, cname: str) -> str | None:
@@ -592,7 +593,7 @@ def _leaf_writes(tree: ast.Module, value: ast.AST, cname: str) -> str | None:
     = 16`` in a parent's ``__init__`` is not); a leaf that is a property or method of a class of
     the module is computed, not stored (fourth review)."""
     chains = [c for n in ast.walk(value) if isinstance(n, ast.Attribute)
-              for c in [_chain(n)] if c and _root(n) == "self"]
+              for c in [_chain(n, "self")] if c]
     prefixes = {tuple(c[:k]) for c in chains for k in range(1, len(c) + 1)}
     defined = {f.name for k in ast.walk(tree) if isinstance(k, ast.ClassDef) for f in k.body
                if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
@@ -629,12 +630,6 @@ def _leaf_writes(tree: ast.Module, value: ast.AST, cname: str) -> str | None:
             if found:
                 return found
     return None
-
-
-def _root(node: ast.AST) -> str | None:
-    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
-        node = node.value if not isinstance(node, ast.Call) else node.func
-    return node.id if isinstance(node, ast.Name) else None
 
 
 def _init_write(call: ast.Call, funcs: list, values: dict, tree: ast.Module, cname: str) -> str | None:

@@ -349,15 +349,23 @@ def _name_clash(plan: Plan) -> str | None:
 _DISPATCH_BUILTINS = {"type", "getattr", "int", "max", "min"}
 
 
+def _imported(node: cst.CSTNode) -> tuple[set[str], bool]:
+    """The names the imports under ``node`` bind, and whether one is ``from x import *``."""
+    out: set[str] = set()
+    star = False
+    for imp in m.findall(node, m.Import() | m.ImportFrom()):
+        if isinstance(imp.names, cst.ImportStar):
+            star = True
+            continue
+        out |= {(a.asname.name.value if a.asname else dotted(a.name).split(".")[0]) for a in imp.names}
+    return out, star
+
+
 def _import_bindings(node: cst.CSTNode) -> set[str] | None:
     """The names the imports under ``node`` bind, or None if one is ``from x import *`` (which
     may bind anything: ``from numpy import *`` rebinds ``all``, fourth review)."""
-    out: set[str] = set()
-    for imp in m.findall(node, m.Import() | m.ImportFrom()):
-        if isinstance(imp.names, cst.ImportStar):
-            return None
-        out |= {(a.asname.name.value if a.asname else dotted(a.name).split(".")[0]) for a in imp.names}
-    return out
+    names, star = _imported(node)
+    return None if star else names
 
 
 def _rebound(module: cst.Module, klass: cst.ClassDef, plan: Plan, methods: dict) -> str | None:
@@ -444,12 +452,7 @@ def _imports_torch(module: cst.Module, name: str) -> bool:
 
 def _local_bindings(fn: cst.FunctionDef) -> set[str]:
     """Names ``fn`` binds (assignments, imports, loops, ``with ... as``, parameters)."""
-    out = bound_names(fn.body) | {p.name.value for p in fn.params.params}
-    for imp in m.findall(fn.body, m.Import() | m.ImportFrom()):
-        if isinstance(imp.names, cst.ImportStar):
-            continue
-        out |= {(a.asname.name.value if a.asname else dotted(a.name).split(".")[0]) for a in imp.names}
-    return out
+    return bound_names(fn.body) | {p.name.value for p in fn.params.params} | _imported(fn.body)[0]
 
 
 def _shadowed(module: cst.Module, names: list[str]) -> str | None:
