@@ -26,7 +26,9 @@ TORCH_RELEASES = ["2.11.0", "2.12.1", "2.13.0", "2.14.1"]
 
 # Scan (fixtures, the shared acceptance cases) and fix (pipeline, CLI, targets): about
 # three minutes per release on one core.
-SUITES = ["tests/test_scan_fixtures.py", "tests/test_shared_cases.py", "tests/test_fix.py"]
+SUITES = ["tests/test_scan_fixtures.py", "tests/test_shared_cases.py", "tests/test_fix.py",
+          # the runtime that mended code imports: a deferred log call broke the graph on 2.11
+          "tests/test_runtime_replay.py"]
 
 nox.options.sessions = ["torch"]
 nox.options.reuse_existing_virtualenvs = True

@@ -149,6 +149,32 @@ def _observed(fn, x) -> tuple[str, list[str]]:
     return out.getvalue(), seen
 
 
+_NUMBER = r"-?\d+(?:\.(\d+))?(?:e([-+]?\d+))?"
+
+
+def _within_last_digit(want: tuple[str, list[str]], got: tuple[str, list[str]]) -> bool:
+    """The same text, except numbers that differ by at most one unit in their last printed
+    digit: Inductor reduces in another order than eager (``h.norm()`` computed inside the
+    compiled graph rounds differently in the last bits), which the 4 printed decimals show
+    only when a value lies on a rounding boundary."""
+    import re
+
+    def parts(text: str):
+        # each number with the size of one unit in its last printed digit; 0 for an integer
+        nums = [(m.group(0), 10.0 ** (int(m.group(2) or 0) - len(m.group(1) or "")) if m.group(1) or m.group(2) else 0.0)
+                for m in re.finditer(_NUMBER, text)]
+        return [t for t in re.split(_NUMBER, text) if t is not None and not t.lstrip("+-").isdigit()], nums
+
+    for a, b in zip([want[0], *want[1]], [got[0], *got[1]], strict=False):
+        (ta, na), (tb, nb) = parts(a), parts(b)
+        if ta != tb or len(na) != len(nb):
+            return False
+        for (x, unit), (y, _) in zip(na, nb, strict=True):
+            if abs(float(x) - float(y)) > unit * 1.000001:
+                return False
+    return len(want[1]) == len(got[1])
+
+
 def _steady_ms(fn, x, iters: int, sync) -> float:
     import contextlib
     import io
@@ -181,7 +207,9 @@ def run(out: Path, device: str = "cuda", replays: int = 20, iters: int = 200, mo
     if device == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("no CUDA device: run with --device cpu to test the script")
     out.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="mend_gpu_deferred_"))
+    if str(REPO) not in sys.path:  # the mended block imports mend.runtime; mend need not be installed
+        sys.path.insert(0, str(REPO))
+    work = Path(tempfile.mkdtemp(prefix="mend-gpu-deferred-"))
     orig_path, mended_path = _write(work)
     orig_mod, mended_mod = _load(orig_path, "_gpu_block_orig"), _load(mended_path, "_gpu_block_mended")
     torch.manual_seed(0)
@@ -219,6 +247,7 @@ def run(out: Path, device: str = "cuda", replays: int = 20, iters: int = 200, mo
         "device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "torch": torch.__version__,
         "mode": compile_mode, "replays": replays,
         "replays_equal_to_eager": replays - len(mismatches), "mismatches": mismatches[:3],
+        "replays_within_last_digit": replays - sum(not _within_last_digit(m["eager"], m["compiled"]) for m in mismatches),
         "cudagraphs": ("not on CUDA" if device != "cuda" else
                        "used" if not cudagraph_skips and not skip_lines else "skipped"),
         "cudagraph_skips": cudagraph_skips, "skip_log": skip_lines[:5],
@@ -252,7 +281,9 @@ def _markdown(res: dict) -> str:
              f"* CUDA graphs for the mended graph: **{res['cudagraphs']}** (cudagraph_skips {res['cudagraph_skips']}"
              + (f"; log: {res['skip_log'][0]}" if res["skip_log"] else "") + ")",
              f"* replays whose printed and logged output equals eager's: **{res['replays_equal_to_eager']} of "
-             f"{res['replays']}**",
+             f"{res['replays']}** (the rest, if any, differ only by one unit in a number's last printed digit: "
+             f"**{res['replays_within_last_digit']} of {res['replays']}** within that; Inductor reduces in another "
+             "order than eager)",
              f"* steady state: original {res['steady_ms']['original']:.3f} ms, mended {res['steady_ms']['mended']:.3f} ms,"
              f" ratio **{res['steady_ratio']:.2f}**"]
     for phase in ("cold", "warm"):

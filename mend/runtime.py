@@ -103,7 +103,7 @@ from typing import Any, Iterator
 import torch
 from torch._dynamo.comptime import comptime
 
-from mend import _wrap
+from mend import _tracing, _wrap
 from mend.lazy import Fmt, Item, _materialize, fmt, item
 from mend.validation_runtime import order_checks
 
@@ -153,74 +153,31 @@ _STATE = _State()
 # --------------------------------------------------------------------------- tracing
 
 
-def _trace_stack() -> tuple | None:
-    """The user frames Dynamo is tracing at the current call, innermost first.
-
-    Each is ``(filename, lineno, function, module globals or None)``. From
-    ``torch._guards.TracingContext.extract_stack()`` (the stack Dynamo reports break
-    sites with); used only to attribute replayed warnings and log records to the
-    original line. None when unavailable.
-    """
-    try:
-        stack = torch._guards.TracingContext.extract_stack()
-    except Exception:  # pragma: no cover - private API moved
-        return None
-    frames = []
-    for fs in reversed(stack):
-        if fs.filename == __file__:
-            continue
-        frames.append((fs.filename, fs.lineno or 0, fs.name, _module_globals(fs.filename)))
-    return tuple(frames) or None
-
-
-def _module_globals(filename: str) -> dict | None:
-    for mod in list(sys.modules.values()):
-        if getattr(mod, "__file__", None) == filename:
-            return vars(mod)
-    return None
-
-
-def _resolve_logger(ident: int) -> Any:
-    """The ``logging.Logger`` with this ``id``, among the loggers ``logging.getLogger`` made."""
-    for lg in (logging.root, *logging.Logger.manager.loggerDict.values()):
-        if id(lg) == ident and isinstance(lg, logging.Logger):
-            return lg
-    return None
-
-
 @torch._dynamo.assume_constant_result
 def _intern(kind: str, method: Any, layout: tuple, names: tuple, logger_id: int | None, ordered: bool,
             target: Any, *consts: Any) -> int:
     """Record a call site's constant part at trace time; the returned key is a graph constant.
 
-    Dynamo hands a ``logging.Logger`` to no function, so the caller passes its ``id`` and
-    the logger is found again here. Returns -1 when the call must be performed as written
+    Dynamo hands a ``logging.Logger`` to no function, so the caller passes its ``id`` (or
+    :data:`mend._tracing.TRACED_LOGGER`: read at trace time) and the logger is found again
+    here. Returns -1 when the call must be performed as written
     (a graph break, as without the rewrite): a logger not made by ``logging.getLogger``, or
     a call inside the body of a higher-order operator (``checkpoint``, ``torch.cond``),
     whose speculation accepts neither a store Dynamo replays nor, reliably, an effect
     (docs/research/deferred_effects, exp7). Keys grow in trace order.
     """
-    if _in_subgraph():
+    if _tracing.in_subgraph():
         return -1
+    if logger_id == _tracing.TRACED_LOGGER:
+        logger_id = _tracing.taken_logger_id()
     if logger_id is not None:
-        target = _resolve_logger(logger_id)
+        target = _tracing.resolve_logger(logger_id)
         if target is None:
             return -1
     if ordered:
         order_checks()  # from now on checks and captures share one token chain
-    _SITES.append(_Site(kind, target, method, layout, consts, names, _trace_stack()))
+    _SITES.append(_Site(kind, target, method, layout, consts, names, _tracing.trace_stack(skip=__file__)))
     return len(_SITES) - 1
-
-
-def _in_subgraph() -> bool:
-    """Whether Dynamo is tracing the body of a higher-order operator (not the root graph)."""
-    try:
-        from torch._dynamo.symbolic_convert import InstructionTranslator
-
-        tx = InstructionTranslator.current_tx()
-        return not tx.output.is_root_tracer()
-    except Exception:  # pragma: no cover - private API moved: the safe answer
-        return True
 
 
 def _note_show(key: int, index: int, fake: Any) -> None:
@@ -398,9 +355,17 @@ def _record(kind: str, target: Any, method: str | None, args: tuple, kwargs: dic
         # a trace-time constant, shown as it is at replay, not as it was: run the call as written
         return False
     logger_id = None
-    if isinstance(target, logging.Logger):
-        logger_id = id(target)  # guarded by ID_MATCH
-        target = None
+    if kind == "log" and torch.compiler.is_dynamo_compiling():
+        # torch 2.11's Dynamo answers neither isinstance() nor id() on a logger: read it
+        # from Dynamo's variable at trace time instead, the same way on every release
+        comptime(lambda ctx: _tracing.take_logger(ctx.get_local("target")))
+        if not _tracing.took_logger():
+            # no logging.Logger Dynamo can hand over (a LoggerAdapter: 2.11's Dynamo failed
+            # with an internal error on it as a constant): performed as written
+            return False
+        logger_id, target = _tracing.TRACED_LOGGER, None
+    elif isinstance(target, logging.Logger):
+        logger_id, target = id(target), None
     # only Dynamo replays the store; other tracers (torch.export's non-strict mode, make_fx)
     # run this code on fake tensors: the operator is what they keep
     ordered = ordered or not torch.compiler.is_dynamo_compiling()

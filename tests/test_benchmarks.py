@@ -198,3 +198,20 @@ def test_the_paired_steady_state_interval_brackets_the_ratio_and_flags_only_a_cl
     table = render(doc)
     assert "| hf:x | `a.b` | yes | 100 | 1.000 | 1.250 | **0.800** | 0.780–0.820 | **yes** |" in table
     assert "| hf:y | — |" in table and "not measured: no rewrite emitted" in table
+    gpu = dict(doc, machine={**doc["machine"], "device": "cuda", "mode": "reduce-overhead", "device_name": "NVIDIA H200",
+                             "transformers": "4.52.4"})
+    assert "NVIDIA H200, transformers 4.52.4, each call synchronised, a CUDA-graph step marked" in render(gpu)
+    assert "one intra-op thread" in table and "mode default" in table
+
+
+def test_the_paired_steady_state_takes_a_bundles_mended_modules(tmp_path, monkeypatch):
+    """On the GPU machine mend does not run: the mended sources come from run_gpu.py's bundle."""
+    from benchmarks import steady_paired as sp
+
+    monkeypatch.setattr(sp, "ROOT", tmp_path)
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "bundle.json").write_text(json.dumps({"rows": {
+        "hf:t5": {"mended_dir": "b/rows/t5/mended"}, "hf:phi3": {"mended_dir": None}}}))
+    assert sp._mended_dir("hf:t5", tmp_path / "b", tmp_path, {}) == (tmp_path / "b/rows/t5/mended", None)
+    assert sp._mended_dir("hf:phi3", tmp_path / "b", tmp_path, {}) == (None, "no rewrite emitted")
+    assert sp._mended_dir("hf:x", tmp_path / "b", tmp_path, {}) == (None, "not in the bundle")

@@ -438,3 +438,61 @@ def test_a_stacklevel_past_the_compiled_frame_names_the_caller_as_eager_does(tmp
     assert seen["mended", "compiled"] == seen["original", "compiled"] == seen["original", "eager"]
     res = de.rewrite(cst.parse_module(source.format(call="warnings.warn")), 9)
     assert not isinstance(res, de.RewriteResult) and "names a caller" in res.reason
+
+
+_REBOUND = logging.getLogger("mend_test.rebound_a")
+
+
+def test_a_logger_is_read_at_trace_time_and_guarded_by_identity():
+    """The logger a deferred call names is taken from Dynamo's variable at trace time (torch
+    2.11's Dynamo answers neither ``isinstance`` nor ``id()`` on a logger, and the graph
+    broke there) and guarded by identity: one graph (fullgraph), and a module global rebound
+    to another logger recompiles and logs to the new one, as eager does."""
+    global _REBOUND
+    a, b = logging.getLogger("mend_test.rebound_a"), logging.getLogger("mend_test.rebound_b")
+    handlers = {}
+    for lg in (a, b):
+        lg.setLevel(logging.INFO)
+        lg.propagate = False
+        handlers[lg.name] = _Records()
+        lg.addHandler(handlers[lg.name])
+
+    def f(x):
+        rt.defer_log(_REBOUND, "info", "sum %s", x.sum())
+        return x * 2
+
+    torch._dynamo.reset()
+    compiled = torch.compile(f, backend="eager", fullgraph=True)
+    try:
+        compiled(torch.ones(2))
+        _REBOUND = b
+        compiled(torch.full((2,), 3.0))  # same shape: only the logger's guard can fail
+    finally:
+        _REBOUND = a
+        for lg in (a, b):
+            lg.removeHandler(handlers[lg.name])
+    assert [r[2] for r in handlers["mend_test.rebound_a"].seen] == ["sum tensor(2.)"]
+    assert [r[2] for r in handlers["mend_test.rebound_b"].seen] == ["sum tensor(6.)"]
+
+
+def test_a_logger_adapter_is_performed_as_written():
+    """A ``LoggerAdapter`` is not a ``logging.Logger``: the call is performed as written (a
+    graph break, as in the original) and logs what eager logs."""
+    base = logging.getLogger("mend_test.adapter")
+    base.setLevel(logging.INFO)
+    base.propagate = False
+    handler = _Records()
+    base.addHandler(handler)
+    adapter = logging.LoggerAdapter(base, {"k": 1})
+
+    def f(x):
+        rt.defer_log(adapter, "info", "sum %s", x.sum())
+        return x * 2
+
+    torch._dynamo.reset()
+    try:
+        f(torch.ones(2))
+        torch.compile(f, backend="eager")(torch.ones(2))
+    finally:
+        base.removeHandler(handler)
+    assert [r[2] for r in handler.seen] == ["sum tensor(2.)", "sum tensor(2.)"]
