@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 TRACED_LOGGER = -2   # a logger_id meaning: the logger take_logger() read at trace time
-_taken: list = [None]
+_taken: list = [0]
 
 
 def trace_stack(skip: str) -> tuple | None:
@@ -52,11 +52,26 @@ def resolve_logger(ident: int) -> Any:
     return None
 
 
-def take_logger(var: Any) -> None:
-    """At trace time (a ``comptime`` callback; ``var`` its ``ComptimeVar``): keep the
-    ``logging.Logger`` Dynamo's variable holds, guarded by identity (ID_MATCH, as Dynamo
-    guards ``id()`` of a logger on torch >= 2.12), or None when the variable holds no logger
-    or has no source to guard.
+NOT_TAKEN, LOGGER, CONSTANT = 0, 1, 2   # what take_logger found
+# what a replay (mend.runtime._log_at: makeRecord + handle) does in place of the method: a
+# logger class that overrides any of these (or the method) is performed as written
+_REPLAYED_AS = ("_log", "makeRecord", "handle", "isEnabledFor")
+
+
+def plain_logger(cls: type, method: str) -> bool:
+    """Whether logger class ``cls`` takes ``method`` and the steps a replay stands in for
+    from ``logging.Logger`` itself (a ``setLoggerClass`` subclass that overrides ``info``
+    would be bypassed by the replay)."""
+    return all(getattr(cls, name, None) is getattr(logging.Logger, name, None) for name in (method, *_REPLAYED_AS))
+
+
+def take_logger(var: Any, method: str) -> None:
+    """At trace time (a ``comptime`` callback; ``var`` the ``ComptimeVar`` of the call's
+    target): keep a ``logging.Logger`` whose class is :func:`plain_logger` for ``method``,
+    guarded by identity (ID_MATCH, as Dynamo guards ``id()`` of a logger on torch >= 2.12);
+    or note that the target is a constant (the ``logging`` module: ``logging.warning(...)``),
+    which is handed over as it is; else nothing (a ``LoggerAdapter``, a logger whose
+    source cannot be guarded): the call is then performed as written.
 
     torch 2.11's Dynamo answers neither ``isinstance()`` nor ``id()`` on a logger (its
     ``LoggingLoggerVariable`` has no ``python_type``): a deferred log call broke the graph
@@ -65,23 +80,44 @@ def take_logger(var: Any) -> None:
     """
     from torch._dynamo.guards import GuardBuilder, install_guard
 
+    _taken[0] = NOT_TAKEN
+    if var.is_python_constant():
+        _taken[0] = CONSTANT
+        return
     vt = var._i_will_not_complain_if_bc_breaks_VariableTracker()
     value, source = getattr(vt, "value", None), getattr(vt, "source", None)
-    _taken[0] = value if isinstance(value, logging.Logger) and source is not None else None
-    if _taken[0] is not None:
-        install_guard(source.make_guard(GuardBuilder.ID_MATCH))
+    if not isinstance(value, logging.Logger) or source is None or not plain_logger(type(value), method):
+        return
+    try:
+        guard = source.make_guard(GuardBuilder.ID_MATCH)
+    except Exception:  # noqa: BLE001 - a source with no guard (ConstantSource): as written
+        return
+    install_guard(guard)
+    _taken[0] = value
 
 
 @torch._dynamo.assume_constant_result
-def took_logger() -> bool:
-    """Whether :func:`take_logger` kept a logger (a trace-time constant)."""
-    return _taken[0] is not None
+def took_logger() -> int:
+    """What :func:`take_logger` found: NOT_TAKEN, LOGGER or CONSTANT (a trace-time constant)."""
+    return LOGGER if isinstance(_taken[0], logging.Logger) else _taken[0]
 
 
 def taken_logger_id() -> int | None:
     """The ``id`` of the logger :func:`take_logger` kept, which is then forgotten."""
-    value, _taken[0] = _taken[0], None
-    return None if value is None else id(value)
+    value, _taken[0] = _taken[0], NOT_TAKEN
+    return id(value) if isinstance(value, logging.Logger) else None
+
+
+@torch._dynamo.assume_constant_result
+def dynamo_exporting() -> bool:
+    """Whether Dynamo is tracing for ``torch.export`` (strict): torch 2.11's Dynamo answers
+    ``torch.compiler.is_exporting()`` True under a plain ``torch.compile`` too."""
+    try:
+        from torch._dynamo.symbolic_convert import InstructionTranslator
+
+        return bool(InstructionTranslator.current_tx().export)
+    except Exception:  # pragma: no cover - private API moved: not exporting
+        return False
 
 
 def in_subgraph() -> bool:

@@ -93,6 +93,7 @@ import builtins
 import contextlib
 import enum
 import logging
+import os
 import sys
 import threading
 import types
@@ -111,6 +112,7 @@ __all__ = ["defer_print", "defer_log", "defer_warn", "fmt", "item", "flush", "in
 
 # Logger methods whose record location can be attributed to the original call site
 # (methods that log directly; ``warning_once``-style wrappers log from their own frame).
+_DYNAMO_DIR = os.path.dirname(torch._dynamo.__file__)
 _STANDARD_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "fatal", "log"})
 
 # Layout tokens (see _flatten/_rebuild); _OTHER: a value the snapshot cannot hold.
@@ -166,10 +168,10 @@ def _intern(kind: str, method: Any, layout: tuple, names: tuple, logger_id: int 
     whose speculation accepts neither a store Dynamo replays nor, reliably, an effect
     (docs/research/deferred_effects, exp7). Keys grow in trace order.
     """
-    if _tracing.in_subgraph():
-        return -1
     if logger_id == _tracing.TRACED_LOGGER:
         logger_id = _tracing.taken_logger_id()
+    if _tracing.in_subgraph():
+        return -1
     if logger_id is not None:
         target = _tracing.resolve_logger(logger_id)
         if target is None:
@@ -358,13 +360,17 @@ def _record(kind: str, target: Any, method: str | None, args: tuple, kwargs: dic
     if kind == "log" and torch.compiler.is_dynamo_compiling():
         # torch 2.11's Dynamo answers neither isinstance() nor id() on a logger: read it
         # from Dynamo's variable at trace time instead, the same way on every release
-        comptime(lambda ctx: _tracing.take_logger(ctx.get_local("target")))
-        if not _tracing.took_logger():
-            # no logging.Logger Dynamo can hand over (a LoggerAdapter: 2.11's Dynamo failed
-            # with an internal error on it as a constant): performed as written
+        comptime(lambda ctx: _tracing.take_logger(ctx.get_local("target"), ctx.get_local("method").as_python_constant()))
+        taken = _tracing.took_logger()
+        if taken == _tracing.NOT_TAKEN:
+            # no logger Dynamo can hand over (a LoggerAdapter: 2.11's Dynamo failed with an
+            # internal error on it as a constant; a class overriding the method): as written
             return False
-        logger_id, target = _tracing.TRACED_LOGGER, None
+        if taken == _tracing.LOGGER:
+            logger_id, target = _tracing.TRACED_LOGGER, None
     elif isinstance(target, logging.Logger):
+        if not _tracing.plain_logger(type(target), method):
+            return False
         logger_id, target = id(target), None
     # only Dynamo replays the store; other tracers (torch.export's non-strict mode, make_fx)
     # run this code on fake tensors: the operator is what they keep
@@ -653,8 +659,25 @@ def defer_log(logger: Any, method: str, *args: Any, ordered: bool = False, **kwa
             return
     _drain()
     args = tuple(_materialize(a) for a in args)
+    exporting = _tracing.dynamo_exporting() if torch.compiler.is_dynamo_compiling() else torch.compiler.is_exporting()
+    if exporting:  # logger calls are no-ops in an exported program
+        getattr(logger, method)(*args, **kwargs)
+    else:
+        _log_now(logger, method, args, kwargs)
+
+
+@torch.compiler.disable
+def _log_now(logger: Any, method: str, args: tuple, kwargs: dict) -> None:
+    """The call as written, attributed to its caller's line: the frames of this module, and
+    Dynamo's between them (a graph break inside :func:`defer_log` resumes in a function of
+    this file), are skipped with ``stacklevel``. Never traced (isinstance() on a logger is
+    unsupported by torch 2.11's Dynamo)."""
     if method in _STANDARD_LOG_METHODS and _as_logger(logger) is not None:
-        kwargs = dict(kwargs, stacklevel=kwargs.get("stacklevel", 1) + 1)  # skip this frame
+        frame, skipped = sys._getframe(1), 1
+        while frame is not None and (frame.f_code.co_filename == __file__ or
+                                     frame.f_code.co_filename.startswith(_DYNAMO_DIR)):
+            frame, skipped = frame.f_back, skipped + 1
+        kwargs = dict(kwargs, stacklevel=kwargs.get("stacklevel", 1) + skipped)
     getattr(logger, method)(*args, **kwargs)
 
 
