@@ -215,3 +215,13 @@ def test_the_paired_steady_state_takes_a_bundles_mended_modules(tmp_path, monkey
     assert sp._mended_dir("hf:t5", tmp_path / "b", tmp_path, {}) == (tmp_path / "b/rows/t5/mended", None)
     assert sp._mended_dir("hf:phi3", tmp_path / "b", tmp_path, {}) == (None, "no rewrite emitted")
     assert sp._mended_dir("hf:x", tmp_path / "b", tmp_path, {}) == (None, "not in the bundle")
+
+
+def test_the_torch_range_check_counts_a_file_targets_graphs():
+    """benchmarks/torch_range.py counts graphs in a fresh process of the given Python."""
+    from benchmarks import torch_range
+    from tests.conftest import FIXTURES
+
+    res = torch_range.count(sys.executable, FIXTURES / "first_call_split.py")
+    assert res["graphs"] == 2 and len(res["breaks"]) == 1 and res["torch"].startswith("2.")
+    assert "error" in torch_range.count(sys.executable, FIXTURES / "bad_syntax.py")
