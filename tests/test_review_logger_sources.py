@@ -4,22 +4,12 @@ tree and passes since the fix (a helper's adversarial review, 2026-12-04)."""
 from __future__ import annotations
 
 import logging
-import os
 
 import pytest
 import torch
 
 import mend.runtime as rt
-
-
-class _Records(logging.Handler):
-    def __init__(self):
-        super().__init__()
-        self.seen = []
-
-    def emit(self, record):
-        self.seen.append((record.name, record.levelname, record.getMessage(), os.path.basename(record.pathname),
-                          record.lineno, record.funcName))
+from tests.test_runtime_replay import _Records
 
 
 def _logger(name):
@@ -62,7 +52,7 @@ def test_a_logger_with_a_constant_source_compiles():
 
     eager, compiled = _eager_then_compiled(f, _CONST_HANDLER)
     assert [r[:3] for r in compiled] == [r[:3] for r in eager] == [("mend_review.constant_source", "INFO", "acr tensor(2.)")]
-    assert eager[0][3:] == ("test_review_logger_sources.py", 60, "f")
+    assert eager[0][3:] == ("test_review_logger_sources.py", f.__code__.co_firstlineno + 1, "f")
 
 
 def test_the_logging_module_as_target_is_deferred_in_one_graph():
