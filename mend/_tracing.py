@@ -55,22 +55,26 @@ def resolve_logger(ident: int) -> Any:
 NOT_TAKEN, LOGGER, CONSTANT = 0, 1, 2   # what take_logger found
 # what a replay (mend.runtime._log_at: makeRecord + handle) does in place of the method: a
 # logger class that overrides any of these (or the method) is performed as written
-_REPLAYED_AS = ("_log", "makeRecord", "handle", "isEnabledFor")
+_REPLAYED_AS = ("_log", "makeRecord", "handle", "isEnabledFor", "findCaller")
 
 
-def plain_logger(cls: type, method: str) -> bool:
+def plain_logger(cls: type, method: str, instance: Any = None) -> bool:
     """Whether logger class ``cls`` takes ``method`` and the steps a replay stands in for
     from ``logging.Logger`` itself (a ``setLoggerClass`` subclass that overrides ``info``
-    would be bypassed by the replay)."""
-    return all(getattr(cls, name, None) is getattr(logging.Logger, name, None) for name in (method, *_REPLAYED_AS))
+    or ``findCaller`` would be bypassed by the replay), and ``instance``, when given, sets
+    none of them as its own attribute (``mock.patch.object(logger, "info")``)."""
+    names = (method, *_REPLAYED_AS)
+    if instance is not None and any(name in getattr(instance, "__dict__", {}) for name in names):
+        return False
+    return all(getattr(cls, name, None) is getattr(logging.Logger, name, None) for name in names)
 
 
 def take_logger(var: Any, method: str) -> None:
     """At trace time (a ``comptime`` callback; ``var`` the ``ComptimeVar`` of the call's
     target): keep a ``logging.Logger`` whose class is :func:`plain_logger` for ``method``,
     guarded by identity (ID_MATCH, as Dynamo guards ``id()`` of a logger on torch >= 2.12);
-    or note that the target is a constant (the ``logging`` module: ``logging.warning(...)``),
-    which is handed over as it is; else nothing (a ``LoggerAdapter``, a logger whose
+    or note that the target is the ``logging`` module (``logging.warning(...)``), which is
+    handed over as it is; else nothing (a ``LoggerAdapter``, a logger whose
     source cannot be guarded): the call is then performed as written.
 
     torch 2.11's Dynamo answers neither ``isinstance()`` nor ``id()`` on a logger (its
@@ -82,7 +86,9 @@ def take_logger(var: Any, method: str) -> None:
 
     _taken[0] = NOT_TAKEN
     if var.is_python_constant():
-        _taken[0] = CONSTANT
+        # the logging module (logging.warning -> root); another module or class named like
+        # a logger (absl's logging) is performed as written: its calls are not Logger's
+        _taken[0] = CONSTANT if var.as_python_constant() is logging else NOT_TAKEN
         return
     vt = var._i_will_not_complain_if_bc_breaks_VariableTracker()
     value, source = getattr(vt, "value", None), getattr(vt, "source", None)

@@ -460,7 +460,9 @@ def _log_at(target: Any, method: str, args: list, kwargs: dict, where: tuple | N
             set(kwargs) - {"stacklevel", "extra"}:
         return False  # `warn` also warns (deprecated); other keywords are the method's business
     logger = _as_logger(target)
-    if logger is None:
+    # checked again at replay: a method patched on the instance since (a mock), or a class
+    # changed, is called as it would be in eager
+    if logger is None or not _tracing.plain_logger(type(logger), method, logger):
         return False
     if method == "log":
         if not args:
@@ -642,7 +644,7 @@ def defer_print(*args: Any, sep: str | None = " ", end: str | None = "\n", file:
         stream = _STDOUT if file is sys.stdout else _STDERR if file is sys.stderr else file
         if _record("print", None, None, args, {"sep": sep, "end": end, "file": stream, "flush": flush}, ordered):
             return
-    _drain()
+    _drain_first()
     builtins.print(*[_materialize(a) for a in args], sep=_materialize(sep), end=_materialize(end), file=file,
                    flush=flush)
 
@@ -657,7 +659,7 @@ def defer_log(logger: Any, method: str, *args: Any, ordered: bool = False, **kwa
     if torch.compiler.is_compiling():
         if _record("log", logger, method, args, kwargs, ordered):
             return
-    _drain()
+    _drain_first()
     args = tuple(_materialize(a) for a in args)
     exporting = _tracing.dynamo_exporting() if torch.compiler.is_dynamo_compiling() else torch.compiler.is_exporting()
     if exporting:  # logger calls are no-ops in an exported program
@@ -692,7 +694,7 @@ def defer_warn(message: Any, category: Any = None, stacklevel: int = 1, source: 
             return
         if _record("warn", None, None, (message, category, stacklevel, source), {}, ordered):
             return
-    _drain()
+    _drain_first()
     warnings.warn(_materialize(message), category, stacklevel + 1, source)
 
 
@@ -738,6 +740,16 @@ def pending() -> int:
     return len(_STATE.pending)
 
 
+def _drain_first() -> None:
+    """Perform the captured effects before a call performed as written. Never traced: when
+    Dynamo compiles a ``defer_*`` function as a frame of its own, tracing the replays
+    failed inside Dynamo (the sites hold module globals); under export there are none."""
+    if not torch.compiler.is_dynamo_compiling():
+        _drain()
+    elif not _tracing.dynamo_exporting():
+        _drain_eagerly()
+
+
 def _drain() -> None:
     while _STATE.pending:
         key, tensors, ints = _STATE.pending.pop(0)
@@ -747,6 +759,9 @@ def _drain() -> None:
             # eager would have stopped at this effect: later ones never happened
             _STATE.pending.clear()
             raise
+
+
+_drain_eagerly = torch.compiler.disable(_drain)
 
 
 def flush() -> None:
