@@ -160,10 +160,11 @@ def _within_last_digit(want: tuple[str, list[str]], got: tuple[str, list[str]]) 
     import re
 
     def parts(text: str):
-        # each number with the size of one unit in its last printed digit; 0 for an integer
+        # the text with each number replaced by "#", and each number with the size of one unit
+        # in its last printed digit (0 for an integer)
         nums = [(m.group(0), 10.0 ** (int(m.group(2) or 0) - len(m.group(1) or "")) if m.group(1) or m.group(2) else 0.0)
                 for m in re.finditer(_NUMBER, text)]
-        return [t for t in re.split(_NUMBER, text) if t is not None and not t.lstrip("+-").isdigit()], nums
+        return re.sub(_NUMBER, "#", text), nums
 
     for a, b in zip([want[0], *want[1]], [got[0], *got[1]], strict=False):
         (ta, na), (tb, nb) = parts(a), parts(b)

@@ -82,6 +82,7 @@ def time_row(row: str, out_dir: Path, pairs: int, warmup: int, device: str = "cp
     sys.path.insert(0, str(ROOT))
     # the validation runtime is what mend.pipeline.executors.install_runtimes installs; imported
     # directly, so that this child needs torch and transformers alone (the GPU machine has no libcst)
+    from benchmarks._harness import _to
     from mend import validation_runtime
     from mend.overlay import activate
     from mend.targets.hf import build
@@ -115,8 +116,7 @@ def time_row(row: str, out_dir: Path, pairs: int, warmup: int, device: str = "cp
         mended = validation_runtime.install(mended)
     dev = torch.device(device)
     original, mended = original.to(dev), mended.to(dev)
-    args = [a.to(dev) if isinstance(a, torch.Tensor) else a for a in args]
-    kwargs = {k: v.to(dev) if isinstance(v, torch.Tensor) else v for k, v in kwargs.items()}
+    args, kwargs = _to(args, dev), _to(kwargs, dev)
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     # CUDA graphs (reduce-overhead): a new step before each call, as for an inference loop
     step = torch.compiler.cudagraph_mark_step_begin if dev.type == "cuda" and mode else (lambda: None)
@@ -156,11 +156,12 @@ def _child(row: str, out_dir: str, pairs: int, warmup: int, result: str, device:
     Path(result).write_text(json.dumps(time_row(row, Path(out_dir), pairs, warmup, device, mode)))
 
 
-def _mended_dir(row: str, bundle: Path | None, work: Path, env: dict) -> tuple[Path | None, str | None]:
+def _mended_dir(row: str, bundled: dict | None, work: Path, env: dict) -> tuple[Path | None, str | None]:
     """(the folder of the row's mended modules, None) or (None, why there is none): from the
-    ``run_gpu.py prepare`` bundle when given, else by running ``mend fix ROW --out``."""
-    if bundle is not None:
-        prep = json.loads((bundle / "bundle.json").read_text())["rows"].get(row)
+    rows of a ``run_gpu.py prepare`` bundle when given (``bundle.json``'s ``rows``), else by
+    running ``mend fix ROW --out``."""
+    if bundled is not None:
+        prep = bundled.get(row)
         if prep is None:
             return None, "not in the bundle"
         return (ROOT / prep["mended_dir"], None) if prep.get("mended_dir") else (None, "no rewrite emitted")
@@ -196,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     env = {**os.environ, "OMP_NUM_THREADS": "1"} if ns.device == "cpu" else dict(os.environ)
     records, started = [], time.time()
     work = Path(tempfile.mkdtemp(prefix="mend-steady-"))
-    bundle = Path(ns.bundle) if ns.bundle else None
+    bundled = json.loads((Path(ns.bundle) / "bundle.json").read_text())["rows"] if ns.bundle else None
     slowest = 0.0
     for row in ns.rows.split(","):
         t_row = time.time()
@@ -204,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
             records.append({"row": row, "error": f"skipped: the budget ({ns.budget_min} min) would be exceeded"})
             print(f"{row}: {records[-1]['error']}", flush=True)
             continue
-        out_dir, why = _mended_dir(row, bundle, work, env)
+        out_dir, why = _mended_dir(row, bundled, work, env)
         if out_dir is None:
             records.append({"row": row, "error": why})
             print(f"{row}: no mended model ({why})", flush=True)

@@ -23,7 +23,7 @@ def _skipped(fn: Callable[..., Any]) -> Callable[..., Any]:
     ``torch.compiler.disable(fn, recursive=False)``'s meaning, without its wrapper, which Dynamo
     compiles as a frame of its own with a graph break at the call: measured, 0.16 ms added to
     every compiled call (a 20-layer MLP: 0.10 -> 0.26 ms; hf:biogpt's steady state 0.72x by it,
-    benchmarks/steady_paired.py). The wrapper where ``torch._dynamo.skip`` is missing."""
+    benchmarks/steady_paired.py). The wrapper where ``torch._dynamo.eval_frame.skip_code`` is missing."""
     try:
         from torch._dynamo.eval_frame import skip_code
     except ImportError:  # pragma: no cover - depends on the torch release

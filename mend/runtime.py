@@ -110,9 +110,10 @@ from mend.validation_runtime import order_checks
 
 __all__ = ["defer_print", "defer_log", "defer_warn", "fmt", "item", "flush", "install", "uninstall", "capture", "pending"]
 
+# Dynamo's frames, skipped with this module's when a call as written names its caller (_log_now)
+_DYNAMO_DIR = os.path.dirname(torch._dynamo.__file__)
 # Logger methods whose record location can be attributed to the original call site
 # (methods that log directly; ``warning_once``-style wrappers log from their own frame).
-_DYNAMO_DIR = os.path.dirname(torch._dynamo.__file__)
 _STANDARD_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "fatal", "log"})
 
 # Layout tokens (see _flatten/_rebuild); _OTHER: a value the snapshot cannot hold.

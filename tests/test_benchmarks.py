@@ -209,12 +209,10 @@ def test_the_paired_steady_state_takes_a_bundles_mended_modules(tmp_path, monkey
     from benchmarks import steady_paired as sp
 
     monkeypatch.setattr(sp, "ROOT", tmp_path)
-    (tmp_path / "b").mkdir()
-    (tmp_path / "b" / "bundle.json").write_text(json.dumps({"rows": {
-        "hf:t5": {"mended_dir": "b/rows/t5/mended"}, "hf:phi3": {"mended_dir": None}}}))
-    assert sp._mended_dir("hf:t5", tmp_path / "b", tmp_path, {}) == (tmp_path / "b/rows/t5/mended", None)
-    assert sp._mended_dir("hf:phi3", tmp_path / "b", tmp_path, {}) == (None, "no rewrite emitted")
-    assert sp._mended_dir("hf:x", tmp_path / "b", tmp_path, {}) == (None, "not in the bundle")
+    bundled = {"hf:t5": {"mended_dir": "b/rows/t5/mended"}, "hf:phi3": {"mended_dir": None}}
+    assert sp._mended_dir("hf:t5", bundled, tmp_path, {}) == (tmp_path / "b/rows/t5/mended", None)
+    assert sp._mended_dir("hf:phi3", bundled, tmp_path, {}) == (None, "no rewrite emitted")
+    assert sp._mended_dir("hf:x", bundled, tmp_path, {}) == (None, "not in the bundle")
 
 
 def test_the_torch_range_check_counts_a_file_targets_graphs():
