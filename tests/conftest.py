@@ -49,3 +49,26 @@ def scan_json(run_mend):
         return code, json.loads(out)
 
     return scan
+
+
+def assert_one_graph_and_same_outputs(original: Path, mended_src: str, tmp_path: Path, tag: str) -> None:
+    """The mended source of a fixture (``Model``, ``get_inputs``) returns the original's outputs
+    bit for bit, eager and compiled (eager backend), and compiles to one graph without a break."""
+    import torch
+
+    from mend.targets import load_file_module
+
+    mended = tmp_path / original.name
+    mended.write_text(mended_src)
+    a_mod, b_mod = load_file_module(original, f"_{tag}_a"), load_file_module(mended, f"_{tag}_b")
+    torch.manual_seed(0)
+    a, b = a_mod.Model().eval(), b_mod.Model().eval()
+    b.load_state_dict(a.state_dict())
+    args = a_mod.get_inputs()
+    with torch.no_grad():
+        ref = a(*args)
+        assert torch.equal(ref, b(*args))
+        torch._dynamo.reset()
+        explain = torch._dynamo.explain(b)(*args)
+        assert (explain.graph_count, explain.graph_break_count) == (1, 0)
+        assert torch.equal(ref, torch.compile(b, backend="eager")(*args))

@@ -14,7 +14,7 @@ from verifier.encoders import CHECKS
 
 @pytest.fixture(scope="module")
 def issued(tmp_path_factory):
-    """`mend fix FILE --out out --verify strict --unsafe-fixes` on three fixtures: certificates of all four
+    """`mend fix FILE --out out --verify strict --unsafe-fixes` on three fixtures: certificates of five
     rules (predicated validation and host-count reduction rest on observations: unsafe fixes)."""
     from click.testing import CliRunner
 
@@ -59,7 +59,8 @@ def test_issued_certificates_verify(work, run_mend):
             else:
                 assert o["result"] == "checked" and o["checked_by"] and o["smtlib"] is None, o
         rules.add(doc["rule"])
-    assert rules == {"predicated-control-flow", "deferred-side-effects", "predicated-validation", "host-count-reduction"}
+    assert rules == {"predicated-control-flow", "deferred-side-effects", "predicated-validation", "host-count-reduction",
+                     "item-operand"}
     code, out, err = _verify(run_mend, *found)
     assert code == 0, out + err
     assert out.count("ok ") == len(found) and "replayed to the recorded results" in out

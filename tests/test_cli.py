@@ -53,7 +53,10 @@ def test_sarif_output(run_mend, monkeypatch):
         assert res["locations"][0]["physicalLocation"]["artifactLocation"] == {
             "uri": "tests/fixtures/mixed.py", "uriBaseId": "%SRCROOT%"}
     assert doc["runs"][0]["originalUriBaseIds"]["%SRCROOT%"]["uri"].endswith("/")
-    assert {r["level"] for r in results} == {"warning", "note"}
+    # every break of mixed.py is fixable (a warning); an unfixable one is a note
+    assert {r["level"] for r in results} == {"warning"}
+    code, out, _ = run_mend("scan", str(FIXTURES / "membership_branch.py"), "--sarif")
+    assert [r["level"] for r in json.loads(out)["runs"][0]["results"]] == ["note"]
 
 
 def test_list_targets(run_mend):

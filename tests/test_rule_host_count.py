@@ -20,7 +20,7 @@ from mend.locate import locate
 from mend.rules import RULES, Decline, match_site
 from mend.rules import host_count_reduction as hc
 from mend.targets import load_file_module
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, assert_one_graph_and_same_outputs
 from verifier import obligations as O
 
 _ids = itertools.count()
@@ -150,9 +150,11 @@ def test_other_item_tolist_sites_keep_the_category_reason(tmp_path):
 
     path = _write(tmp_path, "import torch\ndef f(x):\n    v = x.max().item()\n    sizes = x.tolist()\n"
                             "    for i in range(int(x.sum())):\n        pass\n    return v\n")
-    for line in (3, 4):
-        verdict = match_site("item-tolist", locate(str(path), line))
-        assert verdict.rule is None and verdict.reason == UNFIXABLE_REASONS["item-tolist"]
+    verdict = match_site("item-tolist", locate(str(path), 4))
+    assert verdict.rule is None and verdict.reason == UNFIXABLE_REASONS["item-tolist"]
+    # `v = x.max().item()` is item-operand's shape: its own reason (v is returned)
+    verdict = match_site("item-tolist", locate(str(path), 3))
+    assert verdict.rule == "item-operand" and "`v` is returned directly (line 7)" in verdict.reason
     verdict = match_site("item-tolist", locate(str(path), 5))
     assert verdict.rule == hc.NAME and "not `<tensor>.tolist()`" in verdict.reason and "Python number" in verdict.reason
     assert match_site("item-tolist", None).reason == UNFIXABLE_REASONS["item-tolist"]
@@ -172,21 +174,7 @@ def test_fixture_fixed(name, expected, tmp_path):
     assert all(o["result"] == ("checked" if o["kind"] in CHECKED else "proved") for o in rw["obligations"])
     assert expected in res.mended and ".tolist()" not in res.mended
     # eager and compiled behaviour of the mended file equals the original's
-    mended = tmp_path / name
-    mended.write_text(res.mended)
-    a_mod, b_mod = load_file_module(FIXTURES / name, f"_hc_a_{name[:6]}"), load_file_module(mended, f"_hc_b_{name[:6]}")
-    torch.manual_seed(0)
-    a = a_mod.Model().eval()
-    b = b_mod.Model().eval()
-    b.load_state_dict(a.state_dict())
-    args = a_mod.get_inputs()
-    with torch.no_grad():
-        ref = a(*args)
-        assert torch.equal(ref, b(*args))
-        torch._dynamo.reset()
-        explain = torch._dynamo.explain(b)(*args)
-        assert (explain.graph_count, explain.graph_break_count) == (1, 0)
-        assert torch.equal(ref, torch.compile(b, backend="eager")(*args))
+    assert_one_graph_and_same_outputs(FIXTURES / name, res.mended, tmp_path, f"hc_{name[:6]}")
 
 
 def test_an_attribute_threshold_is_read_on_the_run(tmp_path):

@@ -40,35 +40,44 @@ def discover() -> dict[str, Rule]:
     return rules
 
 
-def categories(rules: dict[str, Rule]) -> dict[str, str]:
-    """Which rule serves each taxonomy category (each category is served by one rule)."""
-    out: dict[str, str] = {}
+def categories(rules: dict[str, Rule]) -> dict[str, tuple[str, ...]]:
+    """Which rules serve each taxonomy category, in discovery order. Several rules may serve
+    one category when each takes a different statement shape (``item-tolist``: a counting
+    loop over ``.tolist()``, and ``x = T.item()``), so that a site keeps the category the
+    break report gives it whichever rule fixes it."""
+    out: dict[str, tuple[str, ...]] = {}
     for rule in rules.values():
         for category in rule.categories:
-            if category in out:
-                raise ImportError(f"the category {category!r} is claimed by both {out[category]} and {rule.name}")
-            out[category] = rule.name
+            out[category] = (*out.get(category, ()), rule.name)
     return out
 
 
 RULES: dict[str, Rule] = discover()
 
-# Which rule a category belongs to, from each rule's `categories`.
-RULE_FOR_CATEGORY: dict[str, str] = categories(RULES)
+# Which rules a category belongs to, from each rule's `categories`.
+RULE_FOR_CATEGORY: dict[str, tuple[str, ...]] = categories(RULES)
 
 
 def match_site(category: str, loc: Located | None) -> Match | Decline:
-    """Ask the rule responsible for ``category`` whether it expects to fix the site."""
+    """Ask the rules responsible for ``category`` whether one expects to fix the site: the first
+    Match wins; else the decline that says most (a rule's own reason before a generic one)."""
     from mend.taxonomy import UNFIXABLE_REASONS
 
-    rule_name = RULE_FOR_CATEGORY.get(category)
-    if rule_name is None:
+    names = RULE_FOR_CATEGORY.get(category, ())
+    if not names:
         return Decline(None, UNFIXABLE_REASONS.get(category, UNFIXABLE_REASONS["other"]))
     if loc is None:
         if category in UNFIXABLE_REASONS:  # a rule for a narrow shape of an otherwise unfixable category
             return Decline(None, UNFIXABLE_REASONS[category])
-        return Decline(rule_name, "the source of this site could not be read or parsed")
-    return RULES[rule_name].match(loc)
+        return Decline(names[0], "the source of this site could not be read or parsed")
+    declines = []
+    for name in names:
+        verdict = RULES[name].match(loc)
+        if isinstance(verdict, Match):
+            return verdict
+        declines.append(verdict)
+    generic = UNFIXABLE_REASONS.get(category)
+    return min(declines, key=lambda d: (d.rule is None, d.reason == generic))
 
 
 __all__ = ["RULES", "RULE_FOR_CATEGORY", "Decline", "DeclineExample", "FixExample", "Match", "RewriteResult", "Rule",

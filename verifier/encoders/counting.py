@@ -214,6 +214,26 @@ def sum_exact(ob: dict, ctx: Ctx) -> Outcome:
                   fixed_by="the bit-vector model gives the int64 and the exact count the same term")
 
 
+def use_operands(ctx: Ctx, uses: list) -> list:
+    """Each later use's other operand (``{"value", "line"}``) as ``(text, " (line N)", abstract
+    value, its ShapeEval, the facts view)``, from the facts observed where that use runs; raises
+    _HcFacts (not observed there, or observations disagree) or Unsupported (not modelled)."""
+    out = []
+    for u in uses:
+        v, line = u.get("value"), u.get("line")
+        where = f" (line {line})" if isinstance(line, int) else ""
+        try:
+            view = _hc_view(ctx, v, line)
+            se = ShapeEval(view, {} if "at" in (ctx.facts or {}) else ctx.defs, "observed", strict_dtypes=True)
+            mv = se.eval(_expr(v))
+        except _HcFacts as exc:
+            raise _HcFacts(f"the other operand `{v}` of a later use{where}: {exc}") from None
+        except Unsupported as exc:
+            raise Unsupported(f"the other operand `{v}` of a later use{where} is not known: {exc}") from None
+        out.append((v, where, mv, se, view))
+    return out
+
+
 def uses_keep_type(ob: dict, ctx: Ctx) -> Outcome:
     """Each later use ``n <op> v`` (op in +, -, *): a Python int n and a 0-d int64 tensor n give
     the same result dtype (ATen: a Python number and a 0-d tensor both yield to a dimensioned
@@ -227,18 +247,12 @@ def uses_keep_type(ob: dict, ctx: Ctx) -> Outcome:
         dev_t = _hc_devices(ctx, expr, ob.get("line"))
     except _HcFacts as exc:
         return unknown(str(exc))
+    try:
+        operands = use_operands(ctx, uses)
+    except (_HcFacts, Unsupported) as exc:
+        return unknown(str(exc))
     premises, differs, texts, bad = [], [], [], []
-    for u in uses:
-        v, line = u.get("value"), u.get("line")
-        where = f" (line {line})" if isinstance(line, int) else ""
-        try:
-            view = _hc_view(ctx, v, line)
-            se = ShapeEval(view, {} if "at" in (ctx.facts or {}) else ctx.defs, "observed", strict_dtypes=True)
-            mv = se.eval(_expr(v))
-        except _HcFacts as exc:
-            return unknown(f"the other operand `{v}` of a later use{where}: {exc}")
-        except Unsupported as exc:
-            return unknown(f"the other operand `{v}` of a later use{where} is not known: {exc}")
+    for v, where, mv, se, view in operands:
         if mv.kind != "tensor":
             bad.append(f"`{v}`{where} (a Python {mv.cat or mv.kind})")
             continue

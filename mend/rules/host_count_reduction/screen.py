@@ -16,6 +16,10 @@ from mend.rules._base import Decline, Match
 from mend.rules._common import code_of as _code
 from mend.rules._common import dotted
 from mend.rules._scalars import scalar_candidates
+from mend.rules._uses import DYNAMIC_SCOPE as _DYNAMIC_SCOPE
+from mend.rules._uses import NameWalk as _Walk
+from mend.rules._uses import statement_of as _stmt_of
+from mend.rules._uses import use_kind as _use_kind
 
 NAME = "host-count-reduction"
 CATEGORY = "item-tolist"
@@ -25,7 +29,6 @@ _OPS = {cst.GreaterThan: ">", cst.GreaterThanEqual: ">=", cst.LessThan: "<", cst
 _FLIP = {">": "<", ">=": "<=", "<": ">", "<=": ">=", "==": "==", "!=": "!="}
 _ARITH = {cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*"}
 _INT64 = 2 ** 63
-_DYNAMIC_SCOPE = {"locals", "vars", "eval", "exec", "globals"}
 
 
 @dataclass
@@ -70,62 +73,6 @@ def _is_tolist(node: cst.BaseExpression) -> bool:
 
 def _names(node: cst.CSTNode, name: str) -> list[cst.Name]:
     return [n for n in m.findall(node, m.Name(name))]
-
-
-class _Walk(cst.CSTVisitor):
-    """Every Name node of ``names`` in a function, with the enclosing nested scope if any."""
-
-    def __init__(self, names: set[str]):
-        self.names = names
-        self.found: list[tuple[cst.Name, bool]] = []
-        self.depth = 0
-
-    def _enter(self, node) -> bool:
-        self.depth += 1
-        return True
-
-    def _leave(self, node) -> None:
-        self.depth -= 1
-
-    visit_FunctionDef = visit_Lambda = visit_ClassDef = _enter
-    leave_FunctionDef = leave_Lambda = leave_ClassDef = _leave
-
-    def visit_Name(self, node: cst.Name) -> None:
-        if node.value in self.names:
-            self.found.append((node, self.depth > 0))
-
-
-def _stmt_of(node: cst.CSTNode, parents) -> cst.CSTNode:
-    cur = node
-    while cur in parents and not isinstance(cur, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
-        cur = parents[cur]
-    return cur
-
-
-def _use_kind(name: cst.Name, parents) -> str:
-    """How a later read of the counter uses it, in words."""
-    parent = parents.get(name)
-    while isinstance(parent, (cst.LeftParen, cst.RightParen)):
-        parent = parents.get(parent)
-    if isinstance(parent, cst.Return):
-        return "returned directly"
-    if isinstance(parent, (cst.Comparison, cst.ComparisonTarget)):
-        return "compared"
-    if isinstance(parent, cst.Arg):
-        return "passed to a call"
-    if isinstance(parent, cst.FormattedStringExpression):
-        return "formatted into a string"
-    if isinstance(parent, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.Del)):
-        return "reassigned or deleted"
-    if isinstance(parent, cst.Assign):
-        return "stored (`... = n`)"
-    if isinstance(parent, cst.Subscript) or isinstance(parent, (cst.SubscriptElement, cst.Index, cst.Slice)):
-        return "used as an index or slice bound"
-    if isinstance(parent, cst.BinaryOperation):
-        return "an operand of an operator other than +, - and *"
-    if isinstance(parent, cst.UnaryOperation):
-        return "negated or inverted on its own"
-    return f"used as part of a {type(parent).__name__}" if parent is not None else "used"
 
 
 def _screen(wrapper: MetadataWrapper, line: int) -> _Plan | Decline:

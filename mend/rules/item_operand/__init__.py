@@ -1,0 +1,86 @@
+"""Rule: a scalar read whose number only meets tensors -> keep it a 0-d tensor (issue 10, kind 2).
+
+::
+
+    n = mask.sum().item()              n = mask.sum().detach().reshape(()).clone()
+    return pooled / n          ->      return pooled / n
+
+``Tensor.item()`` moves the value to the host as a Python number: a graph break on torch
+2.13 ("Unsupported Tensor.item() call with capture_scalar_outputs=False"), and a device sync.
+When every later use of the number is an operand of ``+ - * / // %`` or of one comparison
+whose other operand is a tensor, the number never reaches Python code: the rewrite keeps it
+a tensor. It is *detached* (a Python number carries no gradient), *0-d* (a 1-element tensor
+of rank >= 1 would broadcast) and *copied* (an in-place write to ``T`` after the read must not
+change it, as it cannot change the number). This is host-count-reduction's 0-d count,
+generalised to any scalar read.
+
+What makes it exact (proof obligations, discharged by ``verifier/encoders/item_operand.py``):
+
+* ``item-operand-tensor`` (check, observed): ``T`` is a torch.Tensor with exactly one element
+  where the read runs, on every hit and call (a NumPy scalar's ``.item()`` would not be
+  rewritable; ``reshape(())`` raises where ``.item()`` does, with another message);
+* ``item-operand-keep-type`` (Z3, dtype model): every use has the same result dtype with the
+  Python number (ATen types it as its category's default: float32, int64 or bool) and with
+  a 0-d tensor of ``T``'s dtype, and the devices combine. Refuted: ``int32 tensor * x`` with
+  ``x`` from a float64 ``T`` (float32 with the number, float64 with the 0-d tensor); a 0-d
+  int32 operand meeting an int64 read (int32 against int64); a CUDA ``T`` meeting a CPU tensor;
+* ``item-operand-exact`` (Z3, IEEE): where a use computes in float16 or bfloat16, every value
+  of ``T``'s dtype converts to it exactly. Kernels there may compute in float32 from a Python
+  scalar's original value while a 0-d tensor on the device is cast to float16 first (two
+  roundings): ``h_fp16 * x`` with ``x`` from a float32 ``T`` is refuted (0.1). For float32,
+  float64 and integer common dtypes both operands are converted once, identically.
+
+The screen (static) takes ``x = T.item()`` only as a whole statement in a function, with
+``x`` a plain local bound nowhere else (not a parameter, not global/nonlocal, not captured
+by a nested function or class, no ``locals()``/``eval``...), and every read of ``x`` a direct
+operand of one such operator or comparison whose other operand is no literal and does not
+read ``x``, alone on its line, outside ``and``/``or``/``if-else``/comprehensions. Declined,
+with the reason, when a read is anything else: returned, passed to a call (a size, a
+format), stored, compared in an ``if``/chained comparison, an index or slice bound (the
+break would move, not go), ``x ** v`` (pow's Python-scalar fast paths: ``sqrt`` for 0.5
+gives -0.0 where pow gives +0.0), ``x / v`` (``Tensor.__rtruediv__`` computes
+``v.reciprocal() * x``: two roundings where ``torch.div`` has one), or meets a Python
+literal (``h / (x + 1e-6)``: the sum would be done in float64 by Python, in ``T``'s dtype
+by torch).
+"""
+from __future__ import annotations
+
+from mend.rules._base import Decline, Match, RewriteResult, Rule
+from mend.rules.item_operand.examples import DECLINE_EXAMPLES, FIX_EXAMPLES, NOOP_EXAMPLES, example_line
+from mend.rules.item_operand.rewrite import rewrite
+from mend.rules.item_operand.screen import CATEGORY, NAME, match
+
+FIX_SAFETY = """\
+An unsafe fix (applied with ``--unsafe-fixes``): ``item-operand-tensor`` is an observation of
+the example run (the read tensor has one element), and the dtype and exactness proofs are
+over the dtypes and devices observed where each use runs (tier ``observed``). A documented
+difference: the value is a 0-d tensor instead of a Python number, which only the screened
+uses (tensor operands) read.
+
+Proved by Z3 over the observed facts: each use's result dtype is unchanged
+(``item-operand-keep-type``) and, where a use computes in float16/bfloat16, the read's value
+is exact there (``item-operand-exact``). Checked, not proved: ``T`` is a one-element tensor
+(``item-operand-tensor``). Gradients: none flow through the value in either version (the
+kept tensor is detached); the differential test compares them.
+"""
+
+OBLIGATION_KINDS = frozenset({"item-operand-tensor", "item-operand-keep-type", "item-operand-exact"})
+
+RULE = Rule(
+    name=NAME,
+    categories=(CATEGORY,),
+    match=match,
+    rewrite=rewrite,
+    example_line=example_line,
+    obligation_kinds=OBLIGATION_KINDS,
+    required_kinds=OBLIGATION_KINDS,
+    needs_facts=True,
+    fix_safety=FIX_SAFETY,
+    doc=__doc__,
+    fix_examples=FIX_EXAMPLES,
+    decline_examples=DECLINE_EXAMPLES,
+    noop_examples=NOOP_EXAMPLES,
+)
+
+__all__ = ["CATEGORY", "DECLINE_EXAMPLES", "FIX_EXAMPLES", "NAME", "NOOP_EXAMPLES", "RULE", "Decline", "Match",
+           "RewriteResult", "example_line", "match", "rewrite"]

@@ -1,0 +1,112 @@
+"""item-operand's examples (Fixit / pyupgrade style), from which ``tests/test_rules.py`` is
+generated: FIX (before, the exact text after), DECLINE (source, a substring of the reason),
+NOOP (source the rule leaves unchanged on every line)."""
+from __future__ import annotations
+
+import re
+
+from mend.rules._base import DeclineExample
+
+_READ = re.compile(r"^\w+\s*=\s*.*\.item\(\)\s*(#.*)?$")
+
+
+def example_line(source: str) -> int:
+    """The line of an example's site: its first ``x = T.item()``."""
+    for i, text in enumerate(source.splitlines(), 1):
+        if _READ.match(text.strip()):
+            return i
+    raise ValueError("no `x = T.item()` in example")
+
+
+_HEAD = '''import torch
+from torch import nn
+
+
+class Pool(nn.Module):
+'''
+
+FIX_EXAMPLES: list[tuple[str, str]] = [
+    # a masked mean divided by the count read back as a number (mean pooling)
+    (_HEAD + '''    def forward(self, h, mask):
+        n = mask.sum().item()  # tokens kept
+        pooled = (h * mask[..., None]).sum(dim=1)
+        return pooled / n
+''', _HEAD + '''    def forward(self, h, mask):
+        n = mask.sum().detach().reshape(()).clone()  # mend: item-operand (was: n = mask.sum().item()) # tokens kept
+        pooled = (h * mask[..., None]).sum(dim=1)
+        return pooled / n
+'''),
+    # a scale on the left of `*`, a comparison, and `-` with the number first
+    (_HEAD + '''    def forward(self, h, t):
+        s = t.max().item()
+        y = s * h
+        keep = h > s
+        return (s - y) * keep
+''', _HEAD + '''    def forward(self, h, t):
+        s = t.max().detach().reshape(()).clone()  # mend: item-operand (was: s = t.max().item())
+        y = s * h
+        keep = h > s
+        return (s - y) * keep
+'''),
+]
+
+DECLINE_EXAMPLES: list[DeclineExample | tuple] = [
+    # the number steers Python control flow: a tensor there is a branch on a tensor
+    (_HEAD + '''    def forward(self, h, t):
+        s = t.max().item()
+        if s > 0:
+            h = h * 2
+        return h
+''', "with a Python literal"),
+    # x / tensor: Tensor.__rtruediv__ is reciprocal() * x, torch.div rounds once
+    (_HEAD + '''    def forward(self, h, t):
+        s = t.sum().item()
+        return s / h
+''', "divides by a tensor"),
+    # a Python literal meets the number: double arithmetic before the tensor sees it
+    (_HEAD + '''    def forward(self, h, t):
+        s = t.sum().item()
+        return h / (s + 1e-6)
+''', "with a Python literal"),
+    # passed to a call (a size, a format, a list)
+    (_HEAD + '''    def forward(self, h, t):
+        n = t.sum().item()
+        return h.new_zeros(n)
+''', "passed to a call"),
+    # returned: the caller sees a tensor where it saw a number
+    (_HEAD + '''    def forward(self, h, t):
+        n = t.sum().item()
+        return n
+''', "returned directly"),
+    # bound twice: a later read may see the other binding
+    (_HEAD + '''    def forward(self, h, t):
+        n = t.sum().item()
+        h = h * n
+        n = 2
+        return h * n
+''', "reassigned or deleted"),
+    # captured by a closure
+    (_HEAD + '''    def forward(self, h, t):
+        n = t.sum().item()
+        f = lambda v: v * n
+        return f(h)
+''', "captured by a nested function"),
+    # a power: pow with a Python exponent takes fast paths (sqrt for 0.5: -0.0 differs)
+    (_HEAD + '''    def forward(self, h, t):
+        p = t.mean().item()
+        return h ** p
+''', "an operand of an operator"),
+    # under `and`/`or`: the operand may not be evaluated where facts are observed
+    (_HEAD + '''    def forward(self, h, t, flag: bool):
+        s = t.mean().item()
+        return flag and h * s
+''', "sits under `and`/`or`"),
+]
+
+NOOP_EXAMPLES: list[str] = [
+    # a tensor kept as a tensor: nothing to do
+    _HEAD + '''    def forward(self, h, t):
+        s = t.max()
+        return h * s
+''',
+]

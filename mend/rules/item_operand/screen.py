@@ -1,0 +1,215 @@
+"""item-operand: the static screen (which ``x = T.item()`` sites the rule takes, and why it
+declines the others) and :func:`match`, a scan's verdict on a located site."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+import libcst.matchers as m
+from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
+
+from mend.locate import Located
+from mend.rules._base import Decline, Match
+from mend.rules._common import code_of
+from mend.rules._scalars import bound_names
+from mend.rules._uses import DYNAMIC_SCOPE, NameWalk, statement_of, use_kind
+
+NAME = "item-operand"
+CATEGORY = "item-tolist"
+
+# operators whose torch result is the same with a Python number and with a 0-d tensor operand
+# (Tensor.__r*__ call the same ATen op with the operands swapped); `**` is not one (pow with a
+# Python exponent takes the square/sqrt fast paths: pow(-0.0, 0.5) is +0.0, sqrt(-0.0) -0.0)
+_ARITH = {cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*", cst.Divide: "/", cst.FloorDivide: "//",
+          cst.Modulo: "%"}
+_CMP = {cst.GreaterThan: ">", cst.GreaterThanEqual: ">=", cst.LessThan: "<", cst.LessThanEqual: "<=",
+        cst.Equal: "==", cst.NotEqual: "!="}
+
+
+@dataclass
+class Use:
+    other: cst.BaseExpression   # the operand the value meets
+    op: str
+    statement: cst.CSTNode
+
+
+@dataclass
+class Plan:
+    line: cst.SimpleStatementLine
+    name: str
+    tensor: cst.BaseExpression   # T in `x = T.item()`
+    uses: list[Use]
+
+
+def _generic() -> Decline:
+    from mend.taxonomy import UNFIXABLE_REASONS
+
+    return Decline(None, UNFIXABLE_REASONS[CATEGORY])
+
+
+def item_assignment(node: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
+    """``(x, T)`` when ``node`` is ``x = T.item()`` (one plain name target), else None."""
+    if not (isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name)):
+        return None
+    value = node.value
+    if isinstance(value, cst.Call) and not value.args and isinstance(value.func, cst.Attribute) \
+            and value.func.attr.value == "item":
+        return node.targets[0].target.value, value.func.value
+    return None
+
+
+def _unparen(node, parents):
+    parent = parents.get(node)
+    while isinstance(parent, (cst.LeftParen, cst.RightParen)):
+        parent = parents.get(parent)
+    return parent
+
+
+def _is_read(node: cst.Name, parents) -> bool:
+    """A Name node that reads a local: not an attribute's name or a keyword's."""
+    parent = parents.get(node)
+    if isinstance(parent, cst.Attribute) and parent.attr is node:
+        return False
+    return not (isinstance(parent, cst.Arg) and parent.keyword is node)
+
+
+def screen(wrapper: MetadataWrapper, line: int) -> Plan | Decline:
+    """The plan for ``x = T.item()`` on ``line``, or why not (see the package docstring)."""
+    pos = wrapper.resolve(PositionProvider)
+    parents = wrapper.resolve(ParentNodeProvider)
+    lines = [n for n in m.findall(wrapper.module, m.SimpleStatementLine()) if pos[n].start.line == line]
+    found = [(sl, item_assignment(sl.body[0])) for sl in lines if sl.body and item_assignment(sl.body[0])]
+    if not found:
+        return _generic()
+    stmt, (name, tensor) = found[0]
+    where = f"line {line}"
+    if len(stmt.body) != 1:
+        return Decline(NAME, f"`{name} = ....item()` ({where}) shares its line with other statements")
+    chain, cur = [], stmt
+    while cur in parents:
+        cur = parents[cur]
+        chain.append(cur)
+    scope = next((a for a in chain if isinstance(a, (cst.FunctionDef, cst.ClassDef, cst.Lambda))), None)
+    if not isinstance(scope, cst.FunctionDef):
+        return Decline(NAME, f"`{name} = ....item()` ({where}) is not in a function's own body")
+    function = scope
+    if m.findall(tensor, m.NamedExpr() | m.Lambda() | m.Yield() | m.Await()):
+        return Decline(NAME, f"`{code_of(tensor)}` ({where}) binds a name or defines/awaits a function")
+    if m.findall(tensor, m.Name(name)):
+        return Decline(NAME, f"`{code_of(tensor)}` ({where}) reads `{name}` itself")
+    for g in m.findall(function, m.Global() | m.Nonlocal()):
+        if name in {n.name.value for n in g.names}:
+            return Decline(NAME, f"`{name}` is declared global/nonlocal: code outside the function reads it")
+    for call in m.findall(function, m.Call(func=m.Name())):
+        if call.func.value in DYNAMIC_SCOPE:
+            return Decline(NAME, f"the function calls `{call.func.value}()`, which can read `{name}` by name")
+    walk = NameWalk({name})
+    function.body.visit(walk)
+    uses: list[Use] = []
+    for node, nested in walk.found:
+        if not _is_read(node, parents):
+            continue
+        ln = pos[node].start.line
+        if nested:
+            return Decline(NAME, f"`{name}` is captured by a nested function or class (line {ln})")
+        if node is stmt.body[0].targets[0].target:
+            continue
+        parent = _unparen(node, parents)
+        if isinstance(parent, cst.ComparisonTarget):
+            parent = parents.get(parent)
+        words = (f"`{name}` is {use_kind(node, parents)} (line {ln}); it stays a Python number only where "
+                 "it meets a tensor in +, -, *, /, //, % or a comparison, the only places a 0-d tensor "
+                 "computes the same")
+        if isinstance(parent, cst.BinaryOperation) and type(parent.operator) in _ARITH:
+            op = _ARITH[type(parent.operator)]
+            left = parent.left is node   # LibCST keeps parentheses on the node itself
+            other = parent.right if left else parent.left
+            if op == "/" and left:
+                return Decline(NAME, f"`{code_of(parent)}` (line {ln}) divides by a tensor: with a Python number "
+                                     "on the left, Tensor.__rtruediv__ computes `t.reciprocal() * x` (two "
+                                     "roundings), with a 0-d tensor torch.div rounds once")
+        elif isinstance(parent, cst.Comparison) and len(parent.comparisons) == 1 \
+                and type(parent.comparisons[0].operator) in _CMP:
+            op = _CMP[type(parent.comparisons[0].operator)]
+            other = parent.comparisons[0].comparator if parent.left is node else parent.left
+        elif isinstance(parent, cst.Comparison):
+            return Decline(NAME, f"`{code_of(parent)}` (line {ln}) is a chained comparison or a membership test")
+        else:
+            return Decline(NAME, words)
+        if isinstance(other, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,
+                              cst.FormattedString)) or m.findall(other, m.Name(name)):
+            return Decline(NAME, f"`{code_of(parent)}` (line {ln}) combines `{name}` with a Python literal or "
+                                 "with itself: the result would become a tensor where it was a Python number")
+        use_stmt = statement_of(node, parents)
+        if not isinstance(use_stmt, cst.SimpleStatementLine) and not _in_header(node, use_stmt, parents):
+            return Decline(NAME, words)
+        if isinstance(use_stmt, cst.SimpleStatementLine) and len(use_stmt.body) > 1:
+            return Decline(NAME, f"the use `{code_of(parent)}` (line {ln}) shares its line with other statements: "
+                                 "its operand's facts are observed per line")
+        if m.findall(use_stmt if isinstance(use_stmt, cst.SimpleStatementLine) else parent, m.NamedExpr()):
+            return Decline(NAME, f"the statement of the use `{code_of(parent)}` (line {ln}) binds a name (`:=`)")
+        if _under_short_circuit(parent, use_stmt, parents):
+            return Decline(NAME, f"the use `{code_of(parent)}` (line {ln}) sits under `and`/`or`/`if ... else`: "
+                                 "its operand may not be evaluated where the facts are observed")
+        uses.append(Use(other, op, use_stmt))
+    binds = [t for t in m.findall(function.body, m.AssignTarget() | m.AugAssign() | m.AnnAssign() | m.For()
+                                  | m.WithItem() | m.NamedExpr() | m.Del() | m.CompFor() | m.ExceptHandler()
+                                  | m.ImportAlias() | m.FunctionDef() | m.ClassDef())
+             if _binds_name(t, name)]
+    if len(binds) != 1 or {p.name.value for p in _params(function)} & {name}:
+        return Decline(NAME, f"`{name}` is bound more than once in the function (or is a parameter): each later "
+                             "read must see this value")
+    return Plan(stmt, name, tensor, uses)
+
+
+def _in_header(node, stmt, parents) -> bool:
+    """Whether ``node`` sits in a compound statement's header (an ``if``/``while`` test), not its body."""
+    test = getattr(stmt, "test", None)
+    cur = node
+    while cur is not None and cur is not stmt:
+        if cur is test:
+            return True
+        cur = parents.get(cur)
+    return False
+
+
+def _under_short_circuit(node, stmt, parents) -> bool:
+    cur = parents.get(node)
+    while cur is not None and cur is not stmt:
+        if isinstance(cur, (cst.BooleanOperation, cst.IfExp, cst.CompFor, cst.ListComp, cst.SetComp, cst.DictComp,
+                            cst.GeneratorExp)):
+            return True
+        cur = parents.get(cur)
+    return False
+
+
+def _params(function: cst.FunctionDef):
+    p = function.params
+    out = [*p.posonly_params, *p.params, *p.kwonly_params]
+    out += [s for s in (p.star_arg, p.star_kwarg) if isinstance(s, cst.Param)]
+    return out
+
+
+def _binds_name(t: cst.CSTNode, name: str) -> bool:
+    if isinstance(t, (cst.FunctionDef, cst.ClassDef)):
+        return t.name.value == name
+    if isinstance(t, cst.ImportAlias):
+        bound = t.asname.name if t.asname is not None else t.name
+        return code_of(bound).split(".")[0] == name
+    if isinstance(t, cst.ExceptHandler):
+        target = t.name.name if t.name is not None else None
+    elif isinstance(t, cst.WithItem):
+        target = t.asname.name if t.asname is not None else None
+    else:
+        target = t.target
+    return target is not None and name in bound_names(target)
+
+
+def match(loc: Located) -> Match | Decline:
+    if item_assignment(loc.node) is None:
+        return _generic()
+    plan = screen(MetadataWrapper(loc.module, unsafe_skip_copy=True), loc.line)
+    if isinstance(plan, Decline):
+        return plan
+    return Match(NAME, f"`{plan.name} = {code_of(plan.tensor)}.item()` -> a detached 0-d tensor: {len(plan.uses)} "
+                       "later use(s), each a tensor operand")

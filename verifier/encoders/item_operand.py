@@ -1,0 +1,209 @@
+"""Encoders for a scalar read kept as a tensor: ``x = T.item()`` -> ``x = T.detach().reshape(()).clone()``,
+where every later use of ``x`` is ``v <op> x`` / ``x <op> v`` with ``v`` a tensor and ``op`` one
+of ``+ - * / // %`` or a comparison (``x / v`` excluded by the rule's screen: Tensor.__rtruediv__
+computes ``v.reciprocal() * x``).
+
+Self-contained: each obligation reads only its own fields and the facts observed on the
+example run, per line (T's names where the read runs, each operand's names where its use
+runs; :func:`verifier.facts.watched_lines`).
+
+* ``item-operand-tensor`` (check, observed): T is a torch.Tensor with one element where the
+  read runs, on every hit and call.
+* ``item-operand-keep-type`` (solver, dtype model): every use gives the same result dtype with
+  the Python number as with the 0-d tensor, and the devices combine. ATen's result_type
+  (``c10/core/ScalarType.h`` combine_categories; ``TensorIterator``): a Python number is a
+  *wrapped number* whose dtype is its category's default (float -> the default dtype, int ->
+  int64, bool -> bool); a 0-d tensor keeps its dtype and yields only to a dimensioned tensor of
+  the same or a higher category. ``int32 tensor * float64 0-d`` is float64 where ``* 2.5`` is
+  float32: refuted.
+* ``item-operand-exact`` (solver, IEEE): the operand's value reaches the arithmetic unchanged.
+  ``.item()`` gives T's exact value; ATen converts a Python-number operand and a 0-d tensor
+  operand to the common dtype C with one rounding each (identical), except where C is float16
+  or bfloat16: kernels there may compute in float32 ("opmath") from the scalar's *original*
+  value, while a 0-d tensor on the device is cast to C first. Proved for every value of T's
+  dtype that converting it to C is exact (then both paths see the same number); refuted with
+  the value otherwise (``h_fp16 * x`` with x from a float32 tensor: 0.1 is not a float16).
+  Lemmas: ``proofs/io_exact_operand.smt2`` (exact -> one operand), ``io_exact_operand_inexact.smt2``
+  (the paths differ without it).
+"""
+from __future__ import annotations
+
+import z3
+
+from verifier.dtypes import DEFAULT_FOR_CAT, DTC, FLOATS, FP_FORMAT, INT_BITS, RNE, combine, fp_sort, promote
+from verifier.encoders.base import Ctx, Query, assumption_texts, decide
+from verifier.encoders.counting import _HcFacts, _hc_devices, _hc_observed, _hc_view, use_operands
+from verifier.facts import names_in
+from verifier.outcomes import Outcome, check_refuted, checked, unknown
+from verifier.shapes import ShapeEval, _expr
+from verifier.smt import Unsupported, fmt_value, model_text
+
+_REDUCED = ("float16", "bfloat16")
+_WIDE = z3.FPSort(15, 113)   # binary128: every int64 and every float64 value exactly
+
+
+def _category(dtype: str) -> str:
+    return "float" if dtype in FLOATS else "bool" if dtype == "bool" else "int"
+
+
+def _default_float() -> str:
+    import torch
+
+    return str(torch.get_default_dtype()).replace("torch.", "")
+
+
+def _wrapped(dtype: str) -> str:
+    """The dtype ATen gives the Python number ``.item()`` returns for a ``dtype`` tensor."""
+    cat = _category(dtype)
+    return _default_float() if cat == "float" else DEFAULT_FOR_CAT[cat]
+
+
+def _read(ctx: Ctx, ob: dict):
+    """(abstract value of T, its dtype name, assumptions) where the read runs; raises _HcFacts /
+    Unsupported with the reason."""
+    mv, dtype, texts = _hc_observed(ctx, ob.get("expr", ""), ob.get("line"))
+    if mv.kind != "tensor" or dtype is None:
+        raise _HcFacts(f"`{ob.get('expr')}` is not shown to be a torch.Tensor of known dtype where `.item()` "
+                       f"reads it (it is {'a tensor of unknown dtype' if mv.kind == 'tensor' else 'a ' + str(mv.kind)})")
+    return mv, dtype, texts
+
+
+def tensor_read(ob: dict, ctx: Ctx) -> Outcome:
+    """T is a 1-element torch.Tensor where the read runs (observed: every hit and call alike)."""
+    expr = ob.get("expr", "")
+    by = f"the observation on the example run: `{expr}` where `.item()` reads it, on every hit and call"
+    try:
+        mv, dtype, texts = _read(ctx, ob)
+    except (_HcFacts, Unsupported) as exc:
+        return unknown(str(exc))
+    view = ShapeEval(_hc_view(ctx, expr, ob.get("line")), {} if "at" in (ctx.facts or {}) else ctx.defs,
+                     "observed", strict_dtypes=True)
+    view.eval(_expr(expr))
+    numel = z3.IntVal(1)
+    for d in mv.shape:
+        numel = numel * d
+    s = z3.Solver()
+    s.add(*[a for a, _ in view.assume])
+    s.add(numel != 1)
+    texts = texts + [f"`{expr}` is a {mv.rank}-D {dtype} tensor with one element where it is read (observed)"]
+    if s.check() != z3.unsat:
+        return check_refuted(by, f"`{expr}` does not have exactly one element on the example run: `.item()` raises "
+                                 "there, the kept tensor would broadcast", texts)
+    return checked(by, texts)
+
+
+def keep_type(ob: dict, ctx: Ctx) -> Outcome:
+    """Every use gives the same result dtype with the Python number and with the 0-d tensor, and
+    the devices combine (a 0-d CPU tensor meets tensors on any device; another device's only
+    its own)."""
+    try:
+        _, dtype, texts = _read(ctx, ob)
+        uses = use_operands(ctx, ob.get("uses") or [])
+        dev_t = _hc_devices(ctx, ob.get("expr", ""), ob.get("line"))
+    except (_HcFacts, Unsupported) as exc:
+        return unknown(str(exc))
+    wrapped = _wrapped(dtype)
+    premises, differs, bad = [], [], []
+    texts = texts + [f"`.item()` of a {dtype} tensor is a Python {_category(dtype)}; ATen types it as {wrapped} "
+                     "(a wrapped number: the default dtype of its category)"]
+    for v, where, mv, se, view in uses:
+        if mv.kind != "tensor":
+            bad.append(f"`{v}`{where} (a Python {mv.cat or mv.kind}: the result would become a tensor)")
+            continue
+        premises += [a for a, _ in se.assume]
+        texts += [t for t in assumption_texts(se.assume) if t not in texts]
+        texts.append(f"`{v}` is a {mv.rank}-D tensor where it meets the value{where} (observed)")
+        original = combine(mv.dtype, DTC[wrapped])
+        mended = combine(mv.dtype, DTC[dtype]) if mv.rank >= 1 else promote(mv.dtype, DTC[dtype])
+        differs.append(original != mended)
+        dev_v = {f.get("device") for n, f in view.get("names", {}).items()
+                 if n in names_in([v]) and f.get("kind") == "tensor"}
+        if dev_t and dev_t != {"cpu"} and dev_v != dev_t:
+            bad.append(f"`{v}`{where} on {', '.join(sorted(d for d in dev_v if d)) or 'another device'}, the value on "
+                       f"{', '.join(sorted(d for d in dev_t if d))}")
+    by = "the observation on the example run: each use's other operand, where it runs"
+    if bad:
+        return check_refuted(by, "a later use combines the value with " + ", ".join(bad[:3]), texts)
+    if not differs:
+        return unknown("no later use of the value was given")
+
+    def build():
+        return Query(premises, [z3.Or(*differs)], texts + [
+            "the value is on " + (", ".join(sorted(d for d in dev_t if d)) or "the read tensor's device")
+            + " (observed); a CPU 0-d tensor combines with tensors on any device"], None)
+
+    def describe(model, extra):
+        return (model_text(model) + f": a use's result dtype with the Python number ({wrapped}) differs from the "
+                f"one with a 0-d {dtype} tensor")
+    return decide("item-operand-keep-type", [("observed", build)], ctx,
+                  "PyTorch type promotion (torch.promote_types table, ATen combine_categories) over a DType datatype",
+                  describe, fixed_by="the dtype model gives every use the same result dtype term with the Python "
+                                     "number and with the 0-d tensor")
+
+
+def _exact_in(dtype: str, target: str):
+    """(symbol, term true when the symbol's value converts to ``target`` exactly) for ``dtype``."""
+    if dtype in FP_FORMAT:
+        x = z3.FP("e", fp_sort(dtype))
+        back = z3.fpToFP(RNE, z3.fpToFP(RNE, x, fp_sort(target)), fp_sort(dtype))
+        return x, z3.Or(z3.fpIsNaN(x), back == x)
+    bits = INT_BITS.get(dtype, 1)
+    x = z3.BitVec("e", bits)
+    to = z3.fpUnsignedToFP if dtype in ("uint8", "bool") else z3.fpSignedToFP
+    return x, z3.fpToFP(RNE, to(RNE, x, fp_sort(target)), _WIDE) == to(RNE, x, _WIDE)
+
+
+def exact(ob: dict, ctx: Ctx) -> Outcome:
+    """For every use whose common dtype is float16/bfloat16: every value of T's dtype converts to
+    it exactly (so the float32 'opmath' path and the cast-first path see one number)."""
+    try:
+        _, dtype, texts = _read(ctx, ob)
+        uses = use_operands(ctx, ob.get("uses") or [])
+    except (_HcFacts, Unsupported) as exc:
+        return unknown(str(exc))
+    wrapped = _wrapped(dtype)
+    reduced, claims = [], []
+    for v, where, mv, se, _ in uses:
+        if mv.kind != "tensor":
+            return unknown(f"the other operand `{v}`{where} is not a tensor")
+        s = z3.Solver()
+        s.add(*[a for a, _ in se.assume])
+        if s.check() != z3.sat:
+            return unknown(f"the facts of `{v}`{where} are inconsistent")
+        common = str(s.model().eval(combine(mv.dtype, DTC[wrapped]), model_completion=True))
+        if common in _REDUCED and common not in reduced:
+            reduced.append(common)
+    texts = texts + [f"`.item()` gives the exact value of the {dtype} element",
+                     "ATen converts a Python-number operand and a 0-d tensor operand to the common dtype with one "
+                     "rounding each, or reads them in float32 ('opmath') where the common dtype is float16 or "
+                     "bfloat16; the opmath of float32, float64 and integer dtypes is the dtype itself"]
+    if not reduced:
+        return checked("the dtype model on the observed facts: no use computes in float16 or bfloat16, so each "
+                       "operand is converted once, alike", texts)
+    if dtype == "bool":
+        return checked("0 and 1 are exact in every floating dtype", texts)
+    syms = []
+    for c in reduced:
+        x, ok = _exact_in(dtype, c)
+        claims.append(z3.Not(ok))
+        syms.append((x, c))
+
+    def build():
+        return Query([], [z3.Or(*claims)], texts + [f"a use computes in {', '.join(reduced)}"], syms)
+
+    def describe(model, extra):
+        x, c = extra[0]
+        return (f"e = {fmt_value(model.eval(x, model_completion=True))} ({dtype}) is not exact in {c}: the Python "
+                f"number meets a {c} tensor in float32 on some kernels, a 0-d {dtype} tensor may be cast to {c} first")
+    return decide("item-operand-exact", [("every value", build)], ctx,
+                  "IEEE 754 in Z3's FloatingPoint theory, RNE; integers as bit-vectors, exact in binary128",
+                  describe)
+
+
+ENCODERS = {
+    "item-operand-tensor": tensor_read,
+    "item-operand-keep-type": keep_type,
+    "item-operand-exact": exact,
+}
+CHECKS = frozenset({"item-operand-tensor"})
+OBSERVED = frozenset({"item-operand-tensor"})
