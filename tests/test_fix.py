@@ -1,4 +1,5 @@
 """mend fix on single-file targets: rewrites verified, emitted, declined with reasons."""
+import dataclasses
 import json
 import shutil
 import stat
@@ -31,6 +32,22 @@ def test_mixed_fixes_all_four_rules():
                      19: "item-operand"}
     assert "compiled:inductor/eval" in res.rewrites[-1]["evidence"]["modes"]
     assert (res.before.graph_count, res.after.graph_count) == (4, 1) and res.after.sites == []
+
+
+def test_a_rule_that_raises_declines_its_site_and_the_run_goes_on(monkeypatch):
+    """A bug in one rule (an exception from its rewrite) is that site's decline, named as an
+    internal error; the other sites are still fixed and nothing of the failing rule is emitted."""
+    from mend.rules import RULES
+
+    def broken(module, line):
+        raise ValueError("boom")
+
+    monkeypatch.setitem(RULES, "item-operand", dataclasses.replace(RULES["item-operand"], rewrite=broken))
+    res = fix(str(FIXTURES / "mixed.py"), unsafe_fixes=True, max_examples=3)
+    assert {rw["rule"] for rw in res.rewrites} == {"deferred-side-effects", "predicated-validation"}
+    (d,) = [d for d in res.declined if d["rule"] == "item-operand"]
+    assert "internal error" in d["reason"] and "ValueError: boom" in d["reason"]
+    assert ".item()" in res.mended
 
 
 def test_loop_branch_is_left_alone():

@@ -97,7 +97,7 @@ def test_unsafe_fixes_are_withheld_by_default_and_applied_on_request(mixed_runs)
     assert {r.rule for r in default.rewrites} == {"deferred-side-effects"}
     assert all(r.safety == {"label": "safe", "reasons": []} for r in default.rewrites)
     withheld = [d for d in default.declined if d.safety == "unsafe"]
-    assert [d.rule for d in withheld] == ["predicated-validation"]
+    assert [d.rule for d in withheld] == ["predicated-validation", "item-operand"]
     assert "--unsafe-fixes" in withheld[0].reason and "cpu-only" in withheld[0].reason
     # unsafe by its obligations alone: withheld before its differential test, and it says so
     from mend.pipeline import UNTESTED
@@ -154,7 +154,7 @@ def test_an_unsafe_candidate_is_not_tested_without_unsafe_fixes(monkeypatch):
     res = fix(str(FIXTURES / "mixed.py"), max_examples=3)
     assert len(tested) == len(res.rewrites) == 2
     assert not any("_assert_async" in code for code in tested)
-    assert [d.rule for d in res.declined if d.safety == "unsafe"] == ["predicated-validation"]
+    assert [d.rule for d in res.declined if d.safety == "unsafe"] == ["predicated-validation", "item-operand"]
     tested.clear()
     fix(str(FIXTURES / "mixed.py"), max_examples=3, unsafe_fixes=True)
     assert any("_assert_async" in code for code in tested)

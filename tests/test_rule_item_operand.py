@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import libcst as cst
 import pytest
+import torch
+
 from mend.fix import fix
 from mend.rules import item_operand as io
+from mend.targets import load_file_module
 from tests.conftest import FIXTURES, assert_one_graph_and_same_outputs
 from verifier import obligations as O
 
@@ -97,3 +100,86 @@ def test_trap_declined(name, kind):
     assert res.rewrites == [] and res.mended == res.original
     (d,) = res.declined
     assert d["rule"] == io.NAME and kind in d["reason"] and "refuted" in d["reason"]
+
+
+# --- the adversarial review (helper, 2026-12-04): what it found, as regression tests ---------
+REVIEW = CASES / "review"
+
+
+@pytest.mark.parametrize("name", ["c01_divfloor_fp16.py", "c02_sumdtype.py", "c03_amax_emptydim.py",
+                                  "c12_sum_int32.py"])
+def test_an_expression_operand_is_declined(name):
+    """The other operand was an expression whose dtype or rank the shape model got wrong
+    (`div(rounding_mode=)`, `sum(dtype=)`, `amax(dim=[])`): the proof said "same dtype" and the
+    mended model compared in another dtype on other inputs. Only names' facts are observed exactly;
+    an expression operand is declined by the screen, and by the encoder (defence in depth)."""
+    res = fix(str(REVIEW / name), unsafe_fixes=True, verify="standard", max_examples=5)
+    assert res.rewrites == [] and res.mended == res.original
+    (site,) = res.before.sites   # declined by the screen: the scan's verdict says why
+    assert site.fixable_by is None and "item-operand declines" in site.reason and "not a plain name" in site.reason
+    mod = load_file_module(REVIEW / name, f"_io_review_{name[:3]}")
+    args = mod.adversarial_inputs()
+    with torch.no_grad():   # the inputs on which the rewrite differed: the original's answer stays
+        assert mod.Model()(*args).dtype == torch.bool
+
+
+def test_the_encoder_declines_an_expression_operand_too():
+    res = io.rewrite(cst.parse_module(_SOURCE), 3)
+    ob = dict(res.obligations[1], uses=[{"value": "h.sum(dtype=torch.float64)", "op": "*", "line": 4}])
+    (r,) = O.discharge([ob], facts={"names": {"h": _F32, "t": _F32}, "self": {}})
+    assert r["result"] == "unknown" and "not a plain name" in r["reason"]
+
+
+def test_shape_model_of_the_review_operands():
+    """The shape model itself: `div(rounding_mode=)` keeps integer dtypes, `sum(dtype=)` has the
+    dtype asked for, an empty dim list and norm's positional p are not modelled."""
+    from verifier.shapes import ShapeEval, _expr
+    from verifier.smt import Unsupported
+
+    import z3
+
+    i64 = {**_F32, "dtype": "int64"}
+
+    def dtype_of(text):
+        torch_ns = {"kind": "pymodule", "value": "torch"}
+        se = ShapeEval({"names": {"a": i64, "b": i64, "torch": torch_ns}}, {}, "observed", strict_dtypes=True)
+        mv = se.eval(_expr(text))
+        solver = z3.Solver()
+        solver.add(*[a for a, _ in se.assume])
+        assert solver.check() == z3.sat
+        return str(solver.model().eval(mv.dtype, model_completion=True))
+
+    assert dtype_of('a.div(b, rounding_mode="floor")') == "int64"
+    assert dtype_of("a.div(b)") == "float32"
+    assert dtype_of("a.sum(dtype=torch.int32)") == "int32"
+    for text in ("a.amax(dim=[])", "a.float().norm(2, 0)", "a.float().std(0, True)"):
+        with pytest.raises(Unsupported):
+            ShapeEval({"names": {"a": i64}}, {}, "observed", strict_dtypes=True).eval(_expr(text))
+
+
+@pytest.mark.parametrize("name", ["c04_multiline.py", "c04b_multiline_comment.py"])
+def test_a_read_over_several_lines_is_declined_not_a_crash(name):
+    res = fix(str(REVIEW / name), unsafe_fixes=True, verify="standard", max_examples=5)
+    assert res.rewrites == [] and res.mended == res.original
+    (site,) = res.before.sites
+    assert site.fixable_by is None and "spans several lines" in site.reason
+
+
+def test_a_raw_one_element_input_is_taken(tmp_path):
+    """`s = t.item()` on an input of shape [1]: the size check pins the observed sizes (it was
+    refuted: the symbolic size was left free)."""
+    res = fix(str(REVIEW / "c13_plain_input.py"), unsafe_fixes=True, verify="standard", max_examples=8)
+    (rw,) = res.rewrites
+    assert rw["rule"] == io.NAME and "s = t.detach().reshape(()).clone()" in res.mended
+
+
+def test_division_by_a_device_value_is_refuted():
+    """CUDA divides by a CPU scalar (the Python number) as a * (1/b) and by a device tensor as a / b
+    (ATen div_true_kernel_cuda): a value on CUDA met by `/`, `//` or `%` is refuted; on the CPU,
+    a 0-d CPU tensor is a CPU scalar too."""
+    cuda = {**_F32, "device": "cuda:0"}
+    got = _discharge({"h": cuda, "t": cuda}, _SOURCE.replace("h * s", "h / s"))
+    assert got["item-operand-keep-type"]["result"] == "refuted"
+    assert "a * (1/b)" in got["item-operand-keep-type"]["counterexample"]
+    got = _discharge({"h": cuda, "t": cuda})           # `*`: the scalar path computes alike
+    assert got["item-operand-keep-type"]["result"] == "proved"

@@ -558,6 +558,10 @@ class ShapeEval:
                 other = kwargs.get("exponent")
             if other is None:
                 raise Unsupported(f"`{name}` without a second operand")
+            mode = kwargs.get("rounding_mode")
+            if _BINARY[name] == "/" and mode is not None and mode.kind != "none":
+                # div(rounding_mode="floor"/"trunc") keeps integer dtypes: result_type, as `//`
+                return self.binary("//", x, other, what)
             return self.binary(_BINARY[name], x, other, what)
         if name in _COMPARE:
             other = kwargs.get("other", args[1] if len(args) > 1 else None)
@@ -599,7 +603,14 @@ class ShapeEval:
             return M("tensor", shape=list(x.shape), dtype=x.dtype)
         if name not in _REDUCE:
             return None
+        # positional (dim, keepdim) only where torch's signature is that: norm's first is p, std's
+        # and var's second is unbiased
+        positional = 1 if name == "norm" else 2 if name in ("std", "var") else 3
+        if len(args) > positional or set(kwargs) - {"dim", "keepdim", "dtype", "p", "unbiased", "correction"}:
+            raise Unsupported(f"`{name}` with arguments that are not modelled")
         dim = self._dim_arg(args, kwargs, 1)
+        if dim == []:
+            raise Unsupported(f"`{name}` over an empty list of dims")   # torch 2.13 reduces over every dim
         keep_v = kwargs.get("keepdim", args[2] if len(args) > 2 else None)
         keep = False
         if keep_v is not None:
@@ -617,6 +628,11 @@ class ShapeEval:
             dt = x.dtype
         else:
             dt = x.dtype
+        if "dtype" in kwargs:   # `sum(dtype=torch.float32)`: the result has the dtype asked for
+            d = kwargs["dtype"]
+            if d.kind != "dtype" or d.dtype is None or name not in ("sum", "prod", "nansum", "mean", "nanmean"):
+                raise Unsupported(f"`{name}` with dtype=")
+            dt = d.dtype
         if name in ("max", "min") and dim is not None:
             raise Unsupported(f"`{name}(dim)` returns (values, indices)")
         if dim is None:

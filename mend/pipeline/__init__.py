@@ -210,7 +210,11 @@ def _try_site(ex, site, rel: str, current: str, original: str, files: dict[str, 
     verified candidates and keeping the break (:mod:`mend.pipeline.choice`)."""
     rule = RULES[site.fixable_by]
     where = ex.site_label(site, rel, original)
-    res = rule.rewrite(cst.parse_module(current), site.line)
+    try:
+        res = rule.rewrite(cst.parse_module(current), site.line)
+    except Exception as exc:   # a bug in one rule must not end the run nor emit anything: decline, named
+        res = Decline(rule.name, f"the rule failed on this site, an internal error (please report it): "
+                                 f"{type(exc).__name__}: {exc}")
     if isinstance(res, Decline):
         return Declined(where, site.fixable_by, res.reason)
 

@@ -28,6 +28,8 @@ runs; :func:`verifier.facts.watched_lines`).
 """
 from __future__ import annotations
 
+import re
+
 import z3
 
 from verifier.dtypes import DEFAULT_FOR_CAT, DTC, FLOATS, FP_FORMAT, INT_BITS, RNE, combine, fp_sort, promote
@@ -39,6 +41,7 @@ from verifier.shapes import ShapeEval, _expr
 from verifier.smt import Unsupported, fmt_value, model_text
 
 _REDUCED = ("float16", "bfloat16")
+_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")   # a name or attribute chain: its facts are observed
 _WIDE = z3.FPSort(15, 113)   # binary128: every int64 and every float64 value exactly
 
 
@@ -84,6 +87,7 @@ def tensor_read(ob: dict, ctx: Ctx) -> Outcome:
         numel = numel * d
     s = z3.Solver()
     s.add(*[a for a, _ in view.assume])
+    s.add(*[d == n for d, n, _ in view.sym_dims])     # the sizes observed on the example run
     s.add(numel != 1)
     texts = texts + [f"`{expr}` is a {mv.rank}-D {dtype} tensor with one element where it is read (observed)"]
     if s.check() != z3.unsat:
@@ -96,6 +100,10 @@ def keep_type(ob: dict, ctx: Ctx) -> Outcome:
     """Every use gives the same result dtype with the Python number and with the 0-d tensor, and
     the devices combine (a 0-d CPU tensor meets tensors on any device; another device's only
     its own)."""
+    plain = [u.get("value") for u in ob.get("uses") or [] if not _NAME.match(str(u.get("value")))]
+    if plain:
+        return unknown(f"the other operand `{plain[0]}` is not a plain name: its dtype and rank would be modelled, "
+                       "not observed")
     try:
         _, dtype, texts = _read(ctx, ob)
         uses = use_operands(ctx, ob.get("uses") or [])
@@ -103,6 +111,13 @@ def keep_type(ob: dict, ctx: Ctx) -> Outcome:
     except (_HcFacts, Unsupported) as exc:
         return unknown(str(exc))
     wrapped = _wrapped(dtype)
+    divides = sorted({u.get("op") for u in ob.get("uses") or []} & {"/", "//", "%"})
+    if divides and dev_t and dev_t != {"cpu"}:
+        return check_refuted("the observation on the example run: the read tensor's device",
+                             f"the value is on {', '.join(sorted(d for d in dev_t if d))} and a use is `{divides[0]}`: "
+                             "CUDA divides by a CPU scalar (the Python number) as a * (1/b), by a device tensor as "
+                             "a / b (ATen div_true_kernel_cuda / div_floor_kernel_cuda), which may differ in the "
+                             "last bit", texts)
     premises, differs, bad = [], [], []
     texts = texts + [f"`.item()` of a {dtype} tensor is a Python {_category(dtype)}; ATen types it as {wrapped} "
                      "(a wrapped number: the default dtype of its category)"]

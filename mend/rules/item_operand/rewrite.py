@@ -24,7 +24,7 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     if isinstance(plan, Decline):
         return plan
     pos = wrapper.resolve(PositionProvider)
-    old = code_of(plan.line.body[0]).strip()
+    old = " ".join(code_of(plan.line.body[0]).split())   # the note is one comment line
     comment = plan.line.trailing_whitespace.comment
     note = f"# mend: {NAME} (was: {old})" + (f" {comment.value}" if comment is not None else "")
     new_line = plan.line.with_changes(

@@ -10,7 +10,7 @@ from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvide
 
 from mend.locate import Located
 from mend.rules._base import Decline, Match
-from mend.rules._common import code_of
+from mend.rules._common import code_of, dotted
 from mend.rules._scalars import bound_names
 from mend.rules._uses import DYNAMIC_SCOPE, NameWalk, statement_of, use_kind
 
@@ -85,6 +85,8 @@ def screen(wrapper: MetadataWrapper, line: int) -> Plan | Decline:
     where = f"line {line}"
     if len(stmt.body) != 1:
         return Decline(NAME, f"`{name} = ....item()` ({where}) shares its line with other statements")
+    if pos[stmt].end.line != pos[stmt].start.line:
+        return Decline(NAME, f"`{name} = ....item()` ({where}) spans several lines: the facts are observed per line")
     chain, cur = [], stmt
     while cur in parents:
         cur = parents[cur]
@@ -140,6 +142,10 @@ def screen(wrapper: MetadataWrapper, line: int) -> Plan | Decline:
                               cst.FormattedString)) or m.findall(other, m.Name(name)):
             return Decline(NAME, f"`{code_of(parent)}` (line {ln}) combines `{name}` with a Python literal or "
                                  "with itself: the result would become a tensor where it was a Python number")
+        if dotted(other) is None:
+            return Decline(NAME, f"`{code_of(parent)}` (line {ln}): the other operand `{code_of(other)}` is not a "
+                                 "plain name or attribute; only a name's dtype and rank are observed exactly (an "
+                                 "expression's would be modelled), so bind it to a local first")
         use_stmt = statement_of(node, parents)
         if not isinstance(use_stmt, cst.SimpleStatementLine) and not _in_header(node, use_stmt, parents):
             return Decline(NAME, words)

@@ -37,7 +37,7 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     if finder.found is None or len(finder.found.body) != 1:
         return Decline(NAME, f"no single statement on line {line}")
     old_line = finder.found
-    old = code_of(old_line.body[0]).strip()
+    old = " ".join(code_of(old_line.body[0]).split())   # the note is one comment line
     # expand first: a value that does not broadcast raises slice assignment's own message (expand_inplace)
     view = f"{plan.target}.narrow({plan.dim}, {plan.start}, {plan.length})"
     new = f"{view}.copy_({plan.value}.expand_as({view}))"
