@@ -14,9 +14,8 @@ from mend.fix import fix
 from mend.locate import locate
 from mend.rules import RULES, Decline, Match, RewriteResult
 from mend.rules import scalar_tensor as st
-from mend.targets import load_file_module
 from mend.taxonomy import categorize
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, assert_one_graph_and_same_outputs
 from verifier.encoders import scalar_tensor as enc
 from verifier.encoders.base import Ctx
 
@@ -210,19 +209,7 @@ def test_fixture_fixed_end_to_end(tmp_path):
     assert results["scalar-value-int64"] == results["scalar-use-same"] == "proved"
     assert results["scalar-use-promotion"] == results["scalar-leaves-observed"] == "checked"
     assert "return min(max(query.size(-2), key.size(-2)), max_positions)  # mend: scalar-tensor" in res.mended
-    mended = tmp_path / name
-    mended.write_text(res.mended)
-    a_mod, b_mod = load_file_module(FIXTURES / name, "_st_a"), load_file_module(mended, "_st_b")
-    torch.manual_seed(0)
-    a = a_mod.Model().eval()
-    b = b_mod.Model().eval()
-    b.load_state_dict(a.state_dict())
-    args = a_mod.get_inputs()
-    with torch.no_grad():
-        ref = a(*args)
-        assert torch.equal(ref, b(*args))
-        torch._dynamo.reset()
-        assert torch._dynamo.explain(b)(*args).graph_count == 1
+    assert_one_graph_and_same_outputs(FIXTURES / name, res.mended, tmp_path, "st")
 
 
 def test_fixed_after_another_rewrite_and_with_a_bare_slice_bound():

@@ -234,6 +234,31 @@ def use_operands(ctx: Ctx, uses: list) -> list:
     return out
 
 
+def keep_type_terms(operands: list, wrapped: str, kept: str, dev_t: set, what: str):
+    """``(premises, differs, texts, bad)`` for each use's other operand (:func:`use_operands`): a
+    Python number typed ``wrapped`` (ATen's wrapped number: lowest priority) against a 0-d
+    ``kept`` tensor (yields only to a dimensioned tensor of its category; two 0-d tensors
+    promote). ``differs``: one term per use, true when the result dtypes differ; ``bad``: uses
+    that meet no tensor, or a tensor on another device than ``what`` (``dev_t``, not the CPU)."""
+    premises, differs, texts, bad = [], [], [], []
+    for v, where, mv, se, view in operands:
+        if mv.kind != "tensor":
+            bad.append(f"`{v}`{where} (a Python {mv.cat or mv.kind})")
+            continue
+        premises += [a for a, _ in se.assume]
+        texts += [t for t in assumption_texts(se.assume) if t not in texts]
+        texts.append(f"`{v}` is a {mv.rank}-D tensor where it is used{where}, on every hit and call (observed)")
+        original = combine(mv.dtype, DTC[wrapped])
+        mended = combine(mv.dtype, DTC[kept]) if mv.rank >= 1 else promote(mv.dtype, DTC[kept])
+        differs.append(original != mended)
+        dev_v = {f.get("device") for n, f in view.get("names", {}).items()
+                 if n in names_in([v]) and f.get("kind") == "tensor"}
+        if dev_t and dev_t != {"cpu"} and dev_v != dev_t:
+            bad.append(f"`{v}`{where} on {', '.join(sorted(d for d in dev_v if d)) or 'another device'}, {what} on "
+                       f"{', '.join(sorted(d for d in dev_t if d))}")
+    return premises, differs, texts, bad
+
+
 def uses_keep_type(ob: dict, ctx: Ctx) -> Outcome:
     """Each later use ``n <op> v`` (op in +, -, *): a Python int n and a 0-d int64 tensor n give
     the same result dtype (ATen: a Python number and a 0-d tensor both yield to a dimensioned
@@ -251,23 +276,7 @@ def uses_keep_type(ob: dict, ctx: Ctx) -> Outcome:
         operands = use_operands(ctx, uses)
     except (_HcFacts, Unsupported) as exc:
         return unknown(str(exc))
-    premises, differs, texts, bad = [], [], [], []
-    for v, where, mv, se, view in operands:
-        if mv.kind != "tensor":
-            bad.append(f"`{v}`{where} (a Python {mv.cat or mv.kind})")
-            continue
-        premises += [a for a, _ in se.assume]
-        texts += [t for t in assumption_texts(se.assume) if t not in texts]
-        texts.append(f"`{v}` is a {mv.rank}-D tensor where it is used{where}, on every hit and call (observed)")
-        original = combine(mv.dtype, DTC["int64"])        # Python int: a wrapped number, lowest priority
-        mended = combine(mv.dtype, DTC["int64"]) if mv.rank >= 1 else promote(mv.dtype, DTC["int64"])
-        differs.append(original != mended)
-        dev_v = {f.get("device") for n, f in view.get("names", {}).items()
-                 if n in names_in([v]) and f.get("kind") == "tensor"}
-        if dev_t and dev_t != {"cpu"} and dev_v != dev_t:
-            bad.append(f"`{v}`{where} on {', '.join(sorted(d for d in dev_v if d)) or 'another device'}, the count on "
-                       f"{', '.join(sorted(d for d in dev_t if d))}")
-
+    premises, differs, texts, bad = keep_type_terms(operands, "int64", "int64", dev_t, "the count")
     if bad:
         return check_refuted("the observation on the example run: each later use's other operand, where it runs",
                              "a later use combines the count with " + ", ".join(bad[:3])

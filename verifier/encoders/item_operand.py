@@ -32,10 +32,9 @@ import re
 
 import z3
 
-from verifier.dtypes import DEFAULT_FOR_CAT, DTC, FLOATS, FP_FORMAT, INT_BITS, RNE, combine, fp_sort, promote
-from verifier.encoders.base import Ctx, Query, assumption_texts, decide
-from verifier.encoders.counting import _HcFacts, _hc_devices, _hc_observed, _hc_view, use_operands
-from verifier.facts import names_in
+from verifier.dtypes import DEFAULT_FOR_CAT, DTC, FLOATS, FP_FORMAT, INT_BITS, RNE, combine, fp_sort
+from verifier.encoders.base import Ctx, Query, decide
+from verifier.encoders.counting import _HcFacts, _hc_devices, _hc_observed, _hc_view, keep_type_terms, use_operands
 from verifier.outcomes import Outcome, check_refuted, checked, unknown
 from verifier.shapes import ShapeEval, _expr
 from verifier.smt import Unsupported, fmt_value, model_text
@@ -118,24 +117,9 @@ def keep_type(ob: dict, ctx: Ctx) -> Outcome:
                              "CUDA divides by a CPU scalar (the Python number) as a * (1/b), by a device tensor as "
                              "a / b (ATen div_true_kernel_cuda / div_floor_kernel_cuda), which may differ in the "
                              "last bit", texts)
-    premises, differs, bad = [], [], []
+    premises, differs, more, bad = keep_type_terms(uses, wrapped, dtype, dev_t, "the value")
     texts = texts + [f"`.item()` of a {dtype} tensor is a Python {_category(dtype)}; ATen types it as {wrapped} "
-                     "(a wrapped number: the default dtype of its category)"]
-    for v, where, mv, se, view in uses:
-        if mv.kind != "tensor":
-            bad.append(f"`{v}`{where} (a Python {mv.cat or mv.kind}: the result would become a tensor)")
-            continue
-        premises += [a for a, _ in se.assume]
-        texts += [t for t in assumption_texts(se.assume) if t not in texts]
-        texts.append(f"`{v}` is a {mv.rank}-D tensor where it meets the value{where} (observed)")
-        original = combine(mv.dtype, DTC[wrapped])
-        mended = combine(mv.dtype, DTC[dtype]) if mv.rank >= 1 else promote(mv.dtype, DTC[dtype])
-        differs.append(original != mended)
-        dev_v = {f.get("device") for n, f in view.get("names", {}).items()
-                 if n in names_in([v]) and f.get("kind") == "tensor"}
-        if dev_t and dev_t != {"cpu"} and dev_v != dev_t:
-            bad.append(f"`{v}`{where} on {', '.join(sorted(d for d in dev_v if d)) or 'another device'}, the value on "
-                       f"{', '.join(sorted(d for d in dev_t if d))}")
+                     "(a wrapped number: the default dtype of its category)"] + more
     by = "the observation on the example run: each use's other operand, where it runs"
     if bad:
         return check_refuted(by, "a later use combines the value with " + ", ".join(bad[:3]), texts)
