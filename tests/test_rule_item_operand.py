@@ -183,3 +183,34 @@ def test_division_by_a_device_value_is_refuted():
     assert "a * (1/b)" in got["item-operand-keep-type"]["counterexample"]
     got = _discharge({"h": cuda, "t": cuda})           # `*`: the scalar path computes alike
     assert got["item-operand-keep-type"]["result"] == "proved"
+
+
+# --- the second adversarial review (helper, 2026-12-04) ---------------------------------------
+@pytest.mark.parametrize("name, words", [
+    # `self.track(counts)` rebinds `self.seen` (float32 -> int32) on the use's own line, after the
+    # facts are observed at the line's start: the proof saw float32
+    ("c12_sameline_attr.py", "runs before the use"),
+    # a walrus earlier in the `if` header rebinds the operand
+    ("c11_walrus_header.py", "binds a name (`:=`)"),
+])
+def test_a_use_whose_operand_may_change_on_its_line_is_declined(name, words):
+    path = CASES / "review2" / name
+    res = fix(str(path), unsafe_fixes=True, verify="standard", max_examples=5)
+    assert res.rewrites == [] and res.mended == res.original
+    reasons = [s.reason for s in res.before.sites if s.fixable_by is None and "item-operand declines" in s.reason]
+    assert len(reasons) == 1 and words in reasons[0], [s.reason for s in res.before.sites]
+
+
+def test_a_call_after_the_use_on_its_line_is_allowed():
+    """Calls that Python evaluates after the operand is read (here `.sum()` of the product) cannot
+    change it: the screen takes the site."""
+    source = _SOURCE.replace("return h * s", "return (h * s).sum()")
+    assert not isinstance(io.rewrite(cst.parse_module(source), 3), io.Decline)
+    source = _SOURCE.replace("return h * s", "return torch.relu(h) + (h * s)")
+    d = io.rewrite(cst.parse_module(source), 3)
+    assert isinstance(d, io.Decline) and "`torch.relu(h)` runs before the use" in d.reason
+
+
+def test_the_default_dtype_is_an_assumption():
+    got = _discharge({"h": _F32, "t": _F32})
+    assert any("default dtype is float32" in a for a in got["item-operand-keep-type"]["assumptions"])

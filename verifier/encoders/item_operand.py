@@ -120,6 +120,9 @@ def keep_type(ob: dict, ctx: Ctx) -> Outcome:
     premises, differs, more, bad = keep_type_terms(uses, wrapped, dtype, dev_t, "the value")
     texts = texts + [f"`.item()` of a {dtype} tensor is a Python {_category(dtype)}; ATen types it as {wrapped} "
                      "(a wrapped number: the default dtype of its category)"] + more
+    if _category(dtype) == "float":
+        texts.append(f"torch's default dtype is {wrapped} where the model runs, as at verification "
+                     "(torch.set_default_dtype elsewhere would type the Python number otherwise)")
     by = "the observation on the example run: each use's other operand, where it runs"
     if bad:
         return check_refuted(by, "a later use combines the value with " + ", ".join(bad[:3]), texts)

@@ -152,8 +152,13 @@ def screen(wrapper: MetadataWrapper, line: int) -> Plan | Decline:
         if isinstance(use_stmt, cst.SimpleStatementLine) and len(use_stmt.body) > 1:
             return Decline(NAME, f"the use `{code_of(parent)}` (line {ln}) shares its line with other statements: "
                                  "its operand's facts are observed per line")
-        if m.findall(use_stmt if isinstance(use_stmt, cst.SimpleStatementLine) else parent, m.NamedExpr()):
+        scope_of_use = use_stmt if isinstance(use_stmt, cst.SimpleStatementLine) else use_stmt.test
+        if m.findall(scope_of_use, m.NamedExpr()):
             return Decline(NAME, f"the statement of the use `{code_of(parent)}` (line {ln}) binds a name (`:=`)")
+        earlier = _runs_before(parent, scope_of_use, pos, parents)
+        if earlier is not None:
+            return Decline(NAME, f"`{code_of(earlier)}` runs before the use `{code_of(parent)}` on its line (line {ln}) "
+                                 "and may change its operand after the facts are observed (at the line's start)")
         if _under_short_circuit(parent, use_stmt, parents):
             return Decline(NAME, f"the use `{code_of(parent)}` (line {ln}) sits under `and`/`or`/`if ... else`: "
                                  "its operand may not be evaluated where the facts are observed")
@@ -177,6 +182,22 @@ def _in_header(node, stmt, parents) -> bool:
             return True
         cur = parents.get(cur)
     return False
+
+
+def _runs_before(use, scope, pos, parents):
+    """A call or ``await`` in ``scope`` (the use's statement, or its header) that Python evaluates
+    before ``use``: one that starts earlier in the text and does not contain it. None if none."""
+    start = (pos[use].start.line, pos[use].start.column)
+    for node in m.findall(scope, m.Call() | m.Await() | m.Yield()):
+        cur, contains = use, False
+        while cur is not None:
+            if cur is node:
+                contains = True
+                break
+            cur = parents.get(cur)
+        if not contains and (pos[node].start.line, pos[node].start.column) < start:
+            return node
+    return None
 
 
 def _under_short_circuit(node, stmt, parents) -> bool:
