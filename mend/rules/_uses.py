@@ -40,12 +40,16 @@ def statement_of(node: cst.CSTNode, parents) -> cst.CSTNode:
 
 
 def use_kind(name: cst.Name, parents) -> str:
-    """How a later read of the counter uses it, in words."""
+    """How a later read of a value uses it, in words."""
     parent = parents.get(name)
     while isinstance(parent, (cst.LeftParen, cst.RightParen)):
         parent = parents.get(parent)
     if isinstance(parent, cst.Return):
         return "returned directly"
+    negated = isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Not)
+    tested = isinstance(parent, (cst.If, cst.While, cst.IfExp)) and parent.test is name
+    if isinstance(parent, cst.BooleanOperation) or negated or tested:
+        return "used as a truth value (`if`, `while`, `and`, `or`, `not`: Python control flow)"
     if isinstance(parent, (cst.Comparison, cst.ComparisonTarget)):
         return "compared"
     if isinstance(parent, cst.Arg):

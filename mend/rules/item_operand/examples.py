@@ -58,6 +58,13 @@ DECLINE_EXAMPLES: list[DeclineExample | tuple] = [
             h = h * 2
         return h
 ''', "with a Python literal"),
+    # a flag steering Python control flow (longformer's `is_global_attn = ....any().item()`)
+    (_HEAD + '''    def forward(self, h, mask):
+        is_global = mask.any().item()
+        if is_global:
+            h = h * 2
+        return h
+''', "used as a truth value"),
     # x / tensor: Tensor.__rtruediv__ is reciprocal() * x, torch.div rounds once
     (_HEAD + '''    def forward(self, h, t):
         s = t.sum().item()
