@@ -282,6 +282,9 @@ def _scan(request: dict) -> dict:
             site["overlay"] = True
         site["abs_file"] = raw.file
         site["display"] = display_path(raw.file)
+        for frame in site.get("stack", []):   # the package's path, as for an installed file, not the scratch copy
+            if root is not None and Path(frame["file"]).is_absolute() and Path(frame["file"]).is_relative_to(root):
+                frame["file"] = str(Path(frame["file"]).relative_to(root))
     return doc
 
 

@@ -203,3 +203,23 @@ def test_fresh_mode_starts_nothing_before_results(tmp_path, monkeypatch):
     started = start_workers([(_scan_request(tmp_path, target), "f1")], tmp_path)
     assert started.ids is None and not (tmp_path / "f1.out").exists()
     assert started.results()[0]["graph_break_count"] == 1
+
+
+def test_an_overlay_scan_names_the_package_path_in_its_stacks(tmp_path, monkeypatch):
+    """A scan served from an overlay (a mended library file in a scratch folder) reports the
+    package's path in each site's stack, as for the installed file, not the scratch folder's:
+    two runs of one row gave different JSON only by that folder (benchmarks/run_mend_cost.py,
+    longformer and bart@fp16, "identical JSON: NO")."""
+    target = _user_package(tmp_path)
+    overlay = tmp_path / "overlay" / "mend_warm_pkg"
+    overlay.mkdir(parents=True)
+    for name in ("__init__.py", "model.py"):
+        (overlay / name).write_text((tmp_path / "mend_warm_pkg" / name).read_text())
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MEND_WORKERS", "fresh")
+    doc = run_worker({"target": target, "action": "scan", "overlay": str(tmp_path / "overlay")}, tmp_path, "ov")
+    (site,) = doc["sites"]
+    assert site["file"] == "mend_warm_pkg/model.py" and site["overlay"]
+    files = [frame["file"] for frame in site["stack"]]
+    assert "mend_warm_pkg/model.py" in files
+    assert not any(str(tmp_path / "overlay") in f for f in files), files
