@@ -77,7 +77,8 @@ def _hc_view(ctx: Ctx, text: str, line) -> dict:
 
 
 def _hc_observed(ctx: Ctx, text: str, line=None):
-    """(abstract value, dtype name or None, assumptions) of ``text`` at ``line`` on the example run."""
+    """(abstract value, dtype name or None, assumptions, the ShapeEval that evaluated it: its
+    ``assume`` and ``sym_dims``) of ``text`` at ``line`` on the example run."""
     view = _hc_view(ctx, text, line)
     se = ShapeEval(view, {} if "at" in (ctx.facts or {}) else ctx.defs, "observed", strict_dtypes=True)
     mv = se.eval(_expr(text))
@@ -91,7 +92,7 @@ def _hc_observed(ctx: Ctx, text: str, line=None):
     if isinstance(line, int) and "at" in (ctx.facts or {}):
         texts.append(f"the facts of `{text}` are those observed at line {line} on every hit and every call, "
                      "all alike")
-    return mv, dtype, texts
+    return mv, dtype, texts, se
 
 
 def _hc_devices(ctx: Ctx, text: str, line=None) -> set:
@@ -151,7 +152,7 @@ def compare_exact(ob: dict, ctx: Ctx) -> Outcome:
     if op not in _HC_FP:
         return unknown(f"comparison `{op}` is not encoded")
     try:
-        mv, dtype, texts = _hc_observed(ctx, expr, ob.get("line"))
+        mv, dtype, texts, _ = _hc_observed(ctx, expr, ob.get("line"))
     except _HcFacts as exc:
         return unknown(str(exc))
     except Unsupported as exc:
@@ -305,7 +306,7 @@ def tolist_1d(ob: dict, ctx: Ctx) -> Outcome:
     observation of the example run; the claim is about T's rank, fixed by what was seen)."""
     expr = ob["expr"]
     try:
-        mv, dtype, texts = _hc_observed(ctx, expr, ob.get("line"))
+        mv, dtype, texts, _ = _hc_observed(ctx, expr, ob.get("line"))
     except _HcFacts as exc:
         return unknown(str(exc))
     except Unsupported as exc:

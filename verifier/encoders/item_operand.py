@@ -34,9 +34,8 @@ import z3
 
 from verifier.dtypes import DEFAULT_FOR_CAT, DTC, FLOATS, FP_FORMAT, INT_BITS, RNE, combine, fp_sort
 from verifier.encoders.base import Ctx, Query, decide
-from verifier.encoders.counting import _HcFacts, _hc_devices, _hc_observed, _hc_view, keep_type_terms, use_operands
+from verifier.encoders.counting import _HcFacts, _hc_devices, _hc_observed, keep_type_terms, use_operands
 from verifier.outcomes import Outcome, check_refuted, checked, unknown
-from verifier.shapes import ShapeEval, _expr
 from verifier.smt import Unsupported, fmt_value, model_text
 
 _REDUCED = ("float16", "bfloat16")
@@ -61,13 +60,13 @@ def _wrapped(dtype: str) -> str:
 
 
 def _read(ctx: Ctx, ob: dict):
-    """(abstract value of T, its dtype name, assumptions) where the read runs; raises _HcFacts /
-    Unsupported with the reason."""
-    mv, dtype, texts = _hc_observed(ctx, ob.get("expr", ""), ob.get("line"))
+    """(abstract value of T, its dtype name, assumptions, its ShapeEval) where the read runs;
+    raises _HcFacts / Unsupported with the reason."""
+    mv, dtype, texts, se = _hc_observed(ctx, ob.get("expr", ""), ob.get("line"))
     if mv.kind != "tensor" or dtype is None:
         raise _HcFacts(f"`{ob.get('expr')}` is not shown to be a torch.Tensor of known dtype where `.item()` "
                        f"reads it (it is {'a tensor of unknown dtype' if mv.kind == 'tensor' else 'a ' + str(mv.kind)})")
-    return mv, dtype, texts
+    return mv, dtype, texts, se
 
 
 def tensor_read(ob: dict, ctx: Ctx) -> Outcome:
@@ -75,18 +74,15 @@ def tensor_read(ob: dict, ctx: Ctx) -> Outcome:
     expr = ob.get("expr", "")
     by = f"the observation on the example run: `{expr}` where `.item()` reads it, on every hit and call"
     try:
-        mv, dtype, texts = _read(ctx, ob)
+        mv, dtype, texts, se = _read(ctx, ob)
     except (_HcFacts, Unsupported) as exc:
         return unknown(str(exc))
-    view = ShapeEval(_hc_view(ctx, expr, ob.get("line")), {} if "at" in (ctx.facts or {}) else ctx.defs,
-                     "observed", strict_dtypes=True)
-    view.eval(_expr(expr))
     numel = z3.IntVal(1)
     for d in mv.shape:
         numel = numel * d
     s = z3.Solver()
-    s.add(*[a for a, _ in view.assume])
-    s.add(*[d == n for d, n, _ in view.sym_dims])     # the sizes observed on the example run
+    s.add(*[a for a, _ in se.assume])
+    s.add(*[d == n for d, n, _ in se.sym_dims])     # the sizes observed on the example run
     s.add(numel != 1)
     texts = texts + [f"`{expr}` is a {mv.rank}-D {dtype} tensor with one element where it is read (observed)"]
     if s.check() != z3.unsat:
@@ -104,7 +100,7 @@ def keep_type(ob: dict, ctx: Ctx) -> Outcome:
         return unknown(f"the other operand `{plain[0]}` is not a plain name: its dtype and rank would be modelled, "
                        "not observed")
     try:
-        _, dtype, texts = _read(ctx, ob)
+        _, dtype, texts, _ = _read(ctx, ob)
         uses = use_operands(ctx, ob.get("uses") or [])
         dev_t = _hc_devices(ctx, ob.get("expr", ""), ob.get("line"))
     except (_HcFacts, Unsupported) as exc:
@@ -159,7 +155,7 @@ def exact(ob: dict, ctx: Ctx) -> Outcome:
     """For every use whose common dtype is float16/bfloat16: every value of T's dtype converts to
     it exactly (so the float32 'opmath' path and the cast-first path see one number)."""
     try:
-        _, dtype, texts = _read(ctx, ob)
+        _, dtype, texts, _ = _read(ctx, ob)
         uses = use_operands(ctx, ob.get("uses") or [])
     except (_HcFacts, Unsupported) as exc:
         return unknown(str(exc))

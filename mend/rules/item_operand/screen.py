@@ -30,7 +30,6 @@ _CMP = {cst.GreaterThan: ">", cst.GreaterThanEqual: ">=", cst.LessThan: "<", cst
 class Use:
     other: cst.BaseExpression   # the operand the value meets
     op: str
-    statement: cst.CSTNode
 
 
 @dataclass
@@ -56,13 +55,6 @@ def item_assignment(node: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
             and value.func.attr.value == "item":
         return node.targets[0].target.value, value.func.value
     return None
-
-
-def _unparen(node, parents):
-    parent = parents.get(node)
-    while isinstance(parent, (cst.LeftParen, cst.RightParen)):
-        parent = parents.get(parent)
-    return parent
 
 
 def _is_read(node: cst.Name, parents) -> bool:
@@ -116,7 +108,7 @@ def screen(wrapper: MetadataWrapper, line: int) -> Plan | Decline:
             return Decline(NAME, f"`{name}` is captured by a nested function or class (line {ln})")
         if node is stmt.body[0].targets[0].target:
             continue
-        parent = _unparen(node, parents)
+        parent = parents.get(node)   # LibCST keeps parentheses on the node itself
         if isinstance(parent, cst.ComparisonTarget):
             parent = parents.get(parent)
         words = (f"`{name}` is {use_kind(node, parents)} (line {ln}); it stays a Python number only where "
@@ -124,7 +116,7 @@ def screen(wrapper: MetadataWrapper, line: int) -> Plan | Decline:
                  "computes the same")
         if isinstance(parent, cst.BinaryOperation) and type(parent.operator) in _ARITH:
             op = _ARITH[type(parent.operator)]
-            left = parent.left is node   # LibCST keeps parentheses on the node itself
+            left = parent.left is node
             other = parent.right if left else parent.left
             if op == "/" and left:
                 return Decline(NAME, f"`{code_of(parent)}` (line {ln}) divides by a tensor: with a Python number "
@@ -147,7 +139,8 @@ def screen(wrapper: MetadataWrapper, line: int) -> Plan | Decline:
                                  "plain name or attribute; only a name's dtype and rank are observed exactly (an "
                                  "expression's would be modelled), so bind it to a local first")
         use_stmt = statement_of(node, parents)
-        if not isinstance(use_stmt, cst.SimpleStatementLine) and not _in_header(node, use_stmt, parents):
+        if not isinstance(use_stmt, cst.SimpleStatementLine) and not _within(node, getattr(use_stmt, "test", None),
+                                                                              parents):
             return Decline(NAME, words)
         if isinstance(use_stmt, cst.SimpleStatementLine) and len(use_stmt.body) > 1:
             return Decline(NAME, f"the use `{code_of(parent)}` (line {ln}) shares its line with other statements: "
@@ -162,7 +155,7 @@ def screen(wrapper: MetadataWrapper, line: int) -> Plan | Decline:
         if _under_short_circuit(parent, use_stmt, parents):
             return Decline(NAME, f"the use `{code_of(parent)}` (line {ln}) sits under `and`/`or`/`if ... else`: "
                                  "its operand may not be evaluated where the facts are observed")
-        uses.append(Use(other, op, use_stmt))
+        uses.append(Use(other, op))
     binds = [t for t in m.findall(function.body, m.AssignTarget() | m.AugAssign() | m.AnnAssign() | m.For()
                                   | m.WithItem() | m.NamedExpr() | m.Del() | m.CompFor() | m.ExceptHandler()
                                   | m.ImportAlias() | m.FunctionDef() | m.ClassDef())
@@ -173,12 +166,11 @@ def screen(wrapper: MetadataWrapper, line: int) -> Plan | Decline:
     return Plan(stmt, name, tensor, uses)
 
 
-def _in_header(node, stmt, parents) -> bool:
-    """Whether ``node`` sits in a compound statement's header (an ``if``/``while`` test), not its body."""
-    test = getattr(stmt, "test", None)
+def _within(node, ancestor, parents) -> bool:
+    """Whether ``node`` is ``ancestor`` or sits inside it (``ancestor`` None: never)."""
     cur = node
-    while cur is not None and cur is not stmt:
-        if cur is test:
+    while cur is not None:
+        if cur is ancestor:
             return True
         cur = parents.get(cur)
     return False
@@ -189,13 +181,7 @@ def _runs_before(use, scope, pos, parents):
     before ``use``: one that starts earlier in the text and does not contain it. None if none."""
     start = (pos[use].start.line, pos[use].start.column)
     for node in m.findall(scope, m.Call() | m.Await() | m.Yield()):
-        cur, contains = use, False
-        while cur is not None:
-            if cur is node:
-                contains = True
-                break
-            cur = parents.get(cur)
-        if not contains and (pos[node].start.line, pos[node].start.column) < start:
+        if not _within(use, node, parents) and (pos[node].start.line, pos[node].start.column) < start:
             return node
     return None
 
