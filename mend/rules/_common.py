@@ -160,6 +160,19 @@ def statement_at(module: cst.Module, line: int, *, compound: bool = False):
     return wrapper, finder.found
 
 
+def annotated_line(line: cst.SimpleStatementLine, new_statement: str, rule: str) -> tuple[cst.SimpleStatementLine, str]:
+    """``(new line, old statement)``: ``line`` with its one statement replaced by
+    ``new_statement`` and a trailing ``# mend: RULE (was: OLD)`` note that keeps the line's own
+    comment after it; OLD is the replaced statement on one line (a comment cannot span lines)."""
+    old = " ".join(code_of(line.body[0]).split())
+    comment = line.trailing_whitespace.comment
+    note = f"# mend: {rule} (was: {old})" + (f" {comment.value}" if comment is not None else "")
+    new_line = line.with_changes(
+        body=[cst.parse_statement(new_statement + "\n").body[0]],
+        trailing_whitespace=cst.TrailingWhitespace(whitespace=cst.SimpleWhitespace("  "), comment=cst.Comment(note)))
+    return new_line, old
+
+
 class Replace(cst.CSTTransformer):
     """Replace one node (by identity) wherever it sits in the tree."""
 

@@ -6,7 +6,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from mend.rules._base import Decline, RewriteResult
-from mend.rules._common import Replace, code_of
+from mend.rules._common import Replace, annotated_line, code_of
 from mend.rules.item_operand.screen import NAME, Plan, screen
 
 
@@ -24,12 +24,7 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     if isinstance(plan, Decline):
         return plan
     pos = wrapper.resolve(PositionProvider)
-    old = " ".join(code_of(plan.line.body[0]).split())   # the note is one comment line
-    comment = plan.line.trailing_whitespace.comment
-    note = f"# mend: {NAME} (was: {old})" + (f" {comment.value}" if comment is not None else "")
-    new_line = plan.line.with_changes(
-        body=[cst.parse_statement(f"{plan.name} = {new_value(plan)}\n").body[0]],
-        trailing_whitespace=cst.TrailingWhitespace(whitespace=cst.SimpleWhitespace("  "), comment=cst.Comment(note)))
+    new_line, old = annotated_line(plan.line, f"{plan.name} = {new_value(plan)}", NAME)
     tree = wrapper.module.visit(Replace(plan.line, new_line))
     tensor = code_of(plan.tensor)
     # each use's other operand, observed where it is read (the operand's own line)

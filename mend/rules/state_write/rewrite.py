@@ -7,7 +7,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from mend.rules._base import Decline, RewriteResult
-from mend.rules._common import Replace, code_of
+from mend.rules._common import Replace, annotated_line
 from mend.rules.state_write.screen import NAME, analyse, decide_bounds
 
 
@@ -37,15 +37,10 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     if finder.found is None or len(finder.found.body) != 1:
         return Decline(NAME, f"no single statement on line {line}")
     old_line = finder.found
-    old = " ".join(code_of(old_line.body[0]).split())   # the note is one comment line
     # expand first: a value that does not broadcast raises slice assignment's own message (expand_inplace)
     view = f"{plan.target}.narrow({plan.dim}, {plan.start}, {plan.length})"
     new = f"{view}.copy_({plan.value}.expand_as({view}))"
-    comment = old_line.trailing_whitespace.comment
-    note = f"# mend: {NAME} (was: {old})" + (f" {comment.value}" if comment is not None else "")
-    new_line = old_line.with_changes(
-        body=[cst.parse_statement(new + "\n").body[0]],
-        trailing_whitespace=cst.TrailingWhitespace(whitespace=cst.SimpleWhitespace("  "), comment=cst.Comment(note)))
+    new_line, old = annotated_line(old_line, new, NAME)
     new_module = wrapper.module.visit(Replace(old_line, new_line))
     obligations = [
         {"kind": "slice-write-in-range", "start": plan.start_expanded, "length": plan.length_expanded,
