@@ -6,6 +6,12 @@ import tempfile
 from pathlib import Path
 
 
+def cache_dir() -> Path:
+    """mend's own cache, kept between runs: ``$MEND_CACHE_DIR``, default ``~/.cache/mend``
+    (the roofline peaks, the vector ISAs the C++ compiler supports)."""
+    return Path(os.environ.get("MEND_CACHE_DIR") or Path.home() / ".cache" / "mend")
+
+
 def read_only(path: Path) -> bool:
     """Whether an existing ``path`` is read-only: not writable, or no write bit in its mode
     (root passes ``os.access``, yet a file marked read-only is the user's word)."""

@@ -217,8 +217,10 @@ class _WarmServer:
     @classmethod
     def stop(cls) -> None:
         if cls.proc is not None and cls.proc.poll() is None:
-            if cls.pending and set(cls.pending) <= cls.discard:
-                cls.proc.kill()  # only dropped runs are left: nobody reads them (children die too)
+            if set(cls.pending) <= cls.discard:
+                # nothing left or only dropped runs (their children die too): nobody reads a
+                # reply, and the server's own interpreter teardown (about 1 s) is not waited for
+                cls.proc.kill()
             else:
                 cls.proc.stdin.close()
             try:

@@ -98,3 +98,24 @@ def test_debug_shows_traceback(run_mend):
 def test_no_target(run_mend):
     code, _, err = run_mend("scan")
     assert code == 2 and "no TARGET" in err
+
+
+_RUN = "import atexit, sys\nfrom mend import cli\natexit.register(lambda: print('handler ran'))\n" \
+       "sys.argv = ['mend'] + sys.argv[1:]\ncli.run()\n"
+
+
+@pytest.mark.parametrize("args, code, where, text", [
+    (["--version"], 0, "stdout", "mend, version"),
+    (["scan", "missing_model.py"], 2, "stderr", "missing_model.py"),
+    (["scan", "--no-such-option"], 2, "stderr", "No such option"),
+])
+def test_the_command_keeps_exit_codes_output_and_exit_handlers(tmp_path, args, code, where, text):
+    """`mend` (mend.cli:run) skips the interpreter's teardown: its exit code, what it
+    printed (to a pipe) and the exit handlers (the warm worker's stop) are still main's."""
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", _RUN, *args], capture_output=True, text=True, cwd=tmp_path,
+                         timeout=300)
+    assert run.returncode == code and text in getattr(run, where)
+    assert run.stdout.rstrip().endswith("handler ran")

@@ -223,3 +223,53 @@ def test_an_overlay_scan_names_the_package_path_in_its_stacks(tmp_path, monkeypa
     files = [frame["file"] for frame in site["stack"]]
     assert "mend_warm_pkg/model.py" in files
     assert not any(str(tmp_path / "overlay") in f for f in files), files
+
+
+def test_stopping_an_idle_server_does_not_wait_for_its_teardown(tmp_path, monkeypatch):
+    """With every reply read, the server holds nothing anyone waits for: stop() kills it
+    instead of waiting about 1 s for its interpreter to tear torch down."""
+    import signal
+
+    from mend.worker import _WarmServer, run_workers
+
+    target = _user_package(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MEND_WORKERS", "warm")
+    assert run_workers([(_scan_request(tmp_path, target), "i1")], tmp_path)[0]["graph_break_count"] == 1
+    proc = _WarmServer.proc
+    _WarmServer.stop()
+    assert proc.returncode == -signal.SIGKILL and _WarmServer.proc is None
+
+
+_ISA_SCRIPT = """import json, mend._warm as w
+w._probe_vec_isa()
+from torch._inductor import cpu_vec_isa as i
+print(json.dumps([[str(x) for x in i.valid_vec_isa_list()], str(w._isa_cache_path())]))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Inductor's vector-ISA probe is cached on Linux only")
+def test_the_vector_isa_answers_are_kept_in_mends_cache(tmp_path):
+    """The warm server probes the C++ compiler's vector ISAs once per machine and keeps the
+    answers in MEND_CACHE_DIR; a later server reads them instead of compiling. Shown by
+    flipping every answer in the file: the next server believes the file."""
+    import subprocess
+
+    env = dict(os.environ, MEND_CACHE_DIR=str(tmp_path))
+
+    def server_isas():
+        run = subprocess.run([sys.executable, "-c", _ISA_SCRIPT], capture_output=True, text=True, env=env, timeout=300)
+        assert run.returncode == 0, run.stderr
+        return json.loads(run.stdout.strip().splitlines()[-1])
+
+    probed, path = server_isas()
+    answers = json.loads(Path(path).read_text())
+    assert Path(path).parent == tmp_path and {k for k, v in answers.items() if v} == set(probed)
+    if not answers:
+        pytest.skip("this CPU offers no vector ISA that Inductor probes")
+    Path(path).write_text(json.dumps({k: not v for k, v in answers.items()}))
+    believed, _ = server_isas()
+    assert set(believed) == {k for k, v in answers.items() if not v}
+    Path(path).write_text("not json")  # an unreadable file is probed again, and rewritten
+    again, _ = server_isas()
+    assert again == probed and json.loads(Path(path).read_text()) == answers

@@ -19,9 +19,9 @@ import os
 import platform
 import statistics
 import time
-from pathlib import Path
 
 from mend.cost.features import totals
+from mend.files import cache_dir
 
 
 def estimate(obs: dict, name: str, peaks: dict) -> float:
@@ -93,10 +93,6 @@ def measure(device: str = "cpu") -> dict:
 def machine() -> str:
     """A short description of this machine: host, processor, cores."""
     return f"{platform.node()} {platform.machine()} {platform.processor() or ''} {os.cpu_count()} cores".strip()
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("MEND_CACHE_DIR") or Path.home() / ".cache" / "mend")
 
 
 def peaks(device: str = "cpu") -> dict:
