@@ -214,3 +214,45 @@ def test_a_call_after_the_use_on_its_line_is_allowed():
 def test_the_default_dtype_is_an_assumption():
     got = _discharge({"h": _F32, "t": _F32})
     assert any("default dtype is float32" in a for a in got["item-operand-keep-type"]["assumptions"])
+
+
+# --- float(T) and int(T): the same read, through Tensor.__float__ / __int__ --------------------
+def test_float_and_int_reads_are_kept_as_tensors(tmp_path):
+    res = fix(str(CASES / "float_int.py"), unsafe_fixes=True, verify="strict", max_examples=10)
+    assert res.before.graph_count == 3 and res.after.graph_count == 1
+    assert [r["rule"] for r in res.rewrites] == [io.NAME, io.NAME] and not res.declined
+    assert "scale = h.detach().abs().amax().detach().reshape(()).clone()" in res.mended
+    assert "kept = mask.sum().detach().reshape(()).clone()" in res.mended
+    assert_one_graph_and_same_outputs(CASES / "float_int.py", res.mended, tmp_path, "io_float_int")
+
+
+@pytest.mark.parametrize("name, words", [
+    ("int_truncates.py", "int(t.amax())` reads a float32 tensor"),
+    ("float_of_count.py", "float(mask.sum())` reads an int64 tensor"),
+])
+def test_a_conversion_that_changes_the_value_or_type_is_refuted(name, words):
+    res = fix(str(CASES / name), unsafe_fixes=True, verify="standard", max_examples=5)
+    assert res.rewrites == [] and res.mended == res.original
+    (d,) = res.declined
+    assert d["rule"] == io.NAME and "item-operand-tensor" in d["reason"] and words in d["reason"], d["reason"]
+
+
+@pytest.mark.parametrize("dtype, conversion, result", [
+    ("float16", "float", "checked"), ("float64", "float", "checked"), ("int64", "float", "refuted"),
+    ("bool", "float", "refuted"), ("int32", "int", "checked"), ("uint8", "int", "checked"),
+    ("bool", "int", "refuted"), ("float32", "int", "refuted"),
+])
+def test_the_conversion_check_on_each_dtype(dtype, conversion, result):
+    source = _SOURCE.replace("t.sum().item()", f"{conversion}(t)")
+    got = _discharge({"h": _F32, "t": {**_SCALAR, "dtype": dtype}}, source)
+    assert got["item-operand-tensor"]["result"] == result, got["item-operand-tensor"]
+
+
+def test_a_conversion_that_warns_is_declined_by_the_differential_test():
+    """float(T) of a tensor that requires grad warns where .item() does not: no obligation
+    models warnings; the differential test compares them and declines the rewrite."""
+    res = fix(str(CASES / "requires_grad_warns.py"), unsafe_fixes=True, verify="standard", max_examples=5)
+    assert res.rewrites == [] and res.mended == res.original
+    (d,) = res.declined
+    assert d["rule"] == io.NAME and "differential test failed: warnings differ" in d["reason"]
+    assert "requires_grad=True to a scalar" in d["reason"]

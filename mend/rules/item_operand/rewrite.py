@@ -1,5 +1,5 @@
-"""item-operand: :func:`rewrite`, ``x = T.item()`` -> ``x = T.detach().reshape(()).clone()``,
-with its proof obligations, or a decline."""
+"""item-operand: :func:`rewrite`, ``x = T.item()`` (or ``float(T)``, ``int(T)``) ->
+``x = T.detach().reshape(()).clone()``, with its proof obligations, or a decline."""
 from __future__ import annotations
 
 import libcst as cst
@@ -18,7 +18,8 @@ def new_value(plan: Plan) -> str:
 
 
 def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
-    """The module with ``x = T.item()`` on ``line`` kept as a 0-d tensor (see the package docstring)."""
+    """The module with ``x = T.item()`` (``float(T)``, ``int(T)``) on ``line`` kept as a 0-d tensor
+    (see the package docstring)."""
     wrapper = MetadataWrapper(module)
     plan = screen(wrapper, line)
     if isinstance(plan, Decline):
@@ -31,7 +32,8 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     uses = [{"value": code_of(u.other), "op": u.op, "line": pos[u.other].start.line} for u in plan.uses]
     detail = f"`{old}` -> `{plan.name} = {new_value(plan)}` ({plan.name} stays a 0-d tensor; {len(uses)} use(s))"
     obligations = [
-        {"kind": "item-operand-tensor", "expr": tensor, "line": line},
+        {"kind": "item-operand-tensor", "expr": tensor, "line": line,
+         **({"conversion": plan.conversion} if plan.conversion else {})},
         {"kind": "item-operand-keep-type", "expr": tensor, "line": line, "uses": uses},
         {"kind": "item-operand-exact", "expr": tensor, "line": line, "uses": uses},
     ]
