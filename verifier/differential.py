@@ -150,6 +150,12 @@ def observe(model, args, kwargs, grad: bool, rng_seed: int = 1234):
     inputs = list(args) + list(kwargs.values())
     grads = None
     torch.manual_seed(rng_seed)
+    # torch's own once-per-process warnings (TORCH_WARN_ONCE: "Converting a tensor with
+    # requires_grad=True to a scalar") would reach only whichever run came first in this
+    # process, hiding a lost warning from the comparison (an adversarial helper found it): each
+    # observation sees every one, as a fresh process would (torch.set_warn_always)
+    warn_always = torch.is_warn_always_enabled()
+    torch.set_warn_always(True)
     try:
         with contextlib.redirect_stdout(out), warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -170,6 +176,7 @@ def observe(model, args, kwargs, grad: bool, rng_seed: int = 1234):
         # the compiler's, not the program's: a rewrite that lets Dynamo trace further may add one
         warned = [(w.category.__name__, str(w.message)) for w in caught if not getattr(w, "_mend_tracing", False)]
     finally:
+        torch.set_warn_always(warn_always)
         root.removeHandler(handler)
         root.setLevel(old_level)
     target = getattr(model, "_orig_mod", model)

@@ -92,6 +92,18 @@ def tensor_read(ob: dict, ctx: Ctx) -> Outcome:
                                  "there, the kept tensor would broadcast", texts)
     conversion = ob.get("conversion")
     if conversion is not None:
+        # float()/int() of a tensor of more elements raise ValueError, reshape(()) RuntimeError:
+        # one element must hold for every size, not only the example's (an adversarial helper's
+        # finding: `int(shift)` of a [4] tensor took another `except` branch once mended)
+        s = z3.Solver()
+        s.add(*[a for a, _ in se.assume])
+        s.add(numel != 1)
+        if s.check() != z3.unsat:
+            return check_refuted(by, f"`{conversion}({expr})` reads a {mv.rank}-D tensor that has one element on the "
+                                     "example run but not for every size its shape allows; where it has more, "
+                                     f"`{conversion}()` raises ValueError and the kept tensor RuntimeError (not "
+                                     "shown to be one element, so declined)", texts)
+        texts.append(f"`{expr}` has one element for every size (its shape model, not only the example's sizes)")
         # float(T) / int(T) is T.item() converted: the same number exactly where T's dtype is of
         # the builtin's category (int(2.7) truncates, float(n) of an int64 may round, int(True) is 1)
         own = FLOATS if conversion == "float" else INTS if conversion == "int" else set()

@@ -10,7 +10,10 @@
 ``x = float(T)`` and ``x = int(T)`` are the same read (``Tensor.__float__``/``__int__`` call
 ``.item()`` and convert), and the same number exactly where ``T``'s dtype is of the builtin's
 own category (floating for ``float``, a non-bool integer for ``int``): the rule takes them
-too, with that dtype checked, and declines them in a module that binds ``float``/``int``.
+too, with that dtype checked and one element shown for every size T's shape allows (a
+larger T makes them raise ValueError, ``reshape(())`` RuntimeError), and declines them in a
+module that binds ``float``/``int`` and on a parameter (``int(offset)``: callers may pass a
+Python or NumPy number).
 ``float(T)`` of a tensor that requires grad also warns ("Converting a tensor with
 requires_grad=True to a scalar"), where ``.item()`` does not: no obligation models warnings;
 the differential test compares them and declines such a site.

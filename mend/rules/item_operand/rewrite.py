@@ -14,7 +14,13 @@ def new_value(plan: Plan) -> str:
     """The kept tensor: detached (``.item()`` carries no gradient), 0-d (a 1-element tensor of
     any rank would broadcast), and a copy (an in-place write to T after this line must not
     reach the value, as it does not reach the Python number)."""
-    return f"{code_of(plan.tensor)}.detach().reshape(()).clone()"
+    t = plan.tensor
+    text = code_of(t)
+    # `float(a - 1)`'s argument has no parentheses of its own: `a - 1.detach()` would bind
+    # to the last operand only (an adversarial helper's finding); `(a - 1).item()` keeps them
+    if not isinstance(t, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) and not t.lpar:
+        text = f"({text})"
+    return f"{text}.detach().reshape(()).clone()"
 
 
 def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:

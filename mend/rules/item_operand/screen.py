@@ -77,14 +77,20 @@ def item_assignment(node: cst.CSTNode) -> tuple[str, cst.BaseExpression, str | N
 
 def _rebinds(module: cst.Module, name: str) -> bool:
     """Whether anything in ``module`` binds ``name`` (an assignment, import, def, class,
-    parameter, loop or with target..., or a ``from ... import *``): then ``name(...)`` may not
-    be the builtin."""
+    parameter, loop, with or match target, an attribute of that name, or a ``from ... import
+    *``, ``globals()``, ``exec()``...): then ``name(...)`` may not be the builtin."""
     kinds = (m.AssignTarget() | m.AugAssign() | m.AnnAssign() | m.For() | m.WithItem() | m.NamedExpr()
              | m.CompFor() | m.ExceptHandler() | m.ImportAlias() | m.FunctionDef() | m.ClassDef() | m.Global())
     if any(_binds_name(t, name) if not isinstance(t, cst.Global) else name in {n.name.value for n in t.names}
            for t in m.findall(module, kinds)):
         return True
     if m.findall(module, m.ImportFrom(names=m.ImportStar())):   # `from mod import *` may bind it
+        return True
+    # a match capture (`case {"k": float}`), `builtins.float = ...`, `globals()[...] = ...`
+    if m.findall(module, m.MatchAs(name=m.Name(name)) | m.MatchStar(name=m.Name(name))
+                 | m.AssignTarget(target=m.Attribute(attr=m.Name(name)))):
+        return True
+    if any(c.func.value in DYNAMIC_SCOPE for c in m.findall(module, m.Call(func=m.Name()))):
         return True
     return any(p.name.value == name for p in m.findall(module, m.Param()))
 
@@ -122,6 +128,9 @@ def screen(wrapper: MetadataWrapper, line: int) -> Plan | Decline:
     if not isinstance(scope, cst.FunctionDef):
         return Decline(NAME, f"`{name} = {read}` ({where}) is not in a function's own body")
     function = scope
+    if conversion and isinstance(tensor, cst.Name) and tensor.value in {p.name.value for p in _params(function)}:
+        return Decline(NAME, f"`{read}` ({where}) converts the parameter `{tensor.value}`: callers may pass a "
+                             f"Python or NumPy number, which `{conversion}()` takes and the kept tensor would not")
     if m.findall(tensor, m.NamedExpr() | m.Lambda() | m.Yield() | m.Await()):
         return Decline(NAME, f"`{code_of(tensor)}` ({where}) binds a name or defines/awaits a function")
     if m.findall(tensor, m.Name(name)):
