@@ -65,3 +65,28 @@ def test_gradient_nan_positions_are_compared():
     got = _observed(lambda m, x: torch.where(-x.mean() > 0, x * torch.sqrt(-x.mean()), x * 2.0), x)
     with pytest.raises(Mismatch, match="gradient NaN positions differ"):
         compare(ref, got, exact=True)
+
+
+def test_every_observation_sees_torch_once_per_process_warnings():
+    """torch warns "Converting a tensor with requires_grad=True to a scalar" once per process
+    (TORCH_WARN_ONCE): without torch.set_warn_always during observations, only the first run
+    saw it, so a second site that lost the warning was accepted (an adversarial helper's
+    finding, 2026-12-04). The user's setting is restored afterwards."""
+    import torch
+    from verifier.differential import observe
+
+    class Scalar(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(3, 3)
+
+        def forward(self, x):
+            h = self.fc(x)
+            return h / float(h.abs().amax())
+
+    before = torch.is_warn_always_enabled()
+    x = torch.randn(2, 3)
+    for _ in range(2):
+        warned = observe(Scalar(), (x,), {}, grad=True)[2]
+        assert any("requires_grad=True to a scalar" in message for _, message in warned), warned
+    assert torch.is_warn_always_enabled() == before

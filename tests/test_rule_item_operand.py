@@ -91,18 +91,15 @@ def test_fixture_not_applied_without_unsafe_fixes():
     assert res.mended == res.original
 
 
-@pytest.mark.parametrize("name, kind, words", [
-    ("int_promotes.py", "item-operand-keep-type", ""),
-    ("half_opmath.py", "item-operand-exact", ""),
-    # float(T) / int(T) where the conversion changes the value or the type
-    ("int_truncates.py", "item-operand-tensor", "int(t.amax())` reads a float32 tensor"),
-    ("float_of_count.py", "item-operand-tensor", "float(mask.sum())` reads an int64 tensor"),
+@pytest.mark.parametrize("name, kind", [
+    ("int_promotes.py", "item-operand-keep-type"),
+    ("half_opmath.py", "item-operand-exact"),
 ])
-def test_trap_declined(name, kind, words):
+def test_trap_declined(name, kind):
     res = fix(str(CASES / name), unsafe_fixes=True, verify="standard", max_examples=5)
     assert res.rewrites == [] and res.mended == res.original
     (d,) = res.declined
-    assert d["rule"] == io.NAME and kind in d["reason"] and "refuted" in d["reason"] and words in d["reason"]
+    assert d["rule"] == io.NAME and kind in d["reason"] and "refuted" in d["reason"]
 
 
 # --- the adversarial review (helper, 2026-12-04): what it found, as regression tests ---------
@@ -217,88 +214,3 @@ def test_a_call_after_the_use_on_its_line_is_allowed():
 def test_the_default_dtype_is_an_assumption():
     got = _discharge({"h": _F32, "t": _F32})
     assert any("default dtype is float32" in a for a in got["item-operand-keep-type"]["assumptions"])
-
-
-# --- float(T) and int(T): the same read, through Tensor.__float__ / __int__ --------------------
-def test_float_and_int_reads_are_kept_as_tensors(tmp_path):
-    res = fix(str(CASES / "float_int.py"), unsafe_fixes=True, verify="strict", max_examples=10)
-    assert res.before.graph_count == 3 and res.after.graph_count == 1
-    assert [r["rule"] for r in res.rewrites] == [io.NAME, io.NAME] and not res.declined
-    assert "scale = h.detach().abs().amax().detach().reshape(()).clone()" in res.mended
-    assert "kept = mask.sum().detach().reshape(()).clone()" in res.mended
-    assert_one_graph_and_same_outputs(CASES / "float_int.py", res.mended, tmp_path, "io_float_int")
-
-
-@pytest.mark.parametrize("dtype, conversion, result", [
-    ("float16", "float", "checked"), ("float64", "float", "checked"), ("int64", "float", "refuted"),
-    ("bool", "float", "refuted"), ("int32", "int", "checked"), ("uint8", "int", "checked"),
-    ("bool", "int", "refuted"), ("float32", "int", "refuted"),
-])
-def test_the_conversion_check_on_each_dtype(dtype, conversion, result):
-    source = _SOURCE.replace("t.sum().item()", f"{conversion}(t.max())")  # max keeps the dtype
-    got = _discharge({"h": _F32, "t": {**_SCALAR, "dtype": dtype}}, source)
-    assert got["item-operand-tensor"]["result"] == result, got["item-operand-tensor"]
-
-
-def test_a_conversion_that_warns_is_declined_by_the_differential_test():
-    """float(T) of a tensor that requires grad warns where .item() does not: no obligation
-    models warnings; the differential test compares them and declines the rewrite."""
-    res = fix(str(CASES / "requires_grad_warns.py"), unsafe_fixes=True, verify="standard", max_examples=5)
-    assert res.rewrites == [] and res.mended == res.original
-    (d,) = res.declined
-    assert d["rule"] == io.NAME and "differential test failed: warnings differ" in d["reason"]
-    assert "requires_grad=True to a scalar" in d["reason"]
-
-
-# --- the third adversarial review (helper, 2026-12-04: float(T) / int(T)) ---------------------
-REVIEW3 = CASES / "review3"
-
-
-def test_an_expression_argument_is_parenthesised(tmp_path):
-    """`float(a - 1)`'s argument carries no parentheses: `a - 1.detach()` bound to the last
-    operand only (it did not parse; `float(A * B)` detached B alone and was applied)."""
-    res = fix(str(REVIEW3 / "syntax.py"), unsafe_fixes=True, verify="standard", max_examples=8)
-    (rw,) = res.rewrites
-    assert rw["rule"] == io.NAME and "k = (lengths.max() - 1).detach().reshape(()).clone()" in res.mended
-    assert_one_graph_and_same_outputs(REVIEW3 / "syntax.py", res.mended, tmp_path, "io_r3_syntax")
-    # float(A * B): the whole product is kept (B alone was; A's shape [1] is a parameter's: fixed)
-    res = fix(str(REVIEW3 / "frozen_param.py"), unsafe_fixes=True, verify="standard", max_examples=5)
-    assert "t = (self.log_t.exp() * self.base).detach().reshape(()).clone()" in res.mended
-    source = _SOURCE.replace("t.sum().item()", "float(t * h.sum())")
-    assert "s = (t * h.sum()).detach().reshape(()).clone()" in io.rewrite(cst.parse_module(source), 3).code
-
-
-@pytest.mark.parametrize("name, words", [
-    # int() of a [1] tensor raises ValueError once it has more elements, reshape(()) RuntimeError
-    ("size_not_shown.py", "raises ValueError and the kept tensor RuntimeError"),
-])
-def test_one_element_must_hold_for_every_size(name, words):
-    res = fix(str(REVIEW3 / name), unsafe_fixes=True, verify="standard", max_examples=5)
-    assert res.rewrites == [] and res.mended == res.original
-    (d,) = res.declined
-    assert d["rule"] == io.NAME and "item-operand-tensor" in d["reason"] and words in d["reason"], d["reason"]
-
-
-@pytest.mark.parametrize("name, words", [
-    # `int(offset)`: the "tensor or number" idiom; a NumPy number had no .detach()
-    ("py_number.py", "converts the parameter `offset`"),
-    ("value_error.py", "converts the parameter `shift`"),
-    # `float` rebound where the screen did not look
-    ("match_float.py", "may not call the builtin"),
-    ("globals_float.py", "may not call the builtin"),
-])
-def test_the_screen_declines_what_may_not_be_the_read(name, words):
-    res = fix(str(REVIEW3 / name), unsafe_fixes=True, verify="standard", max_examples=5)
-    assert res.rewrites == [] and res.mended == res.original
-    reasons = [s.reason for s in res.before.sites if s.fixable_by is None]
-    assert any("item-operand declines" in r and words in r for r in reasons), reasons
-
-
-@pytest.mark.parametrize("name", ["two_sites.py", "cond_sites.py"])
-def test_a_once_per_process_warning_is_seen_by_every_observation(name):
-    """torch warns "Converting a tensor with requires_grad=True to a scalar" once per process:
-    the site verified second saw no warning and was applied. Each observation now runs with
-    torch.set_warn_always(True)."""
-    res = fix(str(REVIEW3 / name), unsafe_fixes=True, verify="standard", max_examples=5)
-    assert res.rewrites == [] and res.mended == res.original
-    assert len(res.declined) == 2 and all("warnings differ" in d["reason"] for d in res.declined)

@@ -8,9 +8,7 @@ example run, per line (T's names where the read runs, each operand's names where
 runs; :func:`verifier.facts.watched_lines`).
 
 * ``item-operand-tensor`` (check, observed): T is a torch.Tensor with one element where the
-  read runs, on every hit and call; for ``float(T)`` / ``int(T)`` (``"conversion"``), T's
-  dtype is floating / a non-bool integer there, where the builtin returns ``T.item()``
-  unchanged (``Tensor.__float__``/``__int__``).
+  read runs, on every hit and call.
 * ``item-operand-keep-type`` (solver, dtype model): every use gives the same result dtype with
   the Python number as with the 0-d tensor, and the devices combine. ATen's result_type
   (``c10/core/ScalarType.h`` combine_categories; ``TensorIterator``): a Python number is a
@@ -34,7 +32,7 @@ import re
 
 import z3
 
-from verifier.dtypes import DEFAULT_FOR_CAT, DTC, FLOATS, FP_FORMAT, INT_BITS, INTS, RNE, combine, fp_sort
+from verifier.dtypes import DEFAULT_FOR_CAT, DTC, FLOATS, FP_FORMAT, INT_BITS, RNE, combine, fp_sort
 from verifier.encoders.base import Ctx, Query, decide
 from verifier.encoders.counting import _HcFacts, _hc_devices, _hc_observed, keep_type_terms, use_operands
 from verifier.outcomes import Outcome, check_refuted, checked, unknown
@@ -90,28 +88,6 @@ def tensor_read(ob: dict, ctx: Ctx) -> Outcome:
     if s.check() != z3.unsat:
         return check_refuted(by, f"`{expr}` does not have exactly one element on the example run: `.item()` raises "
                                  "there, the kept tensor would broadcast", texts)
-    conversion = ob.get("conversion")
-    if conversion is not None:
-        # float()/int() of a tensor of more elements raise ValueError, reshape(()) RuntimeError:
-        # one element must hold for every size, not only the example's (an adversarial helper's
-        # finding: `int(shift)` of a [4] tensor took another `except` branch once mended)
-        s = z3.Solver()
-        s.add(*[a for a, _ in se.assume])
-        s.add(numel != 1)
-        if s.check() != z3.unsat:
-            return check_refuted(by, f"`{conversion}({expr})` reads a {mv.rank}-D tensor that has one element on the "
-                                     "example run but not for every size its shape allows; where it has more, "
-                                     f"`{conversion}()` raises ValueError and the kept tensor RuntimeError (not "
-                                     "shown to be one element, so declined)", texts)
-        texts.append(f"`{expr}` has one element for every size (its shape model, not only the example's sizes)")
-        # float(T) / int(T) is T.item() converted: the same number exactly where T's dtype is of
-        # the builtin's category (int(2.7) truncates, float(n) of an int64 may round, int(True) is 1)
-        own = FLOATS if conversion == "float" else INTS if conversion == "int" else set()
-        if dtype not in own:
-            article = "an" if dtype[0] in "aeiou" else "a"
-            return check_refuted(by, f"`{conversion}({expr})` reads {article} {dtype} tensor: {conversion}() changes its value "
-                                     f"or type there, which the kept {dtype} tensor would not", texts)
-        texts.append(f"`{conversion}({expr})` of a {dtype} tensor is `{expr}.item()`: the same Python number")
     return checked(by, texts)
 
 

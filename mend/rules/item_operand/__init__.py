@@ -7,16 +7,6 @@
 
 ``Tensor.item()`` moves the value to the host as a Python number: a graph break on torch
 2.13 ("Unsupported Tensor.item() call with capture_scalar_outputs=False"), and a device sync.
-``x = float(T)`` and ``x = int(T)`` are the same read (``Tensor.__float__``/``__int__`` call
-``.item()`` and convert), and the same number exactly where ``T``'s dtype is of the builtin's
-own category (floating for ``float``, a non-bool integer for ``int``): the rule takes them
-too, with that dtype checked and one element shown for every size T's shape allows (a
-larger T makes them raise ValueError, ``reshape(())`` RuntimeError), and declines them in a
-module that binds ``float``/``int`` and on a parameter (``int(offset)``: callers may pass a
-Python or NumPy number).
-``float(T)`` of a tensor that requires grad also warns ("Converting a tensor with
-requires_grad=True to a scalar"), where ``.item()`` does not: no obligation models warnings;
-the differential test compares them and declines such a site.
 When every later use of the number is an operand of ``+ - * / // %`` or of one comparison
 whose other operand is a tensor, the number never reaches Python code: the rewrite keeps it
 a tensor. It is *detached* (a Python number carries no gradient), *0-d* (a 1-element tensor
@@ -27,8 +17,7 @@ generalised to any scalar read.
 What makes it exact (proof obligations, discharged by ``verifier/encoders/item_operand.py``):
 
 * ``item-operand-tensor`` (check, observed): ``T`` is a torch.Tensor with exactly one element
-  (for ``float(T)``/``int(T)``: of a floating / non-bool integer dtype) where the read runs,
-  on every hit and call (a NumPy scalar's ``.item()`` would not be
+  where the read runs, on every hit and call (a NumPy scalar's ``.item()`` would not be
   rewritable; ``reshape(())`` raises where ``.item()`` does, with another message);
 * ``item-operand-keep-type`` (Z3, dtype model): every use has the same result dtype with the
   Python number (ATen types it as its category's default: float32, int64 or bool) and with

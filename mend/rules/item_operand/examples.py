@@ -7,11 +7,11 @@ import re
 
 from mend.rules._base import DeclineExample
 
-_READ = re.compile(r"^\w+\s*=\s*(.*\.item\(\)|(float|int)\(.*\))\s*(#.*)?$")
+_READ = re.compile(r"^\w+\s*=\s*.*\.item\(\)\s*(#.*)?$")
 
 
 def example_line(source: str) -> int:
-    """The line of an example's site: its first ``x = T.item()`` (or ``float(T)``, ``int(T)``)."""
+    """The line of an example's site: its first ``x = T.item()``."""
     for i, text in enumerate(source.splitlines(), 1):
         if _READ.match(text.strip()):
             return i
@@ -47,17 +47,6 @@ FIX_EXAMPLES: list[tuple[str, str]] = [
         y = s * h
         keep = h > s
         return (s - y) * keep
-'''),
-    # the builtins read the value as .item() does (Tensor.__float__ / __int__): a normalisation
-    # by the largest magnitude (the count beside it is the next site)
-    (_HEAD + '''    def forward(self, h, mask):
-        scale = float(h.abs().max())
-        n = int(mask.sum())
-        return h / scale + n
-''', _HEAD + '''    def forward(self, h, mask):
-        scale = h.abs().max().detach().reshape(()).clone()  # mend: item-operand (was: scale = float(h.abs().max()))
-        n = int(mask.sum())
-        return h / scale + n
 '''),
 ]
 
@@ -119,23 +108,9 @@ DECLINE_EXAMPLES: list[DeclineExample | tuple] = [
         s = t.mean().item()
         return flag and h * s
 ''', "sits under `and`/`or`"),
-    # `float` rebound in the module: `float(t)` may not be the builtin
-    (_HEAD + '''    def forward(self, h, t):
-        s = float(t.sum())
-        return h * s
-
-
-def float(v):
-    return v
-''', "may not call the builtin"),
 ]
 
 NOOP_EXAMPLES: list[str] = [
-    # a conversion with two arguments is not a scalar read
-    _HEAD + '''    def forward(self, h, t):
-        n = int("7", 8)
-        return h * n
-''',
     # a tensor kept as a tensor: nothing to do
     _HEAD + '''    def forward(self, h, t):
         s = t.max()

@@ -1,5 +1,5 @@
-"""item-operand: :func:`rewrite`, ``x = T.item()`` (or ``float(T)``, ``int(T)``) ->
-``x = T.detach().reshape(()).clone()``, with its proof obligations, or a decline."""
+"""item-operand: :func:`rewrite`, ``x = T.item()`` -> ``x = T.detach().reshape(()).clone()``,
+with its proof obligations, or a decline."""
 from __future__ import annotations
 
 import libcst as cst
@@ -14,18 +14,11 @@ def new_value(plan: Plan) -> str:
     """The kept tensor: detached (``.item()`` carries no gradient), 0-d (a 1-element tensor of
     any rank would broadcast), and a copy (an in-place write to T after this line must not
     reach the value, as it does not reach the Python number)."""
-    t = plan.tensor
-    text = code_of(t)
-    # `float(a - 1)`'s argument has no parentheses of its own: `a - 1.detach()` would bind
-    # to the last operand only (an adversarial helper's finding); `(a - 1).item()` keeps them
-    if not isinstance(t, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) and not t.lpar:
-        text = f"({text})"
-    return f"{text}.detach().reshape(()).clone()"
+    return f"{code_of(plan.tensor)}.detach().reshape(()).clone()"
 
 
 def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
-    """The module with ``x = T.item()`` (``float(T)``, ``int(T)``) on ``line`` kept as a 0-d tensor
-    (see the package docstring)."""
+    """The module with ``x = T.item()`` on ``line`` kept as a 0-d tensor (see the package docstring)."""
     wrapper = MetadataWrapper(module)
     plan = screen(wrapper, line)
     if isinstance(plan, Decline):
@@ -38,8 +31,7 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     uses = [{"value": code_of(u.other), "op": u.op, "line": pos[u.other].start.line} for u in plan.uses]
     detail = f"`{old}` -> `{plan.name} = {new_value(plan)}` ({plan.name} stays a 0-d tensor; {len(uses)} use(s))"
     obligations = [
-        {"kind": "item-operand-tensor", "expr": tensor, "line": line,
-         **({"conversion": plan.conversion} if plan.conversion else {})},
+        {"kind": "item-operand-tensor", "expr": tensor, "line": line},
         {"kind": "item-operand-keep-type", "expr": tensor, "line": line, "uses": uses},
         {"kind": "item-operand-exact", "expr": tensor, "line": line, "uses": uses},
     ]

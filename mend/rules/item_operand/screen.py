@@ -1,4 +1,4 @@
-"""item-operand: the static screen (which ``x = T.item()`` / ``float(T)`` / ``int(T)`` sites the rule takes, and why it
+"""item-operand: the static screen (which ``x = T.item()`` sites the rule takes, and why it
 declines the others) and :func:`match`, a scan's verdict on a located site."""
 from __future__ import annotations
 
@@ -36,21 +36,8 @@ class Use:
 class Plan:
     line: cst.SimpleStatementLine
     name: str
-    tensor: cst.BaseExpression   # T in `x = T.item()`, `x = float(T)`, `x = int(T)`
+    tensor: cst.BaseExpression   # T in `x = T.item()`
     uses: list[Use]
-    conversion: str | None = None   # "float" or "int" for `float(T)` / `int(T)`, None for `.item()`
-
-    @property
-    def read(self) -> str:
-        """The read as written: ``T.item()``, ``float(T)`` or ``int(T)``."""
-        t = code_of(self.tensor)
-        return f"{self.conversion}({t})" if self.conversion else f"{t}.item()"
-
-
-# `float(T)` / `int(T)` call T.__float__ / T.__int__: T.item(), converted. The conversion is the
-# identity (the same Python number as `.item()`) exactly where T's dtype is of the builtin's own
-# category, which item-operand-tensor checks on the observed dtype
-CONVERSIONS = ("float", "int")
 
 
 def _generic() -> Decline:
@@ -59,40 +46,15 @@ def _generic() -> Decline:
     return Decline(None, UNFIXABLE_REASONS[CATEGORY])
 
 
-def item_assignment(node: cst.CSTNode) -> tuple[str, cst.BaseExpression, str | None] | None:
-    """``(x, T, conversion)`` when ``node`` is ``x = T.item()`` (conversion None) or ``x =
-    float(T)`` / ``x = int(T)`` (one positional argument), with one plain name target; else None."""
+def item_assignment(node: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
+    """``(x, T)`` when ``node`` is ``x = T.item()`` (one plain name target), else None."""
     if not (isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name)):
         return None
-    value, name = node.value, node.targets[0].target.value
-    if not isinstance(value, cst.Call):
-        return None
-    if not value.args and isinstance(value.func, cst.Attribute) and value.func.attr.value == "item":
-        return name, value.func.value, None
-    if isinstance(value.func, cst.Name) and value.func.value in CONVERSIONS and len(value.args) == 1 \
-            and value.args[0].keyword is None and not value.args[0].star:
-        return name, value.args[0].value, value.func.value
+    value = node.value
+    if isinstance(value, cst.Call) and not value.args and isinstance(value.func, cst.Attribute) \
+            and value.func.attr.value == "item":
+        return node.targets[0].target.value, value.func.value
     return None
-
-
-def _rebinds(module: cst.Module, name: str) -> bool:
-    """Whether anything in ``module`` binds ``name`` (an assignment, import, def, class,
-    parameter, loop, with or match target, an attribute of that name, or a ``from ... import
-    *``, ``globals()``, ``exec()``...): then ``name(...)`` may not be the builtin."""
-    kinds = (m.AssignTarget() | m.AugAssign() | m.AnnAssign() | m.For() | m.WithItem() | m.NamedExpr()
-             | m.CompFor() | m.ExceptHandler() | m.ImportAlias() | m.FunctionDef() | m.ClassDef() | m.Global())
-    if any(_binds_name(t, name) if not isinstance(t, cst.Global) else name in {n.name.value for n in t.names}
-           for t in m.findall(module, kinds)):
-        return True
-    if m.findall(module, m.ImportFrom(names=m.ImportStar())):   # `from mod import *` may bind it
-        return True
-    # a match capture (`case {"k": float}`), `builtins.float = ...`, `globals()[...] = ...`
-    if m.findall(module, m.MatchAs(name=m.Name(name)) | m.MatchStar(name=m.Name(name))
-                 | m.AssignTarget(target=m.Attribute(attr=m.Name(name)))):
-        return True
-    if any(c.func.value in DYNAMIC_SCOPE for c in m.findall(module, m.Call(func=m.Name()))):
-        return True
-    return any(p.name.value == name for p in m.findall(module, m.Param()))
 
 
 def _is_read(node: cst.Name, parents) -> bool:
@@ -111,26 +73,20 @@ def screen(wrapper: MetadataWrapper, line: int) -> Plan | Decline:
     found = [(sl, item_assignment(sl.body[0])) for sl in lines if sl.body and item_assignment(sl.body[0])]
     if not found:
         return _generic()
-    stmt, (name, tensor, conversion) = found[0]
+    stmt, (name, tensor) = found[0]
     where = f"line {line}"
-    read = Plan(stmt, name, tensor, [], conversion).read
     if len(stmt.body) != 1:
-        return Decline(NAME, f"`{name} = {read}` ({where}) shares its line with other statements")
+        return Decline(NAME, f"`{name} = ....item()` ({where}) shares its line with other statements")
     if pos[stmt].end.line != pos[stmt].start.line:
-        return Decline(NAME, f"`{name} = {read}` ({where}) spans several lines: the facts are observed per line")
-    if conversion and _rebinds(wrapper.module, conversion):
-        return Decline(NAME, f"`{conversion}` is bound in this module ({where}): `{read}` may not call the builtin")
+        return Decline(NAME, f"`{name} = ....item()` ({where}) spans several lines: the facts are observed per line")
     chain, cur = [], stmt
     while cur in parents:
         cur = parents[cur]
         chain.append(cur)
     scope = next((a for a in chain if isinstance(a, (cst.FunctionDef, cst.ClassDef, cst.Lambda))), None)
     if not isinstance(scope, cst.FunctionDef):
-        return Decline(NAME, f"`{name} = {read}` ({where}) is not in a function's own body")
+        return Decline(NAME, f"`{name} = ....item()` ({where}) is not in a function's own body")
     function = scope
-    if conversion and isinstance(tensor, cst.Name) and tensor.value in {p.name.value for p in _params(function)}:
-        return Decline(NAME, f"`{read}` ({where}) converts the parameter `{tensor.value}`: callers may pass a "
-                             f"Python or NumPy number, which `{conversion}()` takes and the kept tensor would not")
     if m.findall(tensor, m.NamedExpr() | m.Lambda() | m.Yield() | m.Await()):
         return Decline(NAME, f"`{code_of(tensor)}` ({where}) binds a name or defines/awaits a function")
     if m.findall(tensor, m.Name(name)):
@@ -207,7 +163,7 @@ def screen(wrapper: MetadataWrapper, line: int) -> Plan | Decline:
     if len(binds) != 1 or {p.name.value for p in _params(function)} & {name}:
         return Decline(NAME, f"`{name}` is bound more than once in the function (or is a parameter): each later "
                              "read must see this value")
-    return Plan(stmt, name, tensor, uses, conversion)
+    return Plan(stmt, name, tensor, uses)
 
 
 def _within(node, ancestor, parents) -> bool:
@@ -268,5 +224,5 @@ def match(loc: Located) -> Match | Decline:
     plan = screen(MetadataWrapper(loc.module, unsafe_skip_copy=True), loc.line)
     if isinstance(plan, Decline):
         return plan
-    return Match(NAME, f"`{plan.name} = {plan.read}` -> a detached 0-d tensor: {len(plan.uses)} "
+    return Match(NAME, f"`{plan.name} = {code_of(plan.tensor)}.item()` -> a detached 0-d tensor: {len(plan.uses)} "
                        "later use(s), each a tensor operand")
