@@ -91,7 +91,9 @@ def _probe_vec_isa() -> None:
                 isa.VecISA.check_build = build
             return
         isa.valid_vec_isa_list()
-        _write_json(path, {str(i): bool(i) for i in candidates})
+        from mend.files import write_cache
+
+        write_cache(path, json.dumps({str(i): bool(i) for i in candidates}))
     except Exception:  # noqa: BLE001 - see above
         pass
 
@@ -111,17 +113,6 @@ def _isa_cache_path():
     key = json.dumps([torch.__version__, platform.machine(), compiler, get_compiler_version_info(compiler),
                       x86_isa_checker()])
     return cache_dir() / f"vec-isa-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
-
-
-def _write_json(path, doc) -> None:
-    """Write ``doc`` to ``path`` atomically; a cache that cannot be written is not fatal."""
-    from mend.files import write_atomic
-
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, json.dumps(doc))
-    except OSError:
-        pass
 
 
 def _child(job: dict) -> int:

@@ -12,6 +12,16 @@ def cache_dir() -> Path:
     return Path(os.environ.get("MEND_CACHE_DIR") or Path.home() / ".cache" / "mend")
 
 
+def write_cache(path: Path, text: str) -> None:
+    """Write a file of mend's cache atomically (:func:`write_atomic`), its folder made first;
+    a cache that cannot be written is not fatal (the answer is computed again next time)."""
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, text)
+    except OSError:
+        pass
+
+
 def read_only(path: Path) -> bool:
     """Whether an existing ``path`` is read-only: not writable, or no write bit in its mode
     (root passes ``os.access``, yet a file marked read-only is the user's word)."""

@@ -21,7 +21,7 @@ import statistics
 import time
 
 from mend.cost.features import totals
-from mend.files import cache_dir
+from mend.files import cache_dir, write_cache
 
 
 def estimate(obs: dict, name: str, peaks: dict) -> float:
@@ -106,11 +106,5 @@ def peaks(device: str = "cpu") -> dict:
     except (OSError, ValueError):
         pass
     doc = measure(device)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(doc, indent=1))
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    write_cache(path, json.dumps(doc, indent=1))
     return doc
