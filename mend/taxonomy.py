@@ -252,7 +252,8 @@ def _numpy_constant_call(loc: Located | None) -> bool:
             root, _, last = (call_name(call) or "").rpartition(".")
             if root in names and last in _NUMPY_CONSTANT_FUNCS:
                 return True
-    return False
+    from mend.rules.numpy_constants.screen import reads_numpy_local
+    return reads_numpy_local(node, loc.ancestors)   # `width = np.sum(plan)` on an earlier line, read here
 
 
 def _numpy_tolist(loc: Located | None) -> bool:

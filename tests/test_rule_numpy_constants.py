@@ -349,3 +349,62 @@ def test_a_call_over_several_lines_is_declined_since_joining_it_moves_lines():
     code = "import numpy as np\n\n\ndef f(x, shape):\n    n = int(np.prod(\n        shape))\n    return n\n"
     res = RULE.rewrite(cst.parse_module(code), 5)
     assert isinstance(res, Decline) and "spans several lines" in res.reason
+
+
+# -- a local bound by the numpy call, read on later lines ------------------------------------
+
+def test_a_local_read_only_as_sizes_is_fixed_on_its_binding_line():
+    from mend.pipeline import fix
+
+    res = fix(str(FIXTURES / "numpy_sum_local.py"), verify="strict", max_examples=3)
+    assert (res.before.graph_count, res.after.graph_count) == (2, 1)
+    (rw,) = res.rewrites
+    assert rw["span"] == [17, 18]   # the binding, through the line that reads it (the break site)
+    assert "-        width = np.sum(self.plan[:2])" in rw["diff"] and "pad = torch.zeros" not in rw["diff"].split(
+        "+        width")[1].split("\n")[0]
+    assert {o["kind"]: o["result"] for o in rw["obligations"]} == {"numpy-int64-exact": "proved",
+                                                                   "numpy-result-consumer": "checked"}
+    consumer = next(o for o in rw["obligations"] if o["kind"] == "numpy-result-consumer")
+    assert "through the local `width`" in consumer["checked_by"]
+
+
+def test_a_local_whose_guard_never_holds_is_not_emitted():
+    # the break stays on the reading line, below the rewritten one: still declined as useless
+    from mend.pipeline import fix
+
+    res = fix(str(FIXTURES / "numpy_sum_local_tuple.py"), max_examples=3)
+    assert res.rewrites == [] and res.after.graph_count == res.before.graph_count == 2
+    (declined,) = res.declined
+    assert "still breaks the graph at line 17" in declined.reason
+
+
+LOCAL = '''import numpy as np
+import torch
+
+
+def f(x, plan):
+    width = np.sum(plan)
+    z = torch.zeros(x.shape[0], width)
+    return z
+'''
+
+
+@pytest.mark.parametrize("edit, why", [
+    ("    return z\n", "    return z, type(width)\n", ),
+    ("    return z\n", "    width = 3\n    return z\n"),
+    ("    return z\n", "    del width\n    return z\n"),
+    ("    return z\n", "    return z, vars()\n"),
+    ("def f(x, plan):\n", "def f(x, plan, width=0):\n"),
+    ("    return z\n", "    for width in range(2):\n        pass\n    return z\n"),
+    ("    return z\n", "    return z, [width for width in range(2)]\n"),
+    ("    return z\n", "    def g():\n        nonlocal width\n        width = 1\n    return z\n"),
+])
+def test_the_verifier_follows_the_local_itself(edit, why):
+    """The encoder re-derives the local's reads from the mended source (it does not trust the
+    rule's screen): a read that is not a size, a second binding or a locals() reader is refuted."""
+    res = RULES["numpy-constants"].rewrite(cst.parse_module(LOCAL), 7)
+    ob = next(o for o in res.obligations if o["kind"] == "numpy-result-consumer")
+    assert result_consumer(ob, Ctx({}, {}, res.code)).result == "checked"
+    tampered = res.code.replace(edit, why)
+    assert tampered != res.code
+    assert result_consumer(ob, Ctx({}, {}, tampered)).result == "refuted"

@@ -56,7 +56,8 @@ def test_fix_example(rule: Rule, ex):
     res = rule.rewrite(cst.parse_module(ex.before), line)
     assert isinstance(res, RewriteResult), res
     assert res.code == ex.after
-    assert res.span[0] == line
+    # the span is the site's statement, or runs from a binding the rule rewrote above it
+    assert res.span[0] == line or (res.span[0] < line <= res.span[1] and rule.name == "numpy-constants")
     compile(res.code, "<mended>", "exec")
     kinds = [o["kind"] for o in res.obligations]
     assert kinds and set(kinds) <= rule.obligation_kinds, set(kinds) - rule.obligation_kinds

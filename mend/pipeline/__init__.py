@@ -144,7 +144,7 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
                                              f"to {rescanned.graph_count}, so it is not emitted"))
                     continue
                 still = _still_breaks(ex, current_scan, rescanned, rel, files.get(rel, original), outcome[1],
-                                      outcome[0].span, site.category)
+                                      outcome[0].span, site.category, site.gb_type)
                 if still:
                     # the new code itself breaks where the old did (a guard that never holds under
                     # tracing: np.prod of a torch.Size, a generalisation probe): nothing is gained
@@ -167,12 +167,14 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
                      main_file=None if overlay else ex.rel)
 
 
-def _still_breaks(ex, before, after, rel: str, current: str, mended: str, span, category: str) -> str | None:
+def _still_breaks(ex, before, after, rel: str, current: str, mended: str, span, category: str,
+                  gb_type: str | None = None) -> str | None:
     """Why a verified rewrite removes no graph break, else None: the graph counts (first and
     second call) did not fall, and the rescan still reports a break of the site's own category
-    on the lines that replaced ``span`` of ``current`` (from the statement's first line). A
-    break that merely moves elsewhere, or another kind of break left on the same line (a
-    `print` beside the fixed numpy call), does not count."""
+    or kind (``gb_type``) on the lines that replaced ``span`` of ``current``, or on its lines
+    left unchanged (a local's binding rewritten above the line that reads it). A break that
+    merely moves elsewhere, or another kind of break left on the same line (a `print` beside
+    the fixed numpy call), does not count."""
     if after.graph_count < before.graph_count or (
             before.steady_graph_count is not None and after.steady_graph_count is not None and
             after.steady_graph_count < before.steady_graph_count):
@@ -182,13 +184,15 @@ def _still_breaks(ex, before, after, rel: str, current: str, mended: str, span, 
     for tag, i1, i2, j1, j2 in ops:
         if tag != "equal" and i1 <= span[1] and i2 >= span[0] - 1:   # touches the replaced lines
             lo, hi = (j1 if lo is None else min(lo, j1)), (j2 if hi is None else max(hi, j2))
-        elif tag == "equal" and i1 <= span[0] - 1 < i2:   # the statement's first line, unchanged
-            start = j1 + (span[0] - 1 - i1)
-            lo, hi = (start if lo is None else min(lo, start)), (start + 1 if hi is None else max(hi, start + 1))
+        elif tag == "equal" and i1 < span[1] and i2 > span[0] - 1:   # lines of the span left unchanged
+            first, last = max(i1, span[0] - 1), min(i2, span[1])
+            lo = j1 + (first - i1) if lo is None else min(lo, j1 + (first - i1))
+            hi = j1 + (last - i1) if hi is None else max(hi, j1 + (last - i1))
     if lo is None:
         return None
     for s in after.sites:
-        if ex.file_key(s) == rel and lo < s.line <= max(hi, lo + 1) and getattr(s, "category", category) == category:
+        if ex.file_key(s) == rel and lo < s.line <= max(hi, lo + 1) and (
+                getattr(s, "category", category) == category or (gb_type and getattr(s, "gb_type", None) == gb_type)):
             return (f"the rewritten code still breaks the graph at line {s.line} ({s.category}; graphs "
                     f"{before.graph_count} -> {after.graph_count}, breaks {before.graph_break_count} -> "
                     f"{after.graph_break_count}): the rewrite removes no graph break, so it is not emitted")

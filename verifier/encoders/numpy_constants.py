@@ -360,6 +360,41 @@ def consumer_of(call: ast.Call, parents: dict, np_names: set[str], torch_names: 
     return None
 
 
+_INTROSPECTION = ("locals", "vars", "eval", "exec")
+
+
+def local_reads(assign: ast.Assign, value: ast.AST, parents: dict) -> list[ast.Name] | str:
+    """The reads of the local that ``assign`` (``NAME = value``) binds, in its function; or
+    why they cannot be followed: another target, a nested scope, a second binding of the
+    name anywhere in the function (a parameter, loop target, walrus, ``del``, ``global``, a
+    match capture), or a call that reads locals by name."""
+    if len(assign.targets) != 1 or not isinstance(assign.targets[0], ast.Name) or assign.value is not value:
+        return "the guarded expression is assigned, but not to one plain name"
+    name = assign.targets[0].id
+    scope = parents.get(id(assign))
+    while scope is not None and not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
+                                                        ast.ClassDef, ast.Module)):
+        scope = parents.get(id(scope))
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return f"`{name} = ...` is not a local of a function: other code may read it"
+    bound = 0
+    for node in ast.walk(scope):
+        if node is scope:
+            bound += sum(1 for a in ast.walk(node.args) if isinstance(a, ast.arg) and a.arg == name)
+            continue
+        bound += names_bound_by(node).count(name)
+        if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name == name:
+            bound += 1
+        if isinstance(node, ast.MatchMapping) and node.rest == name:
+            bound += 1
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _INTROSPECTION:
+            return f"the function calls {node.func.id}(), which may read `{name}` by name"
+    if bound != 1:
+        return f"`{name}` is bound {bound} times in the function: a read may see another value"
+    reads = [n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
+    return reads or f"`{name}` is never read"
+
+
 def _observe(lib: str, fn: str) -> str | None:
     """Run the consumer with np.int64(3) and 3: None when the results are identical, else how they differ."""
     import numpy as np
@@ -407,13 +442,26 @@ def result_consumer(ob: dict, ctx: Ctx) -> Outcome:
           "int alike); no builtin it calls is rebound; corroborated by a probe of that consumer on the installed "
           "numpy and torch with np.int64 and int")
     np_names, torch_names = _module_aliases(tree, "numpy"), _module_aliases(tree, "torch")
-    got = consumer_of(call, parents, np_names, torch_names)
-    if got is None:
-        where = parents.get(id(call))
+    where = parents.get(id(call))
+    if isinstance(where, ast.Assign):
+        # `width = <guarded>`: every read of the local is the consumer
+        reads = local_reads(where, call, parents)
+        if isinstance(reads, str):
+            return check_refuted(by, reads)
+        got_all = [consumer_of(n, parents, np_names, torch_names) for n in reads]
+        if None in got_all:
+            bad = reads[got_all.index(None)]
+            return check_refuted(by, f"`{bad.id}` (line {bad.lineno}) goes to `{type(parents.get(id(bad))).__name__}`, "
+                                 "not to an allocation's shape, range() or int(): an int there may differ from "
+                                 "np.int64")
+        by += f" (through the local `{reads[0].id}`, bound once and read only there)"
+    else:
+        got_all = [consumer_of(call, parents, np_names, torch_names)]
+    if None in got_all:
         return check_refuted(by, f"the guarded expression's value goes to `{type(where).__name__}`, not to an "
                              "allocation's shape, range() or int(): an int there may differ from np.int64")
     lambdas = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)]
-    rebound = _bound_builtins(tree, lambdas, _BUILTINS + (("range",) if got == ("builtins", "range") else ()))
+    rebound = _bound_builtins(tree, lambdas, _BUILTINS + (("range",) if ("builtins", "range") in got_all else ()))
     if rebound:
         return check_refuted(by, f"the module binds `{rebound[0]}`, which the guarded expression calls as a builtin")
     if ob.get("numpy") not in np_names:
@@ -423,13 +471,15 @@ def result_consumer(ob: dict, ctx: Ctx) -> Outcome:
                              "admits its `torch.Size`)")
     if ob.get("op") in ("prod", "lcm", "gcd") and "math" not in _module_aliases(tree, "math"):
         return check_refuted(by, "`math` is not bound by `import math` alone in the mended source")
-    differs = _observe(*got)
-    if differs:
-        return check_refuted(by, differs)
+    for each in dict.fromkeys(got_all):
+        differs = _observe(*each)
+        if differs:
+            return check_refuted(by, differs)
     import numpy as np
     import torch
 
-    return checked(by, [f"consumer: {got[0]}.{got[1]}", f"observed on numpy {np.__version__}, torch {torch.__version__}"])
+    return checked(by, ["consumer: " + ", ".join(f"{a}.{b}" for a, b in dict.fromkeys(got_all)),
+                        f"observed on numpy {np.__version__}, torch {torch.__version__}"])
 
 
 ENCODERS = {"numpy-int64-exact": int64_exact, "numpy-result-consumer": result_consumer}

@@ -51,6 +51,13 @@ Traps, each handled:
   ``torch.zeros/ones/empty/full``, ``range()``, ``int()``. Arithmetic (``np.int64`` wraps and
   divides by zero without raising), comparisons, assignments (later code may test
   ``isinstance(x, np.integer)``) and a returned value are declined.
+* a local: ``width = np.sum(plan)`` on one line, ``torch.zeros(n, width)`` on a later one (the
+  break is reported at the read). The binding's call is rewritten only when it is the name's
+  one binding in the function (no reassignment, loop or comprehension target, walrus,
+  ``del``, parameter, ``global``/``nonlocal``), the function calls no ``locals``/``vars``/
+  ``eval``/``exec``, and every read of the name is one of the consumers above; one other
+  read (``type(width)``, arithmetic, a return) declines. The verifier re-derives the reads
+  from the mended source. The span runs from the binding to the site.
 * names: ``np`` must be bound only by ``import numpy as np`` at the top level (``import
   jax.numpy as np`` declines); ``sum``, ``type``, ``list``, ``tuple``, ``int``, ``len``, ``all``
   must not be bound anywhere in the module; ``math`` must be bound only by ``import math``, or

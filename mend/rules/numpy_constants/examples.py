@@ -54,8 +54,47 @@ FIX_EXAMPLES: list[tuple] = [
         'import numpy as np\n\n\ndef rows(plan):\n    out = []\n    for i in range(np.sum(plan)):\n        out.append(i)\n    return out\n',
         'import numpy as np\n\n\ndef rows(plan):\n    out = []\n    for i in range((lambda v: sum(v) if type(v) is list and 0 < len(v) < 2**31 and all([type(e) is int and -2**31 < e < 2**31 for e in v]) else np.sum(v))(plan)):\n        out.append(i)\n    return out\n',
     ),
+    # a local bound once by the numpy call and read only as an allocation's size: the break is
+    # reported where it is read (line 7); the binding's line is rewritten, the span covers both
+    (
+        'import numpy as np\nimport torch\n\n\ndef pad(x, plan):\n    width = np.sum(plan[:2])\n    z = torch.zeros(x.shape[0], width)\n    return torch.cat([x, z], dim=1), [np.zeros((2, width)) for _ in plan]\n',
+        'import numpy as np\nimport torch\n\n\ndef pad(x, plan):\n    width = (lambda v: sum(v) if type(v) is list and 0 < len(v) < 2**31 and all([type(e) is int and -2**31 < e < 2**31 for e in v]) else np.sum(v))(plan[:2])  # mend: numpy-constants (was: np.sum(plan[:2]))\n    z = torch.zeros(x.shape[0], width)\n    return torch.cat([x, z], dim=1), [np.zeros((2, width)) for _ in plan]\n',
+        7,
+    ),
 ]
 DECLINE_EXAMPLES: list[DeclineExample | tuple] = [
+    # a local read elsewhere as a number: `type(width)` would see int where it saw np.int64
+    DeclineExample('''import numpy as np
+import torch
+
+
+def f(x, plan):
+    width = np.sum(plan)
+    z = torch.zeros(x.shape[0], width)
+    return z, type(width)
+''', "also read by an argument of `type`", line=7),
+    # the local is bound twice: a read may see the other value
+    DeclineExample('''import numpy as np
+import torch
+
+
+def f(x, plan, wide):
+    width = np.sum(plan)
+    if wide:
+        width = width * 2
+    return torch.zeros(x.shape[0], width)
+''', "bound more than once", line=9),
+    # locals() may read the local as the np.int64 it was
+    DeclineExample('''import numpy as np
+import torch
+
+
+def f(x, plan):
+    width = np.sum(plan)
+    z = torch.zeros(x.shape[0], width)
+    return z, locals()
+''', "locals()", line=7),
+
     # trap: np.sum of floats rounds and gives float64 (np.zeros of it raises TypeError)
     ('''import numpy as np
 

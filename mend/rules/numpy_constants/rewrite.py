@@ -10,6 +10,7 @@ trace time on constants, so it adds no break (measured: big_bird 11 -> 1 graphs 
 from __future__ import annotations
 
 import libcst as cst
+from libcst.metadata import PositionProvider
 
 from mend.rules._base import Decline, RewriteResult
 from mend.rules._common import add_import, code_of, statement_at
@@ -89,6 +90,11 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
         new = add_import(new, "import math", same_line=True)
     end = line if isinstance(node, cst.BaseCompoundStatement) else \
         line + module.code_for_node(node).strip("\n").count("\n")
+    if plan.statement is not node:
+        # a local's binding on another line (`width = np.sum(plan)`, read at the site): the
+        # span runs from the first of the two statements to the last
+        where = wrapper.resolve(PositionProvider)[plan.statement]
+        line, end = min(line, where.start.line), max(end, where.end.line)
     detail = "; ".join(f"`{w}` -> `{FUNCS[s.func][1]}` when every operand is a Python int in "
                        f"{'(0, 2**31) with a product below 2**63' if s.func == 'prod' else '(-2**31, 2**31)'}, "
                        f"else the numpy call ({s.consumer})" for w, s in zip(was, plan.sites))

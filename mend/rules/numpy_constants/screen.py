@@ -306,6 +306,17 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
     finder = _Parents()
     for part in _header_parts(node):
         part.visit(finder)
+    function = next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), None)
+    local = None
+    if not any(_numpy_call(c, np_names) for c in finder.calls) and function is not None:
+        # `width = np.sum(plan)` on an earlier line, read here: the break is where the array
+        # sizes something; the call to replace is the local's one binding
+        local = _local_binding(node, finder.parent, function, np_names, torch_names, binds)
+        if isinstance(local, Decline):
+            return local
+        if local is not None:
+            finder = _Parents()
+            local.assign.visit(finder)
     calls, spelled = [], []
     for call in finder.calls:
         name = dotted(call.func) or ""
@@ -329,7 +340,6 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
     rebound = [b for b in GUARD_BUILTINS if b in binds]
     if rebound:
         return Decline(NAME, f"the module binds `{rebound[0]}`, a builtin the rewritten expression calls")
-    function = next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), None)
     # `math` unbound: the rewrite imports it on an existing import line (no line moves);
     # bound otherwise (a variable, `from x import math`): `math.lcm` may not be the stdlib's
     math_imported = module_alias(binds, "math", "math")
@@ -354,7 +364,10 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
         if why:
             first_decline = first_decline or why
             continue
-        consumer, what = _consumer(call, finder.parent, np_names, torch_names, binds)
+        if local is not None and call is local.assign.value:
+            consumer, what = local.consumer, local.consumer
+        else:
+            consumer, what = _consumer(call, finder.parent, np_names, torch_names, binds)
         if consumer is None:
             first_decline = first_decline or (
                 f"the result of `{code_of(call).strip()}` feeds {what}: the rewrite's result is an int where "
@@ -369,8 +382,98 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
                           "torch.Size" if func == "prod" and "torch" in torch_names else None))
     if not sites:
         return Decline(NAME, first_decline)
-    return Plan(node, sites, import_math=not math_imported and any(FUNCS[s.func][1].startswith("math.")
+    return Plan(local.assign if local is not None else node, sites, import_math=not math_imported and any(FUNCS[s.func][1].startswith("math.")
                                                                   for s in sites))
+
+
+@dataclass
+class Local:
+    assign: cst.Assign      # `NAME = np.f(...)`, the local's only binding in the function
+    name: str
+    consumer: str           # its reads, in words (`the size of torch.zeros`, ...)
+
+
+# calls that can read a function's locals by name: the rewrite's int would reach them
+_INTROSPECTION = ("locals", "vars", "eval", "exec")
+
+
+def _local_binding(node: cst.CSTNode, parents: dict[int, cst.CSTNode], function: cst.FunctionDef,
+                   np_names: set[str], torch_names: set[str], binds: dict) -> Local | Decline | None:
+    """The ``NAME = np.f(...)`` binding of a local the statement ``node`` reads, when the
+    rule can take it: bound there alone in the function (no other assignment, loop target,
+    walrus, ``del``, parameter or ``global``), and every read of it, anywhere in the function,
+    a consumer that treats np.int64 and int alike. None when the statement reads no such
+    local; a Decline, naming the read or binding, when it reads one the rule cannot take."""
+    read = []
+    for part in _header_parts(node):
+        for n in _walk(part):
+            parent = parents.get(id(n))
+            if isinstance(n, cst.Name) and not (isinstance(parent, cst.Attribute) and parent.attr is n) and not (
+                    isinstance(parent, cst.Arg) and parent.keyword is n):
+                read.append(n.value)
+    assigns = [s for s in _walk(function.body) if isinstance(s, cst.Assign) and len(s.targets) == 1
+               and isinstance(s.targets[0].target, cst.Name) and isinstance(s.value, cst.Call)
+               and _numpy_call(s.value, np_names)]
+    fbinds = _Bindings(cst.Module(body=[]))
+    function.visit(fbinds)
+    for name in dict.fromkeys(read):
+        mine = [a for a in assigns if a.targets[0].target.value == name]
+        if not mine:
+            continue
+        assign = mine[0]
+        if len(fbinds.names.get(name, [])) != 1 or len(mine) != 1:
+            return Decline(NAME, f"`{name}`, the result of `{code_of(assign.value).strip()}`, is bound more than "
+                           "once in the function (or is a parameter): which value a read sees is not one call's")
+        if _nested_scope(function, assign):
+            return Decline(NAME, f"`{name} = ...` sits in a nested function, lambda or class")
+        finder = _Parents()
+        function.visit(finder)
+        if any((dotted(c.func) or "") in _INTROSPECTION for c in finder.calls):
+            return Decline(NAME, "the function calls locals(), vars(), eval() or exec(), which may read "
+                           f"`{name}` as the np.int64 it was")
+        uses = []
+        for n in _walk(function.body):
+            parent = finder.parent.get(id(n))
+            if not isinstance(n, cst.Name) or n.value != name or n is assign.targets[0].target or (
+                    isinstance(parent, cst.Attribute) and parent.attr is n) or (
+                    isinstance(parent, cst.Arg) and parent.keyword is n):
+                continue
+            consumer, what = _consumer(n, finder.parent, np_names, torch_names, binds)
+            if consumer is None:
+                return Decline(NAME, f"`{name}` (`{code_of(assign.value).strip()}`) is also read by {what}: the "
+                               "rewrite's result is an int where the numpy call gives np.int64, and only an "
+                               "allocation's shape, range() or int() are known to treat them alike")
+            uses.append(consumer)
+        return Local(assign, name, f"`{name}`, read only as " + ", ".join(dict.fromkeys(uses)))
+    return None
+
+
+def reads_numpy_local(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> bool:
+    """The statement reads a local of its function bound by ``NAME = np.sum/prod/lcm/gcd(...)``
+    (the taxonomy's question: is the break's cause a numpy call on another line)."""
+    module = next((a for a in ancestors if isinstance(a, cst.Module)), None)
+    function = next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), None)
+    if module is None or function is None:
+        return False
+    binds = bindings(module)
+    finder = _Parents()
+    for part in _header_parts(node):
+        part.visit(finder)
+    found = _local_binding(node, finder.parent, function, aliases(binds, "numpy"), aliases(binds, "torch"), binds)
+    return found is not None
+
+
+def _nested_scope(function: cst.FunctionDef, target: cst.CSTNode) -> bool:
+    """``target`` sits inside a function, lambda or class nested in ``function``."""
+    def walk(node, nested):
+        if node is target:
+            return nested
+        for child in node.children:
+            found = walk(child, nested or isinstance(child, (cst.FunctionDef, cst.Lambda, cst.ClassDef)))
+            if found is not None:
+                return found
+        return None
+    return bool(walk(function.body, False))
 
 
 def _import_line(module: cst.Module) -> int | None:
