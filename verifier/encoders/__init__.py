@@ -9,7 +9,8 @@ encoder (``KINDS``). The verifier never names a rule: a kind is what it encodes.
 * :mod:`.counting`: a host counting loop as a tensor count;
 * :mod:`.host_check`: a host-reading tensor check kept in the graph;
 * :mod:`.numpy_constants`: numpy on Python constants made exact Python arithmetic;
-* :mod:`.item_operand`: a scalar read (``.item()``) kept as a 0-d tensor.
+* :mod:`.item_operand`: a scalar read (``.item()``) kept as a 0-d tensor;
+* :mod:`.bounded_bincount`: a bincount of in-range indices counted into a static length.
 
 ``OBSERVED``: the checks that rest on an observation (of the example run, or of probes
 run on the installed torch) rather than on a screen of the code or a proved lemma: a
@@ -34,13 +35,14 @@ from verifier.encoders import finiteness_precision
 from verifier.encoders import bind_lookup
 from verifier.encoders import constant_buffer
 from verifier.encoders import item_operand
+from verifier.encoders import bounded_bincount
 from verifier.encoders.base import Ctx
 from verifier.outcomes import Outcome
 
 Encoder = Callable[[dict, Ctx], Outcome]
 GROUPS = (where, cond, hoisting, capture, assert_async, counting, host_check, forward_attribute, scalar_tensor,
           numpy_constants, dead_host_work, mask_update, state_write, finiteness_precision, bind_lookup,
-          constant_buffer, item_operand)
+          constant_buffer, item_operand, bounded_bincount)
 
 
 def _registry() -> tuple[dict[str, Encoder], frozenset, frozenset]:

@@ -1,0 +1,86 @@
+"""Rule: a bincount whose indices provably lie below ``minlength`` (issue 10, dynamic-shape
+operators; MoE load statistics).
+
+``torch.bincount(I, minlength=M)`` has the data-dependent length ``max(M, max(I) + 1)``, so
+Dynamo breaks the graph there ("Dynamic shape operator"). In a router's load statistic the
+indices are the ``argmax`` (or ``topk``/``max`` indices) over the ``E`` expert logits, so
+every index is below ``E`` and, with ``M >= E``, the length is always ``M``: counting with
+``torch.zeros(M, dtype=torch.int64).scatter_add_(0, I, torch.ones_like(I))`` gives the same
+int64 tensor with a static shape. torchtitan switched its MoE to ``torch.histc`` for this
+reason (pytorch/torchtitan#1204's family); shared/cases-style reproduction: a router's
+``torch.bincount(top1, minlength=E)``, 2 -> 1 graphs.
+
+The rewrite keeps bincount wherever the static facts do not hold::
+
+    (lambda x, m: (lambda i: torch.zeros(m, dtype=torch.int64, device=i.device)
+                               .scatter_add_(0, i, torch.ones_like(i))
+                   if i.dim() == 1 and type(m) is int and m >= x.shape[d]
+                   else torch.bincount(i, minlength=m))(x.argmax(dim=d)))(X, M)
+
+Where the indices are bound on the line just before (``top = logits.argmax(-1)``), the
+count reads them and the bounding size there: ``(lambda i, m, n: ...)(top, M,
+logits.shape[-1])``. The guard is decided by Dynamo at trace time (a rank, an int, a size:
+guards, no break).
+
+Taken: the indices of ``X.argmax(dim=d)`` / ``argmin`` (or without ``dim``: below
+``X.numel()``), ``X.max(d)[1]`` / ``.indices`` / ``min``, ``X.topk(k, dim=d)[1]`` /
+``.indices`` (``dim`` -1 by default), each also as ``torch.f(X, ...)``, optionally made 1-D by
+``.flatten()``, ``.view(-1)`` or ``.reshape(-1)``; ``minlength`` a literal, a name or an
+attribute chain.
+
+Traps, each handled:
+
+* indices of unknown origin (token ids, a routing table): may exceed ``M``; bincount then
+  grows, ``scatter_add_`` would raise. Declined: the provenance must be visible.
+* ``weights=``: the counts become float64 sums (another dtype, rounding): declined.
+* ``torch.max(a, b)[1]``: the elementwise maximum's second row, not indices; a ``dim`` must
+  be an integer literal.
+* between the binding of the indices and the count, code could rebind or reshape the
+  bounding tensor in place (``logits.t_()``): the binding must be the statement just before,
+  the bounding tensor a plain name, and nothing in the count's statement evaluated first.
+* ``M`` smaller than the dimension, a non-int ``M``, indices of rank 2 (bincount raises): the
+  guard falls back to bincount, so the behaviour is the original's.
+* names: ``torch`` bound only by ``import torch [as t]``; ``type`` not bound in the module.
+
+Declined and left: ``nonzero``/``unique``/masked selection (data-dependent output shapes).
+"""
+from __future__ import annotations
+
+from mend.rules._base import Rule
+from mend.rules.bounded_bincount.examples import DECLINE_EXAMPLES, FIX_EXAMPLES, NOOP_EXAMPLES, example_line
+from mend.rules.bounded_bincount.rewrite import rewrite
+from mend.rules.bounded_bincount.screen import NAME, match
+
+FIX_SAFETY = """\
+Emitted after verification; needs no runtime: where the guard holds, the static-length
+count equals bincount's, value for value, dtype and device; elsewhere bincount runs.
+
+Proved once (``proofs/bb_bincount_scatter.smt2``, Z3, unsat): when every index lies in
+``[0, n)`` and ``n <= m``, bincount's length ``max(m, max + 1)`` is ``m`` and no index is out of
+bounds for ``scatter_add_`` into ``m`` slots; the counts are both the number of indices equal
+to each slot (int64 sums of ones, exact). Resting on a static screen of the mended source
+(``bincount-in-range``): the guard is the one the lemma needs, and the indices are those of
+an argmax/argmin/max/min/topk over the very dimension the guard reads (PyTorch's documented
+semantics: indices lie in ``[0, size)``, NaN included; corroborated by a probe of the
+installed torch with NaN and infinities).
+
+Never inference-only: the counts are integers, with no gradient.
+"""
+
+RULE = Rule(
+    name=NAME,
+    categories=("dynamic-shape-op",),
+    match=match,
+    rewrite=rewrite,
+    example_line=example_line,
+    obligation_kinds=frozenset({"bincount-in-range"}),
+    required_kinds=frozenset({"bincount-in-range"}),
+    needs_facts=False,
+    fix_safety=FIX_SAFETY,
+    doc=__doc__,
+    fix_examples=FIX_EXAMPLES,
+    decline_examples=DECLINE_EXAMPLES,
+    noop_examples=NOOP_EXAMPLES,
+)
+
+__all__ = ["NAME", "RULE", "match", "rewrite"]

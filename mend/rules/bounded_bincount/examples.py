@@ -1,0 +1,81 @@
+"""bounded-bincount's examples (Fixit / pyupgrade style), from which ``tests/test_rules.py`` is
+generated: FIX (before, the exact text after), DECLINE (source, a substring of the reason),
+NOOP (source the rule leaves unchanged on every line)."""
+from __future__ import annotations
+
+from mend.rules._base import DeclineExample  # noqa: F401  (the type of DECLINE_EXAMPLES' entries)
+
+
+def example_line(source: str) -> int:
+    """The line of an example's site: its first line calling ``bincount``."""
+    for i, text in enumerate(source.splitlines(), 1):
+        if "bincount(" in text:
+            return i
+    raise ValueError("no bincount call in example")
+
+
+_HEAD = "import torch\n\n\n"
+
+FIX_EXAMPLES: list[tuple] = [
+    # a router's tokens-per-expert count (torchtitan / Megatron-style load balancing): argmax over
+    # E logits, so every index is below E
+    (
+        _HEAD + "def load(logits, num_experts):\n    counts = torch.bincount(logits.argmax(dim=-1), minlength=num_experts)\n    return counts\n",
+        _HEAD + "def load(logits, num_experts):\n    counts = (lambda x, m: (lambda i: torch.zeros(m, dtype=torch.int64, device=i.device).scatter_add_(0, i, torch.ones_like(i)) if i.dim() == 1 and type(m) is int and m >= x.shape[-1] else torch.bincount(i, minlength=m))(x.argmax(dim=-1)))(logits, num_experts)  # mend: bounded-bincount (was: torch.bincount(logits.argmax(dim=-1), minlength=num_experts))\n    return counts\n",
+    ),
+    # top-k routing, the indices bound on the line before and flattened at the count; the method form
+    (
+        _HEAD + "class Router(torch.nn.Module):\n    def forward(self, probs):\n        top = torch.topk(probs, 2, dim=-1).indices\n        load = top.flatten().bincount(minlength=self.num_experts).float()\n        return load\n",
+        _HEAD + "class Router(torch.nn.Module):\n    def forward(self, probs):\n        top = torch.topk(probs, 2, dim=-1).indices\n        load = (lambda i, m, n: torch.zeros(m, dtype=torch.int64, device=i.device).scatter_add_(0, i, torch.ones_like(i)) if i.dim() == 1 and type(m) is int and m >= n else torch.bincount(i, minlength=m))(top.flatten(), self.num_experts, probs.shape[-1]).float()  # mend: bounded-bincount (was: top.flatten().bincount(minlength=self.num_experts))\n        return load\n",
+    ),
+    # the indices of max along dim 1 ([1] of the pair), torch spelled `th`
+    (
+        "import torch as th\n\n\ndef hist(scores, n):\n    return th.bincount(th.max(scores, 1)[1], minlength=n)\n",
+        "import torch as th\n\n\ndef hist(scores, n):\n    return (lambda x, m: (lambda i: th.zeros(m, dtype=th.int64, device=i.device).scatter_add_(0, i, th.ones_like(i)) if i.dim() == 1 and type(m) is int and m >= x.shape[1] else th.bincount(i, minlength=m))(th.max(x, 1)[1]))(scores, n)  # mend: bounded-bincount (was: th.bincount(th.max(scores, 1)[1], minlength=n))\n",
+    ),
+    # argmax over the flattened tensor: the indices lie below numel()
+    (
+        _HEAD + "def f(x, n):\n    return torch.bincount(x.argmax().view(-1), minlength=n)\n",
+        _HEAD + "def f(x, n):\n    return (lambda x, m: (lambda i: torch.zeros(m, dtype=torch.int64, device=i.device).scatter_add_(0, i, torch.ones_like(i)) if i.dim() == 1 and type(m) is int and m >= x.numel() else torch.bincount(i, minlength=m))(x.argmax().view(-1)))(x, n)  # mend: bounded-bincount (was: torch.bincount(x.argmax().view(-1), minlength=n))\n",
+    ),
+]
+
+DECLINE_EXAMPLES: list[DeclineExample | tuple] = [
+    # trap: indices of unknown origin may exceed minlength (bincount then grows; scatter_add_ raises)
+    (_HEAD + "def f(ids, n):\n    return torch.bincount(ids, minlength=n)\n", "not known to lie below minlength"),
+    # trap: weights change the output dtype (float64 counts for float weights)
+    (_HEAD + "def f(x, w, n):\n    return torch.bincount(x.argmax(-1), weights=w, minlength=n)\n",
+     "weights change the dtype"),
+    # no minlength: the length is max(index) + 1, data-dependent by design
+    (_HEAD + "def f(x):\n    return torch.bincount(x.argmax(-1))\n", "missing minlength"),
+    # trap: `torch.max(a, b)` is the elementwise maximum; `[1]` is its second row, not indices
+    (_HEAD + "def f(a, b, n):\n    return torch.bincount(torch.max(a, b)[1], minlength=n)\n",
+     "not an integer literal"),
+    # trap: something runs between the binding and the count (here an in-place transpose could
+    # change which dimension bounds the indices)
+    (_HEAD + "def f(logits, n):\n    top = logits.argmax(-1)\n    logits.t_()\n    return torch.bincount(top, minlength=n)\n",
+     "not bound on the line just before"),
+    # the statement evaluates a call before the count
+    (_HEAD + "def f(logits, n, g):\n    top = logits.argmax(-1)\n    c = g(top) + torch.bincount(top, minlength=n)\n    return c\n",
+     "evaluates something before the bincount"),
+    # the bounding tensor is an expression on the line before: it cannot be read again
+    (_HEAD + "def f(h, w, n):\n    top = (h @ w).argmax(-1)\n    return torch.bincount(top, minlength=n)\n",
+     "not a plain name"),
+    # minlength computed by a call: evaluating it moves
+    (_HEAD + "def f(x, cfg):\n    return torch.bincount(x.argmax(-1), minlength=cfg.get())\n",
+     "not a literal, a name or an attribute"),
+    # numpy's bincount is not torch's
+    ("import numpy as np\n\n\ndef f(x, n):\n    return np.bincount(x.argmax(-1), minlength=n)\n", "not torch's"),
+    # `type` rebound in the module
+    (_HEAD + "type = str\n\n\ndef f(x, n):\n    return torch.bincount(x.argmax(-1), minlength=n)\n", "binds `type`"),
+    # a reshape that is not to 1-D
+    (_HEAD + "def f(x, n):\n    return torch.bincount(x.argmax(-1).view(2, -1), minlength=n)\n",
+     "reshapes otherwise than to 1-D"),
+    # sort's indices are a permutation of the dimension, but not taken: named in the reason
+    (_HEAD + "def f(x, n):\n    return torch.bincount(x.sort(-1)[1].flatten(), minlength=n)\n", "come from `sort`"),
+]
+
+NOOP_EXAMPLES: list[str] = [
+    # histc is traced: nothing to rewrite
+    _HEAD + "def f(x, n):\n    return torch.histc(x.argmax(-1).float(), bins=n, min=0, max=n)\n",
+]

@@ -1,0 +1,213 @@
+"""Encoder for a bincount made a static-length count: ``torch.bincount(I, minlength=M)`` ->
+``torch.zeros(M, dtype=torch.int64).scatter_add_(0, I, torch.ones_like(I))`` under a guard.
+
+* ``bincount-in-range`` (check citing a lemma): a static screen of the mended source reads
+  the guarded expression back and checks (1) its shape: the count under
+  ``i.dim() == 1 and type(m) is int and m >= N``, ``torch.bincount(i, minlength=m)`` otherwise,
+  ``torch`` bound by ``import torch`` alone and ``type`` not rebound; (2) that the indices are
+  those of an argmax/argmin (a dim, or none: over ``numel()``), max/min (``[1]`` or
+  ``.indices`` with a literal dim) or topk along the dimension ``N`` reads, of the same tensor:
+  inline (one lambda parameter ``x``), or bound by the statement just before, of a tensor
+  named there, with nothing in the count's statement evaluated before it. PyTorch documents
+  such indices in ``[0, size)``; a probe of the installed torch with NaN and infinities
+  corroborates it. Then ``proofs/bb_bincount_scatter.smt2`` (proved once, unsat) gives
+  ``length = m`` and equal counts for indices in ``[0, n)`` with ``n <= m``.
+"""
+from __future__ import annotations
+
+import ast
+
+from verifier.encoders.base import Ctx, names_bound_by
+from verifier.encoders.numpy_constants import _module_aliases, find_guarded
+from verifier.outcomes import Outcome, check_refuted, checked, unknown
+
+LEMMA = "proofs/bb_bincount_scatter.smt2"
+BY = ("static screen of the mended source: the guard is `i.dim() == 1 and type(m) is int and m >= N`, the count "
+      "`zeros(m).scatter_add_(0, i, ones_like(i))`, the fallback bincount, and the indices are an argmax/argmin/"
+      "max/min/topk's along the dimension N reads; then the lemma " + LEMMA + " (proved once by Z3)")
+_PRODUCERS = {"argmax": (0, None, False), "argmin": (0, None, False), "max": (0, "required", True),
+              "min": (0, "required", True), "topk": (1, -1, True)}
+
+
+def _int(node) -> int | None:
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) \
+            and type(node.operand.value) is int:
+        return -node.operand.value
+    return None
+
+
+def indices_of(expr: ast.AST, torch_names: set[str]) -> tuple[ast.AST, str] | str:
+    """``(X, bound)`` when ``expr`` is the indices of an argmax/argmin/max/min/topk of ``X``
+    (made 1-D or not), with ``bound`` the source of the size they lie below, written on
+    ``X`` (``.shape[d]`` or ``.numel()``); else why not."""
+    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in (
+            "flatten", "view", "reshape"):
+        plain = not expr.args and not expr.keywords if expr.func.attr == "flatten" else (
+            len(expr.args) == 1 and not expr.keywords and _int(expr.args[0]) == -1)
+        if not plain:
+            return f"`{ast.unparse(expr)}` reshapes otherwise than to 1-D"
+        expr = expr.func.value
+    paired = False
+    if isinstance(expr, ast.Subscript) and _int(expr.slice) == 1:
+        paired, expr = True, expr.value
+    elif isinstance(expr, ast.Attribute) and expr.attr == "indices":
+        paired, expr = True, expr.value
+    if not (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in _PRODUCERS):
+        return f"`{ast.unparse(expr)}` is not an argmax, argmin, max, min or topk"
+    where, default, wants_pair = _PRODUCERS[expr.func.attr]
+    if paired != wants_pair:
+        return f"`{ast.unparse(expr)}` is not read as indices"
+    args = list(expr.args)
+    if ast.unparse(expr.func.value) in torch_names:
+        if not args:
+            return f"`{ast.unparse(expr)}` passes no tensor"
+        x, args = args[0], args[1:]
+    else:
+        x = expr.func.value
+    if any(isinstance(a, ast.Starred) for a in args) or any(k.arg is None for k in expr.keywords):
+        return f"`{ast.unparse(expr)}` unpacks its arguments"
+    keywords = {k.arg: k.value for k in expr.keywords}
+    dim_node = args[where] if len(args) > where else keywords.get("dim")
+    if dim_node is None and default == "required":
+        return f"`{ast.unparse(expr)}` takes no dim: its result is a value"
+    dim = default if dim_node is None else _int(dim_node)
+    if dim_node is not None and dim is None:
+        return f"the dim of `{ast.unparse(expr)}` is not an integer literal"
+    return x, ".numel()" if dim is None else f".shape[{dim}]"
+
+
+def _guard(lam: ast.Lambda, t: str, bound: str) -> str | None:
+    """Why the lambda's body is not the guarded count on ``bound``, else None."""
+    body = lam.body
+    if not isinstance(body, ast.IfExp):
+        return "the lambda's body is not a conditional expression"
+    count = f"{t}.zeros(m, dtype={t}.int64, device=i.device).scatter_add_(0, i, {t}.ones_like(i))"
+    want = {"test": f"i.dim() == 1 and type(m) is int and m >= {bound}", "body": count,
+            "orelse": f"{t}.bincount(i, minlength=m)"}
+    for part, text in want.items():
+        if ast.unparse(getattr(body, part)) != ast.unparse(ast.parse(text, mode="eval").body):
+            return f"the {part} `{ast.unparse(getattr(body, part))}` is not `{text}`"
+    return None
+
+
+def _params(lam) -> list[str] | None:
+    a = lam.args
+    if a.vararg or a.kwarg or a.kwonlyargs or a.defaults or a.posonlyargs:
+        return None
+    return [p.arg for p in a.args]
+
+
+def _first_evaluated(value: ast.AST) -> ast.AST:
+    while True:
+        if isinstance(value, ast.BinOp):
+            value = value.left
+        elif isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+            value = value.func.value
+        elif isinstance(value, (ast.Attribute, ast.Subscript)):
+            value = value.value
+        else:
+            return value
+
+
+def _statement(node, parents: dict):
+    while node is not None and not isinstance(node, ast.stmt):
+        node = parents.get(id(node))
+    return node
+
+
+def _probe() -> str | None:
+    """Indices of argmax/argmin/max/min/topk on the installed torch lie in [0, size), NaN and
+    infinities included: None, else what was seen."""
+    import torch
+
+    nan, inf = float("nan"), float("inf")
+    x = torch.tensor([[nan, 1.0, inf], [-inf, -inf, -inf], [inf, nan, -inf], [0.0, -0.0, 0.0]])
+    seen = [x.argmax(-1), x.argmin(-1), x.max(-1)[1], x.min(-1).indices, x.topk(2, dim=-1).indices,
+            x.argmax().view(-1), x.max(0)[1]]
+    for got, size in zip(seen, (3, 3, 3, 3, 3, x.numel(), 4)):
+        if got.dtype != torch.int64 or bool((got < 0).any()) or bool((got >= size).any()):
+            return f"torch {torch.__version__}: indices {got.tolist()} ({got.dtype}) outside [0, {size})"
+    return None
+
+
+def in_range(ob: dict, ctx: Ctx) -> Outcome:
+    t, mended = ob.get("torch"), ob.get("mended")
+    if not ctx.code or not mended or not t:
+        return unknown("the mended source or the guarded expression is not recorded")
+    hit = find_guarded(ctx.code, mended)
+    if hit is None:
+        return unknown("the guarded expression was not found in the mended source")
+    call, parents = hit
+    tree = ast.parse(ctx.code)
+    torch_names = _module_aliases(tree, "torch")
+    if t not in torch_names:
+        return check_refuted(BY, f"`{t}` is not bound by `import torch` alone in the mended source")
+    if any("type" in names_bound_by(n) for n in ast.walk(tree)):
+        return check_refuted(BY, "the module binds `type`, which the guard calls as a builtin")
+    lam = call.func
+    params = _params(lam)
+    if params == ["x", "m"]:          # inline: (lambda x, m: (lambda i: ...)(INDICES(x)))(X, M)
+        inner = lam.body
+        if not (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Lambda) and _params(inner.func) == ["i"]
+                and len(inner.args) == 1 and not inner.keywords and len(call.args) == 2):
+            return unknown("the inline form is not `(lambda x, m: (lambda i: ...)(indices of x))(X, M)`")
+        got = indices_of(inner.args[0], torch_names)
+        if isinstance(got, str):
+            return check_refuted(BY, got)
+        x, bound = got
+        if not (isinstance(x, ast.Name) and x.id == "x"):
+            return check_refuted(BY, f"the indices are of `{ast.unparse(x)}`, not of the parameter `x` the guard reads")
+        why = _guard(inner.func, t, "x" + bound)
+        where = "inline"
+    elif params == ["i", "m", "n"]:   # bound on the statement before: (lambda i, m, n: ...)(I, M, X.shape[d])
+        if len(call.args) != 3 or call.keywords:
+            return unknown("the bound form is not called with (indices, minlength, size)")
+        why = _guard(lam, t, "n")
+        indices, m_arg, size = call.args
+        base = indices
+        while isinstance(base, ast.Call) and isinstance(base.func, ast.Attribute) and base.func.attr in (
+                "flatten", "view", "reshape"):
+            base = base.func.value
+        stmt = _statement(call, parents)
+        block = parents.get(id(stmt))
+        body = next((getattr(block, f) for f in ("body", "orelse", "finalbody", "handlers")
+                     if isinstance(getattr(block, f, None), list) and stmt in getattr(block, f)), None)
+        prev = body[body.index(stmt) - 1] if body and body.index(stmt) > 0 else None
+        if not isinstance(base, ast.Name) or not isinstance(prev, ast.Assign) or len(prev.targets) != 1 or \
+                not isinstance(prev.targets[0], ast.Name) or prev.targets[0].id != base.id:
+            return check_refuted(BY, "the indices are not a name bound by the statement just before the count")
+        got = indices_of(prev.value, torch_names)
+        if isinstance(got, str):
+            return check_refuted(BY, got)
+        x, bound = got
+        if not isinstance(x, ast.Name) or x.id == base.id or ast.unparse(size) != x.id + bound:
+            return check_refuted(BY, f"the size `{ast.unparse(size)}` is not the dimension of `{ast.unparse(x)}` the "
+                                 "indices were taken along")
+        value = getattr(stmt, "value", None)
+        if value is None or _first_evaluated(value) is not call:
+            return check_refuted(BY, "the count's statement evaluates something before it")
+        if any(isinstance(n, ast.Name) and n.id in (base.id, x.id) for n in ast.walk(m_arg)):
+            return check_refuted(BY, "minlength reads the indices or the tensor bounding them")
+        where = f"`{base.id}`, bound by the statement before, of `{x.id}`"
+    else:
+        return unknown("the guarded expression's parameters are neither (x, m) nor (i, m, n)")
+    if any(isinstance(n, (ast.Call, ast.NamedExpr, ast.Lambda)) for n in ast.walk(call.args[1])):
+        # it now runs at another point relative to the indices (before them, inline)
+        return check_refuted(BY, "minlength calls or binds something, which the rewrite evaluates at another point")
+    if why:
+        return check_refuted(BY, why)
+    probe = _probe()
+    if probe:
+        return check_refuted(BY, probe)
+    import torch
+
+    return checked(BY, [f"indices: {where}",
+                        "PyTorch: argmax/argmin/max/min/topk indices lie in [0, size) of the reduced dimension "
+                        f"(documented; probed on torch {torch.__version__} with NaN and infinities)",
+                        "bincount without weights returns int64 counts on the indices' device"], lemmas=[LEMMA])
+
+
+ENCODERS = {"bincount-in-range": in_range}
+CHECKS = frozenset({"bincount-in-range"})
