@@ -7,7 +7,7 @@ category               what it is
 data-dependent-branch  ``if``/``and``/``or``/``bool()`` on a tensor's value
 data-dependent-loop    ``while`` on a tensor's value, or an ``if`` on one that ends in ``break``
 python-state-mutation  a tensor-guarded branch that mutates Python state (counters, flags)
-raise-assert           a tensor-guarded ``raise`` or ``assert``
+raise-assert           a tensor-guarded ``raise`` or ``assert``, ``torch._assert(<tensor>, msg)``
 print-logging          ``print``, a ``logging``/transformers logger call, ``warnings.warn``
 item-tolist            scalar extraction: ``.item()``, ``.tolist()``, ``float(t)``, ``int(t)``
 tensor-check           a check that reads its tensor on the host (``torch._check_tensor_all``)
@@ -380,6 +380,9 @@ def categorize(gb_type: str, loc: Located | None) -> str:
         if _constant_buffer(loc):
             return "constant-buffer"   # the branch reads a value made from the class's int buffers
         return "data-dependent-branch"
+    if gb_type == "Data dependent operator" and isinstance(node, cst.Expr) and isinstance(node.value, cst.Call) \
+            and call_name(node.value) == "torch._assert":
+        return "raise-assert"   # torch._assert(C, msg) is `assert C, msg`; bool(C) is the host read
     if (gb_type in _SKIPPED or gb_type == "repr() on tensor") and side_effect_call(loc):
         return "print-logging"   # a print/log/warn call, or one formatting a tensor's repr (`{t!r}`)
     if gb_type == "logging.Logger method not supported for non-export cases":

@@ -326,3 +326,24 @@ def test_the_exception_is_restored_when_a_compiled_caller_calls_the_installed_mo
     with pytest.raises(AssertionError, match="input_ids out of vocabulary"):
         fn(torch.tensor([[1, 2, 10]]))
     fn(torch.tensor([[1, 2, 3]]))
+
+
+def test_torch_assert_on_a_tensor_is_fixed_end_to_end(tmp_path):
+    # a hidden-case probe: `torch._assert(C, "msg")` broke as "Data dependent operator" and was
+    # reported as a dynamic-shape op; it is `assert C, "msg"`, so the assert's rewrite applies
+    res = fix(str(FIXTURES / "torch_assert_lengths.py"), unsafe_fixes=True, max_examples=5)
+    assert [rw["rule"] for rw in res.rewrites] == ["predicated-validation"], [d.to_json() for d in res.declined]
+    assert (res.before.graph_count, res.after.graph_count) == (2, 1)
+    assert res.before.sites[0].category == "raise-assert"
+    path = tmp_path / "mended_torch_assert.py"
+    path.write_text(res.mended)
+    mod = _load(path, "_ta_e2e")
+    model = vr.install(mod.Model().eval())
+    x, _ = mod.get_inputs()
+    for backend in ("aot_eager", "inductor"):
+        torch._dynamo.reset()
+        compiled = torch.compile(model, backend=backend)
+        with pytest.raises(AssertionError) as info:
+            compiled(x, torch.tensor([3.0, 0.0]))
+        assert str(info.value) == "lengths must be positive"   # the message as the original's (a note aside)
+        assert compiled(x, torch.tensor([3.0, 2.0])).shape == (2, 8)

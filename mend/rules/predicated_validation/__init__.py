@@ -13,6 +13,12 @@ message intact in eager and under the eager, aot_eager and inductor backends (al
 the message is dropped and the failure is a fatal device-side assert (pytorch#131491), so
 the restore is CPU-only (an obligation of every fix).
 
+``torch._assert(C, "literal")`` on a tensor ``C`` is ``assert C, "literal"`` (torch/__init__.py); Dynamo
+breaks on the call ("Data dependent operator") where it lowers the statement, so the call is
+rewritten as the assert is, under ``if __debug__:`` (``python -O`` strips the assert inside
+torch too; the condition, which the call evaluated, is then not evaluated: the function is
+screened to change no state). Positional arguments only; a formatted message declines.
+
 ``assert T.item() <op> E`` (xlm/flaubert ``get_masks``: ``assert lengths.max().item() <= slen``;
 either side, chains ``a < T.item() < b`` as ``torch.logical_and``, ``.item()`` on both sides) is
 rewritten with ``.item()`` dropped: the host read is the break, and Dynamo would lower a plain

@@ -19,8 +19,9 @@ def _site(wrapper: MetadataWrapper, line: int):
     """(node, ancestors) of the check reported at ``line``, else None."""
     pos = wrapper.resolve(PositionProvider)
     parents = wrapper.resolve(ParentNodeProvider)
-    rank = {cst.If: 0, cst.Assert: 1, cst.Raise: 2}
-    found = [n for n in m.findall(wrapper.module, m.If() | m.Assert() | m.Raise()) if pos[n].start.line == line]
+    rank = {cst.If: 0, cst.Assert: 1, cst.Raise: 2, cst.Expr: 3}
+    call = m.Expr(value=m.Call(func=m.Attribute(value=m.Name("torch"), attr=m.Name("_assert"))))
+    found = [n for n in m.findall(wrapper.module, m.If() | m.Assert() | m.Raise() | call) if pos[n].start.line == line]
     if not found:
         return None
     best = min(found, key=lambda n: rank[type(n)])

@@ -227,6 +227,11 @@ def _comments(node: cst.CSTNode, keep: cst.CSTNode) -> bool:
     return bool(m.findall(stripped, m.Comment()))
 
 
+def torch_assert_call(node: cst.CSTNode) -> bool:
+    """``torch._assert(...)`` (torch by that name: the rewrite checks it is the module's import)."""
+    return isinstance(node, cst.Call) and _dotted(node.func) == "torch._assert"
+
+
 def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
     """Syntactic checks shared by :func:`match` and :func:`rewrite`."""
     chain = list(ancestors)
@@ -261,6 +266,7 @@ def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
     if handler is not None:
         return Decline(NAME, f"the check is inside `with {handler}`, whose exit would see a "
                              "RuntimeError instead of the original exception")
+    via_call = False
     if isinstance(node, cst.If):
         if node.orelse is not None:
             return Decline(NAME, "the raising `if` has an else/elif arm")
@@ -285,8 +291,23 @@ def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
                                      "(a formatted one would need the values it reads, tensors or sizes, at the "
                                      "boundary)")
         form, exc, test = "assert", None, node.test
+    elif isinstance(node, cst.Expr) and torch_assert_call(node.value):
+        # `torch._assert(C, "msg")` runs `assert C, "msg"` for a tensor C (torch/__init__.py); Dynamo
+        # breaks on it ("Data dependent operator") where it lowers the statement itself
+        stmt, call = chain[-1], node.value
+        if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+            return Decline(NAME, "the check shares its line with other statements")
+        if len(call.args) != 2 or any(a.keyword is not None or a.star for a in call.args):
+            return Decline(NAME, "torch._assert is not given exactly a condition and a message, positionally")
+        try:
+            _literal(call.args[1].value)
+        except (ValueError, SyntaxError):
+            return Decline(NAME, "the torch._assert message is formatted at run time (an f-string or expression), "
+                                 "not a literal; the rewrite restores only a literal message outside the graph")
+        node = cst.Assert(test=call.args[0].value, msg=call.args[1].value)
+        form, exc, test, via_call = "assert", None, node.test, True
     else:
-        return Decline(NAME, "the check is not an `if ...: raise` or `assert` statement")
+        return Decline(NAME, "the check is not an `if ...: raise`, `assert` or `torch._assert` statement")
     if form == "if-raise":
         parsed = _exception(exc)
         if isinstance(parsed, str):
@@ -304,7 +325,8 @@ def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
         if isinstance(form_, str):
             return Decline(NAME, form_)
         tensor_core, items, numbers = form_
-    if form == "assert" and not negated and not isinstance(core, cst.BooleanOperation) and items is None:
+    if form == "assert" and not negated and not isinstance(core, cst.BooleanOperation) and items is None \
+            and not via_call:
         return Decline(NAME, "Dynamo already compiles `assert <tensor>` with a literal or no message into "
                              "torch._assert_async without a break; nothing to rewrite")
     if isinstance(core, cst.BooleanOperation):
