@@ -408,3 +408,56 @@ def test_the_verifier_follows_the_local_itself(edit, why):
     tampered = res.code.replace(edit, why)
     assert tampered != res.code
     assert result_consumer(ob, Ctx({}, {}, tampered)).result == "refuted"
+
+
+# -- an adversarial review of the local form (2026-12-04): each of these was applied ----------
+
+_READ = '''import numpy as np
+import torch
+{head}
+
+def f(x, plan):
+    width = np.sum(plan)
+    pad = torch.zeros(x.shape[0], width)
+    {extra}
+    return pad
+'''
+
+
+@pytest.mark.parametrize("head, extra, why", [
+    ("grab = locals", "seen = grab()['width']", "`locals`"),                        # an alias of locals
+    ("", "make = lambda: torch.zeros(1, width); seen = make.__closure__[0].cell_contents", "`.cell_contents`"),
+    ("import sys", "seen = sys._getframe(0).f_locals", "`.f_locals`"),             # a frame
+    ("import inspect", "seen = 1", "an import of inspect"),
+    ("import builtins", "seen = builtins.eval('width')", "an import of builtins"),
+])
+def test_a_local_readable_through_a_frame_or_cell_is_declined(head, extra, why):
+    src = _READ.format(head=head, extra=extra)
+    line = src.splitlines().index("    pad = torch.zeros(x.shape[0], width)") + 1
+    res = RULE.rewrite(cst.parse_module(src), line)
+    assert isinstance(res, Decline) and why in res.reason, res
+
+
+@pytest.mark.parametrize("use", ["torch.full(width, 1.0)", "torch.ones(size=width)", "torch.empty(size=width)"])
+def test_a_bare_number_where_torch_wants_a_sequence_is_declined(use):
+    # torch's TypeError names the argument's type there: np.int64 before, int after (a review)
+    src = _READ.format(head="", extra=f"extra = {use}")
+    line = src.splitlines().index("    pad = torch.zeros(x.shape[0], width)") + 1
+    res = RULE.rewrite(cst.parse_module(src), line)
+    assert isinstance(res, Decline) and "also read by" in res.reason, res
+    inline = "import numpy as np\nimport torch\n\n\ndef f(plan):\n    return " + use.replace("width", "np.sum(plan)") + "\n"
+    assert isinstance(RULE.rewrite(cst.parse_module(inline), 6), Decline)
+
+
+def test_the_verifier_checks_every_occurrence_and_frame_readers():
+    res = RULE.rewrite(cst.parse_module(LOCAL), 7)
+    ob = next(o for o in res.obligations if o["kind"] == "numpy-result-consumer")
+    # an identical, well-used guarded line earlier in the file must not hide a bad read of this one
+    decoy = LOCAL.replace("def f(x, plan):", "def g(x, plan):").replace("width = np.sum(plan)",
+                                                                        f"width = {ob['mended']}")
+    tampered = decoy + "\n\n" + res.code.replace("    return z\n", "    return z, type(width)\n")
+    assert result_consumer(ob, Ctx({}, {}, decoy + "\n\n" + res.code)).result == "checked"
+    assert result_consumer(ob, Ctx({}, {}, tampered)).result == "refuted"
+    reader = res.code.replace("import torch\n", "import torch\nimport inspect\n")
+    out = result_consumer(ob, Ctx({}, {}, reader))
+    assert out.result == "refuted" and "inspect" in out.counterexample

@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 
 from verifier.encoders.base import Ctx, names_bound_by
-from verifier.encoders.numpy_constants import _module_aliases, find_guarded
+from verifier.encoders.numpy_constants import _module_aliases, find_all_guarded
 from verifier.outcomes import Outcome, check_refuted, checked, unknown
 
 LEMMA = "proofs/bb_bincount_scatter.smt2"
@@ -136,11 +136,16 @@ def in_range(ob: dict, ctx: Ctx) -> Outcome:
     t, mended = ob.get("torch"), ob.get("mended")
     if not ctx.code or not mended or not t:
         return unknown("the mended source or the guarded expression is not recorded")
-    hit = find_guarded(ctx.code, mended)
+    hit = find_all_guarded(ctx.code, mended)
     if hit is None:
         return unknown("the guarded expression was not found in the mended source")
-    call, parents = hit
+    calls, parents = hit
     tree = ast.parse(ctx.code)
+    outcomes = [_in_range_at(call, parents, tree, t) for call in calls]   # each occurrence must hold
+    return next((o for o in outcomes if o.result != "checked"), outcomes[0])
+
+
+def _in_range_at(call: ast.Call, parents: dict, tree: ast.Module, t: str) -> Outcome:
     torch_names = _module_aliases(tree, "torch")
     if t not in torch_names:
         return check_refuted(BY, f"`{t}` is not bound by `import torch` alone in the mended source")

@@ -167,21 +167,27 @@ def _element_range(every, v: str) -> tuple[int, int]:
 
 
 def find_guarded(code: str, mended: str) -> tuple[ast.Call, dict] | None:
-    """The guarded call ``mended`` in the mended source, with each node's parent."""
+    """The first guarded call ``mended`` in the mended source, with each node's parent."""
+    hit = find_all_guarded(code, mended)
+    return (hit[0][0], hit[1]) if hit is not None else None
+
+
+def find_all_guarded(code: str, mended: str) -> tuple[list[ast.Call], dict] | None:
+    """Every guarded call ``mended`` in the mended source (a check must hold at each: the
+    obligation does not say which one the rewrite made), with each node's parent."""
     try:
         tree = ast.parse(code)
         want = ast.dump(ast.parse(mended, mode="eval").body)
     except SyntaxError:
         return None
     parents: dict[int, ast.AST] = {}
-    found = None
+    found = []
     for node in ast.walk(tree):
         for child in ast.iter_child_nodes(node):
             parents[id(child)] = node
-        if found is None and isinstance(node, ast.Call) and isinstance(node.func, ast.Lambda) \
-                and ast.dump(node) == want:
-            found = node
-    return (found, parents) if found is not None else None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Lambda) and ast.dump(node) == want:
+            found.append(node)
+    return (found, parents) if found else None
 
 
 # -- numpy-int64-exact -------------------------------------------------------------------
@@ -350,6 +356,10 @@ def consumer_of(call: ast.Call, parents: dict, np_names: set[str], torch_names: 
     if root in np_names and last in _ALLOC and (position == 0 or kw == "shape"):
         return "numpy", last
     if root in torch_names and last in _ALLOC:
+        # a bare number is a size only as one of zeros/ones/empty's positional sizes; `full`'s
+        # size and the `size=` keyword want a sequence (TypeError naming the type otherwise)
+        if holder is None and (last == "full" or position is None):
+            return None
         if (last == "full" and position == 0) or (last != "full" and (position is not None or kw == "size")):
             return "torch", last
         return None
@@ -361,6 +371,28 @@ def consumer_of(call: ast.Call, parents: dict, np_names: set[str], torch_names: 
 
 
 _INTROSPECTION = ("locals", "vars", "eval", "exec")
+# what reads a frame's locals by name other than those builtins: a frame object, a closure
+# cell, the builtins module (an adversarial review reached the local through each)
+_FRAME_ATTRS = ("_getframe", "currentframe", "f_locals", "f_back", "tb_frame", "gi_frame", "cr_frame", "ag_frame",
+                "__closure__", "cell_contents", "getouterframes", "getinnerframes")
+_FRAME_MODULES = ("inspect", "builtins", "traceback", "__builtins__")
+
+
+def frame_reader(tree: ast.Module) -> str | None:
+    """Where the module can read a frame's locals other than by calling locals()/vars()/eval()/
+    exec() by name: those builtins named at all (an alias: ``grab = locals``), a frame or
+    closure attribute, the inspect/builtins/traceback modules. Callees in other modules stay an
+    assumption."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in _INTROSPECTION + ("__builtins__",):
+            return f"`{node.id}` (line {node.lineno})"
+        if isinstance(node, ast.Attribute) and node.attr in _FRAME_ATTRS:
+            return f"`.{node.attr}` (line {node.lineno})"
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a.name for a in node.names] + ([node.module] if isinstance(node, ast.ImportFrom) else [])
+            if any((n or "").split(".")[0] in _FRAME_MODULES for n in names):
+                return f"an import of {', '.join(n for n in names if n)} (line {node.lineno})"
+    return None
 
 
 def local_reads(assign: ast.Assign, value: ast.AST, parents: dict) -> list[ast.Name] | str:
@@ -432,11 +464,17 @@ def result_consumer(ob: dict, ctx: Ctx) -> Outcome:
     mended = ob.get("mended")
     if not ctx.code or not mended:
         return unknown("the mended source or the guarded expression is not recorded")
-    hit = find_guarded(ctx.code, mended)
+    hit = find_all_guarded(ctx.code, mended)
     if hit is None:
         return unknown("the guarded expression was not found in the mended source")
-    call, parents = hit
+    calls, parents = hit
     tree = ast.parse(ctx.code)
+    outcomes = [_consumer_outcome(ob, call, parents, tree) for call in calls]
+    return next((o for o in outcomes if o.result != "checked"), outcomes[0])
+
+
+def _consumer_outcome(ob: dict, call: ast.Call, parents: dict, tree: ast.Module) -> Outcome:
+    mended = ob.get("mended")
     by = ("static screen of the mended source: the guarded expression's value only sizes a numpy/torch "
           "allocation or is the argument of range()/int(), which convert it with operator.index/int (np.int64 and "
           "int alike); no builtin it calls is rebound; corroborated by a probe of that consumer on the installed "
@@ -448,6 +486,10 @@ def result_consumer(ob: dict, ctx: Ctx) -> Outcome:
         reads = local_reads(where, call, parents)
         if isinstance(reads, str):
             return check_refuted(by, reads)
+        reader = frame_reader(tree)
+        if reader:
+            return check_refuted(by, f"the module can read the local `{reads[0].id}` through {reader}, which sees "
+                                 "the int where it saw np.int64")
         got_all = [consumer_of(n, parents, np_names, torch_names) for n in reads]
         if None in got_all:
             bad = reads[got_all.index(None)]

@@ -6,14 +6,70 @@ from __future__ import annotations
 
 
 def example_line(source: str) -> int:
-    """The line of an example's site: its first `for` line over `.tolist()`, else its first `for`."""
-    lines = [(i, t) for i, t in enumerate(source.splitlines(), 1) if t.lstrip().startswith("for ")]
+    """The line of an example's site: its first `for` line over `.tolist()`, else its first `for`
+    or line summing a comprehension (`n = sum(1 for s in ...)`)."""
+    lines = [(i, t) for i, t in enumerate(source.splitlines(), 1) if t.lstrip().startswith("for ")
+             or " for " in t and ("sum(" in t or "len([" in t)]
     if not lines:
         raise ValueError("no loop in example")
     return next((i for i, t in lines if ".tolist()" in t), lines[0][0])
 
 
 FIX_EXAMPLES: list[tuple[str, str]] = [
+    # the count as one `sum` over a generator (a hidden-case probe): Python's sum starts at 0
+    ('''import torch
+
+
+def forward(self, x, lengths):
+    n_long = sum(1 for l in lengths.tolist() if l > 5)
+    return x * n_long
+''', '''import torch
+
+
+def forward(self, x, lengths):
+    n_long = (lengths > 5).sum()
+    return x * n_long
+'''),
+    # the comparison summed as bools; the list-length form; a step of 2
+    ('''import torch
+
+
+def forward(self, x, scores):
+    hits = sum(s >= 0.5 for s in scores.tolist())
+    return x - hits
+''', '''import torch
+
+
+def forward(self, x, scores):
+    hits = (scores >= 0.5).sum()
+    return x - hits
+'''),
+    ('''import torch
+
+
+def forward(self, x, ids):
+    n = len([i for i in ids.tolist() if i != 0])
+    return x * n
+''', '''import torch
+
+
+def forward(self, x, ids):
+    n = (ids != 0).sum()
+    return x * n
+'''),
+    ('''import torch
+
+
+def forward(self, x, ids):
+    n = sum(2 for i in ids.tolist() if i < 3)
+    return x * n
+''', '''import torch
+
+
+def forward(self, x, ids):
+    n = 2 * (ids < 3).sum()
+    return x * n
+'''),
     # the threshold a Python-number attribute (bound only in __init__, to no tensor): its value is
     # read on the example run by count-compare-exact
     ('''import torch
@@ -166,6 +222,37 @@ def f(x, y):
 ]
 
 DECLINE_EXAMPLES: list[tuple[str, str]] = [
+    # the comprehension forms: `sum` rebound, two `for`s, an element that is not a literal, a use
+    ('''import torch
+
+sum = torch.sum
+
+
+def forward(self, x, ids):
+    n = sum(1 for i in ids.tolist() if i > 0)
+    return x * n
+''', "binds `sum`"),
+    ('''import torch
+
+
+def forward(self, x, ids):
+    n = sum(1 for row in ids.tolist() for i in row if i > 0)
+    return x * n
+''', "not one plain `for s in T.tolist()`"),
+    ('''import torch
+
+
+def forward(self, x, ids):
+    n = sum(i for i in ids.tolist() if i > 0)
+    return x * n
+''', "is not `sum(<int literal>"),
+    ('''import torch
+
+
+def forward(self, x, ids):
+    n = sum(1 for i in ids.tolist() if i > 0)
+    return n
+''', "returned"),
     ('''import torch
 def f(x):
     n = 0

@@ -20,9 +20,13 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     span = (pos[plan.loop].start.line, pos[plan.loop].end.line)
     shift = span[1] - span[0]
     n = plan.counter
-    new = cst.parse_statement(f"{n} = {n} + {_count_expr(plan)}\n").with_changes(
-        leading_lines=plan.loop.leading_lines)
-    tree = wrapper.module.visit(Replace(plan.loop, new))
+    if plan.form == "sum":   # `n = sum(...)` in one statement: its value becomes the count, the line kept
+        assign = plan.loop.body[0]
+        tree = wrapper.module.visit(Replace(assign.value, cst.parse_expression(_count_expr(plan))))
+    else:
+        new = cst.parse_statement(f"{n} = {n} + {_count_expr(plan)}\n").with_changes(
+            leading_lines=plan.loop.leading_lines)
+        tree = wrapper.module.visit(Replace(plan.loop, new))
     use_lines = sorted({pos[stmt].start.line - shift for _, stmt in plan.uses})
     values = [_code(other) for other, _ in plan.uses]
     # each use's other operand, where it is read (the line of the operand itself: a line
@@ -32,7 +36,9 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     tensor = _code(plan.tensor)
     c = _code(plan.threshold)
     detail = (f"host counting loop over `{tensor}.tolist()` -> `{n} = {n} + {_count_expr(plan)}` "
-              f"({n} becomes a 0-d int64 tensor)")
+              f"({n} becomes a 0-d int64 tensor)") if plan.form == "loop" else (
+        f"host count `sum(...)` over `{tensor}.tolist()` -> `{n} = {_count_expr(plan)}` ({n} becomes a 0-d int64 "
+        "tensor)")
     obligations = [
         {"kind": "count-tolist-1d", "expr": tensor, "line": line},
         {"kind": "count-compare-exact", "expr": tensor, "op": plan.op, "threshold": c,

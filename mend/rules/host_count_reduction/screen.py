@@ -43,6 +43,7 @@ class _Plan:
     init: int
     step: int
     uses: list                 # (other operand node, statement of the use)
+    form: str = "loop"         # "loop": `for s in T.tolist(): if ...: n += k`; "sum": `n = sum(k for s in ... if ...)`
 
 
 def _generic() -> Decline:
@@ -80,7 +81,8 @@ def _screen(wrapper: MetadataWrapper, line: int) -> _Plan | Decline:
     parents = wrapper.resolve(ParentNodeProvider)
     loops = [n for n in m.findall(wrapper.module, m.For()) if pos[n].start.line == line]
     if not loops:
-        return _generic()
+        lines = [n for n in m.findall(wrapper.module, m.SimpleStatementLine()) if pos[n].start.line == line]
+        return _screen_comprehension(lines[0], pos, parents) if lines else _generic()
     loop = loops[0]
     chain, cur = [], loop
     while cur in parents:
@@ -131,33 +133,10 @@ def _screen(wrapper: MetadataWrapper, line: int) -> _Plan | Decline:
     step = ast.literal_eval(aug.value.value)
     if counter == var:
         return Decline(NAME, f"the loop variable `{var}` is also the counter ({where})")
-    test = if_.test
-    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1 or \
-            type(test.comparisons[0].operator) not in _OPS:
-        return Decline(NAME, f"the test `{_code(test)}` ({where}) is not one comparison `s <cmp> C` "
-                             "with <cmp> one of >, >=, <, <=, ==, !=")
-    op = _OPS[type(test.comparisons[0].operator)]
-    left, right = test.left, test.comparisons[0].comparator
-    # a Python-number attribute (`self.min_len`, bound only in __init__ to no tensor): its
-    # value is read on the example run (count-compare-exact with the observed value)
-    attrs = {a for a in scalar_candidates(chain) if a.startswith("self.")}
-
-    def threshold_ok(node) -> bool:
-        return _number(node) is not None or (dotted(node) or "") in attrs
-
-    if m.matches(left, m.Name(var)) and threshold_ok(right):
-        threshold = right
-    elif m.matches(right, m.Name(var)) and threshold_ok(left):
-        threshold, op = left, _FLIP[op]
-    else:
-        return Decline(NAME, f"the test `{_code(test)}` ({where}) does not compare the loop variable `{var}` "
-                             "with a numeric literal or a Python-number attribute of the module")
-    value = _number(threshold)
-    if isinstance(value, float) and not math.isfinite(value):
-        return Decline(NAME, f"the threshold `{_code(threshold)}` ({where}) is not a finite number")
-    if isinstance(value, int) and abs(value) > 2 ** 53:
-        return Decline(NAME, f"the threshold `{_code(threshold)}` ({where}) is an int beyond 2**53, not exact "
-                             "as a float64 (the comparison is not encoded)")
+    got = _comparison(if_.test, var, chain, where)
+    if isinstance(got, Decline):
+        return got
+    op, threshold, value = got
     stripped = loop.with_changes(leading_lines=[])
     if m.findall(stripped, m.Comment()):
         return Decline(NAME, f"the loop ({where}) holds a comment the rewrite would drop")
@@ -187,15 +166,126 @@ def _screen(wrapper: MetadataWrapper, line: int) -> _Plan | Decline:
     if abs(init) >= _INT64 or abs(step) >= _INT64:
         return Decline(NAME, f"the initial value or increment of `{counter}` does not fit in int64")
 
-    # the rest of the function
+    uses = _rest_of_function(function, loop, counter, var, tensor, init_line, pos, parents)
+    if isinstance(uses, Decline):
+        return uses
+    return _Plan(loop, counter, var, tensor, op, threshold, value, init, step, uses)
+
+
+def _screen_comprehension(line: cst.SimpleStatementLine, pos, parents) -> _Plan | Decline:
+    """``N = sum(K for s in T.tolist() if s <cmp> C)``, ``N = sum(s <cmp> C for s in T.tolist())``
+    or ``N = len([s for s in T.tolist() if s <cmp> C])``: the count of the loop form in one
+    statement, Python's ``sum`` starting at 0."""
+    small = line.body[0] if len(line.body) == 1 else None
+    value = small.value if isinstance(small, cst.Assign) else None
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in ("sum", "len")
+            and len(value.args) == 1 and value.args[0].keyword is None and not value.args[0].star
+            and isinstance(value.args[0].value, (cst.GeneratorExp, cst.ListComp))):
+        return _generic()
+    where = f"line {pos[line].start.line}"
+    fn, comp = value.func.value, value.args[0].value
+    chain, cur = [], line
+    while cur in parents:
+        cur = parents[cur]
+        chain.append(cur)
+    chain.reverse()
+    function = next((a for a in reversed(chain) if isinstance(a, cst.FunctionDef)), None)
+    loop_ = comp.for_in
+    if not _is_tolist(loop_.iter):
+        return Decline(NAME, f"the comprehension ({where}) iterates `{_code(loop_.iter)}`, not `<tensor>.tolist()`; "
+                             + _generic().reason)
+    if function is None:
+        return Decline(NAME, f"the count ({where}) is not inside a function")
+    if any(isinstance(a, (cst.For, cst.While)) for a in chain[chain.index(function) + 1:]):
+        return Decline(NAME, f"the count ({where}) sits inside a loop")
+    if len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name):
+        return Decline(NAME, f"the count ({where}) is not assigned to one name")
+    if loop_.inner_for_in is not None or loop_.asynchronous is not None or not isinstance(loop_.target, cst.Name):
+        return Decline(NAME, f"the comprehension ({where}) is not one plain `for s in T.tolist()`")
+    from mend.rules._bindings import bindings
+
+    module = next(a for a in chain if isinstance(a, cst.Module))
+    if fn in bindings(module) or "*" in bindings(module):
+        return Decline(NAME, f"the module binds `{fn}` (or star-imports): it may not be the builtin")
+    var, counter, tensor = loop_.target.value, small.targets[0].target.value, loop_.iter.func.value
+    elt, ifs = comp.elt, list(loop_.ifs)
+    if fn == "sum" and not ifs and isinstance(elt, cst.Comparison):
+        test, step = elt, 1                      # sum(s > C for s in ...): True counts 1
+    elif len(ifs) == 1 and (fn == "sum" and isinstance(elt, cst.Integer) or
+                            fn == "len" and isinstance(comp, cst.ListComp) and m.matches(elt, m.Name(var))):
+        test, step = ifs[0].test, ast.literal_eval(elt.value) if fn == "sum" else 1
+    else:
+        return Decline(NAME, f"`{_code(value)}` ({where}) is not `sum(<int literal> for s in T.tolist() if s <cmp> "
+                             "C)`, `sum(s <cmp> C for s in T.tolist())` or `len([s for s in T.tolist() if s <cmp> C])`")
+    if m.findall(tensor, m.NamedExpr() | m.Lambda() | m.Yield() | m.Await()):
+        return Decline(NAME, f"the iterated expression ({where}) binds a name or defines/awaits a function")
+    if _through_numpy(tensor):
+        return Decline(NAME, f"the iterated expression `{_code(tensor)}` ({where}) goes through NumPy: its "
+                             "tolist() is not a torch.Tensor's, and the count would not be a tensor")
+    if counter == var:
+        return Decline(NAME, f"the comprehension variable `{var}` is also the counter ({where})")
+    got = _comparison(test, var, chain, where)
+    if isinstance(got, Decline):
+        return got
+    op, threshold, number = got
+    if abs(step) >= _INT64:
+        return Decline(NAME, f"the increment of `{counter}` does not fit in int64")
+    if m.findall(line.with_changes(leading_lines=[]), m.Comment()):
+        return Decline(NAME, f"the count ({where}) holds a comment the rewrite would drop")
+    uses = _rest_of_function(function, line, counter, None, tensor, pos[line].start.line, pos, parents)
+    if isinstance(uses, Decline):
+        return uses
+    return _Plan(line, counter, var, tensor, op, threshold, number, 0, step, uses, form="sum")
+
+
+def _comparison(test: cst.BaseExpression, var: str, chain: list, where: str):
+    """``(op, threshold, value)`` for the test ``var <cmp> C`` (or ``C <cmp> var``, flipped), C a
+    finite numeric literal or a Python-number attribute of the module; else why not."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1 or \
+            type(test.comparisons[0].operator) not in _OPS:
+        return Decline(NAME, f"the test `{_code(test)}` ({where}) is not one comparison `s <cmp> C` "
+                             "with <cmp> one of >, >=, <, <=, ==, !=")
+    op = _OPS[type(test.comparisons[0].operator)]
+    left, right = test.left, test.comparisons[0].comparator
+    # a Python-number attribute (`self.min_len`, bound only in __init__ to no tensor): its
+    # value is read on the example run (count-compare-exact with the observed value)
+    attrs = {a for a in scalar_candidates(chain) if a.startswith("self.")}
+
+    def threshold_ok(node) -> bool:
+        return _number(node) is not None or (dotted(node) or "") in attrs
+
+    if m.matches(left, m.Name(var)) and threshold_ok(right):
+        threshold = right
+    elif m.matches(right, m.Name(var)) and threshold_ok(left):
+        threshold, op = left, _FLIP[op]
+    else:
+        return Decline(NAME, f"the test `{_code(test)}` ({where}) does not compare the loop variable `{var}` "
+                             "with a numeric literal or a Python-number attribute of the module")
+    value = _number(threshold)
+    if isinstance(value, float) and not math.isfinite(value):
+        return Decline(NAME, f"the threshold `{_code(threshold)}` ({where}) is not a finite number")
+    if isinstance(value, int) and abs(value) > 2 ** 53:
+        return Decline(NAME, f"the threshold `{_code(threshold)}` ({where}) is an int beyond 2**53, not exact "
+                             "as a float64 (the comparison is not encoded)")
+    return op, threshold, value
+
+
+def _rest_of_function(function: cst.FunctionDef, loop: cst.CSTNode, counter: str, var: str | None,
+                      tensor: cst.BaseExpression, init_line: int, pos, parents) -> list | Decline:
+    """After the count (the loop, or the statement summing a comprehension): the later uses of
+    the counter, each an operand of ``+``/``-``/``*`` with a non-literal (the count becomes a
+    0-d tensor), and nothing binding or writing what the iterated tensor reads; else why not.
+    ``var``: the loop variable, which Python leaves bound after a loop (None for a
+    comprehension, whose variable is its own)."""
+    names = {counter} | ({var} if var else set())
     for g in m.findall(function, m.Global() | m.Nonlocal()):
         declared = {n.name.value for n in g.names}
-        if declared & {counter, var}:
-            return Decline(NAME, f"`{sorted(declared & {counter, var})[0]}` is declared global/nonlocal")
+        if declared & names:
+            return Decline(NAME, f"`{sorted(declared & names)[0]}` is declared global/nonlocal")
     for call in m.findall(function, m.Call(func=m.Name())):
         if call.func.value in _DYNAMIC_SCOPE:
             return Decline(NAME, f"the function calls `{call.func.value}()`, which can read the loop's names")
-    walk = _Walk({counter, var})
+    walk = _Walk(names)
     function.body.visit(walk)
     end = pos[loop].end.line
     uses = []
@@ -230,7 +320,7 @@ def _screen(wrapper: MetadataWrapper, line: int) -> _Plan | Decline:
         return Decline(NAME, f"`{rebound[0]}` (read by the iterated `{_code(tensor)}`) is rebound or written at line "
                              f"{rebound[1]}, after `{counter}` is initialised (line {init_line}): the dtype and rank "
                              "observed where the count runs might not describe what the loop iterates")
-    return _Plan(loop, counter, var, tensor, op, threshold, value, init, step, uses)
+    return uses
 
 
 def _through_numpy(tensor: cst.BaseExpression) -> bool:
@@ -378,11 +468,14 @@ def match(loc: Located) -> Match | Decline:
                        "tests (the tensor predicate alone, measured, removes no break: the branch on it "
                        "would still break); by hand, `torch.where((t == v).any(), a, b)` where both branches "
                        "are tensors of one shape and `v` is a number")
-    if not isinstance(node, cst.For):
+    if not isinstance(node, (cst.For, cst.Assign)):
         return _generic()
     plan = _screen(MetadataWrapper(loc.module, unsafe_skip_copy=True), loc.line)
     if isinstance(plan, Decline):
         return plan
+    if plan.form == "sum":
+        return Match(NAME, f"`{plan.counter} = sum(... for {plan.var} in ....tolist() ...)` -> "
+                           f"`{plan.counter} = {_count_expr(plan)}`")
     return Match(NAME, f"`for {plan.var} in ....tolist(): if {plan.var} {plan.op} ...: {plan.counter} += "
                        f"{plan.step}` -> `{plan.counter} = {plan.counter} + {_count_expr(plan)}`")
 

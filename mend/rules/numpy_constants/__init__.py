@@ -54,10 +54,18 @@ Traps, each handled:
 * a local: ``width = np.sum(plan)`` on one line, ``torch.zeros(n, width)`` on a later one (the
   break is reported at the read). The binding's call is rewritten only when it is the name's
   one binding in the function (no reassignment, loop or comprehension target, walrus,
-  ``del``, parameter, ``global``/``nonlocal``), the function calls no ``locals``/``vars``/
-  ``eval``/``exec``, and every read of the name is one of the consumers above; one other
-  read (``type(width)``, arithmetic, a return) declines. The verifier re-derives the reads
-  from the mended source. The span runs from the binding to the site.
+  ``del``, parameter, ``global``/``nonlocal``), nothing in the module can read it by name
+  (``locals``/``vars``/``eval``/``exec``/``__builtins__`` named at all, ``grab = locals``
+  included; a frame or closure attribute such as ``sys._getframe``, ``f_locals``,
+  ``__closure__``, ``cell_contents``; an import of ``inspect``, ``builtins`` or
+  ``traceback``: an adversarial review read the local through each; a callee in another
+  module doing so stays an assumption), and every read of the name is one of the consumers
+  above; one other read (``type(width)``, arithmetic, a return) declines. The verifier
+  re-derives the reads from the mended source, at every occurrence of the guarded
+  expression. The span runs from the binding to the site.
+* a bare number is a torch size only as a positional size of ``zeros``/``ones``/``empty``:
+  ``torch.full(n, v)`` and ``size=n`` want a sequence and raise a TypeError naming the
+  argument's type (``numpy.int64`` before, ``int`` after), so they decline (a review).
 * names: ``np`` must be bound only by ``import numpy as np`` at the top level (``import
   jax.numpy as np`` declines); ``sum``, ``type``, ``list``, ``tuple``, ``int``, ``len``, ``all``
   must not be bound anywhere in the module; ``math`` must be bound only by ``import math``, or

@@ -127,7 +127,11 @@ def _consumer(node: cst.CSTNode, parents: dict[int, cst.CSTNode], np_names: set[
         call = parents.get(id(parent))
         if isinstance(call, cst.Call):
             what = _alloc(call, parent, np_names, torch_names)
-            if what:
+            # a bare number is a torch size only as a positional size of zeros/ones/empty: `full`'s
+            # size and `size=` want a sequence, and their TypeError names the type (a review)
+            bare_torch_ok = not (what or "").startswith("the size of") or (
+                parent.keyword is None and not (dotted(call.func) or "").endswith(".full"))
+            if what and bare_torch_ok:
                 return what, what
             name = dotted(call.func) or ""
             plain = parent.keyword is None and not parent.star
@@ -217,7 +221,7 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
     if not any(_numpy_call(c, np_names) for c in finder.calls) and function is not None:
         # `width = np.sum(plan)` on an earlier line, read here: the break is where the array
         # sizes something; the call to replace is the local's one binding
-        local = _local_binding(node, finder.parent, function, np_names, torch_names, binds)
+        local = _local_binding(node, finder.parent, function, np_names, torch_names, binds, module)
         if isinstance(local, Decline):
             return local
         if local is not None:
@@ -299,12 +303,34 @@ class Local:
     consumer: str           # its reads, in words (`the size of torch.zeros`, ...)
 
 
-# calls that can read a function's locals by name: the rewrite's int would reach them
-_INTROSPECTION = ("locals", "vars", "eval", "exec")
+# what can read a function's locals by name, where the rewrite's int would show: these
+# builtins named at all (`grab = locals` too), frame and closure attributes, the modules that
+# hand out frames (an adversarial review reached the local through each); callees in other
+# modules stay an assumption
+_INTROSPECTION = ("locals", "vars", "eval", "exec", "__builtins__")
+_FRAME_ATTRS = ("_getframe", "currentframe", "f_locals", "f_back", "tb_frame", "gi_frame", "cr_frame", "ag_frame",
+                "__closure__", "cell_contents", "getouterframes", "getinnerframes")
+_FRAME_MODULES = ("inspect", "builtins", "traceback", "__builtins__")
+
+
+def _frame_reader(module: cst.Module) -> str | None:
+    """Where the module can read a frame's locals by name (see _INTROSPECTION), else None."""
+    for node in _walk(module):
+        if isinstance(node, cst.Name) and node.value in _INTROSPECTION:
+            return f"`{node.value}`"
+        if isinstance(node, cst.Attribute) and node.attr.value in _FRAME_ATTRS:
+            return f"`.{node.attr.value}`"
+        if isinstance(node, cst.Import) and any((dotted(a.name) or "").split(".")[0] in _FRAME_MODULES
+                                                for a in node.names):
+            return "an import of " + ", ".join(dotted(a.name) or "" for a in node.names)
+        if isinstance(node, cst.ImportFrom) and (dotted(node.module) or "").split(".")[0] in _FRAME_MODULES:
+            return f"an import from {dotted(node.module)}"
+    return None
 
 
 def _local_binding(node: cst.CSTNode, parents: dict[int, cst.CSTNode], function: cst.FunctionDef,
-                   np_names: set[str], torch_names: set[str], binds: dict) -> Local | Decline | None:
+                   np_names: set[str], torch_names: set[str], binds: dict,
+                   module: cst.Module) -> Local | Decline | None:
     """The ``NAME = np.f(...)`` binding of a local the statement ``node`` reads, when the
     rule can take it: bound there alone in the function (no other assignment, loop target,
     walrus, ``del``, parameter or ``global``), and every read of it, anywhere in the function,
@@ -334,9 +360,10 @@ def _local_binding(node: cst.CSTNode, parents: dict[int, cst.CSTNode], function:
             return Decline(NAME, f"`{name} = ...` sits in a nested function, lambda or class")
         finder = _Parents()
         function.visit(finder)
-        if any((dotted(c.func) or "") in _INTROSPECTION for c in finder.calls):
-            return Decline(NAME, "the function calls locals(), vars(), eval() or exec(), which may read "
-                           f"`{name}` as the np.int64 it was")
+        reader = _frame_reader(module)
+        if reader:
+            return Decline(NAME, f"the module can read the local `{name}` by name through {reader} (locals(), a "
+                           "frame or a closure cell), where it would see an int instead of the np.int64 it was")
         uses = []
         for n in _walk(function.body):
             parent = finder.parent.get(id(n))
@@ -365,7 +392,8 @@ def reads_numpy_local(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> bool:
     finder = _Parents()
     for part in _header_parts(node):
         part.visit(finder)
-    found = _local_binding(node, finder.parent, function, aliases(binds, "numpy"), aliases(binds, "torch"), binds)
+    found = _local_binding(node, finder.parent, function, aliases(binds, "numpy"), aliases(binds, "torch"), binds,
+                           module)
     return found is not None
 
 
