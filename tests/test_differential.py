@@ -90,3 +90,28 @@ def test_every_observation_sees_torch_once_per_process_warnings():
         warned = observe(Scalar(), (x,), {}, grad=True)[2]
         assert any("requires_grad=True to a scalar" in message for _, message in warned), warned
     assert torch.is_warn_always_enabled() == before
+
+
+def test_non_tensor_parts_of_the_output_are_compared():
+    # an adversarial review: a rewrite made a returned repr 'np.int64(5)' into '5', and the
+    # differential test compared tensors only
+    import numpy as np
+    import pytest
+    import torch
+
+    from verifier.differential import Mismatch, compare
+
+    x = torch.tensor([1.0, 2.0, 3.0])
+    ref = _observed(lambda m, x: (x * 2, np.int64(5), "a", None), x)
+    assert compare(ref, _observed(lambda m, x: (x * 2, np.int64(5), "a", None), x), exact=True) == 0.0
+    for changed in ((x * 2, 5, "a", None), (x * 2, np.int64(5), "b", None), (x * 2, np.int64(5), "a", 0)):
+        with pytest.raises(Mismatch, match="non-tensor parts differ"):
+            compare(ref, _observed(lambda m, x, c=changed: c, x), exact=True)
+    # compiled against eager: a float read from a tensor is not compared by value, its type is
+    floats = _observed(lambda m, x: (x, 0.30000000000000004), x)
+    assert compare(floats, _observed(lambda m, x: (x, 0.3), x), exact=False) == 0.0
+    with pytest.raises(Mismatch):
+        compare(floats, _observed(lambda m, x: (x, 0.3), x), exact=True)
+    # objects compare by type only (a repr may hold an address)
+    assert compare(_observed(lambda m, x: (x, object()), x), _observed(lambda m, x: (x, object()), x),
+                   exact=True) == 0.0

@@ -246,6 +246,34 @@ def flatten(obj):
     return []
 
 
+_PLAIN = (int, float, complex, bool, str, bytes, type(None), torch.dtype, torch.device, torch.Size)
+
+
+def skeleton(obj, exact: bool = True):
+    """The output with every tensor replaced by a placeholder: what :func:`flatten` leaves out.
+    Plain values (numbers, strings, None, dtypes, devices, sizes, NumPy scalars) keep their type
+    and value (a returned ``np.int64(5)`` differs from ``5``; an adversarial review found such
+    outputs uncompared); other objects keep their type only (their ``repr`` may hold an
+    address). ``exact=False`` (compiled against eager): a float's value is not compared (Inductor
+    may round a number read from a tensor otherwise; its tensors are compared within tolerance)."""
+    if isinstance(obj, torch.Tensor):
+        return ("tensor",)
+    if isinstance(obj, dict):
+        return ("dict", tuple((repr(k), skeleton(v, exact)) for k, v in obj.items()))
+    if isinstance(obj, (list, tuple)) and not isinstance(obj, torch.Size):
+        return (type(obj).__name__, tuple(skeleton(v, exact) for v in obj))
+    if hasattr(obj, "to_tuple"):  # transformers ModelOutput
+        return (type(obj).__name__, skeleton(obj.to_tuple(), exact))
+    kind = type(obj)
+    if isinstance(obj, _PLAIN) or kind.__module__ == "numpy":
+        if isinstance(obj, float) and obj != obj:
+            return (kind.__name__, "nan")
+        if isinstance(obj, float) and not exact:
+            return (kind.__name__,)
+        return (kind.__module__, kind.__name__, repr(obj))
+    return (kind.__module__, kind.__qualname__)
+
+
 def _tolerance(dtype: torch.dtype, floor: torch.dtype | None = None) -> tuple[float, float]:
     """(rtol, atol) for compiled-vs-eager comparisons: Inductor fuses and reorders
     reductions, so its results differ from eager in the last bits (more in fp16/bf16).
@@ -314,6 +342,9 @@ def compare(a, b, exact: bool, any_error: bool = False, grad_stats: dict | None 
     pairs = list(zip(flatten(ra), flatten(rb)))
     if len(flatten(ra)) != len(flatten(rb)):
         raise Mismatch("output structure differs")
+    sa, sb = skeleton(ra, exact), skeleton(rb, exact)
+    if sa != sb:
+        raise Mismatch(f"the outputs' non-tensor parts differ: original {str(sa)[:200]}, mended {str(sb)[:200]}")
     ga, gb = list(a[4] or ()), list(b[4] or ())
     if len(ga) != len(gb):
         raise Mismatch("gradient structure differs")
