@@ -402,6 +402,7 @@ CHECKS_TESTED_WITH_THEIR_RULE = {
     "ceil-ratio-exact": "test_rule_constant_buffer.py", "int-buffers-unwritten": "test_rule_constant_buffer.py",
     "int-guards-emitted": "test_rule_constant_buffer.py",
     "item-operand-tensor": "test_rule_item_operand.py",
+    "bincount-in-range": "test_rule_bounded_bincount.py",
 }
 
 

@@ -38,19 +38,26 @@ def _outcome(fn, *args):
         return ("raised", type(exc).__name__)
 
 
+FLAT = "import torch\n\n\ndef f(logits, m):\n    return torch.bincount(logits.argmax(dim=-1).flatten(), minlength=m)\n"
+LOCAL_MAX = ("import torch\n\n\ndef f(logits, m):\n    best = logits.max(-1)[1]\n"
+             "    return torch.bincount(best.flatten(), minlength=m)\n")
+
+
 @pytest.mark.parametrize("source, line, original", [
     (INLINE, 5, lambda x, m: torch.bincount(x.argmax(dim=-1), minlength=m)),
+    (FLAT, 5, lambda x, m: torch.bincount(x.argmax(dim=-1).flatten(), minlength=m)),
     (LOCAL, 6, lambda x, m: torch.bincount(torch.topk(x, 2, dim=-1).indices.flatten(), minlength=m)),
+    (LOCAL_MAX, 6, lambda x, m: torch.bincount(x.max(-1)[1].flatten(), minlength=m)),
 ])
 @pytest.mark.parametrize("shape, m", [((7, 4), 4), ((7, 4), 9), ((7, 4), 3), ((0, 4), 4), ((3, 2, 4), 4),
-                                      ((5, 4), 0)])
+                                      ((5, 4), 0), ((), 4)])   # 0-d: x.shape[-1] does not exist (a review)
 def test_the_guarded_count_equals_bincount(source, line, original, shape, m):
     ns: dict = {}
     exec(compile(_guarded(source, line).code, "<mended>", "exec"), ns)
     g = torch.Generator().manual_seed(3)
     for x in (torch.randn(shape, generator=g), torch.full(shape, float("nan")),
               torch.where(torch.rand(shape, generator=g) < 0.3, float("inf"), -float("inf"))):
-        if x.shape[-1] < 2 and "topk" in source:
+        if x.dim() and x.shape[-1] < 2 and "topk" in source:
             continue
         assert _outcome(ns["f"], x, m) == _outcome(original, x, m), (shape, m, x)
 
@@ -77,17 +84,23 @@ def test_inline_topk_with_more_experts_than_logits_is_fixed():
 
 
 @pytest.mark.parametrize("source, line, old, new, why", [
-    (INLINE, 5, "m >= x.shape[-1]", "m >= x.shape[-1] - 1", "is not"),
-    (INLINE, 5, "m >= x.shape[-1]", "m >= x.shape[0]", "is not"),
-    (INLINE, 5, "(x.argmax(dim=-1))", "(x.argmax(dim=0))", "is not"),
-    (INLINE, 5, "(x.argmax(dim=-1))", "(logits.argmax(dim=-1))", "not of the parameter"),
-    (INLINE, 5, "(x.argmax(dim=-1))", "(x.sort(-1)[1][:, 0])", "not an argmax"),
+    (INLINE, 5, "_mend_m >= _mend_x.shape[-1]", "_mend_m >= _mend_x.shape[-1] - 1", "is not"),
+    (INLINE, 5, "_mend_m >= _mend_x.shape[-1]", "_mend_m >= _mend_x.shape[0]", "is not"),
+    (INLINE, 5, " and _mend_x.dim() > 0", "", "is not"),
+    (INLINE, 5, "type(_mend_x) is torch.Tensor and ", "", "is not"),
+    (INLINE, 5, "(_mend_x.argmax(dim=-1), m)", "(_mend_x.argmax(dim=0), m)", "is not"),
+    (INLINE, 5, "(_mend_x.argmax(dim=-1), m)", "(logits.argmax(dim=-1), m)", "not of the parameter"),
+    (INLINE, 5, "(_mend_x.argmax(dim=-1), m)", "(_mend_x.sort(-1)[1][:, 0], m)", "not an argmax"),
+    (INLINE, 5, "(_mend_x.argmax(dim=-1), m)", "(_mend_x.argmax(dim=-1), _mend_x)", "lambda's own parameter"),
+    (INLINE, 5, "(_mend_x.argmax(dim=-1), m)", "(torch.Tensor.argmax(_mend_x, -1), m)", "unbound method"),
     (INLINE, 5, "def f(logits, m):", "type = str\n\n\ndef f(logits, m):", "binds `type`"),
-    (INLINE, 5, ")(logits, m)", ")(logits, m())", "minlength calls"),
+    (INLINE, 5, "def f(logits, m):", "int = float\n\n\ndef f(logits, m):", "binds `int`"),
+    (INLINE, 5, "(_mend_x.argmax(dim=-1), m)", "(_mend_x.argmax(dim=-1), m())", "minlength calls"),
     (LOCAL, 6, "    return (lambda", "    top = top * 2\n    return (lambda", "is not an argmax"),
     (LOCAL, 6, "    return (lambda", "    other = 1\n    return (lambda", "not a name bound"),
-    (LOCAL, 6, "top.flatten(), m, logits.shape[-1])", "top.flatten(), m, logits.shape[0])", "not the dimension"),
-    (LOCAL, 6, "dim=-1).indices", "dim=0).indices", "not the dimension"),
+    (LOCAL, 6, "(top.flatten(), m, logits)", "(top.flatten(), m, top)", "whose dimension"),
+    (LOCAL, 6, "(top.flatten(), m, logits)", "(top.view(torch.int32), m, logits)", "reshapes otherwise"),
+    (LOCAL, 6, "dim=-1).indices", "dim=0).indices", "is not"),
     (LOCAL, 6, "    return (lambda", "    return print() or (lambda", "before it"),
 ])
 def test_the_encoder_refutes_tampering(source, line, old, new, why):
@@ -112,3 +125,18 @@ def test_other_dynamic_shape_ops_keep_their_category_reason(tmp_path):
     verdict = match_site("dynamic-shape-op", locate(str(path), 5))
     assert verdict.reason == UNFIXABLE_REASONS["dynamic-shape-op"] and verdict.rule is None
     assert "bounded-bincount" in [r for r in RULES]
+
+
+class _Sharded(torch.Tensor):
+    """A review's subclass: its argmax reports global ids (shard offset 5), beyond minlength."""
+
+    def argmax(self, *args, **kwargs):
+        return super().argmax(*args, **kwargs).as_subclass(torch.Tensor) + 5
+
+
+def test_a_tensor_subclass_falls_back_to_bincount():
+    ns: dict = {}
+    exec(compile(_guarded(INLINE, 5).code, "<mended>", "exec"), ns)
+    x = torch.randn(6, 4).as_subclass(_Sharded)
+    want = torch.bincount(x.argmax(dim=-1), minlength=4)
+    assert want.shape == (9,) and torch.equal(ns["f"](x, 4), want)

@@ -165,6 +165,7 @@ def test_other_item_tolist_sites_keep_the_category_reason(tmp_path):
 @pytest.mark.parametrize("name,expected", [
     ("count_le_step2.py", "n_small = n_small + 2 * (norms <= 2.0).sum()"),
     ("count_nonzero_ids.py", "nnz = nnz + (ids != 0).sum()"),
+    ("tolist_sum_count.py", "n_long = (lengths > self.max_len).sum()"),   # the one-statement form
 ])
 def test_fixture_fixed(name, expected, tmp_path):
     res = fix(str(FIXTURES / name), unsafe_fixes=True, verify="strict", max_examples=10)

@@ -38,10 +38,10 @@ def _int(node) -> int | None:
     return None
 
 
-def indices_of(expr: ast.AST, torch_names: set[str]) -> tuple[ast.AST, str] | str:
+def indices_of(expr: ast.AST, torch_names: set[str]) -> tuple[ast.AST, str, int | None] | str:
     """``(X, bound)`` when ``expr`` is the indices of an argmax/argmin/max/min/topk of ``X``
     (made 1-D or not), with ``bound`` the source of the size they lie below, written on
-    ``X`` (``.shape[d]`` or ``.numel()``); else why not."""
+    ``X`` (``.shape[d]`` or ``.numel()``), and ``d`` (None: over the whole tensor); else why not."""
     while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in (
             "flatten", "view", "reshape"):
         plain = not expr.args and not expr.keywords if expr.func.attr == "flatten" else (
@@ -64,6 +64,8 @@ def indices_of(expr: ast.AST, torch_names: set[str]) -> tuple[ast.AST, str] | st
         if not args:
             return f"`{ast.unparse(expr)}` passes no tensor"
         x, args = args[0], args[1:]
+    elif ast.unparse(expr.func.value).split(".")[0] in torch_names:
+        return f"`{ast.unparse(expr)}` calls an unbound method of `{ast.unparse(expr.func.value)}`"
     else:
         x = expr.func.value
     if any(isinstance(a, ast.Starred) for a in args) or any(k.arg is None for k in expr.keywords):
@@ -75,21 +77,39 @@ def indices_of(expr: ast.AST, torch_names: set[str]) -> tuple[ast.AST, str] | st
     dim = default if dim_node is None else _int(dim_node)
     if dim_node is not None and dim is None:
         return f"the dim of `{ast.unparse(expr)}` is not an integer literal"
-    return x, ".numel()" if dim is None else f".shape[{dim}]"
+    return x, ".numel()" if dim is None else f".shape[{dim}]", dim
 
 
-def _guard(lam: ast.Lambda, t: str, bound: str) -> str | None:
-    """Why the lambda's body is not the guarded count on ``bound``, else None."""
+PX, PM, PI = "_mend_x", "_mend_m", "_mend_i"   # the guarded lambda's parameters
+
+
+def _guard(lam: ast.Lambda, t: str, bound: str, dim: int | None) -> str | None:
+    """Why the lambda's body is not the guarded count on ``x<bound>``, else None."""
     body = lam.body
     if not isinstance(body, ast.IfExp):
         return "the lambda's body is not a conditional expression"
-    count = f"{t}.zeros(m, dtype={t}.int64, device=i.device).scatter_add_(0, i, {t}.ones_like(i))"
-    want = {"test": f"i.dim() == 1 and type(m) is int and m >= {bound}", "body": count,
-            "orelse": f"{t}.bincount(i, minlength=m)"}
+    count = f"{t}.zeros({PM}, dtype={t}.int64, device={PI}.device).scatter_add_(0, {PI}, {t}.ones_like({PI}))"
+    has_dim = "" if dim is None else f" and {PX}.dim() > {dim if dim >= 0 else -dim - 1}"
+    want = {"test": f"type({PI}) is {t}.Tensor and type({PX}) is {t}.Tensor and {PI}.dim() == 1 and type({PM}) is int"
+                    f"{has_dim} and {PM} >= {PX}{bound}",
+            "body": count, "orelse": f"{t}.bincount({PI}, minlength={PM})"}
     for part, text in want.items():
         if ast.unparse(getattr(body, part)) != ast.unparse(ast.parse(text, mode="eval").body):
             return f"the {part} `{ast.unparse(getattr(body, part))}` is not `{text}`"
     return None
+
+
+def _strip_flatten(node: ast.AST) -> ast.AST | str:
+    """``node`` without its ``.flatten()`` / ``.view(-1)`` / ``.reshape(-1)``; why not, for
+    another reshape (``view(torch.int32)`` is a cast: a review)."""
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+            "flatten", "view", "reshape"):
+        plain = not node.args and not node.keywords if node.func.attr == "flatten" else (
+            len(node.args) == 1 and not node.keywords and _int(node.args[0]) == -1)
+        if not plain:
+            return f"`{ast.unparse(node)}` reshapes otherwise than to 1-D"
+        node = node.func.value
+    return node
 
 
 def _params(lam) -> list[str] | None:
@@ -149,32 +169,38 @@ def _in_range_at(call: ast.Call, parents: dict, tree: ast.Module, t: str) -> Out
     torch_names = _module_aliases(tree, "torch")
     if t not in torch_names:
         return check_refuted(BY, f"`{t}` is not bound by `import torch` alone in the mended source")
-    if any("type" in names_bound_by(n) for n in ast.walk(tree)):
-        return check_refuted(BY, "the module binds `type`, which the guard calls as a builtin")
+    bound_names = {n for node in ast.walk(tree) for n in names_bound_by(node)}
+    if bound_names & {"type", "int"}:
+        return check_refuted(BY, f"the module binds `{sorted(bound_names & {'type', 'int'})[0]}`, which the guard "
+                             "calls as a builtin")
     lam = call.func
     params = _params(lam)
-    if params == ["x", "m"]:          # inline: (lambda x, m: (lambda i: ...)(INDICES(x)))(X, M)
+    if params == [PX]:                 # inline: (lambda x: (lambda i, m: ...)(INDICES(x), M))(X)
         inner = lam.body
-        if not (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Lambda) and _params(inner.func) == ["i"]
-                and len(inner.args) == 1 and not inner.keywords and len(call.args) == 2):
-            return unknown("the inline form is not `(lambda x, m: (lambda i: ...)(indices of x))(X, M)`")
+        if not (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Lambda) and _params(inner.func) == [PI, PM]
+                and len(inner.args) == 2 and not inner.keywords and len(call.args) == 1 and not call.keywords):
+            return unknown("the inline form is not `(lambda x: (lambda i, m: ...)(indices of x, M))(X)`")
         got = indices_of(inner.args[0], torch_names)
         if isinstance(got, str):
             return check_refuted(BY, got)
-        x, bound = got
-        if not (isinstance(x, ast.Name) and x.id == "x"):
-            return check_refuted(BY, f"the indices are of `{ast.unparse(x)}`, not of the parameter `x` the guard reads")
-        why = _guard(inner.func, t, "x" + bound)
-        where = "inline"
-    elif params == ["i", "m", "n"]:   # bound on the statement before: (lambda i, m, n: ...)(I, M, X.shape[d])
+        x, bound, dim = got
+        if not (isinstance(x, ast.Name) and x.id == PX):
+            return check_refuted(BY, f"the indices are of `{ast.unparse(x)}`, not of the parameter the guard reads")
+        captured = [n.id for n in ast.walk(inner.args[0]) if isinstance(n, ast.Name) and n.id.startswith("_mend_")
+                    and n is not x] + [n.id for n in ast.walk(inner.args[1]) if isinstance(n, ast.Name)
+                                       and n.id.startswith("_mend_")]
+        if captured:
+            return check_refuted(BY, f"`{captured[0]}` in the indices' arguments or minlength is the lambda's own "
+                                 "parameter, not the user's name")
+        why = _guard(inner.func, t, bound, dim)
+        m_arg, where = inner.args[1], "inline"
+    elif params == [PI, PM, PX]:         # bound on the statement before: (lambda i, m, x: ...)(I, M, X)
         if len(call.args) != 3 or call.keywords:
-            return unknown("the bound form is not called with (indices, minlength, size)")
-        why = _guard(lam, t, "n")
-        indices, m_arg, size = call.args
-        base = indices
-        while isinstance(base, ast.Call) and isinstance(base.func, ast.Attribute) and base.func.attr in (
-                "flatten", "view", "reshape"):
-            base = base.func.value
+            return unknown("the bound form is not called with (indices, minlength, tensor)")
+        indices, m_arg, x_arg = call.args
+        base = _strip_flatten(indices)
+        if isinstance(base, str):
+            return check_refuted(BY, base)
         stmt = _statement(call, parents)
         block = parents.get(id(stmt))
         body = next((getattr(block, f) for f in ("body", "orelse", "finalbody", "handlers")
@@ -186,21 +212,21 @@ def _in_range_at(call: ast.Call, parents: dict, tree: ast.Module, t: str) -> Out
         got = indices_of(prev.value, torch_names)
         if isinstance(got, str):
             return check_refuted(BY, got)
-        x, bound = got
-        if not isinstance(x, ast.Name) or x.id == base.id or ast.unparse(size) != x.id + bound:
-            return check_refuted(BY, f"the size `{ast.unparse(size)}` is not the dimension of `{ast.unparse(x)}` the "
-                                 "indices were taken along")
+        x, bound, dim = got
+        if not isinstance(x, ast.Name) or x.id == base.id or not (isinstance(x_arg, ast.Name) and x_arg.id == x.id):
+            return check_refuted(BY, f"the tensor `{ast.unparse(x_arg)}` the guard reads is not `{ast.unparse(x)}`, "
+                                 "whose dimension the indices were taken along")
         value = getattr(stmt, "value", None)
         if value is None or _first_evaluated(value) is not call:
             return check_refuted(BY, "the count's statement evaluates something before it")
         if any(isinstance(n, ast.Name) and n.id in (base.id, x.id) for n in ast.walk(m_arg)):
             return check_refuted(BY, "minlength reads the indices or the tensor bounding them")
+        why = _guard(lam, t, bound, dim)
         where = f"`{base.id}`, bound by the statement before, of `{x.id}`"
     else:
-        return unknown("the guarded expression's parameters are neither (x, m) nor (i, m, n)")
-    if any(isinstance(n, (ast.Call, ast.NamedExpr, ast.Lambda)) for n in ast.walk(call.args[1])):
-        # it now runs at another point relative to the indices (before them, inline)
-        return check_refuted(BY, "minlength calls or binds something, which the rewrite evaluates at another point")
+        return unknown("the guarded expression's parameters are neither (x) nor (i, m, x)")
+    if any(isinstance(n, (ast.Call, ast.NamedExpr, ast.Lambda)) for n in ast.walk(m_arg)):
+        return check_refuted(BY, "minlength calls or binds something")
     if why:
         return check_refuted(BY, why)
     probe = _probe()

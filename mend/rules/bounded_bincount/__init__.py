@@ -12,15 +12,18 @@ reason (pytorch/torchtitan#1204's family); shared/cases-style reproduction: a ro
 
 The rewrite keeps bincount wherever the static facts do not hold::
 
-    (lambda x, m: (lambda i: torch.zeros(m, dtype=torch.int64, device=i.device)
-                               .scatter_add_(0, i, torch.ones_like(i))
-                   if i.dim() == 1 and type(m) is int and m >= x.shape[d]
-                   else torch.bincount(i, minlength=m))(x.argmax(dim=d)))(X, M)
+    (lambda _mend_x: (lambda _mend_i, _mend_m:
+        torch.zeros(_mend_m, dtype=torch.int64, device=_mend_i.device)
+             .scatter_add_(0, _mend_i, torch.ones_like(_mend_i))
+        if type(_mend_i) is torch.Tensor and type(_mend_x) is torch.Tensor and _mend_i.dim() == 1
+           and type(_mend_m) is int and _mend_x.dim() > D and _mend_m >= _mend_x.shape[d]
+        else torch.bincount(_mend_i, minlength=_mend_m))(_mend_x.argmax(dim=d), M))(X)
 
-Where the indices are bound on the line just before (``top = logits.argmax(-1)``), the
-count reads them and the bounding size there: ``(lambda i, m, n: ...)(top, M,
-logits.shape[-1])``. The guard is decided by Dynamo at trace time (a rank, an int, a size:
-guards, no break).
+(``D`` is ``d``, or ``-d - 1`` for a negative ``d``: the guard reads ``x.shape[d]`` only where it
+exists.) The indices are made before ``M`` is read, as in the original. Where the indices are
+bound on the line just before (``top = logits.argmax(-1)``), the count passes them, ``M`` and
+the bounding tensor: ``(lambda _mend_i, _mend_m, _mend_x: ...)(top, M, logits)``. The guard is
+decided by Dynamo at trace time (types, a rank, an int, a size: guards, no break).
 
 Taken: the indices of ``X.argmax(dim=d)`` / ``argmin`` (or without ``dim``: below
 ``X.numel()``), ``X.max(d)[1]`` / ``.indices`` / ``min``, ``X.topk(k, dim=d)[1]`` /
@@ -38,9 +41,16 @@ Traps, each handled:
 * between the binding of the indices and the count, code could rebind or reshape the
   bounding tensor in place (``logits.t_()``): the binding must be the statement just before,
   the bounding tensor a plain name, and nothing in the count's statement evaluated first.
-* ``M`` smaller than the dimension, a non-int ``M``, indices of rank 2 (bincount raises): the
-  guard falls back to bincount, so the behaviour is the original's.
-* names: ``torch`` bound only by ``import torch [as t]``; ``type`` not bound in the module.
+* ``M`` smaller than the dimension, a non-int ``M``, indices of rank 2 (bincount raises), a
+  0-d ``X`` whose indices were flattened (``x.shape[-1]`` would raise IndexError), a tensor
+  subclass or a NumPy array (its ``argmax`` may report other ids): the guard falls back to
+  bincount, so the behaviour is the original's (an adversarial review found the last three).
+* the lambda's parameters are ``_mend_``-prefixed, and a call naming ``_mend_...`` declines: a
+  user's ``topk(m, ...)`` must not read the lambda's ``m`` (a review); an unbound
+  ``torch.Tensor.topk(p, k)`` and a reshape other than to 1-D (``view(torch.int32)`` casts)
+  decline.
+* names: ``torch`` bound only by ``import torch [as t]``; ``type`` and ``int`` not bound in the
+  module.
 
 Declined and left: ``nonzero``/``unique``/masked selection (data-dependent output shapes).
 """

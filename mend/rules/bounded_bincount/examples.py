@@ -20,27 +20,38 @@ FIX_EXAMPLES: list[tuple] = [
     # a router's tokens-per-expert count (torchtitan / Megatron-style load balancing): argmax over
     # E logits, so every index is below E
     (
-        _HEAD + "def load(logits, num_experts):\n    counts = torch.bincount(logits.argmax(dim=-1), minlength=num_experts)\n    return counts\n",
-        _HEAD + "def load(logits, num_experts):\n    counts = (lambda x, m: (lambda i: torch.zeros(m, dtype=torch.int64, device=i.device).scatter_add_(0, i, torch.ones_like(i)) if i.dim() == 1 and type(m) is int and m >= x.shape[-1] else torch.bincount(i, minlength=m))(x.argmax(dim=-1)))(logits, num_experts)  # mend: bounded-bincount (was: torch.bincount(logits.argmax(dim=-1), minlength=num_experts))\n    return counts\n",
+        'import torch\n\n\ndef load(logits, num_experts):\n    counts = torch.bincount(logits.argmax(dim=-1), minlength=num_experts)\n    return counts\n',
+        'import torch\n\n\ndef load(logits, num_experts):\n    counts = (lambda _mend_x: (lambda _mend_i, _mend_m: torch.zeros(_mend_m, dtype=torch.int64, device=_mend_i.device).scatter_add_(0, _mend_i, torch.ones_like(_mend_i)) if type(_mend_i) is torch.Tensor and type(_mend_x) is torch.Tensor and _mend_i.dim() == 1 and type(_mend_m) is int and _mend_x.dim() > 0 and _mend_m >= _mend_x.shape[-1] else torch.bincount(_mend_i, minlength=_mend_m))(_mend_x.argmax(dim=-1), num_experts))(logits)  # mend: bounded-bincount (was: torch.bincount(logits.argmax(dim=-1), minlength=num_experts))\n    return counts\n',
     ),
     # top-k routing, the indices bound on the line before and flattened at the count; the method form
     (
-        _HEAD + "class Router(torch.nn.Module):\n    def forward(self, probs):\n        top = torch.topk(probs, 2, dim=-1).indices\n        load = top.flatten().bincount(minlength=self.num_experts).float()\n        return load\n",
-        _HEAD + "class Router(torch.nn.Module):\n    def forward(self, probs):\n        top = torch.topk(probs, 2, dim=-1).indices\n        load = (lambda i, m, n: torch.zeros(m, dtype=torch.int64, device=i.device).scatter_add_(0, i, torch.ones_like(i)) if i.dim() == 1 and type(m) is int and m >= n else torch.bincount(i, minlength=m))(top.flatten(), self.num_experts, probs.shape[-1]).float()  # mend: bounded-bincount (was: top.flatten().bincount(minlength=self.num_experts))\n        return load\n",
+        'import torch\n\n\nclass Router(torch.nn.Module):\n    def forward(self, probs):\n        top = torch.topk(probs, 2, dim=-1).indices\n        load = top.flatten().bincount(minlength=self.num_experts).float()\n        return load\n',
+        'import torch\n\n\nclass Router(torch.nn.Module):\n    def forward(self, probs):\n        top = torch.topk(probs, 2, dim=-1).indices\n        load = (lambda _mend_i, _mend_m, _mend_x: torch.zeros(_mend_m, dtype=torch.int64, device=_mend_i.device).scatter_add_(0, _mend_i, torch.ones_like(_mend_i)) if type(_mend_i) is torch.Tensor and type(_mend_x) is torch.Tensor and _mend_i.dim() == 1 and type(_mend_m) is int and _mend_x.dim() > 0 and _mend_m >= _mend_x.shape[-1] else torch.bincount(_mend_i, minlength=_mend_m))(top.flatten(), self.num_experts, probs).float()  # mend: bounded-bincount (was: top.flatten().bincount(minlength=self.num_experts))\n        return load\n',
     ),
     # the indices of max along dim 1 ([1] of the pair), torch spelled `th`
     (
-        "import torch as th\n\n\ndef hist(scores, n):\n    return th.bincount(th.max(scores, 1)[1], minlength=n)\n",
-        "import torch as th\n\n\ndef hist(scores, n):\n    return (lambda x, m: (lambda i: th.zeros(m, dtype=th.int64, device=i.device).scatter_add_(0, i, th.ones_like(i)) if i.dim() == 1 and type(m) is int and m >= x.shape[1] else th.bincount(i, minlength=m))(th.max(x, 1)[1]))(scores, n)  # mend: bounded-bincount (was: th.bincount(th.max(scores, 1)[1], minlength=n))\n",
+        'import torch as th\n\n\ndef hist(scores, n):\n    return th.bincount(th.max(scores, 1)[1], minlength=n)\n',
+        'import torch as th\n\n\ndef hist(scores, n):\n    return (lambda _mend_x: (lambda _mend_i, _mend_m: th.zeros(_mend_m, dtype=th.int64, device=_mend_i.device).scatter_add_(0, _mend_i, th.ones_like(_mend_i)) if type(_mend_i) is th.Tensor and type(_mend_x) is th.Tensor and _mend_i.dim() == 1 and type(_mend_m) is int and _mend_x.dim() > 1 and _mend_m >= _mend_x.shape[1] else th.bincount(_mend_i, minlength=_mend_m))(th.max(_mend_x, 1)[1], n))(scores)  # mend: bounded-bincount (was: th.bincount(th.max(scores, 1)[1], minlength=n))\n',
     ),
     # argmax over the flattened tensor: the indices lie below numel()
     (
-        _HEAD + "def f(x, n):\n    return torch.bincount(x.argmax().view(-1), minlength=n)\n",
-        _HEAD + "def f(x, n):\n    return (lambda x, m: (lambda i: torch.zeros(m, dtype=torch.int64, device=i.device).scatter_add_(0, i, torch.ones_like(i)) if i.dim() == 1 and type(m) is int and m >= x.numel() else torch.bincount(i, minlength=m))(x.argmax().view(-1)))(x, n)  # mend: bounded-bincount (was: torch.bincount(x.argmax().view(-1), minlength=n))\n",
+        'import torch\n\n\ndef f(x, n):\n    return torch.bincount(x.argmax().view(-1), minlength=n)\n',
+        'import torch\n\n\ndef f(x, n):\n    return (lambda _mend_x: (lambda _mend_i, _mend_m: torch.zeros(_mend_m, dtype=torch.int64, device=_mend_i.device).scatter_add_(0, _mend_i, torch.ones_like(_mend_i)) if type(_mend_i) is torch.Tensor and type(_mend_x) is torch.Tensor and _mend_i.dim() == 1 and type(_mend_m) is int and _mend_m >= _mend_x.numel() else torch.bincount(_mend_i, minlength=_mend_m))(_mend_x.argmax().view(-1), n))(x)  # mend: bounded-bincount (was: torch.bincount(x.argmax().view(-1), minlength=n))\n',
     ),
 ]
 
 DECLINE_EXAMPLES: list[DeclineExample | tuple] = [
+    # a review: an unbound method's first argument is the tensor, not `torch.Tensor`
+    (_HEAD + "def f(p, n):\n    return torch.bincount(torch.Tensor.topk(p, 2)[1].flatten(), minlength=n)\n",
+     "unbound"),
+    # a review: `view(torch.int32)` is a cast, not a reshape, at the count of a bound local
+    (_HEAD + "def f(s, n):\n    top = s.argmax(-1)\n    return torch.bincount(top.view(torch.int32), minlength=n)\n",
+     "reshapes otherwise than to 1-D"),
+    # the rewrite's own parameter names would capture the user's
+    (_HEAD + "def f(s, _mend_m, n):\n    return torch.bincount(s.topk(_mend_m, dim=-1)[1].flatten(), minlength=n)\n",
+     "the rewrite's own lambda parameters"),
+    # `int` rebound: the guard's `type(m) is int` would not be the builtin
+    (_HEAD + "int = float\n\n\ndef f(x, n):\n    return torch.bincount(x.argmax(-1), minlength=n)\n", "binds `int`"),
     # trap: indices of unknown origin may exceed minlength (bincount then grows; scatter_add_ raises)
     (_HEAD + "def f(ids, n):\n    return torch.bincount(ids, minlength=n)\n", "not known to lie below minlength"),
     # trap: weights change the output dtype (float64 counts for float weights)

@@ -10,20 +10,31 @@ import libcst as cst
 
 from mend.rules._base import Decline, RewriteResult
 from mend.rules._common import Replace, code_of, statement_at
-from mend.rules.bounded_bincount.screen import NAME, Plan, screen
+from mend.rules.bounded_bincount.screen import NAME, PARAM_I, PARAM_M, PARAM_X, Plan, Provenance, screen
+
+
+def guard_text(t: str, p: Provenance) -> str:
+    """The condition under which the static-length count equals bincount: plain tensors (a
+    subclass may override argmax: a review), 1-D indices, an int minlength, x has the
+    dimension (a 0-d x with `.flatten()`-ed indices: a review), and minlength covers it. Read
+    left to right, so `x.shape[d]` is read only where it exists."""
+    x, m, i = PARAM_X, PARAM_M, PARAM_I
+    has_dim = "" if p.dim is None else f" and {x}.dim() > {p.dim if p.dim >= 0 else -p.dim - 1}"
+    return (f"type({i}) is {t}.Tensor and type({x}) is {t}.Tensor and {i}.dim() == 1 and type({m}) is int"
+            f"{has_dim} and {m} >= {x}{p.bound}")
 
 
 def guarded(plan: Plan) -> str:
-    """The guarded replacement of the bincount call, as source."""
+    """The guarded replacement of the bincount call, as source. Inline, the indices are made
+    from x before minlength is read, as in the original."""
     t, m = plan.torch_name, code_of(plan.minlength).strip()
-    count = f"{t}.zeros(m, dtype={t}.int64, device=i.device).scatter_add_(0, i, {t}.ones_like(i))"
+    x, mm, i = PARAM_X, PARAM_M, PARAM_I
+    count = f"{t}.zeros({mm}, dtype={t}.int64, device={i}.device).scatter_add_(0, {i}, {t}.ones_like({i}))"
+    p = plan.inline or plan.local[1]
+    body = f"{count} if {guard_text(t, p)} else {t}.bincount({i}, minlength={mm})"
     if plan.inline is not None:
-        p = plan.inline
-        return (f"(lambda x, m: (lambda i: {count} if i.dim() == 1 and type(m) is int and m >= x{p.bound} "
-                f"else {t}.bincount(i, minlength=m))({p.text}))({code_of(p.x).strip()}, {m})")
-    name, p = plan.local
-    return (f"(lambda i, m, n: {count} if i.dim() == 1 and type(m) is int and m >= n "
-            f"else {t}.bincount(i, minlength=m))({code_of(plan.indices).strip()}, {m}, {p.x.value}{p.bound})")
+        return f"(lambda {x}: (lambda {i}, {mm}: {body})({p.text}, {m}))({code_of(p.x).strip()})"
+    return f"(lambda {i}, {mm}, {x}: {body})({code_of(plan.indices).strip()}, {m}, {p.x.value})"
 
 
 class _Mark(Replace):

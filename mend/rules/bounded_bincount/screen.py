@@ -16,13 +16,16 @@ from mend.taxonomy import UNFIXABLE_REASONS
 NAME = "bounded-bincount"
 
 # builtins the guarded expression calls: a module binding one changes what the guard means
-GUARD_BUILTINS = ("type",)
+GUARD_BUILTINS = ("type", "int")
 # index producers: method/function name -> (index of the dim among the arguments after X,
 # default dim (None: the flattened tensor), whether the indices are `[1]` / `.indices` of a pair)
 PRODUCERS = {"argmax": (0, None, False), "argmin": (0, None, False), "max": (0, "required", True),
              "min": (0, "required", True), "topk": (1, -1, True)}
 # reshapes to 1-D that keep every index value
 FLATTEN = ("flatten", "view", "reshape")
+
+# the guarded lambda's parameters: a user's name spelled so would be captured (declined)
+PARAM_X, PARAM_M, PARAM_I = "_mend_x", "_mend_m", "_mend_i"
 
 GENERIC = UNFIXABLE_REASONS["dynamic-shape-op"]   # another dynamic-shape op: the category's own reason
 
@@ -31,7 +34,8 @@ GENERIC = UNFIXABLE_REASONS["dynamic-shape-op"]   # another dynamic-shape op: th
 class Provenance:
     x: cst.BaseExpression       # the tensor whose dimension bounds the indices
     bound: str                  # `.shape[d]` or `.numel()`: read on x, the indices lie in [0, that)
-    text: str                   # the index expression with x written as `x`
+    text: str                   # the index expression with x written as `_mend_x`
+    dim: int | None = None      # d, when the indices are along one dimension (the guard checks x has it)
 
 
 @dataclass
@@ -94,6 +98,9 @@ def provenance(expr: cst.BaseExpression, torch_names: set[str]) -> Provenance | 
         if not args or args[0].keyword is not None or args[0].star:
             return f"`{code_of(expr).strip()}` does not pass the tensor first"
         x, rest = args[0].value, args[1:]
+    elif (dotted(receiver) or "").split(".")[0] in torch_names:
+        # `torch.Tensor.topk(probs, 2)`: an unbound method, its tensor the first argument (a review)
+        return f"`{code_of(expr).strip()}` calls `{dotted(receiver)}.{fn}` unbound"
     else:                                        # X.argmax(...)
         x, rest = receiver, args
     if any(a.star for a in rest):
@@ -118,10 +125,10 @@ def provenance(expr: cst.BaseExpression, torch_names: set[str]) -> Provenance | 
         if not (_plain(extra) or isinstance(extra, cst.Name)):
             return f"an argument of `{code_of(expr).strip()}` is not a literal, a name or an attribute"
     bound = ".numel()" if dim is None else f".shape[{dim}]"
-    inner = code_of(expr.with_changes(func=expr.func.with_changes(value=cst.Name("x")))) if x is receiver else \
-        code_of(expr.with_changes(args=[expr.args[0].with_changes(value=cst.Name("x")), *expr.args[1:]]))
+    inner = code_of(expr.with_changes(func=expr.func.with_changes(value=cst.Name(PARAM_X)))) if x is receiver else \
+        code_of(expr.with_changes(args=[expr.args[0].with_changes(value=cst.Name(PARAM_X)), *expr.args[1:]]))
     text = inner.strip() + pick + "".join("." + w for w in reversed(wrap))
-    return Provenance(x, bound, text)
+    return Provenance(x, bound, text, dim)
 
 
 def _calls(node: cst.CSTNode) -> list[cst.Call]:
@@ -190,6 +197,8 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
     rebound = [b for b in GUARD_BUILTINS if b in binds]
     if rebound:
         return Decline(NAME, f"the module binds `{rebound[0]}`, a builtin the rewritten expression calls")
+    if any(n.value.startswith("_mend_") for n in _names(call)):
+        return Decline(NAME, "the call names `_mend_...`, the rewrite's own lambda parameters")
     prov = provenance(indices, torch_names)
     if isinstance(prov, Provenance):
         return Plan(call, torch_name, minlength, indices, prov)
@@ -205,6 +214,9 @@ def _local(node, ancestors, indices, call, torch_names) -> tuple[str, Provenance
     that is itself a name; "" when the indices are not a name; else why not."""
     base = indices
     while isinstance(base, cst.Call) and isinstance(base.func, cst.Attribute) and base.func.attr.value in FLATTEN:
+        if not (not base.args if base.func.attr.value == "flatten" else (
+                len(base.args) == 1 and base.args[0].keyword is None and _int_literal(base.args[0].value) == -1)):
+            return f"`{code_of(base).strip()}` reshapes otherwise than to 1-D"   # `view(torch.int32)`: a review
         base = base.func.value
     if not isinstance(base, cst.Name):
         return ""

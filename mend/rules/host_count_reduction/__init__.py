@@ -7,6 +7,13 @@
         if s > C:
             n += 1
 
+The same count in one statement is taken too, with the same obligations (``init`` 0:
+Python's ``sum`` starts there): ``n = sum(k for s in T.tolist() if s <cmp> C)``,
+``n = sum(s <cmp> C for s in T.tolist())`` (bools summed) and
+``n = len([s for s in T.tolist() if s <cmp> C])`` become ``n = k * (T <cmp> C).sum()``; the
+module must not bind ``sum``/``len``, and the comprehension has one plain ``for`` (a
+hidden-case probe wrote the count so).
+
 ``T.tolist()`` moves every element to the host as a Python number (a graph break:
 "Tensor.tolist() with non-integer tensor"); the loop then counts in Python. The rewrite
 counts on the tensor, so the loop and the break disappear. The count becomes a 0-d int64
