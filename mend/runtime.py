@@ -689,8 +689,12 @@ def defer_warn(message: Any, category: Any = None, stacklevel: int = 1, source: 
     """``warnings.warn(message, category, stacklevel, source)``, deferred under torch.compile.
     ``ordered``: as in :func:`defer_print`."""
     if torch.compiler.is_compiling():
+        # the filters' actions, read in the trace, become guards: a filter set to "error" after
+        # compiling makes Dynamo trace again and warn in place (a review's case: at replay, the
+        # error followed the graph's buffer writes)
         if _warn_raises(message if isinstance(message, str) else None,
-                        type(message) if isinstance(message, Warning) else category):
+                        type(message) if isinstance(message, Warning) else category,
+                        tuple(f[0] for f in warnings.filters)):
             _warn_here(message, category, stacklevel, source)   # a graph break, as warnings.warn is
             return
         if _record("warn", None, None, (message, category, stacklevel, source), {}, ordered):
@@ -716,14 +720,15 @@ def _warn_here(message: Any, category: Any, stacklevel: int, source: Any) -> Non
 
 
 @torch.compiler.assume_constant_result
-def _warn_raises(text: str | None, category: Any) -> bool:
+def _warn_raises(text: str | None, category: Any, actions: tuple = ()) -> bool:
     """Whether the warnings filters in force while Dynamo traces may turn this warning into an
     exception (action ``"error"``: ``-W error``, pytest's ``filterwarnings = error``). Then the
     call is not deferred: raised at replay, after the graph, the exception would follow state
     the graph wrote (a buffer, a cache) that eager never wrote (an adversarial helper's case).
     Conservative: an ``"error"`` filter whose message or module pattern might match counts; the
-    first filter that surely matches decides. A constant of the trace: filters changed to
-    ``"error"`` after compiling raise at replay (documented)."""
+    first filter that surely matches decides. A constant of the trace, whose argument
+    ``actions`` (every filter's action, in order) Dynamo guards: filters changed after
+    compiling make it trace again."""
     category = category if isinstance(category, type) and issubclass(category, Warning) else UserWarning
     for action, msg, cat, mod, lineno in warnings.filters:
         if not issubclass(category, cat):

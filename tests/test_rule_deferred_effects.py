@@ -31,6 +31,7 @@ from torch._dynamo.utils import counters
 
 from mend import runtime as rt
 from mend.rules import Decline
+from tests.conftest import FIXTURES
 from mend.rules import deferred_side_effects as de
 
 SHARED_CASES = Path(__file__).resolve().parents[2] / "shared" / "cases"
@@ -841,3 +842,35 @@ def test_eager_print_formats_a_lazy_end():
     with contextlib.redirect_stdout(out):
         rt.defer_print("loss", end=rt.fmt(" ({:.2f})\n", torch.tensor(0.5)))
     assert out.getvalue() == "loss (0.50)\n"
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_a_filter_set_to_error_after_compiling_warns_in_place(backend, tmp_path):
+    # a hidden-case probe: compiled once under the default filters, then called under
+    # simplefilter("error"), the deferred warning raised at replay, after the graph had
+    # updated the buffers; the filters' actions are now guards, so Dynamo traces again
+    import importlib.util
+
+    src = (FIXTURES / "warn_then_buffer_update.py").read_text()
+    line = next(i for i, t in enumerate(src.splitlines(), 1) if "warnings.warn(" in t)
+    res = de.rewrite(cst.parse_module(src), line)
+    path = tmp_path / "warn_then_buffer_mended.py"
+    path.write_text(res.code)
+    spec = importlib.util.spec_from_file_location("warn_then_buffer_mended", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    model = mod.Model().eval()
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend=backend)
+    (x,) = mod.get_inputs()
+    with torch.no_grad():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compiled(x)
+        assert int(model.num_batches) == 1
+        ema = model.ema.clone()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with pytest.raises(UserWarning, match="3-D input is deprecated"):
+                compiled(x)
+    assert int(model.num_batches) == 1 and torch.equal(model.ema, ema)   # untouched, as in eager

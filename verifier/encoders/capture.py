@@ -121,8 +121,8 @@ def warning_identity(ob: dict, ctx: Ctx) -> Outcome:
                               "the original's unless another rewrite above the call changed the line count (the "
                               "import shares an existing line)"),
                            "a warnings filter that may turn the warning into an error while Dynamo traces keeps the "
-                           "call in place (not deferred); one changed to 'error' after compiling raises at replay, "
-                           "after the graph"], None)
+                           "call in place (not deferred); the filters' actions are guards of the trace, so one changed to "
+                           "'error' after compiling makes Dynamo trace again and keep the call in place"], None)
 
 
 ENCODERS = {

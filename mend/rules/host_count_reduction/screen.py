@@ -206,7 +206,8 @@ def _screen_comprehension(line: cst.SimpleStatementLine, pos, parents) -> _Plan 
 
     module = next(a for a in chain if isinstance(a, cst.Module))
     if fn in bindings(module) or "*" in bindings(module):
-        return Decline(NAME, f"the module binds `{fn}` (or star-imports): it may not be the builtin")
+        return Decline(NAME, f"the module binds `{fn}` (or star-imports): the `{fn}` on {where} may not be the "
+                             "builtin")
     var, counter, tensor = loop_.target.value, small.targets[0].target.value, loop_.iter.func.value
     elt, ifs = comp.elt, list(loop_.ifs)
     if fn == "sum" and not ifs and isinstance(elt, cst.Comparison):
