@@ -473,6 +473,17 @@ def forward(self, x, done):
 
 # (source, a substring of the reason); the site is the first line with a call (example_line)
 DECLINE_EXAMPLES: list[tuple[str, str] | DeclineExample] = [
+    # the level read on the host is the break; the guard decides whether the arguments run at all
+    DeclineExample('''import logging
+
+logger = logging.getLogger(__name__)
+
+
+def forward(self, h):
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug("hidden mean %s", h.mean())
+    return h
+''', "reads the logger's level on the host", line=7),
     # TRAP: stacklevel=2 names the caller's frame; replayed from the traced stack (which omits
     # torch.nn's call frames) it named another line, and a Block used twice warned twice
     ('''import warnings

