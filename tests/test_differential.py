@@ -115,3 +115,31 @@ def test_non_tensor_parts_of_the_output_are_compared():
     # objects compare by type only (a repr may hold an address)
     assert compare(_observed(lambda m, x: (x, object()), x), _observed(lambda m, x: (x, object()), x),
                    exact=True) == 0.0
+
+
+def test_the_modules_python_attributes_are_compared_after_the_call():
+    # a review: only buffers were compared, so a rewrite that changed a Python attribute (a
+    # counter, a stored type) went unseen
+    import numpy as np
+    import pytest
+    import torch
+
+    from verifier.differential import Mismatch, compare, observe
+
+    class Counter(torch.nn.Module):
+        def __init__(self, step, kind):
+            super().__init__()
+            self.calls, self.step, self.kind = 0, step, kind
+            self.inner = torch.nn.Linear(2, 2)
+
+        def forward(self, x):
+            self.calls += self.step
+            self.inner.seen = self.kind
+            return x * 2
+
+    x = torch.ones(2)
+    ref = observe(Counter(1, np.int64(3)), (x,), {})
+    assert compare(ref, observe(Counter(1, np.int64(3)), (x,), {}), exact=True) == 0.0
+    for other in (Counter(2, np.int64(3)), Counter(1, 3)):
+        with pytest.raises(Mismatch, match="Python attributes differ"):
+            compare(ref, observe(other, (x,), {}), exact=True)

@@ -125,7 +125,8 @@ def _reset_once_caches() -> None:
 
 def observe(model, args, kwargs, grad: bool, rng_seed: int = 1234):
     """Run once; return (result or exception, stdout, warnings, log records, grads,
-    buffers after the call, inputs after the call, output aliasing (:func:`aliasing`)). The
+    buffers after the call, inputs after the call, output aliasing (:func:`aliasing`), the
+    modules' Python attributes after the call (:func:`attributes`)). The
     RNG is seeded first, so dropout draws the same masks in both models unless one of them
     draws more."""
     out = io.StringIO()
@@ -182,7 +183,27 @@ def observe(model, args, kwargs, grad: bool, rng_seed: int = 1234):
     target = getattr(model, "_orig_mod", model)
     buffers = [(n, b.detach().clone()) for n, b in target.named_buffers()] if isinstance(target, torch.nn.Module) else []
     after = [a.detach().clone() for a in inputs if isinstance(a, torch.Tensor)]
-    return result, out.getvalue(), warned, records, grads, buffers, after, aliasing(result, inputs, target)
+    return (result, out.getvalue(), warned, records, grads, buffers, after, aliasing(result, inputs, target),
+            attributes(target))
+
+
+_MODULE_OWN = frozenset(vars(torch.nn.Module()))   # torch.nn.Module's own bookkeeping
+
+
+def attributes(module) -> list:
+    """Every submodule's Python attributes after the call, as ``(path, skeleton)``: a counter, a
+    flag, a number kept on the module (a review found only buffers compared). Tensors are
+    compared as buffers and inputs, submodules through their own attributes; torch's
+    bookkeeping and mend's runtime (``_mend*``) are left out."""
+    if not isinstance(module, torch.nn.Module):
+        return []
+    out = []
+    for name, sub in module.named_modules():
+        for key, value in vars(sub).items():
+            if key in _MODULE_OWN or key.startswith("_mend") or isinstance(value, (torch.Tensor, torch.nn.Module)):
+                continue
+            out.append((f"{name}.{key}" if name else key, skeleton(value)))
+    return out
 
 
 def aliasing(result, inputs: list, module) -> list:
@@ -387,6 +408,10 @@ def compare(a, b, exact: bool, any_error: bool = False, grad_stats: dict | None 
                     raise Mismatch(f"{kind} values differ (max abs error {err:.3g})")
             elif not torch.equal(x, y):
                 raise Mismatch(f"{kind} values differ")
+    if exact and len(a) > 8 and len(b) > 8 and a[8] != b[8]:
+        diff = next(((x, y) for x, y in zip(a[8], b[8]) if x != y), (a[8][len(b[8]):] or None, b[8][len(a[8]):] or None))
+        raise Mismatch(f"the module's Python attributes differ after the call: original {str(diff[0])[:160]}, "
+                       f"mended {str(diff[1])[:160]}")
     # last, so that a difference in values is the one reported
     if exact and len(a) > 7 and len(b) > 7 and a[7] != b[7]:
         i, x, y = next((i, x, y) for i, (x, y) in enumerate(zip(a[7], b[7])) if x != y)
