@@ -67,7 +67,8 @@ def order_checks() -> None:
             _register_effectful_op(op, _EffectType.ORDERED)
 
 
-MARKER_RE = re.compile(r"mend-trap:(?P<module>[A-Za-z_][\w.]*):(?P<table>_MEND_TRAPS\w*)\.(?P<key>[0-9a-f]{12})")
+# the module is any `__name__` (`mended-model`, `01_model` load by path: a review found them unrestored)
+MARKER_RE = re.compile(r"mend-trap:(?P<module>[^:\s]+):(?P<table>_MEND_TRAPS\w*)\.(?P<key>[0-9a-f]{12})")
 _INSTALLED = "_mend_validation_base"
 
 

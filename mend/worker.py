@@ -252,12 +252,12 @@ def _observe_all(request: dict) -> dict:
         args, kwargs = item if isinstance(item, (tuple, list)) else ((), item)  # (args, kwargs), or kwargs
         for line, value in settings:
             with forcing.forced(line, value) if line is not None else _Null():
-                result, stdout, warned, records, _, buffers, after, aliases = observe(model, tuple(args), kwargs,
-                                                                                        grad=False)
+                result, stdout, warned, records, _, buffers, after, aliases, attrs = observe(
+                    model, tuple(args), kwargs, grad=False)
             if not (isinstance(result, tuple) and result and result[0] == "raised"):
                 result = [t.detach().clone() for t in flatten(result)]
             out.append({"setting": [line, value],
-                        "obs": (result, stdout, warned, records, None, buffers, after, aliases)})
+                        "obs": (result, stdout, warned, records, None, buffers, after, aliases, attrs)})
     return {"observations": out, "seen": {str(k): sorted(forcing.seen(k) - {None}) for k in request.get("force", [])}}
 
 

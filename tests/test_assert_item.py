@@ -347,3 +347,44 @@ def test_torch_assert_on_a_tensor_is_fixed_end_to_end(tmp_path):
             compiled(x, torch.tensor([3.0, 0.0]))
         assert str(info.value) == "lengths must be positive"   # the message as the original's (a note aside)
         assert compiled(x, torch.tensor([3.0, 2.0])).shape == (2, 8)
+
+
+def test_torch_assert_keeps_the_call_for_all_but_a_one_element_plain_tensor(tmp_path):
+    # an adversarial review: torch._assert is `if not C: raise AssertionError(msg)` (python -O does
+    # not strip it), takes Python bools, dispatches __torch_function__, and a C of several
+    # elements raises "ambiguous" where an inlined _assert_async did not under inductor
+    res = pv.rewrite(cst.parse_module(_TA), 5)
+    path = tmp_path / "ta_kept.py"
+    path.write_text(res.code)
+    mod = _load(path, "_ta_kept")
+
+    class Logged(torch.Tensor):
+        seen = []
+
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            cls.seen.append(getattr(func, "__name__", str(func)))
+            return super().__torch_function__(func, types, args, kwargs or {})
+
+    for fn in (lambda c: mod.check(c), torch.compile(lambda c: mod.check(c), backend="aot_eager")):
+        torch._dynamo.reset()
+        assert fn(True) == 1
+        with pytest.raises(AssertionError, match="^positive$"):
+            fn(False)
+        with pytest.raises(RuntimeError, match="ambiguous"):
+            fn(torch.tensor([True, False]))
+    Logged.seen.clear()
+    assert mod.check(torch.tensor(True).as_subclass(Logged)) == 1 and "_assert" in Logged.seen
+    code = (f"import sys; sys.path.insert(0, {str(tmp_path)!r}); import ta_kept as m\n"
+            "try:\n    m.check(False)\nexcept AssertionError as e:\n    print('raised', e)\n")
+    out = subprocess.run([sys.executable, "-O", "-c", code], capture_output=True, text=True, timeout=300)
+    assert "raised positive" in out.stdout, out.stderr[-2000:]
+
+
+_TA = """import torch
+
+
+def check(c):
+    torch._assert(c, "positive")
+    return 1
+"""

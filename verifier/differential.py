@@ -190,6 +190,20 @@ def observe(model, args, kwargs, grad: bool, rng_seed: int = 1234):
 _MODULE_OWN = frozenset(vars(torch.nn.Module()))   # torch.nn.Module's own bookkeeping
 
 
+def attributes_differ(a: list, b: list) -> str | None:
+    """How two :func:`attributes` snapshots differ, else None. An attribute on one side only
+    counts unless its name is private: torch and libraries mark a module once it is compiled
+    (``_is_torch_compile``), on whichever model object ran compiled first."""
+    da, db = dict(a), dict(b)
+    for key in da.keys() & db.keys():
+        if da[key] != db[key]:
+            return f"`{key}`: original {str(da[key])[:120]}, mended {str(db[key])[:120]}"
+    for key in sorted(da.keys() ^ db.keys()):
+        if not key.rsplit(".", 1)[-1].startswith("_"):
+            return f"`{key}` is set in the {'original' if key in da else 'mended'} version only"
+    return None
+
+
 def attributes(module) -> list:
     """Every submodule's Python attributes after the call, as ``(path, skeleton)``: a counter, a
     flag, a number kept on the module (a review found only buffers compared). Tensors are
@@ -408,10 +422,10 @@ def compare(a, b, exact: bool, any_error: bool = False, grad_stats: dict | None 
                     raise Mismatch(f"{kind} values differ (max abs error {err:.3g})")
             elif not torch.equal(x, y):
                 raise Mismatch(f"{kind} values differ")
-    if exact and len(a) > 8 and len(b) > 8 and a[8] != b[8]:
-        diff = next(((x, y) for x, y in zip(a[8], b[8]) if x != y), (a[8][len(b[8]):] or None, b[8][len(a[8]):] or None))
-        raise Mismatch(f"the module's Python attributes differ after the call: original {str(diff[0])[:160]}, "
-                       f"mended {str(diff[1])[:160]}")
+    if exact and len(a) > 8 and len(b) > 8:
+        diff = attributes_differ(a[8], b[8])
+        if diff:
+            raise Mismatch(f"the module's Python attributes differ after the call: {diff}")
     # last, so that a difference in values is the one reported
     if exact and len(a) > 7 and len(b) > 7 and a[7] != b[7]:
         i, x, y = next((i, x, y) for i, (x, y) in enumerate(zip(a[7], b[7])) if x != y)

@@ -25,15 +25,26 @@ def branches(node: cst.If) -> list[tuple[cst.BaseExpression | None, cst.BaseSuit
 
 
 
-def _return_follows(node: cst.If, parent: cst.CSTNode | None) -> bool:
-    """``if p: return a`` directly followed by ``return b`` in the same block."""
+def _return_follows(node: cst.If, parent: cst.CSTNode | None) -> list[cst.SimpleStatementLine]:
+    """``if p: return a`` followed in the same block by ``return b``, or by plain assignments
+    ``t = ...`` and then ``return b`` (an early exit, ``if mask.all(): return x.mean(1)``, with
+    the general path after it: a hidden-case probe): those statements, the fall-through arm;
+    else []."""
     body = getattr(parent, "body", None)
     if not isinstance(body, (list, tuple)) or node not in body:
-        return False
-    i = list(body).index(node)
-    nxt = body[i + 1] if i + 1 < len(body) else None
-    return (isinstance(nxt, cst.SimpleStatementLine) and len(nxt.body) == 1
-            and isinstance(nxt.body[0], cst.Return) and nxt.body[0].value is not None)
+        return []
+    tail = []
+    for nxt in list(body)[list(body).index(node) + 1:]:
+        if not (isinstance(nxt, cst.SimpleStatementLine) and len(nxt.body) == 1):
+            return []
+        small = nxt.body[0]
+        tail.append(nxt)
+        if isinstance(small, cst.Return):
+            return tail if small.value is not None else []
+        if not (isinstance(small, cst.Assign) and len(small.targets) == 1
+                and isinstance(small.targets[0].target, cst.Name)):
+            return []
+    return []
 
 
 @dataclass

@@ -182,14 +182,16 @@ def _walk(node: cst.CSTNode):
         yield from _walk(child)
 
 
-def _occurrences_outside(scope: cst.CSTNode, body: cst.CSTNode, name: str) -> bool:
-    """Whether ``name`` occurs in ``scope`` outside ``body``."""
+def _occurrences_outside(scope: cst.CSTNode, body, name: str) -> bool:
+    """Whether ``name`` occurs in ``scope`` outside ``body`` (a node, or a tuple of statements:
+    the fall-through arm after an early ``return``)."""
     found = False
+    skip = body if isinstance(body, tuple) else (body,)
 
     class V(cst.CSTVisitor):
         def on_visit(self, node: cst.CSTNode) -> bool:
             nonlocal found
-            if node is body:
+            if any(node is b for b in skip):
                 return False
             if isinstance(node, cst.Name) and node.value == name:
                 found = True

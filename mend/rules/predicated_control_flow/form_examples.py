@@ -1,6 +1,8 @@
 """predicated-control-flow's fix examples for statement forms other than a plain
 ``if``/``else`` of single assignments: a conditional expression (``y = a if p else b``,
-``return a if p else b``) and a tuple assignment in each side. Part of
+``return a if p else b``), a tuple assignment in each side, and an early ``return`` followed
+by the general path (``if mask.all(): return x.mean(1)``, then assignments and a ``return``).
+Part of
 :data:`~mend.rules.predicated_control_flow.examples.FIX_EXAMPLES`."""
 from __future__ import annotations
 
@@ -74,6 +76,28 @@ STATEMENT_FORM_EXAMPLES: list[tuple[str, str]] = [
                     scale = torch.where(_mend_pred_0, 1 + s1, 1 + s2)
                     shift = torch.where(_mend_pred_0, t1, t2)
                     return x * scale + shift
+        '''),
+    ),
+    # an early exit, then the general path (a hidden-case probe): the assignments after the `if`
+    # are its fall-through arm, computed unconditionally as setup, the returns selected
+    (
+        dedent('''\
+            import torch
+
+
+            def pool(x, attention_mask):
+                if attention_mask.all():
+                    return x.mean(1)
+                m = attention_mask.unsqueeze(-1).to(x.dtype)
+                return (x * m).sum(1) / m.sum(1).clamp(min=1.0)
+        '''),
+        dedent('''\
+            import torch
+
+
+            def pool(x, attention_mask):
+                m = attention_mask.unsqueeze(-1).to(x.dtype)
+                return torch.where(attention_mask.all(), x.mean(1), (x * m).sum(1) / m.sum(1).clamp(min=1.0))  # mend: predicated-control-flow (was: if attention_mask.all())
         '''),
     ),
 ]

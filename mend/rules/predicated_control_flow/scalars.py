@@ -143,7 +143,9 @@ def scalar_temps(chain, arms, inside: dict, temps: set[str], node: cst.If, ances
     for n, bodies in inside.items():
         if n in temps or len(bodies) != 1:
             continue
-        i = next(k for k, (_, b) in enumerate(chain) if b is bodies[0])
+        i = next((k for k, (_, b) in enumerate(chain) if b is bodies[0]), None)
+        if i is None:   # the fall-through arm after an early return: its names are no scalar temps
+            continue
         names = [a for a, _ in arms[i].assigns]
         if names.count(n) != 1 or any(_occurs(t, n) for t in tests) or any(
                 _occurs(b, n) for k, (_, b) in enumerate(chain) if k != i):

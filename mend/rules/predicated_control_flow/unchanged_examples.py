@@ -10,6 +10,21 @@ from textwrap import dedent
 from mend.rules.predicated_control_flow.examples import FIX_EXAMPLES
 
 DECLINE_EXAMPLES: list[tuple[str, str]] = [
+    # an early exit whose general path does more than assign names and return (here a call for
+    # its effect): the fall-through arm is not taken
+    (
+        dedent('''\
+            import torch
+
+
+            def pool(x, attention_mask, seen):
+                if attention_mask.all():
+                    return x.mean(1)
+                seen.append(1)
+                return x.sum(1)
+        '''),
+        "a branch leaves early (`return`) while the other falls through",
+    ),
     # a walrus in the test: the reason names it (a hidden-case probe's reason blamed "a side")
     (
         dedent('''\
@@ -161,7 +176,8 @@ DECLINE_EXAMPLES: list[tuple[str, str]] = [
         '''),
         'mutates state (`self.cache`)',
     ),
-    # one side returns, the other falls through
+    # one side returns, the other rebinds a name the returning side reads, then returns: the
+    # fall-through arm's assignment would run first and change what the early return gives
     (
         dedent('''\
             import torch
@@ -173,7 +189,7 @@ DECLINE_EXAMPLES: list[tuple[str, str]] = [
                 h = h * 2
                 return h
         '''),
-        'leaves early',
+        'a returning branch also assigns `h`',
     ),
     # a name with no value on the untaken side
     (

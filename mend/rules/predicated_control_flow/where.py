@@ -41,13 +41,13 @@ def _rewrite_if(node: cst.If, ancestors: list[cst.CSTNode], env: _Env, positions
     setup = _plan_setup(chain, env, pred_codes)
     arms = [_arm(test, smalls) for (test, _), smalls in zip(chain, setup.bodies)]
     span_end = positions[node].end.line
-    extra_return = None
+    extra_return = None      # the statements after an `if p: return a` that make its else arm
     if chain[-1][0] is not None:  # no else
-        block = parent.body if isinstance(parent, (cst.IndentedBlock, cst.Module)) else []
-        if arms[-1].returns and len(arms) == 1 and _return_follows(node, parent):
-            extra_return = block[list(block).index(node) + 1]
-            arms.append(_arm(None, list(extra_return.body)))
-            span_end = positions[extra_return].end.line
+        tail = _return_follows(node, parent) if arms[-1].returns and len(arms) == 1 else []
+        if tail:
+            extra_return = tail
+            arms.append(_arm(None, [t.body[0] for t in tail]))
+            span_end = positions[tail[-1]].end.line
         else:
             arms.append(_Arm(None, [], None, False))
     if len({a.returns for a in arms}) > 1:
@@ -69,9 +69,10 @@ def _rewrite_if(node: cst.If, ancestors: list[cst.CSTNode], env: _Env, positions
     # Which names are selected, and which are setup temporaries: assigned on one side
     # and named nowhere else in the function, so running them unconditionally is unseen.
     inside: dict[str, list[cst.CSTNode]] = {}
+    bodies = [b for _, b in chain] + ([tuple(extra_return)] if extra_return else [])
     for i, arm in enumerate(arms):
         for n, _ in arm.assigns:
-            inside.setdefault(n, []).append(chain[i][1])
+            inside.setdefault(n, []).append(bodies[i])
     order_seen = list(inside)
     scope = env.function or env.module
     temps = {n for n, bodies in inside.items()
@@ -176,8 +177,8 @@ def _rewrite_if(node: cst.If, ancestors: list[cst.CSTNode], env: _Env, positions
         keep += [node.body.header.comment, *(ln.comment for ln in node.body.footer if ln.comment)]
     keep += [c for h in setup.hoisted for c in m.findall(h.node, m.Comment())]  # move with their statement
     comments = _comments(node, skip=tuple(c for c in keep if c is not None))
-    if extra_return is not None:
-        comments += _comments(extra_return)
+    for stmt in extra_return or ():
+        comments += _comments(stmt)
     kind = "elif chain" if len(preds) > 1 else "if"
     chosen = ["return"] if returns else list(selected)
     if setup.paired:
@@ -201,8 +202,7 @@ def _rewrite_if(node: cst.If, ancestors: list[cst.CSTNode], env: _Env, positions
         return [(parent, [parent.with_changes(orelse=new_else)])], span, detail, pred_codes
     out[0] = out[0].with_changes(leading_lines=[*node.leading_lines, *out[0].leading_lines])
     pairs = [(node, out)]
-    if extra_return is not None:
-        pairs.append((extra_return, []))
+    pairs += [(stmt, []) for stmt in extra_return or ()]
     return pairs, span, detail, pred_codes
 
 

@@ -13,11 +13,13 @@ message intact in eager and under the eager, aot_eager and inductor backends (al
 the message is dropped and the failure is a fatal device-side assert (pytorch#131491), so
 the restore is CPU-only (an obligation of every fix).
 
-``torch._assert(C, "literal")`` on a tensor ``C`` is ``assert C, "literal"`` (torch/__init__.py); Dynamo
-breaks on the call ("Data dependent operator") where it lowers the statement, so the call is
-rewritten as the assert is, under ``if __debug__:`` (``python -O`` strips the assert inside
-torch too; the condition, which the call evaluated, is then not evaluated: the function is
-screened to change no state). Positional arguments only; a formatted message declines.
+``torch._assert(C, "literal")`` on a tensor ``C`` is ``if not C: raise AssertionError("literal")``
+(torch/__init__.py, not stripped by ``python -O``); Dynamo breaks on the call ("Data dependent
+operator"). It becomes ``(lambda _mend_c: torch._assert_async(_mend_c, MARKER) if type(_mend_c)
+is torch.Tensor and _mend_c.numel() == 1 else torch._assert(_mend_c, "literal"))(C)``: a Python
+bool, a tensor subclass (``__torch_function__``) or a tensor of several elements keeps the
+call (an adversarial review found each changed by a first version, which had also assumed
+``-O`` stripped it). Positional arguments only; a message that is not a string literal declines.
 
 ``assert T.item() <op> E`` (xlm/flaubert ``get_masks``: ``assert lengths.max().item() <= slen``;
 either side, chains ``a < T.item() < b`` as ``torch.logical_and``, ``.item()`` on both sides) is

@@ -280,11 +280,11 @@ class Encoder(nn.Module):
         10,
     ),
     # torchvision / torchaudio style `torch._assert` on a tensor condition: torch runs
-    # `assert C, msg`, and Dynamo breaks on it ("Data dependent operator"); the AssertionError is
-    # restored like an assert's, and `python -O` strips both
+    # `if not C: raise AssertionError(msg)` (not stripped by `python -O`), and Dynamo breaks on it
+    # ("Data dependent operator"); anything but a one-element plain tensor keeps the call
     (
         'import torch\n\n\ndef check_lengths(x, lengths):\n    torch._assert((lengths > 0).all(), "lengths must be positive")\n    return x.sum(1) / lengths\n',
-        'import torch\n\n# mend: exceptions of checks rewritten into torch._assert_async, restored where the call returns\n# by mend.validation_runtime.install(model).\n_MEND_TRAPS = {\n    "cbee494c3527": lambda: AssertionError("lengths must be positive"),\n}\n\n\ndef check_lengths(x, lengths):\n    if __debug__:\n        torch._assert_async((lengths > 0).all(), f"mend-trap:{__name__}:_MEND_TRAPS.cbee494c3527")\n    return x.sum(1) / lengths\n',
+        'import torch\n\n# mend: exceptions of checks rewritten into torch._assert_async, restored where the call returns\n# by mend.validation_runtime.install(model).\n_MEND_TRAPS = {\n    "6bee0e236287": lambda: AssertionError("lengths must be positive"),\n}\n\n\ndef check_lengths(x, lengths):\n    (lambda _mend_c: torch._assert_async(_mend_c, f"mend-trap:{__name__}:_MEND_TRAPS.6bee0e236287") if type(_mend_c) is torch.Tensor and _mend_c.numel() == 1 else torch._assert(_mend_c, "lengths must be positive"))((lengths > 0).all())\n    return x.sum(1) / lengths\n',
         5,
     ),
 ]
@@ -292,7 +292,7 @@ class Encoder(nn.Module):
 DECLINE_EXAMPLES: list[tuple[str, str] | DeclineExample] = [
     # torch._assert with a formatted message: restoring it needs the values it reads
     DeclineExample('import torch\n\n\ndef f(x, lengths):\n    torch._assert((lengths > 0).all(), f"bad {lengths}")\n    return x\n',
-                   "torch._assert message is formatted at run time", line=5),
+                   "torch._assert message is not a string literal", line=5),
     # the message as a keyword
     DeclineExample('import torch\n\n\ndef f(x, lengths):\n    torch._assert((lengths > 0).all(), message="m")\n    return x\n',
                    "exactly a condition and a message, positionally", line=5),

@@ -149,8 +149,15 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     indent = pos[plan.stmt].start.column + (4 if plan.form == "assert" else 0)
     if indent + len(_code(call)) > 100:  # one argument a line, as black would
         call = cst.parse_expression(f"torch._assert_async(\n    {_code(plan.holds)},\n    {marker},\n)")
-    if plan.form == "if-raise":
+    if plan.call is not None:   # torch._assert: anything but a one-element plain tensor keeps the call
+        kept = plan.call.with_changes(args=[plan.call.args[0].with_changes(value=cst.Name("_mend_c")),
+                                            plan.call.args[1]])
+        call = cst.parse_expression(
+            f"(lambda _mend_c: torch._assert_async(_mend_c, {marker}) if type(_mend_c) is torch.Tensor and "
+            f"_mend_c.numel() == 1 else {_code(kept)})({_code(plan.holds)})")
         new: cst.CSTNode = cst.SimpleStatementLine([cst.Expr(call)], leading_lines=plan.stmt.leading_lines)
+    elif plan.form == "if-raise":
+        new = cst.SimpleStatementLine([cst.Expr(call)], leading_lines=plan.stmt.leading_lines)
     else:  # `python -O` strips asserts; so does `if __debug__:`
         new = cst.If(test=cst.Name("__debug__"), body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Expr(call)])]),
                      leading_lines=plan.stmt.leading_lines)

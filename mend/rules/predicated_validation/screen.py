@@ -34,6 +34,7 @@ class _Plan:
     args: list
     items: list = None             # the tensors read through `.item()` (source), when the condition has them
     numbers: list = None           # the other operands of those comparisons (source)
+    call: cst.Call | None = None   # `torch._assert(C, "msg")`: kept for anything but a one-element tensor
 
 
 
@@ -292,20 +293,23 @@ def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
                                      "boundary)")
         form, exc, test = "assert", None, node.test
     elif isinstance(node, cst.Expr) and torch_assert_call(node.value):
-        # `torch._assert(C, "msg")` runs `assert C, "msg"` for a tensor C (torch/__init__.py); Dynamo
-        # breaks on it ("Data dependent operator") where it lowers the statement itself
+        # `torch._assert(C, "msg")` is `if not C: raise AssertionError("msg")` for a plain tensor C
+        # (torch/__init__.py; not stripped by `python -O`: a review); Dynamo breaks on it ("Data
+        # dependent operator"). The rewrite keeps the call for anything but a one-element tensor
         stmt, call = chain[-1], node.value
         if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
             return Decline(NAME, "the check shares its line with other statements")
         if len(call.args) != 2 or any(a.keyword is not None or a.star for a in call.args):
             return Decline(NAME, "torch._assert is not given exactly a condition and a message, positionally")
-        try:
-            _literal(call.args[1].value)
-        except (ValueError, SyntaxError):
-            return Decline(NAME, "the torch._assert message is formatted at run time (an f-string or expression), "
-                                 "not a literal; the rewrite restores only a literal message outside the graph")
-        node = cst.Assert(test=call.args[0].value, msg=call.args[1].value)
-        form, exc, test, via_call = "assert", None, node.test, True
+        if not isinstance(call.args[1].value, (cst.SimpleString, cst.ConcatenatedString)) or \
+                m.findall(call.args[1].value, m.FormattedString()):
+            return Decline(NAME, "the torch._assert message is not a string literal (formatted at run time, or "
+                                 "another value); the rewrite restores only a literal message outside the graph")
+        if m.findall(call.args[0].value, m.Name(value=m.MatchIfTrue(lambda v: v.startswith("_mend_")))):
+            return Decline(NAME, "the condition names `_mend_...`, the rewrite's own lambda parameter")
+        cond = call.args[0].value
+        test = cst.UnaryOperation(cst.Not(), cond.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]))
+        form, exc, via_call = "if-raise", cst.Call(cst.Name("AssertionError"), [cst.Arg(call.args[1].value)]), True
     else:
         return Decline(NAME, "the check is not an `if ...: raise`, `assert` or `torch._assert` statement")
     if form == "if-raise":
@@ -325,8 +329,7 @@ def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
         if isinstance(form_, str):
             return Decline(NAME, form_)
         tensor_core, items, numbers = form_
-    if form == "assert" and not negated and not isinstance(core, cst.BooleanOperation) and items is None \
-            and not via_call:
+    if form == "assert" and not negated and not isinstance(core, cst.BooleanOperation) and items is None:
         return Decline(NAME, "Dynamo already compiles `assert <tensor>` with a literal or no message into "
                              "torch._assert_async without a break; nothing to rewrite")
     if isinstance(core, cst.BooleanOperation):
@@ -357,7 +360,8 @@ def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
     if form == "assert":  # `assert C` raises when C is false; `assert not C` when C is true
         fails_when = core if negated else cst.UnaryOperation(cst.Not(), core.with_changes(
             lpar=[cst.LeftParen()], rpar=[cst.RightParen()]))
-    return _Plan(stmt, function, form, test, fails_when, holds, exc, exc_name, args, items, numbers)
+    return _Plan(stmt, function, form, test, fails_when, holds, exc, exc_name, args, items, numbers,
+                 node.value if via_call else None)
 
 
 _GLOBAL_SETTERS = {"set_grad_enabled", "_set_grad_enabled", "set_autocast_enabled", "set_default_dtype",
