@@ -31,7 +31,8 @@ def _numeric(node: cst.BaseExpression) -> bool:
 def scalar_candidates(ancestors: list[cst.CSTNode]) -> set[str]:
     """Names an update may read as Python numbers, to be confirmed on the example run (the
     obligation ``mask-update-scalar``): ``self.<attr>`` that the class never binds to a tensor
-    or a module (no ``torch.``/``nn.`` call, ``Parameter`` or ``register_buffer`` names it),
+    or a module (no ``torch.``/``nn.`` call, ``Parameter`` or ``register_buffer`` names it) and
+    whose class body binds no name of it (a property, a method, a class attribute),
     and locals of the function every binding of which is a numeric expression. A parameter is
     never one (a tensor argument broadcasts against the selected elements only)."""
     out: set[str] = set()
@@ -53,7 +54,16 @@ def scalar_candidates(ancestors: list[cst.CSTNode]) -> set[str]:
                 elif isinstance(node, cst.Call) and "register_buffer" in code_of(node.func) and node.args \
                         and isinstance(node.args[0].value, cst.SimpleString):
                     tensorish.add(node.args[0].value.evaluated_value)
-        out |= {f"self.{a}" for a in plain - tensorish}
+        # a name the class body itself binds (a property, a method, a class attribute) is no
+        # plain instance attribute: `self.thr = 5` may run a setter, and each read a getter
+        # (an adversarial review: a getter with an effect, read once per element before)
+        in_class = {st.name.value for st in cls.body.body if isinstance(st, (cst.FunctionDef, cst.ClassDef))}
+        in_class |= {t.target.value for st in cls.body.body if isinstance(st, cst.SimpleStatementLine)
+                     for small in st.body if isinstance(small, cst.Assign) for t in small.targets
+                     if isinstance(t.target, cst.Name)}
+        in_class |= {small.target.value for st in cls.body.body if isinstance(st, cst.SimpleStatementLine)
+                     for small in st.body if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name)}
+        out |= {f"self.{a}" for a in plain - tensorish - in_class}
     if fn is not None:
         params = {p.name.value for p in [*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params]}
         binds: dict[str, list[bool]] = {}

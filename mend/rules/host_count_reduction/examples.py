@@ -222,6 +222,29 @@ def f(x, y):
 ]
 
 DECLINE_EXAMPLES: list[tuple[str, str]] = [
+    # a threshold that is a property: its getter ran once per element, the tensor count reads it
+    # once (an adversarial review's getter had an effect)
+    ("""import torch
+from torch import nn
+
+
+class Keep(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.thr = 5
+
+    @property
+    def thr(self):
+        return self._thr
+
+    @thr.setter
+    def thr(self, v):
+        self._thr = v
+
+    def forward(self, x, lengths):
+        n = sum(1 for s in lengths.tolist() if s > self.thr)
+        return x * n
+""", "a Python-number attribute of the module"),
     # the comprehension forms: `sum` rebound, two `for`s, an element that is not a literal, a use
     ('''import torch
 

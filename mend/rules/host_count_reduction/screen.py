@@ -301,7 +301,7 @@ def _rest_of_function(function: cst.FunctionDef, loop: cst.CSTNode, counter: str
                                  "bound to the last element")
         parent = parents.get(node)
         if not isinstance(parent, cst.BinaryOperation) or type(parent.operator) not in _ARITH:
-            return Decline(NAME, f"`{counter}` is {_use_kind(node, parents)} after the loop (line {ln}); the count "
+            return Decline(NAME, f"`{counter}` is {_use_kind(node, parents)} after the count (line {ln}); the count "
                                  "becomes a 0-d int64 tensor, so only operands of +, - and * keep their meaning")
         other = parent.right if parent.left is node else parent.left
         if _number(other) is not None or isinstance(other, (cst.SimpleString, cst.ConcatenatedString)):
