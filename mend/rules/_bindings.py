@@ -7,9 +7,8 @@ import libcst as cst
 
 from mend.rules._common import code_of, dotted
 
-# -- bindings --------------------------------------------------------------------------
-
-def _target_names(node: cst.CSTNode) -> list[str]:
+def _target_names(node: cst.CSTNode | None) -> list[str]:
+    """Names bound by an assignment target (``a``, ``a, (b, *c)``); attributes and items bind none."""
     if isinstance(node, cst.Name):
         return [node.value]
     if isinstance(node, (cst.Tuple, cst.List)):

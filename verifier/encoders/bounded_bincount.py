@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 
 from verifier.encoders.base import Ctx, names_bound_by
-from verifier.encoders.numpy_constants import _module_aliases, find_all_guarded
+from verifier.encoders.numpy_constants import _module_aliases, at_every_occurrence
 from verifier.outcomes import Outcome, check_refuted, checked, unknown
 
 LEMMA = "proofs/bb_bincount_scatter.smt2"
@@ -153,16 +153,11 @@ def _probe() -> str | None:
 
 
 def in_range(ob: dict, ctx: Ctx) -> Outcome:
-    t, mended = ob.get("torch"), ob.get("mended")
-    if not ctx.code or not mended or not t:
-        return unknown("the mended source or the guarded expression is not recorded")
-    hit = find_all_guarded(ctx.code, mended)
-    if hit is None:
-        return unknown("the guarded expression was not found in the mended source")
-    calls, parents = hit
-    tree = ast.parse(ctx.code)
-    outcomes = [_in_range_at(call, parents, tree, t) for call in calls]   # each occurrence must hold
-    return next((o for o in outcomes if o.result != "checked"), outcomes[0])
+    t = ob.get("torch")
+    if not t:
+        return unknown("the torch name of the mended source is not recorded")
+    return at_every_occurrence(ctx.code, ob.get("mended"),
+                               lambda call, parents, tree: _in_range_at(call, parents, tree, t))
 
 
 def _in_range_at(call: ast.Call, parents: dict, tree: ast.Module, t: str) -> Outcome:

@@ -460,17 +460,24 @@ def _observe(lib: str, fn: str) -> str | None:
     return None
 
 
-def result_consumer(ob: dict, ctx: Ctx) -> Outcome:
-    mended = ob.get("mended")
-    if not ctx.code or not mended:
+def at_every_occurrence(code: str | None, mended: str | None, check) -> Outcome:
+    """``check(call, parents, tree)`` at every occurrence of the guarded expression ``mended``
+    in the mended source (the obligation does not say which one the rewrite made): the first
+    outcome that is not ``checked``, else the first."""
+    if not code or not mended:
         return unknown("the mended source or the guarded expression is not recorded")
-    hit = find_all_guarded(ctx.code, mended)
+    hit = find_all_guarded(code, mended)
     if hit is None:
         return unknown("the guarded expression was not found in the mended source")
     calls, parents = hit
-    tree = ast.parse(ctx.code)
-    outcomes = [_consumer_outcome(ob, call, parents, tree) for call in calls]
+    tree = ast.parse(code)
+    outcomes = [check(call, parents, tree) for call in calls]
     return next((o for o in outcomes if o.result != "checked"), outcomes[0])
+
+
+def result_consumer(ob: dict, ctx: Ctx) -> Outcome:
+    return at_every_occurrence(ctx.code, ob.get("mended"),
+                               lambda call, parents, tree: _consumer_outcome(ob, call, parents, tree))
 
 
 def _consumer_outcome(ob: dict, call: ast.Call, parents: dict, tree: ast.Module) -> Outcome:

@@ -10,6 +10,7 @@ import libcst.matchers as m
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
 from mend.locate import Located
+from mend.rules._bindings import _target_names
 from mend.rules._base import Decline, Match
 from mend.rules._common import code_of as _code, dotted as _dotted
 from mend.taxonomy import LOG_METHODS, call_name
@@ -46,15 +47,6 @@ class _Plan:
 # --------------------------------------------------------------------------- names in the file
 
 
-def _target_names(node: cst.CSTNode | None) -> list[str]:
-    """Names bound by an assignment target (``a``, ``a, (b, *c)``); attributes and items bind none."""
-    if isinstance(node, cst.Name):
-        return [node.value]
-    if isinstance(node, (cst.Tuple, cst.List)):
-        return [n for el in node.elements for n in _target_names(el.value)]
-    if isinstance(node, cst.StarredElement):
-        return _target_names(node.value)
-    return []
 
 
 class _Bindings(cst.CSTVisitor):
