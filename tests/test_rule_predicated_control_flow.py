@@ -28,7 +28,7 @@ from mend.rules.predicated_control_flow import (
     rewrite,
 )
 from mend.rules.predicated_control_flow.where import where_equals_ite
-from tests.conftest import SHARED_CASES
+from tests.conftest import FIXTURES, SHARED_CASES
 
 
 def _rewrite(source: str, line: int | None = None):
@@ -631,3 +631,19 @@ def test_a_branch_on_a_numpy_bool_is_declined_by_its_differential_test():
     assert res.rewrites == [] and res.after.graph_count == res.before.graph_count == 2
     (declined,) = res.declined
     assert "original returned normally, mended raised TypeError" in declined["reason"]
+
+
+def test_the_code_after_an_early_return_must_be_shown_unable_to_raise():
+    # an adversarial review: `if (t < 0).any(): return ...` guarded `F.nll_loss(logp, t)`, which
+    # raises on negative targets; predicated, it ran on every call (applied as an unsafe fix)
+    from mend.pipeline import fix
+    from mend.rules import RULES
+
+    rule = RULES["predicated-control-flow"]
+    assert "fall-through-cannot-raise" in rule.required_kinds
+    src = (FIXTURES / "early_return_nll.py").read_text()
+    line = src.splitlines().index("        if (t < 0).any():") + 1
+    kinds = [o["kind"] for o in rule.rewrite(cst.parse_module(src), line).obligations]
+    assert "fall-through-cannot-raise" in kinds
+    res = fix(str(FIXTURES / "early_return_nll.py"), unsafe_fixes=True, max_examples=3)
+    assert res.rewrites == [] and "fall-through-cannot-raise" in res.declined[0].reason

@@ -211,6 +211,10 @@ ENCODERS = {
     "same-shape": same_shape,
     "same-dtype": same_dtype,
     "untaken-side-cannot-raise": cannot_raise,
+    # the statements after an early `return`, now run on every call: the predicate often guards
+    # exactly what they need (`if (t < 0).any(): return ...` before `nll_loss(logp, t)`), so the
+    # rule requires this one established (an adversarial review)
+    "fall-through-cannot-raise": cannot_raise,
     "single-element-predicate": single_element,
     "bool-predicate": bool_predicate,
     "bool-operand": bool_operand_truth,

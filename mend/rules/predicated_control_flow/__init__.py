@@ -86,7 +86,9 @@ source cannot decide is returned as obligations. Decided by Z3 over the facts of
 of the candidate on the example input, under the assumptions recorded with each proof:
 equal shapes and dtypes of the two sides (``same-shape``, ``same-dtype``), a one-element
 bool predicate (``single-element-predicate``, ``bool-predicate``, ``bool-operand``), an
-untaken side that cannot raise (``untaken-side-cannot-raise``), finite gradients through
+untaken side that cannot raise (``untaken-side-cannot-raise``; ``fall-through-cannot-raise``
+for the statements after an early ``return``, required at every level: an adversarial review's
+``if (t < 0).any(): return ...`` guarded the ``nll_loss`` after it), finite gradients through
 the untaken side (``finite-gradient``), and the selection's IEEE equality with the
 original branch (``where-equals-ite``, one per selected name); for ``torch.cond``, its
 predicate and branch types (``cond-predicate``, ``cond-branch-types``). Resting on checks,
@@ -115,7 +117,7 @@ in training there.
 
 OBLIGATION_KINDS = frozenset({
     "same-shape", "same-dtype", "single-element-predicate", "bool-predicate", "bool-operand",
-    "untaken-side-cannot-raise", "finite-gradient", "untaken-side-runs", "where-equals-ite",
+    "untaken-side-cannot-raise", "fall-through-cannot-raise", "finite-gradient", "untaken-side-runs", "where-equals-ite",
     "idempotent-device-move", "paired-call-value-not-aliased", "hoisted-setup-pure", "hoisted-setup-cannot-raise",
     "cond-predicate", "cond-branch-types", "cond-output-not-aliased", "cond-side-pure", "cond-taken-side-only",
     "cond-no-autograd", "finiteness-test-precision",
@@ -128,7 +130,7 @@ RULE = Rule(
     rewrite=rewrite,
     example_line=first_site,
     obligation_kinds=OBLIGATION_KINDS,
-    required_kinds=frozenset(),
+    required_kinds=frozenset({"fall-through-cannot-raise"}),
     needs_facts=True,
     fix_safety=FIX_SAFETY,
     doc=__doc__,

@@ -94,12 +94,17 @@ def _rewrite_if(node: cst.If, ancestors: list[cst.CSTNode], env: _Env, positions
     # Screen every side: it now runs whether or not its test holds.
     for i, arm in enumerate(arms):
         side = _guard_text(pred_codes, i)
+        before = len(env.obligations)
         for _, value in arm.assigns:
             _screen(value, env, side=side)
         if arm.ret is not None:
             _screen(arm.ret, env, side=side)
         if setup.paired:
             _screen(setup.paired[i].value, env, side=side)
+        if extra_return and i == len(arms) - 1:   # the fall-through after an early return: required
+            for ob in env.obligations[before:]:
+                if ob["kind"] == "untaken-side-cannot-raise":
+                    ob["kind"] = "fall-through-cannot-raise"
 
     # torch.where runs both sides. When a side must not run speculatively (a submodule
     # call, or an op whose gradient is non-finite off the domain the predicate guards),
