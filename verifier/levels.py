@@ -155,7 +155,8 @@ def prove(obligations: list[dict], *, level: str, before: str, code: str,
     t0 = time.perf_counter()
     required = frozenset(required)
     facts, defs = {"names": {}, "self": {}}, {}
-    if needs_facts and (level != "fast" or required):
+    # at fast only the required kinds this rewrite carries are discharged: no run without one
+    if needs_facts and (level != "fast" or required & {o.get("kind") for o in obligations}):
         try:
             facts, defs = facts_fn()
         except Exception as exc:  # noqa: BLE001 - no facts: the obligations needing them stay unknown
