@@ -86,6 +86,16 @@ def parse_index(path: str):
     return _index(path, Path(path).stat().st_mtime)
 
 
+def header_parts(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The parts of a statement Dynamo runs at its line: the whole small statement, or a
+    compound statement's header (its test, iterable or ``with`` items; its body holds
+    statements of their own)."""
+    if isinstance(node, cst.BaseCompoundStatement):
+        parts = [getattr(node, a) for a in ("test", "iter") if getattr(node, a, None) is not None]
+        return parts + list(getattr(node, "items", ()))
+    return [node]
+
+
 def locate(path: str, line: int) -> Located | None:
     """The innermost statement that starts on ``line``, else the innermost one covering it.
 

@@ -45,7 +45,7 @@ import re
 import libcst as cst
 import libcst.matchers as m
 
-from mend.locate import Located
+from mend.locate import Located, header_parts
 
 CATEGORIES = {
     "data-dependent-branch": "branch on a tensor's value",
@@ -150,11 +150,7 @@ def side_effect_call(loc: Located | None) -> str | None:
     if loc is None:
         return None
     node = loc.node
-    if isinstance(node, cst.BaseCompoundStatement):  # the body's calls are statements of their own
-        parts = [getattr(node, a) for a in ("test", "iter") if hasattr(node, a)] + list(getattr(node, "items", ()))
-    else:
-        parts = [node]
-    for part in parts:
+    for part in header_parts(node):  # the body's calls are statements of their own
         for call in m.findall(part, m.Call()):
             name = call_name(call)
             if _is_side_effect(name):
@@ -245,9 +241,7 @@ def _numpy_constant_call(loc: Located | None) -> bool:
                 names |= {a.asname.name.value for a in small.names if isinstance(a.asname, cst.AsName)
                           and isinstance(a.asname.name, cst.Name) and call_name(cst.Call(a.name)) == "numpy"}
     node = loc.node
-    parts = [getattr(node, a) for a in ("test", "iter") if hasattr(node, a)] + list(getattr(node, "items", ())) \
-        if isinstance(node, cst.BaseCompoundStatement) else [node]
-    for part in parts:
+    for part in header_parts(node):
         for call in m.findall(part, m.Call()):
             root, _, last = (call_name(call) or "").rpartition(".")
             if root in names and last in _NUMPY_CONSTANT_FUNCS:
@@ -306,9 +300,8 @@ def _debug_host_work(gb_type: str, loc: Located | None) -> bool:
                                                                                       "random.")):
         return True
     if gb_type in _SKIPPED:
-        parts = [getattr(node, a) for a in ("test", "iter") if hasattr(node, a)] + list(getattr(node, "items", ())) \
-            if isinstance(node, cst.BaseCompoundStatement) else [node]
-        return any((call_name(c) or "").endswith("jit.isinstance") for p in parts for c in m.findall(p, m.Call()))
+        return any((call_name(c) or "").endswith("jit.isinstance") for p in header_parts(node)
+                   for c in m.findall(p, m.Call()))
     return False
 
 
@@ -382,7 +375,7 @@ def categorize(gb_type: str, loc: Located | None) -> str:
         return "data-dependent-branch"
     if gb_type == "Data dependent operator" and isinstance(node, cst.Expr) and isinstance(node.value, cst.Call) \
             and call_name(node.value) == "torch._assert":
-        return "raise-assert"   # torch._assert(C, msg) is `assert C, msg`; bool(C) is the host read
+        return "raise-assert"   # torch._assert(C, msg): `if not C: raise AssertionError(msg)`, bool(C) the host read
     if (gb_type in _SKIPPED or gb_type == "repr() on tensor") and side_effect_call(loc):
         return "print-logging"   # a print/log/warn call, or one formatting a tensor's repr (`{t!r}`)
     if gb_type == "logging.Logger method not supported for non-export cases":

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import libcst as cst
+import libcst.matchers as m
 
 from mend.locate import Located
 from mend.rules._base import Decline, Match
@@ -63,18 +64,24 @@ def _plain(node: cst.BaseExpression) -> bool:
     return _int_literal(node) is not None or dotted(node) is not None
 
 
+def _to_1d(call: cst.Call) -> bool:
+    """``.flatten()``, ``.view(-1)`` or ``.reshape(-1)``: the indices made 1-D, every value kept
+    (``view(torch.int32)`` is a cast: a review)."""
+    args = call.args
+    if call.func.attr.value == "flatten":
+        return not args
+    return len(args) == 1 and args[0].keyword is None and _int_literal(args[0].value) == -1
+
+
 def provenance(expr: cst.BaseExpression, torch_names: set[str]) -> Provenance | str:
     """Where the index tensor ``expr`` comes from: an argmax/argmin (a dim or none), the
     indices of max/min along a dim, or of topk; optionally made 1-D by ``.flatten()``,
     ``.view(-1)`` or ``.reshape(-1)``. Else why not, in words."""
     wrap = []
     while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in FLATTEN:
-        args = expr.args
-        ok = (not args) if expr.func.attr.value == "flatten" else (
-            len(args) == 1 and args[0].keyword is None and _int_literal(args[0].value) == -1)
-        if not ok:
+        if not _to_1d(expr):
             return f"`{code_of(expr).strip()}` reshapes otherwise than to 1-D"
-        wrap.append(expr.func.attr.value + ("()" if not args else "(-1)"))
+        wrap.append(expr.func.attr.value + ("()" if not expr.args else "(-1)"))
         expr = expr.func.value
     pick = ""
     if isinstance(expr, cst.Subscript):
@@ -131,17 +138,6 @@ def provenance(expr: cst.BaseExpression, torch_names: set[str]) -> Provenance | 
     return Provenance(x, bound, text, dim)
 
 
-def _calls(node: cst.CSTNode) -> list[cst.Call]:
-    out = []
-
-    class V(cst.CSTVisitor):
-        def visit_Call(self, n: cst.Call) -> None:
-            out.append(n)
-
-    node.visit(V())
-    return out
-
-
 def _first_evaluated(value: cst.BaseExpression) -> cst.BaseExpression:
     """The subexpression Python evaluates first in ``value`` (the left operand, the receiver
     of a method call, the object of an attribute or subscript)."""
@@ -164,7 +160,7 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
     """The rewrite plan for the statement ``node`` at a break site, or why it is declined
     (``Decline(None, GENERIC)`` when the statement calls no bincount: another dynamic-shape op)."""
     module = next((a for a in ancestors if isinstance(a, cst.Module)), None)
-    found = [c for c in _calls(node) if _is_bincount(c)] if not isinstance(node, cst.BaseCompoundStatement) else []
+    found = [c for c in m.findall(node, m.Call()) if _is_bincount(c)] if not isinstance(node, cst.BaseCompoundStatement) else []
     if module is None or not found:
         return Decline(None, GENERIC)
     binds = bindings(module)
@@ -214,9 +210,8 @@ def _local(node, ancestors, indices, call, torch_names) -> tuple[str, Provenance
     that is itself a name; "" when the indices are not a name; else why not."""
     base = indices
     while isinstance(base, cst.Call) and isinstance(base.func, cst.Attribute) and base.func.attr.value in FLATTEN:
-        if not (not base.args if base.func.attr.value == "flatten" else (
-                len(base.args) == 1 and base.args[0].keyword is None and _int_literal(base.args[0].value) == -1)):
-            return f"`{code_of(base).strip()}` reshapes otherwise than to 1-D"   # `view(torch.int32)`: a review
+        if not _to_1d(base):
+            return f"`{code_of(base).strip()}` reshapes otherwise than to 1-D"
         base = base.func.value
     if not isinstance(base, cst.Name):
         return ""

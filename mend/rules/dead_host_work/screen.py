@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import libcst as cst
 import libcst.matchers as m
 
-from mend.locate import Located
+from mend.locate import Located, header_parts
 from mend.rules._base import Decline, Match
 from mend.rules._common import code_of, dotted, torch_aliases
 
@@ -126,16 +126,9 @@ class _DropImports(cst.CSTTransformer):
         return cst.RemoveFromParent()
 
 
-def _header(node: cst.CSTNode) -> list[cst.CSTNode]:
-    if isinstance(node, cst.BaseCompoundStatement):
-        return [getattr(node, a) for a in ("test", "iter") if getattr(node, a, None) is not None] + \
-            list(getattr(node, "items", ()))
-    return [node]
-
-
 def _jit_calls(node: cst.CSTNode, aliases: set[str]) -> list[cst.Call]:
     out = []
-    for part in _header(node):
+    for part in header_parts(node):
         for call in m.findall(part, m.Call()):
             name = dotted(call.func) or ""
             root, _, rest = name.partition(".")

@@ -7,8 +7,9 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from mend.rules._base import Decline, RewriteResult
 from mend.rules._common import add_import, code_of as _code, statement_at
-from mend.rules.deferred_side_effects.screen import (NAME, RUNTIME, _bindings, _header, _lazy, _lazy_items,
-                                                     _runtime_alias, _screen, _site, level_guard)
+from mend.locate import header_parts
+from mend.rules.deferred_side_effects.screen import (NAME, RUNTIME, _bindings, _lazy, _lazy_items, _runtime_alias,
+                                                     _screen, _site, level_guard)
 
 
 def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
@@ -21,7 +22,7 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     site = _site(wrapper, line)
     if site is None:
         stmt = statement_at(module, line, compound=True)[1]
-        guard = level_guard(_header(stmt[0])) if stmt is not None else None
+        guard = level_guard(header_parts(stmt[0])) if stmt is not None else None
         return guard or Decline(NAME, f"no print/logger/warnings.warn call on line {line}")
     b = _bindings(module)
     plan = _screen(site[0], site[1], b.bound)

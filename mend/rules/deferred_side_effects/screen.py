@@ -9,7 +9,7 @@ import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
-from mend.locate import Located
+from mend.locate import Located, header_parts
 from mend.rules._bindings import _target_names
 from mend.rules._base import Decline, Match
 from mend.rules._common import code_of as _code, dotted as _dotted
@@ -583,14 +583,6 @@ def _lazy(value: cst.BaseExpression, alias: str, bound: frozenset | set = frozen
 # --------------------------------------------------------------------------- rewriting
 
 
-def _header(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """What a statement runs at its own line: a compound statement's test (its body holds other
-    sites; a hidden-case probe's reason named a call of the body), else the statement."""
-    if isinstance(node, (cst.If, cst.While)):
-        return [node.test]
-    return [] if isinstance(node, cst.BaseCompoundStatement) else [node]
-
-
 def level_guard(header: list[cst.CSTNode]) -> Decline | None:
     """The decline for ``if logger.isEnabledFor(LEVEL):`` (the level read on the host is the
     break), else None."""
@@ -611,7 +603,7 @@ def match(loc: Located) -> Match | Decline:
     Works from the located statement (no position metadata: fast on large files).
     """
     node = loc.node
-    header = _header(node)
+    header = header_parts(node)   # a compound statement's body holds other sites (a probe's reason named one)
     level = level_guard(header)
     if level is not None:
         return level

@@ -13,6 +13,7 @@ from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvide
 
 from mend.locate import Located
 from mend.rules._base import Decline, Match
+from mend.rules._bindings import bindings
 from mend.rules._common import code_of as _code
 from mend.rules._common import dotted
 from mend.rules._scalars import scalar_candidates
@@ -84,11 +85,7 @@ def _screen(wrapper: MetadataWrapper, line: int) -> _Plan | Decline:
         lines = [n for n in m.findall(wrapper.module, m.SimpleStatementLine()) if pos[n].start.line == line]
         return _screen_comprehension(lines[0], pos, parents) if lines else _generic()
     loop = loops[0]
-    chain, cur = [], loop
-    while cur in parents:
-        cur = parents[cur]
-        chain.append(cur)
-    chain.reverse()
+    chain = _ancestry(loop, parents)
     function = next((a for a in reversed(chain) if isinstance(a, cst.FunctionDef)), None)
     where = f"line {line}"
     if not _is_tolist(loop.iter):
@@ -107,11 +104,9 @@ def _screen(wrapper: MetadataWrapper, line: int) -> _Plan | Decline:
         return Decline(NAME, f"the loop target `{_code(loop.target)}` ({where}) is not a single name")
     var = loop.target.value
     tensor = loop.iter.func.value
-    if m.findall(tensor, m.NamedExpr() | m.Lambda() | m.Yield() | m.Await()):
-        return Decline(NAME, f"the iterated expression ({where}) binds a name or defines/awaits a function")
-    if _through_numpy(tensor):
-        return Decline(NAME, f"the iterated expression `{_code(tensor)}` ({where}) goes through NumPy: its "
-                             "tolist() is not a torch.Tensor's, and the count would not be a tensor")
+    why = _iterated_decline(tensor, where)
+    if why is not None:
+        return why
     body = loop.body.body if isinstance(loop.body, cst.IndentedBlock) else ()
     if m.findall(loop.body, m.Break() | m.Continue()):
         return Decline(NAME, f"the loop body ({where}) has `break`/`continue`: the count stops early")
@@ -184,11 +179,7 @@ def _screen_comprehension(line: cst.SimpleStatementLine, pos, parents) -> _Plan 
         return _generic()
     where = f"line {pos[line].start.line}"
     fn, comp = value.func.value, value.args[0].value
-    chain, cur = [], line
-    while cur in parents:
-        cur = parents[cur]
-        chain.append(cur)
-    chain.reverse()
+    chain = _ancestry(line, parents)
     function = next((a for a in reversed(chain) if isinstance(a, cst.FunctionDef)), None)
     loop_ = comp.for_in
     if not _is_tolist(loop_.iter):
@@ -202,10 +193,8 @@ def _screen_comprehension(line: cst.SimpleStatementLine, pos, parents) -> _Plan 
         return Decline(NAME, f"the count ({where}) is not assigned to one name")
     if loop_.inner_for_in is not None or loop_.asynchronous is not None or not isinstance(loop_.target, cst.Name):
         return Decline(NAME, f"the comprehension ({where}) is not one plain `for s in T.tolist()`")
-    from mend.rules._bindings import bindings
-
-    module = next(a for a in chain if isinstance(a, cst.Module))
-    if fn in bindings(module) or "*" in bindings(module):
+    binds = bindings(next(a for a in chain if isinstance(a, cst.Module)))
+    if fn in binds or "*" in binds:
         return Decline(NAME, f"the module binds `{fn}` (or star-imports): the `{fn}` on {where} may not be the "
                              "builtin")
     var, counter, tensor = loop_.target.value, small.targets[0].target.value, loop_.iter.func.value
@@ -218,11 +207,9 @@ def _screen_comprehension(line: cst.SimpleStatementLine, pos, parents) -> _Plan 
     else:
         return Decline(NAME, f"`{_code(value)}` ({where}) is not `sum(<int literal> for s in T.tolist() if s <cmp> "
                              "C)`, `sum(s <cmp> C for s in T.tolist())` or `len([s for s in T.tolist() if s <cmp> C])`")
-    if m.findall(tensor, m.NamedExpr() | m.Lambda() | m.Yield() | m.Await()):
-        return Decline(NAME, f"the iterated expression ({where}) binds a name or defines/awaits a function")
-    if _through_numpy(tensor):
-        return Decline(NAME, f"the iterated expression `{_code(tensor)}` ({where}) goes through NumPy: its "
-                             "tolist() is not a torch.Tensor's, and the count would not be a tensor")
+    why = _iterated_decline(tensor, where)
+    if why is not None:
+        return why
     if counter == var:
         return Decline(NAME, f"the comprehension variable `{var}` is also the counter ({where})")
     got = _comparison(test, var, chain, where)
@@ -237,6 +224,25 @@ def _screen_comprehension(line: cst.SimpleStatementLine, pos, parents) -> _Plan 
     if isinstance(uses, Decline):
         return uses
     return _Plan(line, counter, var, tensor, op, threshold, number, 0, step, uses, form="sum")
+
+
+def _ancestry(node: cst.CSTNode, parents) -> list[cst.CSTNode]:
+    """``node``'s ancestors, outermost first."""
+    chain, cur = [], node
+    while cur in parents:
+        cur = parents[cur]
+        chain.append(cur)
+    return chain[::-1]
+
+
+def _iterated_decline(tensor: cst.BaseExpression, where: str) -> Decline | None:
+    """Why the expression ``.tolist()`` is called on cannot be counted as a tensor, else None."""
+    if m.findall(tensor, m.NamedExpr() | m.Lambda() | m.Yield() | m.Await()):
+        return Decline(NAME, f"the iterated expression ({where}) binds a name or defines/awaits a function")
+    if _through_numpy(tensor):
+        return Decline(NAME, f"the iterated expression `{_code(tensor)}` ({where}) goes through NumPy: its "
+                             "tolist() is not a torch.Tensor's, and the count would not be a tensor")
+    return None
 
 
 def _comparison(test: cst.BaseExpression, var: str, chain: list, where: str):

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from mend.locate import Located
+from mend.locate import Located, header_parts
 from mend.rules._base import Decline, Match
 from mend.rules._bindings import _Bindings, _target_names, aliases, bindings, module_alias
 from mend.rules._common import _same_line_host, code_of, dotted, import_block
@@ -73,15 +73,6 @@ class _Parents(cst.CSTVisitor):
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
         self.stack.pop()
-
-
-def _header_parts(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """The parts of a statement Dynamo runs at its line: the whole small statement, or a
-    compound statement's header (its body holds statements of their own)."""
-    if isinstance(node, cst.BaseCompoundStatement):
-        parts = [getattr(node, a) for a in ("test", "iter") if hasattr(node, a)]
-        return parts + list(getattr(node, "items", ()))
-    return [node]
 
 
 def _numpy_call(call: cst.Call, np_names: set[str]) -> tuple[str, str] | None:
@@ -214,7 +205,7 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
     np_names = aliases(binds, "numpy")
     torch_names = aliases(binds, "torch")
     finder = _Parents()
-    for part in _header_parts(node):
+    for part in header_parts(node):
         part.visit(finder)
     function = next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), None)
     local = None
@@ -336,13 +327,7 @@ def _local_binding(node: cst.CSTNode, parents: dict[int, cst.CSTNode], function:
     walrus, ``del``, parameter or ``global``), and every read of it, anywhere in the function,
     a consumer that treats np.int64 and int alike. None when the statement reads no such
     local; a Decline, naming the read or binding, when it reads one the rule cannot take."""
-    read = []
-    for part in _header_parts(node):
-        for n in _walk(part):
-            parent = parents.get(id(n))
-            if isinstance(n, cst.Name) and not (isinstance(parent, cst.Attribute) and parent.attr is n) and not (
-                    isinstance(parent, cst.Arg) and parent.keyword is n):
-                read.append(n.value)
+    read = [n.value for part in header_parts(node) for n in _walk(part) if _is_read(n, parents)]
     assigns = [s for s in _walk(function.body) if isinstance(s, cst.Assign) and len(s.targets) == 1
                and isinstance(s.targets[0].target, cst.Name) and isinstance(s.value, cst.Call)
                and _numpy_call(s.value, np_names)]
@@ -366,10 +351,7 @@ def _local_binding(node: cst.CSTNode, parents: dict[int, cst.CSTNode], function:
                            "frame or a closure cell), where it would see an int instead of the np.int64 it was")
         uses = []
         for n in _walk(function.body):
-            parent = finder.parent.get(id(n))
-            if not isinstance(n, cst.Name) or n.value != name or n is assign.targets[0].target or (
-                    isinstance(parent, cst.Attribute) and parent.attr is n) or (
-                    isinstance(parent, cst.Arg) and parent.keyword is n):
+            if not _is_read(n, finder.parent) or n.value != name or n is assign.targets[0].target:
                 continue
             consumer, what = _consumer(n, finder.parent, np_names, torch_names, binds)
             if consumer is None:
@@ -381,6 +363,14 @@ def _local_binding(node: cst.CSTNode, parents: dict[int, cst.CSTNode], function:
     return None
 
 
+def _is_read(node: cst.CSTNode, parents: dict[int, cst.CSTNode]) -> bool:
+    """``node`` is a name in a load or store position: not an attribute's name (``x.width``) nor
+    a keyword argument's (``f(width=3)``)."""
+    parent = parents.get(id(node))
+    return isinstance(node, cst.Name) and not (isinstance(parent, cst.Attribute) and parent.attr is node) and not (
+        isinstance(parent, cst.Arg) and parent.keyword is node)
+
+
 def reads_numpy_local(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> bool:
     """The statement reads a local of its function bound by ``NAME = np.sum/prod/lcm/gcd(...)``
     (the taxonomy's question: is the break's cause a numpy call on another line)."""
@@ -390,7 +380,7 @@ def reads_numpy_local(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> bool:
         return False
     binds = bindings(module)
     finder = _Parents()
-    for part in _header_parts(node):
+    for part in header_parts(node):
         part.visit(finder)
     found = _local_binding(node, finder.parent, function, aliases(binds, "numpy"), aliases(binds, "torch"), binds,
                            module)
