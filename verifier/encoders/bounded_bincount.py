@@ -42,13 +42,9 @@ def indices_of(expr: ast.AST, torch_names: set[str]) -> tuple[ast.AST, str, int 
     """``(X, bound)`` when ``expr`` is the indices of an argmax/argmin/max/min/topk of ``X``
     (made 1-D or not), with ``bound`` the source of the size they lie below, written on
     ``X`` (``.shape[d]`` or ``.numel()``), and ``d`` (None: over the whole tensor); else why not."""
-    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in (
-            "flatten", "view", "reshape"):
-        plain = not expr.args and not expr.keywords if expr.func.attr == "flatten" else (
-            len(expr.args) == 1 and not expr.keywords and _int(expr.args[0]) == -1)
-        if not plain:
-            return f"`{ast.unparse(expr)}` reshapes otherwise than to 1-D"
-        expr = expr.func.value
+    expr = _strip_flatten(expr)
+    if isinstance(expr, str):
+        return expr
     paired = False
     if isinstance(expr, ast.Subscript) and _int(expr.slice) == 1:
         paired, expr = True, expr.value

@@ -399,7 +399,7 @@ def local_reads(assign: ast.Assign, value: ast.AST, parents: dict) -> list[ast.N
     """The reads of the local that ``assign`` (``NAME = value``) binds, in its function; or
     why they cannot be followed: another target, a nested scope, a second binding of the
     name anywhere in the function (a parameter, loop target, walrus, ``del``, ``global``, a
-    match capture), or a call that reads locals by name."""
+    match capture). What reads locals by name (``locals()``, a frame) is :func:`frame_reader`'s."""
     if len(assign.targets) != 1 or not isinstance(assign.targets[0], ast.Name) or assign.value is not value:
         return "the guarded expression is assigned, but not to one plain name"
     name = assign.targets[0].id
@@ -419,8 +419,6 @@ def local_reads(assign: ast.Assign, value: ast.AST, parents: dict) -> list[ast.N
             bound += 1
         if isinstance(node, ast.MatchMapping) and node.rest == name:
             bound += 1
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _INTROSPECTION:
-            return f"the function calls {node.func.id}(), which may read `{name}` by name"
     if bound != 1:
         return f"`{name}` is bound {bound} times in the function: a read may see another value"
     reads = [n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
