@@ -327,16 +327,9 @@ def _local_binding(node: cst.CSTNode, parents: dict[int, cst.CSTNode], function:
     walrus, ``del``, parameter or ``global``), and every read of it, anywhere in the function,
     a consumer that treats np.int64 and int alike. None when the statement reads no such
     local; a Decline, naming the read or binding, when it reads one the rule cannot take."""
-    read = [n.value for part in header_parts(node) for n in _walk(part) if _is_read(n, parents)]
-    assigns = [s for s in _walk(function.body) if isinstance(s, cst.Assign) and len(s.targets) == 1
-               and isinstance(s.targets[0].target, cst.Name) and isinstance(s.value, cst.Call)
-               and _numpy_call(s.value, np_names)]
     fbinds = _Bindings(cst.Module(body=[]))
     function.visit(fbinds)
-    for name in dict.fromkeys(read):
-        mine = [a for a in assigns if a.targets[0].target.value == name]
-        if not mine:
-            continue
+    for name, mine in _numpy_locals(node, parents, function, np_names):
         assign = mine[0]
         if len(fbinds.names.get(name, [])) != 1 or len(mine) != 1:
             return Decline(NAME, f"`{name}`, the result of `{code_of(assign.value).strip()}`, is bound more than "
@@ -371,20 +364,30 @@ def _is_read(node: cst.CSTNode, parents: dict[int, cst.CSTNode]) -> bool:
         isinstance(parent, cst.Arg) and parent.keyword is node)
 
 
+def _numpy_locals(node: cst.CSTNode, parents: dict[int, cst.CSTNode], function: cst.FunctionDef,
+                  np_names: set[str]) -> list[tuple[str, list[cst.Assign]]]:
+    """The locals the statement ``node`` reads that its function binds by ``NAME = np.f(...)``,
+    each with those assignments, in the order the statement reads them."""
+    read = [n.value for part in header_parts(node) for n in _walk(part) if _is_read(n, parents)]
+    assigns = [s for s in _walk(function.body) if isinstance(s, cst.Assign) and len(s.targets) == 1
+               and isinstance(s.targets[0].target, cst.Name) and isinstance(s.value, cst.Call)
+               and _numpy_call(s.value, np_names)]
+    out = [(name, [a for a in assigns if a.targets[0].target.value == name]) for name in dict.fromkeys(read)]
+    return [(name, mine) for name, mine in out if mine]
+
+
 def reads_numpy_local(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> bool:
     """The statement reads a local of its function bound by ``NAME = np.sum/prod/lcm/gcd(...)``
-    (the taxonomy's question: is the break's cause a numpy call on another line)."""
+    (the taxonomy's question: is the break's cause a numpy call on another line; whether the
+    rule can take it is the rule's)."""
     module = next((a for a in ancestors if isinstance(a, cst.Module)), None)
     function = next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), None)
     if module is None or function is None:
         return False
-    binds = bindings(module)
     finder = _Parents()
     for part in header_parts(node):
         part.visit(finder)
-    found = _local_binding(node, finder.parent, function, aliases(binds, "numpy"), aliases(binds, "torch"), binds,
-                           module)
-    return found is not None
+    return bool(_numpy_locals(node, finder.parent, function, aliases(bindings(module), "numpy")))
 
 
 def _nested_scope(function: cst.FunctionDef, target: cst.CSTNode) -> bool:
