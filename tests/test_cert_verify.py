@@ -218,7 +218,7 @@ def test_cond_certificate_reencodes(tmp_path, run_mend):
     case = FIXTURES.parents[1].parent / "shared" / "cases" / "012_sqrt_branch_grad_nan.py"
     shutil.copy(case, tmp_path / case.name)
     code, _, err = run_mend("fix", "--unsafe-fixes", str(tmp_path / case.name), "--verify", "strict", "--out", str(tmp_path / "out"),
-                            "--examples", "3")
+                            "--examples", "3", "--choose", "always")   # the rule's own form: torch.cond
     assert code == 0, err
     (cert,) = (tmp_path / "out" / "certificates").glob("*.json")
     obs = json.loads(cert.read_text())["obligations"]

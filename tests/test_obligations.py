@@ -260,7 +260,8 @@ def test_strict_declines_traps_naming_the_obligation(case, kind):
 def test_strict_rewrites_the_sqrt_trap_with_cond_not_where():
     """012: torch.where would leak NaN gradients (finite-gradient is refuted for it, see
     above); torch.cond runs only the taken side, so strict emits that, every obligation proved."""
-    res = fix(str(SHARED_CASES / "012_sqrt_branch_grad_nan.py"), unsafe_fixes=True, max_examples=5, verify="strict")
+    res = fix(str(SHARED_CASES / "012_sqrt_branch_grad_nan.py"), unsafe_fixes=True, max_examples=5, verify="strict",
+              choose="always")   # the rule's own form; the gated torch.where is tests/test_gradient_gate.py's
     (rw,) = res.rewrites
     assert "torch.cond(" in rw["diff"] and "torch.where(" not in rw["diff"]
     kinds = {o["kind"]: o["result"] for o in rw["obligations"]}
@@ -403,6 +404,7 @@ CHECKS_TESTED_WITH_THEIR_RULE = {
     "int-guards-emitted": "test_rule_constant_buffer.py",
     "item-operand-tensor": "test_rule_item_operand.py",
     "bincount-in-range": "test_rule_bounded_bincount.py",
+    "gradient-gated": "test_gradient_gate.py",
 }
 
 

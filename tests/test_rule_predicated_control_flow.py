@@ -78,18 +78,24 @@ def _kinds(result: RewriteResult) -> set[str]:
     return {o["kind"] for o in result.obligations}
 
 
-def test_sqrt_trap_carries_finite_gradient_obligation():
+def test_sqrt_trap_is_gated_on_its_path_condition():
+    """The untaken side's sqrt(0) gradient (0 * inf) is stopped at a gate on the side's input
+    (gate.py): the finite-gradient obligation becomes gradient-gated, the helper is added once."""
     result = _rewrite(_example("torch.sqrt(s)")[0])
-    grad = [o for o in result.obligations if o["kind"] == "finite-gradient"]
-    assert grad and grad[0]["op"] == "sqrt" and grad[0]["expr"] == "torch.sqrt(s)"
+    assert not [o for o in result.obligations if o["kind"] == "finite-gradient"]
+    assert {"kind": "gradient-gated", "target": "y", "expr": "torch.sqrt(_mend_gate(_mend_pred_0, s))",
+            "plain": "torch.sqrt(s)", "keep": "_mend_pred_0", "guard": "s > 0"} in result.obligations
+    assert "y = torch.where(_mend_pred_0, torch.sqrt(_mend_gate(_mend_pred_0, s)), s)" in result.code
+    assert result.code.count("def _mend_gate(") == 1
     assert {"same-shape", "same-dtype", "single-element-predicate", "untaken-side-cannot-raise"} <= _kinds(result)
     assert {"kind": "same-shape", "target": "y", "lhs": "torch.sqrt(s)", "rhs": "s"} in result.obligations
 
 
-def test_division_gets_finite_gradient_obligation():
+def test_division_side_is_gated():
     src = "import torch\n\n\ndef f(h):\n    norm = h.norm()\n    if norm > 1:\n        h = h / norm\n    return h\n"
     result = _rewrite(src)
-    assert {"kind": "finite-gradient", "expr": "h / norm", "op": "/", "guard": "norm > 1"} in result.obligations
+    assert {"kind": "gradient-gated", "target": "h", "expr": "_mend_gate(_mend_pred_0, h) / _mend_gate(_mend_pred_0, norm)",
+            "plain": "h / norm", "keep": "_mend_pred_0", "guard": "norm > 1"} in result.obligations
 
 
 def test_submodule_call_on_untaken_side_is_an_obligation():
@@ -426,9 +432,10 @@ def test_cond_obligations_discharge():
 
 def test_cond_clone_declined_when_the_copy_escapes():
     """`return y` after `else: y = s` would hand the caller a copy: cond is not used, and the
-    rule keeps today's torch.where candidate (verification judges it)."""
+    rule keeps the torch.where candidate, its sqrt side gated (verification judges it)."""
     result = _rewrite(_example("torch.sqrt(s)")[0])
-    assert "torch.where(s > 0, torch.sqrt(s), s)" in result.code and "torch.cond" not in result.code
+    assert "torch.where(_mend_pred_0, torch.sqrt(_mend_gate(_mend_pred_0, s)), s)" in result.code
+    assert "torch.cond" not in result.code
 
 
 def test_cond_rewrites_compile_to_one_graph_and_match_eager():

@@ -497,6 +497,9 @@ def _values_strategy(example: tuple, edge: bool, extra_edge_values=()):
             return (st.builds(lambda s: torch.rand(t.shape, generator=torch.Generator().manual_seed(s)) < 0.5,
                           st.integers(0, 2**16))
                 | st.just(t.clone()) | st.just(torch.ones_like(t)) | st.just(torch.zeros_like(t)))
+        if t.is_complex():   # random complex normals and the example (an adversarial review's crash: no min())
+            return (st.builds(lambda s: torch.randn(t.shape, dtype=t.dtype, generator=torch.Generator().manual_seed(s)),
+                              st.integers(0, 2**16)) | st.just(t.clone()))
         lo, hi = int(t.min()) - 2, int(t.max()) + 2
         # random values, the example itself, and constant fills (an all-ones mask is
         # exactly the input that flips `if (mask == 0).any()`)

@@ -10,7 +10,8 @@ encoder (``KINDS``). The verifier never names a rule: a kind is what it encodes.
 * :mod:`.host_check`: a host-reading tensor check kept in the graph;
 * :mod:`.numpy_constants`: numpy on Python constants made exact Python arithmetic;
 * :mod:`.item_operand`: a scalar read (``.item()``) kept as a 0-d tensor;
-* :mod:`.bounded_bincount`: a bincount of in-range indices counted into a static length.
+* :mod:`.bounded_bincount`: a bincount of in-range indices counted into a static length;
+* :mod:`.gradient_gate`: a torch.where side whose inputs are gated on its path condition.
 
 ``OBSERVED``: the checks that rest on an observation (of the example run, or of probes
 run on the installed torch) rather than on a screen of the code or a proved lemma: a
@@ -36,13 +37,14 @@ from verifier.encoders import bind_lookup
 from verifier.encoders import constant_buffer
 from verifier.encoders import item_operand
 from verifier.encoders import bounded_bincount
+from verifier.encoders import gradient_gate
 from verifier.encoders.base import Ctx
 from verifier.outcomes import Outcome
 
 Encoder = Callable[[dict, Ctx], Outcome]
 GROUPS = (where, cond, hoisting, capture, assert_async, counting, host_check, forward_attribute, scalar_tensor,
           numpy_constants, dead_host_work, mask_update, state_write, finiteness_precision, bind_lookup,
-          constant_buffer, item_operand, bounded_bincount)
+          constant_buffer, item_operand, bounded_bincount, gradient_gate)
 
 
 def _registry() -> tuple[dict[str, Encoder], frozenset, frozenset]:

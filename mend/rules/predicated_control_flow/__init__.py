@@ -106,6 +106,15 @@ break used to materialise can be missed (measured on torch 2.13: the mended guar
 fire under Inductor, it does in eager and aot_eager); on float16 it is unknown, so such a
 fix is unsafe, and the differential test under Inductor still judges it.
 
+Gradient gates (``gate.py``): a ``torch.where`` side with a ``finite-gradient`` obligation that
+calls no submodule and binds no setup temporary reads each input through ``_mend_gate(K, v)``
+(``torch.where(K, v, v.detach())`` for a tensor that requires grad, under autograd; the value
+itself otherwise), ``K`` the side's path condition. Its finite-gradient obligations become one
+``gradient-gated`` per gated value: a static screen of the mended source (every input gated on
+the selection's path condition, the helper verbatim) citing ``proofs/pcf_gate_gradient.smt2``
+(proved once: the inputs' gradient equals the original branch's for any backward of the sides).
+Such a rewrite is usable in training; under ``torch.no_grad()`` the gates trace to nothing.
+
 Inference-only: at ``--verify standard`` a refuted ``finite-gradient`` does not decline;
 the rewrite is marked ``inference-only`` (a gradient through the untaken side may be NaN,
 ``0 * inf``). No obligation is required at every level: ``--verify fast`` runs the screen
@@ -117,7 +126,8 @@ in training there.
 
 OBLIGATION_KINDS = frozenset({
     "same-shape", "same-dtype", "single-element-predicate", "bool-predicate", "bool-operand",
-    "untaken-side-cannot-raise", "fall-through-cannot-raise", "finite-gradient", "untaken-side-runs", "where-equals-ite",
+    "untaken-side-cannot-raise", "fall-through-cannot-raise", "finite-gradient", "gradient-gated", "untaken-side-runs",
+    "where-equals-ite",
     "idempotent-device-move", "paired-call-value-not-aliased", "hoisted-setup-pure", "hoisted-setup-cannot-raise",
     "cond-predicate", "cond-branch-types", "cond-output-not-aliased", "cond-side-pure", "cond-taken-side-only",
     "cond-no-autograd", "finiteness-test-precision",

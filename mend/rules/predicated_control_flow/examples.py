@@ -8,6 +8,7 @@ from textwrap import dedent
 
 from mend.rules.predicated_control_flow.fp16_examples import FP16_GUARD_EXAMPLES
 from mend.rules.predicated_control_flow.form_examples import STATEMENT_FORM_EXAMPLES
+from mend.rules.predicated_control_flow.gate_examples import GATE_EXAMPLES
 
 FIX_EXAMPLES: list[tuple[str, str]] = [
     # shared/cases 001: if without else, the target defined before
@@ -139,32 +140,6 @@ FIX_EXAMPLES: list[tuple[str, str]] = [
                     inside = torch.logical_and((action >= self.low).all(), (action <= self.high).all())
                     action = torch.where(torch.logical_not(inside), torch.maximum(torch.minimum(action, self.high), self.low), action)  # mend: predicated-control-flow (was: if not inside)
                     return action
-        '''),
-    ),
-    # shared/cases 012 (trap): fixed textually; the rewrite carries a finite-gradient obligation
-    (
-        dedent('''\
-            import torch
-            from torch import nn
-
-
-            class Model(nn.Module):
-                def forward(self, s):
-                    if s > 0:
-                        y = torch.sqrt(s)
-                    else:
-                        y = s
-                    return y
-        '''),
-        dedent('''\
-            import torch
-            from torch import nn
-
-
-            class Model(nn.Module):
-                def forward(self, s):
-                    y = torch.where(s > 0, torch.sqrt(s), s)  # mend: predicated-control-flow (was: if s > 0)
-                    return y
         '''),
     ),
     # if/else assigning two names: the predicate is evaluated once, reads stay in order
@@ -625,7 +600,7 @@ FIX_EXAMPLES: list[tuple[str, str]] = [
 
             def forward(h, mask, scale):
                 if mask and scale > 1:
-                    h = h / scale
+                    h = h * scale
                 return h
         '''),
         dedent('''\
@@ -633,7 +608,7 @@ FIX_EXAMPLES: list[tuple[str, str]] = [
 
 
             def forward(h, mask, scale):
-                h = torch.where(torch.logical_and(mask, scale > 1), h / scale, h)  # mend: predicated-control-flow (was: if mask and scale > 1)
+                h = torch.where(torch.logical_and(mask, scale > 1), h * scale, h)  # mend: predicated-control-flow (was: if mask and scale > 1)
                 return h
         '''),
     ),
@@ -804,3 +779,4 @@ FIX_EXAMPLES: list[tuple[str, str]] = [
 
 FIX_EXAMPLES += FP16_GUARD_EXAMPLES
 FIX_EXAMPLES += STATEMENT_FORM_EXAMPLES
+FIX_EXAMPLES += GATE_EXAMPLES

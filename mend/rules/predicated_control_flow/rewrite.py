@@ -11,6 +11,7 @@ from mend.locate import Located
 from mend.rules._base import Decline, Match, RewriteResult
 from mend.rules._common import add_import
 from mend.rules.predicated_control_flow.env import NAME, _Declined, _Env
+from mend.rules.predicated_control_flow.gate import add_helper
 from mend.rules.predicated_control_flow.screen import _is_static
 from mend.rules.predicated_control_flow.where import _rewrite_if, _rewrite_logic, where_equals_ite
 
@@ -140,6 +141,14 @@ def _rewrite_at(module: cst.Module, node: cst.CSTNode | None, line: int,
         return result
     env = _Env(module, ancestors)
     env.want = form
+    if env.function is not None and env.function.name.value.startswith("_mend_"):
+        return Decline(NAME, f"`{env.function.name.value}` is mend's own helper; its test is a trace-time constant")
+    hooked = m.findall(env.function or module, m.Call(func=m.Attribute(attr=m.Name(
+        "register_hook") | m.Name("register_post_accumulate_grad_hook"))))
+    if hooked:
+        return Decline(NAME, f"the function registers a tensor hook (`{cst.Module([]).code_for_node(hooked[0])}`); "
+                             "torch.where sends the untaken side a zero gradient, which would fire a hook the original "
+                             "branch never reaches")
     try:
         if isinstance(node, cst.If):
             pairs, span, detail, preds = _rewrite_if(node, ancestors, env, index.positions)
@@ -156,6 +165,8 @@ def _rewrite_at(module: cst.Module, node: cst.CSTNode | None, line: int,
     new = _splice(module, pairs)
     if env.needs_import:
         new = add_import(new, "import torch")
+    if env.gated:
+        new = add_helper(new)
     return RewriteResult(new.code, span, detail, where_equals_ite(env.obligations), predicates=preds,
                          form=env.form, cost_parts=env.cost_parts)
 

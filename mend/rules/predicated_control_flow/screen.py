@@ -19,7 +19,8 @@ _RANDOM = {"rand", "randn", "randint", "rand_like", "randn_like", "randint_like"
 _NONFINITE_GRAD = {"sqrt", "rsqrt", "log", "log2", "log10", "log1p", "reciprocal", "div", "divide", "true_divide",
                    "floor_divide", "fmod", "remainder", "acos", "arccos", "asin", "arcsin", "atanh", "arctanh",
                    "acosh", "arccosh", "exp", "exp2", "expm1", "tan", "erfinv", "digamma", "lgamma", "polygamma",
-                   "logit", "norm", "cdist", "atan2", "pow", "float_power", "xlogy"}
+                   "logit", "norm", "cdist", "atan2", "pow", "float_power", "xlogy", "cosh", "sinh", "hypot",
+                   "logsumexp", "std", "var", "std_mean", "var_mean", "i0", "normalize"}
 # Methods that leave the graph or mutate Python containers / modules.
 _SCALAR_METHODS = {"item", "tolist", "numpy"}
 _EFFECT_METHODS = {"backward", "register_hook", "retain_grad", "append", "extend", "insert", "pop", "remove",

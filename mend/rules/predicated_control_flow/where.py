@@ -21,6 +21,7 @@ from mend.rules.predicated_control_flow.branches import (
 )
 from mend.rules.predicated_control_flow.cond import _CondNotApplicable, _rewrite_cond, _speculation_hazards
 from mend.rules.predicated_control_flow.env import _code, _Declined, _Env, _is_literal, _occurrences_outside, _strip
+from mend.rules.predicated_control_flow.gate import gate, gateable, keep_condition
 from mend.rules.predicated_control_flow.hoisting import _plan_setup
 from mend.rules.predicated_control_flow.scalars import finiteness_obligations, scalar_temps
 from mend.rules.predicated_control_flow.screen import _predicate, _screen, _split_static_guard, _tensor_logic
@@ -92,6 +93,7 @@ def _rewrite_if(node: cst.If, ancestors: list[cst.CSTNode], env: _Env, positions
             raise _Declined(f"both sides give `{n}` a Python constant; torch.where would make it a tensor")
 
     # Screen every side: it now runs whether or not its test holds.
+    side_obs: list[list[dict]] = []   # what each side's screen obliged (gradient gates read it)
     for i, arm in enumerate(arms):
         side = _guard_text(pred_codes, i)
         before = len(env.obligations)
@@ -105,6 +107,7 @@ def _rewrite_if(node: cst.If, ancestors: list[cst.CSTNode], env: _Env, positions
             for ob in env.obligations[before:]:
                 if ob["kind"] == "untaken-side-cannot-raise":
                     ob["kind"] = "fall-through-cannot-raise"
+        side_obs.append(env.obligations[before:])
 
     # torch.where runs both sides. When a side must not run speculatively (a submodule
     # call, or an op whose gradient is non-finite off the domain the predicate guards),
@@ -132,25 +135,41 @@ def _rewrite_if(node: cst.If, ancestors: list[cst.CSTNode], env: _Env, positions
         except _CondNotApplicable:
             pass  # today's torch.where candidate; verification judges it
     env.form = "where"
+    # a side whose gradient can be non-finite off its domain reads its inputs through a gate
+    # (gate.py), so that the selection stays usable in training; its finite-gradient
+    # obligations become one gradient-gated obligation per gated value
+    gated = [] if setup.hoisted or setup.paired else [
+        i for i, arm in enumerate(arms) if gateable(side_obs[i], [n for n, _ in arm.assigns], temps, env)]
 
     def select(values: list[cst.BaseExpression], target: str, pred_exprs) -> cst.Call:
-        for v in values[1:]:
+        for v in values[1:]:   # shapes, dtypes and IEEE values: the gate is the identity forward
             for kind in ("same-shape", "same-dtype"):
                 env.oblige(kind, target=target, lhs=_code(values[0]), rhs=_code(v))
-        out = values[-1]
-        for p, v in reversed(list(zip(pred_exprs, values))):
+        shown = list(values)
+        for i in gated:
+            if i < len(values) and values[i] is not None and not m.matches(values[i], m.Name(target)):
+                shown[i] = gate(values[i], keeps[i], env)
+                env.oblige("gradient-gated", target=target, expr=_code(shown[i]), plain=_code(values[i]),
+                           keep=_code(keeps[i]), guard=_guard_text(pred_codes, i))
+        out = shown[-1]
+        for p, v in reversed(list(zip(pred_exprs, shown))):
             out = env.torch_call("where", p, v, out)
         return out
 
     n_select = (1 if returns else len(selected)) + (1 if setup.paired else 0)
     pred_exprs = preds
     stmts: list[cst.SimpleStatementLine] = []
-    if n_select > 1:  # evaluate the predicates once, before any name is rebound
+    if n_select > 1 or gated:  # evaluate the predicates once, before any name is rebound
         pred_exprs = []
         for p in preds:
             name = env.fresh()
             stmts.append(_line(cst.Assign([cst.AssignTarget(cst.Name(name))], p)))
             pred_exprs.append(cst.Name(name))
+    keeps = {i: keep_condition(pred_exprs, i, env) for i in gated}
+    if gated:
+        gated_obs = [ob for i in gated for ob in side_obs[i] if ob["kind"] == "finite-gradient"]
+        env.obligations = [ob for ob in env.obligations if not any(ob is g for g in gated_obs)]
+        env.gated = True
     for n in _order(arms, order_seen):
         if n in temps:
             value = next(dict(a.assigns)[n] for a in arms if n in dict(a.assigns))

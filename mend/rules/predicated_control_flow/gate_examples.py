@@ -1,0 +1,99 @@
+"""predicated-control-flow's FIX examples for gradient gates (gate.py): a torch.where side
+whose gradient can be non-finite off its domain reads its inputs through ``_mend_gate``."""
+from __future__ import annotations
+
+from textwrap import dedent
+
+GATE_EXAMPLES: list[tuple[str, str]] = [
+    # shared/cases 012 (trap): the sqrt side reads `s` through a gate on `s > 0`, so the untaken side's 0 * inf gradient stops there (gradient-gated)
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, s):
+                    if s > 0:
+                        y = torch.sqrt(s)
+                    else:
+                        y = s
+                    return y
+        '''),
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            def _mend_gate(keep, value):
+                """``value``, its gradient let through only where ``keep`` holds (mend: predicated-control-flow).
+
+                keep: the one-element bool tensor under which the torch.where side reading ``value`` is
+                selected; value: any object. A tensor that requires grad, with autograd on, becomes
+                ``torch.where(keep, value, value.detach())``: equal values (same shape and dtype: ``keep``
+                is made 0-d), and where's backward ``where(keep, grad, 0)`` drops an untaken side's NaN/inf
+                gradient. Anything else is returned as it is. Raises RuntimeError where torch.where does."""
+                if isinstance(value, torch.Tensor) and value.requires_grad and torch.is_grad_enabled():
+                    return torch.where(keep.reshape(()), value, value.detach())
+                return value
+
+
+            class Model(nn.Module):
+                def forward(self, s):
+                    _mend_pred_0 = s > 0  # mend: predicated-control-flow (was: if s > 0)
+                    y = torch.where(_mend_pred_0, torch.sqrt(_mend_gate(_mend_pred_0, s)), s)
+                    return y
+        '''),
+    ),
+    # an elif chain guarding log(0): each gated side on its own path condition (not P0 and P1 for the elif); a parameter read through self is gated too; the helper is added once
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.w = nn.Parameter(torch.ones(6))
+
+                def forward(self, p):
+                    if p.min() > 0:
+                        ent = -(p * p.log() * self.w).sum()
+                    elif p.max() > 0.999:
+                        ent = p.log1p().sum()
+                    else:
+                        ent = (p * p).sum()
+                    return ent
+        '''),
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            def _mend_gate(keep, value):
+                """``value``, its gradient let through only where ``keep`` holds (mend: predicated-control-flow).
+
+                keep: the one-element bool tensor under which the torch.where side reading ``value`` is
+                selected; value: any object. A tensor that requires grad, with autograd on, becomes
+                ``torch.where(keep, value, value.detach())``: equal values (same shape and dtype: ``keep``
+                is made 0-d), and where's backward ``where(keep, grad, 0)`` drops an untaken side's NaN/inf
+                gradient. Anything else is returned as it is. Raises RuntimeError where torch.where does."""
+                if isinstance(value, torch.Tensor) and value.requires_grad and torch.is_grad_enabled():
+                    return torch.where(keep.reshape(()), value, value.detach())
+                return value
+
+
+            class Model(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.w = nn.Parameter(torch.ones(6))
+
+                def forward(self, p):
+                    _mend_pred_0 = p.min() > 0  # mend: predicated-control-flow (was: if p.min() > 0)
+                    _mend_pred_1 = p.max() > 0.999
+                    ent = torch.where(_mend_pred_0, -(_mend_gate(_mend_pred_0, p) * _mend_gate(_mend_pred_0, p).log() * _mend_gate(_mend_pred_0, self.w)).sum(), torch.where(_mend_pred_1, _mend_gate(torch.logical_and(torch.logical_not(_mend_pred_0), _mend_pred_1), p).log1p().sum(), (p * p).sum()))
+                    return ent
+        '''),
+    ),
+]

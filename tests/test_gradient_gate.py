@@ -1,0 +1,179 @@
+"""Gradient gates on torch.where sides: predicated-control-flow's gate.py, the verifier's
+``gradient-gated`` check (verifier/encoders/gradient_gate.py) and proofs/pcf_gate_gradient.smt2.
+The untaken side of a torch.where used to send 0 * inf = NaN into the gradient (held-out
+cases 204 and 205 of the second review round); a gate on each input stops it."""
+import libcst as cst
+import pytest
+import torch
+
+from mend.fix import fix
+from mend.rules.predicated_control_flow import rewrite
+from mend.targets import load_file_module
+from tests.conftest import FIXTURES
+from verifier.encoders.base import Ctx
+from verifier.encoders.gradient_gate import gated
+
+SRC = """import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(4))
+        self.proj = nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = x * 2
+        if h.min() > 0:
+            y = torch.log(h) * self.w
+        else:
+            y = h
+        return y
+"""
+SIDE = "torch.log(_mend_gate(_mend_pred_0, h)) * _mend_gate(_mend_pred_0, self.w)"
+
+
+def _result(src=SRC, line=13):
+    result = rewrite(cst.parse_module(src), line)
+    obs = [o for o in result.obligations if o["kind"] == "gradient-gated"]
+    return result, obs
+
+
+def test_rewrite_gates_names_and_parameters_and_adds_the_helper_once():
+    result, (ob,) = _result()
+    assert ob["expr"] == SIDE and ob["plain"] == "torch.log(h) * self.w" and ob["keep"] == "_mend_pred_0"
+    assert "finite-gradient" not in {o["kind"] for o in result.obligations}
+    assert f"y = torch.where(_mend_pred_0, {SIDE}, h)" in result.code
+    assert result.code.count("def _mend_gate(") == 1
+
+
+def test_check_accepts_the_emitted_code_and_cites_the_lemma():
+    result, (ob,) = _result()
+    out = gated(ob, Ctx(facts={}, defs={}, code=result.code))
+    assert out.result == "checked" and out.lemmas == ("proofs/pcf_gate_gradient.smt2",)
+
+
+@pytest.mark.parametrize("old, new, why", [
+    ("_mend_gate(_mend_pred_0, self.w)", "self.w", "`self` is read without a gate"),
+    ("_mend_gate(_mend_pred_0, h)", "_mend_gate(torch.logical_not(_mend_pred_0), h)", "not the side's path condition"),
+    ("_mend_gate(_mend_pred_0, h)", "_mend_gate(_mend_pred_0, h.abs())", "computed inside the gate"),
+    ("torch.log(_mend_gate(_mend_pred_0, h))", "self.proj(_mend_gate(_mend_pred_0, h))", "submodule"),
+])
+def test_check_refutes_a_side_that_is_not_fully_gated(old, new, why):
+    result, (ob,) = _result()
+    code, expr = result.code.replace(old, new), ob["expr"].replace(old, new)
+    plain = ob["plain"] if "abs" not in new else ob["plain"].replace("log(h)", "log(h.abs())")
+    if "proj" in new:
+        plain = plain.replace("torch.log(h)", "self.proj(h)")
+    out = gated({**ob, "expr": expr, "plain": plain}, Ctx(facts={}, defs={}, code=code))
+    assert out.result == "refuted" and why in out.counterexample, out
+
+
+def test_check_refutes_an_altered_helper_and_a_side_other_than_the_plain_one():
+    result, (ob,) = _result()
+    altered = result.code.replace("value.detach())", "value)")
+    assert gated(ob, Ctx(facts={}, defs={}, code=altered)).result == "refuted"
+    other = gated({**ob, "plain": "torch.log(h) * self.v"}, Ctx(facts={}, defs={}, code=result.code))
+    assert other.result == "refuted" and "forward obligations" in other.counterexample
+
+
+def test_submodule_side_is_not_gated():
+    """A gate on the inputs cannot reach a submodule's parameters: the side keeps its
+    finite-gradient obligation (the verdict stays with the verifier, as before)."""
+    src = SRC.replace("y = torch.log(h) * self.w", "y = torch.log(self.proj(h))")
+    result, obs = _result(src)
+    assert not obs and "_mend_gate" not in result.code
+
+
+def _grads(model, args):
+    args = tuple(a.clone().requires_grad_(a.is_floating_point()) for a in args)
+    out = model(*args)
+    out.sum().backward()
+    return out.detach(), [a.grad for a in args if a.grad is not None] + [p.grad for p in model.parameters()]
+
+
+def _same(a, b):
+    return all(torch.equal(x, y) for x, y in zip(a, b))
+
+
+def test_soft_cap_fixture_one_graph_and_the_original_gradient_at_zero(tmp_path):
+    res = fix(str(FIXTURES / "gated_soft_cap.py"), max_examples=8)
+    assert (res.before.graph_count, res.after.graph_count) == (4, 1), res.declined
+    (rw,) = res.rewrites
+    assert rw["safety"]["label"] == "safe", rw["safety"]
+    kinds = {o["kind"]: o for o in rw["obligations"]}
+    assert kinds["gradient-gated"]["result"] == "checked" and "finite-gradient" not in kinds
+    (tmp_path / "m.py").write_text(res.mended)
+    orig = load_file_module(FIXTURES / "gated_soft_cap.py", "_gate_orig_cap")
+    new = load_file_module(tmp_path / "m.py", "_gate_new_cap")
+    for x in (orig.get_inputs()[0], torch.zeros(2, 8), orig.get_inputs()[0] * 0.01):
+        torch.manual_seed(0)
+        a = orig.Model()
+        b = new.Model()
+        b.load_state_dict(a.state_dict())
+        (ya, ga), (yb, gb) = _grads(a, (x,)), _grads(b, (x,))
+        assert torch.equal(ya, yb) and _same(ga, gb) and all(g.isfinite().all() for g in gb)
+    # the trap is real: the ungated selection's gradient at h = 0 is NaN
+    h = torch.zeros(2, 8, requires_grad=True)
+    n = h.norm()
+    torch.where(n > 1.5, h * (1.5 / n), h).sum().backward()
+    assert h.grad.isnan().all()
+
+
+def test_entropy_elif_fixture_gates_each_side_on_its_path(tmp_path):
+    res = fix(str(FIXTURES / "gated_entropy_elif.py"), max_examples=8, unsafe_fixes=True)
+    assert (res.before.graph_count, res.after.graph_count) == (2, 1), res.declined
+    (rw,) = res.rewrites
+    keeps = sorted(o["keep"] for o in rw["obligations"] if o["kind"] == "gradient-gated")
+    assert keeps == ["_mend_pred_0", "torch.logical_and(torch.logical_not(_mend_pred_0), _mend_pred_1)"]
+    (tmp_path / "m.py").write_text(res.mended)
+    orig = load_file_module(FIXTURES / "gated_entropy_elif.py", "_gate_orig_ent")
+    new = load_file_module(tmp_path / "m.py", "_gate_new_ent")
+    x, keep = orig.get_inputs()
+    zero_col = keep.clone()
+    zero_col[:, 0] = 0.0
+    one_hot = torch.zeros(3, 6)
+    one_hot[:, 2] = 1.0
+    for args in [(x, keep), (x, zero_col), (x * 0.0 + one_hot * 40.0, keep), (x, one_hot)]:
+        torch.manual_seed(0)
+        a = orig.Model()
+        b = new.Model()
+        b.load_state_dict(a.state_dict())
+        (ya, ga), (yb, gb) = _grads(a, args), _grads(b, args)
+        assert torch.equal(ya, yb) and all(torch.allclose(p, q, equal_nan=True, rtol=0, atol=0) for p, q in zip(ga, gb))
+        assert [bool(g.isfinite().all()) for g in ga] == [bool(g.isfinite().all()) for g in gb]
+
+
+def test_review_findings_hooks_declined_helper_left_alone_and_cosh_gated():
+    """An adversarial review's cases: a tensor hook registered in the function would fire on
+    the untaken side's zero gradient (declined); the gate helper's own test is never taken for a
+    site; cosh (overflow: an infinite partial) is gated like exp."""
+    hooked = SRC.replace("        h = x * 2\n", "        h = x * 2\n        h.register_hook(lambda g: None)\n")
+    out = rewrite(cst.parse_module(hooked), 14)
+    assert not hasattr(out, "code") and "tensor hook" in out.reason
+    result, _ = _result()
+    line = result.code.splitlines().index("    if isinstance(value, torch.Tensor) and value.requires_grad and "
+                                          "torch.is_grad_enabled():") + 1
+    helper = rewrite(cst.parse_module(result.code), line)
+    assert not hasattr(helper, "code") and "mend's own helper" in helper.reason
+    cosh, obs = _result(SRC.replace("torch.log(h) * self.w", "torch.cosh(h)"))
+    assert [o["plain"] for o in obs] == ["torch.cosh(h)"]
+
+
+def test_complex_inputs_are_drawn_not_crashed_on():
+    """An adversarial review's crash: a complex64 input reached the integer strategy
+    (`min_all` is not implemented for complex) and mend exited with an internal error."""
+    from hypothesis import given, settings
+
+    from verifier.differential import inputs_strategy
+
+    seen = []
+
+    @settings(max_examples=5, database=None, deadline=None)
+    @given(inputs_strategy((torch.randn(4, 8, dtype=torch.complex64),), edge=True))
+    def draw(args):
+        seen.append(args[0])
+
+    draw()
+    assert seen and all(t.dtype == torch.complex64 and t.shape[1:] == (8,) for t in seen)
