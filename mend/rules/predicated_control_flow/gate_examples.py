@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from textwrap import dedent
 
+from verifier.encoders.gradient_gate import GATE_HELPER
+
+HELPER = GATE_HELPER.lstrip("\n")   # the helper the rewrite adds after the imports, verbatim
+
 GATE_EXAMPLES: list[tuple[str, str]] = [
     # shared/cases 012 (trap): the sqrt side reads `s` through a gate on `s > 0`, so the untaken side's 0 * inf gradient stops there (gradient-gated)
     (
@@ -23,19 +27,7 @@ GATE_EXAMPLES: list[tuple[str, str]] = [
         dedent('''\
             import torch
             from torch import nn
-
-
-            def _mend_gate(keep, value):
-                """``value``, its gradient let through only where ``keep`` holds (mend: predicated-control-flow).
-
-                keep: the one-element bool tensor under which the torch.where side reading ``value`` is
-                selected; value: any object. A tensor that requires grad, with autograd on, becomes
-                ``torch.where(keep, value, value.detach())``: equal values (same shape and dtype: ``keep``
-                is made 0-d), and where's backward ``where(keep, grad, 0)`` drops an untaken side's NaN/inf
-                gradient. Anything else is returned as it is. Raises RuntimeError where torch.where does."""
-                if isinstance(value, torch.Tensor) and value.requires_grad and torch.is_grad_enabled():
-                    return torch.where(keep.reshape(()), value, value.detach())
-                return value
+        ''') + "\n\n" + HELPER + dedent('''\
 
 
             class Model(nn.Module):
@@ -69,19 +61,7 @@ GATE_EXAMPLES: list[tuple[str, str]] = [
         dedent('''\
             import torch
             from torch import nn
-
-
-            def _mend_gate(keep, value):
-                """``value``, its gradient let through only where ``keep`` holds (mend: predicated-control-flow).
-
-                keep: the one-element bool tensor under which the torch.where side reading ``value`` is
-                selected; value: any object. A tensor that requires grad, with autograd on, becomes
-                ``torch.where(keep, value, value.detach())``: equal values (same shape and dtype: ``keep``
-                is made 0-d), and where's backward ``where(keep, grad, 0)`` drops an untaken side's NaN/inf
-                gradient. Anything else is returned as it is. Raises RuntimeError where torch.where does."""
-                if isinstance(value, torch.Tensor) and value.requires_grad and torch.is_grad_enabled():
-                    return torch.where(keep.reshape(()), value, value.detach())
-                return value
+        ''') + "\n\n" + HELPER + dedent('''\
 
 
             class Model(nn.Module):
