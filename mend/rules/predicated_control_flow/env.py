@@ -104,7 +104,6 @@ class _Env:
         self.want: str | None = None   # the form asked for ("where", "cond"; None: the rule's own)
         self.form: str | None = None   # the form emitted
         self.cost_parts: dict | None = None  # the branch's parts for the cost model (RewriteResult)
-        self.gated = False   # a side reads its inputs through _mend_gate (gate.py): the helper is added
         # (slot, guard) while screening a memoised initialisation that is being hoisted
         self.hoisting: tuple[str, str] | None = None
         self.visiting: set[str] = set()   # names whose bindings _is_static is reading (cycles)

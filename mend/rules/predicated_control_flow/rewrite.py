@@ -165,7 +165,7 @@ def _rewrite_at(module: cst.Module, node: cst.CSTNode | None, line: int,
     new = _splice(module, pairs)
     if env.needs_import:
         new = add_import(new, "import torch")
-    if env.gated:
+    if any(ob["kind"] == "gradient-gated" for ob in env.obligations):   # a side reads its inputs through _mend_gate
         new = add_helper(new)
     return RewriteResult(new.code, span, detail, where_equals_ite(env.obligations), predicates=preds,
                          form=env.form, cost_parts=env.cost_parts)

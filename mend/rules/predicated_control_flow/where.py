@@ -167,9 +167,8 @@ def _rewrite_if(node: cst.If, ancestors: list[cst.CSTNode], env: _Env, positions
             pred_exprs.append(cst.Name(name))
     keeps = {i: keep_condition(pred_exprs, i, env) for i in gated}
     if gated:
-        gated_obs = [ob for i in gated for ob in side_obs[i] if ob["kind"] == "finite-gradient"]
-        env.obligations = [ob for ob in env.obligations if not any(ob is g for g in gated_obs)]
-        env.gated = True
+        replaced = {id(ob) for i in gated for ob in side_obs[i] if ob["kind"] == "finite-gradient"}
+        env.obligations = [ob for ob in env.obligations if id(ob) not in replaced]
     for n in _order(arms, order_seen):
         if n in temps:
             value = next(dict(a.assigns)[n] for a in arms if n in dict(a.assigns))
