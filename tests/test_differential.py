@@ -143,3 +143,30 @@ def test_the_modules_python_attributes_are_compared_after_the_call():
     for other in (Counter(2, np.int64(3)), Counter(1, 3)):
         with pytest.raises(Mismatch, match="Python attributes differ"):
             compare(ref, observe(other, (x,), {}, grad=False), exact=True)
+
+
+def test_dynamos_user_code_appendix_is_not_part_of_the_compared_exception_message(tmp_path):
+    """Review case c25: the same IndexError, raised by compiled code in the original file and
+    in mend's temporary copy, carried two different "from user code" paths: a false decline."""
+    import pytest
+    import torch
+
+    from verifier.differential import Mismatch, compare, observe
+
+    def model_in(name, body):
+        path = tmp_path / f"{name}.py"
+        path.write_text("import torch\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+                        f"        {body}\n        return a + b\n")
+        scope = {}
+        exec(compile(path.read_text(), str(path), "exec"), scope)
+        return torch.compile(scope["M"](), backend="eager")
+
+    x = torch.randn(1, 3)
+    a = observe(model_in("original", "a, b = x[0], x[1]"), (x,), {}, grad=False)
+    b = observe(model_in("mended", "a, b = x[0], x[1]  # moved"), (x,), {}, grad=False)
+    assert a[0] == ("raised", "IndexError", "index 1 is out of bounds for dimension 0 with size 1")
+    assert compare(a, b, exact=True) == 0.0
+    c = observe(model_in("other", "a, b = x[0], x[2]"), (x,), {}, grad=False)
+    with pytest.raises(Mismatch, match="behaviour differs"):
+        compare(a, c, exact=True)
+    torch._dynamo.reset()
