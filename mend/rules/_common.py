@@ -45,6 +45,21 @@ def add_import(module: cst.Module, statement: str, same_line: bool = False) -> c
     return module.with_changes(body=(*body[:end], new, *after))
 
 
+def add_helpers(module: cst.Module, text: str) -> cst.Module:
+    """``module`` with the top-level definitions in ``text`` after its first import block, two
+    blank lines either side (comment lines above the next statement stay with it). Inserted
+    there, they exist before any of the module's own code runs (decorators run at import)."""
+    helpers = cst.parse_module(text).body
+    body = list(module.body)
+    _, at = import_block(body)
+    first = helpers[0].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
+    after = body[at:]
+    if after:
+        after[0] = after[0].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine(),
+                                                        *[ln for ln in after[0].leading_lines if ln.comment]])
+    return module.with_changes(body=[*body[:at], first, *helpers[1:], *after])
+
+
 def import_block(body: list) -> tuple[int, int]:
     """(start, end) of a module's first block of imports in its top-level ``body``: after a
     leading docstring (or ``__strict__ = ...``), up to the first statement that is not an

@@ -8,7 +8,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from mend.rules._base import Decline, RewriteResult
-from mend.rules._common import Replace, code_of, import_block
+from mend.rules._common import Replace, add_helpers, code_of
 from mend.rules.dead_host_work.screen import NAME, screen
 
 # added once to a module whose `inspect.Signature.bind` is replaced (signature-bind): plain
@@ -28,8 +28,8 @@ def _mend_bind_table(signature):
     order = ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD", "VAR_POSITIONAL", "KEYWORD_ONLY", "VAR_KEYWORD")
     kinds = [order.index(p.kind.name) for p in params]
     positional_defaults = [p.default is not p.empty for p in params if kinds[params.index(p)] < 2]
-    if kinds != sorted(kinds) or any(a and not b for a, b in zip(positional_defaults, positional_defaults[1:])) \
-            or type(signature.parameters).__name__ != "mappingproxy":
+    if (kinds != sorted(kinds) or any(a and not b for a, b in zip(positional_defaults, positional_defaults[1:]))
+            or type(signature.parameters).__name__ != "mappingproxy"):
         return None
     positional = tuple(p.name for p in params if p.kind.name in ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD"))
     keyword = frozenset(p.name for p in params if p.kind.name in ("POSITIONAL_OR_KEYWORD", "KEYWORD_ONLY"))
@@ -196,10 +196,7 @@ def _rewrite_bind(wrapper: MetadataWrapper, plan, pos) -> RewriteResult:
     new_outer = outer.with_changes(body=outer.body.with_changes(body=[*obody[:j + 1], made, *obody[j + 1:]]))
     new_outer = new_outer.visit(Replace(block, new_block))
     module = wrapper.module.visit(Replace(outer, new_outer))
-    helpers = cst.parse_module(BIND_HELPERS).body
-    _, at = import_block(list(module.body))   # before any module code: decorators run at import time
-    first = helpers[0].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
-    module = module.with_changes(body=[*module.body[:at], first, *helpers[1:], *module.body[at:]])
+    module = add_helpers(module, BIND_HELPERS)   # before any module code: decorators run at import time
     obligations = [{"kind": "bind-lookup-agrees", "signature": sig, "selected": key, "sentinel": "_MEND_UNBOUND",
                     "line": start}]
     return RewriteResult(module.code, (start, end),

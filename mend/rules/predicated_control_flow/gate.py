@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from mend.rules._common import import_block
+from mend.rules._common import add_helpers
 from verifier.encoders.gradient_gate import GATE_HELPER as CANONICAL_GATE
 from mend.rules.predicated_control_flow.env import _code, _Env
 
@@ -107,12 +107,4 @@ def add_helper(module: cst.Module) -> cst.Module:
     """``module`` with :data:`GATE_HELPER` after its imports, unless it is there already."""
     if any(isinstance(s, cst.FunctionDef) and s.name.value == GATE for s in module.body):
         return module
-    helper = cst.parse_module(GATE_HELPER).body
-    body = list(module.body)
-    _, at = import_block(body)
-    first = helper[0].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
-    after = body[at:]
-    if after:
-        after[0] = after[0].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine(),
-                                                        *[ln for ln in after[0].leading_lines if ln.comment]])
-    return module.with_changes(body=[*body[:at], first, *helper[1:], *after])
+    return add_helpers(module, GATE_HELPER)
