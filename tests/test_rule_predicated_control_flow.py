@@ -654,3 +654,33 @@ def test_the_code_after_an_early_return_must_be_shown_unable_to_raise():
     assert "fall-through-cannot-raise" in kinds
     res = fix(str(FIXTURES / "early_return_nll.py"), unsafe_fixes=True, max_examples=3)
     assert res.rewrites == [] and "fall-through-cannot-raise" in res.declined[0].reason
+
+
+def test_a_walrus_is_hoisted_only_where_the_test_evaluates_it_first():
+    """Held-out case 202: `if (m := h.mean()) > 0:` is `m = h.mean()` then `if m > 0:`; a
+    binding evaluated after another part of the test is not (that part may raise first)."""
+    import libcst as cst
+    import libcst.matchers as m
+
+    from mend.rules._base import Decline
+    from mend.rules.predicated_control_flow.rewrite import _first_evaluated, rewrite
+
+    def first(test: str) -> bool:
+        expr = cst.parse_expression(test)
+        return _first_evaluated(expr, m.findall(expr, m.NamedExpr())[0])
+
+    assert first("(m := h.mean()) > 0")
+    assert first("not (m := h.isnan().any())")
+    assert first("(m := h.abs()).amax() > 1")
+    assert first("torch.any((m := h.abs()) > 1)")
+    assert first("(m := h.mean()) > 0 and h.sum() > 0")
+    assert not first("h.amax() > (m := h.mean())")
+    assert not first("h.sum() > 0 and (m := h.mean()) > 0")
+    assert not first("self.f()((m := h) > 0)")
+    assert not first("fns[0]((m := h) > 0)")
+    src = ("import torch\n\n\ndef f(h):\n    if torch.any((m := h.abs()) > 1):\n        h = h - m\n"
+           "    else:\n        h = h * 2.0\n    return h, m\n")
+    res = rewrite(cst.parse_module(src), 5)
+    assert not isinstance(res, Decline), res
+    assert "    m = h.abs()\n    h = torch.where(torch.any(m > 1), h - m, h * 2.0)" in res.code
+    assert res.span == (5, 8)

@@ -1,8 +1,8 @@
 """predicated-control-flow's fix examples for statement forms other than a plain
 ``if``/``else`` of single assignments: a conditional expression (``y = a if p else b``,
-``return a if p else b``), a tuple assignment in each side, and an early ``return`` followed
-by the general path (``if mask.all(): return x.mean(1)``, then assignments and a ``return``).
-Part of
+``return a if p else b``), a tuple assignment in each side, an early ``return`` followed
+by the general path (``if mask.all(): return x.mean(1)``, then assignments and a ``return``),
+and a test that binds a name with ``:=`` as the first thing it evaluates. Part of
 :data:`~mend.rules.predicated_control_flow.examples.FIX_EXAMPLES`."""
 from __future__ import annotations
 
@@ -98,6 +98,31 @@ STATEMENT_FORM_EXAMPLES: list[tuple[str, str]] = [
             def pool(x, attention_mask):
                 m = attention_mask.unsqueeze(-1).to(x.dtype)
                 return torch.where(attention_mask.all(), x.mean(1), (x * m).sum(1) / m.sum(1).clamp(min=1.0))  # mend: predicated-control-flow (was: if attention_mask.all())
+        '''),
+    ),
+    # a walrus the test evaluates first is the same program bound on the line before the if
+    (
+        dedent('''\
+            import torch
+
+
+            def center(h):
+                # center on a positive mean
+                if (m := h.mean()) > 0:
+                    out = h - m
+                else:
+                    out = (h + m) * 0.5
+                return out.relu() + m
+        '''),
+        dedent('''\
+            import torch
+
+
+            def center(h):
+                # center on a positive mean
+                m = h.mean()
+                out = torch.where(m > 0, h - m, (h + m) * 0.5)  # mend: predicated-control-flow (was: if m > 0)
+                return out.relu() + m
         '''),
     ),
 ]

@@ -139,6 +139,13 @@ def _rewrite_at(module: cst.Module, node: cst.CSTNode | None, line: int,
         if isinstance(result, RewriteResult):
             result.span = ternary[1]   # the input's lines: the ternary's statement
         return result
+    hoisted = _walrus_hoisted(module, node, ancestors, index.positions)
+    if hoisted is not None:
+        result = _rewrite_at(hoisted[0], None, hoisted[1], form)
+        if isinstance(result, RewriteResult):
+            result.span = hoisted[2]   # the input's lines: the if statement
+            result.detail = f"{result.detail}; `{hoisted[3]}` bound on the line before the `if`"
+        return result
     env = _Env(module, ancestors)
     env.want = form
     if env.function is not None and env.function.name.value.startswith("_mend_"):
@@ -211,6 +218,58 @@ def _ternary_as_if(module: cst.Module, node: cst.CSTNode, positions, line: int):
         return cst.parse_module(new), (pos.start.line, pos.end.line)
     except cst.ParserSyntaxError:
         return Decline(NAME, "the conditional expression does not read as an if/else statement")
+
+
+def _first_evaluated(expr: cst.BaseExpression, target: cst.NamedExpr) -> bool:
+    """Whether ``target`` is the first part of ``expr`` Python evaluates: reached through
+    left operands, attribute and subscript values, and the first argument of a call whose
+    function is a dotted name (whose lookup comes first and reads nothing else)."""
+    while expr is not target:
+        if isinstance(expr, (cst.Comparison, cst.BinaryOperation, cst.BooleanOperation)):
+            expr = expr.left
+        elif isinstance(expr, cst.UnaryOperation):
+            expr = expr.expression
+        elif isinstance(expr, (cst.Attribute, cst.Subscript)):
+            expr = expr.value
+        elif isinstance(expr, cst.Call):
+            if m.findall(expr.func, m.NamedExpr()):
+                expr = expr.func
+            elif (m.matches(expr.func, m.Name() | m.Attribute()) and not m.findall(expr.func, m.Call() | m.Subscript())
+                  and expr.args and expr.args[0].star == "" and expr.args[0].keyword is None):
+                expr = expr.args[0].value
+            else:
+                return False
+        else:
+            return False
+    return True
+
+
+def _walrus_hoisted(module: cst.Module, node: cst.CSTNode, ancestors: list[cst.CSTNode], positions):
+    """``if (m := E) > c:`` planned as ``m = E`` on the line before and ``if m > c:``: (that
+    module, the if's line in it, the if's lines in the input, the binding's text); None when
+    ``node`` is not an ``if`` whose test binds one name with ``:=`` as the first thing it
+    evaluates. Python binds ``m`` then, before any other part of the test runs, so the two
+    are the same program; an ``elif`` test (evaluated only when the earlier ones fail) and
+    a binding evaluated after another part of the test are left to the rule's decline."""
+    if not isinstance(node, cst.If) or (ancestors and isinstance(ancestors[-1], cst.If)
+                                        and ancestors[-1].orelse is node):
+        return None
+    walruses = m.findall(node.test, m.NamedExpr())
+    if len(walruses) != 1 or not isinstance(walruses[0].target, cst.Name) \
+            or m.findall(walruses[0].value, m.NamedExpr() | m.Lambda()) \
+            or not _first_evaluated(node.test, walruses[0]):
+        return None
+    walrus = walruses[0]
+    name = walrus.target.value
+    binding = f"{name} = {module.code_for_node(walrus.value).strip()}"
+    try:
+        assign = cst.parse_statement(f"{binding}\n").with_changes(leading_lines=node.leading_lines)
+    except cst.ParserSyntaxError:
+        return None
+    new_if = node.with_changes(test=node.test.deep_replace(walrus, cst.Name(name)), leading_lines=())
+    new = _splice(module, [(node, [assign, new_if])])
+    start = positions[node].start.line
+    return new, start + binding.count("\n") + 1, (start, positions[node].end.line), binding
 
 
 def _same_function(ancestors: list[cst.CSTNode]) -> list[cst.CSTNode]:

@@ -25,18 +25,36 @@ DECLINE_EXAMPLES: list[tuple[str, str]] = [
         '''),
         "a branch leaves early (`return`) while the other falls through",
     ),
-    # a walrus in the test: the reason names it (a hidden-case probe's reason blamed "a side")
+    # a walrus evaluated after another part of the test (`h.amax()` runs first, and raises
+    # first on an empty h): not hoisted, and the reason names it
     (
         dedent('''\
             import torch
 
 
             def center(h):
-                if (m := h.mean()) > 0:
+                if h.amax() > 2 * (m := h.mean()):
                     out = h - m
                 else:
-                    out = (h + m) * 0.5
+                    out = h * 0.5
                 return out
+        '''),
+        "the test binds `m` with `:=`",
+    ),
+    # ... or in an elif test, which runs only when the if's test fails
+    (
+        dedent('''\
+            import torch
+
+
+            def center(h, m):
+                if h.sum() > 0:
+                    out = h
+                elif (m := h.mean()) > 0:
+                    out = h - m
+                else:
+                    out = h * 0.5
+                return out, m
         '''),
         "the test binds `m` with `:=`",
     ),

@@ -61,8 +61,9 @@ def _rewrite_if(node: cst.If, ancestors: list[cst.CSTNode], env: _Env, positions
         walrus = next(iter(m.findall(arm.pred, m.NamedExpr())), None) if arm.pred is not None else None
         if walrus is not None:   # a hidden-case probe: the reason blamed "a side"
             raise _Declined(f"the test binds `{_code(walrus.target)}` with `:=` "
-                            f"(`{_code(walrus).strip()}`); hoisting the binding out of the test is not "
-                            "implemented (by hand: bind it on the line before the `if`)")
+                            f"(`{_code(walrus).strip()}`) after another part of the test runs, or in an `elif`: "
+                            "bound before the `if`, it would be evaluated where the original may not reach it "
+                            "(by hand, where that is safe: bind it on the line before the `if`)")
     _screen(arms[0].pred, env)
     for i in range(1, len(preds)):  # elif tests used to run only when the earlier ones failed
         _screen(arms[i].pred, env, side=" and ".join(f"not ({p})" for p in pred_codes[:i]))
