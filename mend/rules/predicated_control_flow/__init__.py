@@ -15,6 +15,10 @@ Rewrites (``examples.py``):
 * ``if <Python test> and <tensor test>:`` without else -> ``if <Python test>:`` around
   the selection; an ``elif`` site whose chain starts with a Python test -> ``else:``
   around it;
+* a test that binds a name with ``:=`` as the first thing it evaluates (``if (m :=
+  h.mean()) > 0:``) -> the binding on the line before the ``if``, then the rewrite of
+  ``if m > 0:``: the same program (an ``elif`` test, or a binding evaluated after another
+  part of the test, which may raise first, declines with the reason);
 * a name assigned on one side only and used nowhere else (a setup temporary) is kept as
   a plain assignment before the selection;
 * a branch-local Python scalar (issue 10, transformers' fp16 overflow guards, written
