@@ -54,7 +54,8 @@ def _mend_bind_table(signature):
     order = ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD", "VAR_POSITIONAL", "KEYWORD_ONLY", "VAR_KEYWORD")
     kinds = [order.index(p.kind.name) for p in params]
     positional_defaults = [p.default is not p.empty for p in params if kinds[params.index(p)] < 2]
-    if kinds != sorted(kinds) or any(a and not b for a, b in zip(positional_defaults, positional_defaults[1:]))             or type(signature.parameters).__name__ != "mappingproxy":
+    if (kinds != sorted(kinds) or any(a and not b for a, b in zip(positional_defaults, positional_defaults[1:]))
+            or type(signature.parameters).__name__ != "mappingproxy"):
         return None
     positional = tuple(p.name for p in params if p.kind.name in ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD"))
     keyword = frozenset(p.name for p in params if p.kind.name in ("POSITIONAL_OR_KEYWORD", "KEYWORD_ONLY"))
