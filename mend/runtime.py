@@ -105,6 +105,8 @@ import torch
 from torch._dynamo.comptime import comptime
 
 from mend import _tracing, _wrap
+from mend._shown import _as_shown, _grad_fn_name
+from mend._warnings import _beyond, _warn_raises
 from mend.lazy import Fmt, Item, _materialize, fmt, item
 from mend.validation_runtime import order_checks
 
@@ -138,6 +140,7 @@ class _Site:
     names: tuple  # keyword names, in order, after the positional arguments
     where: tuple | None = None  # ((filename, lineno, funcname, globals), ...) innermost first
     shows: list | None = None  # per tensor: (grad_fn name, leaf requiring grad, Parameter, requires_grad)
+    conditional: bool = False  # the first tensor is the `when` of a defer_*_if call, not an argument
 
 
 _SITES: list[_Site] = []
@@ -158,7 +161,7 @@ _STATE = _State()
 
 @torch._dynamo.assume_constant_result
 def _intern(kind: str, method: Any, layout: tuple, names: tuple, logger_id: int | None, ordered: bool,
-            target: Any, *consts: Any) -> int:
+            conditional: bool, target: Any, *consts: Any) -> int:
     """Record a call site's constant part at trace time; the returned key is a graph constant.
 
     Dynamo hands a ``logging.Logger`` to no function, so the caller passes its ``id`` (or
@@ -179,7 +182,8 @@ def _intern(kind: str, method: Any, layout: tuple, names: tuple, logger_id: int 
             return -1
     if ordered:
         order_checks()  # from now on checks and captures share one token chain
-    _SITES.append(_Site(kind, target, method, layout, consts, names, _tracing.trace_stack(skip=__file__)))
+    _SITES.append(_Site(kind, target, method, layout, consts, names, _tracing.trace_stack(skip=__file__),
+                        conditional=conditional))
     return len(_SITES) - 1
 
 
@@ -228,16 +232,6 @@ def _capture(keys: list[int], counts: list[int], tensors: list[torch.Tensor], in
 @_capture.register_fake
 def _capture_fake(keys, counts, tensors, ints, anchor):
     return None
-
-
-def _grad_fn_name(t: torch.Tensor) -> str | None:
-    fn = t.grad_fn
-    if fn is None:
-        return None
-    name = type(fn).__name__
-    if name == "Error":  # autograd's placeholder node: Dynamo's fake, not what eager shows
-        return None
-    return fn.name().rsplit("::", 1)[-1] if name == "CppFunction" else name  # as torch._tensor_str
 
 
 def _register_ordered_effect() -> None:
@@ -335,7 +329,8 @@ def _flatten(value: Any, layout: list, tensors: list, ints: list, consts: list) 
         consts.append(value)
 
 
-def _record(kind: str, target: Any, method: str | None, args: tuple, kwargs: dict, ordered: bool = False) -> bool:
+def _record(kind: str, target: Any, method: str | None, args: tuple, kwargs: dict, ordered: bool = False,
+            when: torch.Tensor | None = None) -> bool:
     """Put one deferred call into the graph being traced. False when it must be performed
     directly (a logger Dynamo cannot hand over, or a higher-order operator's body).
 
@@ -343,6 +338,8 @@ def _record(kind: str, target: Any, method: str | None, args: tuple, kwargs: dic
     appended to :data:`_replay` of this module, a store Dynamo replays after the graph call
     (:class:`_ReplayingModule`). ``ordered``: the pending snapshots of this graph and this
     call go to the ordered operator ``mend::capture`` instead, at the call's position.
+    ``when``: a one-element tensor, snapshotted first; the replay performs the call only if
+    it is true (:func:`defer_print_if`).
     """
     layout: list = []
     tensors: list = []
@@ -376,9 +373,11 @@ def _record(kind: str, target: Any, method: str | None, args: tuple, kwargs: dic
     # only Dynamo replays the store; other tracers (torch.export's non-strict mode, make_fx)
     # run this code on fake tensors: the operator is what they keep
     ordered = ordered or not torch.compiler.is_dynamo_compiling()
-    key = _intern(kind, method, tuple(layout), tuple(kwargs), logger_id, ordered, target, *consts)
+    key = _intern(kind, method, tuple(layout), tuple(kwargs), logger_id, ordered, when is not None, target, *consts)
     if key < 0:
         return False
+    if when is not None:
+        tensors.insert(0, when)
     for i, t in enumerate(tensors):  # noqa: B007 - `t` is read by name, by comptime
         # how each tensor prints, read from Dynamo's fake tensor at trace time: no graph node
         comptime(lambda ctx: _note_show(ctx.get_local("key").as_python_constant(),
@@ -488,86 +487,13 @@ def _log_at(target: Any, method: str, args: list, kwargs: dict, where: tuple | N
     return True
 
 
-class _Shown:
-    """A snapshot of a non-leaf tensor that prints as the tensor did (``grad_fn=<...>``).
-
-    The snapshot itself is detached; ``str``/``repr``/``format``/``float``/``int`` behave
-    as on the original tensor, other attributes are the snapshot's.
-    """
-
-    __slots__ = ("tensor", "grad_fn_name")
-
-    def __init__(self, tensor: torch.Tensor, grad_fn_name: str) -> None:
-        self.tensor = tensor
-        self.grad_fn_name = grad_fn_name
-
-    def __str__(self) -> str:
-        return _repr_with_suffix(self.tensor, f"grad_fn=<{self.grad_fn_name}>")
-
-    __repr__ = __str__
-
-    def __format__(self, spec: str) -> str:
-        if self.tensor.dim() == 0:  # as Tensor.__format__
-            return self.tensor.item().__format__(spec)
-        return object.__format__(self, spec)
-
-    def __float__(self) -> float:
-        return float(self.tensor)
-
-    def __int__(self) -> int:
-        return int(self.tensor)
-
-    def __index__(self) -> int:
-        return self.tensor.__index__()
-
-    def __getattr__(self, name: str) -> Any:
-        if name in _Shown.__slots__:
-            raise AttributeError(name)
-        return getattr(self.tensor, name)
-
-
-_SUFFIX_LOCK = threading.Lock()
-
-
-def _repr_with_suffix(t: torch.Tensor, suffix: str) -> str:
-    """``repr(t)`` with one more suffix, placed as ``torch._tensor_str`` places ``grad_fn``."""
-    import torch._tensor_str as tensor_str
-
-    if t.layout != torch.strided:
-        return repr(t)
-    me = threading.get_ident()
-    with _SUFFIX_LOCK:
-        original = tensor_str._add_suffixes
-
-        def add_suffixes(text, suffixes, indent, force_newline):
-            if threading.get_ident() == me:
-                suffixes = [*suffixes, suffix]
-            return original(text, suffixes, indent, force_newline)
-
-        tensor_str._add_suffixes = add_suffixes
-        try:
-            return torch.Tensor.__repr__(t)
-        finally:
-            tensor_str._add_suffixes = original
-
-
-def _as_shown(t: torch.Tensor, show: tuple | None) -> Any:
-    """The replayed value of a captured tensor: prints like the original did."""
-    if show is None:
-        return t
-    grad_fn, leaf_requires_grad, is_param, requires_grad = show
-    if is_param:
-        return torch.nn.Parameter(t, requires_grad=requires_grad)
-    if grad_fn is not None:
-        return _Shown(t, grad_fn)
-    if leaf_requires_grad:
-        return t.requires_grad_(True)
-    return t
-
-
 def _perform(key: int, tensors: list, ints: list) -> None:
     site = _SITES[key]
     shows = site.shows or [None] * len(tensors)
+    if site.conditional:  # the snapshot of `when`, read as the original's `if when:` read it
+        if not bool(tensors[0]):
+            return
+        tensors, shows = tensors[1:], shows[1:]
     tensors = [_as_shown(t.detach(), show) for t, show in zip(tensors, shows)]
     args, kwargs = _rebuild(site, tensors, ints)
     if site.kind == "print":
@@ -581,24 +507,6 @@ def _perform(key: int, tensors: list, ints: list) -> None:
     else:
         message, category, stacklevel, source = args
         _warn_at(message, category, stacklevel, source, site.where)
-
-
-def _beyond(where: tuple, levels: int) -> tuple | None:
-    """The live frame ``levels`` above the outermost traced frame of ``where`` (the compiled
-    frame, which is running the replay), as ``(filename, lineno, function, globals)``, or None
-    if it is not on the stack. Counted as ``warnings.warn`` counts, skipping importlib's
-    internal frames (CPython's ``_next_external_frame``)."""
-    filename, _, func, _ = where[-1]
-    frame = sys._getframe(1)
-    while frame is not None and not (frame.f_code.co_filename == filename and frame.f_code.co_name == func):
-        frame = frame.f_back
-    for _ in range(levels):
-        frame = frame.f_back if frame is not None else None
-        while frame is not None and "importlib" in frame.f_code.co_filename and "_bootstrap" in frame.f_code.co_filename:
-            frame = frame.f_back
-    if frame is None:
-        return None
-    return frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name, frame.f_globals
 
 
 def _warn_at(message: Any, category: Any, stacklevel: int, source: Any, where: tuple | None) -> None:
@@ -632,6 +540,20 @@ def _warn_at(message: Any, category: Any, stacklevel: int, source: Any, where: t
 # --------------------------------------------------------------------------- public API
 
 
+_ALWAYS = object()   # the `when` of an unconditional defer_* call
+
+
+def _decide(when: Any) -> bool | None:
+    """``bool(when)`` now, or None: a one-element tensor while Dynamo traces, decided at
+    replay from its snapshot. A tensor of another size is read now, as ``if when:`` reads it
+    (a graph break, or its RuntimeError)."""
+    if when is _ALWAYS:
+        return True
+    if isinstance(when, torch.Tensor) and torch.compiler.is_dynamo_compiling() and when.numel() == 1:
+        return None
+    return bool(when)
+
+
 def defer_print(*args: Any, sep: str | None = " ", end: str | None = "\n", file: Any = None,
                 flush: bool = False, ordered: bool = False) -> None:
     """``print(*args, sep=sep, end=end, file=file, flush=flush)``, deferred under torch.compile.
@@ -641,10 +563,31 @@ def defer_print(*args: Any, sep: str | None = " ", end: str | None = "\n", file:
     the call ordered against in-graph checks (``mend::capture``): a failing check shows
     exactly what eager showed, at the cost of an uncacheable graph.
     """
+    _print(_ALWAYS, args, sep, end, file, flush, ordered)
+
+
+def defer_print_if(when: Any, *args: Any, sep: str | None = " ", end: str | None = "\n", file: Any = None,
+                   flush: bool = False, ordered: bool = False) -> None:
+    """``if when: print(*args, ...)`` with ``when`` read first and the arguments evaluated by
+    the caller either way (the rule emits it only for arguments that cannot raise and have
+    no effect). Under torch.compile a one-element tensor ``when`` is snapshotted with the
+    arguments and read at replay: the call is performed exactly when ``bool(when)`` is true,
+    and the graph does not break on it (issue 10: ``if (h.abs() > 1e4).any(): print(...)``).
+    Raises what ``bool(when)`` raises for a tensor of another size."""
+    _print(when, args, sep, end, file, flush, ordered)
+
+
+def _print(when: Any, args: tuple, sep: Any, end: Any, file: Any, flush: bool, ordered: bool) -> None:
+    decided = _decide(when)
+    if decided is False:
+        return
     if torch.compiler.is_compiling():
         stream = _STDOUT if file is sys.stdout else _STDERR if file is sys.stderr else file
-        if _record("print", None, None, args, {"sep": sep, "end": end, "file": stream, "flush": flush}, ordered):
+        if _record("print", None, None, args, {"sep": sep, "end": end, "file": stream, "flush": flush}, ordered,
+                   when if decided is None else None):
             return
+    if decided is None and not bool(when):   # performed as written: `if when:` (a graph break)
+        return
     _drain_first()
     builtins.print(*[_materialize(a) for a in args], sep=_materialize(sep), end=_materialize(end), file=file,
                    flush=flush)
@@ -657,9 +600,23 @@ def defer_log(logger: Any, method: str, *args: Any, ordered: bool = False, **kwa
     ``warning_once`` (an ``lru_cache``) are replayed through the same method, so they stay
     once per process. ``ordered``: as in :func:`defer_print`.
     """
+    _log(_ALWAYS, logger, method, args, ordered, kwargs)
+
+
+def defer_log_if(when: Any, logger: Any, method: str, *args: Any, ordered: bool = False, **kwargs: Any) -> None:
+    """``if when: getattr(logger, method)(*args, **kwargs)``; ``when`` as in :func:`defer_print_if`."""
+    _log(when, logger, method, args, ordered, kwargs)
+
+
+def _log(when: Any, logger: Any, method: str, args: tuple, ordered: bool, kwargs: dict) -> None:
+    decided = _decide(when)
+    if decided is False:
+        return
     if torch.compiler.is_compiling():
-        if _record("log", logger, method, args, kwargs, ordered):
+        if _record("log", logger, method, args, kwargs, ordered, when if decided is None else None):
             return
+    if decided is None and not bool(when):
+        return
     _drain_first()
     args = tuple(_materialize(a) for a in args)
     exporting = _tracing.dynamo_exporting() if torch.compiler.is_dynamo_compiling() else torch.compiler.is_exporting()
@@ -688,6 +645,20 @@ def defer_warn(message: Any, category: Any = None, stacklevel: int = 1, source: 
                ordered: bool = False) -> None:
     """``warnings.warn(message, category, stacklevel, source)``, deferred under torch.compile.
     ``ordered``: as in :func:`defer_print`."""
+    _warn(_ALWAYS, message, category, stacklevel, source, ordered)
+
+
+def defer_warn_if(when: Any, message: Any, category: Any = None, stacklevel: int = 1, source: Any = None,
+                  ordered: bool = False) -> None:
+    """``if when: warnings.warn(message, category, stacklevel, source)``; ``when`` as in
+    :func:`defer_print_if`."""
+    _warn(when, message, category, stacklevel, source, ordered)
+
+
+def _warn(when: Any, message: Any, category: Any, stacklevel: int, source: Any, ordered: bool) -> None:
+    decided = _decide(when)
+    if decided is False:
+        return
     if torch.compiler.is_compiling():
         # the filters' actions, read in the trace, become guards: a filter set to "error" after
         # compiling makes Dynamo trace again and warn in place (a review's case: at replay, the
@@ -695,12 +666,17 @@ def defer_warn(message: Any, category: Any = None, stacklevel: int = 1, source: 
         if _warn_raises(message if isinstance(message, str) else None,
                         type(message) if isinstance(message, Warning) else category,
                         tuple(f[0] for f in warnings.filters)):
+            if decided is None and not bool(when):   # `if when:` as written (a graph break)
+                return
             _warn_here(message, category, stacklevel, source)   # a graph break, as warnings.warn is
             return
-        if _record("warn", None, None, (message, category, stacklevel, source), {}, ordered):
+        if _record("warn", None, None, (message, category, stacklevel, source), {}, ordered,
+                   when if decided is None else None):
             return
+    if decided is None and not bool(when):
+        return
     _drain_first()
-    warnings.warn(_materialize(message), category, stacklevel + 1, source)
+    warnings.warn(_materialize(message), category, stacklevel + 2, source)   # past _warn and defer_warn*
 
 
 @torch.compiler.disable
@@ -717,28 +693,6 @@ def _warn_here(message: Any, category: Any, stacklevel: int, source: Any) -> Non
             where.append((frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name, frame.f_globals))
         frame = frame.f_back
     _warn_at(_materialize(message), category, stacklevel, source, tuple(where) or None)
-
-
-@torch.compiler.assume_constant_result
-def _warn_raises(text: str | None, category: Any, actions: tuple = ()) -> bool:
-    """Whether the warnings filters in force while Dynamo traces may turn this warning into an
-    exception (action ``"error"``: ``-W error``, pytest's ``filterwarnings = error``). Then the
-    call is not deferred: raised at replay, after the graph, the exception would follow state
-    the graph wrote (a buffer, a cache) that eager never wrote (an adversarial helper's case).
-    Conservative: an ``"error"`` filter whose message or module pattern might match counts; the
-    first filter that surely matches decides. A constant of the trace, whose argument
-    ``actions`` (every filter's action, in order) Dynamo guards: filters changed after
-    compiling make it trace again."""
-    category = category if isinstance(category, type) and issubclass(category, Warning) else UserWarning
-    for action, msg, cat, mod, lineno in warnings.filters:
-        if not issubclass(category, cat):
-            continue
-        may_match = text is None or msg is None or msg.match(text) is not None
-        if action == "error" and may_match:
-            return True
-        if msg is None and mod is None and not lineno:   # matches every call: it decides
-            return False
-    return False
 
 
 def pending() -> int:

@@ -405,6 +405,7 @@ CHECKS_TESTED_WITH_THEIR_RULE = {
     "item-operand-tensor": "test_rule_item_operand.py",
     "bincount-in-range": "test_rule_bounded_bincount.py",
     "gradient-gated": "test_gradient_gate.py",
+    "deferred-if-predicate": "test_rule_deferred_effects.py",
 }
 
 

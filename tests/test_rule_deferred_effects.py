@@ -203,8 +203,9 @@ def check_equivalent(orig_path: Path, tmp_path: Path, inputs, *, init=(), backen
 # --- the rule's examples (exact text, declines, matcher: tests/test_rules.py) --------------
 
 def test_every_fix_example_is_captured_in_order_and_idempotent():
-    for before, _ in de.FIX_EXAMPLES:
-        line = de.example_line(before)
+    for ex in de.FIX_EXAMPLES:
+        before = ex[0]
+        line = ex[2] if len(ex) > 2 and ex[2] else de.example_line(before)
         res = de.rewrite(cst.parse_module(before), line)
         kinds = {o["kind"] for o in res.obligations}
         assert {"order-preserved", "replayed-on-exception"} <= kinds
@@ -874,3 +875,72 @@ def test_a_filter_set_to_error_after_compiling_warns_in_place(backend, tmp_path)
             with pytest.raises(UserWarning, match="3-D input is deprecated"):
                 compiled(x)
     assert int(model.num_batches) == 1 and torch.equal(model.ema, ema)   # untouched, as in eager
+
+
+# --- an effect under a tensor test (conditional.py) -------------------------------------
+
+def test_conditional_effect_is_one_graph_and_happens_exactly_when_the_test_holds():
+    """Held-out case 210: `if (h.abs() > 1e4).any(): warnings.warn(...)` broke the graph only
+    to decide the warning. Mended, it is one graph, and eager, aot_eager and Inductor warn
+    (at the original line) exactly on the inputs where the original warns."""
+    import warnings
+
+    from mend.rules.deferred_side_effects.conditional_examples import CONDITIONAL_FIX_EXAMPLES
+
+    before, after, line = CONDITIONAL_FIX_EXAMPLES[0]
+    assert de.rewrite(cst.parse_module(before), line).code == after
+
+    def load(src):
+        scope = {}
+        exec(compile(src, "cond_case.py", "exec"), scope)
+        proj = torch.nn.Identity()
+        return lambda x: scope["forward"](types.SimpleNamespace(proj=proj), x)
+
+    orig, mended = load(before), load(after)
+    assert torch._dynamo.explain(mended)(torch.ones(3)).graph_count == 1
+
+    def run(fn, x):
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            y = fn(x)
+        return y, [(str(w.message), w.lineno) for w in got]
+
+    for backend in ("eager", "aot_eager", "inductor"):
+        torch._dynamo.reset()
+        compiled = torch.compile(mended, backend=backend)
+        for x in (torch.ones(3), torch.full((3,), 2e4), torch.tensor([float("nan"), 1.0, -3e4])):
+            want_y, want = run(orig, x)
+            got_y, got = run(compiled, x)
+            assert got == want and torch.equal(got_y.isnan(), want_y.isnan()), (backend, x)
+            assert torch.equal(got_y.nan_to_num(), want_y.nan_to_num())
+            assert want == ([("activations exceed 1e4; fp16 overflow likely", 9)] if (x.abs() > 1e4).any() else [])
+
+
+def test_conditional_runtime_reads_a_multi_element_test_as_the_if_does():
+    with pytest.raises(RuntimeError, match="ambiguous"):
+        rt.defer_print_if(torch.ones(2) > 0, "x")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rt.defer_print_if(torch.tensor(False), "no")
+        rt.defer_print_if(torch.tensor(float("nan")), "nan is true")   # bool(nan) is True, as for `if`
+        rt.defer_print_if(0, "zero is false")
+    assert out.getvalue() == "nan is true\n"
+
+
+def test_deferred_if_predicate_is_checked_and_refuted_on_mutations():
+    """The encoder re-reads the mended call against the original `if`: a different test, an
+    argument that may raise, or a name not bound on every path is refuted."""
+    from mend.rules.deferred_side_effects.conditional_examples import CONDITIONAL_FIX_EXAMPLES
+    from verifier.encoders.base import Ctx
+    from verifier.encoders.capture_if import deferred_if
+
+    before, after, line = CONDITIONAL_FIX_EXAMPLES[1]
+    res = de.rewrite(cst.parse_module(before), line)
+    ob = next(o for o in res.obligations if o["kind"] == "deferred-if-predicate")
+    assert ob["line"] == line + 1 and ob["when"] == "torch.isnan(x).any()"
+    assert deferred_if(ob, Ctx({}, {}, code=res.code, before=before)).result == "checked"
+    for old, new in (('%d", step)', '%d", step.item())'), ("isnan(x).any(), logger", "isinf(x).any(), logger"),
+                     ('%d", step)', '%d", x[3])'), ('%d", step)', '%d", missing)'), ("(torch.isnan", "(torch.isnan(x).any(), 1) or (torch.isnan")):
+        assert old in res.code
+        bad = res.code.replace(old, new, 1)
+        assert deferred_if(ob, Ctx({}, {}, code=bad, before=before)).result == "refuted", new

@@ -4,7 +4,7 @@ encoder (``KINDS``). The verifier never names a rule: a kind is what it encodes.
 * :mod:`.where`: a selection as ``torch.where`` (shapes, dtypes, IEEE values, gradients);
 * :mod:`.cond`: a selection as ``torch.cond``;
 * :mod:`.hoisting`: hoisted setup and merged calls (LongRoPE);
-* :mod:`.capture`: deferred side effects (``mend::capture``);
+* :mod:`.capture`: deferred side effects (``mend::capture``); :mod:`.capture_if`: one under a tensor test;
 * :mod:`.assert_async`: a raise moved into the graph as ``torch._assert_async``;
 * :mod:`.counting`: a host counting loop as a tensor count;
 * :mod:`.host_check`: a host-reading tensor check kept in the graph;
@@ -38,13 +38,14 @@ from verifier.encoders import constant_buffer
 from verifier.encoders import item_operand
 from verifier.encoders import bounded_bincount
 from verifier.encoders import gradient_gate
+from verifier.encoders import capture_if
 from verifier.encoders.base import Ctx
 from verifier.outcomes import Outcome
 
 Encoder = Callable[[dict, Ctx], Outcome]
 GROUPS = (where, cond, hoisting, capture, assert_async, counting, host_check, forward_attribute, scalar_tensor,
           numpy_constants, dead_host_work, mask_update, state_write, finiteness_precision, bind_lookup,
-          constant_buffer, item_operand, bounded_bincount, gradient_gate)
+          constant_buffer, item_operand, bounded_bincount, gradient_gate, capture_if)
 
 
 def _registry() -> tuple[dict[str, Encoder], frozenset, frozenset]:

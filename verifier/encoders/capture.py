@@ -102,7 +102,7 @@ def lazy_item(ob: dict, ctx: Ctx) -> Outcome:
 
 
 def once_per_process(ob: dict, ctx: Ctx) -> Outcome:
-    ok, text = runtime_screen([("defer_log", "getattr(logger, method)"), ("_perform", "getattr(site.target, site.method)")])
+    ok, text = runtime_screen([("_log", "getattr(logger, method)"), ("_perform", "getattr(site.target, site.method)")])
     return _runtime_check("once-per-process", ok, text,
                           "the source screen of the runtime: eager call and replay both call the logger's own method",
                           [f"the replay calls `{ob.get('method', 'warning_once')}` itself (its lru_cache holds `seen`)"],
@@ -110,8 +110,8 @@ def once_per_process(ob: dict, ctx: Ctx) -> Outcome:
 
 
 def warning_identity(ob: dict, ctx: Ctx) -> Outcome:
-    ok, text = runtime_screen([("defer_warn", "warnings.warn("), ("defer_warn", "if _warn_raises("),
-                               ("defer_warn", "_warn_here(message"), ("_warn_here", "_warn_at("),
+    ok, text = runtime_screen([("_warn", "warnings.warn("), ("_warn", "if _warn_raises("),
+                               ("_warn", "_warn_here(message"), ("_warn_here", "_warn_at("),
                                ("_perform", "_warn_at(message, category"),
                                ("_warn_at", "(message, category")])
     return _runtime_check("warning-identity", ok, text,

@@ -16,6 +16,17 @@ Inductor's FX graph cache)::
     warnings.warn("old", FutureWarning) ->  _mend_rt.defer_warn("old", FutureWarning)
     print(f"h={h:.3f}")                 ->  _mend_rt.defer_print(_mend_rt.fmt("h={:.3f}", h))
 
+An ``if`` on a tensor test whose whole body is one such call (an overflow or NaN
+diagnostic) becomes one conditional call, its ``if`` line a comment so the call keeps its
+line (``conditional.py``; obligation ``deferred-if-predicate``)::
+
+    if (h.abs() > 1e4).any():           ->  # mend: deferred-side-effects (was: if ...:)
+        warnings.warn("overflow")            _mend_rt.defer_warn_if((h.abs() > 1e4).any(), "overflow")
+
+The test is evaluated first, as the ``if`` did; the replay performs the call exactly when
+its snapshot is true. The arguments now run either way, so they must be constants, names
+bound on every path, or formats over them (declined with the reason otherwise).
+
 An f-string or ``"...".format(...)`` argument becomes a lazy ``fmt(template, *values)``:
 Dynamo cannot format a tensor inside the graph, and the values are snapshotted instead. A
 builtin ``repr(t)`` / ``str(t)`` argument is ``f"{t!r}"`` / ``f"{t!s}"`` and becomes
@@ -67,7 +78,9 @@ differential test is bit-exact (``mend fix`` applies it by default). Emitted aft
 differential test (compiled without ``mend.runtime.install``, as users run it), with
 documented differences: a plain call's output is lost when an operator later in the same
 graph raises at run time (an assumption recorded with ``replayed-on-exception``; a check in
-the same function makes the call ordered), and lines differ from the original's only when
+the same function makes the call ordered), or when Dynamo fails while tracing that graph (an
+input of the wrong shape: the effect is not shown before the error, where the original's
+graph break showed it; found by a held-out review, cases 316 and 342), and lines differ from the original's only when
 another rewrite above the call changed the line count.
 
 The obligations are claims about ``mend.runtime``, not about the site's values (no facts
@@ -92,11 +105,11 @@ an ordered call bypass Inductor's FX graph cache (torch 2.13, see ``mend/runtime
 
 OBLIGATION_KINDS = frozenset({"order-preserved", "replayed-on-exception", "snapshot-before-mutation",
                               "lazy-format-equals-fstring", "lazy-item-equals-item", "once-per-process",
-                              "warning-identity"})
+                              "warning-identity", "deferred-if-predicate"})
 
 RULE = Rule(
     name=NAME,
-    categories=("print-logging",),
+    categories=("print-logging", "data-dependent-branch"),
     match=match,
     rewrite=rewrite,
     example_line=example_line,

@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 
 from mend.rules._base import DeclineExample
+from mend.rules.deferred_side_effects.conditional_examples import (CONDITIONAL_DECLINE_EXAMPLES,
+                                                                   CONDITIONAL_FIX_EXAMPLES)
 from mend.taxonomy import LOG_METHODS
 
 
@@ -471,6 +473,8 @@ def forward(self, x, done):
 '''),
 ]
 
+FIX_EXAMPLES += CONDITIONAL_FIX_EXAMPLES
+
 # (source, a substring of the reason); the site is the first line with a call (example_line)
 DECLINE_EXAMPLES: list[tuple[str, str] | DeclineExample] = [
     # the level read on the host is the break; the guard decides whether the arguments run at all
@@ -657,6 +661,7 @@ def forward(self, x):
     h = x.relu()
     return h
 ''', 'no print/logger/warnings.warn call', line=2),
+    *CONDITIONAL_DECLINE_EXAMPLES,
 ]
 
 
@@ -679,5 +684,5 @@ def forward(self, x):
     h = x.relu()
     return h
 ''',
-    *(after for _, after in FIX_EXAMPLES if not _has_site(after)),
+    *(ex[1] for ex in FIX_EXAMPLES if not _has_site(ex[1])),
 ]

@@ -8,22 +8,42 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from mend.rules._base import Decline, RewriteResult
 from mend.rules._common import add_import, code_of as _code, statement_at
 from mend.locate import header_parts
+from mend.rules.deferred_side_effects.conditional import conditional_site, screen, unhoist
 from mend.rules.deferred_side_effects.screen import (NAME, RUNTIME, _bindings, _lazy, _lazy_items, _runtime_alias,
                                                      _screen, _site, level_guard)
 
 
 def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
-    """Rewrite the print/logger/warnings call reported at ``line`` into its deferred form.
+    """Rewrite the print/logger/warnings call reported at ``line`` into its deferred form, or
+    the ``if <tensor test>:`` on ``line`` whose body is one such call into its conditional
+    form ``defer_*_if(test, ...)`` (:mod:`.conditional`).
 
     The whole module comes back (``code``), with ``import mend.runtime as <alias>`` added
     when missing; ``span`` is the statement's lines in the input.
     """
+    wrapper, found = statement_at(module, line, compound=True)
+    guard = level_guard(header_parts(found[0])) if found is not None else None
+    if guard is not None:
+        return guard
+    site = conditional_site(found)
+    if site is None:
+        return _rewrite(module, line)
+    node, ancestors, stmt = site
+    pos = wrapper.resolve(PositionProvider)
+    why = screen(wrapper.module, node, ancestors, stmt, pos[node].start.line + 1 == pos[stmt].start.line)
+    if why:
+        return Decline(NAME, f"`if {' '.join(_code(node.test).split())}:` around a deferrable call: {why}")
+    result = _rewrite(unhoist(wrapper.module, node, stmt), pos[stmt].start.line, when=node.test)
+    if isinstance(result, RewriteResult):
+        result.span = (pos[node].start.line, pos[stmt].end.line)
+    return result
+
+
+def _rewrite(module: cst.Module, line: int, when: cst.BaseExpression | None = None) -> RewriteResult | Decline:
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     site = _site(wrapper, line)
     if site is None:
-        stmt = statement_at(module, line, compound=True)[1]
-        guard = level_guard(header_parts(stmt[0])) if stmt is not None else None
-        return guard or Decline(NAME, f"no print/logger/warnings.warn call on line {line}")
+        return Decline(NAME, f"no print/logger/warnings.warn call on line {line}")
     b = _bindings(module)
     plan = _screen(site[0], site[1], b.bound)
     if isinstance(plan, Decline):
@@ -63,6 +83,9 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
         args.append(cst.Arg(cst.Name("True"), keyword=cst.Name("ordered"),
                             equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
                                                   whitespace_after=cst.SimpleWhitespace(""))))
+    if when is not None:   # `if when: CALL` (conditional.py): the test first, as the `if` evaluated it
+        func_name += "_if"
+        args = [cst.Arg(when, comma=comma), *args]
     new_call = call.with_changes(func=cst.Attribute(cst.Name(alias), cst.Name(func_name)), args=args)
     tree = module.deep_replace(call, new_call)
     moved = False
@@ -85,12 +108,21 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
                         "detail": "effects before an exception raised outside the graph are replayed before it",
                         "assumes": "no operator later in the same graph raises at run time (no check follows in "
                                    "this function; a kernel error such as an index out of range would drop the "
-                                   "effects of that graph)"}
+                                   "effects of that graph), and Dynamo raises no error while tracing it (an input "
+                                   "of the wrong shape can fail the trace before any graph runs, where the "
+                                   "original's graph break had already shown the effect)"}
     obligations = [
         {"kind": "order-preserved", "mechanism": mechanism,
          "detail": "deferred effects replay in program order, after the graph call"},
         on_exception,
     ]
+    if when is not None:
+        test = " ".join(_code(when).split())
+        detail = f"`if {test}: {plan.callee}(...)` -> `{alias}.{func_name}({test}, ...)`; " + detail
+        obligations.append({"kind": "deferred-if-predicate", "line": pos.start.line, "when": test,
+                            "detail": "performed exactly when the test's snapshot is true; the arguments, now "
+                                      "evaluated either way, are constants, names bound on every path and "
+                                      "formats over them"})
     values = [_code(a.value).strip() for a in call.args
               if not isinstance(a.value, (cst.SimpleString, cst.ConcatenatedString, cst.Integer, cst.Float))]
     if values or lazies:

@@ -607,6 +607,15 @@ def match(loc: Located) -> Match | Decline:
     level = level_guard(header)
     if level is not None:
         return level
+    if isinstance(node, cst.If):   # `if <tensor test>: <one deferrable call>` (conditional.py)
+        from mend.rules.deferred_side_effects.rewrite import rewrite
+        from mend.rules.deferred_side_effects.conditional import conditional_site
+
+        if conditional_site((node, [])) is None:
+            # another rule's reason says more about this branch: this one ranks last (rules.match_site)
+            return Decline(None, "the branch's body is not one print/logger/warnings.warn statement")
+        result = rewrite(loc.module, loc.line)
+        return result if isinstance(result, Decline) else Match(NAME, result.detail)
     calls = [c for h in header for c in m.findall(h, m.Call()) if _kind(c) is not None]
     if not calls:
         return Decline(NAME, f"no print/logger/warnings.warn call on line {loc.line}")

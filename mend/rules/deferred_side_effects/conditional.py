@@ -1,0 +1,138 @@
+"""deferred-side-effects under a tensor test: ``if P: <print/logger/warnings.warn call>``.
+
+The branch breaks the graph (``bool(P)`` reads a tensor on the host) only to decide whether
+the effect happens. It becomes one call, ``<rt>.defer_print_if(P, ...)`` (``defer_log_if``,
+``defer_warn_if``): ``P`` is evaluated first, as the ``if`` evaluated it; under
+torch.compile a one-element tensor ``P`` is snapshotted with the arguments and the replay
+performs the call exactly when ``bool(P)`` is true (:func:`mend.runtime.defer_print_if`).
+
+What changes is that the call's arguments are now evaluated when ``P`` is false too, so
+they must be unable to raise or have an effect there: each is a constant, a name bound on
+every path to the ``if`` (a parameter, a name assigned by an earlier top-level statement of
+the function, or a module-level name the function does not assign), or an f-string, ``%``
+or ``.format`` over such names (formatted lazily, at replay, only when ``P`` holds). The
+``if`` line becomes a comment, so the call keeps the line it had (warnings and log records
+name the original line). Declined with the reason otherwise: an ``else``/``elif``, a body
+of more than one statement, a test spanning lines, another argument.
+"""
+from __future__ import annotations
+
+import libcst as cst
+import libcst.matchers as m
+
+from mend.rules._common import code_of as _code
+from mend.rules.deferred_side_effects.screen import NAME, _effect_in, _kind
+
+_CONSTANTS = (cst.SimpleString, cst.ConcatenatedString, cst.Integer, cst.Float)
+
+
+def conditional_site(found: tuple | None):
+    """``(if node, its ancestors, the body's call statement)`` when ``found`` (``statement_at``'s
+    ``(node, ancestors)``) is an ``if`` whose whole body is one print/logger/warnings.warn
+    statement; else None."""
+    if found is None or not isinstance(found[0], cst.If):
+        return None
+    node = found[0]
+    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+    if len(body) != 1 or not isinstance(body[0], cst.SimpleStatementLine) or len(body[0].body) != 1:
+        return None
+    expr = body[0].body[0]
+    if not (isinstance(expr, cst.Expr) and isinstance(expr.value, cst.Call) and _kind(expr.value) is not None):
+        return None
+    return node, found[1], body[0]
+
+
+def unhoist(module: cst.Module, node: cst.If, stmt: cst.SimpleStatementLine) -> cst.Module:
+    """``module`` with the ``if`` replaced by its body statement, the ``if`` line a comment."""
+    note = cst.EmptyLine(comment=cst.Comment(f"# mend: {NAME} (was: if {' '.join(_code(node.test).split())}:)"))
+    new = stmt.with_changes(leading_lines=[*node.leading_lines, note, *stmt.leading_lines])
+
+    class Swap(cst.CSTTransformer):
+        def on_leave(self, original, updated):
+            return new if original is node else updated
+
+    return module.visit(Swap())
+
+
+def screen(module: cst.Module, node: cst.If, ancestors: list, stmt: cst.SimpleStatementLine,
+           positions_ok: bool) -> str | None:
+    """Why ``if P: CALL`` cannot become ``defer_*_if(P, ...)``, or None."""
+    if node.orelse is not None:
+        return "the `if` has an `else`/`elif`: both arms would have to be deferred"
+    if not positions_ok:
+        return "the `if` test spans several lines: the call could not keep its line"
+    if stmt.leading_lines and any(ln.comment is None for ln in stmt.leading_lines):
+        return "a blank line separates the `if` from its call: the call could not keep its line"
+    effect = _effect_in(node.test)
+    if effect:
+        return f"the test has an effect ({effect})"
+    ancestors = [node, *ancestors]   # the `if` itself may be the function's top-level statement
+    func = next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), None)
+    if func is None:
+        return "the `if` is not inside a function"
+    call = stmt.body[0].value
+    if isinstance(call.func, cst.Attribute) and _kind(call) == "log":
+        why = _unconditional(call.func.value, module, func, ancestors)
+        if why:
+            return f"the logger `{_code(call.func.value)}` would be evaluated when the test is false too, and {why}"
+    for arg in call.args:
+        if arg.star:
+            return f"an argument is unpacked (`{_code(arg.value)}`)"
+        why = _unconditional(arg.value, module, func, ancestors)
+        if why:
+            return (f"the call's argument `{_code(arg.value)}` would be evaluated when the test is false too, and "
+                    f"{why}; only constants, names bound on every path and f-strings or %-formats over them are")
+    return None
+
+
+def _unconditional(value: cst.BaseExpression, module: cst.Module, func: cst.FunctionDef, ancestors: list) -> str | None:
+    """Why evaluating ``value`` where the original did not could raise or have an effect."""
+    if isinstance(value, _CONSTANTS) or m.matches(value, m.Name("True") | m.Name("False") | m.Name("None")):
+        return None
+    if isinstance(value, cst.FormattedString):
+        for part in value.parts:
+            if isinstance(part, cst.FormattedStringExpression):
+                if part.format_spec or part.equal:
+                    return "a formatted field with a format spec (not evaluated lazily here)"
+                why = _unconditional(part.expression, module, func, ancestors)
+                if why:
+                    return why
+        return None
+    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Modulo) \
+            and isinstance(value.left, _CONSTANTS):
+        items = value.right.elements if isinstance(value.right, cst.Tuple) else [cst.Element(value.right)]
+        return next((w for w in (_unconditional(e.value, module, func, ancestors) for e in items) if w), None)
+    if isinstance(value, cst.Name):
+        return _bound_on_every_path(value.value, module, func, ancestors)
+    return f"`{_code(value)}` is neither a constant nor a name (it may raise, e.g. on an empty or missing value)"
+
+
+def _bound_on_every_path(name: str, module: cst.Module, func: cst.FunctionDef, ancestors: list) -> str | None:
+    params = {p.name.value for p in [*func.params.posonly_params, *func.params.params, *func.params.kwonly_params]}
+    params |= {p.name.value for p in (func.params.star_arg, func.params.star_kwarg) if isinstance(p, cst.Param)}
+    if m.findall(func, m.Del()) and any(m.findall(d, m.Name(name)) for d in m.findall(func, m.Del())):
+        return f"`{name}` is deleted in the function"
+    if name in params:
+        return None
+    stored = [t for t in m.findall(func, m.AssignTarget() | m.AnnAssign() | m.AugAssign() | m.For() | m.With()
+                                   | m.NamedExpr() | m.Import() | m.ImportFrom() | m.FunctionDef() | m.ClassDef()
+                                   | m.CompFor() | m.ExceptHandler() | m.Global() | m.Nonlocal())
+              if t is not func and m.findall(t, m.Name(name))]
+    if not stored:   # a global: bound by a top-level assignment, import or def of the module
+        top = [s for s in module.body if isinstance(s, (cst.FunctionDef, cst.ClassDef)) and s.name.value == name]
+        top += [s for s in module.body if isinstance(s, cst.SimpleStatementLine) and any(
+            m.matches(b, m.Assign(targets=[m.AssignTarget(target=m.Name(name))])) or
+            (isinstance(b, (cst.Import, cst.ImportFrom)) and not isinstance(b.names, cst.ImportStar) and any(
+                (a.asname.name.value if a.asname else _code(a.name).split(".")[0]) == name for a in b.names))
+            for b in s.body)]
+        return None if top else f"`{name}` is not bound by the function or at the module's top level"
+    # a local: assigned by a plain `name = ...` statement of the function's own body, before the
+    # top-level statement holding the `if`, and by nothing else (no branch may leave it unbound)
+    body = list(func.body.body)
+    holder = next((a for a in ancestors if any(a is s for s in body)), None)
+    if holder is None:
+        return f"`{name}` may be unbound where the `if` is"
+    earlier = body[:next(i for i, s in enumerate(body) if s is holder)]
+    plain = [s for s in earlier if isinstance(s, cst.SimpleStatementLine) and any(
+        m.matches(b, m.Assign(targets=[m.AssignTarget(target=m.Name(name))])) for b in s.body)]
+    return None if plain else f"`{name}` may be unbound where the `if` is (no plain assignment before it)"

@@ -1,0 +1,110 @@
+"""Encoder for a conditional deferred effect: ``if P: <print/log/warn call>`` became
+``<rt>.defer_*_if(P, ...)`` (mend's deferred-side-effects, ``conditional.py``). A check:
+
+* ``deferred-if-predicate``: (1) a source screen of the runtime: the ``_if`` entry points
+  decide ``bool(P)`` first and return without effect when it is false; a snapshot of a
+  one-element tensor ``P`` is the first tensor of its site and the replay performs the call
+  only when it is true; (2) a static screen of the mended source against the original: the
+  statement at the line is one ``defer_*_if`` call whose first argument is the original
+  ``if`` test on the line above (the ``if`` line is now a comment, so the call keeps its
+  line), and each other argument cannot raise or have an effect when evaluated where the
+  original did not evaluate it: a constant, a name bound on every path to the call (a
+  parameter; a name assigned by a plain earlier statement of the function's own body and
+  deleted nowhere; a module-level name the function does not bind), or an f-string (no
+  format spec) or ``%``-format over those.
+"""
+from __future__ import annotations
+
+import ast
+
+from verifier.effects import runtime_screen
+from verifier.encoders.base import Ctx, names_bound_by
+from verifier.outcomes import Outcome, check_refuted, checked, unknown
+
+BY = ("the source screen of the runtime (the `_if` calls decide `bool(P)` first; the replay performs a conditional "
+      "site only when its first snapshot is true) and a static screen of the mended call against the original `if`")
+_RUNTIME = [("_decide", "return bool(when)"), ("_print", "if decided is False:"), ("_log", "if decided is False:"),
+            ("_warn", "if decided is False:"), ("_record", "tensors.insert(0, when)"),
+            ("_perform", "if site.conditional:"), ("_perform", "if not bool(tensors[0]):")]
+
+
+def _at(tree: ast.AST, line: int, kind):
+    return next((n for n in ast.walk(tree) if isinstance(n, kind) and n.lineno == line), None)
+
+
+def _function_of(tree: ast.AST, node: ast.AST):
+    funcs = [f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+             and f.lineno <= node.lineno <= f.end_lineno]
+    return max(funcs, key=lambda f: f.lineno) if funcs else None
+
+
+def _bound(name: str, tree: ast.Module, func, stmt: ast.stmt) -> bool:
+    if any(isinstance(n, ast.Delete) and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)
+           for n in ast.walk(func)):
+        return False
+    args = func.args
+    if name in [a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg] if a]:
+        return True
+    local = any(name in names_bound_by(n) for n in ast.walk(func) if n is not func)
+    if not local:
+        return any(name in names_bound_by(n) for s in tree.body
+                   for n in ([s] if isinstance(s, (ast.FunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom))
+                             else s.targets if isinstance(s, ast.Assign) else []))
+    holder = next((s for s in func.body if s.lineno <= stmt.lineno <= s.end_lineno), None)
+    return any(isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in s.targets)
+               for s in func.body[:func.body.index(holder)] if holder is not None)
+
+
+def _safe_arg(value: ast.expr, tree, func, stmt) -> bool:
+    if isinstance(value, ast.Constant):
+        return True
+    if isinstance(value, ast.Name):
+        return _bound(value.id, tree, func, stmt)
+    if isinstance(value, ast.JoinedStr):
+        return all(isinstance(p, ast.Constant) or (isinstance(p, ast.FormattedValue) and p.format_spec is None
+                                                   and _safe_arg(p.value, tree, func, stmt)) for p in value.values)
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mod) and isinstance(value.left, ast.Constant):
+        items = value.right.elts if isinstance(value.right, ast.Tuple) else [value.right]
+        return all(_safe_arg(e, tree, func, stmt) for e in items)
+    return False
+
+
+def deferred_if(ob: dict, ctx: Ctx) -> Outcome:
+    ok, text = runtime_screen(_RUNTIME)
+    if not ok:
+        return unknown(f"deferred-if-predicate rests on a runtime fact that does not hold here: {text}")
+    if not ctx.code or not ctx.before:
+        return unknown("no mended or original source to screen")
+    try:
+        new, old = ast.parse(ctx.code), ast.parse(ctx.before)
+    except SyntaxError as exc:
+        return unknown(f"a source does not parse ({exc})")
+    line = ob.get("line")
+    stmt = _at(new, line, ast.Expr)
+    original = _at(old, line - 1 if isinstance(line, int) else None, ast.If)
+    if stmt is None or not isinstance(stmt.value, ast.Call) or not isinstance(stmt.value.func, ast.Attribute) \
+            or stmt.value.func.attr not in ("defer_print_if", "defer_log_if", "defer_warn_if") or not stmt.value.args:
+        return check_refuted(BY, f"line {line} of the mended source is not one defer_*_if(...) call")
+    call = stmt.value
+    if original is None or original.orelse or len(original.body) != 1 or original.body[0].lineno != line:
+        return check_refuted(BY, f"the original has no `if` on line {line - 1} whose one statement is on line {line}")
+    if ast.dump(call.args[0]) != ast.dump(original.test):
+        return check_refuted(BY, f"the call's first argument `{ast.unparse(call.args[0])}` is not the original test "
+                                 f"`{ast.unparse(original.test)}`")
+    func = _function_of(new, stmt)
+    if func is None:
+        return check_refuted(BY, "the call is not inside a function")
+    rest = call.args[1:] + [k.value for k in call.keywords]   # a logger too: evaluated either way now
+    bad = next((a for a in rest if isinstance(a, ast.Starred) or not _safe_arg(a, new, func, stmt)), None)
+    if bad is not None:
+        return check_refuted(BY, f"the argument `{ast.unparse(bad)}` may raise or be unbound where the original "
+                                 "`if` did not evaluate it")
+    return checked(f"{BY} ({text})",
+                   ["`if P:` evaluates `bool(P)` (Python's truth test) exactly once; the snapshot "
+                    "`P.detach().clone()` has P's value, so its bool is the same",
+                    "a tensor P of another size than one element is read where the call is, as the `if` read "
+                    "it (a graph break, or the same RuntimeError)"])
+
+
+ENCODERS = {"deferred-if-predicate": deferred_if}
+CHECKS = frozenset(ENCODERS)
