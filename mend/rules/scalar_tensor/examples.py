@@ -139,6 +139,14 @@ class WaveNet(torch.nn.Module):
         return acts
 '''
 
+_MADE_INLINE = '''import torch
+
+
+def forward(self, h):
+    start = torch.tensor(1 + self.num_registers)
+    return h[:, start:]
+'''
+
 DECLINE_EXAMPLES: list[tuple] = [
     # the caller returns the value: its caller would get a Python int instead of a tensor
     (_RETURNED, "is returned", _at(_RETURNED, "return span")),
@@ -164,6 +172,8 @@ DECLINE_EXAMPLES: list[tuple] = [
     (_ENCODEC, "float32 tensor arithmetic", _at(_ENCODEC, "n_frames = (length")),
     # vits: the element type of `n` is not known statically
     (_VITS, "IntTensor([n])", _at(_VITS, "acts = fused")),
+    # the 0-d tensor made inline, not by a helper: named, with the hand fix (held-out case 310)
+    (_MADE_INLINE, "is bound by `torch.tensor(...)` inline in `forward`", _at(_MADE_INLINE, "return h[:, start:]")),
 ]
 
 NOOP_EXAMPLES: list[str] = [

@@ -406,6 +406,14 @@ def _no_target(module, node, caller, aliases) -> Decline:
                      "the int rewrite 1), so Python ints would change the result.") if divides else ""
             return Decline(NAME, f"{names}: 0-d tensor buffers registered in `__init__`; replacing them by Python "
                            "ints changes the module's buffers and what a user who writes them sees." + extra)
+    made = m.Assign(targets=[m.AssignTarget(target=m.Name())],
+                    value=m.Call(func=m.Attribute(value=m.Name("torch"), attr=m.Name("tensor"))))
+    inline = [a.targets[0].target.value for a in (m.findall(caller, made) if caller is not None else [])
+              if re.search(rf"\b{re.escape(a.targets[0].target.value)}\b", text)]
+    if inline:
+        return Decline(NAME, f"`{inline[0]}` is bound by `torch.tensor(...)` inline in `{caller.name.value}`: the rule "
+                       "rewrites only a module-level helper that returns `torch.tensor(...)` (deberta's form); by "
+                       f"hand, where every use of `{inline[0]}` is a slice bound or index, bind the Python int itself")
     return Decline(NAME, "no name at the site is bound from a call to a module-level function that returns "
                    "`torch.tensor(...)`")
 
