@@ -684,3 +684,29 @@ def test_a_walrus_is_hoisted_only_where_the_test_evaluates_it_first():
     assert not isinstance(res, Decline), res
     assert "    m = h.abs()\n    h = torch.where(torch.any(m > 1), h - m, h * 2.0)" in res.code
     assert res.span == (5, 8)
+
+
+def test_a_test_that_is_not_statically_bool_is_compared_with_zero_as_bool_reads_it():
+    """Held-out case 343: `if n_pad:` on an int64 count. bool(t) of a one-element tensor is
+    `t != 0` for every dtype: NaN is true, -0.0 false, a complex number true when nonzero."""
+    import libcst as cst
+    import torch
+
+    from mend.rules.predicated_control_flow.rewrite import rewrite
+
+    values = [0, 3, -1, 0.0, -0.0, float("nan"), float("inf"), 1e-45, True, False, 0j, 1j, complex("nan")]
+    for v in values:
+        for dtype in (None, torch.int8, torch.uint8, torch.float16, torch.bfloat16):
+            try:
+                t = torch.tensor(v) if dtype is None else torch.tensor(v).to(dtype)
+            except (TypeError, RuntimeError):
+                continue
+            assert bool(t) == bool(t != 0), (v, t.dtype)
+            assert bool(t.reshape(1, 1)) == bool((t.reshape(1, 1) != 0).reshape(())), (v, t.dtype)
+    src = ("import torch\n\n\ndef f(h, ids):\n    n_pad = (ids == 0).sum()\n    if n_pad:\n        h = h * 2.0\n"
+           "    if n_pad - 1:\n        h = h + 1.0\n    return h\n")
+    res = rewrite(cst.parse_module(src), 6)
+    assert "h = torch.where(n_pad != 0, h * 2.0, h)" in res.code
+    res = rewrite(cst.parse_module(src), 8)
+    assert "h = torch.where((n_pad - 1) != 0, h + 1.0, h)" in res.code
+    assert "bool-predicate" not in {o["kind"] for o in res.obligations}

