@@ -33,6 +33,8 @@ def conditional_site(found: tuple | None):
     if found is None or not isinstance(found[0], cst.If):
         return None
     node = found[0]
+    if found[1] and isinstance(found[1][-1], cst.If) and found[1][-1].orelse is node:
+        return None   # an `elif`: it runs only when the tests before it fail
     body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
     if len(body) != 1 or not isinstance(body[0], cst.SimpleStatementLine) or len(body[0].body) != 1:
         return None

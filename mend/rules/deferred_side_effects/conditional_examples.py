@@ -104,6 +104,18 @@ def forward(self, h):
         print(f"large value in {self.name}")
     return h
 ''', "is neither a constant nor a name", line=5),
+    # an `elif` whose body is one call: not taken (it runs only when the `if` before it fails); the
+    # rule's generic reason names the line
+    DeclineExample('''import torch
+
+
+def forward(self, h):
+    if (h < 0).any():
+        h = h.abs()
+    elif (h > 100).any():
+        print("large")
+    return h
+''', "no print/logger/warnings.warn call", line=7),
     # an else arm: both arms would have to be deferred
     DeclineExample('''import torch
 

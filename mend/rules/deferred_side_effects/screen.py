@@ -611,7 +611,7 @@ def match(loc: Located) -> Match | Decline:
         from mend.rules.deferred_side_effects.rewrite import rewrite
         from mend.rules.deferred_side_effects.conditional import conditional_site
 
-        if conditional_site((node, [])) is None:
+        if conditional_site((node, list(loc.ancestors))) is None:
             # another rule's reason says more about this branch: this one ranks last (rules.match_site)
             return Decline(None, "the branch's body is not one print/logger/warnings.warn statement")
         result = rewrite(loc.module, loc.line)
