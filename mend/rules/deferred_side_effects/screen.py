@@ -613,7 +613,7 @@ def match(loc: Located) -> Match | Decline:
 
         if conditional_site((node, list(loc.ancestors))) is None:
             # another rule's reason says more about this branch: this one ranks last (rules.match_site)
-            return Decline(None, "the branch's body is not one print/logger/warnings.warn statement")
+            return Decline(None, f"no print/logger/warnings.warn call on line {loc.line}")
         result = rewrite(loc.module, loc.line)
         return result if isinstance(result, Decline) else Match(NAME, result.detail)
     calls = [c for h in header for c in m.findall(h, m.Call()) if _kind(c) is not None]
