@@ -944,3 +944,21 @@ def test_deferred_if_predicate_is_checked_and_refuted_on_mutations():
         assert old in res.code
         bad = res.code.replace(old, new, 1)
         assert deferred_if(ob, Ctx({}, {}, code=bad, before=before)).result == "refuted", new
+
+
+def test_deferred_if_predicate_accepts_the_runtime_lazy_format_only():
+    """An f-string argument is emitted as the runtime's lazy fmt(template, ...): formatted at
+    replay, only when the test holds. A fmt that is not mend.runtime's is refuted."""
+    from mend.rules.deferred_side_effects.conditional_examples import CONDITIONAL_FIX_EXAMPLES
+    from verifier.encoders.base import Ctx
+    from verifier.encoders.capture_if import deferred_if
+
+    before, after, line = CONDITIONAL_FIX_EXAMPLES[2]
+    res = de.rewrite(cst.parse_module(before), line)
+    assert "_mend_rt.fmt(" in res.code
+    ob = next(o for o in res.obligations if o["kind"] == "deferred-if-predicate")
+    assert deferred_if(ob, Ctx({}, {}, code=res.code, before=before)).result == "checked"
+    other = res.code.replace("import mend.runtime as _mend_rt", "import mend.runtime as _mend_rt; _mend_rt = None")
+    assert deferred_if(ob, Ctx({}, {}, code=other, before=before)).result == "refuted"
+    eager = res.code.replace('_mend_rt.fmt("dead activations: {}", h)', '"dead activations: %s" % h')
+    assert deferred_if(ob, Ctx({}, {}, code=eager, before=before)).result == "refuted"

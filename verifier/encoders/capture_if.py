@@ -11,7 +11,7 @@
   original did not evaluate it: a constant, a name bound on every path to the call (a
   parameter; a name assigned by a plain earlier statement of the function's own body and
   deleted nowhere; a module-level name the function does not bind), or an f-string (no
-  format spec) or ``%``-format over those.
+  format spec) or the runtime's lazy ``fmt(template, ...)`` over those.
 """
 from __future__ import annotations
 
@@ -63,10 +63,19 @@ def _safe_arg(value: ast.expr, tree, func, stmt) -> bool:
     if isinstance(value, ast.JoinedStr):
         return all(isinstance(p, ast.Constant) or (isinstance(p, ast.FormattedValue) and p.format_spec is None
                                                    and _safe_arg(p.value, tree, func, stmt)) for p in value.values)
-    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mod) and isinstance(value.left, ast.Constant):
-        items = value.right.elts if isinstance(value.right, ast.Tuple) else [value.right]
-        return all(_safe_arg(e, tree, func, stmt) for e in items)
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "fmt" \
+            and isinstance(value.func.value, ast.Name) and _runtime_alias(tree, value.func.value.id) \
+            and value.args and isinstance(value.args[0], ast.Constant) and isinstance(value.args[0].value, str):
+        # the runtime's lazy format: the template and values are kept, formatted at replay only
+        return all(_safe_arg(a, tree, func, stmt) for a in [*value.args[1:], *(k.value for k in value.keywords)])
     return False
+
+
+def _runtime_alias(tree: ast.Module, name: str) -> bool:
+    """Whether ``name`` is bound in the module only by ``import mend.runtime as name``."""
+    binds = [n for n in ast.walk(tree) if name in names_bound_by(n)]
+    return bool(binds) and all(isinstance(n, ast.Import) and any(a.name == "mend.runtime" and a.asname == name
+                                                                   for a in n.names) for n in binds)
 
 
 def deferred_if(ob: dict, ctx: Ctx) -> Outcome:

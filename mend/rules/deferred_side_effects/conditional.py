@@ -9,8 +9,8 @@ performs the call exactly when ``bool(P)`` is true (:func:`mend.runtime.defer_pr
 What changes is that the call's arguments are now evaluated when ``P`` is false too, so
 they must be unable to raise or have an effect there: each is a constant, a name bound on
 every path to the ``if`` (a parameter, a name assigned by an earlier top-level statement of
-the function, or a module-level name the function does not assign), or an f-string, ``%``
-or ``.format`` over such names (formatted lazily, at replay, only when ``P`` holds). The
+the function, or a module-level name the function does not assign), or an f-string over such names (formatted lazily, at replay, only when ``P`` holds; a
+``%``-format would be applied at the call, so it declines). The
 ``if`` line becomes a comment, so the call keeps the line it had (warnings and log records
 name the original line). Declined with the reason otherwise: an ``else``/``elif``, a body
 of more than one statement, a test spanning lines, another argument.
@@ -83,7 +83,7 @@ def screen(module: cst.Module, node: cst.If, ancestors: list, stmt: cst.SimpleSt
         why = _unconditional(arg.value, module, func, ancestors)
         if why:
             return (f"the call's argument `{_code(arg.value)}` would be evaluated when the test is false too, and "
-                    f"{why}; only constants, names bound on every path and f-strings or %-formats over them are")
+                    f"{why}; only constants, names bound on every path and f-strings over them are")
     return None
 
 
@@ -100,10 +100,8 @@ def _unconditional(value: cst.BaseExpression, module: cst.Module, func: cst.Func
                 if why:
                     return why
         return None
-    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Modulo) \
-            and isinstance(value.left, _CONSTANTS):
-        items = value.right.elements if isinstance(value.right, cst.Tuple) else [cst.Element(value.right)]
-        return next((w for w in (_unconditional(e.value, module, func, ancestors) for e in items) if w), None)
+    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Modulo):
+        return "a `%`-format is applied where the call is (`\"%d\" % t` raises for a tensor of several elements)"
     if isinstance(value, cst.Name):
         return _bound_on_every_path(value.value, module, func, ancestors)
     return f"`{_code(value)}` is neither a constant nor a name (it may raise, e.g. on an empty or missing value)"

@@ -116,6 +116,16 @@ def forward(self, h):
         print("large")
     return h
 ''', "no print/logger/warnings.warn call", line=7),
+    # a %-format is applied at the call, not at replay: "%d" % h raises for a tensor of several
+    # elements, where the original never formatted it (found by a self-review of this rule)
+    DeclineExample('''import torch
+
+
+def forward(self, h):
+    if (h > 100).any():
+        print("large %d" % h)
+    return h
+''', "a `%`-format is applied where the call is", line=5),
     # an else arm: both arms would have to be deferred
     DeclineExample('''import torch
 
