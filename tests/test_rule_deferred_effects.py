@@ -962,3 +962,34 @@ def test_deferred_if_predicate_accepts_the_runtime_lazy_format_only():
     assert deferred_if(ob, Ctx({}, {}, code=other, before=before)).result == "refuted"
     eager = res.code.replace('_mend_rt.fmt("dead activations: {}", h)', '"dead activations: %s" % h')
     assert deferred_if(ob, Ctx({}, {}, code=eager, before=before)).result == "refuted"
+
+
+@pytest.mark.parametrize("src, line", [
+    # a closure name the enclosing function binds only on one path (review case A)
+    ('msg = "g"\n\n\ndef forward(self, x, flag=True):\n    if flag:\n        msg = "o"\n\n    def inner(h):\n'
+     '        if (h > 100).any():\n            print(msg)\n    return inner(x)\n', 9),
+    # a name bound only by a match capture (review case B)
+    ('msg = "g"\n\n\ndef forward(self, x, mode):\n    match mode:\n        case str() as msg:\n            pass\n'
+     '    if (x > 100).any():\n        print(msg)\n    return x\n', 8),
+    # `except ... as msg` unbinds it at the handler's end (review case C)
+    ('def forward(self, x, key):\n    msg = "m"\n    try:\n        s = self.scales[key]\n    except KeyError as msg:\n'
+     '        s = 1.0\n    if (x > 100).any():\n        print(msg)\n    return x * s\n', 7),
+    # a module-level name deleted at module level
+    ('msg = "m"\ndel msg\n\n\ndef forward(self, x):\n    if (x > 100).any():\n        print(msg)\n    return x\n', 6),
+])
+def test_conditional_arguments_must_be_bound_on_every_path(src, line):
+    """An adversarial review's cases: each name would be unbound, where the original never read it."""
+    res = de.rewrite(cst.parse_module("import torch\n" + src), line + 1)
+    assert isinstance(res, Decline), res.code
+    assert "would be evaluated when the test is false too" in res.reason
+
+
+def test_conditional_logger_stacklevel_declines_and_builtins_are_bound():
+    src = ("import logging\nimport warnings\n\nimport torch\n\nlogger = logging.getLogger(__name__)\n\n\n"
+           "def forward(self, x):\n    if (x > 100).any():\n        logger.warning(\"big\", stacklevel=2)\n"
+           "    if (x < -100).any():\n        warnings.warn(\"small\", RuntimeWarning)\n    return x\n")
+    res = de.rewrite(cst.parse_module(src), 10)
+    assert isinstance(res, Decline) and "stacklevel" in res.reason
+    res = de.rewrite(cst.parse_module(src), 12)
+    assert not isinstance(res, Decline), res
+    assert '_mend_rt.defer_warn_if((x < -100).any(), "small", RuntimeWarning)' in res.code

@@ -678,6 +678,9 @@ def test_a_walrus_is_hoisted_only_where_the_test_evaluates_it_first():
     assert not first("h.sum() > 0 and (m := h.mean()) > 0")
     assert not first("self.f()((m := h) > 0)")
     assert not first("fns[0]((m := h) > 0)")
+    assert not first("h.ne((h := h * 2)).any()")      # h.ne is looked up on the old h (review case J)
+    assert not first("torch.gt((torch := h), 0)")
+    assert not first("self.f((m := h) > 0)")           # a property's effects would move
     src = ("import torch\n\n\ndef f(h):\n    if torch.any((m := h.abs()) > 1):\n        h = h - m\n"
            "    else:\n        h = h * 2.0\n    return h, m\n")
     res = rewrite(cst.parse_module(src), 5)

@@ -38,36 +38,84 @@ def _function_of(tree: ast.AST, node: ast.AST):
     return max(funcs, key=lambda f: f.lineno) if funcs else None
 
 
-def _bound(name: str, tree: ast.Module, func, stmt: ast.stmt) -> bool:
-    if any(isinstance(n, ast.Delete) and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)
-           for n in ast.walk(func)):
-        return False
-    args = func.args
-    if name in [a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg] if a]:
-        return True
-    local = any(name in names_bound_by(n) for n in ast.walk(func) if n is not func)
-    if not local:
-        return any(name in names_bound_by(n) for s in tree.body
-                   for n in ([s] if isinstance(s, (ast.FunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom))
-                             else s.targets if isinstance(s, ast.Assign) else []))
-    holder = next((s for s in func.body if s.lineno <= stmt.lineno <= s.end_lineno), None)
-    return any(isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in s.targets)
-               for s in func.body[:func.body.index(holder)] if holder is not None)
+def _binds(node: ast.AST, name: str) -> bool:
+    """Whether ``node`` binds or unbinds ``name`` (a store or del, ``except ... as``, a match
+    capture, an import, a def or class, global/nonlocal)."""
+    if isinstance(node, (ast.MatchAs, ast.MatchStar)):
+        return node.name == name
+    if isinstance(node, ast.MatchMapping):
+        return node.rest == name
+    if isinstance(node, ast.ExceptHandler):
+        return node.name == name
+    return name in names_bound_by(node)
 
 
-def _safe_arg(value: ast.expr, tree, func, stmt) -> bool:
+def why_unbound(source: str, line: int, name: str) -> str | None:
+    """Why ``name`` may be unbound (or rebound) where the statement on ``line`` runs, read with
+    Python's own scoping (``symtable``): None for a parameter of the innermost function never
+    bound again there; a local bound once, by a plain assignment in the function's own body
+    before that statement; a module-level name bound by a top-level statement and deleted
+    nowhere; a builtin the module does not bind. A free (closure) name is never accepted."""
+    import builtins
+    import symtable
+
+    tree = ast.parse(source)
+    funcs = [f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+             and f.lineno <= line <= f.end_lineno]
+    if not funcs:
+        return "the call is not inside a function"
+    func = max(funcs, key=lambda f: f.lineno)
+
+    def find(table):
+        if table.get_type() == "function" and table.get_name() == func.name and table.get_lineno() == func.lineno:
+            return table
+        return next((t for t in map(find, table.get_children()) if t is not None), None)
+
+    table = find(symtable.symtable(source, "<mended>", "exec"))
+    if table is None:
+        return f"the scope of `{func.name}` was not found"
+    try:
+        sym = table.lookup(name)
+    except KeyError:
+        return f"`{name}` is not read in `{func.name}`"
+    own = {id(a) for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs, func.args.vararg,
+                           func.args.kwarg] if a is not None}
+    sites = [n for n in ast.walk(func) if n is not func and id(n) not in own and _binds(n, name)]
+    if sym.is_free() or sym.is_nonlocal() or sym.is_declared_global():
+        return f"`{name}` is a closure or declared global/nonlocal name, bound elsewhere on some paths"
+    if sym.is_parameter():
+        return None if not sites else f"the parameter `{name}` is bound again in the function"
+    if sym.is_local():
+        holder = next((s for s in func.body if s.lineno <= line <= s.end_lineno), None)
+        first = [s for s in func.body[:func.body.index(holder)] if isinstance(s, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == name for t in s.targets)] if holder is not None else []
+        return None if len(sites) == 1 and first and first[0].targets[0] in sites else \
+            f"`{name}` may be unbound where the call is (bound other than once, by a plain assignment before it)"
+    top = [s for s in tree.body if any(_binds(n, name) for n in ([s] if not isinstance(s, ast.Assign) else s.targets))]
+    dels = [n for n in ast.walk(tree) if isinstance(n, ast.Delete) and any(_binds(t, name) for t in n.targets)]
+    anywhere = [n for n in ast.walk(tree) if _binds(n, name)]
+    if dels:
+        return f"`{name}` is deleted somewhere in the module"
+    if top and all(isinstance(s, (ast.Assign, ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)) for s in top):
+        return None
+    if not anywhere and hasattr(builtins, name):
+        return None
+    return f"`{name}` is not bound by a top-level statement of the module"
+
+
+def _safe_arg(value: ast.expr, source: str, func, stmt) -> bool:
     if isinstance(value, ast.Constant):
         return True
     if isinstance(value, ast.Name):
-        return _bound(value.id, tree, func, stmt)
+        return why_unbound(source, stmt.lineno, value.id) is None
     if isinstance(value, ast.JoinedStr):
         return all(isinstance(p, ast.Constant) or (isinstance(p, ast.FormattedValue) and p.format_spec is None
-                                                   and _safe_arg(p.value, tree, func, stmt)) for p in value.values)
+                                                   and _safe_arg(p.value, source, func, stmt)) for p in value.values)
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "fmt" \
-            and isinstance(value.func.value, ast.Name) and _runtime_alias(tree, value.func.value.id) \
+            and isinstance(value.func.value, ast.Name) and _runtime_alias(ast.parse(source), value.func.value.id) \
             and value.args and isinstance(value.args[0], ast.Constant) and isinstance(value.args[0].value, str):
         # the runtime's lazy format: the template and values are kept, formatted at replay only
-        return all(_safe_arg(a, tree, func, stmt) for a in [*value.args[1:], *(k.value for k in value.keywords)])
+        return all(_safe_arg(a, source, func, stmt) for a in [*value.args[1:], *(k.value for k in value.keywords)])
     return False
 
 
@@ -104,7 +152,7 @@ def deferred_if(ob: dict, ctx: Ctx) -> Outcome:
     if func is None:
         return check_refuted(BY, "the call is not inside a function")
     rest = call.args[1:] + [k.value for k in call.keywords]   # a logger too: evaluated either way now
-    bad = next((a for a in rest if isinstance(a, ast.Starred) or not _safe_arg(a, new, func, stmt)), None)
+    bad = next((a for a in rest if isinstance(a, ast.Starred) or not _safe_arg(a, ctx.code, func, stmt)), None)
     if bad is not None:
         return check_refuted(BY, f"the argument `{ast.unparse(bad)}` may raise or be unbound where the original "
                                  "`if` did not evaluate it")

@@ -22,6 +22,7 @@ import libcst.matchers as m
 
 from mend.rules._common import code_of as _code
 from mend.rules.deferred_side_effects.screen import NAME, _effect_in, _kind
+from verifier.encoders.capture_if import why_unbound
 
 _CONSTANTS = (cst.SimpleString, cst.ConcatenatedString, cst.Integer, cst.Float)
 
@@ -57,7 +58,7 @@ def unhoist(module: cst.Module, node: cst.If, stmt: cst.SimpleStatementLine) -> 
 
 
 def screen(module: cst.Module, node: cst.If, ancestors: list, stmt: cst.SimpleStatementLine,
-           positions_ok: bool) -> str | None:
+           positions_ok: bool, line: int) -> str | None:
     """Why ``if P: CALL`` cannot become ``defer_*_if(P, ...)``, or None."""
     if node.orelse is not None:
         return "the `if` has an `else`/`elif`: both arms would have to be deferred"
@@ -73,21 +74,23 @@ def screen(module: cst.Module, node: cst.If, ancestors: list, stmt: cst.SimpleSt
     if func is None:
         return "the `if` is not inside a function"
     call = stmt.body[0].value
+    if any(a.keyword is not None and a.keyword.value == "stacklevel" for a in call.args):
+        return "`stacklevel=` names a caller frame, which the replay cannot attribute as eager does"
     if isinstance(call.func, cst.Attribute) and _kind(call) == "log":
-        why = _unconditional(call.func.value, module, func, ancestors)
+        why = _unconditional(call.func.value, module, line)
         if why:
             return f"the logger `{_code(call.func.value)}` would be evaluated when the test is false too, and {why}"
     for arg in call.args:
         if arg.star:
             return f"an argument is unpacked (`{_code(arg.value)}`)"
-        why = _unconditional(arg.value, module, func, ancestors)
+        why = _unconditional(arg.value, module, line)
         if why:
             return (f"the call's argument `{_code(arg.value)}` would be evaluated when the test is false too, and "
                     f"{why}; only constants, names bound on every path and f-strings over them are")
     return None
 
 
-def _unconditional(value: cst.BaseExpression, module: cst.Module, func: cst.FunctionDef, ancestors: list) -> str | None:
+def _unconditional(value: cst.BaseExpression, module: cst.Module, line: int) -> str | None:
     """Why evaluating ``value`` where the original did not could raise or have an effect."""
     if isinstance(value, _CONSTANTS) or m.matches(value, m.Name("True") | m.Name("False") | m.Name("None")):
         return None
@@ -96,43 +99,12 @@ def _unconditional(value: cst.BaseExpression, module: cst.Module, func: cst.Func
             if isinstance(part, cst.FormattedStringExpression):
                 if part.format_spec or part.equal:
                     return "a formatted field with a format spec (not evaluated lazily here)"
-                why = _unconditional(part.expression, module, func, ancestors)
+                why = _unconditional(part.expression, module, line)
                 if why:
                     return why
         return None
     if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Modulo):
         return "a `%`-format is applied where the call is (`\"%d\" % t` raises for a tensor of several elements)"
     if isinstance(value, cst.Name):
-        return _bound_on_every_path(value.value, module, func, ancestors)
+        return why_unbound(module.code, line, value.value)
     return f"`{_code(value)}` is neither a constant nor a name (it may raise, e.g. on an empty or missing value)"
-
-
-def _bound_on_every_path(name: str, module: cst.Module, func: cst.FunctionDef, ancestors: list) -> str | None:
-    params = {p.name.value for p in [*func.params.posonly_params, *func.params.params, *func.params.kwonly_params]}
-    params |= {p.name.value for p in (func.params.star_arg, func.params.star_kwarg) if isinstance(p, cst.Param)}
-    if m.findall(func, m.Del()) and any(m.findall(d, m.Name(name)) for d in m.findall(func, m.Del())):
-        return f"`{name}` is deleted in the function"
-    if name in params:
-        return None
-    stored = [t for t in m.findall(func, m.AssignTarget() | m.AnnAssign() | m.AugAssign() | m.For() | m.With()
-                                   | m.NamedExpr() | m.Import() | m.ImportFrom() | m.FunctionDef() | m.ClassDef()
-                                   | m.CompFor() | m.ExceptHandler() | m.Global() | m.Nonlocal())
-              if t is not func and m.findall(t, m.Name(name))]
-    if not stored:   # a global: bound by a top-level assignment, import or def of the module
-        top = [s for s in module.body if isinstance(s, (cst.FunctionDef, cst.ClassDef)) and s.name.value == name]
-        top += [s for s in module.body if isinstance(s, cst.SimpleStatementLine) and any(
-            m.matches(b, m.Assign(targets=[m.AssignTarget(target=m.Name(name))])) or
-            (isinstance(b, (cst.Import, cst.ImportFrom)) and not isinstance(b.names, cst.ImportStar) and any(
-                (a.asname.name.value if a.asname else _code(a.name).split(".")[0]) == name for a in b.names))
-            for b in s.body)]
-        return None if top else f"`{name}` is not bound by the function or at the module's top level"
-    # a local: assigned by a plain `name = ...` statement of the function's own body, before the
-    # top-level statement holding the `if`, and by nothing else (no branch may leave it unbound)
-    body = list(func.body.body)
-    holder = next((a for a in ancestors if any(a is s for s in body)), None)
-    if holder is None:
-        return f"`{name}` may be unbound where the `if` is"
-    earlier = body[:next(i for i, s in enumerate(body) if s is holder)]
-    plain = [s for s in earlier if isinstance(s, cst.SimpleStatementLine) and any(
-        m.matches(b, m.Assign(targets=[m.AssignTarget(target=m.Name(name))])) for b in s.body)]
-    return None if plain else f"`{name}` may be unbound where the `if` is (no plain assignment before it)"

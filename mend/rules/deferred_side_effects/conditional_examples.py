@@ -94,7 +94,7 @@ def forward(self, h, flag):
     if (h > 100).any():
         print("large value at scale", scale)
     return h
-''', "may be unbound where the `if` is", line=7),
+''', "may be unbound where the call is", line=7),
     # an attribute read may raise (a missing attribute) where the original did not read it
     DeclineExample('''import torch
 

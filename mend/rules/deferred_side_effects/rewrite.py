@@ -30,7 +30,8 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
         return _rewrite(module, line)
     node, ancestors, stmt = site
     pos = wrapper.resolve(PositionProvider)
-    why = screen(wrapper.module, node, ancestors, stmt, pos[node].start.line + 1 == pos[stmt].start.line)
+    why = screen(wrapper.module, node, ancestors, stmt, pos[node].start.line + 1 == pos[stmt].start.line,
+                 pos[node].start.line)
     if why:
         return Decline(NAME, f"`if {' '.join(_code(node.test).split())}:` around a deferrable call: {why}")
     result = _rewrite(unhoist(wrapper.module, node, stmt), pos[stmt].start.line, when=node.test)

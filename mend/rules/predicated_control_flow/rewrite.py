@@ -234,14 +234,29 @@ def _first_evaluated(expr: cst.BaseExpression, target: cst.NamedExpr) -> bool:
         elif isinstance(expr, cst.Call):
             if m.findall(expr.func, m.NamedExpr()):
                 expr = expr.func
-            elif (m.matches(expr.func, m.Name() | m.Attribute()) and not m.findall(expr.func, m.Call() | m.Subscript())
-                  and expr.args and expr.args[0].star == "" and expr.args[0].keyword is None):
+            elif (_pure_lookup(expr.func, target) and expr.args and expr.args[0].star == ""
+                  and expr.args[0].keyword is None):
                 expr = expr.args[0].value
             else:
                 return False
         else:
             return False
     return True
+
+
+def _pure_lookup(func: cst.BaseExpression, target: cst.NamedExpr) -> bool:
+    """A function expression whose lookup has no effect and does not read the bound name: a
+    plain name, or an attribute of the torch module (``h.ne((h := ...))`` looks ``h.ne`` up on
+    the old ``h``; ``self.f`` may be a property: an adversarial review's cases)."""
+    name = target.target.value if isinstance(target.target, cst.Name) else None
+    if m.findall(func, m.Name(name)) if name else True:
+        return False
+    if isinstance(func, cst.Name):
+        return True
+    root = func
+    while isinstance(root, cst.Attribute):
+        root = root.value
+    return isinstance(root, cst.Name) and root.value == "torch"
 
 
 def _walrus_hoisted(module: cst.Module, node: cst.CSTNode, ancestors: list[cst.CSTNode], positions):
