@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 
 from verifier.effects import runtime_screen
 from verifier.encoders.base import Ctx, names_bound_by
@@ -50,6 +51,15 @@ def _binds(node: ast.AST, name: str) -> bool:
     return name in names_bound_by(node)
 
 
+@functools.lru_cache(maxsize=4)
+def _scopes(source: str):
+    """``(ast tree, symtable)`` of a module's source, parsed once per source (a rewrite asks
+    about each argument's name, and the check again)."""
+    import symtable
+
+    return ast.parse(source), symtable.symtable(source, "<mended>", "exec")
+
+
 def why_unbound(source: str, line: int, name: str) -> str | None:
     """Why ``name`` may be unbound (or rebound) where the statement on ``line`` runs, read with
     Python's own scoping (``symtable``): None for a parameter of the innermost function never
@@ -57,9 +67,8 @@ def why_unbound(source: str, line: int, name: str) -> str | None:
     before that statement; a module-level name bound by a top-level statement and deleted
     nowhere; a builtin the module does not bind. A free (closure) name is never accepted."""
     import builtins
-    import symtable
 
-    tree = ast.parse(source)
+    tree, module_table = _scopes(source)
     funcs = [f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
              and f.lineno <= line <= f.end_lineno]
     if not funcs:
@@ -71,7 +80,7 @@ def why_unbound(source: str, line: int, name: str) -> str | None:
             return table
         return next((t for t in map(find, table.get_children()) if t is not None), None)
 
-    table = find(symtable.symtable(source, "<mended>", "exec"))
+    table = find(module_table)
     if table is None:
         return f"the scope of `{func.name}` was not found"
     try:
@@ -103,19 +112,22 @@ def why_unbound(source: str, line: int, name: str) -> str | None:
     return f"`{name}` is not bound by a top-level statement of the module"
 
 
-def _safe_arg(value: ast.expr, source: str, func, stmt) -> bool:
+def _safe_arg(value: ast.expr, source: str, line: int) -> bool:
+    """Whether evaluating ``value`` on ``line`` cannot raise or have an effect: a constant, a name
+    bound on every path (:func:`why_unbound`), an f-string without format specs or the runtime's
+    lazy ``fmt`` over those."""
     if isinstance(value, ast.Constant):
         return True
     if isinstance(value, ast.Name):
-        return why_unbound(source, stmt.lineno, value.id) is None
+        return why_unbound(source, line, value.id) is None
     if isinstance(value, ast.JoinedStr):
         return all(isinstance(p, ast.Constant) or (isinstance(p, ast.FormattedValue) and p.format_spec is None
-                                                   and _safe_arg(p.value, source, func, stmt)) for p in value.values)
+                                                   and _safe_arg(p.value, source, line)) for p in value.values)
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "fmt" \
-            and isinstance(value.func.value, ast.Name) and _runtime_alias(ast.parse(source), value.func.value.id) \
+            and isinstance(value.func.value, ast.Name) and _runtime_alias(_scopes(source)[0], value.func.value.id) \
             and value.args and isinstance(value.args[0], ast.Constant) and isinstance(value.args[0].value, str):
         # the runtime's lazy format: the template and values are kept, formatted at replay only
-        return all(_safe_arg(a, source, func, stmt) for a in [*value.args[1:], *(k.value for k in value.keywords)])
+        return all(_safe_arg(a, source, line) for a in [*value.args[1:], *(k.value for k in value.keywords)])
     return False
 
 
@@ -148,11 +160,10 @@ def deferred_if(ob: dict, ctx: Ctx) -> Outcome:
     if ast.dump(call.args[0]) != ast.dump(original.test):
         return check_refuted(BY, f"the call's first argument `{ast.unparse(call.args[0])}` is not the original test "
                                  f"`{ast.unparse(original.test)}`")
-    func = _function_of(new, stmt)
-    if func is None:
+    if _function_of(new, stmt) is None:
         return check_refuted(BY, "the call is not inside a function")
     rest = call.args[1:] + [k.value for k in call.keywords]   # a logger too: evaluated either way now
-    bad = next((a for a in rest if isinstance(a, ast.Starred) or not _safe_arg(a, ctx.code, func, stmt)), None)
+    bad = next((a for a in rest if isinstance(a, ast.Starred) or not _safe_arg(a, ctx.code, stmt.lineno)), None)
     if bad is not None:
         return check_refuted(BY, f"the argument `{ast.unparse(bad)}` may raise or be unbound where the original "
                                  "`if` did not evaluate it")

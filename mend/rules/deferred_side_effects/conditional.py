@@ -69,9 +69,7 @@ def screen(module: cst.Module, node: cst.If, ancestors: list, stmt: cst.SimpleSt
     effect = _effect_in(node.test)
     if effect:
         return f"the test has an effect ({effect})"
-    ancestors = [node, *ancestors]   # the `if` itself may be the function's top-level statement
-    func = next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), None)
-    if func is None:
+    if not any(isinstance(a, cst.FunctionDef) for a in ancestors):
         return "the `if` is not inside a function"
     call = stmt.body[0].value
     if any(a.keyword is not None and a.keyword.value == "stacklevel" for a in call.args):

@@ -123,7 +123,7 @@ def _rewrite(module: cst.Module, line: int, when: cst.BaseExpression | None = No
         obligations.append({"kind": "deferred-if-predicate", "line": pos.start.line, "when": test,
                             "detail": "performed exactly when the test's snapshot is true; the arguments, now "
                                       "evaluated either way, are constants, names bound on every path and "
-                                      "formats over them"})
+                                      "f-strings (the runtime's lazy fmt) over them"})
     values = [_code(a.value).strip() for a in call.args
               if not isinstance(a.value, (cst.SimpleString, cst.ConcatenatedString, cst.Integer, cst.Float))]
     if values or lazies:

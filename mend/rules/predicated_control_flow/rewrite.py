@@ -249,7 +249,7 @@ def _pure_lookup(func: cst.BaseExpression, target: cst.NamedExpr) -> bool:
     plain name, or an attribute of the torch module (``h.ne((h := ...))`` looks ``h.ne`` up on
     the old ``h``; ``self.f`` may be a property: an adversarial review's cases)."""
     name = target.target.value if isinstance(target.target, cst.Name) else None
-    if m.findall(func, m.Name(name)) if name else True:
+    if name is None or m.findall(func, m.Name(name)):
         return False
     if isinstance(func, cst.Name):
         return True
