@@ -297,11 +297,15 @@ def _scan_summary(counted, comparison, written) -> None:
               "keeping the graph break, torch.where and torch.cond, from the candidates that verified: model (the "
               "cost model, falling back to the roofline), roofline (this machine's measured peaks), always (the "
               "rule's own rewrite, GraphMend's policy), measure (time the two best-ranked on the target's inputs).")
+@click.option("--max-rounds", default=32, show_default=True, type=click.IntRange(min=1),
+              help="Accept at most this many rewrites per target (one per round, each followed by a rescan); "
+              "fixable sites left untried are declined, saying so.")
 @click.option("--html", "html_file", type=click.Path(dir_okay=False), help="Also write a self-contained HTML review "
               "page (diffs, obligations, evidence, certificates, declines) to FILE.")
 @ray_option
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
-def fix(targets, write, out_dir, as_json, seed, examples, verify, unsafe_fixes, choose, html_file, ray, debug):
+def fix(targets, write, out_dir, as_json, seed, examples, verify, unsafe_fixes, choose, max_rounds, html_file, ray,
+        debug):
     """Rewrite the fixable graph breaks of TARGET, verifying each rewrite differentially
     before it is emitted. Prints a unified diff unless --write or --out is given.
 
@@ -347,7 +351,7 @@ def fix(targets, write, out_dir, as_json, seed, examples, verify, unsafe_fixes, 
             with contextlib.redirect_stdout(sys.stderr):
                 res = run_fix(spec, seed=seed, max_examples=examples, verify=verify, unsafe_fixes=unsafe_fixes,
                               rules=conf.rules, exclude=cfg.rooted(conf.exclude, conf.path and conf.path.parent),
-                              choose=choose)
+                              choose=choose, max_rounds=max_rounds)
             res.seconds = round(time.perf_counter() - start, 2)  # a batch report's per-target time
             written = emit(res, write=write, out_dir=out)
             if html:

@@ -127,6 +127,12 @@ class ScanResult:
         return sum(s.count for s in self.sites)
 
     @property
+    def frames_skipped(self) -> int:
+        """Sites where Dynamo ran the rest of the frame eagerly (a break inside a loop, or
+        one it could not resume after)."""
+        return sum(1 for s in self.sites if s.frame_skipped)
+
+    @property
     def fixable(self) -> list[Site]:
         return [s for s in self.sites if s.fixable_by]
 
@@ -142,7 +148,7 @@ class ScanResult:
             "graph_break_count": self.graph_break_count,
             "explain_graph_break_count": self.explain_break_count,
             "fixable_break_count": sum(s.count for s in self.fixable),
-            "frames_skipped": sum(1 for s in self.sites if s.frame_skipped),
+            "frames_skipped": self.frames_skipped,
             "compiled_error": self.compiled_error,
             "steady_graph_count": self.steady_graph_count,
             "sites": [s.to_json() for s in self.sites],

@@ -146,3 +146,14 @@ def test_module_factory_target_fixes_the_users_module_in_place(tmp_path, monkeyp
     assert "breaks 1 -> 0" in out
     assert "torch.where(h.sum() > 0, h * 2.0, h - 1.0)" in (pkg / "model.py").read_text()
     assert list((tmp_path / "mended" / "certificates").glob("model.1.predicated-control-flow.json"))
+
+
+def test_sites_past_the_round_limit_are_declined_not_dropped():
+    """mixed.py has four fixable sites; with two rounds, two are rewritten and the other two
+    are declined as not attempted (they were once listed fixable and then in neither list)."""
+    res = fix(str(FIXTURES / "mixed.py"), unsafe_fixes=True, max_examples=3, max_rounds=2)
+    assert len(res.rewrites) == 2
+    left = [d for d in res.declined if "round limit" in d["reason"]]
+    assert len(left) == 2 and all("--max-rounds" in d["reason"] for d in left)
+    done = {rw["site"] for rw in res.rewrites}
+    assert not done & {d["site"] for d in left}

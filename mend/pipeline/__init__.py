@@ -57,7 +57,7 @@ def _is_branch(code: str, line: int) -> bool:
     return instrument(code, line) is not None
 
 
-def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds: int = 4,
+def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds: int = 32,
         verify: str = "standard", unsafe_fixes: bool = False, rules: list[str] | None = None,
         exclude: list[str] = (), choose: str = "model") -> FixResult:
     """Rewrite the fixable graph breaks of the target ``spec`` and verify each rewrite.
@@ -77,7 +77,9 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
     rewrite is chosen among keeping the break, ``torch.where`` and ``torch.cond``, from the
     candidates that verified (:mod:`mend.cost`: ``model``, ``roofline``, ``always`` (the
     rule's own rewrite, GraphMend's policy), ``measure``); the choice is recorded on the
-    rewrite (``choice``), and a kept break is a decline that says why.
+    rewrite (``choice``), and a kept break is a decline that says why. ``max_rounds``: at most
+    this many rewrites are accepted (one per round, each followed by a rescan); a fixable
+    site left untried when the limit is reached is declined, saying so.
     Raises MendError for an unknown level or choice method and TargetError for a target
     that cannot be built.
     """
@@ -136,13 +138,13 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
                     continue
                 trial = {**files, rel: outcome[1]}
                 rescanned = ex.rescan(trial)
-                if rescanned.graph_count > current_scan.graph_count:
+                if _graphs(rescanned) > _graphs(current_scan):
                     # a rewrite must never split the model into more graphs (a break fixed can
                     # expose code that breaks worse: measured on switch_transformers)
                     ex.reject()
                     declined.append(Declined(outcome[0].site, site.fixable_by,
-                                             f"the rewrite raises the graph count from {current_scan.graph_count} "
-                                             f"to {rescanned.graph_count}, so it is not emitted"))
+                                             f"the rewrite raises the graph count from {_graphs_text(current_scan)} "
+                                             f"to {_graphs_text(rescanned)}, so it is not emitted"))
                     continue
                 still = _still_breaks(ex, current_scan, rescanned, rel, files.get(rel, original), outcome[1],
                                       outcome[0].span, site.category, site.gb_type)
@@ -159,6 +161,8 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
                 break  # line numbers moved: plan again from the new scan
             if accepted is None:
                 break
+        else:
+            declined += _untried(ex, current_scan, tried, max_rounds)
         after = ex.after(current_scan)
     # a site declined in one round (the graph count rose then) may be fixed in a later one:
     # the record that stands is the rewrite
@@ -166,6 +170,28 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
     declined = [d for d in declined if (d.site, d.rule) not in done]
     return FixResult(spec, ex.kind, files, originals, sources, before, after, rewrites, declined,
                      main_file=None if overlay else ex.rel)
+
+
+def _graphs(scan_) -> int:
+    """The graph count a rewrite must not raise: graphs, plus one for each frame Dynamo ran
+    eagerly (a break it could not resume after, inside torch's own code, compiles nothing
+    of the frame: 0 graphs there is worse than 1, and a rewrite that lets the frame compile
+    as one graph does not raise the count)."""
+    return scan_.graph_count + scan_.frames_skipped
+
+
+def _graphs_text(scan_) -> str:
+    skipped = scan_.frames_skipped
+    return f"{scan_.graph_count}" + (f" (+{skipped} frame(s) run eagerly)" if skipped else "")
+
+
+def _untried(ex, scan_, tried: set, max_rounds: int) -> list[Declined]:
+    """The fixable sites of ``scan_`` no round reached: declined, not silently dropped."""
+    return [Declined(f"{s.display_file}:{s.line}", s.fixable_by,
+                     f"not attempted: the round limit was reached ({max_rounds} rewrites, one per round); "
+                     "run `mend fix` again on the mended file, or raise --max-rounds")
+            for s in scan_.sites
+            if s.fixable_by and (ex.file_key(s), getattr(s, "function", None), s.source, s.fixable_by) not in tried]
 
 
 def _still_breaks(ex, before, after, rel: str, current: str, mended: str, span, category: str,

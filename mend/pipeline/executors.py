@@ -230,6 +230,7 @@ class ScanDoc:
         self.graph_count = doc["graph_count"]
         self.steady_graph_count = doc.get("steady_graph_count")
         self.graph_break_count = doc["graph_break_count"]
+        self.frames_skipped = doc.get("frames_skipped", 0)
         self.sites = [SimpleNamespace(**s, display_file=s["file"]) for s in doc["sites"]]
 
     def to_json(self) -> dict:

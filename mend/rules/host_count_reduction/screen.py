@@ -471,10 +471,10 @@ def match(loc: Located) -> Match | Decline:
         # Tensor.__contains__ is `bool((v == t).any().item())`: the generic "Python code consumes
         # a number" reason hid that this is a membership test (generalisation probe)
         return Decline(None, f"`{test[:60]}` is a membership test on a tensor: Tensor.__contains__ reads "
-                       "`(t == v).any()` back as a Python bool (.item()); mend does not rewrite membership "
-                       "tests (the tensor predicate alone, measured, removes no break: the branch on it "
-                       "would still break); by hand, `torch.where((t == v).any(), a, b)` where both branches "
-                       "are tensors of one shape and `v` is a number")
+                       "`(t == v).any()` back as a Python bool (.item()); mend rewrites it only as the whole "
+                       "test of an `if`/`elif` (rule tensor-membership); here its Python bool is returned, "
+                       "stored or combined with other tests, and a tensor in its place would change what the "
+                       "callers get; by hand, `torch.where((v == t).any(), a, b)` at the branch that reads it")
     if not isinstance(node, (cst.For, cst.Assign)):
         return _generic()
     plan = _screen(MetadataWrapper(loc.module, unsafe_skip_copy=True), loc.line)

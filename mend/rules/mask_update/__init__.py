@@ -43,11 +43,8 @@ Traps, and how each is handled:
   before the write): it must be a name or a comparison of names and numbers (or ``~ & |``
   of those), never a call or an attribute.
 
-Not handled: ``v in tensor``. On torch 2.13 ``if v in t:`` breaks at
-``Tensor.__contains__``'s ``.item()`` ("Unsupported Tensor.item() call"), and the tensor
-predicate ``(t == v).any()`` under the same ``if`` breaks again ("Data-dependent
-branching", more graphs than before); it only helps where a tensor consumer takes it
-(``x * (v in t)``), a shape not seen in the model sources.
+Not handled here: ``v in tensor`` (rule tensor-membership, which rewrites an ``if`` whose
+whole test is one).
 """
 from __future__ import annotations
 

@@ -1,0 +1,91 @@
+"""tensor-membership's examples (Fixit / pyupgrade style), from which ``tests/test_rules.py``
+is generated: FIX (before, the exact text after), DECLINE (source, a substring of the
+reason), NOOP (source the rule leaves unchanged on every line)."""
+from __future__ import annotations
+
+from mend.rules._base import DeclineExample
+
+
+def example_line(source: str) -> int | None:
+    """The line of an example's site: its first ``if``/``elif`` line with `` in ``."""
+    for i, text in enumerate(source.splitlines(), 1):
+        if text.lstrip().startswith(("if ", "elif ")) and " in " in text:
+            return i
+    return None
+
+
+_HEAD = '''import torch
+from torch import nn
+
+
+class Embed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(16, 8)
+        self.bias = nn.Parameter(torch.full((8,), 0.5))
+        self.mask_token_id = 3
+
+    def forward(self, input_ids):
+        h = self.emb(input_ids)
+'''
+
+FIX_EXAMPLES = [
+    # a learned bias added when the [MASK] token occurs (shared/cases-style membership test)
+    (
+        _HEAD + '''        if self.mask_token_id in input_ids:
+            h = h + self.bias
+        return h
+''',
+        _HEAD + '''        h = torch.where((self.mask_token_id == input_ids).any(), h + self.bias, h)  # mend: tensor-membership (was: if self.mask_token_id in input_ids)
+        return h
+''',
+    ),
+    # `not in`, an else side, an element that is an expression
+    (
+        '''import torch
+
+
+def pad_bias(ids, h, pad):
+    if pad + 1 not in ids:
+        y = h * 2.0
+    else:
+        y = h
+    return y
+''',
+        '''import torch
+
+
+def pad_bias(ids, h, pad):
+    y = torch.where(torch.logical_not(((pad + 1) == ids).any()), h * 2.0, h)  # mend: tensor-membership (was: if pad + 1 not in ids)
+    return y
+''',
+    ),
+]
+
+DECLINE_EXAMPLES = [
+    # the branch itself cannot be predicated: the predicated rule's reason, named
+    DeclineExample(
+        _HEAD + '''        if self.mask_token_id in input_ids:
+            print("masked")
+        return h
+''',
+        "cannot be predicated",
+    ),
+    # a membership combined with another test: only a test that is one `v in t` is taken
+    DeclineExample(
+        _HEAD + '''        if self.mask_token_id in input_ids and h.sum() > 0:
+            h = h + self.bias
+        return h
+''',
+        "combines a membership test with other tests",
+    ),
+]
+
+NOOP_EXAMPLES = [
+    # Python's own membership: a literal container
+    '''def pick(mode, x):
+    if mode in ("a", "b"):
+        x = x + 1
+    return x
+''',
+]
