@@ -55,7 +55,7 @@ def test_sarif_output(run_mend, monkeypatch):
     assert doc["runs"][0]["originalUriBaseIds"]["%SRCROOT%"]["uri"].endswith("/")
     # every break of mixed.py is fixable (a warning); an unfixable one is a note
     assert {r["level"] for r in results} == {"warning"}
-    code, out, _ = run_mend("scan", str(FIXTURES / "membership_branch.py"), "--sarif")
+    code, out, _ = run_mend("scan", str(FIXTURES / "membership_returned.py"), "--sarif")
     assert [r["level"] for r in json.loads(out)["runs"][0]["results"]] == ["note"]
 
 

@@ -76,6 +76,8 @@ def test_exact_proved_where_the_value_fits():
 @pytest.mark.parametrize("name, expected", [
     ("mean_pool.py", "n = mask.sum().detach().reshape(()).clone()"),
     ("inplace_after.py", "s = t.max().detach().reshape(()).clone()"),
+    # read in place (the temperature's gradient stays None: the kept tensor is detached)
+    ("temperature_inline.py", "return logits / self.log_t.exp().detach().reshape(()).clone()"),
 ])
 def test_fixture_fixed(name, expected, tmp_path):
     res = fix(str(CASES / name), unsafe_fixes=True, verify="strict", max_examples=10)

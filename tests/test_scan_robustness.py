@@ -236,8 +236,13 @@ def test_a_membership_test_on_a_tensor_is_named_as_such():
 
     doc = scan(load_target(str(FIXTURES / "membership_branch.py")))
     (site,) = doc.sites
-    assert site.category == "item-tolist"
-    assert "`self.eos_id in input_ids` is a membership test on a tensor" in site.reason
+    assert site.category == "item-tolist" and site.fixable_by == "tensor-membership"
+    assert "`self.eos_id in input_ids` -> `(self.eos_id == input_ids).any()`" in site.reason
+    # a membership whose Python bool a helper returns is not rewritten, and is named as such
+    doc = scan(load_target(str(FIXTURES / "membership_returned.py")))
+    (site,) = doc.sites
+    assert site.category == "item-tolist" and site.fixable_by is None
+    assert "`token in ids` is a membership test on a tensor" in site.reason and "returned" in site.reason
 
 
 def test_a_ring_buffer_is_not_called_a_0d_buffer():

@@ -30,6 +30,11 @@ What makes it exact (proof obligations, discharged by ``verifier/encoders/item_o
   roundings): ``h_fp16 * x`` with ``x`` from a float32 ``T`` is refuted (0.1). For float32,
   float64 and integer common dtypes both operands are converted once, identically.
 
+A read used in place (``return logits / self.log_t.exp().item()``, held-out review case 307)
+becomes ``logits / self.log_t.exp().detach().reshape(()).clone()`` on its own line, under the
+same screen of its one use and the same obligations; a line with several ``.item()`` reads
+is declined.
+
 The screen (static) takes ``x = T.item()`` only as a whole statement in a function, with
 ``x`` a plain local bound nowhere else (not a parameter, not global/nonlocal, not captured
 by a nested function or class, no ``locals()``/``eval``...), and every read of ``x`` a direct

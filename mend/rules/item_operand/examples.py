@@ -48,6 +48,13 @@ FIX_EXAMPLES: list[tuple[str, str]] = [
         keep = h > s
         return (s - y) * keep
 '''),
+    # read in place: a learned temperature divided by as a number (held-out review case 307); the
+    # value meets `logits` at once, so it stays a detached 0-d tensor right there
+    (_HEAD + '''    def forward(self, logits):
+        return logits / self.log_t.exp().item()
+''', _HEAD + '''    def forward(self, logits):
+        return logits / self.log_t.exp().detach().reshape(()).clone()  # mend: item-operand (was: return logits / self.log_t.exp().item())
+''', 7),
 ]
 
 DECLINE_EXAMPLES: list[DeclineExample | tuple] = [
@@ -108,6 +115,10 @@ DECLINE_EXAMPLES: list[DeclineExample | tuple] = [
         s = t.mean().item()
         return flag and h * s
 ''', "sits under `and`/`or`"),
+    # read in place with the number on the left of `/`: __rtruediv__ rounds twice
+    DeclineExample(_HEAD + '''    def forward(self, h, t):
+        return t.sum().item() / h
+''', "Tensor.__rtruediv__", 7),
 ]
 
 NOOP_EXAMPLES: list[str] = [

@@ -7,7 +7,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from mend.rules._base import Decline, RewriteResult
 from mend.rules._common import Replace, annotated_line, code_of
-from mend.rules.item_operand.screen import NAME, Plan, screen
+from mend.rules.item_operand.screen import NAME, Plan, inline_screen, screen
 
 
 def new_value(plan: Plan) -> str:
@@ -22,17 +22,49 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     wrapper = MetadataWrapper(module)
     plan = screen(wrapper, line)
     if isinstance(plan, Decline):
-        return plan
+        inline = inline_screen(wrapper, line)
+        if inline is None:
+            return plan
+        if isinstance(inline, Decline):
+            return inline
+        return _rewrite_inline(wrapper, line, inline)
     pos = wrapper.resolve(PositionProvider)
     new_line, old = annotated_line(plan.line, f"{plan.name} = {new_value(plan)}", NAME)
     tree = wrapper.module.visit(Replace(plan.line, new_line))
-    tensor = code_of(plan.tensor)
-    # each use's other operand, observed where it is read (the operand's own line)
-    uses = [{"value": code_of(u.other), "op": u.op, "line": pos[u.other].start.line} for u in plan.uses]
+    uses, obligations = _obligations(plan, line, pos)
     detail = f"`{old}` -> `{plan.name} = {new_value(plan)}` ({plan.name} stays a 0-d tensor; {len(uses)} use(s))"
-    obligations = [
+    return RewriteResult(tree.code, (line, line), detail, obligations)
+
+
+def _obligations(plan: Plan, line: int, pos) -> tuple[list[dict], list[dict]]:
+    """(uses, obligations): each use's other operand, observed where it is read (its line)."""
+    tensor = code_of(plan.tensor)
+    uses = [{"value": code_of(u.other), "op": u.op, "line": pos[u.other].start.line} for u in plan.uses]
+    return uses, [
         {"kind": "item-operand-tensor", "expr": tensor, "line": line},
         {"kind": "item-operand-keep-type", "expr": tensor, "line": line, "uses": uses},
         {"kind": "item-operand-exact", "expr": tensor, "line": line, "uses": uses},
     ]
-    return RewriteResult(tree.code, (line, line), detail, obligations)
+
+
+class _Swap(cst.CSTTransformer):
+    def __init__(self, old: cst.CSTNode, new: cst.BaseExpression):
+        super().__init__()
+        self.old, self.new = old, new
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        return self.new if original is self.old else updated
+
+
+def _rewrite_inline(wrapper: MetadataWrapper, line: int, plan: Plan) -> RewriteResult:
+    """``... / T.item()`` -> ``... / T.detach().reshape(()).clone()`` on ``line``, in place."""
+    pos = wrapper.resolve(PositionProvider)
+    was = code_of(plan.call).strip()
+    new = cst.parse_expression(new_value(plan)).with_changes(lpar=plan.call.lpar, rpar=plan.call.rpar)
+    stmt = plan.line.visit(_Swap(plan.call, new))
+    text = code_of(stmt.body[0]).strip()
+    new_line, _ = annotated_line(plan.line, text, NAME)
+    tree = wrapper.module.visit(Replace(plan.line, new_line))
+    _, obligations = _obligations(plan, line, pos)
+    return RewriteResult(tree.code, (line, line), f"`{was}` -> `{new_value(plan)}` (a 0-d tensor, used in place)",
+                         obligations)

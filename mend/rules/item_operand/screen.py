@@ -35,9 +35,10 @@ class Use:
 @dataclass
 class Plan:
     line: cst.SimpleStatementLine
-    name: str
+    name: str | None             # None: the read is used in place (inline_screen)
     tensor: cst.BaseExpression   # T in `x = T.item()`
     uses: list[Use]
+    call: cst.Call | None = None  # the inline `T.item()`
 
 
 def _generic() -> Decline:
@@ -108,54 +109,10 @@ def screen(wrapper: MetadataWrapper, line: int) -> Plan | Decline:
             return Decline(NAME, f"`{name}` is captured by a nested function or class (line {ln})")
         if node is stmt.body[0].targets[0].target:
             continue
-        parent = parents.get(node)   # LibCST keeps parentheses on the node itself
-        if isinstance(parent, cst.ComparisonTarget):
-            parent = parents.get(parent)
-        words = (f"`{name}` is {use_kind(node, parents)} (line {ln}); it stays a Python number only where "
-                 "it meets a tensor in +, -, *, /, //, % or a comparison, the only places a 0-d tensor "
-                 "computes the same")
-        if isinstance(parent, cst.BinaryOperation) and type(parent.operator) in _ARITH:
-            op = _ARITH[type(parent.operator)]
-            left = parent.left is node
-            other = parent.right if left else parent.left
-            if op == "/" and left:
-                return Decline(NAME, f"`{code_of(parent)}` (line {ln}) divides by a tensor: with a Python number "
-                                     "on the left, Tensor.__rtruediv__ computes `t.reciprocal() * x` (two "
-                                     "roundings), with a 0-d tensor torch.div rounds once")
-        elif isinstance(parent, cst.Comparison) and len(parent.comparisons) == 1 \
-                and type(parent.comparisons[0].operator) in _CMP:
-            op = _CMP[type(parent.comparisons[0].operator)]
-            other = parent.comparisons[0].comparator if parent.left is node else parent.left
-        elif isinstance(parent, cst.Comparison):
-            return Decline(NAME, f"`{code_of(parent)}` (line {ln}) is a chained comparison or a membership test")
-        else:
-            return Decline(NAME, words)
-        if isinstance(other, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,
-                              cst.FormattedString)) or m.findall(other, m.Name(name)):
-            return Decline(NAME, f"`{code_of(parent)}` (line {ln}) combines `{name}` with a Python literal or "
-                                 "with itself: the result would become a tensor where it was a Python number")
-        if dotted(other) is None:
-            return Decline(NAME, f"`{code_of(parent)}` (line {ln}): the other operand `{code_of(other)}` is not a "
-                                 "plain name or attribute; only a name's dtype and rank are observed exactly (an "
-                                 "expression's would be modelled), so bind it to a local first")
-        use_stmt = statement_of(node, parents)
-        if not isinstance(use_stmt, cst.SimpleStatementLine) and not _within(node, getattr(use_stmt, "test", None),
-                                                                              parents):
-            return Decline(NAME, words)
-        if isinstance(use_stmt, cst.SimpleStatementLine) and len(use_stmt.body) > 1:
-            return Decline(NAME, f"the use `{code_of(parent)}` (line {ln}) shares its line with other statements: "
-                                 "its operand's facts are observed per line")
-        scope_of_use = use_stmt if isinstance(use_stmt, cst.SimpleStatementLine) else use_stmt.test
-        if m.findall(scope_of_use, m.NamedExpr()):
-            return Decline(NAME, f"the statement of the use `{code_of(parent)}` (line {ln}) binds a name (`:=`)")
-        earlier = _runs_before(parent, scope_of_use, pos, parents)
-        if earlier is not None:
-            return Decline(NAME, f"`{code_of(earlier)}` runs before the use `{code_of(parent)}` on its line (line {ln}) "
-                                 "and may change its operand after the facts are observed (at the line's start)")
-        if _under_short_circuit(parent, use_stmt, parents):
-            return Decline(NAME, f"the use `{code_of(parent)}` (line {ln}) sits under `and`/`or`/`if ... else`: "
-                                 "its operand may not be evaluated where the facts are observed")
-        uses.append(Use(other, op))
+        use = _operand_use(node, name, use_kind(node, parents), parents, pos)
+        if isinstance(use, Decline):
+            return use
+        uses.append(use)
     binds = [t for t in m.findall(function.body, m.AssignTarget() | m.AugAssign() | m.AnnAssign() | m.For()
                                   | m.WithItem() | m.NamedExpr() | m.Del() | m.CompFor() | m.ExceptHandler()
                                   | m.ImportAlias() | m.FunctionDef() | m.ClassDef())
@@ -164,6 +121,94 @@ def screen(wrapper: MetadataWrapper, line: int) -> Plan | Decline:
         return Decline(NAME, f"`{name}` is bound more than once in the function (or is a parameter): each later "
                              "read must see this value")
     return Plan(stmt, name, tensor, uses)
+
+
+def inline_screen(wrapper: MetadataWrapper, line: int) -> Plan | Decline | None:
+    """The plan for one ``T.item()`` read in place as a tensor operand on ``line`` (``return
+    logits / self.log_t.exp().item()``: the number meets a tensor at once; held-out review
+    case 307), or why not; None when the line holds no such read (or is ``x = T.item()``)."""
+    pos = wrapper.resolve(PositionProvider)
+    parents = wrapper.resolve(ParentNodeProvider)
+    stmt = next((n for n in m.findall(wrapper.module, m.SimpleStatementLine()) if pos[n].start.line == line), None)
+    if stmt is None or not stmt.body or item_assignment(stmt.body[0]):
+        return None
+    calls = m.findall(stmt, m.Call(func=m.Attribute(attr=m.Name("item")), args=[]))
+    if len(calls) != 1:
+        return None if not calls else Decline(NAME, f"line {line} reads {len(calls)} values with `.item()`")
+    call = calls[0]
+    tensor, label = call.func.value, code_of(call).strip()
+    if len(stmt.body) != 1 or pos[stmt].end.line != pos[stmt].start.line:
+        return Decline(NAME, f"`{label}` (line {line}) shares its line with other statements or spans several lines: "
+                             "the facts are observed per line")
+    scope = next((a for a in _ancestors(stmt, parents) if isinstance(a, (cst.FunctionDef, cst.ClassDef, cst.Lambda))),
+                 None)
+    if not isinstance(scope, cst.FunctionDef):
+        return Decline(NAME, f"`{label}` (line {line}) is not in a function's own body")
+    if m.findall(tensor, m.NamedExpr() | m.Lambda() | m.Yield() | m.Await()):
+        return Decline(NAME, f"`{code_of(tensor)}` (line {line}) binds a name or defines/awaits a function")
+    use = _operand_use(call, label, "read in place", parents, pos)
+    return use if isinstance(use, Decline) else Plan(stmt, None, tensor, [use], call)
+
+
+def _ancestors(node, parents):
+    while node in parents:
+        node = parents[node]
+        yield node
+
+
+def _operand_use(node, name: str, kind: str, parents, pos) -> Use | Decline:
+    """How the value read at ``node`` (the name ``x``, or an inline ``T.item()``) is used: a
+    :class:`Use` when it is a direct operand of an arithmetic operator or of one comparison
+    with a plain name or attribute, evaluated where the facts are observed; else a Decline."""
+    ln = pos[node].start.line
+    parent = parents.get(node)   # LibCST keeps parentheses on the node itself
+    if isinstance(parent, cst.ComparisonTarget):
+        parent = parents.get(parent)
+    words = (f"`{name}` is {kind} (line {ln}); it stays a Python number only where "
+             "it meets a tensor in +, -, *, /, //, % or a comparison, the only places a 0-d tensor "
+             "computes the same")
+    if isinstance(parent, cst.BinaryOperation) and type(parent.operator) in _ARITH:
+        op = _ARITH[type(parent.operator)]
+        left = parent.left is node
+        other = parent.right if left else parent.left
+        if op == "/" and left:
+            return Decline(NAME, f"`{code_of(parent)}` (line {ln}) divides by a tensor: with a Python number "
+                                 "on the left, Tensor.__rtruediv__ computes `t.reciprocal() * x` (two "
+                                 "roundings), with a 0-d tensor torch.div rounds once")
+    elif isinstance(parent, cst.Comparison) and len(parent.comparisons) == 1 \
+            and type(parent.comparisons[0].operator) in _CMP:
+        op = _CMP[type(parent.comparisons[0].operator)]
+        other = parent.comparisons[0].comparator if parent.left is node else parent.left
+    elif isinstance(parent, cst.Comparison):
+        return Decline(NAME, f"`{code_of(parent)}` (line {ln}) is a chained comparison or a membership test")
+    else:
+        return Decline(NAME, words)
+    if isinstance(other, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,
+                          cst.FormattedString)) or m.findall(other, m.Name(name)) or code_of(other) == name:
+        return Decline(NAME, f"`{code_of(parent)}` (line {ln}) combines `{name}` with a Python literal or "
+                             "with itself: the result would become a tensor where it was a Python number")
+    if dotted(other) is None:
+        return Decline(NAME, f"`{code_of(parent)}` (line {ln}): the other operand `{code_of(other)}` is not a "
+                             "plain name or attribute; only a name's dtype and rank are observed exactly (an "
+                             "expression's would be modelled), so bind it to a local first")
+    use_stmt = statement_of(node, parents)
+    if not isinstance(use_stmt, cst.SimpleStatementLine) and not _within(node, getattr(use_stmt, "test", None),
+                                                                          parents):
+        return Decline(NAME, words)
+    if isinstance(use_stmt, cst.SimpleStatementLine) and len(use_stmt.body) > 1:
+        return Decline(NAME, f"the use `{code_of(parent)}` (line {ln}) shares its line with other statements: "
+                             "its operand's facts are observed per line")
+    scope_of_use = use_stmt if isinstance(use_stmt, cst.SimpleStatementLine) else use_stmt.test
+    if m.findall(scope_of_use, m.NamedExpr()):
+        return Decline(NAME, f"the statement of the use `{code_of(parent)}` (line {ln}) binds a name (`:=`)")
+    earlier = _runs_before(parent, scope_of_use, pos, parents)
+    if earlier is not None:
+        return Decline(NAME, f"`{code_of(earlier)}` runs before the use `{code_of(parent)}` on its line (line {ln}) "
+                             "and may change its operand after the facts are observed (at the line's start)")
+    if _under_short_circuit(parent, use_stmt, parents):
+        return Decline(NAME, f"the use `{code_of(parent)}` (line {ln}) sits under `and`/`or`/`if ... else`: "
+                             "its operand may not be evaluated where the facts are observed")
+    return Use(other, op)
 
 
 def _within(node, ancestor, parents) -> bool:
@@ -220,7 +265,13 @@ def _binds_name(t: cst.CSTNode, name: str) -> bool:
 
 def match(loc: Located) -> Match | Decline:
     if item_assignment(loc.node) is None:
-        return _generic()
+        plan = inline_screen(MetadataWrapper(loc.module, unsafe_skip_copy=True), loc.line)
+        if plan is None:
+            return _generic()
+        if isinstance(plan, Decline):
+            return plan
+        return Match(NAME, f"`{code_of(plan.call).strip()}` -> a detached 0-d tensor, used in place as a tensor "
+                           "operand")
     plan = screen(MetadataWrapper(loc.module, unsafe_skip_copy=True), loc.line)
     if isinstance(plan, Decline):
         return plan
