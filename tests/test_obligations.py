@@ -406,6 +406,7 @@ CHECKS_TESTED_WITH_THEIR_RULE = {
     "bincount-in-range": "test_rule_bounded_bincount.py",
     "gradient-gated": "test_gradient_gate.py",
     "deferred-if-predicate": "test_rule_deferred_effects.py",
+    "membership-any": "test_rule_tensor_membership.py",
 }
 
 

@@ -135,6 +135,13 @@ def test_every_declared_obligation_kind_is_exercised_by_a_fix_example():
     for rule in RULES.values():
         emitted = {o["kind"] for ex in rule.fix_examples
                    for o in rule.rewrite(cst.parse_module(ex.before), rule.site(ex)).obligations}
+        if rule.name == "tensor-membership":
+            # it predicates the branch with predicated-control-flow, whose every kind it may emit
+            # (that rule's examples exercise them); its own kind must be exercised here
+            own = rule.obligation_kinds - RULES["predicated-control-flow"].obligation_kinds
+            assert own == {"membership-any"} and own <= emitted
+            assert emitted <= rule.obligation_kinds
+            continue
         assert emitted == rule.obligation_kinds, (rule.name, rule.obligation_kinds - emitted)
 
 
@@ -201,10 +208,10 @@ def test_discovery_refuses_a_malformed_rule(monkeypatch, tmp_path, files, error)
 
 
 def test_a_category_shared_by_rules_routes_by_statement_shape(tmp_path):
-    """item-tolist is served by two rules, each taking its own statement shape: a counting loop
-    goes to host-count-reduction, `x = T.item()` to item-operand; a decline keeps the rule's own
-    reason over the generic one."""
-    assert RULE_FOR_CATEGORY["item-tolist"] == ("host-count-reduction", "item-operand")
+    """item-tolist is served by three rules, each taking its own statement shape: a counting loop
+    goes to host-count-reduction, `x = T.item()` to item-operand, `if v in t:` to
+    tensor-membership; a decline keeps the rule's own reason over the generic one."""
+    assert RULE_FOR_CATEGORY["item-tolist"] == ("host-count-reduction", "item-operand", "tensor-membership")
     path = Path(_write(tmp_path, textwrap.dedent("""\
         def f(t, h):
             n = 0
@@ -213,8 +220,11 @@ def test_a_category_shared_by_rules_routes_by_statement_shape(tmp_path):
                     n += 1
             m = t.sum().item()
             k = t.max().item()
+            if 3 in t:
+                h = h * 2.0
             return h * n + h * m + h[k]
         """)))
+    assert match_site("item-tolist", locate(str(path), 8)).rule == "tensor-membership"
     assert match_site("item-tolist", locate(str(path), 3)).rule == "host-count-reduction"
     assert match_site("item-tolist", locate(str(path), 6)).rule == "item-operand"
     declined = match_site("item-tolist", locate(str(path), 7))
