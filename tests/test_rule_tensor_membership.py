@@ -61,3 +61,49 @@ def test_membership_if_compiles_the_frame_again_as_an_unsafe_fix():
     assert rw["evidence"]["passed"] and rw["evidence"]["predicate_outcomes"]["14"]["forced"] == [False, True]
     assert "torch.cond((self.mask_token_id == input_ids).any()" in res.mended or \
         "torch.where((self.mask_token_id == input_ids).any()" in res.mended
+
+
+def test_a_tensor_subclass_container_is_refuted():
+    """helper-34: a `class Vocab(torch.Tensor)` overriding `__contains__` was recorded as a
+    plain tensor, and the rewrite was emitted; the facts now name the subclass."""
+    import torch
+
+    from verifier.facts import summarize
+
+    class Vocab(torch.Tensor):
+        def __contains__(self, v):
+            return bool(self.flatten()[0] == v)
+
+    seen = summarize(torch.tensor([3, 5]).as_subclass(Vocab))
+    assert seen["subclass"].endswith("Vocab") and "subclass" not in summarize(torch.tensor([3, 5]))
+    r = _membership({"self.mask_token_id": {"kind": "num", "cat": "int", "value": 3}, "input_ids": seen})
+    assert r["result"] == "refuted" and "subclass" in r["counterexample"]
+
+
+def test_the_cond_form_changes_no_other_line():
+    """helper-34: restoring `if v in t:` in the kept eager branch was a text substitution over
+    the whole module, which also rewrote a hand-written `if (tok == ids).any():` elsewhere."""
+    source = '''import torch
+from torch import nn
+
+
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, h, ids, tok):
+        if tok in ids:
+            h = self.proj(h)
+        return h.mean(1)
+
+    def any_hit(self, tok, ids):
+        if (tok == ids).any():
+            return 1
+        return 0
+'''
+    for form in ("cond", "where"):
+        res = tm.rewrite(cst.parse_module(source), 11, form=form)
+        assert hasattr(res, "code"), res
+        new, old = res.code.splitlines(), source.splitlines()
+        assert new[-4:] == old[-4:], form   # any_hit unchanged

@@ -41,8 +41,13 @@ def summarize(value: Any, depth: int = 0) -> dict:
     import torch
 
     if isinstance(value, torch.Tensor):
-        return {"kind": "tensor", "dtype": str(value.dtype).replace("torch.", ""), "shape": list(value.shape),
-                "device": value.device.type, "param": isinstance(value, torch.nn.Parameter)}
+        out = {"kind": "tensor", "dtype": str(value.dtype).replace("torch.", ""), "shape": list(value.shape),
+               "device": value.device.type, "param": isinstance(value, torch.nn.Parameter)}
+        if type(value) not in (torch.Tensor, torch.nn.Parameter):
+            # a subclass may override any operator (`__contains__`, `__eq__`): named, so a
+            # check resting on torch's own methods can refuse it
+            out["subclass"] = f"{type(value).__module__}.{type(value).__qualname__}"
+        return out
     if isinstance(value, bool):
         return {"kind": "num", "cat": "bool", "value": value}
     if isinstance(value, int):

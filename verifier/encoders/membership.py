@@ -7,7 +7,8 @@
   (``numbers.Number``, ``SymInt``...) and raises RuntimeError for anything else (torch
   2.13, ``torch/_tensor.py``). Where ``t`` is a tensor and ``v`` a tensor or a number,
   ``v in t`` is therefore the truth of ``(v == t).any()``, the same comparison evaluated in
-  the same order (``v``, then ``t``). The types are those of the example run: an
+  the same order (``v``, then ``t``). Both must be plain tensors (or Parameters), not
+  subclasses, which may override ``__contains__`` or ``==``. The types are those of the example run: an
   observation, so a rewrite resting on it is an unsafe fix (a later call may pass a list,
   whose ``in`` is Python's, or a string element, which the original rejects).
 """
@@ -40,10 +41,11 @@ def _torch_contains() -> str | None:
 
 
 def _kind(text: str, ctx: Ctx) -> str | None:
-    """``tensor``, ``num`` or None (not known) for the expression ``text`` on the example run."""
+    """``tensor``, ``num``, ``tensor subclass X`` or None (not known) for the expression
+    ``text`` on the example run."""
     seen = ((ctx.facts or {}).get("names") or {}).get(text)
     if seen is not None:   # a name as observed (a string, None, a list: kinds the shape model has no term for)
-        return seen.get("kind")
+        return f"tensor subclass {seen['subclass']}" if seen.get("subclass") else seen.get("kind")
     try:
         return ShapeEval(ctx.facts, ctx.defs, "observed").eval(_expr(text)).kind
     except (Unsupported, SyntaxError, KeyError):
@@ -59,10 +61,12 @@ def membership(ob: dict, ctx: Ctx) -> Outcome:
     if k_cont is None:
         return unknown(f"the type of `{cont}` was not observed where the test runs")
     if k_cont != "tensor":
-        return check_refuted(BY, f"`{cont}` is a {k_cont}, not a tensor: `in` is that type's own membership test")
+        # a list's or a tensor subclass's own __contains__ (helper-34's `Vocab`), not torch's
+        return check_refuted(BY, f"`{cont}` is a {k_cont}, not a plain tensor: `in` is that type's own membership "
+                                 "test, not torch.Tensor.__contains__")
     if k_elem is None:
         return unknown(f"the type of `{elem}` was not observed where the test runs")
-    if k_elem not in ("tensor", "num"):
+    if k_elem not in ("tensor", "num"):   # a subclass element may override `==`
         return check_refuted(BY, f"`{elem}` is a {k_elem}: Tensor.__contains__ raises RuntimeError for it, where "
                                  f"`({elem} == {cont}).any()` would not")
     return checked(BY, [f"Tensor.__contains__ is `bool({_CONTAINS})` for a tensor or number element (source screen)",

@@ -17,7 +17,8 @@ Traps, and how each is handled:
 
 * ``in`` on a Python container (``mode in ("a", "b")``, a dict of kwargs): a literal
   container is left alone; any other container must be a tensor where the test runs
-  (``membership-any``, observed on the example run: refuted for a list).
+  (``membership-any``, observed on the example run: refuted for a list, and for a tensor
+  subclass, which may override ``__contains__``).
 * The element: ``Tensor.__contains__`` raises RuntimeError for an element that is neither a
   tensor nor a number (``None``, a string), where ``(v == t).any()`` would raise another
   error or none: the element must be a tensor or a number on the example run.

@@ -4,8 +4,6 @@ its ``.item()``, and the ``if`` is then predicated as a data-dependent branch
 (:mod:`mend.rules.predicated_control_flow`, with all of its screens and obligations)."""
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
 from mend.rules import predicated_control_flow as pcf
@@ -46,13 +44,13 @@ def _tensor_test(module: cst.Module, line: int):
 
 
 def _relabel(result: RewriteResult, old: str, new: str) -> RewriteResult:
-    """The rule's own name and the original test in the emitted comment; the ``if`` the
-    ``torch.cond`` form keeps for eager runs tests ``v in t`` again, as the original did."""
+    """The rule's own name and the original test in the emitted comment. (The ``if`` the
+    ``torch.cond`` form keeps for eager runs tests ``(v == t).any()``: restoring ``v in t``
+    there by a text substitution also rewrote an identical line elsewhere in the file, found
+    by helper-34; the two are equal under ``membership-any``.)"""
     for kw in ("if", "elif"):
-        result.code = result.code.replace(f"# mend: {pcf.NAME} (was: {kw} {new})", f"# mend: {NAME} (was: {kw} {old})")
-    if result.form == "cond":
-        result.code = re.sub(rf"^(\s*)if {re.escape(new)}:$", lambda mo: f"{mo.group(1)}if {old}:", result.code,
-                             flags=re.M)
+        result.code = result.code.replace(f"# mend: {pcf.NAME} (was: {kw} {new})",
+                                          f"# mend: {NAME} (was: {kw} {old})", 1)
     return result
 
 
