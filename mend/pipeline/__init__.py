@@ -106,9 +106,7 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
         for _ in range(max_rounds):
             accepted = None
             for site in current_scan.sites:
-                # stable across rounds (lines move); the function tells apart one statement
-                # written in two places (xlm's `assert lengths.max().item() <= slen`)
-                key = (ex.file_key(site), getattr(site, "function", None), site.source, site.fixable_by)
+                key = _site_key(ex, site)
                 if not site.fixable_by or key in tried:
                     continue
                 tried.add(key)
@@ -185,13 +183,19 @@ def _graphs_text(scan_) -> str:
     return f"{scan_.graph_count}" + (f" (+{skipped} frame(s) run eagerly)" if skipped else "")
 
 
+def _site_key(ex, site) -> tuple:
+    """A site's identity across rounds: stable though lines move; the function tells apart
+    one statement written in two places (xlm's `assert lengths.max().item() <= slen`)."""
+    return ex.file_key(site), getattr(site, "function", None), site.source, site.fixable_by
+
+
 def _untried(ex, scan_, tried: set, max_rounds: int) -> list[Declined]:
     """The fixable sites of ``scan_`` no round reached: declined, not silently dropped."""
     return [Declined(f"{s.display_file}:{s.line}", s.fixable_by,
                      f"not attempted: the round limit was reached ({max_rounds} rewrites, one per round); "
                      "run `mend fix` again on the mended file, or raise --max-rounds")
             for s in scan_.sites
-            if s.fixable_by and (ex.file_key(s), getattr(s, "function", None), s.source, s.fixable_by) not in tried]
+            if s.fixable_by and _site_key(ex, s) not in tried]
 
 
 def _still_breaks(ex, before, after, rel: str, current: str, mended: str, span, category: str,

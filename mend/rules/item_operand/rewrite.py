@@ -47,21 +47,12 @@ def _obligations(plan: Plan, line: int, pos) -> tuple[list[dict], list[dict]]:
     ]
 
 
-class _Swap(cst.CSTTransformer):
-    def __init__(self, old: cst.CSTNode, new: cst.BaseExpression):
-        super().__init__()
-        self.old, self.new = old, new
-
-    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
-        return self.new if original is self.old else updated
-
-
 def _rewrite_inline(wrapper: MetadataWrapper, line: int, plan: Plan) -> RewriteResult:
     """``... / T.item()`` -> ``... / T.detach().reshape(()).clone()`` on ``line``, in place."""
     pos = wrapper.resolve(PositionProvider)
     was = code_of(plan.call).strip()
     new = cst.parse_expression(new_value(plan)).with_changes(lpar=plan.call.lpar, rpar=plan.call.rpar)
-    stmt = plan.line.visit(_Swap(plan.call, new))
+    stmt = plan.line.visit(Replace(plan.call, new))
     text = code_of(stmt.body[0]).strip()
     new_line, _ = annotated_line(plan.line, text, NAME)
     tree = wrapper.module.visit(Replace(plan.line, new_line))

@@ -80,11 +80,8 @@ def screen(wrapper: MetadataWrapper, line: int) -> Plan | Decline:
         return Decline(NAME, f"`{name} = ....item()` ({where}) shares its line with other statements")
     if pos[stmt].end.line != pos[stmt].start.line:
         return Decline(NAME, f"`{name} = ....item()` ({where}) spans several lines: the facts are observed per line")
-    chain, cur = [], stmt
-    while cur in parents:
-        cur = parents[cur]
-        chain.append(cur)
-    scope = next((a for a in chain if isinstance(a, (cst.FunctionDef, cst.ClassDef, cst.Lambda))), None)
+    scope = next((a for a in _ancestors(stmt, parents) if isinstance(a, (cst.FunctionDef, cst.ClassDef, cst.Lambda))),
+                 None)
     if not isinstance(scope, cst.FunctionDef):
         return Decline(NAME, f"`{name} = ....item()` ({where}) is not in a function's own body")
     function = scope

@@ -9,17 +9,8 @@ import libcst as cst
 from mend.rules import predicated_control_flow as pcf
 from mend.rules.predicated_control_flow import FORCING_HOOK
 from mend.rules._base import Decline, RewriteResult
-from mend.rules._common import code_of
+from mend.rules._common import Replace, code_of
 from mend.rules.tensor_membership.screen import NAME, combined, if_at, membership
-
-
-class _Replace(cst.CSTTransformer):
-    def __init__(self, node: cst.If, test: cst.BaseExpression):
-        super().__init__()
-        self.node, self.test = node, test
-
-    def leave_If(self, original: cst.If, updated: cst.If) -> cst.If:
-        return updated.with_changes(test=self.test) if original is self.node else updated
 
 
 def _tensor_test(module: cst.Module, line: int):
@@ -39,15 +30,18 @@ def _tensor_test(module: cst.Module, line: int):
     expr = cst.parse_expression(new)
     if hook is not None:
         expr = hook.with_changes(args=[cst.Arg(expr), *hook.args[1:]])
-    mended = module.visit(_Replace(node, expr))
+    mended = module.visit(Replace(node, node.with_changes(test=expr)))
     return mended, code_of(test).strip(), new, {"kind": "membership-any", "lhs": elem, "rhs": cont}
 
 
-def _relabel(result: RewriteResult, old: str, new: str) -> RewriteResult:
-    """The rule's own name and the original test in the emitted comment. (The ``if`` the
-    ``torch.cond`` form keeps for eager runs tests ``(v == t).any()``: restoring ``v in t``
-    there by a text substitution also rewrote an identical line elsewhere in the file, found
-    by helper-34; the two are equal under ``membership-any``.)"""
+def _annotate(result: RewriteResult, old: str, new: str, obligation: dict) -> RewriteResult:
+    """The predicated rule's result as this rule's: ``membership-any`` first, the test's
+    rewrite in the detail, and the rule's own name and the original test in the emitted
+    comment. (The ``if`` the ``torch.cond`` form keeps for eager runs tests ``(v == t).any()``:
+    restoring ``v in t`` there by a text substitution also rewrote an identical line
+    elsewhere in the file, found by helper-34; the two are equal under ``membership-any``.)"""
+    result.obligations = [obligation, *result.obligations]
+    result.detail = f"`{old}` -> `{new}`; {result.detail}"
     for kw in ("if", "elif"):
         result.code = result.code.replace(f"# mend: {pcf.NAME} (was: {kw} {new})",
                                           f"# mend: {NAME} (was: {kw} {old})", 1)
@@ -67,9 +61,7 @@ def rewrite(module: cst.Module, line: int, form: str | None = None) -> RewriteRe
     result = pcf.rewrite(mended, line, form=form)
     if isinstance(result, Decline):
         return Decline(NAME, f"`{old}` is `{new}` on a tensor, but the branch cannot be predicated: {result.reason}")
-    result.obligations = [obligation, *result.obligations]
-    result.detail = f"`{old}` -> `{new}`; {result.detail}"
-    return _relabel(result, old, new)
+    return _annotate(result, old, new, obligation)
 
 
 def alternatives(module: cst.Module, line: int) -> list[RewriteResult]:
@@ -80,11 +72,6 @@ def alternatives(module: cst.Module, line: int) -> list[RewriteResult]:
         if isinstance(found, Decline):
             return []
         mended, old, new, obligation = found
-        out = pcf.alternatives(mended, line)
-        for alt in out:
-            alt.obligations = [obligation, *alt.obligations]
-            alt.detail = f"`{old}` -> `{new}`; {alt.detail}"
-            _relabel(alt, old, new)
-        return out
+        return [_annotate(alt, old, new, obligation) for alt in pcf.alternatives(mended, line)]
     except Exception:  # noqa: BLE001 - an alternative is optional; the rule's own rewrite stands
         return []

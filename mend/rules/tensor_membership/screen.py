@@ -83,8 +83,9 @@ def match(loc: Located) -> Match | Decline:
     from mend.taxonomy import UNFIXABLE_REASONS
 
     node = if_at(loc.module, loc.line)
-    if node is not None and combined(node.test):
-        return Decline(NAME, combined(node.test))
+    why = node is not None and combined(node.test)
+    if why:
+        return Decline(NAME, why)
     if node is None or membership(node.test) is None:
         return Decline(None, UNFIXABLE_REASONS["item-tolist"])
     try:
