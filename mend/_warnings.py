@@ -3,7 +3,6 @@ helpers of :mod:`mend.runtime`'s ``defer_warn`` (kept apart to keep that module 
 from __future__ import annotations
 
 import sys
-import warnings
 from typing import Any
 
 import torch
@@ -28,22 +27,19 @@ def _beyond(where: tuple, levels: int) -> tuple | None:
 
 
 @torch.compiler.assume_constant_result
-def _warn_raises(text: str | None, category: Any, actions: tuple = ()) -> bool:
-    """Whether the warnings filters in force while Dynamo traces may turn this warning into an
-    exception (action ``"error"``: ``-W error``, pytest's ``filterwarnings = error``). Then the
-    call is not deferred: raised at replay, after the graph, the exception would follow state
-    the graph wrote (a buffer, a cache) that eager never wrote (an adversarial helper's case).
-    Conservative: an ``"error"`` filter whose message or module pattern might match counts; the
-    first filter that surely matches decides. A constant of the trace, whose argument
-    ``actions`` (every filter's action, in order) Dynamo guards: filters changed after
-    compiling make it trace again."""
+def _warn_raises(category: Any, filters: tuple) -> bool:
+    """Whether the warnings filters in force while Dynamo traces may turn a warning of
+    ``category`` into an exception (action ``"error"``: ``-W error``, pytest's
+    ``filterwarnings = error``). Then the call is not deferred: raised at replay, after the
+    graph, the exception would follow state the graph wrote (a buffer, a cache) that eager
+    never wrote (an adversarial helper's case).
+
+    ``filters``: ``(action, category)`` of every filter, in order, read in the trace, so
+    Dynamo guards them: filters changed after compiling make it trace again. Decided from
+    them alone, conservatively: any ``"error"`` filter of this category or a base counts, even
+    behind a filter that would match first, because a filter's message and module patterns
+    are not guarded (Dynamo cannot read a compiled regex), and a filter told apart only by
+    them (``filterwarnings("error", message=...)`` replacing another) must not be missed (an
+    adversarial helper's case: the warning was raised after the buffer write)."""
     category = category if isinstance(category, type) and issubclass(category, Warning) else UserWarning
-    for action, msg, cat, mod, lineno in warnings.filters:
-        if not issubclass(category, cat):
-            continue
-        may_match = text is None or msg is None or msg.match(text) is not None
-        if action == "error" and may_match:
-            return True
-        if msg is None and mod is None and not lineno:   # matches every call: it decides
-            return False
-    return False
+    return any(action == "error" and issubclass(category, cat) for action, cat in filters)

@@ -71,8 +71,7 @@ Differences from eager that remain (documented, and tested where they matter):
   line are those of the traced source, which are the original's: the rule adds its import
   to an existing line. They differ when another rewrite above the call in the same file
   changed the number of lines. A ``stacklevel`` reaching past the compiled frame continues
-  on the live stack above it (``stacklevel=2`` in ``forward``: the caller, as in eager). Under ``simplefilter("error")`` a deferred warning raises
-  after the graph call instead of at its line (same exception). A replayed standard logger
+  on the live stack above it (``stacklevel=2`` in ``forward``: the caller, as in eager). A replayed standard logger
   method reports the traced line as ``pathname`` / ``lineno`` / ``funcName``;
   ``exc_info``/``stack_info`` are not supported (the rule declines them). A
   ``logging.Logger`` that ``logging.getLogger`` did not make cannot be found again at
@@ -80,8 +79,16 @@ Differences from eager that remain (documented, and tested where they matter):
 * Within an :func:`install` scope, output of code that is *not* deferred (the eager code
   of another graph break) is not held back, so it can overtake buffered effects; without
   ``install`` the order is eager's.
-* A ``grad_fn`` that Dynamo's fake tensors do not know (its placeholder ``Error`` node,
-  seen when Dynamo re-traces a frame after an uncaught exception) is not shown.
+* A tensor whose ``grad_fn`` Dynamo's fake tensor does not know (its placeholder ``Error``
+  node: after Dynamo recompiles a frame with a float argument unspecialized, or re-traces it
+  after an uncaught exception) cannot be shown as eager shows it: that call is performed as
+  written (a graph break, as in the original).
+* A tensor is shown under torch's print options at the call, read in the trace (guarded: set
+  between calls, they make Dynamo trace again), also when ``torch.set_printoptions`` runs
+  later in the same graph.
+* Under warnings filters that may raise (an ``"error"`` filter of the category or a base,
+  whatever its message pattern, which Dynamo cannot guard), ``warnings.warn`` is performed
+  in place (a graph break), so it raises before the graph's later writes, as in eager.
 * CUDA graphs (``mode="reduce-overhead"``): the plain form is an ordinary graph with the
   snapshots as outputs, read after the replay; measured by ``benchmarks/run_gpu.py`` on a
   lent GPU (none lent so far). An ordered call still runs Python inside the graph and
@@ -102,6 +109,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 import torch
+import torch._tensor_str as _tensor_str
 from torch._dynamo.comptime import comptime
 
 from mend import _tracing, _wrap
@@ -118,6 +126,8 @@ _DYNAMO_DIR = os.path.dirname(torch._dynamo.__file__)
 # (methods that log directly; ``warning_once``-style wrappers log from their own frame).
 _STANDARD_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "fatal", "log"})
 
+# torch's print options (torch.set_printoptions), read at a call and restored at its replay
+_PRINT_OPTION_NAMES = ("precision", "threshold", "edgeitems", "linewidth", "sci_mode")
 # Layout tokens (see _flatten/_rebuild); _OTHER: a value the snapshot cannot hold.
 _TENSOR, _SYM, _CONST, _FMT, _SIZE, _SEQ, _DICT, _OTHER = "T", "S", "C", "F", "Z", "L", "D", "O"
 _ITEM = "I"
@@ -141,6 +151,7 @@ class _Site:
     where: tuple | None = None  # ((filename, lineno, funcname, globals), ...) innermost first
     shows: list | None = None  # per tensor: (grad_fn name, leaf requiring grad, Parameter, requires_grad)
     conditional: bool = False  # the first tensor is the `when` of a defer_*_if call, not an argument
+    print_options: tuple | None = None  # torch's print options at the call (_PRINT_OPTION_NAMES)
 
 
 _SITES: list[_Site] = []
@@ -161,7 +172,7 @@ _STATE = _State()
 
 @torch._dynamo.assume_constant_result
 def _intern(kind: str, method: Any, layout: tuple, names: tuple, logger_id: int | None, ordered: bool,
-            conditional: bool, target: Any, *consts: Any) -> int:
+            conditional: bool, n_tensors: int, print_options: tuple | None, target: Any, *consts: Any) -> int:
     """Record a call site's constant part at trace time; the returned key is a graph constant.
 
     Dynamo hands a ``logging.Logger`` to no function, so the caller passes its ``id`` (or
@@ -170,8 +181,14 @@ def _intern(kind: str, method: Any, layout: tuple, names: tuple, logger_id: int 
     (a graph break, as without the rewrite): a logger not made by ``logging.getLogger``, or
     a call inside the body of a higher-order operator (``checkpoint``, ``torch.cond``),
     whose speculation accepts neither a store Dynamo replays nor, reliably, an effect
-    (docs/research/deferred_effects, exp7). Keys grow in trace order.
+    (docs/research/deferred_effects, exp7), or a tensor argument whose ``grad_fn`` Dynamo's
+    fake tensor does not know (:func:`_note_show`: the replay could not print it as eager
+    does). Keys grow in trace order. ``print_options``: torch's print options read in the
+    trace at the call (guarded), applied at replay.
     """
+    shows, _NOTED[:] = _NOTED[:n_tensors], []
+    if len(shows) != n_tensors or _UNKNOWN in shows:
+        return -1
     if logger_id == _tracing.TRACED_LOGGER:
         logger_id = _tracing.taken_logger_id()
     if _tracing.in_subgraph():
@@ -183,23 +200,33 @@ def _intern(kind: str, method: Any, layout: tuple, names: tuple, logger_id: int 
     if ordered:
         order_checks()  # from now on checks and captures share one token chain
     _SITES.append(_Site(kind, target, method, layout, consts, names, _tracing.trace_stack(skip=__file__),
-                        conditional=conditional))
+                        shows=shows, conditional=conditional, print_options=print_options))
     return len(_SITES) - 1
 
 
-def _note_show(key: int, index: int, fake: Any) -> None:
-    """Note at trace time how tensor ``index`` of site ``key`` prints (``grad_fn=<...>``).
+def _note_show(index: int, fake: Any) -> None:
+    """Note at trace time how tensor ``index`` of the call being recorded prints
+    (``grad_fn=<...>``), for :func:`_intern` to keep with the site.
 
     Dynamo's fake tensors carry the autograd metadata that the snapshot, a graph output,
-    no longer has; read through ``comptime``, it adds no graph node.
+    no longer has; read through ``comptime``, it adds no graph node. None when the fake's
+    ``grad_fn`` is autograd's placeholder ``Error`` node (seen after Dynamo recompiles a
+    frame with a float argument unspecialized, an adversarial helper's case): eager shows a
+    real ``grad_fn`` there, which the replay cannot name, so the call is performed as written.
     """
-    site = _SITES[key]
-    if site.shows is None:
-        site.shows = []
-    while len(site.shows) <= index:
-        site.shows.append(None)
-    site.shows[index] = (_grad_fn_name(fake), bool(fake.requires_grad and fake.is_leaf),
-                         isinstance(fake, torch.nn.Parameter), bool(fake.requires_grad))
+    if index == 0:   # a new call: what an abandoned trace noted is dropped
+        _NOTED.clear()
+    if fake is None:
+        _NOTED.append(None)
+    elif fake.grad_fn is not None and type(fake.grad_fn).__name__ == "Error":
+        _NOTED.append(_UNKNOWN)
+    else:
+        _NOTED.append((_grad_fn_name(fake), bool(fake.requires_grad and fake.is_leaf),
+                       isinstance(fake, torch.nn.Parameter), bool(fake.requires_grad)))
+
+
+_NOTED: list = []   # _note_show's notes for the call being traced, taken by _intern
+_UNKNOWN = "unknown"   # a note: the fake's grad_fn is Dynamo's placeholder
 
 
 @torch.library.custom_op("mend::capture", mutates_args=())
@@ -373,15 +400,21 @@ def _record(kind: str, target: Any, method: str | None, args: tuple, kwargs: dic
     # only Dynamo replays the store; other tracers (torch.export's non-strict mode, make_fx)
     # run this code on fake tensors: the operator is what they keep
     ordered = ordered or not torch.compiler.is_dynamo_compiling()
-    key = _intern(kind, method, tuple(layout), tuple(kwargs), logger_id, ordered, when is not None, target, *consts)
-    if key < 0:
-        return False
+    # how a tensor prints follows torch's print options *at the call*: read here, in the trace,
+    # they are guarded, and a set_printoptions later in the same graph (traced, and applied
+    # before the replay) does not change what is shown (an adversarial helper's case)
+    opts = tuple(getattr(_tensor_str.PRINT_OPTS, n) for n in _PRINT_OPTION_NAMES) if tensors else None
     if when is not None:
         tensors.insert(0, when)
     for i, t in enumerate(tensors):  # noqa: B007 - `t` is read by name, by comptime
         # how each tensor prints, read from Dynamo's fake tensor at trace time: no graph node
-        comptime(lambda ctx: _note_show(ctx.get_local("key").as_python_constant(),
-                                        ctx.get_local("i").as_python_constant(), ctx.get_local("t").as_fake()))
+        # (another tracer, make_fx or non-strict export, shows the tensor as it is)
+        comptime(lambda ctx: _note_show(ctx.get_local("i").as_python_constant(), ctx.get_local("t").as_fake()),
+                 lambda i=i: _note_show(i, None))
+    key = _intern(kind, method, tuple(layout), tuple(kwargs), logger_id, ordered, when is not None, len(tensors),
+                  opts, target, *consts)
+    if key < 0:
+        return False
     if not ordered:
         _self._replay = _self._replay + ((key, tuple(t.detach().clone() for t in tensors), tuple(ints)),)
         return True
@@ -489,6 +522,15 @@ def _log_at(target: Any, method: str, args: list, kwargs: dict, where: tuple | N
 
 def _perform(key: int, tensors: list, ints: list) -> None:
     site = _SITES[key]
+    now = tuple(getattr(_tensor_str.PRINT_OPTS, n) for n in _PRINT_OPTION_NAMES)
+    if site.print_options is None or site.print_options == now:
+        _perform_site(site, tensors, ints)
+        return
+    with _tensor_str.printoptions(**dict(zip(_PRINT_OPTION_NAMES, site.print_options))):
+        _perform_site(site, tensors, ints)
+
+
+def _perform_site(site: _Site, tensors: list, ints: list) -> None:
     shows = site.shows or [None] * len(tensors)
     if site.conditional:  # the snapshot of `when`, read as the original's `if when:` read it
         if not bool(tensors[0]):
@@ -660,12 +702,11 @@ def _warn(when: Any, message: Any, category: Any, stacklevel: int, source: Any, 
     if decided is False:
         return
     if torch.compiler.is_compiling():
-        # the filters' actions, read in the trace, become guards: a filter set to "error" after
-        # compiling makes Dynamo trace again and warn in place (a review's case: at replay, the
-        # error followed the graph's buffer writes)
-        if _warn_raises(message if isinstance(message, str) else None,
-                        type(message) if isinstance(message, Warning) else category,
-                        tuple(f[0] for f in warnings.filters)):
+        # the filters' actions and categories, read in the trace, become guards: a filter set to
+        # "error" after compiling makes Dynamo trace again and warn in place (a review's case: at
+        # replay, the error followed the graph's buffer writes)
+        if _warn_raises(type(message) if isinstance(message, Warning) else category,
+                        tuple((f[0], f[2]) for f in warnings.filters)):
             if decided is None and not bool(when):   # `if when:` as written (a graph break)
                 return
             _warn_here(message, category, stacklevel, source)   # a graph break, as warnings.warn is

@@ -363,6 +363,56 @@ def test_objects_the_snapshot_cannot_hold_run_as_written(backend):
     assert run(torch.compile(f, backend=backend)) == eager
 
 
+def _printed(fn, *args):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        fn(*args)
+    return out.getvalue()
+
+
+def test_print_options_set_later_in_the_graph_do_not_change_a_replayed_print():
+    """Helper-33's case 8: `torch.set_printoptions` after a deferred print in the same forward
+    is traced and applied before the replay, which showed 2 digits where eager showed 4. The
+    options are read at the call (guarded: changed between calls, they make Dynamo retrace)."""
+
+    def f(x):
+        rt.defer_print("h", x * 1.123456789)
+        torch.set_printoptions(precision=2)
+        return x + 1
+
+    x = torch.tensor([0.123456, 1.0])
+    torch._dynamo.reset()
+    try:
+        eager = _printed(f, x)
+        torch.set_printoptions(precision=4)
+        compiled = _printed(torch.compile(f, backend="eager"), x)
+        assert eager == compiled == "h tensor([0.1387, 1.1235])\n"
+        # changed between calls (still 2 from the last call): the replay follows them
+        assert _printed(torch.compile(f, backend="eager"), x) == "h tensor([0.14, 1.12])\n"
+    finally:
+        torch.set_printoptions(profile="default")
+
+
+def test_a_grad_fn_the_fake_tensor_does_not_know_is_printed_as_written():
+    """Helper-33's case 1: a float argument made Dynamo recompile with it unspecialized; the
+    fake tensor's grad_fn is then autograd's placeholder `Error`, and the replay printed the
+    tensor without `grad_fn=<MulBackward0>`. Such a call is performed as written."""
+    lin = torch.nn.Linear(3, 3)
+
+    def f(x, s: float):
+        h = lin(x) * s
+        rt.defer_print("h", h, s)
+        return h + 1
+
+    x = torch.ones(3)
+    torch._dynamo.reset()
+    cf = torch.compile(f, backend="eager")
+    for s in (0.5, 0.25, 0.125):
+        eager = _printed(f, x, s)
+        assert "grad_fn=<MulBackward0>" in eager
+        assert _printed(cf, x, s) == eager
+
+
 def test_replayed_log_records_leave_other_threads_alone():
     """The replay makes each record itself (Logger.makeRecord + handle): it used to patch the
     shared logger's findCaller, which raced with other threads (AttributeError, and records

@@ -102,7 +102,7 @@ def lazy_item(ob: dict, ctx: Ctx) -> Outcome:
 
 
 def once_per_process(ob: dict, ctx: Ctx) -> Outcome:
-    ok, text = runtime_screen([("_log", "getattr(logger, method)"), ("_perform", "getattr(site.target, site.method)")])
+    ok, text = runtime_screen([("_log", "getattr(logger, method)"), ("_perform", "_perform_site(site, tensors, ints)"), ("_perform_site", "getattr(site.target, site.method)")])
     return _runtime_check("once-per-process", ok, text,
                           "the source screen of the runtime: eager call and replay both call the logger's own method",
                           [f"the replay calls `{ob.get('method', 'warning_once')}` itself (its lru_cache holds `seen`)"],
@@ -112,7 +112,7 @@ def once_per_process(ob: dict, ctx: Ctx) -> Outcome:
 def warning_identity(ob: dict, ctx: Ctx) -> Outcome:
     ok, text = runtime_screen([("_warn", "warnings.warn("), ("_warn", "if _warn_raises("),
                                ("_warn", "_warn_here(message"), ("_warn_here", "_warn_at("),
-                               ("_perform", "_warn_at(message, category"),
+                               ("_perform", "_perform_site(site, tensors, ints)"), ("_perform_site", "_warn_at(message, category"),
                                ("_warn_at", "(message, category")])
     return _runtime_check("warning-identity", ok, text,
                           "the source screen of the runtime: the replay warns with the captured message and category",

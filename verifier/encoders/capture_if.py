@@ -26,7 +26,8 @@ BY = ("the source screen of the runtime (the `_if` calls decide `bool(P)` first;
       "site only when its first snapshot is true) and a static screen of the mended call against the original `if`")
 _RUNTIME = [("_decide", "return bool(when)"), ("_print", "if decided is False:"), ("_log", "if decided is False:"),
             ("_warn", "if decided is False:"), ("_record", "tensors.insert(0, when)"),
-            ("_perform", "if site.conditional:"), ("_perform", "if not bool(tensors[0]):")]
+            ("_perform", "_perform_site(site, tensors, ints)"), ("_perform_site", "if site.conditional:"),
+            ("_perform_site", "if not bool(tensors[0]):")]
 
 
 def _at(tree: ast.AST, line: int, kind):
