@@ -42,3 +42,46 @@ def test_a_ternary_test_is_instrumented_and_nothing_else_on_its_line():
     assert instrument("def f(x):\n    return (x if x.any() else -x)\n", 2) is None   # parenthesised: not taken
     assert instrument("def f(x):\n    return x if x.any() else -x\n", 2).splitlines()[1] == \
         "    return x if __mend_force__(x.any(), 2) else -x"
+
+
+def test_elif_lines_of_a_chain():
+    from mend.pipeline import elif_lines
+
+    assert elif_lines(SRC, 3) == [5]            # the continuation line and `else:` end nothing early
+    assert elif_lines(SRC, 5) == []
+    nested = "def f(x):\n    if a:\n        if b:\n            pass\n        elif c:\n            pass\n    elif d:\n" \
+             "        # note\n\n        pass\n    z = 1\n    if e:\n        pass\n    elif g:\n        pass\n"
+    assert elif_lines(nested, 2) == [7]         # not the inner chain's elif, not the next if's
+    assert elif_lines(nested, 3) == [5]
+    assert elif_lines(nested, 12) == [14]
+
+
+def test_an_elif_outcome_no_input_reaches_is_still_verified():
+    """Each test of a predicated if/elif chain is forced both ways with the tests before it
+    forced False: a candidate wrong only on the elif's true side, which the drawn inputs
+    (the elif's test is never true by itself) never reach, is caught; forcing the `if` alone misses it."""
+    import torch
+
+    from verifier.differential import differential_test
+
+    class Orig(torch.nn.Module):
+        def forward(self, x):
+            if __mend_force__((x.abs() >= 0).all(), 3):  # noqa: F821 - the verifier's hook
+                y = x + 1
+            elif __mend_force__((x.abs() < -1).any(), 5):  # noqa: F821 - never true by itself
+                y = x * 2
+            else:
+                y = x - 1
+            return y
+
+    class Wrong(torch.nn.Module):
+        def forward(self, x):
+            p1 = __mend_force__((x.abs() >= 0).all(), 3)  # noqa: F821
+            p2 = __mend_force__((x.abs() < -1).any(), 5)  # noqa: F821
+            return torch.where(p1, x + 1, torch.where(p2, x * 3, x - 1))   # x * 3: wrong on the elif side
+
+    example = (torch.ones(3),)
+    kw = dict(max_examples=3, compiled=False, edge=False, train=False)
+    assert differential_test(Orig(), Wrong(), example, force_lines=[3], **kw).passed
+    ev = differential_test(Orig(), Wrong(), example, force_lines=[3, 5], **kw)
+    assert not ev.passed and "x * 3" not in ev.reason, ev.reason

@@ -107,3 +107,29 @@ class M(nn.Module):
         assert hasattr(res, "code"), res
         new, old = res.code.splitlines(), source.splitlines()
         assert new[-4:] == old[-4:], form   # any_hit unchanged
+
+
+def test_an_elif_chain_of_memberships_is_predicated_whole():
+    """helper-34's case 4: the `elif v not in t` of a chain was a Python-level check to the
+    predicated rule, and the chain was declined. Each test of the chain is now a tensor
+    predicate, with its own membership-any, verified forcing both outcomes of each."""
+    res = fix(str(HERE / "elif_chain.py"), max_examples=5, unsafe_fixes=True)
+    (rw,) = res.rewrites
+    assert (res.before.graph_count, res.after.graph_count, res.after.frames_skipped) == (0, 1, 0)
+    members = [o for o in rw["obligations"] if o["kind"] == "membership-any"]
+    assert [(o["lhs"], o["result"]) for o in members] == [("self.mask_token_id", "checked"), ("self.pad_id", "checked")]
+    assert "torch.logical_not((self.pad_id == input_ids).any())" in res.mended
+    assert sorted(rw["evidence"]["predicate_outcomes"]) == ["17", "19"]
+
+
+def test_a_chain_the_predicated_rule_declines_names_its_reason():
+    """The same chain with a parameter used on one side only: `torch.where` gives it a zero
+    gradient where eager gives None, and `torch.cond` takes no elif chain. The reason names
+    both memberships and those, not a Python-level check."""
+    source = (HERE / "elif_chain.py").read_text().replace("h = h * 2", "h = h + self.bias")
+    source = source.replace("super().__init__()", "super().__init__()\n        self.bias = nn.Parameter(torch.ones(8))")
+    line = source.splitlines().index("        if self.mask_token_id in input_ids:") + 1
+    res = tm.rewrite(cst.parse_module(source), line, form="cond")
+    assert not hasattr(res, "code"), res
+    assert "`self.pad_id not in input_ids` is `not (self.pad_id == input_ids).any()`" in res.reason
+    assert "elif chain" in res.reason and "Python-level" not in res.reason

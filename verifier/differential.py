@@ -554,9 +554,10 @@ def differential_test(original, mended, example: tuple, *, example_kwargs: dict 
     """Compare ``original`` and ``mended`` (same weights) on Hypothesis-drawn inputs.
 
     ``example``: the target's example args (tensors of any shape/dtype). ``force_lines``:
-    rewritten predicates, instrumented with :func:`verifier.forcing.force` in both models;
-    every input is run with each predicate natural, forced True and forced False, so both
-    outcomes are always exercised. ``emitted``: the mended module exactly as it will be
+    rewritten predicates, instrumented with :func:`verifier.forcing.force` in both models:
+    the tests of one ``if``/``elif`` chain, in order. Every input is run with the predicates
+    natural, and with each forced True and forced False, the tests before it forced False
+    (the only path that reaches it), so every outcome is always exercised. ``emitted``: the mended module exactly as it will be
     written (no forcing hook; defaults to ``mended``), compiled with both runtimes
     installed as README tells users to; ``reference``: a separate copy of the original
     that sees exactly the calls ``emitted`` sees (stateful modules stay in step). Modes:
@@ -619,7 +620,9 @@ def _differential_test(original, mended, example: tuple, *, example_kwargs, emit
     grad = True
     state = {"n": 0, "worst": 0.0}
     grads: dict = {}   # the largest eager gradient difference (compare's grad_stats)
-    settings_ = [(None, None)] + [(line, v) for line in force_lines for v in (True, False)]
+    # test k of an if/elif chain is reached only when the tests before it are false: forced so
+    settings_ = [{}] + [{**{prev: False for prev in force_lines[:k]}, line: v}
+                        for k, line in enumerate(force_lines) for v in (True, False)]
     models = [original, mended, emit, ref_c] + (list(pair_c) if pair_c else [])
     # drawn inputs on which the original raised go to the Inductor pass too: Inductor orders
     # a deferred effect only against other effects, not against an op that raises
@@ -650,8 +653,11 @@ def _differential_test(original, mended, example: tuple, *, example_kwargs, emit
         for phase in (("eval", "train") if train else ("eval",)):
             for mod in models:
                 mod.train(phase == "train")
-            for line, value in settings_:
-                with (forcing.forced(line, value) if line is not None else contextlib.nullcontext()):
+            for setting in settings_:
+                line = next(reversed(setting), None)
+                with contextlib.ExitStack() as stack:
+                    for forced_line, value in setting.items():
+                        stack.enter_context(forcing.forced(forced_line, value))
                     ref = observe(original, args, kwargs, grad)
                     if line is None and phase == "eval" and len(raising) < RAISING_FOR_INDUCTOR and \
                             isinstance(ref[0], tuple) and ref[0] and ref[0][0] == "raised":

@@ -12,6 +12,7 @@ produce the same records (:mod:`mend.pipeline.records`).
 from __future__ import annotations
 
 import difflib
+import re
 import tempfile
 from pathlib import Path
 
@@ -39,17 +40,46 @@ UNFORCEABLE = ("the branch's predicate could not be instrumented for forcing, so
                "cannot be verified")
 
 
+def elif_lines(code: str, line: int) -> list[int]:
+    """The lines of the ``elif`` tests of the ``if`` chain starting on ``line``, in order: the
+    ``elif``s at the ``if``'s indentation that follow its blocks (blank and comment lines,
+    and deeper lines, are inside them). Read from the text: a wrong line is not instrumented
+    (:func:`instrument` finds no ``if`` starting there) and only loses forcing."""
+    lines = code.splitlines()
+    if not 0 < line <= len(lines):
+        return []
+    indent = len(lines[line - 1]) - len(lines[line - 1].lstrip())
+    found = []
+    for n in range(line, len(lines)):
+        text = lines[n]
+        stripped = text.lstrip()
+        if not stripped or stripped.startswith("#") or len(text) - len(stripped) > indent:
+            continue
+        if len(text) - len(stripped) < indent or not re.match(r"elif\b", stripped):
+            break
+        found.append(n + 1)
+    return found
+
+
 def instrumented_pair(rewrite, current: str, line: int):
-    """(instrumented current, instrumented candidate) with the site's predicate forceable,
-    or (None, None) when the rule does not rewrite any instrumented form."""
+    """(instrumented current, instrumented candidate, forced lines) with the site's predicate
+    forceable, and the ``elif`` tests of its chain too where the rule rewrites that form (a
+    chain predicated whole: each outcome of each test is then verified), or (None, None, [])
+    when the rule does not rewrite any instrumented form."""
     for last_and in (False, True):
         inst = instrument(current, line, last_and)
         if inst is None:
             continue
-        res = rewrite(cst.parse_module(inst), line)
-        if not isinstance(res, Decline):
-            return inst, res.code
-    return None, None
+        chained, lines = inst, [line]
+        for elif_line in ([] if last_and else elif_lines(current, line)):
+            more = instrument(chained, elif_line)
+            if more is not None:
+                chained, lines = more, [*lines, elif_line]
+        for code, forced in ((chained, lines), (inst, [line])) if len(lines) > 1 else ((inst, [line]),):
+            res = rewrite(cst.parse_module(code), line)
+            if not isinstance(res, Decline):
+                return code, res.code, forced
+    return None, None, []
 
 
 def _is_branch(code: str, line: int) -> bool:
@@ -276,8 +306,7 @@ def _verify(ex, rule, site, rel: str, current: str, files: dict[str, str], verif
 
     rewrite = rule.rewrite if form is None else (lambda module, line: rule.rewrite(module, line, form=form))
     # verify on instrumented copies: the predicate at the site can be forced both ways
-    inst_cur, inst_cand = instrumented_pair(rewrite, current, site.line)
-    force = [site.line] if inst_cur else []
+    inst_cur, inst_cand, force = instrumented_pair(rewrite, current, site.line)
     if not inst_cur and _is_branch(current, site.line):
         return decline(UNFORCEABLE)
     ex.stage(rel, current, res.code, inst_cur, inst_cand, files)

@@ -13,38 +13,68 @@ from mend.rules._common import Replace, code_of
 from mend.rules.tensor_membership.screen import NAME, combined, if_at, membership
 
 
-def _tensor_test(module: cst.Module, line: int):
-    """(module with the test rewritten, original test, new test, obligation) or a Decline."""
-    node = if_at(module, line)
-    if node is None:
-        return Decline(NAME, f"no `if` starts on line {line}")
-    test, hook = node.test, None
+def _convert(test: cst.BaseExpression) -> tuple[cst.BaseExpression, str, str, dict] | None:
+    """``v in t`` (also inside the verifier's ``__mend_force__(v in t, L)``) as
+    ``(v == t).any()``: (new test, original source, new source, obligation), or None when
+    ``test`` is not one membership test on a non-literal container."""
+    hook = None
     if isinstance(test, cst.Call) and code_of(test).startswith(FORCING_HOOK) and test.args:
-        # the verifier's instrumented copy, `__mend_force__(v in t, L)`: rewrite inside the hook
         test, hook = test.args[0].value, test
     parts = membership(test)
     if parts is None:
-        return Decline(NAME, combined(test) or f"the test `{code_of(test).strip()[:60]}` is not one `v in t` on a tensor")
+        return None
     elem, cont, negated = parts
     new = f"{'not ' if negated else ''}({elem} == {cont}).any()"
     expr = cst.parse_expression(new)
     if hook is not None:
         expr = hook.with_changes(args=[cst.Arg(expr), *hook.args[1:]])
-    mended = module.visit(Replace(node, node.with_changes(test=expr)))
-    return mended, code_of(test).strip(), new, {"kind": "membership-any", "lhs": elem, "rhs": cont}
+    return expr, code_of(test).strip(), new, {"kind": "membership-any", "lhs": elem, "rhs": cont}
 
 
-def _annotate(result: RewriteResult, old: str, new: str, obligation: dict) -> RewriteResult:
-    """The predicated rule's result as this rule's: ``membership-any`` first, the test's
-    rewrite in the detail, and the rule's own name and the original test in the emitted
-    comment. (The ``if`` the ``torch.cond`` form keeps for eager runs tests ``(v == t).any()``:
-    restoring ``v in t`` there by a text substitution also rewrote an identical line
-    elsewhere in the file, found by helper-34; the two are equal under ``membership-any``.)"""
-    result.obligations = [obligation, *result.obligations]
-    result.detail = f"`{old}` -> `{new}`; {result.detail}"
-    for kw in ("if", "elif"):
-        result.code = result.code.replace(f"# mend: {pcf.NAME} (was: {kw} {new})",
-                                          f"# mend: {NAME} (was: {kw} {old})", 1)
+def _chain(node: cst.If) -> tuple[cst.If, list[tuple[str, str, dict]]]:
+    """The ``if`` with the membership tests of its ``elif`` chain converted (an ``elif`` of
+    another kind is left to the predicated rule), and (old, new, obligation) per test."""
+    done: list[tuple[str, str, dict]] = []
+    orelse = node.orelse
+    if isinstance(orelse, cst.If):
+        orelse, done = _chain(orelse)
+    converted = _convert(node.test)
+    if converted is None:
+        return node.with_changes(orelse=orelse), done
+    expr, old, new, obligation = converted
+    return node.with_changes(test=expr, orelse=orelse), [(old, new, obligation), *done]
+
+
+def _tensor_test(module: cst.Module, line: int):
+    """(module with the tests rewritten, [(original test, new test, obligation), ...]) or a
+    Decline. The ``if`` on ``line`` must be a membership test; so may its ``elif``s be (a
+    chain of memberships, helper-34's case: its ``elif v not in t`` was a Python-level check
+    to the predicated rule)."""
+    node = if_at(module, line)
+    if node is None:
+        return Decline(NAME, f"no `if` starts on line {line}")
+    test = node.test
+    if isinstance(test, cst.Call) and code_of(test).startswith(FORCING_HOOK) and test.args:
+        test = test.args[0].value
+    if membership(test) is None:
+        return Decline(NAME, combined(test) or f"the test `{code_of(test).strip()[:60]}` is not one `v in t` on a tensor")
+    new_node, tests = _chain(node)
+    return module.visit(Replace(node, new_node)), tests
+
+
+def _annotate(result: RewriteResult, tests: list[tuple[str, str, dict]]) -> RewriteResult:
+    """The predicated rule's result as this rule's: ``membership-any`` per rewritten test
+    first, the tests' rewrites in the detail, and the rule's own name and the original tests
+    in the emitted comments. (The ``if`` the ``torch.cond`` form keeps for eager runs tests
+    ``(v == t).any()``: restoring ``v in t`` there by a text substitution also rewrote an
+    identical line elsewhere in the file, found by helper-34; the two are equal under
+    ``membership-any``.)"""
+    result.obligations = [ob for _, _, ob in tests] + result.obligations
+    result.detail = "; ".join(f"`{old}` -> `{new}`" for old, new, _ in tests) + f"; {result.detail}"
+    for old, new, _ in tests:
+        for kw in ("if", "elif"):
+            result.code = result.code.replace(f"# mend: {pcf.NAME} (was: {kw} {new})",
+                                              f"# mend: {NAME} (was: {kw} {old})", 1)
     return result
 
 
@@ -57,11 +87,12 @@ def rewrite(module: cst.Module, line: int, form: str | None = None) -> RewriteRe
     found = _tensor_test(module, line)
     if isinstance(found, Decline):
         return found
-    mended, old, new, obligation = found
+    mended, tests = found
     result = pcf.rewrite(mended, line, form=form)
     if isinstance(result, Decline):
-        return Decline(NAME, f"`{old}` is `{new}` on a tensor, but the branch cannot be predicated: {result.reason}")
-    return _annotate(result, old, new, obligation)
+        said = ", ".join(f"`{old}` is `{new}`" for old, new, _ in tests)
+        return Decline(NAME, f"{said} on a tensor, but the branch cannot be predicated: {result.reason}")
+    return _annotate(result, tests)
 
 
 def alternatives(module: cst.Module, line: int) -> list[RewriteResult]:
@@ -71,7 +102,7 @@ def alternatives(module: cst.Module, line: int) -> list[RewriteResult]:
         found = _tensor_test(module, line)
         if isinstance(found, Decline):
             return []
-        mended, old, new, obligation = found
-        return [_annotate(alt, old, new, obligation) for alt in pcf.alternatives(mended, line)]
+        mended, tests = found
+        return [_annotate(alt, tests) for alt in pcf.alternatives(mended, line)]
     except Exception:  # noqa: BLE001 - an alternative is optional; the rule's own rewrite stands
         return []
