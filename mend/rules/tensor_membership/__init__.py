@@ -24,6 +24,8 @@ Traps, and how each is handled:
   error or none: the element must be a tensor or a number on the example run.
 * ``torch.where`` runs both sides: every screen of the predicated rule applies (effects,
   raising sides, non-finite gradients) and its decline is reported with the membership.
+* An ``elif`` chain: each test that is one membership becomes its tensor predicate too
+  (one ``membership-any`` each), and the verifier forces every test of the chain both ways.
 * Not taken: a membership combined with other tests (``v in t and h.sum() > 0``), a
   membership whose Python bool is returned or stored (``return token in ids``: its callers
   would get a tensor), a membership inside a loop (the frame is skipped).

@@ -59,6 +59,25 @@ def pad_bias(ids, h, pad):
     y = torch.where(torch.logical_not(((pad + 1) == ids).any()), h * 2.0, h)  # mend: tensor-membership (was: if pad + 1 not in ids)
     return y
 ''',
+    ),    # an elif chain of memberships: each test a tensor predicate (helper-34's case 4)
+    (
+        '''import torch
+
+
+def route(ids, h, mask_id, pad_id):
+    if mask_id in ids:
+        h = h * 2
+    elif pad_id not in ids:
+        h = h - 1
+    return h
+''',
+        '''import torch
+
+
+def route(ids, h, mask_id, pad_id):
+    h = torch.where((mask_id == ids).any(), h * 2, torch.where(torch.logical_not((pad_id == ids).any()), h - 1, h))  # mend: tensor-membership (was: if mask_id in ids)
+    return h
+''',
     ),
 ]
 
