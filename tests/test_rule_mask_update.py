@@ -170,3 +170,61 @@ def test_a_tensor_attribute_is_refuted_as_a_scalar_operand():
     assert res.rewrites == [] and res.mended == res.original
     (d,) = res.declined
     assert "mask-update-scalar refuted" in d["reason"] and "0-d float32 tensor" in d["reason"]
+
+
+def _rows(source: str, names: dict):
+    res = mu.rows(cst.parse_module(source), example_line(source))
+    assert isinstance(res, RewriteResult), res
+    return res, O.discharge(res.obligations, facts={"names": names, "self": {}}, code=res.code, before=source)
+
+
+@pytest.mark.parametrize("mask_shape, x_shape, result", [
+    ((3,), (3, 4), "proved"),          # rows of a matrix
+    ((3, 4), (3, 4, 5), "proved"),     # (B, T) padding mask on (B, T, D)
+    ((3, 4), (3, 4), "proved"),        # a mask of x's shape: the reshape is the identity
+    ((4,), (3, 4), "refuted"),         # x[m] raises IndexError: the mask's size is not x's first
+    ((3, 4, 5), (3, 4), "refuted"),    # a mask of higher rank than x
+])
+def test_mask_leading_shape(mask_shape, x_shape, result):
+    _, results = _rows(_SCALE, {"x": _t(shape=x_shape), "m": _t("bool", mask_shape)})
+    (r,) = _by_kind(results)["mask-leading-shape"]
+    assert r["result"] == result, r
+
+
+def test_the_row_form_is_offered_for_a_named_mask_only():
+    res = mu.rows(cst.parse_module(_SCALE), example_line(_SCALE))
+    assert "x.copy_(torch.where(m.reshape(m.shape + (1,) * (x.dim() - m.dim())), x * 2.0 + 1.0, x))" in res.code
+    assert [o for o in res.obligations if o["kind"] == "same-shape"] == []
+    source = "import torch\n\n\ndef f(x):\n    x[x > 0] = x[x > 0] * 2.0\n    return x\n"
+    assert mu.rows(cst.parse_module(source), example_line(source)) is None   # an expression mask: not re-read
+
+
+def test_a_row_mask_is_fixed_by_the_second_form():
+    """Case 336's kind: a (B, T) mask on (B, T, D). The rule's own form is declined
+    (same-shape refuted: torch.where would broadcast the mask from the right); the row-mask
+    form is verified instead, on the trap input with B == T == D too. The mask's sizes equal
+    x's leading sizes only on the example run: an unsafe fix."""
+    res = fix(str(HERE / "row_mask.py"), max_examples=5)
+    (d,) = res.declined
+    assert d["safety"] == "unsafe" and "unsafe fix" in d["reason"] and "mask-leading-shape" in d["reason"]
+    res = fix(str(HERE / "row_mask.py"), max_examples=5, unsafe_fixes=True)
+    (rw,) = res.rewrites
+    assert (res.before.graph_count, res.after.graph_count) == (2, 1)
+    kinds = {o["kind"]: o["result"] for o in rw["obligations"]}
+    assert kinds["mask-leading-shape"] == "proved" and "same-shape" not in kinds
+    assert rw["safety"]["label"] == "unsafe" and "equal-sizes" in " ".join(rw["safety"]["reasons"])
+    assert "keep.reshape(keep.shape + (1,) * (h.dim() - keep.dim()))" in res.mended
+
+
+def test_a_declined_second_form_adds_its_reason(tmp_path):
+    """A row mask with a second operand of another shape (`y[keep]` of `(n, 1)` broadcasts
+    against `h[keep]`'s `(n, D)`): both forms are declined, and the record says why each was."""
+    source = (HERE / "row_mask.py").read_text()
+    source = source.replace("h[keep] * 2.0 + 1.0", "h[keep] + y[keep]").replace(
+        "h = self.proj(x)", "h = self.proj(x)\n        y = h.sum(-1, keepdim=True)")
+    path = tmp_path / "row_mask_operand.py"
+    path.write_text(source)
+    res = fix(str(path), max_examples=3, unsafe_fixes=True)
+    (d,) = res.declined
+    assert res.rewrites == [] and "its second form" in d["reason"]
+    assert d["reason"].count("same-shape") >= 2, d["reason"]

@@ -11,6 +11,7 @@ produce the same records (:mod:`mend.pipeline.records`).
 """
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 import tempfile
@@ -287,10 +288,33 @@ def _try_site(ex, site, rel: str, current: str, original: str, files: dict[str, 
         return _verify(ex, rule, site, rel, current, files, verify, cand, where, form, unsafe_fixes=unsafe_fixes)
 
     first = verify_one(res)
+    if isinstance(first.outcome, Declined) and first.outcome.safety != "unsafe" and rule.fallback is not None:
+        first = _fallback(rule, current, site.line, first, verify_one)
     if rule.alternatives is None or res.form is None:
         return first.outcome
     return choose_rewrite(verify_one, ex, rule, site, current, res, first, where=where, rel=rel, files=files,
                           method=choose, verify=verify, unsafe_fixes=unsafe_fixes)
+
+
+def _fallback(rule, current: str, line: int, first: Verified, verify_one) -> Verified:
+    """The rule's second form (``Rule.fallback``), verified, when its own rewrite was declined
+    by verification: that form's outcome when it passes (or is withheld as an unsafe fix),
+    else the first decline with the second form's reason added."""
+    try:
+        alt = rule.fallback(cst.parse_module(current), line)
+    except Exception as exc:   # noqa: BLE001 - a rule bug must not end the run: the first decline stands, named
+        alt = Decline(rule.name, f"the rule failed on its second form ({type(exc).__name__}: {exc})")
+    if alt is None:
+        return first
+    if isinstance(alt, Decline):
+        second_reason, detail = alt.reason, "its second form"
+    else:
+        second = verify_one(alt)
+        if not isinstance(second.outcome, Declined) or second.outcome.safety == "unsafe":
+            return second   # emitted, or withheld as an unsafe fix: its own record says which
+        second_reason, detail = second.outcome.reason, f"its second form ({alt.detail})"
+    first.outcome = dataclasses.replace(first.outcome, reason=f"{first.outcome.reason}; {detail}: {second_reason}")
+    return first
 
 
 def _verify(ex, rule, site, rel: str, current: str, files: dict[str, str], verify: str, res, where: str,

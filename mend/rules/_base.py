@@ -90,7 +90,10 @@ class Rule:
     :class:`RewriteResult` with its ``form``; never raises. A rule that has it also takes
     ``rewrite(module, line, form=...)`` (a :class:`Decline` when that form does not apply);
     ``mend fix`` verifies the alternatives the cost model would prefer and chooses
-    (:mod:`mend.cost`).
+    (:mod:`mend.cost`). ``fallback(module, line)``: a second form of the rewrite that
+    ``mend fix`` verifies only when the rule's own is declined by verification (not when it
+    is withheld as unsafe): a :class:`RewriteResult`, or None / a :class:`Decline` when there
+    is none (mask-update's row-mask form, for a mask the rule cannot tell apart by reading).
     The examples (Fixit / pyupgrade style) generate ``tests/test_rules.py``; plain tuples
     are accepted and stored as :class:`FixExample` / :class:`DeclineExample`; a no-op
     example is source the rule leaves unchanged on every line."""
@@ -109,6 +112,7 @@ class Rule:
     decline_examples: tuple[DeclineExample, ...] = ()
     noop_examples: tuple[str, ...] = ()
     alternatives: Callable[[cst.Module, int], list[RewriteResult]] | None = None
+    fallback: Callable[[cst.Module, int], RewriteResult | Decline | None] | None = None
 
     def __post_init__(self) -> None:
         put = object.__setattr__  # frozen: normalise once, here

@@ -31,9 +31,9 @@ import ast
 import z3
 
 from verifier.dtypes import FP_FORMAT, fp_sort
-from verifier.encoders.base import Ctx, decide, fp_arith, value_tiers
+from verifier.encoders.base import Ctx, decide, fp_arith, shape_tiers, value_tiers
 from verifier.outcomes import Outcome, check_refuted, checked, unknown
-from verifier.shapes import _expr
+from verifier.shapes import ShapeEval, _expr
 from verifier.smt import Unsupported, model_text
 
 EXACT_CALLS = frozenset({"abs", "neg", "negative", "relu", "clamp", "clip"})
@@ -166,7 +166,25 @@ def finite_gradient(ob: dict, ctx: Ctx) -> Outcome:
                   fixed_by="f has no floating-point result or leaf on the example's dtypes: no gradient flows through it")
 
 
+def leading_shape(ob: dict, ctx: Ctx) -> Outcome:
+    """``mask-leading-shape``: ``lhs.shape == rhs.shape[:lhs.dim()]`` (a boolean index selecting
+    along ``rhs``'s leading dims), so ``lhs`` reshaped with trailing singleton dims broadcasts
+    to ``rhs`` element for element as the index selects."""
+    def build(ev: ShapeEval):
+        a, b = ev.eval(_expr(ob["lhs"])), ev.eval(_expr(ob["rhs"]))
+        if a.kind != "tensor" or b.kind != "tensor":
+            raise Unsupported(f"shapes of a {a.kind} and a {b.kind}")
+        ok = z3.And(*[p for p, _ in ev.pre]) if ev.pre else z3.BoolVal(True)
+        if a.rank > b.rank:
+            return z3.And(ok, z3.BoolVal(True)), (a, b)
+        differ = z3.Not(z3.And(*[x == y for x, y in zip(a.shape, b.shape)])) if a.rank else z3.BoolVal(False)
+        return z3.And(ok, differ), (a, b)
+    return decide("mask-leading-shape", shape_tiers(ctx, build), ctx, "linear integer arithmetic over symbolic sizes",
+                  fixed_by="the shape transfer functions give the mask the leading sizes of the target")
+
+
 ENCODERS = {
+    "mask-leading-shape": leading_shape,
     "mask-update-elementwise": elementwise,
     "mask-update-scalar": scalar,
     "mask-update-select": select,

@@ -33,9 +33,15 @@ Traps, and how each is handled:
   local bound only to numeric expressions (``x[m] *= self.scale``), confirmed a Python int or
   float on the example run (``mask-update-scalar``, an observation: the fix is unsafe).
 * The mask's shape: indexing with a mask of ``x.shape[:k]`` selects rows, while
-  ``torch.where`` broadcasts from the right; the mask must have ``x``'s shape
-  (``same-shape``), and be a bool tensor (``bool-predicate``: a uint8/long index selects
-  positions).
+  ``torch.where`` broadcasts from the right (with ``B == D``, a ``(B,)`` mask would select
+  columns): the mask must have ``x``'s shape (``same-shape``), and be a bool tensor
+  (``bool-predicate``: a uint8/long index selects positions). When that is refuted and the
+  mask is a name or attribute, the row-mask form is verified instead (case 336)::
+
+      h[keep] = h[keep] * 2   ->   h.copy_(torch.where(keep.reshape(keep.shape + (1,) * (h.dim() - keep.dim())), h * 2, h))
+
+  under ``mask-leading-shape`` (``keep.shape == h.shape[:keep.dim()]``, proved over the
+  sizes), exactly where ``h[keep]`` indexes.
 * dtypes: ``index_put_`` raises when ``f``'s dtype is not ``x``'s (an int ``x`` with a
   float ``f``; an augmented ``x[m] *= 2.5`` on ints raises a cast error), where
   ``torch.where`` would promote and ``copy_`` cast back: ``mask-update-select`` refutes.
@@ -50,7 +56,7 @@ from __future__ import annotations
 
 from mend.rules._base import Rule
 from mend.rules.mask_update.examples import DECLINE_EXAMPLES, FIX_EXAMPLES, NOOP_EXAMPLES, example_line
-from mend.rules.mask_update.rewrite import rewrite
+from mend.rules.mask_update.rewrite import rewrite, rows
 from mend.rules.mask_update.screen import NAME, match
 
 FIX_SAFETY = """\
@@ -59,7 +65,8 @@ elements into the same tensor as ``x[mask] = f(x[mask])``, in place. Labelled un
 whenever a proof uses the example's sizes (a separate ``mask`` input has ``x``'s shape only
 on the example run: tier equal-sizes) or finite leaf values (the gradient claim).
 
-Proved (Z3): the mask is a bool tensor and has ``x``'s shape, every operand read through
+Proved (Z3): the mask is a bool tensor and has ``x``'s shape (in the row-mask form, ``x``'s
+leading sizes: ``mask-leading-shape``; unsafe when the mask is an input, as above), every operand read through
 the mask has ``x``'s shape, ``f`` on whole tensors cannot raise (shape preconditions), the
 selection equals the original element by element with ``f`` and ``x`` of one dtype
 (``mask-update-select``, refuted when the original's ``index_put_`` would raise on a
@@ -80,16 +87,19 @@ RULE = Rule(
     match=match,
     rewrite=rewrite,
     example_line=example_line,
-    obligation_kinds=frozenset({"bool-predicate", "same-shape", "mask-update-elementwise", "untaken-side-cannot-raise",
-                                "mask-update-select", "mask-update-finite-gradient", "mask-update-scalar"}),
-    required_kinds=frozenset({"bool-predicate", "same-shape", "mask-update-elementwise", "untaken-side-cannot-raise",
-                              "mask-update-select", "mask-update-finite-gradient", "mask-update-scalar"}),
+    obligation_kinds=frozenset({"bool-predicate", "same-shape", "mask-leading-shape", "mask-update-elementwise",
+                                "untaken-side-cannot-raise", "mask-update-select", "mask-update-finite-gradient",
+                                "mask-update-scalar"}),
+    required_kinds=frozenset({"bool-predicate", "same-shape", "mask-leading-shape", "mask-update-elementwise",
+                              "untaken-side-cannot-raise", "mask-update-select", "mask-update-finite-gradient",
+                              "mask-update-scalar"}),
     needs_facts=True,
     fix_safety=FIX_SAFETY,
     doc=__doc__,
     fix_examples=FIX_EXAMPLES,
     decline_examples=DECLINE_EXAMPLES,
     noop_examples=NOOP_EXAMPLES,
+    fallback=rows,
 )
 
-__all__ = ["NAME", "RULE", "match", "rewrite"]
+__all__ = ["NAME", "RULE", "match", "rewrite", "rows"]
