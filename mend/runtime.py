@@ -130,7 +130,7 @@ _STANDARD_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", 
 _PRINT_OPTION_NAMES = ("precision", "threshold", "edgeitems", "linewidth", "sci_mode")
 # Layout tokens (see _flatten/_rebuild); _OTHER: a value the snapshot cannot hold.
 _TENSOR, _SYM, _CONST, _FMT, _SIZE, _SEQ, _DICT, _OTHER = "T", "S", "C", "F", "Z", "L", "D", "O"
-_ITEM = "I"
+_ITEM, _FLOAT = "I", "R"
 # constants shown at replay as they were at the call: immutable, no tensor inside
 _PLAIN = (str, bytes, float, complex, bool, type(None), type(Ellipsis), range, slice, type, enum.Enum,
           torch.dtype, torch.device, torch.layout, torch.memory_format, torch.finfo, torch.iinfo)
@@ -325,6 +325,11 @@ def _flatten(value: Any, layout: list, tensors: list, ints: list, consts: list) 
     elif type(value) is int:  # also a SymInt under dynamic shapes (int subclasses stay constants)
         layout.append(_SYM)
         ints.append(value)
+    elif type(value) is float and torch.compiler.is_dynamo_compiling():
+        # a float argument Dynamo made unspecialized (a SymFloat) is no trace constant: passed
+        # to _intern it broke the graph there, and the replay lost the call's frame (helper-36)
+        layout.append(_FLOAT)
+        tensors.append(torch.scalar_tensor(value, dtype=torch.float64))   # float64: the float exactly
     elif isinstance(value, torch.Size):
         layout.append((_SIZE, len(value)))
         for dim in value:
@@ -446,6 +451,8 @@ def _rebuild(site: _Site, tensors: list, ints: list) -> tuple[list, dict]:
             return next(ns)
         if tok == _CONST:
             return next(cs)
+        if tok == _FLOAT:
+            return next(ts).item()
         if tok == _ITEM:   # the snapshot's .item() (or float/int of it): the number read at the call
             cast = next(cs)
             t = next(ts)
@@ -714,6 +721,12 @@ def _warn(when: Any, message: Any, category: Any, stacklevel: int, source: Any, 
         if _record("warn", None, None, (message, category, stacklevel, source), {}, ordered,
                    when if decided is None else None):
             return
+        if decided is None and not bool(when):
+            return
+        # performed as written (a graph break): from Dynamo's resume frames, stacklevel would
+        # count them and name this module (helper-36: a float argument made unspecialized)
+        _warn_here(message, category, stacklevel, source)
+        return
     if decided is None and not bool(when):
         return
     _drain_first()

@@ -133,3 +133,24 @@ def test_a_chain_the_predicated_rule_declines_names_its_reason():
     assert not hasattr(res, "code"), res
     assert "`self.pad_id not in input_ids` is `not (self.pad_id == input_ids).any()`" in res.reason
     assert "elif chain" in res.reason and "Python-level" not in res.reason
+
+
+def test_an_elif_membership_that_can_raise_is_not_evaluated_unconditionally():
+    """helper-36: `elif ids[4] in self.special` was rewritten into a chain that reads `ids[4]`
+    on every call (IndexError where the original's `if` held); `elif marks in ids` with a
+    tensor `marks` could fail to broadcast there. An indexing operand is left to the
+    predicated rule; a tensor element of an elif is refuted."""
+    source = (HERE / "elif_chain.py").read_text().replace("self.pad_id not in input_ids", "input_ids[0, 4] in self.ids")
+    line = source.splitlines().index("        if self.mask_token_id in input_ids:") + 1
+    res = tm.rewrite(cst.parse_module(source), line)
+    assert not hasattr(res, "code") and "Python-level" in res.reason, res
+    source = (HERE / "elif_chain.py").read_text()
+    res = tm.rewrite(cst.parse_module(source), 17)
+    (_, ob) = [o for o in res.obligations if o["kind"] == "membership-any"]
+    assert ob["elif"] is True
+    facts = {"self.pad_id": _t(shape=(3,)), "input_ids": _t()}
+    (r,) = O.discharge([ob], facts={"names": facts, "self": {}}, code=res.code, before=source)
+    assert r["result"] == "refuted" and "broadcast" in r["counterexample"]
+    facts["self.pad_id"] = {"kind": "num", "cat": "int", "value": 0}
+    (r,) = O.discharge([ob], facts={"names": facts, "self": {}}, code=res.code, before=source)
+    assert r["result"] == "checked"

@@ -546,3 +546,23 @@ def test_a_logger_adapter_is_performed_as_written():
     finally:
         base.removeHandler(handler)
     assert [r[2] for r in handler.seen] == ["sum tensor(2.)", "sum tensor(2.)"]
+
+
+def test_a_float_argument_made_unspecialized_is_snapshotted_not_a_break():
+    """helper-36: with a float forward argument unspecialized on recompile (a SymFloat), a
+    `fmt` over it was no trace constant: the graph broke inside the runtime, and the replayed
+    warning was attributed to mend/runtime.py instead of the caller's line."""
+    def f(x, s: float):
+        rt.defer_warn(rt.fmt("odd scale {}", s))
+        return x * s
+
+    torch._dynamo.reset()
+    cf = torch.compile(f, backend="eager")
+    for s in (0.5, 0.75, 1.25):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            cf(torch.ones(2), s)
+        assert [(str(x.message), Path(x.filename).name) for x in w] == [(f"odd scale {s}", "test_runtime_replay.py")]
+    torch._dynamo.reset()
+    e = torch._dynamo.explain(f)(torch.ones(2), 0.75)
+    assert e.graph_break_count == 0

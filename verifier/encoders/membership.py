@@ -69,6 +69,12 @@ def membership(ob: dict, ctx: Ctx) -> Outcome:
     if k_elem not in ("tensor", "num"):   # a subclass element may override `==`
         return check_refuted(BY, f"`{elem}` is a {k_elem}: Tensor.__contains__ raises RuntimeError for it, where "
                                  f"`({elem} == {cont}).any()` would not")
+    if ob.get("elif") and k_elem != "num":
+        # helper-36: `elif marks in ids` now runs where the `if` before it was true, and a
+        # tensor element of another size raises there a broadcast error the original never met
+        return check_refuted(BY, f"`{elem}` is a tensor in an `elif` test, which the rewrite evaluates on every "
+                                 "call: where the original never reached it, a tensor of another size would raise "
+                                 "a broadcast error (only a Python number element is admitted there)")
     return checked(BY, [f"Tensor.__contains__ is `bool({_CONTAINS})` for a tensor or number element (source screen)",
                         f"`{cont}` is a tensor and `{elem}` a {'tensor' if k_elem == 'tensor' else 'Python number'} "
                         "on the example run (observed; a later call may pass other types)"])

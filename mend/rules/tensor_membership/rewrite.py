@@ -4,6 +4,8 @@ its ``.item()``, and the ``if`` is then predicated as a data-dependent branch
 (:mod:`mend.rules.predicated_control_flow`, with all of its screens and obligations)."""
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from mend.rules import predicated_control_flow as pcf
@@ -31,17 +33,28 @@ def _convert(test: cst.BaseExpression) -> tuple[cst.BaseExpression, str, str, di
     return expr, code_of(test).strip(), new, {"kind": "membership-any", "lhs": elem, "rhs": cont}
 
 
-def _chain(node: cst.If) -> tuple[cst.If, list[tuple[str, str, dict]]]:
+def _plain(obligation: dict) -> bool:
+    """Both operands are names or attributes: reading them cannot raise. The rewritten chain
+    evaluates an ``elif``'s test even where the ``if`` before it was true, so an operand that
+    indexes or calls (``elif ids[4] in self.special``, helper-36: IndexError where the original
+    never read it) is left to the predicated rule, which declines it."""
+    return all(re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", obligation[k]) for k in ("lhs", "rhs"))
+
+
+def _chain(node: cst.If, head: bool = True) -> tuple[cst.If, list[tuple[str, str, dict]]]:
     """The ``if`` with the membership tests of its ``elif`` chain converted (an ``elif`` of
-    another kind is left to the predicated rule), and (old, new, obligation) per test."""
+    another kind, or whose operands are not plain names, is left to the predicated rule), and
+    (old, new, obligation) per test."""
     done: list[tuple[str, str, dict]] = []
     orelse = node.orelse
     if isinstance(orelse, cst.If):
-        orelse, done = _chain(orelse)
+        orelse, done = _chain(orelse, head=False)
     converted = _convert(node.test)
-    if converted is None:
+    if converted is None or not (head or _plain(converted[3])):
         return node.with_changes(orelse=orelse), done
     expr, old, new, obligation = converted
+    if not head:   # evaluated on every call now: its element must not fail to broadcast (membership-any)
+        obligation = {**obligation, "elif": True}
     return node.with_changes(test=expr, orelse=orelse), [(old, new, obligation), *done]
 
 
