@@ -216,3 +216,13 @@ def test_a_call_after_the_use_on_its_line_is_allowed():
 def test_the_default_dtype_is_an_assumption():
     got = _discharge({"h": _F32, "t": _F32})
     assert any("default dtype is float32" in a for a in got["item-operand-keep-type"]["assumptions"])
+
+
+def test_a_tensor_subclass_read_is_refuted():
+    """helper-35: the mended `x * scale.detach().reshape(()).clone()` returned a `Tagged`
+    where the original returned a plain tensor (same values: the differential test passed)."""
+    from mend.fix import fix
+
+    res = fix(str(FIXTURES / "item_operand" / "subclass_read.py"), max_examples=3, unsafe_fixes=True)
+    (d,) = res.declined
+    assert res.rewrites == [] and "item-operand-tensor" in d["reason"] and "tensor subclass" in d["reason"]

@@ -28,13 +28,15 @@ runs; :func:`verifier.facts.watched_lines`).
 """
 from __future__ import annotations
 
+import ast
+
 import re
 
 import z3
 
 from verifier.dtypes import DEFAULT_FOR_CAT, DTC, FLOATS, FP_FORMAT, INT_BITS, RNE, combine, fp_sort
 from verifier.encoders.base import Ctx, Query, decide
-from verifier.encoders.counting import _HcFacts, _hc_devices, _hc_observed, keep_type_terms, use_operands
+from verifier.encoders.counting import _HcFacts, _hc_devices, _hc_observed, _hc_view, keep_type_terms, use_operands
 from verifier.outcomes import Outcome, check_refuted, checked, unknown
 from verifier.smt import Unsupported, fmt_value, model_text
 
@@ -69,10 +71,32 @@ def _read(ctx: Ctx, ob: dict):
     return mv, dtype, texts, se
 
 
+def _subclass_read(expr: str, ctx: Ctx, line=None) -> tuple[str, str] | None:
+    """(name, class) of a name or attribute in ``expr`` observed as a tensor subclass where it
+    is read, else None."""
+    names = _hc_view(ctx, expr, line).get("names") or {}
+    try:
+        tree = ast.parse(expr, mode="eval")
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            seen = names.get(ast.unparse(node)) or {}
+            if seen.get("subclass"):
+                return ast.unparse(node), seen["subclass"]
+    return None
+
+
 def tensor_read(ob: dict, ctx: Ctx) -> Outcome:
     """T is a 1-element torch.Tensor where the read runs (observed: every hit and call alike)."""
     expr = ob.get("expr", "")
     by = f"the observation on the example run: `{expr}` where `.item()` reads it, on every hit and call"
+    sub = _subclass_read(expr, ctx, ob.get("line"))
+    if sub:
+        # helper-35: the kept 0-d tensor carried the subclass (its __torch_function__) into the
+        # result, where the Python number gave a plain tensor
+        return check_refuted(by, f"`{sub[0]}` is a tensor subclass ({sub[1]}) on the example run: kept a tensor, "
+                                 "the read would carry the subclass into the result, where `.item()` gives a number")
     try:
         mv, dtype, texts, se = _read(ctx, ob)
     except (_HcFacts, Unsupported) as exc:
