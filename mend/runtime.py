@@ -79,16 +79,12 @@ Differences from eager that remain (documented, and tested where they matter):
 * Within an :func:`install` scope, output of code that is *not* deferred (the eager code
   of another graph break) is not held back, so it can overtake buffered effects; without
   ``install`` the order is eager's.
-* A tensor whose ``grad_fn`` Dynamo's fake tensor does not know (its placeholder ``Error``
-  node: after Dynamo recompiles a frame with a float argument unspecialized, or re-traces it
-  after an uncaught exception) cannot be shown as eager shows it: that call is performed as
-  written (a graph break, as in the original).
-* A tensor is shown under torch's print options at the call, read in the trace (guarded: set
-  between calls, they make Dynamo trace again), also when ``torch.set_printoptions`` runs
-  later in the same graph.
-* Under warnings filters that may raise (an ``"error"`` filter of the category or a base,
-  whatever its message pattern, which Dynamo cannot guard), ``warnings.warn`` is performed
-  in place (a graph break), so it raises before the graph's later writes, as in eager.
+* A tensor whose fake ``grad_fn`` is Dynamo's placeholder ``Error`` (a float argument made
+  unspecialized, a re-trace after an exception) cannot be shown as eager shows it: that call
+  is performed as written (a graph break, as in the original).
+* Tensors are shown under torch's print options at the call (read in the trace, guarded).
+* Under warnings filters that may raise (any ``"error"`` filter of the category or a base:
+  message patterns cannot be guarded), ``warnings.warn`` is performed in place (a break).
 * CUDA graphs (``mode="reduce-overhead"``): the plain form is an ordinary graph with the
   snapshots as outputs, read after the replay; measured by ``benchmarks/run_gpu.py`` on a
   lent GPU (none lent so far). An ordered call still runs Python inside the graph and
