@@ -19,6 +19,23 @@ def _grad_fn_name(t: torch.Tensor) -> str | None:
     return fn.name().rsplit("::", 1)[-1] if name == "CppFunction" else name  # as torch._tensor_str
 
 
+# torch's print options (torch.set_printoptions), read at a deferred call and restored at its replay
+_PRINT_OPTION_NAMES = ("precision", "threshold", "edgeitems", "linewidth", "sci_mode")
+
+
+def print_options() -> tuple:
+    """torch's print options now, in :data:`_PRINT_OPTION_NAMES` order (traced by Dynamo:
+    read in a trace, each is guarded)."""
+    import torch._tensor_str as tensor_str
+
+    return tuple(getattr(tensor_str.PRINT_OPTS, n) for n in _PRINT_OPTION_NAMES)
+
+
+def print_options_kwargs(options: tuple) -> dict:
+    """``options`` as keyword arguments of ``torch._tensor_str.printoptions``."""
+    return dict(zip(_PRINT_OPTION_NAMES, options))
+
+
 class _Shown:
     """A snapshot of a non-leaf tensor that prints as the tensor did (``grad_fn=<...>``).
 

@@ -109,7 +109,7 @@ import torch._tensor_str as _tensor_str
 from torch._dynamo.comptime import comptime
 
 from mend import _tracing, _wrap
-from mend._shown import _as_shown, _grad_fn_name
+from mend._shown import _as_shown, _grad_fn_name, print_options, print_options_kwargs
 from mend._warnings import _beyond, _warn_raises
 from mend.lazy import Fmt, Item, _materialize, fmt, item
 from mend.validation_runtime import order_checks
@@ -122,8 +122,6 @@ _DYNAMO_DIR = os.path.dirname(torch._dynamo.__file__)
 # (methods that log directly; ``warning_once``-style wrappers log from their own frame).
 _STANDARD_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "fatal", "log"})
 
-# torch's print options (torch.set_printoptions), read at a call and restored at its replay
-_PRINT_OPTION_NAMES = ("precision", "threshold", "edgeitems", "linewidth", "sci_mode")
 # Layout tokens (see _flatten/_rebuild); _OTHER: a value the snapshot cannot hold.
 _TENSOR, _SYM, _CONST, _FMT, _SIZE, _SEQ, _DICT, _OTHER = "T", "S", "C", "F", "Z", "L", "D", "O"
 _ITEM, _FLOAT = "I", "R"
@@ -147,7 +145,7 @@ class _Site:
     where: tuple | None = None  # ((filename, lineno, funcname, globals), ...) innermost first
     shows: list | None = None  # per tensor: (grad_fn name, leaf requiring grad, Parameter, requires_grad)
     conditional: bool = False  # the first tensor is the `when` of a defer_*_if call, not an argument
-    print_options: tuple | None = None  # torch's print options at the call (_PRINT_OPTION_NAMES)
+    print_options: tuple | None = None  # torch's print options at the call (mend._shown.print_options)
 
 
 _SITES: list[_Site] = []
@@ -168,7 +166,7 @@ _STATE = _State()
 
 @torch._dynamo.assume_constant_result
 def _intern(kind: str, method: Any, layout: tuple, names: tuple, logger_id: int | None, ordered: bool,
-            conditional: bool, n_tensors: int, print_options: tuple | None, target: Any, *consts: Any) -> int:
+            conditional: bool, n_tensors: int, options: tuple | None, target: Any, *consts: Any) -> int:
     """Record a call site's constant part at trace time; the returned key is a graph constant.
 
     Dynamo hands a ``logging.Logger`` to no function, so the caller passes its ``id`` (or
@@ -179,7 +177,7 @@ def _intern(kind: str, method: Any, layout: tuple, names: tuple, logger_id: int 
     whose speculation accepts neither a store Dynamo replays nor, reliably, an effect
     (docs/research/deferred_effects, exp7), or a tensor argument whose ``grad_fn`` Dynamo's
     fake tensor does not know (:func:`_note_show`: the replay could not print it as eager
-    does). Keys grow in trace order. ``print_options``: torch's print options read in the
+    does). Keys grow in trace order. ``options``: torch's print options read in the
     trace at the call (guarded), applied at replay.
     """
     shows, _NOTED[:] = _NOTED[:n_tensors], []
@@ -196,7 +194,7 @@ def _intern(kind: str, method: Any, layout: tuple, names: tuple, logger_id: int 
     if ordered:
         order_checks()  # from now on checks and captures share one token chain
     _SITES.append(_Site(kind, target, method, layout, consts, names, _tracing.trace_stack(skip=__file__),
-                        shows=shows, conditional=conditional, print_options=print_options))
+                        shows=shows, conditional=conditional, print_options=options))
     return len(_SITES) - 1
 
 
@@ -404,7 +402,7 @@ def _record(kind: str, target: Any, method: str | None, args: tuple, kwargs: dic
     # how a tensor prints follows torch's print options *at the call*: read here, in the trace,
     # they are guarded, and a set_printoptions later in the same graph (traced, and applied
     # before the replay) does not change what is shown (an adversarial helper's case)
-    opts = tuple(getattr(_tensor_str.PRINT_OPTS, n) for n in _PRINT_OPTION_NAMES) if tensors else None
+    opts = print_options() if tensors else None
     if when is not None:
         tensors.insert(0, when)
     for i, t in enumerate(tensors):  # noqa: B007 - `t` is read by name, by comptime
@@ -525,11 +523,10 @@ def _log_at(target: Any, method: str, args: list, kwargs: dict, where: tuple | N
 
 def _perform(key: int, tensors: list, ints: list) -> None:
     site = _SITES[key]
-    now = tuple(getattr(_tensor_str.PRINT_OPTS, n) for n in _PRINT_OPTION_NAMES)
-    if site.print_options is None or site.print_options == now:
+    if site.print_options is None or site.print_options == print_options():
         _perform_site(site, tensors, ints)
         return
-    with _tensor_str.printoptions(**dict(zip(_PRINT_OPTION_NAMES, site.print_options))):
+    with _tensor_str.printoptions(**print_options_kwargs(site.print_options)):
         _perform_site(site, tensors, ints)
 
 

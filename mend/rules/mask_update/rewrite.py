@@ -5,12 +5,10 @@ computes the same elements on fixed shapes and writes them into ``x`` in place, 
 original does (a view, a parameter or another name aliasing ``x`` sees the same write)."""
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
 from mend.rules._base import Decline, RewriteResult
-from mend.rules._common import Replace, code_of, statement_at
+from mend.rules._common import Replace, code_of, dotted, statement_at
 from mend.rules.mask_update.screen import NAME, screen
 
 
@@ -40,7 +38,7 @@ def _rewrite(module: cst.Module, line: int, rows: bool) -> RewriteResult | Decli
     if isinstance(plan, Decline):
         return plan
     x, m, f, t = plan.target, plan.mask, plan.new_value, plan.torch_name
-    if rows and not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", m):
+    if rows and dotted(cst.parse_expression(m)) is None:
         return None
     sel = f"{m}.reshape({m}.shape + (1,) * ({x}.dim() - {m}.dim()))" if rows else m
     was = code_of(node).strip()

@@ -4,24 +4,27 @@ its ``.item()``, and the ``if`` is then predicated as a data-dependent branch
 (:mod:`mend.rules.predicated_control_flow`, with all of its screens and obligations)."""
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
 from mend.rules import predicated_control_flow as pcf
 from mend.rules.predicated_control_flow import FORCING_HOOK
 from mend.rules._base import Decline, RewriteResult
-from mend.rules._common import Replace, code_of
+from mend.rules._common import Replace, code_of, dotted
 from mend.rules.tensor_membership.screen import NAME, combined, if_at, membership
+
+
+def _unhook(test: cst.BaseExpression) -> tuple[cst.BaseExpression, cst.Call | None]:
+    """(the test, the verifier's ``__mend_force__(test, L)`` call around it or None)."""
+    if isinstance(test, cst.Call) and code_of(test).startswith(FORCING_HOOK) and test.args:
+        return test.args[0].value, test
+    return test, None
 
 
 def _convert(test: cst.BaseExpression) -> tuple[cst.BaseExpression, str, str, dict] | None:
     """``v in t`` (also inside the verifier's ``__mend_force__(v in t, L)``) as
     ``(v == t).any()``: (new test, original source, new source, obligation), or None when
     ``test`` is not one membership test on a non-literal container."""
-    hook = None
-    if isinstance(test, cst.Call) and code_of(test).startswith(FORCING_HOOK) and test.args:
-        test, hook = test.args[0].value, test
+    test, hook = _unhook(test)
     parts = membership(test)
     if parts is None:
         return None
@@ -38,7 +41,7 @@ def _plain(obligation: dict) -> bool:
     evaluates an ``elif``'s test even where the ``if`` before it was true, so an operand that
     indexes or calls (``elif ids[4] in self.special``, helper-36: IndexError where the original
     never read it) is left to the predicated rule, which declines it."""
-    return all(re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", obligation[k]) for k in ("lhs", "rhs"))
+    return all(dotted(cst.parse_expression(obligation[k])) is not None for k in ("lhs", "rhs"))
 
 
 def _chain(node: cst.If, head: bool = True) -> tuple[cst.If, list[tuple[str, str, dict]]]:
@@ -66,9 +69,7 @@ def _tensor_test(module: cst.Module, line: int):
     node = if_at(module, line)
     if node is None:
         return Decline(NAME, f"no `if` starts on line {line}")
-    test = node.test
-    if isinstance(test, cst.Call) and code_of(test).startswith(FORCING_HOOK) and test.args:
-        test = test.args[0].value
+    test, _ = _unhook(node.test)
     if membership(test) is None:
         return Decline(NAME, combined(test) or f"the test `{code_of(test).strip()[:60]}` is not one `v in t` on a tensor")
     new_node, tests = _chain(node)
