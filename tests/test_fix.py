@@ -99,6 +99,20 @@ def test_cli_json_shape(run_mend):
     assert doc["after"]["graph_break_count"] == 0
 
 
+def test_cli_json_lists_unfixable_breaks(run_mend):
+    """helper-36: a site the predicated rule declines when matching (a nested `if`) had its
+    reason only in `after.sites`; the JSON now lists it under `unfixable`, with the original line,
+    as the text report does."""
+    code, out, _ = run_mend("fix", str(FIXTURES / "nested_branch_unfixable.py"), "--json", "--examples", "5")
+    assert code == 0
+    doc = json.loads(out)
+    jsonschema.validate(doc, schema("fix"))
+    assert [r["rule"] for r in doc["rewrites"]] == ["predicated-control-flow"] and doc["declined"] == []
+    (left,) = doc["unfixable"]
+    assert left["site"].endswith("nested_branch_unfixable.py:14") and left["category"] == "data-dependent-branch"
+    assert "predicated-control-flow declines" in left["reason"]
+
+
 def test_cli_out_dir(run_mend, tmp_path):
     code, _, _ = run_mend("fix", "--unsafe-fixes", str(FIXTURES / "branch_where.py"), "--out", str(tmp_path / "o"), "--examples", "5")
     assert code == 0

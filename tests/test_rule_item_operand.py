@@ -74,17 +74,18 @@ def test_exact_proved_where_the_value_fits():
 
 
 @pytest.mark.parametrize("name, expected", [
-    ("mean_pool.py", "n = mask.sum().detach().reshape(()).clone()"),
-    ("inplace_after.py", "s = t.max().detach().reshape(()).clone()"),
+    ("mean_pool.py", "n = mask.sum().item() if torch.is_autocast_enabled(\"cpu\") or torch.is_autocast_enabled(\"cuda\") else mask.sum().detach().reshape(()).clone()"),
+    ("inplace_after.py", "s = t.max().item() if torch.is_autocast_enabled(\"cpu\") or torch.is_autocast_enabled(\"cuda\") else t.max().detach().reshape(()).clone()"),
     # read in place (the temperature's gradient stays None: the kept tensor is detached)
-    ("temperature_inline.py", "return logits / self.log_t.exp().detach().reshape(()).clone()"),
+    ("temperature_inline.py", "return logits / (self.log_t.exp().item() if torch.is_autocast_enabled(\"cpu\") or torch.is_autocast_enabled(\"cuda\") else self.log_t.exp().detach().reshape(()).clone())"),
 ])
 def test_fixture_fixed(name, expected, tmp_path):
     res = fix(str(CASES / name), unsafe_fixes=True, verify="strict", max_examples=10)
     assert res.before.graph_count == 2 and res.after.graph_count == 1
     (rw,) = res.rewrites
     assert rw["rule"] == io.NAME and rw["safety"]["label"] == "unsafe" and not res.declined
-    assert expected in res.mended and ".item()" not in res.mended.split("# mend:")[0].splitlines()[-1]
+    # `.item()` is left only inside torch.autocast
+    assert expected in res.mended and res.mended.split("# mend:")[0].splitlines()[-1].count(".item()") == 1
     assert_one_graph_and_same_outputs(CASES / name, res.mended, tmp_path, f"io_{name[:-3]}")
 
 
@@ -172,7 +173,7 @@ def test_a_raw_one_element_input_is_taken(tmp_path):
     refuted: the symbolic size was left free)."""
     res = fix(str(REVIEW / "c13_plain_input.py"), unsafe_fixes=True, verify="standard", max_examples=8)
     (rw,) = res.rewrites
-    assert rw["rule"] == io.NAME and "s = t.detach().reshape(()).clone()" in res.mended
+    assert rw["rule"] == io.NAME and "s = t.item() if torch.is_autocast_enabled(" in res.mended
 
 
 def test_division_by_a_device_value_is_refuted():
@@ -226,3 +227,36 @@ def test_a_tensor_subclass_read_is_refuted():
     res = fix(str(FIXTURES / "item_operand" / "subclass_read.py"), max_examples=3, unsafe_fixes=True)
     (d,) = res.declined
     assert res.rewrites == [] and "item-operand-tensor" in d["reason"] and "tensor subclass" in d["reason"]
+
+
+def test_autocast_keeps_the_number_and_the_verifier_sees_why(tmp_path):
+    """helper-35: under torch.autocast(bfloat16) Inductor compared bfloat16 logits with the kept
+    float32 0-d threshold in float32, where eager rounds it to bfloat16 (4 of the fixture's 32
+    elements differ). The mended read stays `.item()` inside autocast; the verifier's autocast
+    leg refutes the unguarded form on the example."""
+    from verifier.differential import differential_test
+
+    res = fix(str(CASES / "autocast_threshold.py"), unsafe_fixes=True, verify="standard", max_examples=5)
+    (rw,) = res.rewrites
+    assert rw["rule"] == io.NAME and 'torch.is_autocast_enabled("cpu")' in res.mended
+    modes = rw["evidence"]["modes"]
+    assert "compiled:inductor/autocast(cpu, bfloat16)/eval" in modes
+    orig = load_file_module(CASES / "autocast_threshold.py", "io_ac_orig")
+    paths = {"guarded": res.mended, "unguarded": res.original.replace("self.thr.item()",
+                                                                      "self.thr.detach().reshape(()).clone()")}
+    mods = {}
+    for name, text in paths.items():
+        (tmp_path / f"{name}.py").write_text(text)
+        mods[name] = load_file_module(tmp_path / f"{name}.py", f"io_ac_{name}")
+    (x,) = orig.get_inputs()
+    base = orig.Model()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        want = base(x)
+        for name, mod in mods.items():
+            m = mod.Model()
+            torch._dynamo.reset()
+            got = torch.compile(m)(x)
+            assert int((got != want).sum()) == (0 if name == "guarded" else 4), name
+    torch._dynamo.reset()
+    ev = differential_test(orig.Model(), mods["unguarded"].Model(), (x,), max_examples=2, train=False)
+    assert not ev.passed and "autocast(cpu, bfloat16)" in ev.reason, ev.reason

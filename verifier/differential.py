@@ -757,4 +757,53 @@ def _differential_test(original, mended, example: tuple, *, example_kwargs, emit
         except Mismatch as exc:
             return Evidence(False, seed, state["n"], modes, outcomes(), state["worst"], describe(values),
                             f"under torch.compile (inductor): {exc}", grads.get("max", 0.0))
+    try:
+        for values in fixed:
+            for mod in models:
+                mod.eval()
+            state["worst"] = max(state["worst"], _under_autocast(original, mended, ref_c, inductor if compiled else None,
+                                                                 split(values), modes, grads))
+    except Mismatch as exc:
+        return Evidence(False, seed, state["n"], modes, outcomes(), state["worst"], describe(values), str(exc),
+                        grads.get("max", 0.0))
     return Evidence(True, seed, state["n"], modes, outcomes(), state["worst"], max_gradient_error=grads.get("max", 0.0))
+
+
+AUTOCAST_DTYPE = torch.bfloat16
+
+
+def _under_autocast(original, mended, ref_c, inductor, values, modes: list, grads: dict) -> float:
+    """``values`` (args, kwargs) run under ``torch.autocast(<device>, bfloat16)``: eager
+    original vs eager mended bit-exact (gradients as in eager), and, when ``inductor`` is
+    given, the Inductor-compiled emitted model against the eager original (bfloat16
+    tolerance; the original under Inductor and autocast where Inductor departs from eager).
+    Autocast changes the dtypes a model computes in at run time, so facts observed without
+    it (a result dtype, an exact conversion) may not hold there: an ``if`` whose sides are a
+    linear layer's output and its input returns bfloat16 or float32, ``torch.where`` float32;
+    a float32 0-d threshold meets bfloat16 logits, compared in float32 by Inductor where the
+    Python number is rounded to bfloat16 first (a held-out review, 86 of 262144 elements).
+    PyTorch doc: "Automatic Mixed Precision package - torch.amp". Raises Mismatch."""
+    args, kwargs = values
+    device = next((t.device.type for t in flatten([args, kwargs]) if t.device.type != "meta"), "cpu")
+    label = f"autocast({device}, {str(AUTOCAST_DTYPE).removeprefix('torch.')})"
+    modes += [m for m in (f"eager/{label}/eval", inductor is not None and f"compiled:inductor/{label}/eval")
+              if m and m not in modes]
+    with torch.autocast(device, dtype=AUTOCAST_DTYPE), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            worst = compare(observe(original, args, kwargs, True), observe(mended, args, kwargs, True), exact=True,
+                            grad_stats=grads)
+        except Mismatch as exc:
+            raise Mismatch(f"under {label}, eager: {exc}") from exc
+        if inductor is None:
+            return worst
+        got = observe(inductor, args, kwargs, grad=False)
+        try:
+            return max(worst, compare(observe(ref_c, args, kwargs, grad=False), got, exact=False, any_error=True,
+                                      floor=AUTOCAST_DTYPE))
+        except Mismatch:
+            ref_i = observe(torch.compile(ref_c), args, kwargs, grad=False)
+        try:
+            return max(worst, compare(ref_i, got, exact=False, any_error=True, floor=AUTOCAST_DTYPE))
+        except Mismatch as exc:
+            raise Mismatch(f"under torch.compile (inductor) and {label}: {exc}") from exc

@@ -171,6 +171,14 @@ class FixResult:
                                                     *labels(rel))))
         return "".join(out)
 
+    def unfixable(self) -> list[dict]:
+        """The breaks left that no rule fixes, each with the user's file, its original line and
+        the reason (what the text report prints as ``unfixable``; a rule's own decline of a
+        site it matched is in ``declined``)."""
+        return [{"site": f"{s.display_file}:{self.original_line(s)}", "category": s.category, "reason": s.reason,
+                 "count": s.count} for s in self.after.sites if not s.fixable_by]
+
     def to_json(self) -> dict:
         return {"before": self.before.to_json(), "after": self.after.to_json(),
-                "rewrites": [r.to_json() for r in self.rewrites], "declined": [d.to_json() for d in self.declined]}
+                "rewrites": [r.to_json() for r in self.rewrites], "declined": [d.to_json() for d in self.declined],
+                "unfixable": self.unfixable()}

@@ -2,16 +2,18 @@
 
 ::
 
-    n = mask.sum().item()              n = mask.sum().detach().reshape(()).clone()
+    n = mask.sum().item()              n = mask.sum().item() if <autocast on> else mask.sum().detach().reshape(()).clone()
     return pooled / n          ->      return pooled / n
+
+(``<autocast on>`` is ``torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda")``.)
 
 ``Tensor.item()`` moves the value to the host as a Python number: a graph break on torch
 2.13 ("Unsupported Tensor.item() call with capture_scalar_outputs=False"), and a device sync.
 When every later use of the number is an operand of ``+ - * / // %`` or of one comparison
 whose other operand is a tensor, the number never reaches Python code: the rewrite keeps it
-a tensor. It is *detached* (a Python number carries no gradient), *0-d* (a 1-element tensor
-of rank >= 1 would broadcast) and *copied* (an in-place write to ``T`` after the read must not
-change it, as it cannot change the number). This is host-count-reduction's 0-d count,
+a tensor, outside ``torch.autocast``. It is *detached* (a Python number carries no
+gradient), *0-d* (a 1-element tensor of rank >= 1 would broadcast) and *copied* (an in-place
+write to ``T`` after the read must not change it, as it cannot change the number). This is host-count-reduction's 0-d count,
 generalised to any scalar read.
 
 What makes it exact (proof obligations, discharged by ``verifier/encoders/item_operand.py``):
@@ -31,9 +33,18 @@ What makes it exact (proof obligations, discharged by ``verifier/encoders/item_o
   float64 and integer common dtypes both operands are converted once, identically.
 
 A read used in place (``return logits / self.log_t.exp().item()``, held-out review case 307)
-becomes ``logits / self.log_t.exp().detach().reshape(()).clone()`` on its own line, under the
+becomes ``logits / (self.log_t.exp().item() if <autocast on> else self.log_t.exp().detach().reshape(()).clone())``
+on its own line, under the
 same screen of its one use and the same obligations; a line with several ``.item()`` reads
 is declined.
+
+Inside ``torch.autocast`` the read stays ``.item()`` (the original, with its graph break): there
+a use may compute in bfloat16/float16 where the dtypes were observed in float32, and Inductor
+casts a 0-d float32 operand to bfloat16 before comparing where eager reads the Python number's
+value (helper-35: 86 of 262144 comparisons differed). Dynamo folds the test to a constant and
+guards autocast's state (torch 2.13's GLOBAL_STATE guard), so each side compiles on its own; the
+differential test runs both models under ``torch.autocast(<device>, bfloat16)`` too, eager and
+Inductor.
 
 The screen (static) takes ``x = T.item()`` only as a whole statement in a function, with
 ``x`` a plain local bound nowhere else (not a parameter, not global/nonlocal, not captured
@@ -60,7 +71,10 @@ An unsafe fix (applied with ``--unsafe-fixes``): ``item-operand-tensor`` is an o
 the example run (the read tensor has one element), and the dtype and exactness proofs are
 over the dtypes and devices observed where each use runs (tier ``observed``). A documented
 difference: the value is a 0-d tensor instead of a Python number, which only the screened
-uses (tensor operands) read.
+uses (tensor operands) read; inside ``torch.autocast`` the original ``.item()`` runs. Not
+matched: under Inductor in training, AOTAutograd gives the original a zero gradient for ``T``'s
+inputs where eager (and the mended code, compiled or not) gives None (helper-35; Inductor's own
+departure from eager, which the mended code does not reproduce).
 
 Proved by Z3 over the observed facts: each use's result dtype is unchanged
 (``item-operand-keep-type``) and, where a use computes in float16/bfloat16, the read's value

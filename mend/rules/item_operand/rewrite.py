@@ -1,20 +1,41 @@
-"""item-operand: :func:`rewrite`, ``x = T.item()`` -> ``x = T.detach().reshape(()).clone()``,
-with its proof obligations, or a decline."""
+"""item-operand: :func:`rewrite`, ``x = T.item()`` -> ``x = T.item() if <autocast> else
+T.detach().reshape(()).clone()``, with its proof obligations, or a decline."""
 from __future__ import annotations
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from mend.rules._base import Decline, RewriteResult
-from mend.rules._common import Replace, annotated_line, code_of
+from mend.rules._common import Replace, add_import, annotated_line, code_of, dotted
 from mend.rules.item_operand.screen import NAME, Plan, inline_screen, screen
 
 
-def new_value(plan: Plan) -> str:
+def new_value(plan: Plan, torch_name: str = "torch") -> str:
     """The kept tensor: detached (``.item()`` carries no gradient), 0-d (a 1-element tensor of
     any rank would broadcast), and a copy (an in-place write to T after this line must not
-    reach the value, as it does not reach the Python number)."""
-    return f"{code_of(plan.tensor)}.detach().reshape(()).clone()"
+    reach the value, as it does not reach the Python number). Inside ``torch.autocast`` the
+    read stays ``.item()``: there a use may compute in bfloat16/float16, where Inductor casts a
+    0-d tensor operand first and a Python number not (a held-out review: 86 of 262144
+    comparisons differ), so the dtypes the obligations were proved over would not hold. Dynamo
+    folds the test to a constant and guards autocast's state (torch 2.13: GLOBAL_STATE), so
+    outside autocast no break remains and inside it the original runs."""
+    t = code_of(plan.tensor)
+    on = " or ".join(f'{torch_name}.is_autocast_enabled("{d}")' for d in AUTOCAST_DEVICES)
+    return f"{t}.item() if {on} else {t}.detach().reshape(()).clone()"
+
+
+AUTOCAST_DEVICES = ("cpu", "cuda")
+
+
+def _torch(module: cst.Module) -> tuple[str, bool]:
+    """(the name ``torch`` is bound to at the top level, whether ``import torch`` must be added)."""
+    for stmt in module.body:
+        for small in getattr(stmt, "body", ()) if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.Import):
+                for alias in small.names:
+                    if dotted(alias.name) == "torch":
+                        return (alias.asname.name.value if alias.asname else "torch"), False
+    return "torch", True
 
 
 def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
@@ -29,11 +50,19 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
             return inline
         return _rewrite_inline(wrapper, line, inline)
     pos = wrapper.resolve(PositionProvider)
-    new_line, old = annotated_line(plan.line, f"{plan.name} = {new_value(plan)}", NAME)
-    tree = wrapper.module.visit(Replace(plan.line, new_line))
+    torch_name, add = _torch(module)
+    value = new_value(plan, torch_name)
+    new_line, old = annotated_line(plan.line, f"{plan.name} = {value}", NAME)
+    tree = _imported(wrapper.module.visit(Replace(plan.line, new_line)), add)
     uses, obligations = _obligations(plan, line, pos)
-    detail = f"`{old}` -> `{plan.name} = {new_value(plan)}` ({plan.name} stays a 0-d tensor; {len(uses)} use(s))"
+    detail = (f"`{old}` -> `{plan.name} = {value}` ({plan.name} stays a 0-d tensor outside torch.autocast; "
+              f"{len(uses)} use(s))")
     return RewriteResult(tree.code, (line, line), detail, obligations)
+
+
+def _imported(tree: cst.Module, add: bool) -> cst.Module:
+    # on the import block's last line, so that no line below moves (replayed warnings name lines)
+    return add_import(tree, "import torch", same_line=True) if add else tree
 
 
 def _obligations(plan: Plan, line: int, pos) -> tuple[list[dict], list[dict]]:
@@ -51,11 +80,13 @@ def _rewrite_inline(wrapper: MetadataWrapper, line: int, plan: Plan) -> RewriteR
     """``... / T.item()`` -> ``... / T.detach().reshape(()).clone()`` on ``line``, in place."""
     pos = wrapper.resolve(PositionProvider)
     was = code_of(plan.call).strip()
-    new = cst.parse_expression(new_value(plan)).with_changes(lpar=plan.call.lpar, rpar=plan.call.rpar)
+    torch_name, add = _torch(wrapper.module)
+    value = new_value(plan, torch_name)
+    new = cst.parse_expression(f"({value})").with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
     stmt = plan.line.visit(Replace(plan.call, new))
     text = code_of(stmt.body[0]).strip()
     new_line, _ = annotated_line(plan.line, text, NAME)
-    tree = wrapper.module.visit(Replace(plan.line, new_line))
+    tree = _imported(wrapper.module.visit(Replace(plan.line, new_line)), add)
     _, obligations = _obligations(plan, line, pos)
-    return RewriteResult(tree.code, (line, line), f"`{was}` -> `{new_value(plan)}` (a 0-d tensor, used in place)",
-                         obligations)
+    return RewriteResult(tree.code, (line, line),
+                         f"`{was}` -> `({value})` (a 0-d tensor outside torch.autocast, used in place)", obligations)
