@@ -78,3 +78,15 @@ def test_cond_keeps_the_ifs_error_when_the_predicate_is_not_one_element(tmp_path
                 errors.append(str(exc))
         torch._dynamo.reset()
     assert errors[0] is not None and errors == [errors[0]] * 2
+
+
+def test_sides_of_different_dtypes_under_autocast_are_declined():
+    """Both forms pass without autocast (float32 sides); under torch.autocast(bfloat16) the linear
+    side is bfloat16: `torch.where` returns float32 where the original returns bfloat16, and the
+    `torch.cond` form raises under Inductor. Before the autocast leg the cond form was applied."""
+    res = fix(str(FIXTURES / "autocast_branch_dtype.py"), unsafe_fixes=True, verify="standard", max_examples=5)
+    assert res.rewrites == [] and res.mended == res.original
+    (d,) = res.declined
+    tried = {c["name"]: c.get("note", "") for c in d.choice["candidates"]}
+    # the where form falls earlier, to its NaN gradients off the taken side (edge values)
+    assert "autocast(cpu, bfloat16)" in tried["cond"] and tried["where"].startswith("differential test failed"), tried
