@@ -44,9 +44,11 @@ def test_obligations_in_order_and_proved_on_float32():
 
 @pytest.mark.parametrize("h, t, kind, words", [
     # int32 * Python float is float32; int32 * 0-d float64 is float64
-    ({**_F32, "dtype": "int32"}, {**_F32, "dtype": "float64"}, "item-operand-keep-type", "float64"),
+    ({**_F32, "dtype": "int32"}, {**_F32, "dtype": "float64"}, "item-operand-keep-type",
+     "computes in float32 with the Python number (typed float32, a wrapped number) but in float64"),
     # a 0-d int32 operand keeps int32 with a Python int, is promoted to int64 by a 0-d int64
-    ({**_SCALAR, "dtype": "int32"}, {**_F32, "dtype": "int64"}, "item-operand-keep-type", "int64"),
+    ({**_SCALAR, "dtype": "int32"}, {**_F32, "dtype": "int64"}, "item-operand-keep-type",
+     "computes in int32 with the Python number (typed int64, a wrapped number) but in int64 with a 0-d int64"),
     # float16 arithmetic with a float32 value: the opmath path and the cast-first path differ
     ({**_F32, "dtype": "float16"}, _F32, "item-operand-exact", "not exact in float16"),
     ({**_F32, "dtype": "bfloat16"}, {**_F32, "dtype": "float16"}, "item-operand-exact", "not exact in bfloat16"),

@@ -235,12 +235,13 @@ def use_operands(ctx: Ctx, uses: list) -> list:
     return out
 
 
-def keep_type_terms(operands: list, wrapped: str, kept: str, dev_t: set, what: str):
+def keep_type_terms(operands: list, wrapped: str, kept: str, dev_t: set, what: str, results: list | None = None):
     """``(premises, differs, texts, bad)`` for each use's other operand (:func:`use_operands`): a
     Python number typed ``wrapped`` (ATen's wrapped number: lowest priority) against a 0-d
     ``kept`` tensor (yields only to a dimensioned tensor of its category; two 0-d tensors
     promote). ``differs``: one term per use, true when the result dtypes differ; ``bad``: uses
-    that meet no tensor, or a tensor on another device than ``what`` (``dev_t``, not the CPU)."""
+    that meet no tensor, or a tensor on another device than ``what`` (``dev_t``, not the CPU).
+    ``results``, when given, gets ``(operand, dtype term with the number, with the tensor)`` per use."""
     premises, differs, texts, bad = [], [], [], []
     for v, where, mv, se, view in operands:
         if mv.kind != "tensor":
@@ -252,6 +253,8 @@ def keep_type_terms(operands: list, wrapped: str, kept: str, dev_t: set, what: s
         original = combine(mv.dtype, DTC[wrapped])
         mended = combine(mv.dtype, DTC[kept]) if mv.rank >= 1 else promote(mv.dtype, DTC[kept])
         differs.append(original != mended)
+        if results is not None:
+            results.append((v, original, mended))
         dev_v = {f.get("device") for n, f in view.get("names", {}).items()
                  if n in names_in([v]) and f.get("kind") == "tensor"}
         if dev_t and dev_t != {"cpu"} and dev_v != dev_t:

@@ -137,7 +137,8 @@ def keep_type(ob: dict, ctx: Ctx) -> Outcome:
                              "CUDA divides by a CPU scalar (the Python number) as a * (1/b), by a device tensor as "
                              "a / b (ATen div_true_kernel_cuda / div_floor_kernel_cuda), which may differ in the "
                              "last bit", texts)
-    premises, differs, more, bad = keep_type_terms(uses, wrapped, dtype, dev_t, "the value")
+    results: list = []
+    premises, differs, more, bad = keep_type_terms(uses, wrapped, dtype, dev_t, "the value", results)
     texts = texts + [f"`.item()` of a {dtype} tensor is a Python {_category(dtype)}; ATen types it as {wrapped} "
                      "(a wrapped number: the default dtype of its category)"] + more
     if _category(dtype) == "float":
@@ -152,11 +153,16 @@ def keep_type(ob: dict, ctx: Ctx) -> Outcome:
     def build():
         return Query(premises, [z3.Or(*differs)], texts + [
             "the value is on " + (", ".join(sorted(d for d in dev_t if d)) or "the read tensor's device")
-            + " (observed); a CPU 0-d tensor combines with tensors on any device"], None)
+            + " (observed); a CPU 0-d tensor combines with tensors on any device"], results)
 
     def describe(model, extra):
-        return (model_text(model) + f": a use's result dtype with the Python number ({wrapped}) differs from the "
-                f"one with a 0-d {dtype} tensor")
+        # helper-35: "with the Python number (int64) ... with a 0-d int64 tensor" read as no difference
+        for v, original, mended in extra or ():
+            a, b = (str(model.eval(t, model_completion=True)) for t in (original, mended))
+            if a != b:
+                return (model_text(model) + f": the use with `{v}` computes in {a} with the Python number "
+                        f"(typed {wrapped}, a wrapped number) but in {b} with a 0-d {dtype} tensor")
+        return model_text(model) + ": a use's result dtype differs between the Python number and the 0-d tensor"
     return decide("item-operand-keep-type", [("observed", build)], ctx,
                   "PyTorch type promotion (torch.promote_types table, ATen combine_categories) over a DType datatype",
                   describe, fixed_by="the dtype model gives every use the same result dtype term with the Python "
