@@ -245,13 +245,16 @@ def _observe_all(request: dict) -> dict:
     model = validation_runtime.install(target.model)
     if request.get("compiled"):
         model = torch.compile(model, backend=request.get("backend", "eager"))
-    inputs = torch.load(request["inputs"], weights_only=False)
+    inputs = torch.load(request["inputs"], weights_only=False)[:request.get("limit")]
     settings = [(None, None)] + [(line, v) for line in request.get("force", []) for v in (True, False)]
     out = []
     for item in inputs:
         args, kwargs = item if isinstance(item, (tuple, list)) else ((), item)  # (args, kwargs), or kwargs
+        # the differential test's autocast leg (verifier.differential._under_autocast)
+        device = next((t.device.type for t in flatten([args, kwargs])), "cpu")
+        amp = torch.autocast(device, dtype=getattr(torch, request["autocast"])) if request.get("autocast") else _Null()
         for line, value in settings:
-            with forcing.forced(line, value) if line is not None else _Null():
+            with forcing.forced(line, value) if line is not None else _Null(), amp:
                 result, stdout, warned, records, _, buffers, after, aliases, attrs = observe(
                     model, tuple(args), kwargs, grad=False)
             if not (isinstance(result, tuple) and result and result[0] == "raised"):

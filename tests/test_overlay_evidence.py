@@ -58,7 +58,7 @@ def _overlay(tmp_path: Path, replies: dict, float_inputs: bool):
 
 def _replies(emit, cur):
     return {"emit": _obs(*emit), "ref": _obs(1.0, NAN), "cand": _obs(1.0, NAN), "scan": {"sites": []},
-            "cur": _obs(*cur)}
+            "cur": _obs(*cur), "ref_ac": _obs(1.0), "cand_ac": _obs(1.0)}
 
 
 @pytest.mark.parametrize("float_inputs", [True, False])
@@ -68,7 +68,7 @@ def test_inductor_departing_from_eager_is_judged_against_the_current_version_und
     ev = ex.evidence([], [])
     assert ev["passed"]
     if float_inputs:  # started beside the candidate's runs, then read
-        assert log[:2] == [("start", ("emit", "ref", "cand", "scan")), ("start", ("cur",))]
+        assert log[:2] == [("start", ("emit", "ref", "cand", "ref_ac", "cand_ac", "scan")), ("start", ("cur",))]
         assert ("read", ("cur",)) in log and ("drop", ("cur",)) not in log
     else:  # asked for only when needed
         assert ("start", ("cur",)) not in log and ("run", "cur") in log
@@ -85,6 +85,17 @@ def test_the_started_current_run_is_dropped_unread_when_eager_agrees(tmp_path):
     ex, log = _overlay(tmp_path, replies, True)
     assert ex.evidence([], [])["passed"]
     assert ("drop", ("cur",)) in log and ("read", ("cur",)) not in log
+
+
+def test_a_candidate_that_differs_under_autocast_fails(tmp_path):
+    """The example once more under torch.autocast(bfloat16), eager: bit-exact, or the candidate
+    fails naming autocast (a side computed in bfloat16 there, where torch.where promotes)."""
+    replies = _replies(emit=(1.0, NAN), cur=(1.0, NAN))
+    ex, _ = _overlay(tmp_path, {**replies, "cand_ac": _obs(1.0078125)}, True)
+    with pytest.raises(Failed, match=r"under autocast\(.*bfloat16\), eager: .*values differ"):
+        ex.evidence([], [])
+    ex, _ = _overlay(tmp_path, replies, True)
+    assert "eager/autocast(<the inputs' device>, bfloat16)/example" in ex.evidence([], [])["modes"]
 
 
 def test_a_failed_current_run_fails_the_candidate_with_its_reason(tmp_path):
@@ -152,3 +163,17 @@ def test_per_sample_1d_inputs_follow_the_drawn_batch():
         assert values[0].shape == (16,)   # no tensor of two or more dimensions shows a batch: kept
 
     alone()
+
+
+def test_the_worker_observes_under_autocast_when_asked(tmp_path):
+    """`autocast` in an observe request runs the inputs under torch.autocast (the linear side of
+    the fixture is bfloat16 there), `limit` keeps the first inputs only."""
+    from mend.worker import _observe_all
+    from tests.conftest import FIXTURES
+
+    torch.save([((torch.ones(2, 4),), {}), ((torch.ones(3, 4),), {})], tmp_path / "inputs.pt")
+    base = {"target": str(FIXTURES / "autocast_branch_dtype.py"), "inputs": str(tmp_path / "inputs.pt")}
+    plain = _observe_all(base)["observations"]
+    amp = _observe_all({**base, "autocast": "bfloat16", "limit": 1})["observations"]
+    assert [o["obs"][0][0].dtype for o in plain] == [torch.float32, torch.float32]
+    assert [o["obs"][0][0].dtype for o in amp] == [torch.bfloat16]

@@ -22,7 +22,8 @@ from mend.detect import display_path
 from mend.errors import MendError, TargetError
 from mend.scan import scan
 from mend.targets import Target, load_file_module, load_target
-from verifier.differential import GRADIENT_TOLERANCE_TEXT, Mismatch, compare, differential_test, inputs_strategy
+from verifier.differential import (AUTOCAST_DTYPE, GRADIENT_TOLERANCE_TEXT, Mismatch, compare, differential_test,
+                                   inputs_strategy)
 from verifier.facts import fact_request, facts_in_process
 
 
@@ -257,6 +258,9 @@ def draw_inputs(args: tuple, kwargs: dict, seed: int, n: int) -> list[tuple[tupl
     return drawn[: n + 1]
 
 
+AUTOCAST_LABEL = f"autocast(<the inputs' device>, {str(AUTOCAST_DTYPE).removeprefix('torch.')})"
+
+
 def compare_runs(ref: dict, got: dict, exact: bool, natural_only: bool = False, any_error: bool = False,
                  grad_stats: dict | None = None) -> float:
     """Compare two workers' observations pairwise (:func:`verifier.differential.compare`);
@@ -446,6 +450,10 @@ class Overlay:
         jobs |= {"ref": {**base, "overlay": str(self.ref_dir)}, "cand": {**base, "overlay": str(self.cand_dir)}}
         if force:
             jobs["candc"] = {**base, "overlay": str(self.cand_dir), "compiled": True, "backend": "eager"}
+        # the example once more under torch.autocast, eager (Inductor there would be one more
+        # compile of the whole model per candidate)
+        amp = {**self._base([]), "autocast": str(AUTOCAST_DTYPE).removeprefix("torch."), "limit": 1}
+        jobs |= {"ref_ac": {**amp, "overlay": str(self.ref_dir)}, "cand_ac": {**amp, "overlay": str(self.cand_dir)}}
         jobs["scan"] = self._scan_request(self.trial)
         started = self.start_workers([(req, f"{name}{n}") for name, req in jobs.items()], tmp)
         # the current version under Inductor, needed only where Inductor departs from eager
@@ -476,6 +484,10 @@ class Overlay:
                 # may take effect only when compiling (torch.cond keeps the `if` for eager)
                 worst = max(worst, compare_runs(ref, got("candc"), exact=False))
             try:
+                worst = max(worst, compare_runs(got("ref_ac"), got("cand_ac"), exact=True))
+            except Mismatch as exc:
+                raise Mismatch(f"under {AUTOCAST_LABEL}, eager: {exc}") from exc
+            try:
                 worst = max(worst, compare_runs(ref, emit, exact=False, natural_only=True, any_error=True))
             except Mismatch:
                 # Inductor itself departs from eager on some inputs (NaN positions where the
@@ -496,7 +508,8 @@ class Overlay:
             if cur is not None:
                 cur.drop()
         return {"passed": True, "hypothesis_seed": self.seed, "examples": len(self.inputs),
-                "modes": ["eager", "compiled:inductor"] + (["compiled:eager-backend/forced"] if force else []),
+                "modes": ["eager", "compiled:inductor"] + (["compiled:eager-backend/forced"] if force else [])
+                + [f"eager/{AUTOCAST_LABEL}/example"],
                 "predicate_outcomes": {str(line): {"natural": ref["seen"].get(str(line), []), "forced": [False, True]}
                                        for line in force},
                 "max_abs_error": worst, "max_gradient_error": grads.get("max", 0.0),
