@@ -99,6 +99,7 @@ def test_fixture_not_applied_without_unsafe_fixes():
 @pytest.mark.parametrize("name, kind", [
     ("int_promotes.py", "item-operand-keep-type"),
     ("half_opmath.py", "item-operand-exact"),
+    ("inner_autocast.py", "item-operand-exact"),
 ])
 def test_trap_declined(name, kind):
     res = fix(str(CASES / name), unsafe_fixes=True, verify="standard", max_examples=5)
