@@ -63,6 +63,7 @@ def test_catalogue_rows_fixed(name, before):
     for rw in res.rewrites:
         ev = rw["evidence"]
         branch = bool(ev["predicate_outcomes"])  # a forced predicate: forced under compile too
-        assert ev["passed"] and ev["modes"] == ["eager", "compiled:inductor"] + ["compiled:eager-backend/forced"] * branch
+        assert ev["passed"] and ev["modes"] == (["eager", "compiled:inductor"] + ["compiled:eager-backend/forced"] * branch
+                                                + ["eager/autocast(<the inputs' device>, bfloat16)/example"])
         for outcome in ev["predicate_outcomes"].values():
             assert outcome["forced"] == [False, True]

@@ -152,4 +152,4 @@ def test_fix_json_stays_parseable_with_a_noisy_target(run_mend):
     code, out, err = run_mend("fix", "--unsafe-fixes", str(FIXTURES / "noisy.py"), "--json", "--examples", "2")
     assert code == 0, err
     doc = json.loads(out)
-    assert set(doc) == {"before", "after", "rewrites", "declined"}
+    assert set(doc) == {"before", "after", "rewrites", "declined", "unfixable"}

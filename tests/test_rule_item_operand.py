@@ -76,10 +76,10 @@ def test_exact_proved_where_the_value_fits():
 
 
 @pytest.mark.parametrize("name, expected", [
-    ("mean_pool.py", "n = mask.sum().item() if torch.is_autocast_enabled(\"cpu\") or torch.is_autocast_enabled(\"cuda\") else mask.sum().detach().reshape(()).clone()"),
-    ("inplace_after.py", "s = t.max().item() if torch.is_autocast_enabled(\"cpu\") or torch.is_autocast_enabled(\"cuda\") else t.max().detach().reshape(()).clone()"),
+    ("mean_pool.py", "n = mask.sum().item() if torch.is_autocast_enabled(\"cpu\") or torch.is_autocast_enabled(\"cuda\") or torch.get_default_dtype() != torch.float32 else mask.sum().detach().reshape(()).clone()"),
+    ("inplace_after.py", "s = t.max().item() if torch.is_autocast_enabled(\"cpu\") or torch.is_autocast_enabled(\"cuda\") or torch.get_default_dtype() != torch.float32 else t.max().detach().reshape(()).clone()"),
     # read in place (the temperature's gradient stays None: the kept tensor is detached)
-    ("temperature_inline.py", "return logits / (self.log_t.exp().item() if torch.is_autocast_enabled(\"cpu\") or torch.is_autocast_enabled(\"cuda\") else self.log_t.exp().detach().reshape(()).clone())"),
+    ("temperature_inline.py", "return logits / (self.log_t.exp().item() if torch.is_autocast_enabled(\"cpu\") or torch.is_autocast_enabled(\"cuda\") or torch.get_default_dtype() != torch.float32 else self.log_t.exp().detach().reshape(()).clone())"),
 ])
 def test_fixture_fixed(name, expected, tmp_path):
     res = fix(str(CASES / name), unsafe_fixes=True, verify="strict", max_examples=10)
@@ -263,3 +263,28 @@ def test_autocast_keeps_the_number_and_the_verifier_sees_why(tmp_path):
     torch._dynamo.reset()
     ev = differential_test(orig.Model(), mods["unguarded"].Model(), (x,), max_examples=2, train=False)
     assert not ev.passed and "autocast(cpu, bfloat16)" in ev.reason, ev.reason
+
+
+def test_another_default_dtype_keeps_the_number(tmp_path):
+    """helper-35: `ids * self.scale.item()` is float64 under torch.set_default_dtype(torch.float64)
+    set after building, and was float32 with the kept 0-d tensor. Now the read stays `.item()`
+    there, eager and compiled (Dynamo guards the default dtype), and is a tensor otherwise."""
+    res = fix(str(CASES / "default_dtype.py"), unsafe_fixes=True, verify="standard", max_examples=5)
+    (rw,) = res.rewrites
+    assert "torch.get_default_dtype() != torch.float32" in res.mended
+    (tmp_path / "m.py").write_text(res.mended)
+    orig = load_file_module(CASES / "default_dtype.py", "io_dd_orig").Model()
+    mended = load_file_module(tmp_path / "m.py", "io_dd_mended").Model()
+    x = torch.arange(5)
+    torch._dynamo.reset()
+    compiled = torch.compile(mended, backend="eager")
+    assert compiled(x).dtype == torch.float32
+    old = torch.get_default_dtype()
+    try:
+        torch.set_default_dtype(torch.float64)
+        want = orig(x)
+        assert want.dtype == torch.float64
+        for got in (mended(x), compiled(x)):
+            assert got.dtype == torch.float64 and torch.equal(got, want)
+    finally:
+        torch.set_default_dtype(old)

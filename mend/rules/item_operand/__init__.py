@@ -5,7 +5,8 @@
     n = mask.sum().item()              n = mask.sum().item() if <autocast on> else mask.sum().detach().reshape(()).clone()
     return pooled / n          ->      return pooled / n
 
-(``<autocast on>`` is ``torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda")``.)
+(``<autocast on>`` is ``torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda") or
+torch.get_default_dtype() != torch.float32``: the proofs type a Python float as float32.)
 
 ``Tensor.item()`` moves the value to the host as a Python number: a graph break on torch
 2.13 ("Unsupported Tensor.item() call with capture_scalar_outputs=False"), and a device sync.
@@ -42,7 +43,7 @@ Inside ``torch.autocast`` the read stays ``.item()`` (the original, with its gra
 a use may compute in bfloat16/float16 where the dtypes were observed in float32, and Inductor
 casts a 0-d float32 operand to bfloat16 before comparing where eager reads the Python number's
 value (helper-35: 86 of 262144 comparisons differed). Dynamo folds the test to a constant and
-guards autocast's state (torch 2.13's GLOBAL_STATE guard), so each side compiles on its own; the
+guards autocast's state and the default dtype (torch 2.13's GLOBAL_STATE guard), so each side compiles on its own; the
 differential test runs both models under ``torch.autocast(<device>, bfloat16)`` too, eager and
 Inductor.
 

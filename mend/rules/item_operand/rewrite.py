@@ -16,11 +16,14 @@ def new_value(plan: Plan, torch_name: str = "torch") -> str:
     reach the value, as it does not reach the Python number). Inside ``torch.autocast`` the
     read stays ``.item()``: there a use may compute in bfloat16/float16, where Inductor casts a
     0-d tensor operand first and a Python number not (a held-out review: 86 of 262144
-    comparisons differ), so the dtypes the obligations were proved over would not hold. Dynamo
-    folds the test to a constant and guards autocast's state (torch 2.13: GLOBAL_STATE), so
-    outside autocast no break remains and inside it the original runs."""
+    comparisons differ), so the dtypes the obligations were proved over would not hold. Likewise
+    under a default dtype other than float32 (``torch.set_default_dtype(torch.float64)``: the
+    Python float is typed float64 there, the proofs typed it float32). Dynamo folds the test to
+    a constant and guards autocast's state and the default dtype (torch 2.13: GLOBAL_STATE), so
+    outside them no break remains and inside them the original runs."""
     t = code_of(plan.tensor)
-    on = " or ".join(f'{torch_name}.is_autocast_enabled("{d}")' for d in AUTOCAST_DEVICES)
+    on = " or ".join([f'{torch_name}.is_autocast_enabled("{d}")' for d in AUTOCAST_DEVICES]
+                     + [f"{torch_name}.get_default_dtype() != {torch_name}.float32"])
     return f"{t}.item() if {on} else {t}.detach().reshape(()).clone()"
 
 
