@@ -6,7 +6,9 @@
     return pooled / n          ->      return pooled / n
 
 (``<autocast on>`` is ``torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda") or
-torch.get_default_dtype() != torch.float32``: the proofs type a Python float as float32.)
+torch.get_default_dtype() != torch.float32``: the proofs type a Python float as float32. The whole
+is the else side of ``T.item() if torch.jit.is_scripting() else (...)``, so that
+``torch.jit.script`` of the mended module compiles the original read.)
 
 ``Tensor.item()`` moves the value to the host as a Python number: a graph break on torch
 2.13 ("Unsupported Tensor.item() call with capture_scalar_outputs=False"), and a device sync.

@@ -20,11 +20,15 @@ def new_value(plan: Plan, torch_name: str = "torch") -> str:
     under a default dtype other than float32 (``torch.set_default_dtype(torch.float64)``: the
     Python float is typed float64 there, the proofs typed it float32). Dynamo folds the test to
     a constant and guards autocast's state and the default dtype (torch 2.13: GLOBAL_STATE), so
-    outside them no break remains and inside them the original runs."""
+    outside them no break remains and inside them the original runs. Under TorchScript too
+    (``torch.jit.script`` of the mended module scripts the original read)."""
     t = code_of(plan.tensor)
     on = " or ".join([f'{torch_name}.is_autocast_enabled("{d}")' for d in AUTOCAST_DEVICES]
                      + [f"{torch_name}.get_default_dtype() != {torch_name}.float32"])
-    return f"{t}.item() if {on} else {t}.detach().reshape(()).clone()"
+    # TorchScript compiles only the taken side of `is_scripting()` (a ternary's test, not an
+    # `or` operand) and rejects is_autocast_enabled("cpu"): it scripts the original read
+    return (f"{t}.item() if {torch_name}.jit.is_scripting() else "
+            f"({t}.item() if {on} else {t}.detach().reshape(()).clone())")
 
 
 AUTOCAST_DEVICES = ("cpu", "cuda")
