@@ -400,6 +400,10 @@ def _print_fix(res, target: str, verify: str, written, console) -> None:
                       f"{f', {checked} checked' if checked else ''}"
                       f"{', ' + ver['use'] if ver.get('use') == 'inference-only' else ''})",
                       highlight=False, markup=False)
+        if str(ev.get("torchscript") or "").startswith("lost"):
+            console.print(f"  note      {rw.site}  torch.jit.script compiled the original module, not the mended one "
+                          f"({ev['torchscript'][6:]}); TorchScript is deprecated, torch.compile runs it",
+                          highlight=False, markup=False)
     for d in res.declined:
         what = "withheld " if d.safety else "declined "
         console.print(f"  {what} {d.site}  {d.rule}: {d.reason}", highlight=False, markup=False)

@@ -90,3 +90,4 @@ def test_sides_of_different_dtypes_under_autocast_are_declined():
     tried = {c["name"]: c.get("note", "") for c in d.choice["candidates"]}
     # the where form falls earlier, to its NaN gradients off the taken side (edge values)
     assert "autocast(cpu, bfloat16)" in tried["cond"] and tried["where"].startswith("differential test failed"), tried
+

@@ -295,7 +295,8 @@ def test_the_mended_module_still_scripts(tmp_path):
     `torch.jit.is_scripting()`, so TorchScript compiles the original read (a new user scripted the
     mended temperature module and it failed to compile)."""
     res = fix(str(CASES / "temperature_inline.py"), unsafe_fixes=True, verify="standard", max_examples=5)
-    assert res.rewrites
+    (rw,) = res.rewrites
+    assert rw["evidence"]["torchscript"] == "kept"
     (tmp_path / "m.py").write_text(res.mended)
     orig = load_file_module(CASES / "temperature_inline.py", "io_ts_orig")
     mended = load_file_module(tmp_path / "m.py", "io_ts_mended")

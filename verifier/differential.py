@@ -807,3 +807,23 @@ def _under_autocast(original, mended, ref_c, inductor, values, modes: list, grad
             return max(worst, compare(ref_i, got, exact=False, any_error=True, floor=AUTOCAST_DTYPE))
         except Mismatch as exc:
             raise Mismatch(f"under torch.compile (inductor) and {label}: {exc}") from exc
+
+
+def torchscript_kept(original, mended) -> str | None:
+    """Whether ``torch.jit.script`` still compiles the mended module (an observation, not a
+    proof): None when the original does not script either; ``"kept"``; or ``"lost: <error>"``.
+    Many rewrites use what TorchScript rejects (``torch.cond``'s lambdas, mend's runtime
+    calls); TorchScript is deprecated in torch 2.13 ("Please switch to torch.compile or
+    torch.export"), so this is reported, not a reason to decline."""
+    def error(model) -> str | None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                torch.jit.script(model)
+            except Exception as exc:  # TorchScript's frontend raises many types
+                return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200].rstrip(":")
+        return None
+    if error(original) is not None:
+        return None
+    lost = error(mended)
+    return "kept" if lost is None else f"lost: {lost}"

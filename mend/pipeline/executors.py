@@ -23,7 +23,7 @@ from mend.errors import MendError, TargetError
 from mend.scan import scan
 from mend.targets import Target, load_file_module, load_target
 from verifier.differential import (AUTOCAST_DTYPE, GRADIENT_TOLERANCE_TEXT, Mismatch, compare, differential_test,
-                                   inputs_strategy)
+                                   inputs_strategy, torchscript_kept)
 from verifier.facts import fact_request, facts_in_process
 
 
@@ -197,7 +197,17 @@ class InProcess:
                                seed=self.seed, max_examples=self.max_examples, prepare=install_runtimes)
         if not ev.passed:
             raise Failed(f"differential test failed: {ev.reason}", ev.counterexample)
-        return ev.to_json()
+        return {**ev.to_json(), "torchscript": self._torchscript()}
+
+    def _torchscript(self) -> str | None:
+        """:func:`verifier.differential.torchscript_kept` on fresh copies, each under its own module
+        name (TorchScript reads a class's source through its module: build_pair's shared name
+        would show it the mended file for both) and without the validation runtime's hooks."""
+        models = []
+        for path, name in ((self.cur_path, "_mend_ts_original"), (self.cand_path, "_mend_ts_mended")):
+            torch.manual_seed(0)
+            models.append(self.make(load_file_module(path, name)).eval())
+        return torchscript_kept(*models)
 
     def unstage(self) -> None:
         """The staged candidate will not be tested (nothing runs ahead in process)."""
