@@ -154,3 +154,32 @@ def test_an_elif_membership_that_can_raise_is_not_evaluated_unconditionally():
     facts["self.pad_id"] = {"kind": "num", "cat": "int", "value": 0}
     (r,) = O.discharge([ob], facts={"names": facts, "self": {}}, code=res.code, before=source)
     assert r["result"] == "checked"
+
+
+def test_an_untaken_arm_that_draws_random_numbers_is_declined():
+    """helper-37: outputs agreed, but the where-chain ran the noisy arm on every call, so torch's RNG
+    stream shifted for all later code. The differential test compares the RNG state after the call."""
+    res = fix(str(FIXTURES / "tensor_membership" / "rng_untaken_helper.py"), unsafe_fixes=True,
+              verify="standard", max_examples=5)
+    assert res.rewrites == [] and res.mended == res.original
+    assert any("RNG state differs after the call" in d.reason for d in res.declined), [d.reason for d in res.declined]
+
+
+def test_the_rng_state_after_the_call_is_compared():
+    import torch
+
+    from verifier.differential import Mismatch, compare, observe
+
+    class Draws(torch.nn.Module):
+        def forward(self, x):
+            torch.rand(3)
+            return x * 2
+
+    class NoDraw(torch.nn.Module):
+        def forward(self, x):
+            return x * 2
+
+    x = torch.ones(2)
+    assert compare(observe(NoDraw(), (x,), {}, grad=False), observe(NoDraw(), (x,), {}, grad=False), exact=True) == 0
+    with pytest.raises(Mismatch, match="RNG state differs"):
+        compare(observe(NoDraw(), (x,), {}, grad=False), observe(Draws(), (x,), {}, grad=False), exact=True)

@@ -199,8 +199,25 @@ def observe(model, args, kwargs, grad: bool, rng_seed: int = 1234):
     target = getattr(model, "_orig_mod", model)
     buffers = [(n, b.detach().clone()) for n, b in target.named_buffers()] if isinstance(target, torch.nn.Module) else []
     after = [a.detach().clone() for a in inputs if isinstance(a, torch.Tensor)]
+    # the RNG state after the call, seeded alike before it: an untaken side that draws (through a
+    # helper the effect analysis does not follow) changes every later random draw (helper-37)
+    rng = [(RNG_KEY, _rng_digest())]
     return (result, out.getvalue(), warned, records, grads, buffers, after, aliasing(result, inputs, target),
-            attributes(target))
+            attributes(target) + rng)
+
+
+RNG_KEY = "torch's global RNG state after the call (a later random draw differs)"
+
+
+def _rng_digest() -> str:
+    """A digest of torch's CPU (and, where present, CUDA) generator states."""
+    import hashlib
+
+    h = hashlib.sha256(torch.random.get_rng_state().numpy().tobytes())
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        for state in torch.cuda.get_rng_state_all():
+            h.update(state.numpy().tobytes())
+    return h.hexdigest()[:16]
 
 
 _MODULE_OWN = frozenset(vars(torch.nn.Module()))   # torch.nn.Module's own bookkeeping
@@ -440,6 +457,9 @@ def compare(a, b, exact: bool, any_error: bool = False, grad_stats: dict | None 
                 raise Mismatch(f"{kind} values differ")
     if exact and len(a) > 8 and len(b) > 8:
         diff = attributes_differ(a[8], b[8])
+        if diff and diff.startswith(f"`{RNG_KEY}`"):
+            raise Mismatch("torch's global RNG state differs after the call: the versions draw different random "
+                           "numbers (a later random draw would differ)")
         if diff:
             raise Mismatch(f"the module's Python attributes differ after the call: {diff}")
     # last, so that a difference in values is the one reported
