@@ -183,3 +183,16 @@ def test_the_rng_state_after_the_call_is_compared():
     assert compare(observe(NoDraw(), (x,), {}, grad=False), observe(NoDraw(), (x,), {}, grad=False), exact=True) == 0
     with pytest.raises(Mismatch, match="RNG state differs"):
         compare(observe(NoDraw(), (x,), {}, grad=False), observe(Draws(), (x,), {}, grad=False), exact=True)
+
+
+def test_an_elif_operand_bound_only_under_a_condition_is_left_alone():
+    """helper-37: `if self.use_pad: pad = 0` before the chain; `elif pad not in ids` is not
+    converted (UnboundLocalError on every call of the where-chain when the flag is off); the same
+    name bound unconditionally is converted."""
+    res = fix(str(FIXTURES / "tensor_membership" / "elif_unbound_local.py"), unsafe_fixes=True,
+              verify="standard", max_examples=5)
+    assert res.rewrites == [] and res.mended == res.original
+    res = fix(str(FIXTURES / "tensor_membership" / "elif_bound_local.py"), unsafe_fixes=True,
+              verify="standard", max_examples=5)
+    (rw,) = res.rewrites
+    assert "`pad not in ids` -> `not (pad == ids).any()`" in rw["detail"]

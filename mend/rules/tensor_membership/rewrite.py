@@ -36,24 +36,73 @@ def _convert(test: cst.BaseExpression) -> tuple[cst.BaseExpression, str, str, di
     return expr, code_of(test).strip(), new, {"kind": "membership-any", "lhs": elem, "rhs": cont}
 
 
-def _plain(obligation: dict) -> bool:
-    """Both operands are names or attributes: reading them cannot raise. The rewritten chain
-    evaluates an ``elif``'s test even where the ``if`` before it was true, so an operand that
-    indexes or calls (``elif ids[4] in self.special``, helper-36: IndexError where the original
-    never read it) is left to the predicated rule, which declines it."""
-    return all(dotted(cst.parse_expression(obligation[k])) is not None for k in ("lhs", "rhs"))
+def _plain(obligation: dict, bound: frozenset[str]) -> bool:
+    """Both operands are attributes, or names in ``bound`` (bound on every path to the chain):
+    reading them cannot raise. The rewritten chain evaluates an ``elif``'s test even where the
+    ``if`` before it was true, so an operand that indexes or calls (``elif ids[4] in
+    self.special``, helper-36: IndexError where the original never read it), or a local bound
+    only under a condition (``if self.use_pad: pad = 0`` ... ``elif pad not in ids``, helper-37:
+    UnboundLocalError), is left to the predicated rule, which declines it."""
+    for k in ("lhs", "rhs"):
+        name = dotted(cst.parse_expression(obligation[k]))
+        if name is None or ("." not in name and name not in bound):
+            return False
+    return True
 
 
-def _chain(node: cst.If, head: bool = True) -> tuple[cst.If, list[tuple[str, str, dict]]]:
+class _Enclosing(cst.CSTVisitor):
+    """The function around ``target`` and the statement of its body that holds it."""
+
+    def __init__(self, target: cst.CSTNode) -> None:
+        self.target, self.stack, self.found = target, [], None
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.found is not None:
+            return False
+        self.stack.append(node)
+        if node is self.target:
+            fns = [i for i, n in enumerate(self.stack) if isinstance(n, cst.FunctionDef)]
+            if fns:
+                i = fns[-1]
+                # stack[i + 1] is the IndentedBlock, stack[i + 2] the body statement
+                self.found = (self.stack[i], self.stack[i + 2] if len(self.stack) > i + 2 else None)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        if self.stack and self.stack[-1] is original_node:
+            self.stack.pop()
+
+
+def _bound(module: cst.Module, node: cst.If) -> frozenset[str]:
+    """Names bound on every path to ``node``: the enclosing function's parameters and the
+    targets of plain assignments at its body's top level before the statement holding it."""
+    finder = _Enclosing(node)
+    module.visit(finder)
+    if finder.found is None:
+        return frozenset()
+    fn, holder = finder.found
+    params = fn.params
+    names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+    for stmt in fn.body.body:
+        if stmt is holder:
+            break
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Assign):
+                    names |= {t.target.value for t in small.targets if isinstance(t.target, cst.Name)}
+    return frozenset(names)
+
+
+def _chain(node: cst.If, head: bool = True, bound: frozenset[str] = frozenset()) -> tuple[cst.If, list[tuple[str, str, dict]]]:
     """The ``if`` with the membership tests of its ``elif`` chain converted (an ``elif`` of
     another kind, or whose operands are not plain names, is left to the predicated rule), and
     (old, new, obligation) per test."""
     done: list[tuple[str, str, dict]] = []
     orelse = node.orelse
     if isinstance(orelse, cst.If):
-        orelse, done = _chain(orelse, head=False)
+        orelse, done = _chain(orelse, head=False, bound=bound)
     converted = _convert(node.test)
-    if converted is None or not (head or _plain(converted[3])):
+    if converted is None or not (head or _plain(converted[3], bound)):
         return node.with_changes(orelse=orelse), done
     expr, old, new, obligation = converted
     if not head:   # evaluated on every call now: its element must not fail to broadcast (membership-any)
@@ -72,7 +121,7 @@ def _tensor_test(module: cst.Module, line: int):
     test, _ = _unhook(node.test)
     if membership(test) is None:
         return Decline(NAME, combined(test) or f"the test `{code_of(test).strip()[:60]}` is not one `v in t` on a tensor")
-    new_node, tests = _chain(node)
+    new_node, tests = _chain(node, bound=_bound(module, node))
     return module.visit(Replace(node, new_node)), tests
 
 
