@@ -91,12 +91,3 @@ def test_sides_of_different_dtypes_under_autocast_are_declined():
     # the where form falls earlier, to its NaN gradients off the taken side (edge values)
     assert "autocast(cpu, bfloat16)" in tried["cond"] and tried["where"].startswith("differential test failed"), tried
 
-
-
-def test_an_autocast_difference_on_the_side_the_example_does_not_take_is_caught():
-    """helper-38: the example takes the float32 side; the autocast leg forces the predicate both
-    ways, so the bfloat16 `torch.mm` side (float32 after `torch.where`) is seen."""
-    res = fix(str(FIXTURES / "autocast_untaken_side.py"), unsafe_fixes=True, verify="standard", max_examples=5)
-    assert res.rewrites == [] and res.mended == res.original
-    (d,) = res.declined
-    assert "under autocast(cpu, bfloat16), eager, forced" in d.reason and "bfloat16" in d.reason, d.reason
