@@ -268,7 +268,8 @@ def draw_inputs(args: tuple, kwargs: dict, seed: int, n: int) -> list[tuple[tupl
     return drawn[: n + 1]
 
 
-AUTOCAST_LABEL = f"autocast(<the inputs' device>, {str(AUTOCAST_DTYPE).removeprefix('torch.')})"
+AUTOCAST_NAME = str(AUTOCAST_DTYPE).removeprefix("torch.")   # the dtype as the workers' request names it
+AUTOCAST_LABEL = f"autocast(<the inputs' device>, {AUTOCAST_NAME})"
 
 
 def compare_runs(ref: dict, got: dict, exact: bool, natural_only: bool = False, any_error: bool = False,
@@ -462,7 +463,7 @@ class Overlay:
             jobs["candc"] = {**base, "overlay": str(self.cand_dir), "compiled": True, "backend": "eager"}
         # the example once more under torch.autocast, eager (Inductor there would be one more
         # compile of the whole model per candidate)
-        amp = {**self._base([]), "autocast": str(AUTOCAST_DTYPE).removeprefix("torch."), "limit": 1}
+        amp = {**self._base([]), "autocast": AUTOCAST_NAME, "limit": 1}
         jobs |= {"ref_ac": {**amp, "overlay": str(self.ref_dir)}, "cand_ac": {**amp, "overlay": str(self.cand_dir)}}
         jobs["scan"] = self._scan_request(self.trial)
         started = self.start_workers([(req, f"{name}{n}") for name, req in jobs.items()], tmp)

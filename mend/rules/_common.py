@@ -145,6 +145,17 @@ def torch_aliases(module: cst.Module | None) -> set[str]:
     return names
 
 
+def imports_torch(module: cst.Module, name: str) -> bool:
+    """``import torch`` (``as name``), or ``import torch.<sub>`` binding ``torch``, at the module's top level."""
+    for stmt in module.body:
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.Import) and any(
+                    (a.asname.name.value if a.asname else dotted(a.name).split(".")[0]) == name
+                    and dotted(a.name).split(".")[0] == "torch" for a in small.names):
+                return True
+    return False
+
+
 class _FindStatement(cst.CSTVisitor):
     METADATA_DEPENDENCIES = (PositionProvider,)
 

@@ -37,7 +37,7 @@ import libcst.matchers as m
 
 from mend.locate import Located
 from mend.rules._base import Decline, Match
-from mend.rules._common import code_of, dotted, torch_aliases
+from mend.rules._common import code_of, dotted, imports_torch, torch_aliases
 from mend.rules.constant_buffer.domain import (_INT64, OTHER, Ratio, Typer, Why, bound_names,
                                               check_ratio_locals, self_attr)
 
@@ -278,7 +278,7 @@ def plan_for(module: cst.Module, klass: cst.ClassDef) -> Plan | Decline:
     if base:
         return Decline(NAME, base)
     torch_name = "torch" if "torch" in aliases else sorted(aliases)[0]
-    if not _imports_torch(module, torch_name):
+    if not imports_torch(module, torch_name):
         return Decline(NAME, f"the module does not bind `{torch_name}` at its top level (the mirror calls it)")
     clash = sorted({n.value for n in m.findall(module, m.Name()) if n.value.startswith(PREFIX)} |
                    {a.attr.value for a in m.findall(module, m.Attribute()) if a.attr.value.startswith(PREFIX)})
@@ -437,17 +437,6 @@ def _foreign_base(module: cst.Module, klass: cst.ClassDef) -> str | None:
                         return f"the base `{name}` overrides `{member.name.value}`: the buffers may change under it"
                 todo.append(base)
     return None
-
-
-def _imports_torch(module: cst.Module, name: str) -> bool:
-    """``import torch`` (``as name``) at the module's top level."""
-    for stmt in module.body:
-        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
-            if isinstance(small, cst.Import) and any(
-                    (a.asname.name.value if a.asname else dotted(a.name).split(".")[0]) == name
-                    and dotted(a.name).split(".")[0] == "torch" for a in small.names):
-                return True
-    return False
 
 
 def _local_bindings(fn: cst.FunctionDef) -> set[str]:

@@ -6,7 +6,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from mend.rules._base import Decline, RewriteResult
-from mend.rules._common import Replace, add_import, annotated_line, code_of, dotted
+from mend.rules._common import Replace, add_import, annotated_line, code_of, imports_torch, torch_aliases
 from mend.rules.item_operand.screen import NAME, Plan, inline_screen, screen
 
 
@@ -36,12 +36,9 @@ AUTOCAST_DEVICES = ("cpu", "cuda")
 
 def _torch(module: cst.Module) -> tuple[str, bool]:
     """(the name ``torch`` is bound to at the top level, whether ``import torch`` must be added)."""
-    for stmt in module.body:
-        for small in getattr(stmt, "body", ()) if isinstance(stmt, cst.SimpleStatementLine) else ():
-            if isinstance(small, cst.Import):
-                for alias in small.names:
-                    if dotted(alias.name) == "torch":
-                        return (alias.asname.name.value if alias.asname else "torch"), False
+    for name in sorted(torch_aliases(module), key=lambda n: n != "torch"):
+        if imports_torch(module, name):
+            return name, False
     return "torch", True
 
 

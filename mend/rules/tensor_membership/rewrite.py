@@ -10,7 +10,7 @@ from mend.rules import predicated_control_flow as pcf
 from mend.rules.predicated_control_flow import FORCING_HOOK
 from mend.rules._base import Decline, RewriteResult
 from mend.rules._common import Replace, code_of, dotted
-from mend.rules.tensor_membership.screen import NAME, combined, if_at, membership
+from mend.rules.tensor_membership.screen import NAME, combined, if_with_ancestors, membership
 
 
 def _unhook(test: cst.BaseExpression) -> tuple[cst.BaseExpression, cst.Call | None]:
@@ -50,37 +50,15 @@ def _plain(obligation: dict, bound: frozenset[str]) -> bool:
     return True
 
 
-class _Enclosing(cst.CSTVisitor):
-    """The function around ``target`` and the statement of its body that holds it."""
-
-    def __init__(self, target: cst.CSTNode) -> None:
-        self.target, self.stack, self.found = target, [], None
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if self.found is not None:
-            return False
-        self.stack.append(node)
-        if node is self.target:
-            fns = [i for i, n in enumerate(self.stack) if isinstance(n, cst.FunctionDef)]
-            if fns:
-                i = fns[-1]
-                # stack[i + 1] is the IndentedBlock, stack[i + 2] the body statement
-                self.found = (self.stack[i], self.stack[i + 2] if len(self.stack) > i + 2 else None)
-        return True
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        if self.stack and self.stack[-1] is original_node:
-            self.stack.pop()
-
-
-def _bound(module: cst.Module, node: cst.If) -> frozenset[str]:
+def _bound(node: cst.If, ancestors: list[cst.CSTNode]) -> frozenset[str]:
     """Names bound on every path to ``node``: the enclosing function's parameters and the
     targets of plain assignments at its body's top level before the statement holding it."""
-    finder = _Enclosing(node)
-    module.visit(finder)
-    if finder.found is None:
+    fns = [i for i, a in enumerate(ancestors) if isinstance(a, cst.FunctionDef)]
+    if not fns:
         return frozenset()
-    fn, holder = finder.found
+    fn = ancestors[fns[-1]]
+    # ancestors[i + 1] is the function's IndentedBlock, ancestors[i + 2] the body statement
+    holder = (ancestors + [node])[fns[-1] + 2]
     params = fn.params
     names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
     for stmt in fn.body.body:
@@ -115,13 +93,14 @@ def _tensor_test(module: cst.Module, line: int):
     Decline. The ``if`` on ``line`` must be a membership test; so may its ``elif``s be (a
     chain of memberships, helper-34's case: its ``elif v not in t`` was a Python-level check
     to the predicated rule)."""
-    node = if_at(module, line)
-    if node is None:
+    found = if_with_ancestors(module, line)
+    if found is None:
         return Decline(NAME, f"no `if` starts on line {line}")
+    node, ancestors = found
     test, _ = _unhook(node.test)
     if membership(test) is None:
         return Decline(NAME, combined(test) or f"the test `{code_of(test).strip()[:60]}` is not one `v in t` on a tensor")
-    new_node, tests = _chain(node, bound=_bound(module, node))
+    new_node, tests = _chain(node, bound=_bound(node, ancestors))
     return module.visit(Replace(node, new_node)), tests
 
 

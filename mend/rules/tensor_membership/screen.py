@@ -62,18 +62,32 @@ class _Find(cst.CSTVisitor):
     def __init__(self, line: int):
         super().__init__()
         self.line = line
-        self.found: cst.If | None = None
+        self.found: tuple[cst.If, list[cst.CSTNode]] | None = None
+        self.stack: list[cst.CSTNode] = []
 
-    def visit_If(self, node: cst.If) -> None:
-        if self.found is None and self.get_metadata(PositionProvider, node).start.line == self.line:
-            self.found = node
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.found is None and isinstance(node, cst.If) and \
+                self.get_metadata(PositionProvider, node).start.line == self.line:
+            self.found = (node, list(self.stack))
+        self.stack.append(node)
+        return self.found is None
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.stack.pop()
+
+
+def if_with_ancestors(module: cst.Module, line: int) -> tuple[cst.If, list[cst.CSTNode]] | None:
+    """The ``if`` or ``elif`` starting on ``line`` (a node of ``module`` itself) with its
+    ancestors, outermost first, or None."""
+    finder = _Find(line)
+    MetadataWrapper(module, unsafe_skip_copy=True).visit(finder)
+    return finder.found
 
 
 def if_at(module: cst.Module, line: int) -> cst.If | None:
     """The ``if`` or ``elif`` starting on ``line``, or None."""
-    finder = _Find(line)
-    MetadataWrapper(module, unsafe_skip_copy=True).visit(finder)
-    return finder.found
+    found = if_with_ancestors(module, line)
+    return found[0] if found else None
 
 
 def match(loc: Located) -> Match | Decline:
