@@ -250,7 +250,7 @@ def _observe_all(request: dict) -> dict:
     out = []
     for item in inputs:
         args, kwargs = item if isinstance(item, (tuple, list)) else ((), item)  # (args, kwargs), or kwargs
-        # the differential test's autocast leg (verifier.differential._under_autocast)
+        # the differential test's autocast leg (verifier.legs.under_autocast)
         device = next((t.device.type for t in flatten([args, kwargs])), "cpu")
         amp = torch.autocast(device, dtype=getattr(torch, request["autocast"])) if request.get("autocast") else _Null()
         for line, value in settings:

@@ -80,14 +80,75 @@ def test_cond_keeps_the_ifs_error_when_the_predicate_is_not_one_element(tmp_path
     assert errors[0] is not None and errors == [errors[0]] * 2
 
 
-def test_sides_of_different_dtypes_under_autocast_are_declined():
+GUARD = 'if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda"):'
+
+
+def _same_under_autocast(res, name, inputs, tmp_path):
+    """The mended model equals the original (values and dtype) on ``inputs``, eager and compiled,
+    with and without autocast; and compiles to one graph without it."""
+    mended = tmp_path / name
+    mended.write_text(res.mended)
+    a_mod, b_mod = load_file_module(FIXTURES / name, f"_ac_o_{name[:-3]}"), load_file_module(mended, f"_ac_n_{name[:-3]}")
+    torch.manual_seed(0)
+    a = a_mod.Model().eval()
+    b = b_mod.Model().eval()
+    b.load_state_dict(a.state_dict())
+    dtypes = set()
+    for args in inputs:
+        for on in (False, True):
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=on), torch.no_grad():
+                want = a(*args)
+                torch._dynamo.reset()
+                for got in (b(*args), torch.compile(b, backend="eager")(*args)):
+                    assert got.dtype == want.dtype and torch.equal(got, want)
+            dtypes.add(want.dtype)
+    torch._dynamo.reset()
+    with torch.no_grad():   # the cond form runs without autograd only
+        assert torch._dynamo.explain(b)(*inputs[0]).graph_count == 1
+    return dtypes
+
+
+def test_sides_of_different_dtypes_under_autocast_keep_the_if_there(tmp_path):
     """Both forms pass without autocast (float32 sides); under torch.autocast(bfloat16) the linear
     side is bfloat16: `torch.where` returns float32 where the original returns bfloat16, and the
-    `torch.cond` form raises under Inductor. Before the autocast leg the cond form was applied."""
+    `torch.cond` form raises under Inductor. Before the autocast leg the cond form was applied;
+    now the autocast-guarded form is: the original `if` under autocast, the cond outside it."""
     res = fix(str(FIXTURES / "autocast_branch_dtype.py"), unsafe_fixes=True, verify="standard", max_examples=5)
+    (rw,) = res.rewrites
+    assert GUARD in res.mended and "torch.cond(" in res.mended and "under autocast (cpu, cuda) the if is kept" in rw["detail"]
+    kept = next(o for o in rw["obligations"] if o["kind"] == "autocast-keeps-original")
+    assert kept["result"] == "checked" and "static screen" in kept["checked_by"]
+    tried = {c["name"]: c.get("note", "") for c in rw.choice["candidates"]}
+    # the where form falls earlier, to its NaN gradients off the taken side (edge values)
+    assert tried["where"].startswith("differential test failed"), tried
+    inputs = [(torch.ones(2, 4),), (-torch.ones(2, 4),)]
+    assert _same_under_autocast(res, "autocast_branch_dtype.py", inputs, tmp_path) == {torch.float32, torch.bfloat16}
+
+
+def test_an_autocast_difference_on_the_side_the_example_does_not_take_is_caught(tmp_path):
+    """helper-38: the example takes the float32 side; the autocast leg forces the predicate both
+    ways, so the bfloat16 `torch.mm` side (float32 after `torch.where`) is seen, and the
+    unguarded `torch.where` is refuted; the autocast-guarded form is emitted."""
+    res = fix(str(FIXTURES / "autocast_untaken_side.py"), unsafe_fixes=True, verify="standard", max_examples=5)
+    (rw,) = res.rewrites
+    assert GUARD in res.mended and "torch.where(" in res.mended
+    inputs = [(torch.randn(4, 8),), (torch.randn(4, 8) + 10,)]
+    assert _same_under_autocast(res, "autocast_untaken_side.py", inputs, tmp_path) == {torch.float32, torch.bfloat16}
+
+
+def test_the_unguarded_where_is_refuted_by_the_forced_autocast_leg():
+    """Without the fallback (the rule's form only) the forced autocast leg is what declines it."""
+    from mend.rules import RULES
+    import dataclasses
+    from mend import pipeline
+
+    rule = RULES["predicated-control-flow"]
+    pipeline.RULES["predicated-control-flow"] = dataclasses.replace(rule, fallback=None)
+    try:
+        res = fix(str(FIXTURES / "autocast_untaken_side.py"), unsafe_fixes=True, verify="standard", max_examples=5,
+                  choose="always")
+    finally:
+        pipeline.RULES["predicated-control-flow"] = rule
     assert res.rewrites == [] and res.mended == res.original
     (d,) = res.declined
-    tried = {c["name"]: c.get("note", "") for c in d.choice["candidates"]}
-    # the where form falls earlier, to its NaN gradients off the taken side (edge values)
-    assert "autocast(cpu, bfloat16)" in tried["cond"] and tried["where"].startswith("differential test failed"), tried
-
+    assert "under autocast(cpu, bfloat16), eager, forced" in d.reason and "bfloat16" in d.reason, d.reason

@@ -407,6 +407,7 @@ CHECKS_TESTED_WITH_THEIR_RULE = {
     "gradient-gated": "test_gradient_gate.py",
     "deferred-if-predicate": "test_rule_deferred_effects.py",
     "membership-any": "test_rule_tensor_membership.py",
+    "autocast-keeps-original": "test_rule_predicated_control_flow.py",
 }
 
 

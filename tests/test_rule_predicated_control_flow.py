@@ -713,3 +713,67 @@ def test_a_test_that_is_not_statically_bool_is_compared_with_zero_as_bool_reads_
     res = rewrite(cst.parse_module(src), 8)
     assert "h = torch.where((n_pad - 1) != 0, h + 1.0, h)" in res.code
     assert "bool-predicate" not in {o["kind"] for o in res.obligations}
+
+
+# -- the autocast-guarded form (Rule.fallback for the autocast leg's refutation) ----------
+
+AUTOCAST_SRC = '''import torch
+
+
+def f(x, w):
+    # project
+    if x.sum() > 0:
+        y = torch.mm(x, w)
+    else:
+        y = x * 2
+    return y
+'''
+
+
+def test_autocast_guarded_keeps_the_original_if_under_autocast():
+    from mend.rules.predicated_control_flow import RULE, autocast_guarded
+    from verifier import obligations as O
+
+    res = autocast_guarded(cst.parse_module(AUTOCAST_SRC), 6)
+    assert isinstance(res, RewriteResult), res
+    assert ('    # project\n    if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda"):  # mend: '
+            in res.code)
+    assert ("            y = torch.mm(x, w)\n        else:\n            y = x * 2\n    else:\n"
+            "        y = torch.where(x.sum() > 0, torch.mm(x, w), x * 2)" in res.code)
+    assert RULE.fallback is autocast_guarded and RULE.fallback_when("differential test failed: under autocast(cpu, "
+                                                                    "bfloat16), eager, forced {5: False}: x")
+    assert not RULE.fallback_when("differential test failed: values differ")
+    (kept,) = [o for o in res.obligations if o["kind"] == "autocast-keeps-original"]
+    (ok,) = O.discharge([kept], facts=None, code=res.code, before=AUTOCAST_SRC)
+    assert ok["result"] == "checked" and "static screen" in ok["checked_by"], ok
+    # the screen can fail: a kept if that is not the original's, or a guard that misses cuda
+    (bad,) = O.discharge([kept], facts=None, code=res.code.replace("y = x * 2\n    else", "y = x * 3\n    else"),
+                         before=AUTOCAST_SRC)
+    assert bad["result"] == "refuted", bad
+    (cpu_only,) = O.discharge([kept], facts=None, code=res.code.replace(' or torch.is_autocast_enabled("cuda")', ""),
+                              before=AUTOCAST_SRC)
+    assert cpu_only["result"] == "refuted" and "cuda" in cpu_only["counterexample"], cpu_only
+    (nothing,) = O.discharge([{**kept, "original": "if p:\n    y = 1\n"}], facts=None, code=res.code,
+                             before=AUTOCAST_SRC)
+    assert nothing["result"] == "refuted" and "not a statement of the version before" in nothing["counterexample"]
+    exec(compile(res.code, "<mended>", "exec"), ns := {})
+    x, w = torch.randn(3, 3), torch.randn(3, 3)
+    for xs in (x.abs(), -x.abs()):
+        for on in (False, True):
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=on):
+                exec(compile(AUTOCAST_SRC, "<orig>", "exec"), orig := {})
+                want, got = orig["f"](xs, w), ns["f"](xs, w)
+            assert want.dtype == got.dtype and torch.equal(want, got)
+
+
+@pytest.mark.parametrize("source, line, words", [
+    ("import torch\n\n\ndef f(a, b):\n    m = a.all() and b.all()\n    return m\n", 5, "not tensor logic"),
+    ("import torch\n\n\ndef f(x):\n    y = x * 2 if x.sum() > 0 else x\n    return y\n", 5, "conditional expression"),
+    ("import torch\n\n\ndef f(x):\n    if (s := x.sum()) > 0:\n        x = x * s\n    return x\n", 5, ":="),
+])
+def test_autocast_guarded_declines_what_it_cannot_keep_verbatim(source, line, words):
+    from mend.rules.predicated_control_flow import autocast_guarded
+
+    res = autocast_guarded(cst.parse_module(source), line)
+    assert isinstance(res, Decline) and words in res.reason, res
+    assert not isinstance(rewrite(cst.parse_module(source), line), Decline)   # the rule's own form applies

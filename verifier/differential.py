@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import hashlib
 import io
 import logging
 import re
@@ -22,6 +23,8 @@ from dataclasses import dataclass
 
 import torch
 from hypothesis import HealthCheck, given, seed as hyp_seed, settings, strategies as st
+
+from verifier import forcing
 
 EDGE_VALUES = [0.0, -0.0, float("inf"), float("-inf"), float("nan"), 1e30, -1e30]
 # drawn inputs that made the original raise, also run under Inductor (each new shape recompiles)
@@ -199,8 +202,7 @@ def observe(model, args, kwargs, grad: bool, rng_seed: int = 1234):
     target = getattr(model, "_orig_mod", model)
     buffers = [(n, b.detach().clone()) for n, b in target.named_buffers()] if isinstance(target, torch.nn.Module) else []
     after = [a.detach().clone() for a in inputs if isinstance(a, torch.Tensor)]
-    # the RNG state after the call, seeded alike before it: an untaken side that draws (through a
-    # helper the effect analysis does not follow) changes every later random draw (helper-37)
+    # the RNG state after the call (seeded alike before it): an untaken side may draw (helper-37)
     rng = [(RNG_KEY, _rng_digest())]
     return (result, out.getvalue(), warned, records, grads, buffers, after, aliasing(result, inputs, target),
             attributes(target) + rng)
@@ -211,8 +213,6 @@ RNG_KEY = "torch's global RNG state after the call (a later random draw differs)
 
 def _rng_digest() -> str:
     """A digest of torch's CPU (and, where present, CUDA) generator states."""
-    import hashlib
-
     h = hashlib.sha256(torch.random.get_rng_state().numpy().tobytes())
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         for state in torch.cuda.get_rng_state_all():
@@ -607,8 +607,6 @@ def differential_test(original, mended, example: tuple, *, example_kwargs: dict 
 
 def _differential_test(original, mended, example: tuple, *, example_kwargs, emitted, reference, force_lines,
                        extra_inputs, seed, max_examples, compiled, edge, train, extra_edge_values, prepare) -> Evidence:
-    from verifier import forcing
-
     forcing.reset()
     prepare = prepare or (lambda m: m)
     keys = list(example_kwargs or {})
@@ -777,73 +775,15 @@ def _differential_test(original, mended, example: tuple, *, example_kwargs, emit
         except Mismatch as exc:
             return Evidence(False, seed, state["n"], modes, outcomes(), state["worst"], describe(values),
                             f"under torch.compile (inductor): {exc}", grads.get("max", 0.0))
+    from verifier.legs import under_autocast   # it imports this module
+
     try:
         for values in fixed:
             for mod in models:
                 mod.eval()
-            state["worst"] = max(state["worst"], _under_autocast(original, mended, ref_c, inductor if compiled else None,
-                                                                 split(values), modes, grads))
+            state["worst"] = max(state["worst"], under_autocast(original, mended, ref_c, inductor if compiled else None,
+                                                                 split(values), modes, grads, settings_))
     except Mismatch as exc:
         return Evidence(False, seed, state["n"], modes, outcomes(), state["worst"], describe(values), str(exc),
                         grads.get("max", 0.0))
     return Evidence(True, seed, state["n"], modes, outcomes(), state["worst"], max_gradient_error=grads.get("max", 0.0))
-
-
-AUTOCAST_DTYPE = torch.bfloat16
-
-
-def _under_autocast(original, mended, ref_c, inductor, values, modes: list, grads: dict) -> float:
-    """``values`` (args, kwargs) run under ``torch.autocast(<device>, bfloat16)``: eager
-    original vs eager mended bit-exact (gradients as in eager), and, when ``inductor`` is
-    given, the Inductor-compiled emitted model against the eager original (bfloat16
-    tolerance; the original under Inductor and autocast where Inductor departs from eager).
-    Autocast changes the dtypes a model computes in at run time, so facts observed without
-    it (a result dtype, an exact conversion) may not hold there: an ``if`` whose sides are a
-    linear layer's output and its input returns bfloat16 or float32, ``torch.where`` float32;
-    a float32 0-d threshold meets bfloat16 logits, compared in float32 by Inductor where the
-    Python number is rounded to bfloat16 first (a held-out review, 86 of 262144 elements).
-    PyTorch doc: "Automatic Mixed Precision package - torch.amp". Raises Mismatch."""
-    args, kwargs = values
-    device = next((t.device.type for t in flatten([args, kwargs]) if t.device.type != "meta"), "cpu")
-    label = f"autocast({device}, {str(AUTOCAST_DTYPE).removeprefix('torch.')})"
-    modes += [m for m in (f"eager/{label}/eval", inductor is not None and f"compiled:inductor/{label}/eval")
-              if m and m not in modes]
-    with torch.autocast(device, dtype=AUTOCAST_DTYPE), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            worst = compare(observe(original, args, kwargs, True), observe(mended, args, kwargs, True), exact=True,
-                            grad_stats=grads)
-        except Mismatch as exc:
-            raise Mismatch(f"under {label}, eager: {exc}") from exc
-        if inductor is None:
-            return worst
-        got = observe(inductor, args, kwargs, grad=False)
-        try:
-            return max(worst, compare(observe(ref_c, args, kwargs, grad=False), got, exact=False, any_error=True,
-                                      floor=AUTOCAST_DTYPE))
-        except Mismatch:
-            ref_i = observe(torch.compile(ref_c), args, kwargs, grad=False)
-        try:
-            return max(worst, compare(ref_i, got, exact=False, any_error=True, floor=AUTOCAST_DTYPE))
-        except Mismatch as exc:
-            raise Mismatch(f"under torch.compile (inductor) and {label}: {exc}") from exc
-
-
-def torchscript_kept(original, mended) -> str | None:
-    """Whether ``torch.jit.script`` still compiles the mended module (an observation, not a
-    proof): None when the original does not script either; ``"kept"``; or ``"lost: <error>"``.
-    Many rewrites use what TorchScript rejects (``torch.cond``'s lambdas, mend's runtime
-    calls); TorchScript is deprecated in torch 2.13 ("Please switch to torch.compile or
-    torch.export"), so this is reported, not a reason to decline."""
-    def error(model) -> str | None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                torch.jit.script(model)
-            except Exception as exc:  # TorchScript's frontend raises many types
-                return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200].rstrip(":")
-        return None
-    if error(original) is not None:
-        return None
-    lost = error(mended)
-    return "kept" if lost is None else f"lost: {lost}"

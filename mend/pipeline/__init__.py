@@ -284,11 +284,13 @@ def _try_site(ex, site, rel: str, current: str, original: str, files: dict[str, 
     if isinstance(res, Decline):
         return Declined(where, site.fixable_by, res.reason)
 
-    def verify_one(cand, form=None) -> Verified:
-        return _verify(ex, rule, site, rel, current, files, verify, cand, where, form, unsafe_fixes=unsafe_fixes)
+    def verify_one(cand, form=None, rewrite_fn=None) -> Verified:
+        return _verify(ex, rule, site, rel, current, files, verify, cand, where, form, unsafe_fixes=unsafe_fixes,
+                       rewrite_fn=rewrite_fn)
 
     first = verify_one(res)
-    if isinstance(first.outcome, Declined) and first.outcome.safety != "unsafe" and rule.fallback is not None:
+    if isinstance(first.outcome, Declined) and first.outcome.safety != "unsafe" and rule.fallback is not None \
+            and (rule.fallback_when is None or rule.fallback_when(first.outcome.reason)):
         first = _fallback(rule, current, site.line, first, verify_one)
     if rule.alternatives is None or res.form is None:
         return first.outcome
@@ -309,7 +311,7 @@ def _fallback(rule, current: str, line: int, first: Verified, verify_one) -> Ver
     if isinstance(alt, Decline):
         second_reason, detail = alt.reason, "its second form"
     else:
-        second = verify_one(alt)
+        second = verify_one(alt, rewrite_fn=rule.fallback)   # its instrumented copy is of this form too
         if not isinstance(second.outcome, Declined) or second.outcome.safety == "unsafe":
             return second   # emitted, or withheld as an unsafe fix: its own record says which
         second_reason, detail = second.outcome.reason, f"its second form ({alt.detail})"
@@ -318,9 +320,11 @@ def _fallback(rule, current: str, line: int, first: Verified, verify_one) -> Ver
 
 
 def _verify(ex, rule, site, rel: str, current: str, files: dict[str, str], verify: str, res, where: str,
-            form: str | None = None, *, unsafe_fixes: bool = True) -> Verified:
+            form: str | None = None, *, unsafe_fixes: bool = True, rewrite_fn=None) -> Verified:
     """Stage and verify one candidate ``res`` (``form``: the alternative form it is, None for
-    the rule's own rewrite): obligations, then the differential test. Without
+    the rule's own rewrite; ``rewrite_fn``: the function that made it, when not the rule's
+    ``rewrite``, so its instrumented copy is the same form): obligations, then the
+    differential test. Without
     ``unsafe_fixes``, a candidate whose obligations already make it an unsafe fix is
     withheld before its differential test: the test could only decline it too or leave it
     withheld (evidence adds reasons to be unsafe, never removes one), and it is the most
@@ -328,7 +332,7 @@ def _verify(ex, rule, site, rel: str, current: str, files: dict[str, str], verif
     def decline(reason: str, **extra) -> Verified:
         return Verified(Declined(where, site.fixable_by, reason, **extra))
 
-    rewrite = rule.rewrite if form is None else (lambda module, line: rule.rewrite(module, line, form=form))
+    rewrite = rewrite_fn or (rule.rewrite if form is None else (lambda module, line: rule.rewrite(module, line, form=form)))
     # verify on instrumented copies: the predicate at the site can be forced both ways
     inst_cur, inst_cand, force = instrumented_pair(rewrite, current, site.line)
     if not inst_cur and _is_branch(current, site.line):

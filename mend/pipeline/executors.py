@@ -22,8 +22,8 @@ from mend.detect import display_path
 from mend.errors import MendError, TargetError
 from mend.scan import scan
 from mend.targets import Target, load_file_module, load_target
-from verifier.differential import (AUTOCAST_DTYPE, GRADIENT_TOLERANCE_TEXT, Mismatch, compare, differential_test,
-                                   inputs_strategy, torchscript_kept)
+from verifier.differential import GRADIENT_TOLERANCE_TEXT, Mismatch, compare, differential_test, inputs_strategy
+from verifier.legs import AUTOCAST_DTYPE, torchscript_kept
 from verifier.facts import fact_request, facts_in_process
 
 
@@ -200,7 +200,7 @@ class InProcess:
         return {**ev.to_json(), "torchscript": self._torchscript()}
 
     def _torchscript(self) -> str | None:
-        """:func:`verifier.differential.torchscript_kept` on fresh copies, each under its own module
+        """:func:`verifier.legs.torchscript_kept` on fresh copies, each under its own module
         name (TorchScript reads a class's source through its module: build_pair's shared name
         would show it the mended file for both) and without the validation runtime's hooks."""
         models = []

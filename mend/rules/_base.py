@@ -94,6 +94,9 @@ class Rule:
     ``mend fix`` verifies only when the rule's own is declined by verification (not when it
     is withheld as unsafe): a :class:`RewriteResult`, or None / a :class:`Decline` when there
     is none (mask-update's row-mask form, for a mask the rule cannot tell apart by reading).
+    ``fallback_when(reason)``: whether the fallback can answer a decline with that reason
+    (None: any; predicated control flow's autocast-guarded form answers only the autocast
+    leg's refutation).
     The examples (Fixit / pyupgrade style) generate ``tests/test_rules.py``; plain tuples
     are accepted and stored as :class:`FixExample` / :class:`DeclineExample`; a no-op
     example is source the rule leaves unchanged on every line."""
@@ -113,6 +116,7 @@ class Rule:
     noop_examples: tuple[str, ...] = ()
     alternatives: Callable[[cst.Module, int], list[RewriteResult]] | None = None
     fallback: Callable[[cst.Module, int], RewriteResult | Decline | None] | None = None
+    fallback_when: Callable[[str], bool] | None = None
 
     def __post_init__(self) -> None:
         put = object.__setattr__  # frozen: normalise once, here

@@ -48,7 +48,13 @@ Rewrites (``examples.py``):
   ``if torch.compiler.is_compiling() and (pred).numel() == 1: y = torch.cond(pred, lambda:
   a, lambda: b)`` with the original ``if`` kept otherwise; a side that may alias an input
   gets ``.clone()`` unless something later writes to it in place (declined); when the
-  sides read different parameters, the cond runs only without autograd.
+  sides read different parameters, the cond runs only without autograd;
+* the autocast-guarded form (``autocast.py``, ``Rule.fallback``), tried only when the
+  differential test's autocast leg refutes the form above: ``if torch.is_autocast_enabled("cpu")
+  or torch.is_autocast_enabled("cuda"):`` keeps the original ``if`` verbatim, the form above in
+  its ``else``. Under autocast a side can compute in bfloat16 and the other in float32 (shared
+  case 004's projection with float32 buffers), so the original returns either dtype and no one
+  selection can; the break stays under autocast only (obligation ``autocast-keeps-original``).
 
 Declines (``unchanged_examples.py``): a side that mutates state (other than the hoistable
 setup above), raises, returns early while the other falls through, assigns ``None``,
@@ -73,7 +79,8 @@ from mend.rules.predicated_control_flow.cond import COND_TAKEN_SIDE_ONLY
 from mend.rules.predicated_control_flow.env import NAME
 from mend.rules.predicated_control_flow.examples import FIX_EXAMPLES
 from mend.rules.predicated_control_flow.hoisting import is_device_move, memo_slot
-from mend.rules.predicated_control_flow.rewrite import alternatives, first_site, match, rewrite
+from mend.rules.predicated_control_flow.autocast import declined_for_autocast
+from mend.rules.predicated_control_flow.rewrite import alternatives, autocast_guarded, first_site, match, rewrite
 from mend.rules.predicated_control_flow.screen import FORCING_HOOK
 from mend.rules.predicated_control_flow.unchanged_examples import DECLINE_EXAMPLES, NOOP_EXAMPLES
 
@@ -105,7 +112,8 @@ module types), the hoisted LongRoPE setup (``hoisted-setup-pure``,
 configuration is observed on the example only), a cond output that is not an alias
 (``cond-output-not-aliased``, a screen of later uses), a merged ``register_buffer`` value
 (``paired-call-value-not-aliased``), and torch.cond's semantics (``cond-taken-side-only``,
-``cond-no-autograd``). A finiteness test (``isinf``/``isfinite``/``isnan``) moved into the
+``cond-no-autograd``), and the autocast-guarded form's kept ``if`` (``autocast-keeps-original``:
+a screen of both versions; autocast on a device type other than cpu and cuda is not guarded). A finiteness test (``isinf``/``isfinite``/``isnan``) moved into the
 graph that computes its tensor carries ``finiteness-test-precision``: Inductor computes a
 fused float16/bfloat16 producer in float32 without rounding, so an overflow the graph
 break used to materialise can be missed (measured on torch 2.13: the mended guard does not
@@ -136,7 +144,7 @@ OBLIGATION_KINDS = frozenset({
     "where-equals-ite",
     "idempotent-device-move", "paired-call-value-not-aliased", "hoisted-setup-pure", "hoisted-setup-cannot-raise",
     "cond-predicate", "cond-branch-types", "cond-output-not-aliased", "cond-side-pure", "cond-taken-side-only",
-    "cond-no-autograd", "finiteness-test-precision",
+    "cond-no-autograd", "finiteness-test-precision", "autocast-keeps-original",
 })
 
 RULE = Rule(
@@ -154,8 +162,10 @@ RULE = Rule(
     decline_examples=DECLINE_EXAMPLES,
     noop_examples=NOOP_EXAMPLES,
     alternatives=alternatives,
+    fallback=autocast_guarded,
+    fallback_when=declined_for_autocast,
 )
 
-__all__ = ["COND_TAKEN_SIDE_ONLY", "alternatives", "DECLINE_EXAMPLES", "FIX_EXAMPLES", "FORCING_HOOK", "NAME", "NOOP_EXAMPLES", "RULE",
+__all__ = ["COND_TAKEN_SIDE_ONLY", "alternatives", "autocast_guarded", "DECLINE_EXAMPLES", "FIX_EXAMPLES", "FORCING_HOOK", "NAME", "NOOP_EXAMPLES", "RULE",
            "Decline", "Match", "RewriteResult", "branches", "first_site", "is_device_move", "match", "memo_slot",
            "rewrite"]

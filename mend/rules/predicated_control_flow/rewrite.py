@@ -10,6 +10,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from mend.locate import Located
 from mend.rules._base import Decline, Match, RewriteResult
 from mend.rules._common import add_import
+from mend.rules.predicated_control_flow.autocast import guard
 from mend.rules.predicated_control_flow.env import NAME, _Declined, _Env
 from mend.rules.predicated_control_flow.gate import add_helper
 from mend.rules.predicated_control_flow.screen import _is_static
@@ -98,6 +99,15 @@ def rewrite(module: cst.Module, line: int, form: str | None = None) -> RewriteRe
     return _rewrite_at(module, None, line, form)
 
 
+def autocast_guarded(module: cst.Module, line: int) -> RewriteResult | Decline:
+    """The rule's own form of the ``if`` on ``line`` under ``else:`` of ``if
+    torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda"):`` keeping the
+    original ``if`` (:mod:`.autocast`): ``Rule.fallback`` for a rewrite the differential
+    test's autocast leg refuted. A Decline for tensor logic, a ternary, a ``:=`` test and a
+    plan that also moves setup."""
+    return _rewrite_at(module, None, line, None, autocast=True)
+
+
 def alternatives(module: cst.Module, line: int) -> list[RewriteResult]:
     """The site's other admissible rewrites besides :func:`rewrite`'s own: the other of
     ``torch.where`` / ``torch.cond`` where it applies (each with its ``form``); empty when
@@ -119,7 +129,7 @@ def alternatives(module: cst.Module, line: int) -> list[RewriteResult]:
 
 
 def _rewrite_at(module: cst.Module, node: cst.CSTNode | None, line: int,
-                form: str | None = None) -> RewriteResult | Decline:
+                form: str | None = None, autocast: bool = False) -> RewriteResult | Decline:
     """:func:`rewrite` of ``node`` (a statement of ``module``), or of the outermost
     statement starting on ``line`` when ``node`` is None or not one the index holds."""
     index = _index(module)
@@ -133,6 +143,8 @@ def _rewrite_at(module: cst.Module, node: cst.CSTNode | None, line: int,
                              "would evaluate the skipped side on every iteration (cost, inf*0 NaNs)")
     ternary = _ternary_as_if(module, node, index.positions, line)
     if ternary is not None:
+        if autocast:
+            return Decline(NAME, "the autocast-guarded form does not apply to a conditional expression")
         if isinstance(ternary, Decline):
             return ternary
         result = _rewrite_at(ternary[0], None, line, form)
@@ -141,6 +153,8 @@ def _rewrite_at(module: cst.Module, node: cst.CSTNode | None, line: int,
         return result
     hoisted = _walrus_hoisted(module, node, ancestors, index.positions)
     if hoisted is not None:
+        if autocast:
+            return Decline(NAME, "the autocast-guarded form does not apply to a test that binds a name with :=")
         result = _rewrite_at(hoisted[0], None, hoisted[1], form)
         if isinstance(result, RewriteResult):
             result.span = hoisted[2]   # the input's lines: the if statement
@@ -159,6 +173,11 @@ def _rewrite_at(module: cst.Module, node: cst.CSTNode | None, line: int,
     try:
         if isinstance(node, cst.If):
             pairs, span, detail, preds = _rewrite_if(node, ancestors, env, index.positions)
+            if autocast:
+                pairs = guard(node, pairs, env)
+                detail += "; under autocast (cpu, cuda) the if is kept: its sides compute in other dtypes there"
+        elif autocast:
+            return Decline(NAME, "the autocast-guarded form applies to an if statement, not tensor logic")
         elif isinstance(node, cst.SimpleStatementLine):
             if form == "cond":
                 return Decline(NAME, "torch.cond does not apply: the site is tensor logic (and/or/not), "

@@ -1,0 +1,66 @@
+"""The autocast-guarded form: the original ``if`` under ``torch.autocast``, the selection
+outside it.
+
+Autocast changes the dtype an op computes in at run time (``nn.Linear`` gives bfloat16, a
+``torch.minimum`` with a float32 buffer float32), so two sides of one dtype without it can
+differ under it. The original ``if`` then returns bfloat16 on one outcome and float32 on the
+other, which no single ``torch.where`` (it promotes) or ``torch.cond`` (it needs one dtype)
+can reproduce. When the differential test's autocast leg refutes the rule's form for that
+reason, this form keeps the original ``if`` under autocast (the graph break stays there) and
+the verified selection everywhere else. Dynamo folds ``torch.is_autocast_enabled(...)`` and
+guards on autocast's state (``GLOBAL_STATE changed: autocast(cpu)_enabled`` recompiles,
+measured on torch 2.13), so outside autocast the graph has no break. PyTorch doc: "Automatic
+Mixed Precision package - torch.amp"; found by helper-38 (shared case 004's projection).
+"""
+from __future__ import annotations
+
+import libcst as cst
+
+from mend.rules.predicated_control_flow.env import NAME, _Declined, _Env
+
+# the autocast device types the guard reads (the ones the verifier's autocast leg runs on;
+# item-operand's guard reads the same two)
+DEVICES = ("cpu", "cuda")
+NOTE = "# mend: autocast computes the sides in other dtypes, so under it the original if runs"
+
+
+def guard_expr(env: _Env) -> cst.BaseExpression:
+    """``torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda")``."""
+    calls = [cst.Call(func=cst.Attribute(cst.Name(env.torch), cst.Name("is_autocast_enabled")),
+                      args=[cst.Arg(cst.SimpleString(f'"{d}"'))]) for d in DEVICES]
+    expr = calls[0]
+    for c in calls[1:]:
+        expr = cst.BooleanOperation(left=expr, operator=cst.Or(), right=c)
+    return expr
+
+
+def guard(node: cst.If, pairs, env: _Env):
+    """``pairs`` (the planner's ``[(node, new statements)]``) with the new statements under
+    ``else:`` of ``if <autocast on>: <node, verbatim>``, and the obligation
+    ``autocast-keeps-original`` added to ``env.obligations``. Raises _Declined when the plan
+    replaces more than the ``if`` itself (hoisted setup elsewhere: the kept ``if`` would run
+    in another context than it did)."""
+    if len(pairs) != 1 or pairs[0][0] is not node:
+        raise _Declined("the autocast-guarded form needs a plan that replaces the if alone, and this one also "
+                        "moves setup")
+    stmts = list(pairs[0][1])
+    # the if's own comments go above the guard; what the planner added (the cond note) stays
+    lead, n = list(node.leading_lines), len(node.leading_lines)
+    own = list(stmts[0].leading_lines)
+    stmts[0] = stmts[0].with_changes(leading_lines=own[n:] if own[:n] == lead else own)
+    original = node.with_changes(leading_lines=[])
+    header = cst.TrailingWhitespace(whitespace=cst.SimpleWhitespace("  "), comment=cst.Comment(NOTE))
+    new = cst.If(test=guard_expr(env), body=cst.IndentedBlock(body=[original], header=header),
+                 orelse=cst.Else(body=cst.IndentedBlock(body=stmts)), leading_lines=lead)
+    env.obligations.append({"kind": "autocast-keeps-original", "original": cst.Module([original]).code,
+                            "devices": list(DEVICES)})
+    return [(node, [new])]
+
+
+def declined_for_autocast(reason: str) -> bool:
+    """Whether a verifier's decline is the differential test's autocast leg (the only one
+    this form can answer: outside autocast it is the rule's own form)."""
+    return "under autocast(" in reason
+
+
+__all__ = ["DEVICES", "NAME", "declined_for_autocast", "guard", "guard_expr"]

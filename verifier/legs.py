@@ -1,0 +1,79 @@
+"""Legs of the differential test beyond the eager/compiled comparison of
+:mod:`verifier.differential`: the models under ``torch.autocast`` and whether TorchScript
+still compiles the mended module. Split out of that module to keep it readable."""
+from __future__ import annotations
+
+import contextlib
+import warnings
+
+import torch
+
+from verifier import forcing
+from verifier.differential import Mismatch, compare, flatten, observe
+
+# every Mismatch the autocast leg raises starts with this (mend's autocast-guarded form
+# answers only those declines)
+AUTOCAST_MISMATCH = "under autocast("
+
+
+AUTOCAST_DTYPE = torch.bfloat16
+
+
+def under_autocast(original, mended, ref_c, inductor, values, modes: list, grads: dict, settings_=({},)) -> float:
+    """``values`` (args, kwargs) run under ``torch.autocast(<device>, bfloat16)``: eager
+    original vs eager mended bit-exact (gradients as in eager) with the predicates natural and
+    forced as ``settings_`` says (helper-38: the example took the float32 side only), and, when ``inductor`` is
+    given, the Inductor-compiled emitted model against the eager original (bfloat16
+    tolerance; the original under Inductor and autocast where Inductor departs from eager).
+    Autocast changes the dtypes a model computes in at run time, so facts observed without
+    it (a result dtype, an exact conversion) may not hold there: an ``if`` whose sides are a
+    linear layer's output and its input returns bfloat16 or float32, ``torch.where`` float32;
+    a float32 0-d threshold meets bfloat16 logits, compared in float32 by Inductor where the
+    Python number is rounded to bfloat16 first (86 of 262144 elements). PyTorch doc: "Automatic
+    Mixed Precision package - torch.amp". Raises Mismatch."""
+    args, kwargs = values
+    device = next((t.device.type for t in flatten([args, kwargs]) if t.device.type != "meta"), "cpu")
+    label = f"autocast({device}, {str(AUTOCAST_DTYPE).removeprefix('torch.')})"
+    modes += [m for m in (f"eager/{label}/eval", inductor is not None and f"compiled:inductor/{label}/eval")
+              if m and m not in modes]
+    with torch.autocast(device, dtype=AUTOCAST_DTYPE), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        worst = 0.0
+        for setting in settings_:
+            with contextlib.ExitStack() as stack:
+                for line, value in setting.items():
+                    stack.enter_context(forcing.forced(line, value))
+                try:
+                    worst = max(worst, compare(observe(original, args, kwargs, True), observe(mended, args, kwargs, True),
+                                               exact=True, grad_stats=grads))
+                except Mismatch as exc:
+                    raise Mismatch(f"under {label}, eager{', forced ' + str(setting) if setting else ''}: {exc}") from exc
+        if inductor is None:
+            return worst
+        got = observe(inductor, args, kwargs, grad=False)
+        try:
+            return max(worst, compare(observe(ref_c, args, kwargs, grad=False), got, exact=False, any_error=True,
+                                      floor=AUTOCAST_DTYPE))
+        except Mismatch:
+            ref_i = observe(torch.compile(ref_c), args, kwargs, grad=False)
+        try:
+            return max(worst, compare(ref_i, got, exact=False, any_error=True, floor=AUTOCAST_DTYPE))
+        except Mismatch as exc:
+            raise Mismatch(f"under {label}, torch.compile (inductor): {exc}") from exc
+
+
+def torchscript_kept(original, mended) -> str | None:
+    """Whether ``torch.jit.script`` still compiles the mended module (observed): None when the
+    original does not script; ``"kept"``; ``"lost: <error>"`` (reported: TorchScript is deprecated)."""
+    def error(model) -> str | None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                torch.jit.script(model)
+            except Exception as exc:  # TorchScript's frontend raises many types
+                return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200].rstrip(":")
+        return None
+    if error(original) is not None:
+        return None
+    lost = error(mended)
+    return "kept" if lost is None else f"lost: {lost}"
