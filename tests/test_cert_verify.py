@@ -332,3 +332,20 @@ def test_cited_lemma_is_replayed_and_its_hash_checked(work, run_mend, tmp_path, 
     _reseal(cert, rehash)
     code, out, _ = _verify(run_mend, cert)
     assert code == 1 and f"cited lemma {lemma} replays to sat" in out
+
+
+def test_a_check_reading_the_version_before_rechecks_from_the_original_file(tmp_path, run_mend):
+    """autocast-keeps-original compares the mended file with the version before the rewrite: `mend
+    cert verify` re-runs it from the original file the certificate names (hash-checked)."""
+    shutil.copy(FIXTURES / "hostcount_autocast_threshold.py", tmp_path / "t.py")
+    code, out, err = run_mend("fix", str(tmp_path / "t.py"), "--out", str(tmp_path / "out"), "--examples", "3",
+                              "--unsafe-fixes")
+    assert code == 0, out + err
+    (cert,) = (tmp_path / "out" / "certificates").glob("*.json")
+    doc = json.loads(cert.read_text())
+    assert any(o["kind"] == "autocast-keeps-original" and o["result"] == "checked" for o in doc["obligations"])
+    code, out, err = _verify(run_mend, cert)
+    assert code == 0 and "re-run" in out, out + err
+    (tmp_path / "t.py").unlink()   # without the original the check cannot be re-run: unknown, not passed
+    code, out, err = _verify(run_mend, cert)
+    assert code != 0 and "autocast-keeps-original" in out, out + err

@@ -116,6 +116,21 @@ def test_bool_predicate_refuted_for_a_float_test():
     assert r["result"] == "refuted"
 
 
+def test_a_bool_input_is_a_bool_predicate_only_as_observed():
+    """helper-37: a mask input observed bool may arrive as 0/1 integers, where `x[m]` indexes and
+    torch.where raises; that it is bool rests on the observation (tier observed, an unsafe fix).
+    A comparison is bool whatever its operands' dtypes (tier general); module state keeps its dtype."""
+    from verifier.levels import fix_safety
+
+    r = one("bool-predicate", facts(m=tensor("bool", (2, 3))), pred="m")
+    assert r["result"] == "proved" and r["tier"] == "observed", r
+    assert fix_safety([r], None)["label"] == "unsafe"
+    cmp = one("bool-predicate", facts(x=tensor("int64", (2, 3))), pred="x > 0")
+    assert cmp["result"] in ("proved", "checked") and cmp["tier"] == "general", cmp
+    state = one("bool-predicate", facts(**{"self.m": tensor("bool", (3,))}), pred="self.m")
+    assert state["result"] in ("proved", "checked") and state["tier"] == "general", state
+
+
 # -- gradients (shared/cases 012) -------------------------------------------------------------
 
 def test_finite_gradient_refuted_for_unguarded_sqrt():

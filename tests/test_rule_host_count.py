@@ -37,9 +37,12 @@ def _write(tmp_path: Path, code: str) -> Path:
 def test_every_fix_example_counts_on_the_tensor_with_its_obligations_in_order():
     for before, _ in hc.FIX_EXAMPLES:
         res = hc.rewrite(cst.parse_module(before), hc.example_line(before))
-        assert ".tolist()" not in res.code
+        kept = "autocast-keeps-original" in {o["kind"] for o in res.obligations}
+        # the loop stays only under autocast, for a threshold not exact in float16/bfloat16
+        assert (".tolist()" in res.code) == kept == ("is_autocast_enabled" in res.code)
         assert [o["kind"] for o in res.obligations] == ["count-tolist-1d", "count-compare-exact", "count-sum-exact",
-                                                        "count-uses-keep-type", "count-no-gradient"]
+                                                        "count-uses-keep-type", "count-no-gradient"] + (
+            ["autocast-keeps-original"] if kept else [])
 
 
 def test_every_decline_example_says_where():
@@ -218,7 +221,8 @@ def test_required_obligations_at_every_level():
     assert not out["accepted"] and "count-compare-exact" in out["reason"] and "refuted" in out["reason"]
     by_kind = {r["kind"]: r["result"] for r in out["obligations"]}
     assert by_kind == {"count-tolist-1d": "checked", "count-compare-exact": "refuted", "count-sum-exact": "unknown",
-                       "count-uses-keep-type": "proved", "count-no-gradient": "unknown"}
+                       "count-uses-keep-type": "proved", "count-no-gradient": "unknown",
+                       "autocast-keeps-original": "unknown"}   # 0.1 is not exact in bfloat16: the loop kept there
     # unknown declines too (standard would otherwise accept an unknown)
     out = O.check_rewrite(res.obligations, required=REQUIRED, level="standard", before=source, code=res.code,
                           facts={"names": {}, "self": {}}, defs={})
@@ -346,3 +350,44 @@ def test_differential_sees_a_miscount_at_the_threshold(tmp_path):
     ev = differential_test(a_mod.Model(), b_mod.Model(), a_mod.get_inputs(), max_examples=3, compiled=False,
                            train=False, extra_edge_values=res.edge_values)
     assert not ev.passed and "differ" in ev.reason
+
+
+def test_a_threshold_inexact_in_bfloat16_keeps_the_loop_under_autocast(tmp_path):
+    """helper-38: 1 + 2**-10 is exact in float32, not in bfloat16; under autocast the layer's
+    output is bfloat16 and the tensor count would include the elements equal to 1.0."""
+    from mend.targets import load_file_module
+    from tests.conftest import FIXTURES
+
+    name = "hostcount_autocast_threshold.py"
+    res = fix(str(FIXTURES / name), unsafe_fixes=True, max_examples=5)
+    (rw,) = res.rewrites
+    assert 'if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda"):' in res.mended
+    assert "n = n + (s >= 1.0009765625).sum()" in res.mended and "under autocast (cpu, cuda) the loop is kept" in rw["detail"]
+    kept = {o["kind"]: o["result"] for o in rw["obligations"]}
+    assert kept["autocast-keeps-original"] == "checked" and kept["count-compare-exact"] == "proved"
+    assert res.after.graph_break_count == 0
+    mended = tmp_path / name
+    mended.write_text(res.mended)
+    a_mod, b_mod = load_file_module(FIXTURES / name, "_hc_ac_o"), load_file_module(mended, "_hc_ac_n")
+    a, b = a_mod.Model(), b_mod.Model()
+    b.load_state_dict(a.state_dict())
+    (x,) = a_mod.probe_inputs()[0]
+    for on in (False, True):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=on), torch.no_grad():
+            want, got = a(x), b(x)
+            assert torch.equal(want, got)
+            # the unguarded count differs under autocast: what the guard is for
+            s = a.lin(x).flatten()
+            assert (int((s >= 1.0009765625).sum()) != sum(v >= 1.0009765625 for v in s.tolist())) == on
+
+
+def test_an_attribute_threshold_inexact_in_bfloat16_is_refuted():
+    """The threshold is an attribute (observed value): no guard, so count-compare-exact is proved
+    in float16 and bfloat16 too, and refuted there for 1 + 2**-10."""
+    from tests.conftest import FIXTURES
+
+    res = fix(str(FIXTURES / "hostcount_autocast_attr.py"), unsafe_fixes=True, max_examples=5)
+    assert res.rewrites == [] and res.mended == res.original
+    (d,) = res.declined
+    assert "count-compare-exact" in d.reason and "refuted" in d.reason, d.reason
+    assert "bfloat16" in d.counterexample and "autocast" in d.counterexample, d.counterexample

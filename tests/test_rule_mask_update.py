@@ -228,3 +228,36 @@ def test_a_declined_second_form_adds_its_reason(tmp_path):
     (d,) = res.declined
     assert res.rewrites == [] and "its second form" in d["reason"]
     assert d["reason"].count("same-shape") >= 2, d["reason"]
+
+
+def test_operands_a_backward_saves_are_read_through_clone(tmp_path):
+    """helper-37: the mended copy_ must not overwrite a tensor f's backward saved (the model is
+    trained after mend ran on it frozen)."""
+    from mend.fix import fix
+    from mend.targets import load_file_module
+    from tests.conftest import FIXTURES
+
+    name = "mask_update_frozen_saved.py"
+    res = fix(str(FIXTURES / name), unsafe_fixes=True, max_examples=5)
+    (rw,) = res.rewrites
+    assert "h.clone() * h.clone(), h))" in res.mended, res.mended   # the row-mask form
+    mended = tmp_path / name
+    mended.write_text(res.mended)
+    a_mod, b_mod = load_file_module(FIXTURES / name, "_mu_fr_o"), load_file_module(mended, "_mu_fr_n")
+    grads = []
+    for mod in (a_mod, b_mod):
+        torch.manual_seed(0)
+        model = mod.Model()
+        model.emb.weight.requires_grad_(True)   # unfrozen after mend ran
+        out = model(*a_mod.get_inputs())
+        out.sum().backward()
+        grads.append((out.detach(), model.emb.weight.grad))
+    assert torch.equal(grads[0][0], grads[1][0]) and torch.equal(grads[0][1], grads[1][1])
+    # without the clones backward raises: what the clones are for
+    bare = res.mended.replace("h.clone() * h.clone()", "h * h")
+    (tmp_path / "bare.py").write_text(bare)
+    torch.manual_seed(0)
+    model = load_file_module(tmp_path / "bare.py", "_mu_fr_b").Model()
+    model.emb.weight.requires_grad_(True)
+    with pytest.raises(RuntimeError, match="inplace operation"):
+        model(*a_mod.get_inputs()).sum().backward()

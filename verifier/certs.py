@@ -136,7 +136,7 @@ def verify_file(path: str | Path, *, rerun=None, timeout_ms: int | None = None) 
     if doc.get("digest") != digest(doc):
         rep.problems.append("the certificate's content does not match its digest (tampered)")
     _check_files(path, doc, rep)
-    _check_queries(doc, rep, timeout_ms, code=_mended_code(path, doc))
+    _check_queries(doc, rep, timeout_ms, code=_mended_code(path, doc), before=_original_code(path, doc))
     _check_safety(doc, rep)
     choice = doc.get("choice")
     if choice:  # a cost prediction: recorded under the digest, never part of what is proved
@@ -171,6 +171,18 @@ def _mended_code(path: Path, doc: dict) -> str | None:
     return mended.read_text(encoding="utf-8")
 
 
+def _original_code(path: Path, doc: dict) -> str | None:
+    """The original file's text (a kept copy, or the installed module) when it hashes to the
+    recorded value (a check comparing the two versions re-reads it), else None."""
+    paths = doc.get("paths") or {}
+    orig = resolve(path, paths.get("original")) if paths.get("original") else None
+    if orig is None and paths.get("original_module"):
+        orig = _installed_origin(paths["original_module"])
+    if orig is None or not orig.is_file() or sha256_file(orig) != doc.get("sha256_original"):
+        return None
+    return orig.read_text(encoding="utf-8")
+
+
 def _check_hash(rep: Report, role: str, path: Path, recorded: str, problem: str) -> None:
     """Record ``path`` as the checked ``role`` file; a problem when its sha256 is not ``recorded``."""
     got = sha256_file(path)
@@ -203,12 +215,14 @@ def _check_files(path: Path, doc: dict, rep: Report) -> None:
         rep.notes.append("the original file is not kept (--write replaced it): only the mended file's hash is checked")
 
 
-def _check_queries(doc: dict, rep: Report, timeout_ms: int | None, code: str | None = None) -> None:
+def _check_queries(doc: dict, rep: Report, timeout_ms: int | None, code: str | None = None,
+                   before: str | None = None) -> None:
     """Re-check each obligation by its outcome kind (:mod:`verifier.outcomes`): the recorded
     result is a well-formed outcome; a solver outcome (proved / refuted with a query)
     replays with z3 to its recorded answer and is the encoding of its obligation; a check
     (checked, or refuted by a check) gives the same outcome when re-run from the
-    certificate's own data (facts, the obligation's fields, the mended file ``code``); every
+    certificate's own data (facts, the obligation's fields, the mended file ``code``, the
+    original ``before``); every
     cited lemma is the file in proofs/ with the recorded sha256 and replays to its stated
     answer."""
     from verifier import obligations as O
@@ -227,7 +241,7 @@ def _check_queries(doc: dict, rep: Report, timeout_ms: int | None, code: str | N
     rederived = None
     try:
         rederived = O.discharge([O.obligation_data(o) for o in obs], facts=ver.get("facts"), defs=ver.get("defs"),
-                                code=code, timeout_ms=max(int(o.get("timeout_ms") or O.TIMEOUT_MS) for o in obs)
+                                code=code, before=before, timeout_ms=max(int(o.get("timeout_ms") or O.TIMEOUT_MS) for o in obs)
                                 if obs else O.TIMEOUT_MS)
     except Exception as exc:  # noqa: BLE001 - report, do not crash
         rep.problems.append(f"the obligations could not be re-encoded ({type(exc).__name__}: {exc})")

@@ -106,8 +106,12 @@ class ShapeEval:
             obs = f["dtype"]
             if obs not in DTC:
                 raise Unsupported(f"`{dotted}` has dtype {obs}, outside the encoded dtypes")
-            if self.strict_dtypes or obs == "bool":
+            if self.strict_dtypes or (obs == "bool" and state):
                 self.assume.append((dt == DTC[obs], f"`{dotted}` is a {obs} tensor (observed)"))
+            elif obs == "bool":   # a mask may arrive as 0/1 integers, where x[m] indexes (helper-37)
+                self.assume.append((z3.Or(dt == DTC["bool"], is_int(dt)),
+                                    f"`{dotted}` is a bool or integer tensor (observed bool; an input mask may be 0/1 "
+                                    "integers)"))
             elif obs in FLOATS:
                 self.assume.append((is_float(dt), f"`{dotted}` is a floating-point tensor (observed {obs}; any floating dtype)"))
             else:

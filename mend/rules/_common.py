@@ -156,6 +156,25 @@ def imports_torch(module: cst.Module, name: str) -> bool:
     return False
 
 
+def torch_name(module: cst.Module) -> tuple[str, bool]:
+    """(the name ``torch`` is bound to at the top level, whether ``import torch`` must be added)."""
+    for name in sorted(torch_aliases(module), key=lambda n: n != "torch"):
+        if imports_torch(module, name):
+            return name, False
+    return "torch", True
+
+
+# the autocast device types mend's guards read: the ones the verifier's autocast leg runs on
+AUTOCAST_DEVICES = ("cpu", "cuda")
+
+
+def autocast_on(torch: str = "torch") -> str:
+    """``torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda")``: Dynamo folds it
+    and guards autocast's state (``GLOBAL_STATE changed: autocast(cpu)_enabled`` recompiles,
+    measured on torch 2.13), so a guard on it leaves no break outside autocast."""
+    return " or ".join(f'{torch}.is_autocast_enabled("{d}")' for d in AUTOCAST_DEVICES)
+
+
 class _FindStatement(cst.CSTVisitor):
     METADATA_DEPENDENCIES = (PositionProvider,)
 

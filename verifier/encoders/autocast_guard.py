@@ -1,12 +1,12 @@
-"""Encoder for a selection that keeps the original ``if`` under ``torch.autocast``.
+"""Encoder for a rewrite that keeps the original statement under ``torch.autocast``.
 
 * ``autocast-keeps-original`` (check, a static screen of the two versions): the mended file
   holds ``if <torch>.is_autocast_enabled("cpu") or <torch>.is_autocast_enabled("cuda"):``
-  (``<torch>`` bound only by ``import torch``) whose body is the recorded ``if``, and that
-  ``if`` is a statement of the version before the rewrite, token for token (``ast.dump``,
-  positions aside). Under autocast on those devices the original statement runs, so the
-  rewrite's other obligations (about the selection in the ``else``) are needed only outside
-  autocast. Dynamo folds the test and guards on autocast's state (measured on torch 2.13:
+  (``<torch>`` bound only by ``import torch``) whose body is the recorded statement (an ``if``
+  of predicated control flow, a counting loop of host-count-reduction), and that statement is
+  one of the version before the rewrite, token for token (``ast.dump``, positions aside).
+  Under autocast on those devices the original statement runs, so the rewrite's other
+  obligations (about the new code in the ``else``) are needed only outside autocast. Dynamo folds the test and guards on autocast's state (measured on torch 2.13:
   ``GLOBAL_STATE changed: autocast(cpu)_enabled`` recompiles), so each state gets its own graph.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from verifier.encoders.base import Ctx
 from verifier.encoders.numpy_constants import _module_aliases
 from verifier.outcomes import Outcome, check_refuted, checked, unknown
 
-BY = ("static screen of the mended file and the version before: the recorded if is a statement of the version "
+BY = ("static screen of the mended file and the version before: the recorded statement is one of the version "
       "before, kept verbatim as the whole body of `if torch.is_autocast_enabled(...) or ...:` for every recorded "
       "device type")
 
@@ -36,7 +36,7 @@ def _guard_devices(test: ast.expr, torch_names: set[str]) -> set[str] | None:
 
 
 def autocast_keeps_original(ob: dict, ctx: Ctx) -> Outcome:
-    """The recorded original ``if`` runs unchanged whenever autocast is on for the recorded
+    """The recorded original statement runs unchanged whenever autocast is on for the recorded
     device types (a screen; see the module docstring)."""
     if ctx.code is None or ctx.before is None:
         return unknown("the mended file and the version before were not both available to screen")
@@ -45,21 +45,21 @@ def autocast_keeps_original(ob: dict, ctx: Ctx) -> Outcome:
         tree, before = ast.parse(ctx.code), ast.parse(ctx.before)
     except SyntaxError as exc:
         return unknown(f"a version does not parse ({exc.msg})")
-    if len(kept) != 1 or not isinstance(kept[0], ast.If):
-        return unknown("the recorded original is not one if statement")
-    want = ast.dump(kept[0])
-    if not any(ast.dump(n) == want for n in ast.walk(before) if isinstance(n, ast.If)):
-        return check_refuted(BY, "the recorded if is not a statement of the version before the rewrite")
+    if len(kept) != 1:
+        return unknown("the recorded original is not one statement")
+    want, kind = ast.dump(kept[0]), type(kept[0])
+    if not any(ast.dump(n) == want for n in ast.walk(before) if isinstance(n, kind)):
+        return check_refuted(BY, "the recorded statement is not one of the version before the rewrite")
     devices = set(ob.get("devices") or ())
     torch_names = _module_aliases(tree, "torch")
     for node in ast.walk(tree):
         if isinstance(node, ast.If) and len(node.body) == 1 and ast.dump(node.body[0]) == want:
             got = _guard_devices(node.test, torch_names)
             if got is not None and devices and devices <= got:
-                return checked(BY, [f"autocast on any of {', '.join(sorted(got))} runs the original if, the graph "
+                return checked(BY, [f"autocast on any of {', '.join(sorted(got))} runs the original statement, the graph "
                                     "break included; autocast on another device type is not guarded",
                                     "Dynamo folds torch.is_autocast_enabled and guards on it (torch 2.13)"])
-    return check_refuted(BY, "no `if torch.is_autocast_enabled(...) or ...:` in the mended file has the recorded if "
+    return check_refuted(BY, "no `if torch.is_autocast_enabled(...) or ...:` in the mended file has the recorded statement "
                              f"as its whole body for the device types {sorted(devices)}")
 
 

@@ -16,6 +16,8 @@ bit-vectors), ``count-sum-exact`` (int64 against exact integers), ``count-uses-k
 """
 from __future__ import annotations
 
+import dataclasses
+
 import math
 from typing import Any
 
@@ -172,6 +174,30 @@ def compare_exact(ob: dict, ctx: Ctx) -> Outcome:
                            f"where the loop runs (observed: {_fact_words(seen) if seen else 'nothing'})")
         c = seen["value"]
         texts = texts + [f"`{ob.get('threshold')}` == {c!r} on every call (a module attribute, observed)"]
+    # with the threshold counted on the tensor under autocast too (no guard emitted: an
+    # attribute, or a literal exact there), T may be computed in float16/bfloat16 (helper-38)
+    dtypes = [dtype] + ([d for d in _AUTOCAST_FLOATS if d != dtype]
+                        if ob.get("autocast") == "counted" and dtype in _AUTOCAST_FLOATS else [])
+    first = None
+    for d in dtypes:
+        out = _compare_in(ob, ctx, d, op, c, texts, observed=d == dtype)
+        if out.result not in ("proved", "checked"):
+            return out
+        first = first or out
+    if len(dtypes) > 1:
+        first = dataclasses.replace(first, assumptions=tuple(first.assumptions) + (
+            "the same claim is proved with T in " + ", ".join(dtypes[1:]) + " (separate queries: autocast may compute "
+            "T there)",))
+    return first
+
+
+_AUTOCAST_FLOATS = ("float32", "bfloat16", "float16")
+
+
+def _compare_in(ob: dict, ctx: Ctx, dtype: str, op: str, c, texts: list[str], observed: bool) -> Outcome:
+    """:func:`compare_exact`'s query with T's elements of ``dtype`` (the observed one, or one
+    autocast may compute T in)."""
+    expr = ob["expr"]
     try:
         x, models, py = _hc_compare_terms(dtype, op, c)
     except Unsupported as exc:
@@ -179,7 +205,8 @@ def compare_exact(ob: dict, ctx: Ctx) -> Outcome:
 
     def build():
         return Query([], [z3.Or(*[py != t for _, t in models])],
-                     texts + [f"`{expr}` has dtype {dtype} on every call (observed)",
+                     texts + [f"`{expr}` has dtype {dtype} on every call (observed)" if observed else
+                              f"under torch.autocast `{expr}` is computed in {dtype} (one dtype autocast may give it)",
                               "Tensor.tolist() gives each element's exact value (float64 for floating dtypes, int for "
                               "integer dtypes, bool)",
                               "torch compares " + "; or ".join(d for d, _ in models)], (x, models, py))
@@ -190,7 +217,8 @@ def compare_exact(ob: dict, ctx: Ctx) -> Outcome:
         got = [str(z3.is_true(model.eval(t, model_completion=True))) for _, t in models]
         return (f"s = {val} ({dtype}): Python `s {op} {ob.get('threshold')}` is "
                 f"{z3.is_true(model.eval(py, model_completion=True))}, torch `{expr} {op} {ob.get('threshold')}` gives "
-                f"{' / '.join(got)}; the threshold is not exact in {dtype if dtype in FP_FORMAT else 'the promoted dtype'}")
+                f"{' / '.join(got)}; the threshold is not exact in {dtype if dtype in FP_FORMAT else 'the promoted dtype'}"
+                + ("" if observed else f" (under torch.autocast, which may compute `{expr}` in {dtype})"))
     arith = (f"IEEE 754 in Z3's FloatingPoint theory, RNE ({dtype}, float64, float32; binary128 for exact int/float "
              "comparison); integers as bit-vectors; never reals")
     return decide("count-compare-exact", [("observed", build)], ctx, arith, describe,

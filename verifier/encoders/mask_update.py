@@ -56,6 +56,9 @@ def _screen(node, operands: set[str], torch_name: str) -> str | None:
         return None if name in operands else f"`{name}` is not an operand read through the mask"
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         return _screen(node.operand, operands, torch_name)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "clone" \
+            and not node.args and not node.keywords and isinstance(node.func.value, ast.Name):
+        return _screen(node.func.value, operands, torch_name)   # a copy: the same values
     if isinstance(node, ast.BinOp):
         if not isinstance(node.op, BIN_OPS):
             return f"`{type(node.op).__name__}` is not an exactly rounded elementwise operator that cannot raise"
@@ -82,7 +85,7 @@ def _screen(node, operands: set[str], torch_name: str) -> str | None:
 
 def elementwise(ob: dict, ctx: Ctx) -> Outcome:
     by = ("the elementwise screen (verifier/encoders/mask_update.py) of the mended expression: numbers, the operand "
-          "names and + - * /, unary -, abs, neg, relu, clamp/clip with numeric bounds only")
+          "names (or their .clone()) and + - * /, unary -, abs, neg, relu, clamp/clip with numeric bounds only")
     try:
         node = _expr(ob["expr"])
     except (SyntaxError, KeyError):

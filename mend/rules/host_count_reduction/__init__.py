@@ -32,6 +32,14 @@ What makes it exact (proof obligations, discharged by ``verifier/obligations.py`
   be a Python-number attribute of the module (``l >= self.min_len``: bound only in
   ``__init__``, to no tensor or module): its value is the one observed where the loop runs
   (an assumption recorded with the proof; the fix is unsafe like every fix of this rule).
+* Under ``torch.autocast`` T may be computed in float16/bfloat16 (a linear layer's output),
+  where torch rounds C to that dtype and Python compares the exact value (helper-38: C = 1 +
+  2**-10, 191 vs 190). A literal C that is not exact in both is answered by keeping the loop
+  there: ``if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda"):`` around
+  the original loop, the count in its ``else`` (obligation ``autocast-keeps-original``, a
+  screen; Dynamo folds the test, so no break remains outside autocast). Otherwise (an
+  attribute C, or a literal exact there) ``count-compare-exact`` is also proved with T in
+  float32, bfloat16 and float16, and refuted when C is not exact there.
 * ``count-tolist-1d``: T is 1-D (observed; recorded as an assumption). ``tolist()`` of a
   2-D tensor yields lists and ``list > C`` raises TypeError in the original.
 * ``count-sum-exact``: the int64 sum of the bool tensor, scaled and added to the int
@@ -101,7 +109,7 @@ Never inference-only: the count has no gradient in either version.
 """
 
 OBLIGATION_KINDS = frozenset({"count-tolist-1d", "count-compare-exact", "count-sum-exact", "count-uses-keep-type",
-                              "count-no-gradient"})
+                              "count-no-gradient", "autocast-keeps-original"})
 
 RULE = Rule(
     name=NAME,

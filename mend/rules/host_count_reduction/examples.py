@@ -123,6 +123,34 @@ def forward(self, x):
     n_confident = n_confident + (scores > 0.5).sum()
     return scores * n_confident
 '''),
+    # a threshold not exact in bfloat16/float16 (helper-38): the loop kept under autocast, where
+    # the scores may be computed in those dtypes; the comment stays above both
+    ('''import torch
+
+
+def forward(self, x):
+    scores = self.fc(x).squeeze(-1)
+    n_big = 0
+    # count the big ones
+    for s in scores.tolist():
+        if s > 1.0009765625:
+            n_big += 1
+    return scores * n_big
+''', '''import torch
+
+
+def forward(self, x):
+    scores = self.fc(x).squeeze(-1)
+    n_big = 0
+    # count the big ones
+    if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda"):  # mend: autocast may compute the tensor in float16/bfloat16, where the threshold is not exact
+        for s in scores.tolist():
+            if s > 1.0009765625:
+                n_big += 1
+    else:
+        n_big = n_big + (scores > 1.0009765625).sum()
+    return scores * n_big
+'''),
     # `C <cmp> s` is normalised; step 2; a use on the right of `-`
     ('''import torch
 

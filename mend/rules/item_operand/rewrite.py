@@ -6,7 +6,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from mend.rules._base import Decline, RewriteResult
-from mend.rules._common import Replace, add_import, annotated_line, code_of, imports_torch, torch_aliases
+from mend.rules._common import Replace, add_import, annotated_line, autocast_on, code_of, torch_name
 from mend.rules.item_operand.screen import NAME, Plan, inline_screen, screen
 
 
@@ -23,23 +23,11 @@ def new_value(plan: Plan, torch_name: str = "torch") -> str:
     outside them no break remains and inside them the original runs. Under TorchScript too
     (``torch.jit.script`` of the mended module scripts the original read)."""
     t = code_of(plan.tensor)
-    on = " or ".join([f'{torch_name}.is_autocast_enabled("{d}")' for d in AUTOCAST_DEVICES]
-                     + [f"{torch_name}.get_default_dtype() != {torch_name}.float32"])
+    on = f"{autocast_on(torch_name)} or {torch_name}.get_default_dtype() != {torch_name}.float32"
     # TorchScript compiles only the taken side of `is_scripting()` (a ternary's test, not an
     # `or` operand) and rejects is_autocast_enabled("cpu"): it scripts the original read
     return (f"{t}.item() if {torch_name}.jit.is_scripting() else "
             f"({t}.item() if {on} else {t}.detach().reshape(()).clone())")
-
-
-AUTOCAST_DEVICES = ("cpu", "cuda")
-
-
-def _torch(module: cst.Module) -> tuple[str, bool]:
-    """(the name ``torch`` is bound to at the top level, whether ``import torch`` must be added)."""
-    for name in sorted(torch_aliases(module), key=lambda n: n != "torch"):
-        if imports_torch(module, name):
-            return name, False
-    return "torch", True
 
 
 def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
@@ -54,8 +42,8 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
             return inline
         return _rewrite_inline(wrapper, line, inline)
     pos = wrapper.resolve(PositionProvider)
-    torch_name, add = _torch(module)
-    value = new_value(plan, torch_name)
+    torch, add = torch_name(module)
+    value = new_value(plan, torch)
     new_line, old = annotated_line(plan.line, f"{plan.name} = {value}", NAME)
     tree = _imported(wrapper.module.visit(Replace(plan.line, new_line)), add)
     uses, obligations = _obligations(plan, line, pos)
@@ -84,8 +72,8 @@ def _rewrite_inline(wrapper: MetadataWrapper, line: int, plan: Plan) -> RewriteR
     """``... / T.item()`` -> ``... / T.detach().reshape(()).clone()`` on ``line``, in place."""
     pos = wrapper.resolve(PositionProvider)
     was = code_of(plan.call).strip()
-    torch_name, add = _torch(wrapper.module)
-    value = new_value(plan, torch_name)
+    torch, add = torch_name(wrapper.module)
+    value = new_value(plan, torch)
     new = cst.parse_expression(f"({value})").with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
     stmt = plan.line.visit(Replace(plan.call, new))
     text = code_of(stmt.body[0]).strip()

@@ -113,7 +113,7 @@ def shrink(x, m):
 
 
 def shrink(x, m):
-    x.copy_(torch.where(m, x - (x.abs() * 0.5), x))  # mend: mask-update (was: x[m] -= x[m].abs() * 0.5)
+    x.copy_(torch.where(m, x.clone() - (x.clone().abs() * 0.5), x))  # mend: mask-update (was: x[m] -= x[m].abs() * 0.5)
     return x
 ''',
     ),

@@ -102,9 +102,19 @@ def _mask_ok(node: cst.BaseExpression) -> str | None:
 class _Lift:
     """f over the selected elements -> f over the whole tensors (``y[mask]`` -> ``y``), or why not."""
 
-    def __init__(self, mask: str, aliases: dict[str, str], scalars: set[str] = frozenset()):
+    def __init__(self, mask: str, aliases: dict[str, str], scalars: set[str] = frozenset(), clone: bool = False):
         self.mask, self.aliases, self.operands, self.why = mask, aliases, [], None
         self.candidates, self.scalars = scalars, []
+        # an op whose backward saves a masked read itself (abs/clamp of it, it times a tensor, it
+        # over or under a tensor divisor): read as x, copy_ would overwrite what backward saved
+        # (helper-37: "modified by an inplace operation"); the original's x[mask] was a copy
+        self.saves, self.clone = False, clone
+
+    def _operand(self, node: cst.BaseExpression) -> bool:
+        """A tensor operand (not a number literal or a Python-number attribute)."""
+        while isinstance(node, cst.UnaryOperation):
+            node = node.expression
+        return not isinstance(node, (cst.Integer, cst.Float)) and (dotted(node) or "") not in self.candidates
 
     def fail(self, why: str):
         if self.why is None:
@@ -124,6 +134,8 @@ class _Lift:
                 return self.fail(f"`{code_of(node.value).strip()}` is not a plain name")
             if node.value.value not in self.operands:
                 self.operands.append(node.value.value)
+            if self.clone:
+                return cst.Call(func=cst.Attribute(node.value, cst.Name("clone")), lpar=node.lpar, rpar=node.rpar)
             return node.value.with_changes(lpar=node.lpar, rpar=node.rpar)
         if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
             inner = self.lift(node.expression)
@@ -136,6 +148,10 @@ class _Lift:
                 if isinstance(node.operator, cst.Power):
                     return self.fail("`**` off the mask can be NaN/inf or have a NaN/inf derivative")
                 return self.fail(f"the operator `{op}` is not an exactly rounded elementwise operator")
+            both = self._operand(node.right) and (isinstance(node.operator, cst.Divide) or self._operand(node.left))
+            if isinstance(node.operator, (cst.Multiply, cst.Divide)) and both and (
+                    isinstance(node.left, cst.Subscript) or isinstance(node.right, cst.Subscript)):
+                self.saves = True
             left, right = self.lift(node.left), self.lift(node.right)
             return None if left is None or right is None else node.with_changes(left=left, right=right)
         if isinstance(node, cst.Call):
@@ -172,6 +188,9 @@ class _Lift:
         bounds = args if method else args[1:]
         if not method and (not args or args[0].keyword is not None):
             return self.fail(f"`{code_of(node).strip()}`: the tensor is not the first positional argument")
+        tensor = node.func.value if method else (args[0].value if args else None)
+        if last in ("abs", "clamp", "clip") and isinstance(tensor, cst.Subscript):   # backward saves the input
+            self.saves = True
         if last in ("clamp", "clip"):
             for b in bounds:
                 v = b.value
@@ -213,7 +232,16 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
     if why:
         return Decline(NAME, why)
     mask = code_of(idx).strip()
-    lifter = _Lift(mask, aliases, scalar_candidates(ancestors) - {target})
+    plan = _lifted(node, parent, target, mask, aliases, scalar_candidates(ancestors) - {target}, clone=False)
+    if isinstance(plan, tuple):   # the operands read through .clone(), as the original read copies
+        plan = _lifted(node, parent, target, mask, aliases, scalar_candidates(ancestors) - {target}, clone=True)
+    return plan
+
+
+def _lifted(node, parent, target: str, mask: str, aliases, scalars: set[str], clone: bool):
+    """The Plan, a Decline, or (without ``clone``) ``("saves",)`` when f has an op whose backward
+    saves an operand, so that the operands must be read through ``.clone()``."""
+    lifter = _Lift(mask, aliases, scalars, clone=clone)
     lifter.operands.append(target)
     if isinstance(node, cst.AugAssign):
         if type(node.operator) not in AUG_OPS:
@@ -221,6 +249,8 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
         rhs = lifter.lift(node.value)
         if rhs is None:
             return Decline(NAME, lifter.why)
+        if isinstance(node.operator, (cst.MultiplyAssign, cst.DivideAssign)) and lifter._operand(node.value):
+            lifter.saves = True
         rtext = code_of(rhs).strip()
         if isinstance(rhs, (cst.BinaryOperation, cst.UnaryOperation)) and not rhs.lpar:
             rtext = f"({rtext})"
@@ -230,6 +260,10 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
         if lifted is None:
             return Decline(NAME, lifter.why)
         new_value = code_of(lifted).strip()
+    if isinstance(node, cst.AugAssign) and clone:
+        new_value = f"{target}.clone() {new_value[len(target):].lstrip()}"
+    if lifter.saves and not clone:
+        return ("saves",)
     return Plan(parent, target, mask, new_value, lifter.operands, next(iter(aliases)), lifter.scalars)
 
 

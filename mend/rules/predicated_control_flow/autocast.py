@@ -16,22 +16,15 @@ from __future__ import annotations
 
 import libcst as cst
 
+from mend.rules._common import AUTOCAST_DEVICES, autocast_on
 from mend.rules.predicated_control_flow.env import NAME, _Declined, _Env
 
-# the autocast device types the guard reads (the ones the verifier's autocast leg runs on;
-# item-operand's guard reads the same two)
-DEVICES = ("cpu", "cuda")
 NOTE = "# mend: autocast computes the sides in other dtypes, so under it the original if runs"
 
 
 def guard_expr(env: _Env) -> cst.BaseExpression:
     """``torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda")``."""
-    calls = [cst.Call(func=cst.Attribute(cst.Name(env.torch), cst.Name("is_autocast_enabled")),
-                      args=[cst.Arg(cst.SimpleString(f'"{d}"'))]) for d in DEVICES]
-    expr = calls[0]
-    for c in calls[1:]:
-        expr = cst.BooleanOperation(left=expr, operator=cst.Or(), right=c)
-    return expr
+    return cst.parse_expression(autocast_on(env.torch))
 
 
 def guard(node: cst.If, pairs, env: _Env):
@@ -53,7 +46,7 @@ def guard(node: cst.If, pairs, env: _Env):
     new = cst.If(test=guard_expr(env), body=cst.IndentedBlock(body=[original], header=header),
                  orelse=cst.Else(body=cst.IndentedBlock(body=stmts)), leading_lines=lead)
     env.obligations.append({"kind": "autocast-keeps-original", "original": cst.Module([original]).code,
-                            "devices": list(DEVICES)})
+                            "devices": list(AUTOCAST_DEVICES)})
     return [(node, [new])]
 
 
@@ -63,4 +56,4 @@ def declined_for_autocast(reason: str) -> bool:
     return "under autocast(" in reason
 
 
-__all__ = ["DEVICES", "NAME", "declined_for_autocast", "guard", "guard_expr"]
+__all__ = ["NAME", "declined_for_autocast", "guard", "guard_expr"]
