@@ -58,6 +58,13 @@ FIX_EXAMPLES: list[tuple[str, str]] = [
 ]
 
 DECLINE_EXAMPLES: list[DeclineExample | tuple] = [
+    # read under autocast(enabled=False), used outside it, where autocast may be on (helper-38:
+    # the guard saw autocast off and kept a 0-d float32 tensor; bfloat16 logits met it)
+    (_HEAD + '''    def forward(self, h, t):
+        with torch.autocast("cpu", enabled=False):
+            s = t.max().item()
+        return (h * s).relu()
+''', "used outside it"),
     # the number steers Python control flow: a tensor there is a branch on a tensor
     (_HEAD + '''    def forward(self, h, t):
         s = t.max().item()

@@ -97,6 +97,7 @@ def screen(wrapper: MetadataWrapper, line: int) -> Plan | Decline:
             return Decline(NAME, f"the function calls `{call.func.value}()`, which can read `{name}` by name")
     walk = NameWalk({name})
     function.body.visit(walk)
+    block = _autocast_block(stmt, parents)
     uses: list[Use] = []
     for node, nested in walk.found:
         if not _is_read(node, parents):
@@ -106,6 +107,10 @@ def screen(wrapper: MetadataWrapper, line: int) -> Plan | Decline:
             return Decline(NAME, f"`{name}` is captured by a nested function or class (line {ln})")
         if node is stmt.body[0].targets[0].target:
             continue
+        if block is not None and not _within(node, block, parents):
+            return Decline(NAME, f"`{name}` is read inside `with {code_of(block.items[0].item)}:` ({where}) and used "
+                                 f"outside it (line {ln}): the guard sees that block's autocast state, the use runs "
+                                 "under another (helper-38: a read under enabled=False met bfloat16 logits)")
         use = _operand_use(node, name, use_kind(node, parents), parents, pos)
         if isinstance(use, Decline):
             return use
@@ -145,6 +150,19 @@ def inline_screen(wrapper: MetadataWrapper, line: int) -> Plan | Decline | None:
         return Decline(NAME, f"`{code_of(tensor)}` (line {line}) binds a name or defines/awaits a function")
     use = _operand_use(call, label, "read in place", parents, pos)
     return use if isinstance(use, Decline) else Plan(stmt, None, tensor, [use], call)
+
+
+def _autocast_block(node, parents) -> cst.With | None:
+    """The innermost ``with`` around ``node`` that enters an autocast context
+    (``torch.autocast``, ``torch.amp.autocast``, ``torch.cpu.amp.autocast``...), else None."""
+    for anc in _ancestors(node, parents):
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
+            return None
+        if isinstance(anc, cst.With) and any(
+                isinstance(i.item, cst.Call) and (dotted(i.item.func) or "").rsplit(".", 1)[-1] == "autocast"
+                for i in anc.items):
+            return anc
+    return None
 
 
 def _ancestors(node, parents):
