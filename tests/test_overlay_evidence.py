@@ -98,6 +98,25 @@ def test_a_candidate_that_differs_under_autocast_fails(tmp_path):
     assert "eager/autocast(<the inputs' device>, bfloat16)/example" in ex.evidence([], [])["modes"]
 
 
+def test_the_autocast_runs_force_the_predicates_as_the_eager_runs_do(tmp_path):
+    """helper-38: the example may take the float32 side only; the autocast runs force each
+    predicate both ways like the eager ones (the worker runs every setting of `force`)."""
+    for force in ([], [12]):
+        requests = {}
+        replies = {**_replies(emit=(1.0, NAN), cur=(1.0, NAN)), "candc": _obs(1.0, NAN)}
+        ex, _ = _overlay(tmp_path, replies, True)
+        start = ex.start_workers
+
+        def record(reqs, tmp, start=start, requests=requests):
+            requests.update({tag.rstrip("0123456789"): req for req, tag in reqs})
+            return start(reqs, tmp)
+
+        ex.start_workers = record
+        assert ex.evidence(force, [])["passed"]
+        assert requests["ref_ac"]["force"] == requests["cand_ac"]["force"] == requests["ref"]["force"] == force
+        assert requests["cand_ac"]["autocast"] == "bfloat16" and requests["ref_ac"]["limit"] == 1
+
+
 def test_a_failed_current_run_fails_the_candidate_with_its_reason(tmp_path):
     from mend.errors import MendError
 

@@ -462,8 +462,9 @@ class Overlay:
         if force:
             jobs["candc"] = {**base, "overlay": str(self.cand_dir), "compiled": True, "backend": "eager"}
         # the example once more under torch.autocast, eager (Inductor there would be one more
-        # compile of the whole model per candidate)
-        amp = {**self._base([]), "autocast": AUTOCAST_NAME, "limit": 1}
+        # compile of the whole model per candidate), its predicates natural and forced both
+        # ways (helper-38: the example took the float32 side only)
+        amp = {**base, "autocast": AUTOCAST_NAME, "limit": 1}
         jobs |= {"ref_ac": {**amp, "overlay": str(self.ref_dir)}, "cand_ac": {**amp, "overlay": str(self.cand_dir)}}
         jobs["scan"] = self._scan_request(self.trial)
         started = self.start_workers([(req, f"{name}{n}") for name, req in jobs.items()], tmp)
