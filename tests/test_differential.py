@@ -170,3 +170,27 @@ def test_dynamos_user_code_appendix_is_not_part_of_the_compared_exception_messag
     with pytest.raises(Mismatch, match="behaviour differs"):
         compare(a, c, exact=True)
     torch._dynamo.reset()
+
+
+def test_a_mismatch_hypothesis_cannot_replay_is_a_failure_not_a_crash():
+    """helper-40: a difference seen once on a drawn input, not repeated when Hypothesis replayed
+    it, ended the whole run as an internal error (FlakyFailure); it is a failed test."""
+    import torch
+
+    from verifier.differential import differential_test
+
+    class Same(torch.nn.Module):
+        def forward(self, x):
+            return x * 2
+
+    calls = []
+
+    class OnceOff(torch.nn.Module):
+        """Like Same, except on its 9th call (a drawn input, not the example)."""
+
+        def forward(self, x):
+            calls.append(1)
+            return x * 2 + (1.0 if len(calls) == 9 else 0.0)
+
+    ev = differential_test(Same(), OnceOff(), (torch.ones(3),), max_examples=10, compiled=False)
+    assert not ev.passed and "nondeterministic" in ev.reason, ev.reason

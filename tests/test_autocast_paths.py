@@ -1,0 +1,44 @@
+"""The differential test's autocast runs on drawn inputs (helper-39/40): a dtype that another
+data-dependent branch, or an input's shape, decides under torch.autocast is seen only off the
+example's path; the rewrite then gets the autocast-guarded form. A file of its own, so that
+pytest-xdist's loadfile puts these slow fixes on a worker beside test_fix_cond.py's."""
+import pytest
+import torch
+
+from mend.fix import fix
+from mend.targets import load_file_module
+from tests.conftest import FIXTURES
+
+GUARD = 'if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda"):'
+
+
+@pytest.mark.parametrize("name, inputs", [
+    # s < 0 keeps h bfloat16 under autocast; x.sum() > 0 takes the `h * 2` side
+    ("autocast_other_branch.py", [(torch.ones(4, 8), -torch.ones(3)), (-torch.ones(4, 8), -torch.ones(3)),
+                                  (torch.ones(4, 8), torch.ones(3))]),
+    # a batch of 4 makes y bfloat16 under autocast
+    ("autocast_shape_decides_dtype.py", [(torch.ones(4, 8),), (-torch.ones(4, 8),), (torch.ones(2, 8),)]),
+])
+def test_a_dtype_decided_off_the_example_s_path_is_seen_on_drawn_inputs(name, inputs, tmp_path):
+    """helper-39/40: the autocast leg on the example alone passed an unguarded torch.where whose
+    sides differ in dtype under autocast only on other inputs; drawn inputs run under autocast too."""
+    res = fix(str(FIXTURES / name), unsafe_fixes=True, max_examples=5)
+    assert res.rewrites and GUARD in res.mended, res.declined
+    mended = tmp_path / name
+    mended.write_text(res.mended)
+    a_mod, b_mod = load_file_module(FIXTURES / name, f"_dp_o_{name[:-3]}"), load_file_module(mended, f"_dp_n_{name[:-3]}")
+    torch.manual_seed(0)
+    a = a_mod.Model().eval()
+    b = b_mod.Model().eval()
+    b.load_state_dict(a.state_dict())
+    seen = set()
+    for args in inputs:
+        for on in (False, True):
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=on), torch.no_grad():
+                want = a(*args)
+                torch._dynamo.reset()
+                for got in (b(*args), torch.compile(b, backend="eager")(*args)):
+                    for w, g in zip(want if isinstance(want, tuple) else (want,), got if isinstance(got, tuple) else (got,)):
+                        assert g.dtype == w.dtype and torch.equal(g, w), (args, on)
+                        seen.add(w.dtype)
+    assert torch.bfloat16 in seen
