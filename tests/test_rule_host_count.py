@@ -361,7 +361,8 @@ def test_a_threshold_inexact_in_bfloat16_keeps_the_loop_under_autocast(tmp_path)
     name = "hostcount_autocast_threshold.py"
     res = fix(str(FIXTURES / name), unsafe_fixes=True, max_examples=5)
     (rw,) = res.rewrites
-    assert 'if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda"):' in res.mended
+    assert ('if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda") or s.dtype in (torch.float16, '
+            'torch.bfloat16):' in res.mended)
     assert "n = n + (s >= 1.0009765625).sum()" in res.mended and "under autocast (cpu, cuda) the loop is kept" in rw["detail"]
     kept = {o["kind"]: o["result"] for o in rw["obligations"]}
     assert kept["autocast-keeps-original"] == "checked" and kept["count-compare-exact"] == "proved"
@@ -379,6 +380,13 @@ def test_a_threshold_inexact_in_bfloat16_keeps_the_loop_under_autocast(tmp_path)
             # the unguarded count differs under autocast: what the guard is for
             s = a.lin(x).flatten()
             assert (int((s >= 1.0009765625).sum()) != sum(v >= 1.0009765625 for v in s.tolist())) == on
+    # helper-40: a model cast to bfloat16 (no autocast) keeps the loop too
+    a16, b16 = a_mod.Model().bfloat16(), b_mod.Model().bfloat16()
+    b16.load_state_dict(a16.state_dict())
+    with torch.no_grad():
+        want, got = a16(x.bfloat16()), b16(x.bfloat16())
+        s = a16.lin(x.bfloat16()).flatten()
+    assert torch.equal(want, got) and int((s >= 1.0009765625).sum()) != sum(v >= 1.0009765625 for v in s.tolist())
 
 
 def test_an_attribute_threshold_inexact_in_bfloat16_is_refuted():

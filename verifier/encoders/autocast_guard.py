@@ -22,11 +22,24 @@ BY = ("static screen of the mended file and the version before: the recorded sta
       "device type")
 
 
+def _half_dtype_test(p: ast.expr, torch_names: set[str]) -> bool:
+    """``name.dtype in (t.float16, t.bfloat16)``: a pure test (a local's dtype) under which the
+    original runs too, which can only keep more of the original."""
+    return (isinstance(p, ast.Compare) and len(p.ops) == 1 and isinstance(p.ops[0], ast.In)
+            and isinstance(p.left, ast.Attribute) and p.left.attr == "dtype" and isinstance(p.left.value, ast.Name)
+            and isinstance(p.comparators[0], ast.Tuple) and all(
+                isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id in torch_names
+                and e.attr in ("float16", "bfloat16") for e in p.comparators[0].elts))
+
+
 def _guard_devices(test: ast.expr, torch_names: set[str]) -> set[str] | None:
-    """The device types of ``t.is_autocast_enabled("d1") or ...``, else None."""
+    """The device types of ``t.is_autocast_enabled("d1") or ...`` (also ``or x.dtype in
+    (t.float16, t.bfloat16)``), else None."""
     parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or) else [test]
     devices = set()
     for p in parts:
+        if _half_dtype_test(p, torch_names):
+            continue
         if not (isinstance(p, ast.Call) and isinstance(p.func, ast.Attribute) and p.func.attr == "is_autocast_enabled"
                 and isinstance(p.func.value, ast.Name) and p.func.value.id in torch_names and len(p.args) == 1
                 and not p.keywords and isinstance(p.args[0], ast.Constant) and isinstance(p.args[0].value, str)):

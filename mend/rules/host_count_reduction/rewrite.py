@@ -13,7 +13,7 @@ from mend.rules._common import AUTOCAST_DEVICES, Replace, add_import, autocast_o
 from mend.rules.host_count_reduction.screen import _count_expr, _screen
 
 
-NOTE = "# mend: autocast may compute the tensor in float16/bfloat16, where the threshold is not exact"
+NOTE = "# mend: the tensor may be float16/bfloat16 (autocast, a half model), where the threshold is not exact"
 
 
 def exact_under_autocast(value) -> bool:
@@ -57,8 +57,11 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     # attribute's value is observed, so count-compare-exact proves it in those dtypes too
     guarded = plan.threshold_value is not None and not exact_under_autocast(plan.threshold_value)
     torch, add = torch_name(wrapper.module)
+    test = autocast_on(torch)
+    if isinstance(plan.tensor, cst.Name):   # a model cast to half precision too (helper-40: .bfloat16())
+        test += f" or {plan.tensor.value}.dtype in ({torch}.float16, {torch}.bfloat16)"
     if guarded:   # the loop verbatim under autocast, the count outside it (see autocast_guard)
-        new = cst.If(test=cst.parse_expression(autocast_on(torch)),
+        new = cst.If(test=cst.parse_expression(test),
                      body=cst.IndentedBlock([plan.loop.with_changes(leading_lines=[])], header=cst.TrailingWhitespace(
                          whitespace=cst.SimpleWhitespace("  "), comment=cst.Comment(NOTE))),
                      orelse=cst.Else(cst.IndentedBlock([new.with_changes(leading_lines=[])])),
@@ -91,7 +94,7 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     ]
     if guarded:
         detail += f"; under autocast (cpu, cuda) the {'loop' if plan.form == 'loop' else 'statement'} is kept: " + (
-            f"{c} is not exact in float16 and bfloat16, where autocast may compute `{tensor}`")
+            f"{c} is not exact in float16 and bfloat16, where autocast (or a half model) may compute `{tensor}`")
         obligations.append({"kind": "autocast-keeps-original", "original": cst.Module([plan.loop]).code.lstrip("\n"),
                             "devices": list(AUTOCAST_DEVICES)})
     return RewriteResult(tree.code, span, detail, obligations,
