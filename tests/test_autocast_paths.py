@@ -6,10 +6,8 @@ import pytest
 import torch
 
 from mend.fix import fix
-from mend.targets import load_file_module
 from tests.conftest import FIXTURES
-
-GUARD = 'if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda"):'
+from tests.test_fix_cond import GUARD, same_under_autocast
 
 
 @pytest.mark.parametrize("name, inputs", [
@@ -24,21 +22,4 @@ def test_a_dtype_decided_off_the_example_s_path_is_seen_on_drawn_inputs(name, in
     sides differ in dtype under autocast only on other inputs; drawn inputs run under autocast too."""
     res = fix(str(FIXTURES / name), unsafe_fixes=True, max_examples=5)
     assert res.rewrites and GUARD in res.mended, res.declined
-    mended = tmp_path / name
-    mended.write_text(res.mended)
-    a_mod, b_mod = load_file_module(FIXTURES / name, f"_dp_o_{name[:-3]}"), load_file_module(mended, f"_dp_n_{name[:-3]}")
-    torch.manual_seed(0)
-    a = a_mod.Model().eval()
-    b = b_mod.Model().eval()
-    b.load_state_dict(a.state_dict())
-    seen = set()
-    for args in inputs:
-        for on in (False, True):
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=on), torch.no_grad():
-                want = a(*args)
-                torch._dynamo.reset()
-                for got in (b(*args), torch.compile(b, backend="eager")(*args)):
-                    for w, g in zip(want if isinstance(want, tuple) else (want,), got if isinstance(got, tuple) else (got,)):
-                        assert g.dtype == w.dtype and torch.equal(g, w), (args, on)
-                        seen.add(w.dtype)
-    assert torch.bfloat16 in seen
+    assert torch.bfloat16 in same_under_autocast(res, name, inputs, tmp_path, graphs=None)
