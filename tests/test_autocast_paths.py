@@ -20,6 +20,6 @@ from tests.test_fix_cond import GUARD, same_under_autocast
 def test_a_dtype_decided_off_the_example_s_path_is_seen_on_drawn_inputs(name, inputs, tmp_path):
     """helper-39/40: the autocast leg on the example alone passed an unguarded torch.where whose
     sides differ in dtype under autocast only on other inputs; drawn inputs run under autocast too."""
-    res = fix(str(FIXTURES / name), unsafe_fixes=True, max_examples=5)
+    res = fix(str(FIXTURES / name), unsafe_fixes=True, max_examples=5, choose="always")
     assert res.rewrites and GUARD in res.mended, res.declined
     assert torch.bfloat16 in same_under_autocast(res, name, inputs, tmp_path, graphs=None)
