@@ -608,6 +608,8 @@ def differential_test(original, mended, example: tuple, *, example_kwargs: dict 
 
 def _differential_test(original, mended, example: tuple, *, example_kwargs, emitted, reference, force_lines,
                        extra_inputs, seed, max_examples, compiled, edge, train, extra_edge_values, prepare) -> Evidence:
+    from verifier.legs import under_autocast   # it imports this module
+
     forcing.reset()
     prepare = prepare or (lambda m: m)
     keys = list(example_kwargs or {})
@@ -702,11 +704,9 @@ def _differential_test(original, mended, example: tuple, *, example_kwargs, emit
                                              compiled_compare(pair_c[0], ref_f, got_f, args, kwargs, grad))
         for mod in models:
             mod.eval()
-        # every drawn input under autocast too, eager (helper-39: a dtype another data-dependent
-        # `if` decides under autocast differed only on a path the example did not take)
-        from verifier.legs import under_autocast   # it imports this module
-
-        state["worst"] = max(state["worst"], under_autocast(original, mended, ref_c, None, (args, kwargs), [],
+        # every input (fixed and drawn) under autocast too, eager (helper-39: a dtype another
+        # data-dependent `if` decides under autocast differed only on a path the example did not take)
+        state["worst"] = max(state["worst"], under_autocast(original, mended, ref_c, None, (args, kwargs), modes,
                                                             grads, settings_))
         state["n"] += 1
 
@@ -790,14 +790,12 @@ def _differential_test(original, mended, example: tuple, *, example_kwargs, emit
         except Mismatch as exc:
             return Evidence(False, seed, state["n"], modes, outcomes(), state["worst"], describe(values),
                             f"under torch.compile (inductor): {exc}", grads.get("max", 0.0))
-    from verifier.legs import under_autocast   # it imports this module
-
-    try:
-        for values in fixed:
+    try:   # the fixed inputs under autocast and Inductor (check ran them under autocast in eager)
+        for values in fixed if compiled else ():
             for mod in models:
                 mod.eval()
-            state["worst"] = max(state["worst"], under_autocast(original, mended, ref_c, inductor if compiled else None,
-                                                                 split(values), modes, grads, settings_))
+            state["worst"] = max(state["worst"], under_autocast(original, mended, ref_c, inductor, split(values), modes,
+                                                                grads, settings_, eager=False))
     except Mismatch as exc:
         return Evidence(False, seed, state["n"], modes, outcomes(), state["worst"], describe(values), str(exc),
                         grads.get("max", 0.0))

@@ -11,15 +11,11 @@ import torch
 from verifier import forcing
 from verifier.differential import Mismatch, compare, flatten, observe
 
-# every Mismatch the autocast leg raises starts with this (mend's autocast-guarded form
-# answers only those declines)
-AUTOCAST_MISMATCH = "under autocast("
-
-
 AUTOCAST_DTYPE = torch.bfloat16
 
 
-def under_autocast(original, mended, ref_c, inductor, values, modes: list, grads: dict, settings_=({},)) -> float:
+def under_autocast(original, mended, ref_c, inductor, values, modes: list, grads: dict, settings_=({},),
+                   eager: bool = True) -> float:
     """``values`` (args, kwargs) run under ``torch.autocast(<device>, bfloat16)``: eager
     original vs eager mended bit-exact (gradients as in eager) with the predicates natural and
     forced as ``settings_`` says (helper-38: the example took the float32 side only), and, when ``inductor`` is
@@ -30,16 +26,18 @@ def under_autocast(original, mended, ref_c, inductor, values, modes: list, grads
     linear layer's output and its input returns bfloat16 or float32, ``torch.where`` float32;
     a float32 0-d threshold meets bfloat16 logits, compared in float32 by Inductor where the
     Python number is rounded to bfloat16 first (86 of 262144 elements). PyTorch doc: "Automatic
-    Mixed Precision package - torch.amp". Raises Mismatch."""
+    Mixed Precision package - torch.amp". ``eager`` False: the Inductor run only (the eager
+    comparison already ran on these values). Every Mismatch it raises starts with "under
+    autocast(" (mend's autocast-guarded forms answer only those declines). Raises Mismatch."""
     args, kwargs = values
     device = next((t.device.type for t in flatten([args, kwargs]) if t.device.type != "meta"), "cpu")
     label = f"autocast({device}, {str(AUTOCAST_DTYPE).removeprefix('torch.')})"
-    modes += [m for m in (f"eager/{label}/eval", inductor is not None and f"compiled:inductor/{label}/eval")
+    modes += [m for m in (eager and f"eager/{label}/eval", inductor is not None and f"compiled:inductor/{label}/eval")
               if m and m not in modes]
     with torch.autocast(device, dtype=AUTOCAST_DTYPE), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         worst = 0.0
-        for setting in settings_:
+        for setting in settings_ if eager else ():
             with contextlib.ExitStack() as stack:
                 for line, value in setting.items():
                     stack.enter_context(forcing.forced(line, value))

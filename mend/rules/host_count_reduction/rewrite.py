@@ -56,11 +56,11 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     # a literal threshold inexact in float16/bfloat16: the loop kept under autocast; an
     # attribute's value is observed, so count-compare-exact proves it in those dtypes too
     guarded = plan.threshold_value is not None and not exact_under_autocast(plan.threshold_value)
-    torch, add = torch_name(wrapper.module)
-    test = autocast_on(torch)
-    if isinstance(plan.tensor, cst.Name):   # a model cast to half precision too (helper-40: .bfloat16())
-        test += f" or {plan.tensor.value}.dtype in ({torch}.float16, {torch}.bfloat16)"
     if guarded:   # the loop verbatim under autocast, the count outside it (see autocast_guard)
+        torch, add = torch_name(wrapper.module)
+        test = autocast_on(torch)
+        if isinstance(plan.tensor, cst.Name):   # a model cast to half precision too (helper-40: .bfloat16())
+            test += f" or {plan.tensor.value}.dtype in ({torch}.float16, {torch}.bfloat16)"
         new = cst.If(test=cst.parse_expression(test),
                      body=cst.IndentedBlock([plan.loop.with_changes(leading_lines=[])], header=cst.TrailingWhitespace(
                          whitespace=cst.SimpleWhitespace("  "), comment=cst.Comment(NOTE))),

@@ -52,7 +52,9 @@ def guard(node: cst.If, pairs, env: _Env):
 
 def declined_for_autocast(reason: str) -> bool:
     """Whether a verifier's decline is the differential test's autocast leg (the only one
-    this form can answer: outside autocast it is the rule's own form)."""
+    this form can answer: outside autocast it is the rule's own form). The prefix is the one
+    :func:`verifier.legs.under_autocast` and the overlay's autocast runs give their messages;
+    matched here rather than imported, so that loading the rules does not import torch."""
     return "under autocast(" in reason
 
 
