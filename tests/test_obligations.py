@@ -423,6 +423,7 @@ CHECKS_TESTED_WITH_THEIR_RULE = {
     "deferred-if-predicate": "test_rule_deferred_effects.py",
     "membership-any": "test_rule_tensor_membership.py",
     "autocast-keeps-original": "test_rule_predicated_control_flow.py",
+    "guard-hoisted": "test_rule_setup_guard.py", "guard-read-plain": "test_rule_setup_guard.py",
 }
 
 

@@ -11,6 +11,7 @@ obligation kinds), and ``mend rules``.
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import pkgutil
 import sys
@@ -56,8 +57,10 @@ def test_fix_example(rule: Rule, ex):
     res = rule.rewrite(cst.parse_module(ex.before), line)
     assert isinstance(res, RewriteResult), res
     assert res.code == ex.after
-    # the span is the site's statement, or runs from a binding the rule rewrote above it
-    assert res.span[0] == line or (res.span[0] < line <= res.span[1] and rule.name == "numpy-constants")
+    # the span is the site's statement, or runs from a binding the rule rewrote above it; a
+    # hoisted setup check is rewritten at the calls of the function the site is in
+    assert res.span[0] == line or (res.span[0] < line <= res.span[1] and rule.name == "numpy-constants") or (
+        rule.name == "setup-guard" and not res.span[0] <= line <= res.span[1])
     compile(res.code, "<mended>", "exec")
     kinds = [o["kind"] for o in res.obligations]
     assert kinds and set(kinds) <= rule.obligation_kinds, set(kinds) - rule.obligation_kinds
@@ -291,3 +294,16 @@ def test_rule_page_shows_the_fix_as_a_diff():
     removed = [ln for ln in ex.before.splitlines() if ln not in ex.after.splitlines()]
     assert removed and all(f"-{ln}" in page for ln in removed)
     assert textwrap.dedent(rule.fix_safety).strip().split("\n")[0] in page
+
+
+def test_a_matcher_that_raises_is_a_named_decline_not_a_crash(monkeypatch, tmp_path):
+    """helper-41: a rule's matcher crashing ended the whole scan with an internal error."""
+    rule = RULES["predicated-control-flow"]
+    ex = rule.fix_examples[0]
+    loc = locate(_write(tmp_path, ex.before), rule.site(ex))
+
+    def boom(loc):
+        raise ValueError("boom")
+    monkeypatch.setitem(RULES, rule.name, dataclasses.replace(rule, match=boom))
+    got = match_site("data-dependent-branch", loc)
+    assert isinstance(got, Decline) and got.rule == rule.name and "internal error" in got.reason and "boom" in got.reason

@@ -22,7 +22,7 @@ import warnings
 from dataclasses import dataclass
 
 import torch
-from hypothesis import HealthCheck, given, seed as hyp_seed, settings, strategies as st
+from hypothesis import HealthCheck, Phase, given, seed as hyp_seed, settings, strategies as st
 from hypothesis.errors import Flaky
 
 from verifier import forcing
@@ -734,8 +734,12 @@ def _differential_test(original, mended, example: tuple, *, example_kwargs, emit
     failure: dict = {}
 
     @hyp_seed(seed)
+    # no shrink phase: a refuted candidate is declined at the first failing input, reported as
+    # drawn (shrinking it cost ~50 s a refutation on 2 cores, ~150 more runs of both models:
+    # tests/fixtures/autocast_shape_decides_dtype.py)
     @settings(max_examples=max_examples, deadline=None, database=None, derandomize=False,
-              suppress_health_check=list(HealthCheck), report_multiple_bugs=False)
+              suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
+              phases=(Phase.explicit, Phase.reuse, Phase.generate))
     @given(inputs_strategy(tuple(example), edge, extra_edge_values=tuple(extra_edge_values)))
     def run(args):
         try:

@@ -51,3 +51,17 @@ e = torch._dynamo.explain(model)(*args, **kwargs)
 print("explain", e.graph_count, e.graph_break_count)
 for r in e.break_reasons[:8]:
     print("  ", str(r.reason)[:100], r.user_stack[-1].filename[-40:] if r.user_stack else "", r.user_stack[-1].lineno if r.user_stack else "")
+
+# Record (2026-12-05, setup-guard): with the mended output_capturing.py plus setup-guard's
+# hoisted check (`if not getattr(self, "_output_capturing_hooks_installed", False):` around
+# `maybe_install_capturing_hooks(self)`), graphs per frame, labelled in the backend by the
+# traced code object (InstructionTranslator.current_tx().f_code):
+#   first call:  forward@modeling_llava.py:193 (4 ops), resume_in_wrapper_at_407 (103),
+#                resume_in_get_image_features_at_133 (11), resume_in_forward_at_221 (176),
+#                resume_in_forward_at_325 (5)                                      -> 5 graphs
+#   second call: the vision tower's `wrapper` recompiled as one graph (103 ops); the other four
+#                frames unchanged                                                    -> 5 graphs
+# The hoisted check merges the innermost frame only: LlavaModel.forward, get_image_features
+# and LlavaForConditionalGeneration.forward were split at their calls into the submodule
+# whose setup broke, and their guards never read the flag. `mend fix` declines it there
+# ("lowers neither the first call's graph count nor a second call's").

@@ -131,6 +131,10 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
     rewrites: list[Rewrite] = []
     declined: list[Declined] = []
     tried: set = set()
+    # (file, mended text) -> (site, reason) of candidates the rescan rejected since the last
+    # accepted rewrite: another site planning the same text (a hoisted setup check reached
+    # from two breaks) is declined without verifying it again
+    rejected: dict[tuple[str, str], tuple[str, str]] = {}
     with tempfile.TemporaryDirectory(prefix="mend-") as tmpname:
         ex = executor_cls(target, spec, Path(tmpname), seed, n_examples)
         current_scan = ex.first_scan(before)
@@ -154,7 +158,7 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
                 originals.setdefault(rel, original)
                 sources.setdefault(rel, source)
                 outcome = _try_site(ex, site, rel, files.get(rel, original), originals[rel], files, verify,
-                                    choose=choose, unsafe_fixes=unsafe_fixes)
+                                    choose=choose, unsafe_fixes=unsafe_fixes, rejected=rejected)
                 if isinstance(outcome, Declined):
                     declined.append(outcome)
                     continue
@@ -174,16 +178,19 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
                     declined.append(Declined(outcome[0].site, site.fixable_by,
                                              f"the rewrite raises the graph count from {_graphs_text(current_scan)} "
                                              f"to {_graphs_text(rescanned)}, so it is not emitted"))
+                    rejected[(rel, outcome[1])] = (outcome[0].site, declined[-1].reason)
                     continue
                 still = _still_breaks(ex, current_scan, rescanned, rel, files.get(rel, original), outcome[1],
-                                      outcome[0].span, site.category, site.gb_type)
+                                      outcome[0].span, site.category, site.gb_type, site.line)
                 if still:
                     # the new code itself breaks where the old did (a guard that never holds under
                     # tracing: np.prod of a torch.Size, a generalisation probe): nothing is gained
                     ex.reject()
                     declined.append(Declined(outcome[0].site, site.fixable_by, still))
+                    rejected[(rel, outcome[1])] = (outcome[0].site, still)
                     continue
                 rewrites.append(outcome[0])
+                rejected.clear()   # what the model is changed: a rejected candidate may fare otherwise now
                 files = trial
                 ex.accept()
                 accepted, current_scan = outcome, rescanned
@@ -230,17 +237,25 @@ def _untried(ex, scan_, tried: set, max_rounds: int) -> list[Declined]:
 
 
 def _still_breaks(ex, before, after, rel: str, current: str, mended: str, span, category: str,
-                  gb_type: str | None = None) -> str | None:
+                  gb_type: str | None = None, site_line: int | None = None) -> str | None:
     """Why a verified rewrite removes no graph break, else None: the graph counts (first and
     second call) did not fall, and the rescan still reports a break of the site's own category
     or kind (``gb_type``) on the lines that replaced ``span`` of ``current``, or on its lines
     left unchanged (a local's binding rewritten above the line that reads it). A break that
     merely moves elsewhere, or another kind of break left on the same line (a `print` beside
-    the fixed numpy call), does not count."""
+    the fixed numpy call), does not count. A rewrite away from the break (``span`` not
+    holding ``site_line``: a one-time setup's check hoisted into its callers) must lower a
+    graph count: its site's line is not the one it changes."""
     if after.graph_count < before.graph_count or (
             before.steady_graph_count is not None and after.steady_graph_count is not None and
             after.steady_graph_count < before.steady_graph_count):
         return None
+    if site_line is not None and not span[0] <= site_line <= span[1] and \
+            after.graph_break_count >= before.graph_break_count:
+        return (f"the rewrite (lines {span[0]}-{span[1]}) is away from the break at line {site_line} and lowers "
+                f"neither the first call's graph count ({before.graph_count} -> {after.graph_count}) nor a second "
+                f"call's ({before.steady_graph_count} -> {after.steady_graph_count}): nothing is gained, so it is "
+                "not emitted")
     ops = difflib.SequenceMatcher(None, current.splitlines(), mended.splitlines(), autojunk=False).get_opcodes()
     lo = hi = None
     for tag, i1, i2, j1, j2 in ops:
@@ -270,7 +285,7 @@ def _not_enabled(site, rules, exclude) -> str | None:
 
 
 def _try_site(ex, site, rel: str, current: str, original: str, files: dict[str, str], verify: str, *,
-              choose: str = "always", unsafe_fixes: bool = False):
+              choose: str = "always", unsafe_fixes: bool = False, rejected: dict | None = None):
     """Plan and verify one site: ``(Rewrite, mended text)`` or a :class:`Declined`. For a
     rule with alternative forms (predicated control flow), the rewrite is chosen among the
     verified candidates and keeping the break (:mod:`mend.pipeline.choice`)."""
@@ -283,6 +298,9 @@ def _try_site(ex, site, rel: str, current: str, original: str, files: dict[str, 
                                  f"{type(exc).__name__}: {exc}")
     if isinstance(res, Decline):
         return Declined(where, site.fixable_by, res.reason)
+    if rejected and (rel, res.code) in rejected:
+        first_site, why = rejected[(rel, res.code)]
+        return Declined(where, site.fixable_by, f"the same rewrite as for {first_site}, not emitted there: {why}")
 
     def verify_one(cand, form=None, rewrite_fn=None) -> Verified:
         return _verify(ex, rule, site, rel, current, files, verify, cand, where, form, unsafe_fixes=unsafe_fixes,

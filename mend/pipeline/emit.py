@@ -1,7 +1,6 @@
 """Emit: write mended files atomically, place them for the executor, seal certificates."""
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import torch
@@ -9,12 +8,9 @@ import torch
 from mend import files
 from mend.errors import MendError
 from mend.pipeline.records import FixResult, Rewrite
+from verifier.certs import sha256_text
 
 CERT_SCHEMA_VERSION = "0.4"
-
-
-def sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def write_atomic(path: Path, text: str) -> None:

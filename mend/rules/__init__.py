@@ -72,7 +72,11 @@ def match_site(category: str, loc: Located | None) -> Match | Decline:
         return Decline(names[0], "the source of this site could not be read or parsed")
     declines = []
     for name in names:
-        verdict = RULES[name].match(loc)
+        try:
+            verdict = RULES[name].match(loc)
+        except Exception as exc:   # noqa: BLE001 - a rule bug must not end the scan (helper-41): declined, named
+            verdict = Decline(name, f"the rule failed on this site, an internal error (please report it): "
+                                    f"{type(exc).__name__}: {exc}")
         if isinstance(verdict, Match):
             return verdict
         declines.append(verdict)

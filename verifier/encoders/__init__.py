@@ -13,7 +13,8 @@ encoder (``KINDS``). The verifier never names a rule: a kind is what it encodes.
 * :mod:`.bounded_bincount`: a bincount of in-range indices counted into a static length;
 * :mod:`.gradient_gate`: a torch.where side whose inputs are gated on its path condition;
 * :mod:`.membership`: ``v in t`` on a tensor as the predicate ``(v == t).any()``;
-* :mod:`.autocast_guard`: the original ``if`` kept under ``torch.autocast``.
+* :mod:`.autocast_guard`: the original ``if`` kept under ``torch.autocast``;
+* :mod:`.setup_guard`: a one-time setup's first check hoisted into its caller.
 
 ``OBSERVED``: the checks that rest on an observation (of the example run, or of probes
 run on the installed torch) rather than on a screen of the code or a proved lemma: a
@@ -43,13 +44,15 @@ from verifier.encoders import gradient_gate
 from verifier.encoders import capture_if
 from verifier.encoders import membership
 from verifier.encoders import autocast_guard
+from verifier.encoders import setup_guard
 from verifier.encoders.base import Ctx
 from verifier.outcomes import Outcome
 
 Encoder = Callable[[dict, Ctx], Outcome]
 GROUPS = (where, cond, hoisting, capture, assert_async, counting, host_check, forward_attribute, scalar_tensor,
           numpy_constants, dead_host_work, mask_update, state_write, finiteness_precision, bind_lookup,
-          constant_buffer, item_operand, bounded_bincount, gradient_gate, capture_if, membership, autocast_guard)
+          constant_buffer, item_operand, bounded_bincount, gradient_gate, capture_if, membership, autocast_guard,
+          setup_guard)
 
 
 def _registry() -> tuple[dict[str, Encoder], frozenset, frozenset]:

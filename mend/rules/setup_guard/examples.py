@@ -1,0 +1,235 @@
+"""setup-guard's examples (Fixit / pyupgrade style), from which ``tests/test_rules.py`` is
+generated: FIX (before, the exact text after), DECLINE (source, a substring of the reason),
+NOOP (source the rule leaves unchanged on every line). The site is the break: a hook
+registered or a lock taken in the one-time setup."""
+from __future__ import annotations
+
+import re
+
+_SITE = re.compile(r"\.register_\w*hook\(|^\s*with \w*lock\w*:")
+
+
+def example_line(source: str) -> int:
+    """The line of an example's site: its first hook registration or ``with <lock>:``."""
+    for i, text in enumerate(source.splitlines(), 1):
+        if _SITE.search(text):
+            return i
+    raise ValueError("no hook registration or lock in example")
+
+
+_HEAD = '''import threading
+
+import torch
+from torch import nn
+
+_lock = threading.Lock()
+
+
+def _hook(module, args, output):
+    return output
+
+
+'''
+
+# transformers 5.24 utils/output_capturing.py, trimmed: `maybe_install_capturing_hooks`
+_INSTALL = '''def maybe_install(model):
+    """Install the hooks once (thread-safe)."""
+    # First check
+    if getattr(model, "_installed", False):
+        return
+    with _lock:
+        if getattr(model, "_installed", False):
+            return
+        for sub in model.modules():
+            if isinstance(sub, nn.Linear):
+                sub.register_forward_hook(_hook)
+        model._installed = True
+
+
+'''
+
+_MODEL = '''class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(4, 4)
+
+    def forward(self, x):
+        {call}
+        return self.a(x) * 2
+'''
+
+_GLOBAL_FLAG = _HEAD + '''_DONE = False
+
+
+def install(model):
+    for sub in model.modules():
+        sub.register_forward_hook(_hook)
+
+
+def setup(model, verbose=False):
+    global _DONE
+    if _DONE:
+        return
+    install(model)
+    _DONE = True
+
+
+'''
+
+_TWO_CALLS = _HEAD + '''def attach(model, name):
+    if model._handle is not None:
+        return
+    with _lock:
+        model._handle = model.a.register_forward_hook(_hook)
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(4, 4)
+        self._handle = None
+
+    def forward(self, x):
+        attach(self, "a")
+        return self.a(x) * 2
+
+    def encode(self, x):
+        attach(self, "a")
+        return self.a(x)
+'''
+
+
+_LITERAL = '''def note(level, model):
+    if level.imag or model is None:
+        return
+    with _lock:
+        model.a.register_forward_hook(_hook)
+
+
+''' + _MODEL
+
+
+def _note(call: str, fn: str, line: int) -> str:
+    return f"# mend: setup-guard (was: {call}; the first check of `{fn}`, line {line}, hoisted)"
+
+
+FIX_EXAMPLES: list[tuple] = [
+    # the lock's break (the site) sits after the check in the called function itself
+    (
+        _HEAD + _INSTALL + _MODEL.format(call="maybe_install(self)  # hooks, lazily"),
+        _HEAD + _INSTALL + _MODEL.format(
+            call=f'if not getattr(self, "_installed", False):  {_note("maybe_install(self)", "maybe_install", 16)}\n'
+                 "            maybe_install(self)  # hooks, lazily"),
+    ),
+    # the break two calls deep (install -> register_forward_hook), a global flag, a keyword
+    # argument bound to the parameter by name
+    (
+        _GLOBAL_FLAG + _MODEL.format(call="setup(model=self)"),
+        _GLOBAL_FLAG + _MODEL.format(call=f"if not _DONE:  {_note('setup(model=self)', 'setup', 23)}\n"
+                                          "            setup(model=self)"),
+    ),
+    # an `is not None` check, and two calls (every statement call is guarded)
+    (
+        _TWO_CALLS,
+        _TWO_CALLS.replace(
+            '        attach(self, "a")\n',
+            "        if not (self._handle is not None):  " + _note('attach(self, "a")', "attach", 14) + "\n"
+            '            attach(self, "a")\n'),
+        16,
+    ),
+    # an identity check of arguments only: no attribute read, no truth of a name's value, so
+    # nothing to observe (a safe fix); a literal argument in an attribute read is parenthesised
+    (
+        _HEAD + _LITERAL.format(call="note(1, self)"),
+        _HEAD + _LITERAL.format(call="if not ((1).imag or self is None):  " + _note("note(1, self)", "note", 14)
+                                + "\n            note(1, self)"),
+    ),
+]
+
+
+def _with(install: str = _INSTALL, call: str = "maybe_install(self)") -> str:
+    return _HEAD + install + _MODEL.format(call=call)
+
+
+DECLINE_EXAMPLES: list[tuple] = [
+    # the call's value is used: the hoisted form would leave the name unbound
+    (_with(call="handle = maybe_install(self)"), "the call's value is used"),
+    # an argument with a read of its own: skipping the call would skip evaluating it
+    (_with(call="maybe_install(self.a)"), "neither a literal nor a parameter"),
+    # helper-41: a local that may be unbound (skipping the call would skip its UnboundLocalError)
+    (_with(call="if x.dim() > 1:\n            model = self\n        maybe_install(model)"),
+     "neither a literal nor a parameter"),
+    # helper-41: the check reads *args (the hoisted name would be a global of the same name)
+    (_with(_INSTALL.replace("def maybe_install(model):", "def maybe_install(model, *hooks):").replace(
+        'if getattr(model, "_installed", False):\n        return\n    with',
+        'if not hooks or getattr(model, "_installed", False):\n        return\n    with')), "*args or **kwargs"),
+    # helper-41: a default that is a name is evaluated at `def`, the hoisted check would read it later
+    (_with(_INSTALL.replace("def maybe_install(model):", "def maybe_install(model, done=_lock):").replace(
+        'if getattr(model, "_installed", False):\n        return\n    with',
+        'if getattr(model, "_installed", done):\n        return\n    with')), "default is not a literal"),
+    # helper-41: the function rebound through globals()
+    (_with(_INSTALL + "globals()['maybe_install'] = torch.compiler.disable(maybe_install)\n\n\n"),
+     "uses `globals`"),
+    # an attribute read by a computed name cannot be observed
+    (_with(_INSTALL.replace('if getattr(model, "_installed", False):\n        return\n    with',
+                            'if getattr(model, _KEY, False):\n        return\n    with')), "computed name"),
+    # a method: `self.setup()` may reach a subclass's override
+    (_HEAD + '''class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(4, 4)
+
+    def setup(self):
+        if getattr(self, "_done", False):
+            return
+        with _lock:
+            self.a.register_forward_hook(_hook)
+            self._done = True
+
+    def forward(self, x):
+        self.setup()
+        return self.a(x)
+''', "it is a method"),
+    # the check calls a method (it may write), or compares with == (a user's __eq__)
+    (_with(_INSTALL.replace('getattr(model, "_installed", False):\n        return\n    with',
+                            'model.ready():\n        return\n    with')), "which may have effects"),
+    (_with(_INSTALL.replace('getattr(model, "_installed", False):\n        return\n    with',
+                            'model._state == "done":\n        return\n    with')), "other than `is`"),
+    # decorated: the decorator runs first, and may not run the body at all
+    (_with("@torch.compiler.disable\n" + _INSTALL), "decorated"),
+    # the name is rebound below: a call may reach another function
+    (_with(_INSTALL + "maybe_install = torch.compiler.disable(maybe_install)\n\n\n"), "bound more than once"),
+    # the caller binds a name the check reads from the module
+    (_HEAD + '''_DONE = False
+
+
+def setup(model):
+    global _DONE
+    if _DONE:
+        return
+    with _lock:
+        model.a.register_forward_hook(_hook)
+        _DONE = True
+
+
+''' + _MODEL.format(call="_DONE = x.sum()\n        setup(self)"), "the caller binds `_DONE`"),
+    # already hoisted: later calls run without the break, the first call must run the setup
+    (_with(call='if not getattr(self, "_installed", False):\n            maybe_install(self)'), "already hoisted"),
+    # a call that does not bind (a keyword the function does not take): it raises TypeError
+    (_with(call="maybe_install(self, force=True)"), "does not take"),
+]
+
+NOOP_EXAMPLES: list[str] = [
+    # a hook registered on every call: no one-time check to hoist (the break stays)
+    _HEAD + '''class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(4, 4)
+
+    def forward(self, x):
+        handle = self.a.register_forward_hook(_hook)
+        y = self.a(x)
+        handle.remove()
+        return y
+''',
+]

@@ -1,0 +1,365 @@
+"""Encoders for a one-time setup's first check hoisted into its caller: ``G(args)``, where
+``G`` begins with ``if P: return``, becomes ``if not P[args]: G(args)``. Checks, never
+solver queries per site; the general lemma is ``proofs/sg_hoisted_check.smt2`` (cited).
+
+* ``guard-hoisted`` (check, a static screen of the version before and the mended file with
+  :mod:`ast`, independent of the rule's LibCST screen): ``G`` is a module-level ``def``, its
+  name bound nowhere else in the module, not decorated, not async, not a generator; its first
+  statement (after a docstring) is ``if P: return`` (or ``return None``) with no ``else``;
+  ``P`` holds only names, constants, attribute reads, ``not``/``and``/``or``, ``is``/``is
+  not`` and calls of ``getattr``/``hasattr``/``isinstance``/``callable`` (not rebound in the
+  module); the mended ``if`` at the line tests exactly ``not P`` with ``G``'s parameters
+  replaced by the call's arguments (each a name or a literal, the call binding to ``G``'s
+  signature; a parameter the check reads but the call omits has a literal default), its
+  body is the call alone, the caller binds none of the other names ``P`` reads; and the
+  mended file, with every such ``if`` replaced by its call, is the version before, node for
+  node. With the lemma, the call statement and the hoisted form run the same code.
+* ``guard-read-plain`` (check, observed on the example run where the hoisted check runs):
+  each object whose attribute the check reads has no class attribute of that name (no
+  property or descriptor), ``__getattribute__`` is ``object``'s and ``__getattr__`` is absent
+  or ``torch.nn.Module``'s; every value whose truth the check takes is a bool, an int or None
+  (its ``bool()`` runs no code). So reading the check twice, or once, has no effect.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+
+from verifier.encoders.base import Ctx, names_bound_by
+from verifier.outcomes import Outcome, check_refuted, checked, unknown
+
+LEMMA = "proofs/sg_hoisted_check.smt2"
+PURE_CALLS = frozenset({"getattr", "hasattr", "callable"})
+READERS = frozenset({"getattr", "hasattr"})
+OBJECT_GETATTRIBUTE = frozenset({"?.object.__getattribute__", "builtins.object.__getattribute__"})
+MODULE_GETATTR = "torch.nn.modules.module.Module.__getattr__"
+PLAIN_KINDS = frozenset({"num", "none", "str"})
+
+
+def _dump(node: ast.AST) -> str:
+    return ast.dump(node, include_attributes=False)
+
+
+def _bound_in(tree: ast.AST) -> list[str]:
+    return [n for node in ast.walk(tree) for n in names_bound_by(node)]
+
+
+def _own(fn: ast.FunctionDef):
+    """Nodes of ``fn``'s own body (nested functions, lambdas and classes left out)."""
+    todo = list(fn.body)
+    while todo:
+        node = todo.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                todo.append(child)
+
+
+def _shape_ok(node: ast.AST) -> str | None:
+    if isinstance(node, (ast.Name, ast.Constant)):
+        return None
+    if isinstance(node, ast.Attribute):
+        return _shape_ok(node.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return _shape_ok(node.operand)
+    if isinstance(node, ast.BoolOp):
+        return next(filter(None, map(_shape_ok, node.values)), None)
+    if isinstance(node, ast.Compare):
+        if not all(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
+            return "a comparison other than `is`/`is not`"
+        return next(filter(None, map(_shape_ok, [node.left, *node.comparators])), None)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in PURE_CALLS \
+            and not node.keywords and not any(isinstance(a, ast.Starred) for a in node.args):
+        if node.func.id in READERS and not (len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
+                                            and isinstance(node.args[1].value, str)):
+            return f"`{ast.unparse(node)}` (an attribute read by a computed name)"
+        return next(filter(None, map(_shape_ok, node.args)), None)
+    return f"`{ast.unparse(node)}`"
+
+
+def _guarded(before: ast.Module, name: str) -> tuple[ast.FunctionDef, ast.expr] | str:
+    """(G, P), or why ``name`` is not a function that begins with an early return."""
+    fns = [s for s in before.body if isinstance(s, ast.FunctionDef) and s.name == name]
+    if len(fns) != 1:
+        return f"`{name}` is not one module-level def"
+    if _bound_in(before).count(name) != 1 or any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names)
+                                                 for n in ast.walk(before)):
+        return f"`{name}` is bound more than once in the module (or a star import may bind it)"
+    fn = fns[0]
+    if fn.decorator_list:
+        return f"`{name}` is decorated"
+    if any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in _own(fn)):
+        return f"`{name}` is a generator"
+    body = fn.body[1:] if fn.body and isinstance(fn.body[0], ast.Expr) and isinstance(fn.body[0].value, ast.Constant) \
+        and isinstance(fn.body[0].value.value, str) else fn.body
+    while body and isinstance(body[0], (ast.Global, ast.Nonlocal)):
+        body = body[1:]   # declarations run nothing
+    first = body[0] if body else None
+    if not (isinstance(first, ast.If) and not first.orelse and len(first.body) == 1
+            and isinstance(first.body[0], ast.Return)
+            and (first.body[0].value is None or (isinstance(first.body[0].value, ast.Constant)
+                                                 and first.body[0].value.value is None))):
+        return f"`{name}` does not begin with `if ...: return`"
+    why = _shape_ok(first.test)
+    if why:
+        return f"the first check of `{name}` holds {why}"
+    star = {p.arg for p in filter(None, (fn.args.vararg, fn.args.kwarg))}
+    read = star & {n.id for n in ast.walk(first.test) if isinstance(n, ast.Name)}
+    if read:
+        return f"the first check of `{name}` reads `{sorted(read)[0]}`, its *args or **kwargs"
+    return fn, first.test
+
+
+NAMESPACE_ACCESS = frozenset({"globals", "vars"})
+
+
+def _params(fn: ast.FunctionDef) -> set[str]:
+    """Every parameter name, ``*args``/``**kwargs`` included."""
+    a = fn.args
+    return {p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs, *filter(None, (a.vararg, a.kwarg))]}
+
+
+def _namespace_access(tree: ast.Module) -> str | None:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in NAMESPACE_ACCESS:
+            return node.id
+        if isinstance(node, ast.Attribute) and node.attr == "modules" and isinstance(node.value, ast.Name) \
+                and node.value.id == "sys":
+            return "sys.modules"
+    return None
+
+
+def _binding(fn: ast.FunctionDef, call: ast.Call) -> dict[str, ast.expr] | str:
+    a = fn.args
+    positional = [*a.posonlyargs, *a.args]
+    defaults = dict(zip([p.arg for p in positional][len(positional) - len(a.defaults):], a.defaults))
+    defaults.update({p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
+    if any(isinstance(x, ast.Starred) for x in call.args) or any(k.arg is None for k in call.keywords):
+        return "a starred argument"
+    if len(call.args) > len(positional) and a.vararg is None:
+        return "too many positional arguments"
+    out = {p.arg: v for p, v in zip(positional, call.args)}
+    named = {p.arg for p in [*a.args, *a.kwonlyargs]}
+    for k in call.keywords:
+        if k.arg not in named and a.kwarg is None:
+            return f"an unknown keyword `{k.arg}`"
+        if k.arg in out:
+            return f"`{k.arg}` given twice"
+        if k.arg in named:
+            out[k.arg] = k.value
+    for p in [*positional, *a.kwonlyargs]:
+        if p.arg not in out:
+            if p.arg not in defaults:
+                return f"the required parameter `{p.arg}` missing"
+            out[p.arg] = defaults[p.arg]
+    return out
+
+
+class _Sub(ast.NodeTransformer):
+    def __init__(self, values):
+        self.values = values
+
+    def visit_Name(self, node):
+        return self.values.get(node.id, node)
+
+
+def _always_bound(value: ast.expr, inner: ast.AST | None) -> bool:
+    """A constant, or a parameter of the innermost function around the call that nothing in it
+    deletes (a local may be unbound: skipping the call would skip its UnboundLocalError)."""
+    if isinstance(value, ast.Constant):
+        return True
+    if not isinstance(value, ast.Name) or not isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+            or value.id not in _params(inner):
+        return False
+    return not any(isinstance(n, ast.Name) and n.id == value.id and isinstance(n.ctx, ast.Del)
+                   for n in ast.walk(inner))
+
+
+def _hoisted_form(node: ast.AST, fn: ast.FunctionDef, check: ast.expr,
+                  inner: ast.AST | None = None) -> tuple[ast.Call, set[str]] | str | None:
+    """For an ``if`` in the mended file: (the call, the names the check reads that are not
+    arguments) when it is ``if not P[args]: G(args)``; a reason when it is that shape with
+    another test or arguments; None when it is not a hoisted call of ``G`` at all."""
+    if not (isinstance(node, ast.If) and not node.orelse and len(node.body) == 1
+            and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Call)
+            and isinstance(node.body[0].value.func, ast.Name) and node.body[0].value.func.id == fn.name
+            and isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not)):
+        return None
+    call = node.body[0].value
+    bound = _binding(fn, call)
+    if isinstance(bound, str):
+        return f"the call at line {call.lineno} does not bind to `{fn.name}`: {bound}"
+    values = [*call.args, *(k.value for k in call.keywords)]
+    if inner is not None and not all(_always_bound(v, inner) for v in values):
+        return (f"an argument at line {call.lineno} is neither a constant nor a parameter of the function around "
+                "the call")
+    params = _params(fn)
+    used = {n.id for n in ast.walk(check) if isinstance(n, ast.Name)} & params
+    if not all(any(bound[p] is v for v in values) or isinstance(bound[p], ast.Constant) for p in used):
+        return f"the check reads a parameter whose default is not a constant (call at line {call.lineno})"
+    import copy
+
+    expected = _Sub({p: bound[p] for p in used}).visit(copy.deepcopy(check))
+    if _dump(expected) != _dump(node.test.operand):
+        return (f"the test at line {node.lineno} is not `not {ast.unparse(expected)}` (the first check of "
+                f"`{fn.name}` with its parameters replaced by the call's arguments)")
+    free = {n.id for n in ast.walk(check) if isinstance(n, ast.Name)} - params
+    return call, free
+
+
+def _enclosing(tree: ast.Module, target: ast.AST) -> tuple[ast.AST | None, ast.AST | None, str | None]:
+    """(outermost function holding ``target``, innermost one, the outermost's qualified name
+    ``f`` or ``Class.f`` when it is a module-level function or method)."""
+    funcs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+             and any(x is target for x in ast.walk(n))]
+    if not funcs:
+        return None, None, None
+    inner = min(funcs, key=lambda f: sum(1 for _ in ast.walk(f)))
+    outer = max(funcs, key=lambda f: sum(1 for _ in ast.walk(f)))
+    qual = next((f"{c.name}.{outer.name}" for c in tree.body if isinstance(c, ast.ClassDef) and outer in c.body),
+                outer.name if outer in tree.body else None)
+    return outer, inner, qual
+
+
+def _named(tree: ast.Module, qual: str | None) -> ast.AST | None:
+    """The module-level function or method ``qual`` names."""
+    if not qual:
+        return None
+    head, _, tail = qual.partition(".")
+    for node in tree.body:
+        if tail and isinstance(node, ast.ClassDef) and node.name == head:
+            return next((f for f in node.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                         and f.name == tail), None)
+        if not tail and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == head:
+            return node
+    return None
+
+
+def hoisted(ob: dict, ctx: Ctx) -> Outcome:
+    name, line = ob.get("function"), ob.get("line")
+    if not ctx.code or not ctx.before or not name or not isinstance(line, int):
+        return unknown("the mended source, the version before, the function or the line is not recorded")
+    try:
+        before, after = ast.parse(ctx.before), ast.parse(ctx.code)
+    except SyntaxError as exc:
+        return unknown(f"a version does not parse: {exc}")
+    by = (f"a static screen (ast) of the version before and the mended file: `{name}` and its first check, the "
+          f"hoisted `if` at line {line}, and the rest of the file node for node")
+    found = _guarded(before, name)
+    if isinstance(found, str):
+        return check_refuted(by, found)
+    fn, check = found
+    shadowed = [b for b in PURE_CALLS if b in _bound_in(before) or b in _bound_in(after)]
+    if shadowed:
+        return check_refuted(by, f"`{shadowed[0]}` is rebound in the module")
+    space = _namespace_access(before) or _namespace_access(after)
+    if space:
+        return check_refuted(by, f"the module uses `{space}`, through which `{name}` may be rebound")
+    mended_fn = _guarded(after, name)
+    if isinstance(mended_fn, str) or _dump(mended_fn[0]) != _dump(fn):
+        return check_refuted(by, f"`{name}` in the mended file is not the version before's")
+    site = [n for n in ast.walk(after) if isinstance(n, ast.If) and n.lineno == line]
+    caller, inner, qual = _enclosing(after, site[0]) if len(site) == 1 else (None, None, None)
+    if caller is None:
+        return check_refuted(by, f"line {line} of the mended file is not an `if` inside a function")
+    form = _hoisted_form(site[0], fn, check, inner)
+    if not isinstance(form, tuple):
+        return check_refuted(by, form or f"line {line} of the mended file is not `if not <check>: {name}(...)`")
+    call, free = form
+    clash = (free - {b for b in PURE_CALLS}) & set(_bound_in(caller))
+    if clash:
+        return check_refuted(by, f"the caller binds `{sorted(clash)[0]}`, which the check reads from the module")
+    if free & set(dir(builtins)) - PURE_CALLS - {"None", "True", "False"}:
+        return check_refuted(by, f"the check reads the builtin(s) {sorted(free & set(dir(builtins)))}")
+
+    class Undo(ast.NodeTransformer):
+        def visit_If(self, node):
+            self.generic_visit(node)
+            return node.body[0] if isinstance(_hoisted_form(node, fn, check), tuple) else node
+    undone = Undo().visit(ast.parse(ctx.code))
+    if _dump(undone) == _dump(before):
+        rest = "the rest of the mended file is the version before, node for node"
+    else:
+        # a certificate of a file with other rewrites compares with the original file: the
+        # caller's function must then be the original's, node for node
+        mine, theirs = _named(undone, qual), _named(before, qual)
+        if mine is None or theirs is None or _dump(mine) != _dump(theirs):
+            return check_refuted(by, "with every hoisted check replaced by its call, the mended file is not the "
+                                     f"version before (nor is `{qual or caller.name}`): something else changed")
+        rest = (f"`{qual}`, with the hoisted checks replaced by their calls, is the version before's, node for node "
+                "(the file holds other rewrites, with certificates of their own)")
+    return checked(by, [f"`{name}` (line {fn.lineno}) begins with `if {ast.unparse(check)}: return`, is bound once "
+                        "in the module, not decorated, not async, not a generator",
+                        f"the hoisted test at line {line} is that check with `{name}`'s parameters replaced by the "
+                        f"call's arguments (names or constants; the call `{ast.unparse(call)}` binds to its "
+                        "signature), and the caller shadows none of the names it reads",
+                        rest, "no `globals()`/`vars()`/`sys.modules` in the module (no rebinding through them)",
+                        "the check's reads run no code (guard-read-plain, when it reads any)",
+                        f"`{name}` is not rebound from outside its module while the model runs (assumed: a "
+                        "monkeypatched function's own check is not the one hoisted)"], [LEMMA])
+
+
+def _dotted(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        head = _dotted(node.value)
+        return f"{head}.{node.attr}" if head else None
+    return None
+
+
+def _read_of(text: str) -> str | None:
+    """The dotted name whose value a truth-tested part of the check is: ``o.a`` for ``o.a``
+    and for ``getattr(o, "a", d)``."""
+    try:
+        node = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return None
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" \
+            and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+        head = _dotted(node.args[0])
+        return f"{head}.{node.args[1].value}" if head else None
+    return _dotted(node)
+
+
+def read_plain(ob: dict, ctx: Ctx) -> Outcome:
+    facts = ctx.facts or {}
+    names = facts.get("names", {})
+    by = ("the observation of the example run where the hoisted check runs (verifier/facts.py): the class "
+          "attributes and access methods of each object the check reads, and the values it tests")
+    if not facts.get("hits"):
+        return unknown("the hoisted check did not run on the example (no observation)")
+    found = []
+    for obj, attr in ob.get("reads") or []:
+        got = names.get(f"{obj}.__class__.__getattribute__")
+        if not got:
+            return unknown(f"`type({obj})` was not observed at the hoisted check")
+        if got.get("qualname") not in OBJECT_GETATTRIBUTE:
+            return check_refuted(by, f"`type({obj}).__getattribute__` is {got.get('qualname')}, not object's")
+        hook = names.get(f"{obj}.__class__.__getattr__")
+        if hook and hook.get("qualname") != MODULE_GETATTR:
+            return check_refuted(by, f"`type({obj}).__getattr__` is {hook.get('qualname')}: a read may run code")
+        cls_attr = names.get(f"{obj}.__class__.{attr}")
+        if cls_attr is not None and cls_attr.get("kind") not in PLAIN_KINDS:
+            # a class-level default that is a bool, an int, None or a string is read without
+            # running code (helper-42); a property, a descriptor or any other object may not be
+            return check_refuted(by, f"`type({obj}).{attr}` is a {cls_attr.get('kind')} "
+                                     f"({cls_attr.get('type') or cls_attr.get('qualname', '')}): a class attribute "
+                                     "that is not a plain value (a property or descriptor runs code when read)")
+        value = names.get(f"{obj}.{attr}")
+        found.append(f"`{obj}.{attr}`: " + (f"a {value.get('kind')}" if value else "absent (observed: the read "
+                                                                                      "failed)"))
+    for text in ob.get("truth") or []:
+        dotted = _read_of(text)
+        value = names.get(dotted) if dotted else None
+        if value is not None and value.get("kind") not in ("num", "none"):
+            return check_refuted(by, f"`{text}` is a {value.get('kind')} ({value.get('type', '')}): its truth value "
+                                     "may run a user's `__bool__`")
+    return checked(by, [*found, "no class attribute of those names but a plain value (no property or descriptor); "
+                               "`__getattribute__` is object's; `__getattr__` absent or torch.nn.Module's (observed)",
+                        "each tested value is a bool, an int or None, or absent (the literal default) (observed)"])
+
+
+ENCODERS = {"guard-hoisted": hoisted, "guard-read-plain": read_plain}
+CHECKS = frozenset(ENCODERS)
+OBSERVED = frozenset({"guard-read-plain"})
