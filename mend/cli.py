@@ -494,7 +494,8 @@ def cert_verify(certs, rerun, timeout_ms, debug):
     Exit 0: every certificate holds; 1: some check failed; 2: a certificate cannot be read.
     """
     import mend.runtime  # noqa: F401 - registers mend::capture: the capture checks re-read its registration
-    from verifier.certs import CertError, verify_file
+    from mend.pipeline.obligations_check import rule_obligations
+    from verifier.certs import CertError, load, verify_file
 
     rerun_fn = None
     if rerun:  # the verifier builds no target: mend's executors replay the test
@@ -514,6 +515,10 @@ def cert_verify(certs, rerun, timeout_ms, debug):
                 rep = verify_file(path, rerun=rerun_fn, timeout_ms=timeout_ms)
             except CertError as exc:
                 raise MendError(str(exc)) from exc
+            if not rep.problems:   # its obligations are all the rule states (mend knows its rules)
+                problem, note = rule_obligations(Path(path), load(Path(path))[1])
+                rep.problems += [problem] if problem else []
+                rep.notes += [note] if note else []
             if rep.ok:
                 n = rep.checked.get("queries_replayed", 0)
                 extra = f"; rerun: {rep.checked['rerun']}" if "rerun" in rep.checked else ""

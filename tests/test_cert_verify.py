@@ -346,6 +346,25 @@ def test_a_check_reading_the_version_before_rechecks_from_the_original_file(tmp_
     assert any(o["kind"] == "autocast-keeps-original" and o["result"] == "checked" for o in doc["obligations"])
     code, out, err = _verify(run_mend, cert)
     assert code == 0 and "re-run" in out, out + err
-    (tmp_path / "t.py").unlink()   # without the original the check cannot be re-run: unknown, not passed
+    # without the original file the certificate fails (the file it names is missing); the check
+    # itself re-runs on the original rebuilt from the certificate's diff, hash-checked (helper-42)
+    (tmp_path / "t.py").unlink()
     code, out, err = _verify(run_mend, cert)
-    assert code != 0 and "autocast-keeps-original" in out, out + err
+    assert code != 0 and "is missing" in out and "autocast-keeps-original" not in out, out + err
+    # and with a mended file the diff does not undo, the check is unknown, never passed
+    mended = tmp_path / "out" / "t.py"
+    mended.write_text(mended.read_text() + "\n")
+    code, out, err = _verify(run_mend, cert)
+    assert code != 0 and "changed since" in out, out + err
+
+
+def test_unpatch_undoes_a_unified_diff_and_refuses_one_that_does_not_fit():
+    import difflib
+
+    from verifier.certs import unpatch
+    before = "".join(f"line {i}\n" for i in range(30))
+    after = before.replace("line 3\n", "line 3\nadded\n").replace("line 20\n", "changed 20\n")
+    diff = "".join(difflib.unified_diff(before.splitlines(True), after.splitlines(True), "a/f.py", "b/f.py"))
+    assert unpatch(after, diff) == before
+    assert unpatch(after.replace("changed 20", "other 20"), diff) is None
+    assert unpatch(after, "") is None

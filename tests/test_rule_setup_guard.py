@@ -142,8 +142,8 @@ def test_a_property_flag_is_declined_end_to_end(tmp_path):
     code = FIXTURE.read_text().replace(
         "class Model(nn.Module):\n", "class Model(nn.Module):\n    reads = 0\n\n"
         "    @property\n    def _installed(self):\n        type(self).reads += 1\n"
-        "        return self.__dict__.get('_done', False)\n\n"
-        "    @_installed.setter\n    def _installed(self, value):\n        self.__dict__['_done'] = value\n\n")
+        "        return getattr(self, '_done', False)\n\n"
+        "    @_installed.setter\n    def _installed(self, value):\n        self._done = value\n\n")
     path = tmp_path / "setup_guard_property.py"
     path.write_text(code)
     res = fix(str(path), unsafe_fixes=True, max_examples=2)
@@ -275,6 +275,27 @@ def test_a_certificate_of_a_file_mended_in_place_verifies(tmp_path):
      "globals()['g'] = print\n\n\ndef f(self):\n    g(self)\n",
      "def g(model):\n    if model is None:\n        return\n    with L:\n        pass\n\n\n"
      "globals()['g'] = print\n\n\ndef f(self):\n    if not (self is None):\n        g(self)\n"),
+    # helper-43: a `match` capture rebinds g
+    ("def g(model):\n    if model is None:\n        return\n    with L:\n        pass\n\n\n"
+     "match w(g):\n    case g:\n        pass\n\n\ndef f(self):\n    g(self)\n",
+     "def g(model):\n    if model is None:\n        return\n    with L:\n        pass\n\n\n"
+     "match w(g):\n    case g:\n        pass\n\n\ndef f(self):\n    if not (self is None):\n        g(self)\n"),
+    # helper-43: rebinding through __globals__ / __defaults__ / __builtins__
+    *[("def g(model):\n    if model is None:\n        return\n    with L:\n        pass\n\n\n"
+       f"{evil}\n\n\ndef f(self):\n    g(self)\n",
+       "def g(model):\n    if model is None:\n        return\n    with L:\n        pass\n\n\n"
+       f"{evil}\n\n\ndef f(self):\n    if not (self is None):\n        g(self)\n")
+      for evil in ("f.__globals__['g'] = print", "g.__defaults__ = (1,)", "__builtins__ = {}")],
+    # helper-43: a flag written with an object, whose __bool__ may change on a later call
+    ("def g(model):\n    if getattr(model, 'x', None):\n        return\n    with L:\n        model.x = Lease()\n\n\n"
+     "def f(self):\n    g(self)\n",
+     "def g(model):\n    if getattr(model, 'x', None):\n        return\n    with L:\n        model.x = Lease()\n\n\n"
+     "def f(self):\n    if not getattr(self, 'x', None):\n        g(self)\n"),
+    # helper-43: the check reads a local of g
+    ("R = 1\n\n\ndef g(model):\n    if model is None and R:\n        return\n    with L:\n        R = 2\n\n\n"
+     "def f(self):\n    g(self)\n",
+     "R = 1\n\n\ndef g(model):\n    if model is None and R:\n        return\n    with L:\n        R = 2\n\n\n"
+     "def f(self):\n    if not (self is None and R):\n        g(self)\n"),
 ])
 def test_guard_hoisted_refutes_helper_41_s_escapes(before, mended):
     line = mended.splitlines().index(next(ln for ln in mended.splitlines() if ln.lstrip().startswith("if not"))) + 1
@@ -296,3 +317,28 @@ def test_an_integer_literal_argument_is_parenthesised_not_a_crash():
     res = RULE.rewrite(cst.parse_module(ex.before), RULE.site(ex))
     assert "(1).imag" in res.code and [o["kind"] for o in res.obligations] == ["guard-hoisted"]
     assert hoisted(res.obligations[0], Ctx({}, {}, code=res.code, before=ex.before)).result == "checked"
+
+
+def test_a_certificate_resealed_without_an_obligation_fails_verification(tmp_path):
+    """helper-43: dropping guard-read-plain, relabelling the fix safe and resealing with mend's
+    own digest passed `mend cert verify`; mend now re-plans the rule's obligations."""
+    import json
+
+    from click.testing import CliRunner
+
+    from mend.cli import main
+    from mend.fix import emit
+    from verifier.certs import digest, dumps
+
+    res = fix(str(FIXTURE), unsafe_fixes=True, max_examples=2)
+    emit(res, write=False, out_dir=str(tmp_path))
+    cert = next((tmp_path / "certificates").glob("*.json"))
+    assert CliRunner().invoke(main, ["cert", "verify", str(cert)]).exit_code == 0
+    doc = json.loads(cert.read_text())
+    doc.pop("digest")
+    doc["obligations"] = [o for o in doc["obligations"] if o["kind"] != "guard-read-plain"]
+    doc["safety"] = {"label": "safe", "reasons": []}
+    doc["digest"] = digest(doc)
+    cert.write_text(dumps(doc))
+    out = CliRunner().invoke(main, ["cert", "verify", str(cert)])
+    assert out.exit_code == 1 and "lacks obligation(s)" in out.output and "guard-read-plain" in out.output

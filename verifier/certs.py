@@ -140,7 +140,7 @@ def verify_file(path: str | Path, *, rerun=None, timeout_ms: int | None = None) 
     if doc.get("digest") != digest(doc):
         rep.problems.append("the certificate's content does not match its digest (tampered)")
     _check_files(path, doc, rep)
-    _check_queries(doc, rep, timeout_ms, code=_mended_code(path, doc), before=_original_code(path, doc))
+    _check_queries(doc, rep, timeout_ms, code=mended_code(path, doc), before=original_code(path, doc))
     _check_safety(doc, rep)
     choice = doc.get("choice")
     if choice:  # a cost prediction: recorded under the digest, never part of what is proved
@@ -166,7 +166,7 @@ def _check_safety(doc: dict, rep: Report) -> None:
                             f"make it {got['label']!r}" + (f" ({'; '.join(got['reasons'][:2])})" if got["reasons"] else ""))
 
 
-def _mended_code(path: Path, doc: dict) -> str | None:
+def mended_code(path: Path, doc: dict) -> str | None:
     """The mended file's text when it is there and hashes to the recorded value (the checks
     that read the mended file re-read it), else None."""
     mended = resolve(path, (doc.get("paths") or {}).get("mended"))
@@ -175,7 +175,7 @@ def _mended_code(path: Path, doc: dict) -> str | None:
     return mended.read_text(encoding="utf-8")
 
 
-def _original_code(path: Path, doc: dict) -> str | None:
+def original_code(path: Path, doc: dict) -> str | None:
     """The original file's text (a kept copy, or the installed module) when it hashes to the
     recorded value (a check comparing the two versions re-reads it), else None."""
     paths = doc.get("paths") or {}
@@ -187,7 +187,7 @@ def _original_code(path: Path, doc: dict) -> str | None:
     # written in place (--write): the original is gone, but the certificate's diff, applied
     # backwards to the mended file, gives it back when the file holds this one rewrite; the
     # recorded hash decides (helper-42)
-    mended = _mended_code(path, doc)
+    mended = mended_code(path, doc)
     before = unpatch(mended, doc.get("diff") or "") if mended is not None else None
     if before is not None and sha256_text(before) == doc.get("sha256_original"):
         return before

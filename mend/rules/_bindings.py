@@ -78,6 +78,10 @@ class _Bindings(cst.CSTVisitor):
         elif isinstance(node, cst.Del):
             for n in _target_names(node.target):
                 self._add(n, other)
+        elif isinstance(node, (cst.MatchAs, cst.MatchStar)) and node.name is not None:
+            self._add(node.name.value, other)   # `case name:` binds (helper-43)
+        elif isinstance(node, cst.MatchMapping) and node.rest is not None:
+            self._add(node.rest.value, other)
         return True
 
     def on_leave(self, original_node: cst.CSTNode) -> None:

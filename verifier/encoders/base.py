@@ -183,7 +183,8 @@ def numel(shape):
 
 def names_bound_by(node: ast.AST) -> list[str]:
     """The names one AST node binds in its scope: a stored/deleted name, a def or class, a
-    parameter, an import's names, ``global``/``nonlocal``, an ``except ... as`` name."""
+    parameter, an import's names, ``global``/``nonlocal``, an ``except ... as`` name, a
+    ``match`` capture."""
     if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
         return [node.id]
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -196,4 +197,8 @@ def names_bound_by(node: ast.AST) -> list[str]:
         return list(node.names)
     if isinstance(node, ast.ExceptHandler) and node.name:
         return [node.name]
+    if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+        return [node.name]      # `case name:` binds (helper-43)
+    if isinstance(node, ast.MatchMapping) and node.rest:
+        return [node.rest]
     return []

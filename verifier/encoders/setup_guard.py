@@ -110,7 +110,11 @@ def _guarded(before: ast.Module, name: str) -> tuple[ast.FunctionDef, ast.expr] 
     return fn, first.test
 
 
-NAMESPACE_ACCESS = frozenset({"globals", "vars"})
+# names through which a module may rebind a function, its defaults or a builtin unseen by a
+# binding screen (helper-41/43); any of them in the module refutes
+NAMESPACE_ACCESS = frozenset({"globals", "vars", "__globals__", "f_globals", "_getframe", "__import__", "importlib",
+                              "__builtins__", "__defaults__", "__kwdefaults__", "__code__", "__dict__", "exec", "eval"})
+SETTERS = frozenset({"setattr", "__setattr__"})
 
 
 def _params(fn: ast.FunctionDef) -> set[str]:
@@ -119,13 +123,26 @@ def _params(fn: ast.FunctionDef) -> set[str]:
     return {p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs, *filter(None, (a.vararg, a.kwarg))]}
 
 
-def _namespace_access(tree: ast.Module) -> str | None:
+def _namespace_access(tree: ast.Module, name: str) -> str | None:
+    sys_names = {a.asname or "sys" for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
+                 if a.name == "sys"}
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and node.id in NAMESPACE_ACCESS:
             return node.id
-        if isinstance(node, ast.Attribute) and node.attr == "modules" and isinstance(node.value, ast.Name) \
-                and node.value.id == "sys":
+        if isinstance(node, ast.Attribute):
+            if node.attr in NAMESPACE_ACCESS:
+                return node.attr
+            if node.attr == "modules" and isinstance(node.value, ast.Name) and node.value.id in sys_names:
+                return "sys.modules"
+            if node.attr == name and isinstance(node.ctx, (ast.Store, ast.Del)):
+                return f"{ast.unparse(node)} = ..."
+        if isinstance(node, ast.ImportFrom) and node.module == "sys" and any(a.name == "modules" for a in node.names):
             return "sys.modules"
+        if isinstance(node, ast.Call):
+            fn = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+            if fn in SETTERS and not (len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
+                                      and node.args[1].value != name):
+                return f"{fn}(...)"
     return None
 
 
@@ -235,6 +252,56 @@ def _named(tree: ast.Module, qual: str | None) -> ast.AST | None:
     return None
 
 
+def _truth_parts(node: ast.expr) -> list[ast.expr]:
+    """The parts of a check whose ``bool()`` Python takes (not / and / or operands, down to
+    what is a bool already: a comparison, ``hasattr``, ``callable``)."""
+    if isinstance(node, ast.UnaryOp):
+        return _truth_parts(node.operand)
+    if isinstance(node, ast.BoolOp):
+        return [p for v in node.values for p in _truth_parts(v)]
+    if isinstance(node, ast.Compare) or (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                                         and node.func.id in PURE_CALLS - {"getattr"}):
+        return []
+    return [node]
+
+
+def _not_literal_written(tree: ast.Module, part: ast.expr, args: set[str]) -> str | None:
+    """Why the value ``part`` reads may not be a literal: every write the module makes to it
+    must store a constant, and there must be one; an argument's own truth is refused."""
+    root = part
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if isinstance(root, ast.Constant):
+        return None                       # an attribute of a literal: builtin, no user code
+    if isinstance(part, ast.Call):
+        attr, glob = part.args[1].value, None
+    elif isinstance(part, ast.Attribute):
+        attr, glob = part.attr, None
+    elif isinstance(part, ast.Name) and part.id not in args:
+        attr, glob = None, part.id
+    else:
+        return f"`{ast.unparse(part)}` is the truth of an argument"
+    values = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "setattr" and len(node.args) >= 3 \
+                and isinstance(node.args[1], ast.Constant) and node.args[1].value == attr:
+            values.append(node.args[2])
+        elif isinstance(node, (ast.Attribute, ast.Name)) and isinstance(node.ctx, (ast.Store, ast.Del)) and (
+                (attr and getattr(node, "attr", getattr(node, "id", None)) == attr) or
+                (glob and isinstance(node, ast.Name) and node.id == glob)):
+            values.append(None)           # the value is read below, from the assignment
+    assigned = [n.value for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign))
+                and any((attr and getattr(t, "attr", getattr(t, "id", None)) == attr) or
+                        (glob and isinstance(t, ast.Name) and t.id == glob)
+                        for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))]
+    stores = sum(v is None for v in values)
+    literal = [v for v in values if v is not None] + assigned
+    if not literal or stores != len(assigned) or not all(isinstance(v, ast.Constant) for v in literal):
+        return (f"`{ast.unparse(part)}` is tested for truth and the module does not write it with constants only "
+                "(or never writes it)")
+    return None
+
+
 def hoisted(ob: dict, ctx: Ctx) -> Outcome:
     name, line = ob.get("function"), ob.get("line")
     if not ctx.code or not ctx.before or not name or not isinstance(line, int):
@@ -252,7 +319,7 @@ def hoisted(ob: dict, ctx: Ctx) -> Outcome:
     shadowed = [b for b in PURE_CALLS if b in _bound_in(before) or b in _bound_in(after)]
     if shadowed:
         return check_refuted(by, f"`{shadowed[0]}` is rebound in the module")
-    space = _namespace_access(before) or _namespace_access(after)
+    space = _namespace_access(before, name) or _namespace_access(after, name)
     if space:
         return check_refuted(by, f"the module uses `{space}`, through which `{name}` may be rebound")
     mended_fn = _guarded(after, name)
@@ -266,6 +333,15 @@ def hoisted(ob: dict, ctx: Ctx) -> Outcome:
     if not isinstance(form, tuple):
         return check_refuted(by, form or f"line {line} of the mended file is not `if not <check>: {name}(...)`")
     call, free = form
+    declared = {n for g in ast.walk(fn) if isinstance(g, ast.Global) for n in g.names}
+    local = (free & set(_bound_in(fn))) - declared - _params(fn) - PURE_CALLS
+    if local:
+        return check_refuted(by, f"the check reads `{sorted(local)[0]}`, which `{name}` assigns (a local there; "
+                                 "hoisted, it would mean the module's global)")
+    args = {v.id for v in [*call.args, *(k.value for k in call.keywords)] if isinstance(v, ast.Name)}
+    why = next(filter(None, (_not_literal_written(before, p, args) for p in _truth_parts(site[0].test.operand))), None)
+    if why:
+        return check_refuted(by, why + ": its `__bool__` may run code on a later call")
     clash = (free - {b for b in PURE_CALLS}) & set(_bound_in(caller))
     if clash:
         return check_refuted(by, f"the caller binds `{sorted(clash)[0]}`, which the check reads from the module")
@@ -293,7 +369,11 @@ def hoisted(ob: dict, ctx: Ctx) -> Outcome:
                         f"the hoisted test at line {line} is that check with `{name}`'s parameters replaced by the "
                         f"call's arguments (names or constants; the call `{ast.unparse(call)}` binds to its "
                         "signature), and the caller shadows none of the names it reads",
-                        rest, "no `globals()`/`vars()`/`sys.modules` in the module (no rebinding through them)",
+                        rest, "no `globals()`, `sys.modules`, `__globals__`, `__defaults__`, `__builtins__`, `setattr` by a computed "
+                        "or the function's name, or store to an attribute of that name, in the module (no rebinding "
+                        "unseen by the binding screen)",
+                        "every value the check tests for truth is written by the module with constants only (or "
+                        "is an attribute of a constant)",
                         "the check's reads run no code (guard-read-plain, when it reads any)",
                         f"`{name}` is not rebound from outside its module while the model runs (assumed: a "
                         "monkeypatched function's own check is not the one hoisted)"], [LEMMA])

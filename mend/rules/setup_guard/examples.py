@@ -170,6 +170,22 @@ DECLINE_EXAMPLES: list[tuple] = [
     # helper-41: the function rebound through globals()
     (_with(_INSTALL + "globals()['maybe_install'] = torch.compiler.disable(maybe_install)\n\n\n"),
      "uses `globals`"),
+    # helper-43: a `match` capture rebinds the function
+    (_with(_INSTALL + "match torch.compiler.disable(maybe_install):\n    case maybe_install:\n        pass\n\n\n"),
+     "bound more than once"),
+    # helper-43: rebound through a function's __globals__, its defaults through __defaults__
+    (_with(_INSTALL + "_hook.__globals__['maybe_install'] = print\n\n\n"), "uses `__globals__`"),
+    (_with(_INSTALL + "maybe_install.__defaults__ = (True,)\n\n\n"), "uses `__defaults__`"),
+    # helper-43: getattr replaced through __builtins__
+    (_with(_INSTALL + "__builtins__ = {}\n\n\n"), "uses `__builtins__`"),
+    # helper-43: a flag later set to an object (whose __bool__ may change): only literal writes
+    (_with(_INSTALL.replace("        model._installed = True", "        model._installed = object()")),
+     "other than a literal"),
+    # helper-43: the check reads a name the function assigns (a local there, a global hoisted)
+    (_with(_INSTALL.replace('if getattr(model, "_installed", False):\n        return\n    with',
+                            'if getattr(model, "_installed", False) and _ready:\n        return\n    with').replace(
+        "        model._installed = True", "        model._installed = True\n        _ready = True")),
+     "a local of the function"),
     # an attribute read by a computed name cannot be observed
     (_with(_INSTALL.replace('if getattr(model, "_installed", False):\n        return\n    with',
                             'if getattr(model, _KEY, False):\n        return\n    with')), "computed name"),

@@ -177,6 +177,58 @@ def truth_tested(expr: cst.BaseExpression) -> list[str]:
     return [" ".join(code_of(expr).split())]
 
 
+def _rooted_in_literal(part: str) -> bool:
+    """``(1).imag``: an attribute of a literal, whose truth runs no user code."""
+    expr = cst.parse_expression(part)
+    while isinstance(expr, cst.Attribute):
+        expr = expr.value
+    return _literal(expr)
+
+
+def literal_writes(mod: cst.Module, part: str, params: set[str]) -> str | None:
+    """Why the value a truth-tested part of the check reads may not be a literal, else None:
+    every write this module makes to it -- ``X.a = v``, ``setattr(X, "a", v)``, ``a = v`` in a
+    class body for an attribute ``a``; ``g = v`` for a global ``g`` -- must store a literal, and
+    there must be one (helper-43: a flag later set to an object whose ``__bool__`` changes; the
+    example's run observes only the first call's value). A parameter's own truth is declined."""
+    expr = cst.parse_expression(part)
+    if isinstance(expr, cst.Call):   # getattr(o, "a", d): the attribute a
+        attr, glob = expr.args[1].value.evaluated_value, None
+    elif isinstance(expr, cst.Attribute):
+        attr, glob = expr.attr.value, None
+    elif isinstance(expr, cst.Name) and expr.value not in params:
+        attr, glob = None, expr.value
+    else:
+        return f"`{part}` tests the truth of an argument, whose `__bool__` may run code"
+    values, bad = [], []
+    for node in m.findall(mod, m.Assign() | m.AugAssign() | m.AnnAssign() | m.Call()):
+        if isinstance(node, cst.Call):
+            fn = node.func.value if isinstance(node.func, cst.Name) else None
+            if attr and fn == "setattr" and len(node.args) >= 3 and isinstance(node.args[1].value, cst.SimpleString) \
+                    and node.args[1].value.evaluated_value == attr:
+                values.append(node.args[2].value)
+            continue
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        for t in targets:
+            hit = (attr and ((isinstance(t, cst.Attribute) and t.attr.value == attr) or (isinstance(t, cst.Name)
+                                                                                           and t.value == attr))) \
+                or (glob and isinstance(t, cst.Name) and t.value == glob)
+            if hit:
+                if isinstance(node, cst.AugAssign) or node.value is None:
+                    bad.append(code_of(t))
+                else:
+                    values.append(node.value)
+            elif isinstance(t, (cst.Tuple, cst.List)) and any(
+                    (isinstance(e.value, cst.Name) and e.value.value in (attr, glob)) or
+                    (isinstance(e.value, cst.Attribute) and e.value.attr.value == attr) for e in t.elements):
+                bad.append(code_of(t))
+    if bad or not values or not all(_literal(v) for v in values):
+        return (f"`{part}` is tested for truth, and this module "
+                + ("never writes it (its value comes from elsewhere)" if not values and not bad else
+                   "writes it with something other than a literal") + ": its `__bool__` may run code on a later call")
+    return None
+
+
 def _dotted_name(node) -> str | None:
     if isinstance(node, cst.Name):
         return node.value
@@ -275,9 +327,42 @@ def _innermost(stack: list[cst.CSTNode]) -> cst.FunctionDef | None:
     return next((n for n in reversed(stack) if isinstance(n, cst.FunctionDef)), None)
 
 
-# reads or writes of a module's namespace as a mapping: a function rebound through them is not
-# seen as a binding (helper-41: `globals()["G"] = wrap(G)`)
-NAMESPACE_ACCESS = frozenset({"globals", "vars", "sys.modules"})
+# ways to rebind a module's function, its defaults or its builtins without a binding the
+# screen sees (helper-41: `globals()["G"] = wrap(G)`; helper-43: `f.__globals__[...]`,
+# `sys._getframe().f_globals`, `G.__defaults__ = ...`, `__builtins__ = {...}`): any of these
+# names anywhere in the module (as a name or an attribute), or `modules` of `sys`, declines
+NAMESPACE_ACCESS = frozenset({"globals", "vars", "__globals__", "f_globals", "_getframe", "__import__",
+                              "importlib", "__builtins__", "__defaults__", "__kwdefaults__", "__code__", "__dict__",
+                              "exec", "eval"})
+SETTERS = frozenset({"setattr", "__setattr__"})
+
+
+def namespace_access(mod: cst.Module, name: str = "") -> str | None:
+    """The first name in ``mod`` through which it may rebind the function ``name`` or a
+    builtin (:data:`NAMESPACE_ACCESS`, ``sys.modules`` under any spelling, an attribute store
+    ``X.<name> = ...`` (the module imported under another name), a ``setattr`` whose name is
+    ``name`` or not a literal), else None."""
+    for node in m.findall(mod, m.AssignTarget() | m.AugAssign() | m.AnnAssign()):
+        target = node.target
+        if isinstance(target, cst.Attribute) and target.attr.value == name:
+            return f"{code_of(target)} = ..."
+    for call in m.findall(mod, m.Call()):
+        fn = call.func.attr.value if isinstance(call.func, cst.Attribute) else getattr(call.func, "value", None)
+        if fn in SETTERS:
+            key = call.args[1].value if len(call.args) >= 2 else None
+            if not isinstance(key, cst.SimpleString) or key.evaluated_value == name:
+                return f"{fn}({', '.join(code_of(a.value) for a in call.args[:2])}, ...)"
+    sys_names = {a.asname.name.value if a.asname else "sys" for imp in m.findall(mod, m.Import())
+                 for a in imp.names if (_dotted_name(a.name) or "") == "sys" and (a.asname is None or
+                                                                                isinstance(a.asname.name, cst.Name))}
+    for imp in m.findall(mod, m.ImportFrom()):
+        if (_dotted_name(imp.module) if imp.module else "") == "sys" and not isinstance(imp.names, cst.ImportStar) \
+                and any(a.name.value == "modules" for a in imp.names if isinstance(a.name, cst.Name)):
+            return "sys.modules"
+    for node in m.findall(mod, m.Attribute()):
+        if node.attr.value == "modules" and isinstance(node.value, cst.Name) and node.value.value in sys_names:
+            return "sys.modules"
+    return next((n.value for n in m.findall(mod, m.Name()) if n.value in NAMESPACE_ACCESS), None)
 
 
 def _binds(scope: cst.CSTNode) -> set[str]:
@@ -374,10 +459,10 @@ def plan(module: cst.Module, line: int) -> Plan | Decline:
     if len(binds.get(name, [])) != 1 or "*" in binds:
         return Decline(NAME, f"{where} begins with a one-time check, but its name is bound more than once in the "
                              "module: a call may reach another function")
-    spaces = sorted({d for n in m.findall(mod, m.Name() | m.Attribute()) if (d := _dotted_name(n)) in NAMESPACE_ACCESS})
-    if spaces:
-        return Decline(NAME, f"{where} begins with a one-time check, but the module uses `{spaces[0]}`, through "
-                             "which it may rebind the function")
+    space = namespace_access(mod, name)
+    if space:
+        return Decline(NAME, f"{where} begins with a one-time check, but the module uses `{space}`, through "
+                             "which it may rebind the function, its defaults or a builtin the check calls")
     if fn.decorators or fn.asynchronous is not None:
         return Decline(NAME, f"{where} is decorated or async: calling it may not run its first check first")
     if any(isinstance(n, (cst.Yield, cst.Await)) for n in _own_nodes(fn)):
@@ -395,6 +480,12 @@ def plan(module: cst.Module, line: int) -> Plan | Decline:
     for n in free:
         if n in PURE_BUILTINS and n in binds:
             return Decline(NAME, f"`{n}` is rebound in the module")
+    declared = {g.name.value for node in m.findall(fn, m.Global()) for g in node.names}
+    local = sorted((set(free) & set(bindings(cst.Module(body=[fn])))) - declared - PURE_BUILTINS)
+    if local:
+        return Decline(NAME, f"{where} begins with a check that reads `{local[0]}`, a local of the function (it "
+                             "assigns it): hoisted, the name would mean the module's global (helper-43)")
+
     sites, hoisted, reasons = [], [], []
     for call, stack in visitor.calls:
         if call.func.value != name:
@@ -434,6 +525,12 @@ def plan(module: cst.Module, line: int) -> Plan | Decline:
             continue
         check = code_of(guard.test.visit(_Substitute({p: bound[p] for p in used})))
         check = " ".join(check.split())
+        args = {a.value.value for a in call.args if isinstance(a.value, cst.Name)}
+        why = next(filter(None, (literal_writes(mod, part, args) for part in
+                                 truth_tested(cst.parse_expression(check)) if not _rooted_in_literal(part))), None)
+        if why:
+            reasons.append(f"line {at}: {why}")
+            continue
         if _hoisted_already(stmt, stack, check):
             hoisted.append(at)
             continue
@@ -460,4 +557,5 @@ def match(loc: Located) -> Match | Decline:
         return res
     lines = ", ".join(str(s.start) for s in res.sites)
     return Match(NAME, f"hoist the first check of `{res.guarded.name.value}` (line {res.guard_line}) into its "
-                       f"caller (line {lines}): later calls skip the one-time setup without a break")
+                       f"caller (line {lines}): later calls skip the one-time setup without a break (`mend fix` "
+                       "emits it only where a compiled call then runs fewer graphs)")
