@@ -35,7 +35,7 @@ from verifier.obligations import LEVELS, examples_for, fix_safety, prove
 __all__ = ["fix", "FixResult", "Rewrite", "Declined", "build_pair", "factory_of", "model_maker", "UNFORCEABLE"]
 
 UNTESTED = ("an unsafe fix, not applied without --unsafe-fixes (its proof obligations were accepted only under "
-            "the assumptions below, and its differential test, which runs only with --unsafe-fixes, was not run: "
+            "the assumptions that follow, and its differential test, which runs only with --unsafe-fixes, was not run: "
             "it may yet be refuted there): ")
 UNFORCEABLE = ("the branch's predicate could not be instrumented for forcing, so both of its outcomes "
                "cannot be verified")
