@@ -80,7 +80,7 @@ def test_cond_keeps_the_ifs_error_when_the_predicate_is_not_one_element(tmp_path
     assert errors[0] is not None and errors == [errors[0]] * 2
 
 
-GUARD = 'if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda"):'
+GUARD = 'if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda") or torch.is_autocast_enabled("xpu") or torch.is_autocast_enabled("mps"):'
 
 
 def same_under_autocast(res, name, inputs, tmp_path, graphs: int | None = 1):
@@ -119,7 +119,7 @@ def test_sides_of_different_dtypes_under_autocast_keep_the_if_there(tmp_path):
     now the autocast-guarded form is: the original `if` under autocast, the cond outside it."""
     res = fix(str(FIXTURES / "autocast_branch_dtype.py"), unsafe_fixes=True, verify="standard", max_examples=5)
     (rw,) = res.rewrites
-    assert GUARD in res.mended and "torch.cond(" in res.mended and "under autocast (cpu, cuda) the if is kept" in rw["detail"]
+    assert GUARD in res.mended and "torch.cond(" in res.mended and "under autocast (cpu, cuda, xpu, mps) the if is kept" in rw["detail"]
     kept = next(o for o in rw["obligations"] if o["kind"] == "autocast-keeps-original")
     assert kept["result"] == "checked" and "static screen" in kept["checked_by"]
     tried = {c["name"]: c.get("note", "") for c in rw.choice["candidates"]}

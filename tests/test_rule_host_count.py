@@ -361,9 +361,9 @@ def test_a_threshold_inexact_in_bfloat16_keeps_the_loop_under_autocast(tmp_path)
     name = "hostcount_autocast_threshold.py"
     res = fix(str(FIXTURES / name), unsafe_fixes=True, max_examples=5)
     (rw,) = res.rewrites
-    assert ('if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda") or s.dtype in (torch.float16, '
+    assert ('if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda") or torch.is_autocast_enabled("xpu") or torch.is_autocast_enabled("mps") or s.dtype in (torch.float16, '
             'torch.bfloat16):' in res.mended)
-    assert "n = n + (s >= 1.0009765625).sum()" in res.mended and "under autocast (cpu, cuda) the loop is kept" in rw["detail"]
+    assert "n = n + (s >= 1.0009765625).sum()" in res.mended and "under autocast (cpu, cuda, xpu, mps) the loop is kept" in rw["detail"]
     kept = {o["kind"]: o["result"] for o in rw["obligations"]}
     assert kept["autocast-keeps-original"] == "checked" and kept["count-compare-exact"] == "proved"
     assert res.after.graph_break_count == 0

@@ -736,7 +736,7 @@ def test_autocast_guarded_keeps_the_original_if_under_autocast():
 
     res = autocast_guarded(cst.parse_module(AUTOCAST_SRC), 6)
     assert isinstance(res, RewriteResult), res
-    assert ('    # project\n    if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda"):  # mend: '
+    assert ('    # project\n    if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda") or torch.is_autocast_enabled("xpu") or torch.is_autocast_enabled("mps"):  # mend: '
             in res.code)
     assert ("            y = torch.mm(x, w)\n        else:\n            y = x * 2\n    else:\n"
             "        y = torch.where(x.sum() > 0, torch.mm(x, w), x * 2)" in res.code)
@@ -753,6 +753,14 @@ def test_autocast_guarded_keeps_the_original_if_under_autocast():
     (cpu_only,) = O.discharge([kept], facts=None, code=res.code.replace(' or torch.is_autocast_enabled("cuda")', ""),
                               before=AUTOCAST_SRC)
     assert cpu_only["result"] == "refuted" and "cuda" in cpu_only["counterexample"], cpu_only
+    # the encoder's own device set decides, not the certificate's: a record naming cpu only
+    # does not make a cpu-only guard pass, nor does a guard missing mps
+    (tampered,) = O.discharge([{**kept, "devices": ["cpu"]}], facts=None,
+                              code=res.code.replace(' or torch.is_autocast_enabled("cuda")', ""), before=AUTOCAST_SRC)
+    assert tampered["result"] == "refuted", tampered
+    (no_mps,) = O.discharge([kept], facts=None, code=res.code.replace(' or torch.is_autocast_enabled("mps")', ""),
+                            before=AUTOCAST_SRC)
+    assert no_mps["result"] == "refuted" and "mps" in no_mps["counterexample"], no_mps
     (nothing,) = O.discharge([{**kept, "original": "if p:\n    y = 1\n"}], facts=None, code=res.code,
                              before=AUTOCAST_SRC)
     assert nothing["result"] == "refuted" and "not one of the version before" in nothing["counterexample"]

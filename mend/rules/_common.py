@@ -165,11 +165,11 @@ def torch_name(module: cst.Module) -> tuple[str, bool]:
 
 
 # the autocast device types mend's guards read: the ones the verifier's autocast leg runs on
-AUTOCAST_DEVICES = ("cpu", "cuda")
+AUTOCAST_DEVICES = ("cpu", "cuda", "xpu", "mps")
 
 
 def autocast_on(torch: str = "torch") -> str:
-    """``torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda")``: Dynamo folds it
+    """``torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda") or torch.is_autocast_enabled("xpu") or torch.is_autocast_enabled("mps")``: Dynamo folds it
     and guards autocast's state (``GLOBAL_STATE changed: autocast(cpu)_enabled`` recompiles,
     measured on torch 2.13), so a guard on it leaves no break outside autocast."""
     return " or ".join(f'{torch}.is_autocast_enabled("{d}")' for d in AUTOCAST_DEVICES)

@@ -1,7 +1,9 @@
 """Encoder for a rewrite that keeps the original statement under ``torch.autocast``.
 
 * ``autocast-keeps-original`` (check, a static screen of the two versions): the mended file
-  holds ``if <torch>.is_autocast_enabled("cpu") or <torch>.is_autocast_enabled("cuda"):``
+  holds ``if <torch>.is_autocast_enabled(d) or ...:`` naming every device type of
+  :data:`DEVICES` (cpu, cuda, xpu, mps: whatever the certificate records, a guard on fewer
+  is refuted)
   (``<torch>`` bound only by ``import torch``) whose body is the recorded statement (an ``if``
   of predicated control flow, a counting loop of host-count-reduction), and that statement is
   one of the version before the rewrite, token for token (``ast.dump``, positions aside).
@@ -20,6 +22,10 @@ from verifier.outcomes import Outcome, check_refuted, checked, unknown
 BY = ("static screen of the mended file and the version before: the recorded statement is one of the version "
       "before, kept verbatim as the whole body of `if torch.is_autocast_enabled(...) or ...:` for every recorded "
       "device type")
+
+# the device types autocast has on torch 2.13 that a user may enable around the model
+DEVICES = frozenset({"cpu", "cuda", "xpu", "mps"})
+
 
 
 def _half_dtype_test(p: ast.expr, torch_names: set[str]) -> bool:
@@ -63,7 +69,7 @@ def autocast_keeps_original(ob: dict, ctx: Ctx) -> Outcome:
     want, kind = ast.dump(kept[0]), type(kept[0])
     if not any(ast.dump(n) == want for n in ast.walk(before) if isinstance(n, kind)):
         return check_refuted(BY, "the recorded statement is not one of the version before the rewrite")
-    devices = set(ob.get("devices") or ())
+    devices = set(ob.get("devices") or ()) | DEVICES
     torch_names = _module_aliases(tree, "torch")
     for node in ast.walk(tree):
         if isinstance(node, ast.If) and len(node.body) == 1 and ast.dump(node.body[0]) == want:

@@ -35,7 +35,7 @@ What makes it exact (proof obligations, discharged by ``verifier/obligations.py`
 * Under ``torch.autocast`` T may be computed in float16/bfloat16 (a linear layer's output),
   where torch rounds C to that dtype and Python compares the exact value (helper-38: C = 1 +
   2**-10, 191 vs 190). A literal C that is not exact in both is answered by keeping the loop
-  there: ``if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda"):`` (and,
+  there: ``if <autocast on>:`` (``torch.is_autocast_enabled(d)`` for cpu, cuda, xpu, mps; and,
   when T is a name, ``or T.dtype in (torch.float16, torch.bfloat16)``: a half model) around
   the original loop, the count in its ``else`` (obligation ``autocast-keeps-original``, a
   screen; Dynamo folds the test, so no break remains outside autocast). Otherwise (an

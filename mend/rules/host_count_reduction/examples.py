@@ -143,7 +143,7 @@ def forward(self, x):
     scores = self.fc(x).squeeze(-1)
     n_big = 0
     # count the big ones
-    if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda") or scores.dtype in (torch.float16, torch.bfloat16):  # mend: the tensor may be float16/bfloat16 (autocast, a half model), where the threshold is not exact
+    if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda") or torch.is_autocast_enabled("xpu") or torch.is_autocast_enabled("mps") or scores.dtype in (torch.float16, torch.bfloat16):  # mend: the tensor may be float16/bfloat16 (autocast, a half model), where the threshold is not exact
         for s in scores.tolist():
             if s > 1.0009765625:
                 n_big += 1

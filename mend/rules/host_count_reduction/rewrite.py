@@ -93,7 +93,7 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
         {"kind": "count-no-gradient", "expr": tensor},
     ]
     if guarded:
-        detail += f"; under autocast (cpu, cuda) the {'loop' if plan.form == 'loop' else 'statement'} is kept: " + (
+        detail += f"; under autocast (cpu, cuda, xpu, mps) the {'loop' if plan.form == 'loop' else 'statement'} is kept: " + (
             f"{c} is not exact in float16 and bfloat16, where autocast (or a half model) may compute `{tensor}`")
         obligations.append({"kind": "autocast-keeps-original", "original": cst.Module([plan.loop]).code.lstrip("\n"),
                             "devices": list(AUTOCAST_DEVICES)})

@@ -5,8 +5,8 @@
     n = mask.sum().item()              n = mask.sum().item() if <autocast on> else mask.sum().detach().reshape(()).clone()
     return pooled / n          ->      return pooled / n
 
-(``<autocast on>`` is ``torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda") or
-torch.get_default_dtype() != torch.float32``: the proofs type a Python float as float32. The whole
+(``<autocast on>`` is ``torch.is_autocast_enabled(d)`` for d in cpu, cuda, xpu, mps, or
+``torch.get_default_dtype() != torch.float32``: the proofs type a Python float as float32. The whole
 is the else side of ``T.item() if torch.jit.is_scripting() else (...)``, so that
 ``torch.jit.script`` of the mended module compiles the original read.)
 

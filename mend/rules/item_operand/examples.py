@@ -32,7 +32,7 @@ FIX_EXAMPLES: list[tuple[str, str]] = [
         pooled = (h * mask[..., None]).sum(dim=1)
         return pooled / n
 ''', _HEAD + '''    def forward(self, h, mask):
-        n = mask.sum().item() if torch.jit.is_scripting() else (mask.sum().item() if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda") or torch.get_default_dtype() != torch.float32 else mask.sum().detach().reshape(()).clone())  # mend: item-operand (was: n = mask.sum().item()) # tokens kept
+        n = mask.sum().item() if torch.jit.is_scripting() else (mask.sum().item() if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda") or torch.is_autocast_enabled("xpu") or torch.is_autocast_enabled("mps") or torch.get_default_dtype() != torch.float32 else mask.sum().detach().reshape(()).clone())  # mend: item-operand (was: n = mask.sum().item()) # tokens kept
         pooled = (h * mask[..., None]).sum(dim=1)
         return pooled / n
 '''),
@@ -43,7 +43,7 @@ FIX_EXAMPLES: list[tuple[str, str]] = [
         keep = h > s
         return (s - y) * keep
 ''', _HEAD + '''    def forward(self, h, t):
-        s = t.max().item() if torch.jit.is_scripting() else (t.max().item() if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda") or torch.get_default_dtype() != torch.float32 else t.max().detach().reshape(()).clone())  # mend: item-operand (was: s = t.max().item())
+        s = t.max().item() if torch.jit.is_scripting() else (t.max().item() if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda") or torch.is_autocast_enabled("xpu") or torch.is_autocast_enabled("mps") or torch.get_default_dtype() != torch.float32 else t.max().detach().reshape(()).clone())  # mend: item-operand (was: s = t.max().item())
         y = s * h
         keep = h > s
         return (s - y) * keep
@@ -53,7 +53,7 @@ FIX_EXAMPLES: list[tuple[str, str]] = [
     (_HEAD + '''    def forward(self, logits):
         return logits / self.log_t.exp().item()
 ''', _HEAD + '''    def forward(self, logits):
-        return logits / (self.log_t.exp().item() if torch.jit.is_scripting() else (self.log_t.exp().item() if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda") or torch.get_default_dtype() != torch.float32 else self.log_t.exp().detach().reshape(()).clone()))  # mend: item-operand (was: return logits / self.log_t.exp().item())
+        return logits / (self.log_t.exp().item() if torch.jit.is_scripting() else (self.log_t.exp().item() if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda") or torch.is_autocast_enabled("xpu") or torch.is_autocast_enabled("mps") or torch.get_default_dtype() != torch.float32 else self.log_t.exp().detach().reshape(()).clone()))  # mend: item-operand (was: return logits / self.log_t.exp().item())
 ''', 7),
 ]
 

@@ -51,7 +51,7 @@ Rewrites (``examples.py``):
   sides read different parameters, the cond runs only without autograd;
 * the autocast-guarded form (``autocast.py``, ``Rule.fallback``), tried only when the
   differential test's autocast leg refutes the form above: ``if torch.is_autocast_enabled("cpu")
-  or torch.is_autocast_enabled("cuda"):`` keeps the original ``if`` verbatim, the form above in
+  or ... ("cuda") or ... ("xpu") or ... ("mps"):`` keeps the original ``if`` verbatim, the form above in
   its ``else``. Under autocast a side can compute in bfloat16 and the other in float32 (shared
   case 004's projection with float32 buffers), so the original returns either dtype and no one
   selection can; the break stays under autocast only (obligation ``autocast-keeps-original``).

@@ -23,7 +23,7 @@ NOTE = "# mend: autocast computes the sides in other dtypes, so under it the ori
 
 
 def guard_expr(env: _Env) -> cst.BaseExpression:
-    """``torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda")``."""
+    """``torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda") or torch.is_autocast_enabled("xpu") or torch.is_autocast_enabled("mps")``."""
     return cst.parse_expression(autocast_on(env.torch))
 
 

@@ -100,9 +100,8 @@ def rewrite(module: cst.Module, line: int, form: str | None = None) -> RewriteRe
 
 
 def autocast_guarded(module: cst.Module, line: int) -> RewriteResult | Decline:
-    """The rule's own form of the ``if`` on ``line`` under ``else:`` of ``if
-    torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda"):`` keeping the
-    original ``if`` (:mod:`.autocast`): ``Rule.fallback`` for a rewrite the differential
+    """The rule's own form of the ``if`` on ``line`` under ``else:`` of ``if <autocast on>:``
+    (``torch.is_autocast_enabled(d)`` for cpu, cuda, xpu and mps) keeping the original ``if`` (:mod:`.autocast`): ``Rule.fallback`` for a rewrite the differential
     test's autocast leg refuted. A Decline for tensor logic, a ternary, a ``:=`` test and a
     plan that also moves setup."""
     return _rewrite_at(module, None, line, None, autocast=True)
@@ -175,7 +174,7 @@ def _rewrite_at(module: cst.Module, node: cst.CSTNode | None, line: int,
             pairs, span, detail, preds = _rewrite_if(node, ancestors, env, index.positions)
             if autocast:
                 pairs = guard(node, pairs, env)
-                detail += "; under autocast (cpu, cuda) the if is kept: its sides compute in other dtypes there"
+                detail += "; under autocast (cpu, cuda, xpu, mps) the if is kept: its sides compute in other dtypes there"
         elif autocast:
             return Decline(NAME, "the autocast-guarded form applies to an if statement, not tensor logic")
         elif isinstance(node, cst.SimpleStatementLine):
