@@ -42,7 +42,8 @@ def test_fix_end_to_end_lowers_the_second_call_s_graphs(tmp_path):
     assert {o["kind"]: o["result"] for o in rw.obligations} == {"guard-hoisted": "checked",
                                                                 "guard-read-plain": "checked"}
     mended = next(iter(res.files.values()))
-    assert 'if not getattr(self, "_installed", False):' in mended and "    maybe_install(self)" in mended
+    assert ('if not (type(getattr(self, "_installed", False)) in (bool, type(None)) and getattr(self, "_installed", '
+            'False)):') in mended and "    maybe_install(self)" in mended
     # what is left is reported as the first call's setup, with the hoisted line
     left = [s.reason for s in res.after.sites if s.line < 40]
     assert left and all("already hoisted" in r for r in left), left
@@ -97,13 +98,16 @@ def test_guard_hoisted_refutes_another_test_another_change_and_a_decorated_calle
     code = FIXTURE.read_text()
     res = _mended(code, 33)
     ob = _guard_ob(res)
-    wrong_default = res.code.replace('if not getattr(self, "_installed", False):',
-                                     'if not getattr(self, "_installed", True):')
+    wrong_default = res.code.replace('and getattr(self, "_installed", False)):', 'and getattr(self, "_installed", True)):')
+    assert wrong_default != res.code
+    ungated = res.code.replace('type(getattr(self, "_installed", False)) in (bool, type(None)) and ', "")
+    got = hoisted(ob, Ctx({}, {}, code=ungated, before=code))   # the gate is required (helper-44)
+    assert ungated != res.code and got.result == "refuted" and "is not `not" in got.counterexample
     got = hoisted(ob, Ctx({}, {}, code=wrong_default, before=code))
     assert got.result == "refuted" and "is not `not" in got.counterexample
     other = res.code.replace("out = self.b(self.a(x)) * 2", "out = self.b(self.a(x)) * 3")
-    got = hoisted(ob, Ctx({}, {}, code=other, before=code))
-    assert got.result == "refuted" and "something else changed" in got.counterexample
+    got = hoisted(ob, Ctx({}, {}, code=other, before=code))   # not shown unchanged: unknown, never passed
+    assert got.result == "unknown" and "other changes" in got.reason
     decorated = code.replace("def maybe_install(model):", "@torch.compiler.disable\ndef maybe_install(model):")
     got = hoisted(ob, Ctx({}, {}, code=res.code, before=decorated))
     assert got.result == "refuted" and "decorated" in got.counterexample
@@ -342,3 +346,64 @@ def test_a_certificate_resealed_without_an_obligation_fails_verification(tmp_pat
     cert.write_text(dumps(doc))
     out = CliRunner().invoke(main, ["cert", "verify", str(cert)])
     assert out.exit_code == 1 and "lacks obligation(s)" in out.output and "guard-read-plain" in out.output
+
+
+def test_a_flag_that_becomes_an_object_with_effects_is_tested_as_before():
+    """helper-44: a flag set (by `object.__setattr__`, or by another module) to an object whose
+    `__bool__` counts and expires: the hoisted test requires a bool or None first, so the
+    object's truth is taken only by the function's own check, as in the original. Eager, 12
+    calls: same outputs and the same number of truth tests; the ungated form differs."""
+    import torch
+
+    code = (FIXTURES / "setup_guard_hookset.py").read_text()
+    line = code.splitlines().index("    with _lock:") + 1
+    res = _mended(code, line)
+    ungated = res.code.replace('type(getattr(self, "_installed", False)) in (bool, type(None)) and ', "")
+    assert ungated != res.code
+    got = []
+    for text in (code, res.code, ungated):
+        mod = _load(text)
+        torch.manual_seed(0)
+        model, x = mod.Model(), torch.randn(2, 4)
+        got.append(([model(x)[1] for _ in range(12)], mod.CHECKS[0]))
+    assert got[0] == got[1], got
+    assert got[2] != got[0], got    # the trap: tested twice, the stale answer is lost
+
+
+def test_a_resealed_certificate_over_an_edited_mended_file_fails(tmp_path):
+    """helper-44: (3) another function of the mended file edited, its hash updated and the
+    certificate resealed passed, because guard-hoisted then compared the caller alone; (4) a
+    comment added made the re-planned kinds a note, so a dropped obligation passed again."""
+    import json
+    import shutil
+
+    from click.testing import CliRunner
+
+    from mend.cli import main
+    from mend.fix import emit
+    from verifier.certs import digest, dumps, sha256_file
+
+    res = fix(str(FIXTURE), unsafe_fixes=True, max_examples=2)
+    emit(res, write=False, out_dir=str(tmp_path / "base"))
+
+    def forged(name: str, edit, drop: bool) -> str:
+        out = tmp_path / name
+        shutil.copytree(tmp_path / "base", out)
+        cert = next((out / "certificates").glob("*.json"))
+        mended = out / "setup_guard.py"
+        mended.write_text(edit(mended.read_text()))
+        doc = json.loads(cert.read_text())
+        doc.pop("digest")
+        doc["sha256_mended"] = sha256_file(mended)
+        if drop:
+            doc["obligations"] = [o for o in doc["obligations"] if o["kind"] != "guard-read-plain"]
+            doc["safety"] = {"label": "safe", "reasons": []}
+        doc["digest"] = digest(doc)
+        cert.write_text(dumps(doc))
+        return CliRunner().invoke(main, ["cert", "verify", str(cert)]).output
+
+    other = forged("other", lambda t: t.replace("_collected.append(output * 1)",
+                                                "_collected.append(output * 1)\n    _collected.append(output)"), False)
+    assert "FAILED" in other and "guard-hoisted" in other, other
+    comment = forged("comment", lambda t: t + "# reviewed\n", True)
+    assert "FAILED" in comment and "lacks obligation(s)" in comment and "guard-read-plain" in comment, comment

@@ -8,8 +8,9 @@ solver queries per site; the general lemma is ``proofs/sg_hoisted_check.smt2`` (
   statement (after a docstring) is ``if P: return`` (or ``return None``) with no ``else``;
   ``P`` holds only names, constants, attribute reads, ``not``/``and``/``or``, ``is``/``is
   not`` and calls of ``getattr``/``hasattr``/``isinstance``/``callable`` (not rebound in the
-  module); the mended ``if`` at the line tests exactly ``not P`` with ``G``'s parameters
-  replaced by the call's arguments (each a name or a literal, the call binding to ``G``'s
+  module); the mended ``if`` at the line tests exactly ``not (gate and P)`` with ``G``'s
+  parameters replaced by the call's arguments, the gate requiring each value ``P`` tests for
+  truth to be a bool or None first (each a name or a literal, the call binding to ``G``'s
   signature; a parameter the check reads but the call omits has a literal default), its
   body is the call alone, the caller binds none of the other names ``P`` reads; and the
   mended file, with every such ``if`` replaced by its call, is the version before, node for
@@ -17,8 +18,9 @@ solver queries per site; the general lemma is ``proofs/sg_hoisted_check.smt2`` (
 * ``guard-read-plain`` (check, observed on the example run where the hoisted check runs):
   each object whose attribute the check reads has no class attribute of that name (no
   property or descriptor), ``__getattribute__`` is ``object``'s and ``__getattr__`` is absent
-  or ``torch.nn.Module``'s; every value whose truth the check takes is a bool, an int or None
-  (its ``bool()`` runs no code). So reading the check twice, or once, has no effect.
+  or ``torch.nn.Module``'s; a class-level default only when it is a plain value. (The values
+  the check tests for truth need no observation: the emitted gate requires them to be bools or
+  None before their truth is taken.) So reading the check twice, or once, has no effect.
 """
 from __future__ import annotations
 
@@ -192,6 +194,26 @@ def _always_bound(value: ast.expr, inner: ast.AST | None) -> bool:
                    for n in ast.walk(inner))
 
 
+def _gate(check: ast.expr) -> ast.expr:
+    """``type(T) in (bool, type(None)) and ... and check`` for each part ``T`` of the check
+    whose truth Python takes (not an attribute of a constant): the hoisted test the rule must
+    emit. It implies the check, and runs no user ``__bool__``."""
+    parts, seen = [], set()
+    for part in _truth_parts(check):
+        root = part
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if not isinstance(root, ast.Constant) and _dump(part) not in seen:
+            seen.add(_dump(part))
+            parts.append(part)
+    if not parts:
+        return check
+    plain = ast.Tuple([ast.Name("bool", ast.Load()), ast.Call(ast.Name("type", ast.Load()), [ast.Constant(None)], [])],
+                      ast.Load())
+    gates = [ast.Compare(ast.Call(ast.Name("type", ast.Load()), [part], []), [ast.In()], [plain]) for part in parts]
+    return ast.BoolOp(ast.And(), [*gates, check])
+
+
 def _hoisted_form(node: ast.AST, fn: ast.FunctionDef, check: ast.expr,
                   inner: ast.AST | None = None) -> tuple[ast.Call, set[str]] | str | None:
     """For an ``if`` in the mended file: (the call, the names the check reads that are not
@@ -216,7 +238,7 @@ def _hoisted_form(node: ast.AST, fn: ast.FunctionDef, check: ast.expr,
         return f"the check reads a parameter whose default is not a constant (call at line {call.lineno})"
     import copy
 
-    expected = _Sub({p: bound[p] for p in used}).visit(copy.deepcopy(check))
+    expected = _gate(_Sub({p: bound[p] for p in used}).visit(copy.deepcopy(check)))
     if _dump(expected) != _dump(node.test.operand):
         return (f"the test at line {node.lineno} is not `not {ast.unparse(expected)}` (the first check of "
                 f"`{fn.name}` with its parameters replaced by the call's arguments)")
@@ -224,32 +246,15 @@ def _hoisted_form(node: ast.AST, fn: ast.FunctionDef, check: ast.expr,
     return call, free
 
 
-def _enclosing(tree: ast.Module, target: ast.AST) -> tuple[ast.AST | None, ast.AST | None, str | None]:
-    """(outermost function holding ``target``, innermost one, the outermost's qualified name
-    ``f`` or ``Class.f`` when it is a module-level function or method)."""
+def _enclosing(tree: ast.Module, target: ast.AST) -> tuple[ast.AST | None, ast.AST | None]:
+    """(outermost function holding ``target``, innermost one)."""
     funcs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
              and any(x is target for x in ast.walk(n))]
     if not funcs:
-        return None, None, None
+        return None, None
     inner = min(funcs, key=lambda f: sum(1 for _ in ast.walk(f)))
     outer = max(funcs, key=lambda f: sum(1 for _ in ast.walk(f)))
-    qual = next((f"{c.name}.{outer.name}" for c in tree.body if isinstance(c, ast.ClassDef) and outer in c.body),
-                outer.name if outer in tree.body else None)
-    return outer, inner, qual
-
-
-def _named(tree: ast.Module, qual: str | None) -> ast.AST | None:
-    """The module-level function or method ``qual`` names."""
-    if not qual:
-        return None
-    head, _, tail = qual.partition(".")
-    for node in tree.body:
-        if tail and isinstance(node, ast.ClassDef) and node.name == head:
-            return next((f for f in node.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
-                         and f.name == tail), None)
-        if not tail and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == head:
-            return node
-    return None
+    return outer, inner
 
 
 def _truth_parts(node: ast.expr) -> list[ast.expr]:
@@ -263,43 +268,6 @@ def _truth_parts(node: ast.expr) -> list[ast.expr]:
                                          and node.func.id in PURE_CALLS - {"getattr"}):
         return []
     return [node]
-
-
-def _not_literal_written(tree: ast.Module, part: ast.expr, args: set[str]) -> str | None:
-    """Why the value ``part`` reads may not be a literal: every write the module makes to it
-    must store a constant, and there must be one; an argument's own truth is refused."""
-    root = part
-    while isinstance(root, ast.Attribute):
-        root = root.value
-    if isinstance(root, ast.Constant):
-        return None                       # an attribute of a literal: builtin, no user code
-    if isinstance(part, ast.Call):
-        attr, glob = part.args[1].value, None
-    elif isinstance(part, ast.Attribute):
-        attr, glob = part.attr, None
-    elif isinstance(part, ast.Name) and part.id not in args:
-        attr, glob = None, part.id
-    else:
-        return f"`{ast.unparse(part)}` is the truth of an argument"
-    values = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "setattr" and len(node.args) >= 3 \
-                and isinstance(node.args[1], ast.Constant) and node.args[1].value == attr:
-            values.append(node.args[2])
-        elif isinstance(node, (ast.Attribute, ast.Name)) and isinstance(node.ctx, (ast.Store, ast.Del)) and (
-                (attr and getattr(node, "attr", getattr(node, "id", None)) == attr) or
-                (glob and isinstance(node, ast.Name) and node.id == glob)):
-            values.append(None)           # the value is read below, from the assignment
-    assigned = [n.value for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign))
-                and any((attr and getattr(t, "attr", getattr(t, "id", None)) == attr) or
-                        (glob and isinstance(t, ast.Name) and t.id == glob)
-                        for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))]
-    stores = sum(v is None for v in values)
-    literal = [v for v in values if v is not None] + assigned
-    if not literal or stores != len(assigned) or not all(isinstance(v, ast.Constant) for v in literal):
-        return (f"`{ast.unparse(part)}` is tested for truth and the module does not write it with constants only "
-                "(or never writes it)")
-    return None
 
 
 def hoisted(ob: dict, ctx: Ctx) -> Outcome:
@@ -316,7 +284,7 @@ def hoisted(ob: dict, ctx: Ctx) -> Outcome:
     if isinstance(found, str):
         return check_refuted(by, found)
     fn, check = found
-    shadowed = [b for b in PURE_CALLS if b in _bound_in(before) or b in _bound_in(after)]
+    shadowed = [b for b in (*PURE_CALLS, "type", "bool") if b in _bound_in(before) or b in _bound_in(after)]
     if shadowed:
         return check_refuted(by, f"`{shadowed[0]}` is rebound in the module")
     space = _namespace_access(before, name) or _namespace_access(after, name)
@@ -326,7 +294,7 @@ def hoisted(ob: dict, ctx: Ctx) -> Outcome:
     if isinstance(mended_fn, str) or _dump(mended_fn[0]) != _dump(fn):
         return check_refuted(by, f"`{name}` in the mended file is not the version before's")
     site = [n for n in ast.walk(after) if isinstance(n, ast.If) and n.lineno == line]
-    caller, inner, qual = _enclosing(after, site[0]) if len(site) == 1 else (None, None, None)
+    caller, inner = _enclosing(after, site[0]) if len(site) == 1 else (None, None)
     if caller is None:
         return check_refuted(by, f"line {line} of the mended file is not an `if` inside a function")
     form = _hoisted_form(site[0], fn, check, inner)
@@ -338,10 +306,6 @@ def hoisted(ob: dict, ctx: Ctx) -> Outcome:
     if local:
         return check_refuted(by, f"the check reads `{sorted(local)[0]}`, which `{name}` assigns (a local there; "
                                  "hoisted, it would mean the module's global)")
-    args = {v.id for v in [*call.args, *(k.value for k in call.keywords)] if isinstance(v, ast.Name)}
-    why = next(filter(None, (_not_literal_written(before, p, args) for p in _truth_parts(site[0].test.operand))), None)
-    if why:
-        return check_refuted(by, why + ": its `__bool__` may run code on a later call")
     clash = (free - {b for b in PURE_CALLS}) & set(_bound_in(caller))
     if clash:
         return check_refuted(by, f"the caller binds `{sorted(clash)[0]}`, which the check reads from the module")
@@ -353,17 +317,13 @@ def hoisted(ob: dict, ctx: Ctx) -> Outcome:
             self.generic_visit(node)
             return node.body[0] if isinstance(_hoisted_form(node, fn, check), tuple) else node
     undone = Undo().visit(ast.parse(ctx.code))
-    if _dump(undone) == _dump(before):
-        rest = "the rest of the mended file is the version before, node for node"
-    else:
-        # a certificate of a file with other rewrites compares with the original file: the
-        # caller's function must then be the original's, node for node
-        mine, theirs = _named(undone, qual), _named(before, qual)
-        if mine is None or theirs is None or _dump(mine) != _dump(theirs):
-            return check_refuted(by, "with every hoisted check replaced by its call, the mended file is not the "
-                                     f"version before (nor is `{qual or caller.name}`): something else changed")
-        rest = (f"`{qual}`, with the hoisted checks replaced by their calls, is the version before's, node for node "
-                "(the file holds other rewrites, with certificates of their own)")
+    if _dump(undone) != _dump(before):
+        # (a certificate of a file with other rewrites compares with the original file: what
+        # else changed is not shown here -- unknown, never passed: helper-44 slipped an edit
+        # of another function past a comparison of the caller alone)
+        return unknown("with every hoisted check replaced by its call, the mended file is not the version before: "
+                       "the file holds other changes, which this check does not cover")
+    rest = "the rest of the mended file is the version before, node for node"
     return checked(by, [f"`{name}` (line {fn.lineno}) begins with `if {ast.unparse(check)}: return`, is bound once "
                         "in the module, not decorated, not async, not a generator",
                         f"the hoisted test at line {line} is that check with `{name}`'s parameters replaced by the "
@@ -372,8 +332,9 @@ def hoisted(ob: dict, ctx: Ctx) -> Outcome:
                         rest, "no `globals()`, `sys.modules`, `__globals__`, `__defaults__`, `__builtins__`, `setattr` by a computed "
                         "or the function's name, or store to an attribute of that name, in the module (no rebinding "
                         "unseen by the binding screen)",
-                        "every value the check tests for truth is written by the module with constants only (or "
-                        "is an attribute of a constant)",
+                        "every value the check tests for truth must be a bool or None before it is tested (the "
+                        "emitted gate): another object makes the hoisted test false, and the function's own check "
+                        "takes its truth as before",
                         "the check's reads run no code (guard-read-plain, when it reads any)",
                         f"`{name}` is not rebound from outside its module while the model runs (assumed: a "
                         "monkeypatched function's own check is not the one hoisted)"], [LEMMA])

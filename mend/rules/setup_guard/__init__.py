@@ -19,8 +19,15 @@ mended by the other rules): 5 graphs on the first call and 5 on every later one.
 
 The rewrite copies the callee's first check to each call written as a statement::
 
-    if not getattr(self, "_output_capturing_hooks_installed", False):
+    if not (type(getattr(self, "_output_capturing_hooks_installed", False)) in (bool, type(None))
+            and getattr(self, "_output_capturing_hooks_installed", False)):
         maybe_install_capturing_hooks(self)
+
+The gate in front (helper-44) requires each value the check tests for truth to be a bool or
+None: a flag that another module, or ``object.__setattr__``, sets to an object whose
+``__bool__`` has effects or changes makes the hoisted test False, and the callee's own check
+then takes that object's truth once, as the original does (tested: an expiring hook set, 12
+calls, the same outputs and truth tests; the ungated form loses the hooks).
 
 Dynamo evaluates it in the caller's frame and guards on the attribute. The first call runs
 the setup as before (its breaks stay: registering a hook cannot be traced); on the next call
@@ -34,15 +41,15 @@ module up to :data:`~mend.rules.setup_guard.screen.MAX_DEPTH` levels to the near
 that begins with the check; once hoisted, such a site is declined as "already hoisted" (it
 breaks on the first call only).
 
-Why it is exact (``proofs/sg_hoisted_check.smt2``): when the check holds, ``G`` returns at
-once, so skipping the call changes nothing; when it does not, ``G`` evaluates the same check
-again, from the same state, and runs its body as before. That needs the check to read without
+Why it is exact (``proofs/sg_hoisted_check.smt2``): the hoisted test implies the check, so
+where it holds ``G`` would return at once and skipping the call changes nothing; where it does
+not, ``G`` runs as before, its own check included, from the same state. That needs the check to read without
 effects (evaluated twice on the first call, once after): only names, literals, attribute
 reads, ``not``/``and``/``or``, ``is``/``is not`` and ``getattr``/``hasattr`` (with a literal
 name)/``callable`` are admitted (not ``isinstance``: a metaclass's ``__instancecheck__`` may run
 anything), and the attributes read are observed to be plain (no property or descriptor, a
 class-level default only when it is a bool, int, string or None, no ``__getattribute__`` of the
-class's own, the tested values bools, ints or None). The call's arguments must be literals or
+class's own; the values it tests for truth are gated to bools or None). The call's arguments must be literals or
 parameters of the function around the call that it never deletes (evaluating them, or not,
 changes nothing and cannot raise: a local may be unbound), and must bind to ``G``'s signature
 (a call that raises TypeError is not skipped); a parameter the check reads and the call omits
@@ -79,16 +86,16 @@ when the callee would do more than return, so every call does what it did, in ea
 compiled, for training and inference; compiled, the caller recompiles once after the setup.
 
 Proved once, as a lemma (``proofs/sg_hoisted_check.smt2``, Z3, cited by ``guard-hoisted``):
-for a check that reads without effects, ``if not P: G()`` and ``G()`` leave the same state and
-raise the same exception on every state. Resting on a static screen (``guard-hoisted``, ast,
-of the version before and the mended file): the callee, its first check, the hoisted test
-being that check with the call's arguments, the call binding to the signature, the rest of
-the file unchanged node for node. Resting on an observation (``guard-read-plain``: the
-objects the check reads have no property, descriptor or ``__getattribute__`` of their own,
-and the values it tests are bools, ints or None), so a rewrite whose check reads an attribute
-or takes the truth of a name's value (``if _done:``) is an ``unsafe`` fix -- the common case,
-``getattr(model, "_flag", False)``; only a check that does neither (``if handle is not None:``
-of an argument, an attribute of a literal) is ``safe``.
+for a pure hoisted test H that implies the check P, ``if not H: G()`` and ``G()`` leave the
+same state and raise the same exception on every state (without ``H => P`` the query is sat).
+Resting on a static screen (``guard-hoisted``, ast, of the version before and the mended
+file): the callee, its first check, the hoisted test being the gated check with the call's
+arguments, the call binding to the signature, the rest of the file unchanged node for node (a
+certificate of a file with other changes re-checks as unknown, never passed: helper-44).
+Resting on an observation (``guard-read-plain``: the objects the check reads have no property,
+descriptor or ``__getattribute__`` of their own), so a rewrite whose check reads an attribute
+is an ``unsafe`` fix -- the common case, ``getattr(model, "_flag", False)``; a check of globals
+and arguments only (``if _done:``, ``if handle is not None:``) is ``safe``.
 
 Assumed, not checked: the function is not replaced from outside its module while the model
 runs (a monkeypatch of ``module.G`` would no longer be the function whose check was hoisted),

@@ -109,6 +109,10 @@ _LITERAL = '''def note(level, model):
 ''' + _MODEL
 
 
+# the hoisted test first requires a flag tested for truth to be a bool or None
+_GATE = 'type(getattr(self, "_installed", False)) in (bool, type(None)) and '
+
+
 def _note(call: str, fn: str, line: int) -> str:
     return f"# mend: setup-guard (was: {call}; the first check of `{fn}`, line {line}, hoisted)"
 
@@ -118,14 +122,16 @@ FIX_EXAMPLES: list[tuple] = [
     (
         _HEAD + _INSTALL + _MODEL.format(call="maybe_install(self)  # hooks, lazily"),
         _HEAD + _INSTALL + _MODEL.format(
-            call=f'if not getattr(self, "_installed", False):  {_note("maybe_install(self)", "maybe_install", 16)}\n'
+            call=f'if not ({_GATE}getattr(self, "_installed", False)):  '
+                 f'{_note("maybe_install(self)", "maybe_install", 16)}\n'
                  "            maybe_install(self)  # hooks, lazily"),
     ),
     # the break two calls deep (install -> register_forward_hook), a global flag, a keyword
     # argument bound to the parameter by name
     (
         _GLOBAL_FLAG + _MODEL.format(call="setup(model=self)"),
-        _GLOBAL_FLAG + _MODEL.format(call=f"if not _DONE:  {_note('setup(model=self)', 'setup', 23)}\n"
+        _GLOBAL_FLAG + _MODEL.format(call=f"if not (type(_DONE) in (bool, type(None)) and _DONE):  "
+                                          f"{_note('setup(model=self)', 'setup', 23)}\n"
                                           "            setup(model=self)"),
     ),
     # an `is not None` check, and two calls (every statement call is guarded)
@@ -178,9 +184,6 @@ DECLINE_EXAMPLES: list[tuple] = [
     (_with(_INSTALL + "maybe_install.__defaults__ = (True,)\n\n\n"), "uses `__defaults__`"),
     # helper-43: getattr replaced through __builtins__
     (_with(_INSTALL + "__builtins__ = {}\n\n\n"), "uses `__builtins__`"),
-    # helper-43: a flag later set to an object (whose __bool__ may change): only literal writes
-    (_with(_INSTALL.replace("        model._installed = True", "        model._installed = object()")),
-     "other than a literal"),
     # helper-43: the check reads a name the function assigns (a local there, a global hoisted)
     (_with(_INSTALL.replace('if getattr(model, "_installed", False):\n        return\n    with',
                             'if getattr(model, "_installed", False) and _ready:\n        return\n    with').replace(
@@ -230,7 +233,8 @@ def setup(model):
 
 ''' + _MODEL.format(call="_DONE = x.sum()\n        setup(self)"), "the caller binds `_DONE`"),
     # already hoisted: later calls run without the break, the first call must run the setup
-    (_with(call='if not getattr(self, "_installed", False):\n            maybe_install(self)'), "already hoisted"),
+    (_with(call=f'if not ({_GATE}getattr(self, "_installed", False)):\n            maybe_install(self)'),
+     "already hoisted"),
     # a call that does not bind (a keyword the function does not take): it raises TypeError
     (_with(call="maybe_install(self, force=True)"), "does not take"),
 ]

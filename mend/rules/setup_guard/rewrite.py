@@ -3,6 +3,10 @@
     if not (<G's first check, G's parameters replaced by args>):  # mend: setup-guard (...)
         G(args)
 
+where each value the check tests for truth must first be a bool or None
+(``type(T) in (bool, type(None)) and ...``): another object makes the hoisted test False, and
+``G``'s own check then takes its truth as before (no ``__bool__`` runs twice or early).
+
 The check moves into the caller's frame, where Dynamo evaluates it while tracing and guards
 on what it read: once the setup has run, the guard fails, the caller is compiled again (one
 recompilation) and the new code skips the call, so it no longer splits the caller's graph."""
@@ -12,18 +16,7 @@ import libcst as cst
 
 from mend.rules._base import Decline, RewriteResult
 from mend.rules._common import code_of
-from mend.rules.setup_guard.screen import NAME, plan, truth_tested
-
-
-def _names_a_value(text: str) -> bool:
-    """A truth-tested part whose value comes from a name (``flag``, ``o.a``, ``getattr(o, ...)``),
-    not from a literal (``(1).imag``): its ``bool()`` may run a user's ``__bool__``."""
-    expr = cst.parse_expression(text)
-    while isinstance(expr, cst.Attribute):
-        expr = expr.value
-    if isinstance(expr, cst.Call):
-        return True
-    return isinstance(expr, cst.Name) and expr.value not in ("None", "True", "False")
+from mend.rules.setup_guard.screen import NAME, plan
 
 
 def _needs_parens(check: str) -> bool:
@@ -64,14 +57,13 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     # the attributes and globals the checks read, observed where the hoisted check runs
     # (a check that reads no attribute and takes the truth of no name's value -- `h is None`
     # of an argument, an attribute of a literal -- runs no user code: nothing to observe)
+    # (the values it tests for truth need no observation: the hoisted check requires them to be
+    # bools or None first, so a user's __bool__ never runs there)
     reads = sorted({r for s in res.sites for r in s.reads})
-    truth = sorted({t for s in res.sites for t in truth_tested(cst.parse_expression(s.check))
-                    if _names_a_value(t)})
-    if reads or truth:
+    if reads:
         values = [v for obj, attr in reads for v in (f"{obj}.__class__.{attr}", f"{obj}.__class__.__getattribute__",
                                                      f"{obj}.__class__.__getattr__", f"{obj}.{attr}")]
-        obligations.append({"kind": "guard-read-plain", "reads": [list(r) for r in reads], "truth": truth,
-                            "values": values + [t for t in truth if "(" not in t]})
+        obligations.append({"kind": "guard-read-plain", "reads": [list(r) for r in reads], "values": values})
     lines = [s.start for s in res.sites]
     return RewriteResult(new.code, (min(lines), max(lines)),
                          f"the first check of `{name}` (`if {code_of(res.check).strip()}: return`, line "

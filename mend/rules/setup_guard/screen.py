@@ -177,56 +177,30 @@ def truth_tested(expr: cst.BaseExpression) -> list[str]:
     return [" ".join(code_of(expr).split())]
 
 
+# the types whose truth value runs no user code, which the hoisted check requires of every
+# value it tests for truth (helper-43/44: a flag another module, or `object.__setattr__`, sets
+# to an object whose `__bool__` has effects or changes)
+PLAIN_TRUTH = "(bool, type(None))"
+
+
+def gated(check: str) -> str:
+    """``check`` with each part whose truth Python takes (and that is not an attribute of a
+    literal) required to be a bool or None first: ``type(T) in (bool, type(None)) and ... and
+    (check)``. It implies ``check``, and where a part is another object it is False, so the call
+    runs and the function's own check takes that object's truth exactly as before."""
+    parts = [t for t in truth_tested(cst.parse_expression(check)) if not _rooted_in_literal(t)]
+    if not parts:
+        return check
+    body = f"({check})" if isinstance(cst.parse_expression(check), (cst.BooleanOperation, cst.IfExp)) else check
+    return " and ".join([*(f"type({t}) in {PLAIN_TRUTH}" for t in dict.fromkeys(parts)), body])
+
+
 def _rooted_in_literal(part: str) -> bool:
     """``(1).imag``: an attribute of a literal, whose truth runs no user code."""
     expr = cst.parse_expression(part)
     while isinstance(expr, cst.Attribute):
         expr = expr.value
     return _literal(expr)
-
-
-def literal_writes(mod: cst.Module, part: str, params: set[str]) -> str | None:
-    """Why the value a truth-tested part of the check reads may not be a literal, else None:
-    every write this module makes to it -- ``X.a = v``, ``setattr(X, "a", v)``, ``a = v`` in a
-    class body for an attribute ``a``; ``g = v`` for a global ``g`` -- must store a literal, and
-    there must be one (helper-43: a flag later set to an object whose ``__bool__`` changes; the
-    example's run observes only the first call's value). A parameter's own truth is declined."""
-    expr = cst.parse_expression(part)
-    if isinstance(expr, cst.Call):   # getattr(o, "a", d): the attribute a
-        attr, glob = expr.args[1].value.evaluated_value, None
-    elif isinstance(expr, cst.Attribute):
-        attr, glob = expr.attr.value, None
-    elif isinstance(expr, cst.Name) and expr.value not in params:
-        attr, glob = None, expr.value
-    else:
-        return f"`{part}` tests the truth of an argument, whose `__bool__` may run code"
-    values, bad = [], []
-    for node in m.findall(mod, m.Assign() | m.AugAssign() | m.AnnAssign() | m.Call()):
-        if isinstance(node, cst.Call):
-            fn = node.func.value if isinstance(node.func, cst.Name) else None
-            if attr and fn == "setattr" and len(node.args) >= 3 and isinstance(node.args[1].value, cst.SimpleString) \
-                    and node.args[1].value.evaluated_value == attr:
-                values.append(node.args[2].value)
-            continue
-        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-        for t in targets:
-            hit = (attr and ((isinstance(t, cst.Attribute) and t.attr.value == attr) or (isinstance(t, cst.Name)
-                                                                                           and t.value == attr))) \
-                or (glob and isinstance(t, cst.Name) and t.value == glob)
-            if hit:
-                if isinstance(node, cst.AugAssign) or node.value is None:
-                    bad.append(code_of(t))
-                else:
-                    values.append(node.value)
-            elif isinstance(t, (cst.Tuple, cst.List)) and any(
-                    (isinstance(e.value, cst.Name) and e.value.value in (attr, glob)) or
-                    (isinstance(e.value, cst.Attribute) and e.value.attr.value == attr) for e in t.elements):
-                bad.append(code_of(t))
-    if bad or not values or not all(_literal(v) for v in values):
-        return (f"`{part}` is tested for truth, and this module "
-                + ("never writes it (its value comes from elsewhere)" if not values and not bad else
-                   "writes it with something other than a literal") + ": its `__bool__` may run code on a later call")
-    return None
 
 
 def _dotted_name(node) -> str | None:
@@ -477,8 +451,8 @@ def plan(module: cst.Module, line: int) -> Plan | Decline:
                              f"`{sorted(star & set(_free_names(guard.test)))[0]}`, its *args or **kwargs: the "
                              "call's arguments do not spell it")
     free = [n for n in _free_names(guard.test) if n not in params]
-    for n in free:
-        if n in PURE_BUILTINS and n in binds:
+    for n in [*free, "type", "bool"]:
+        if (n in PURE_BUILTINS or n in ("type", "bool")) and n in binds:
             return Decline(NAME, f"`{n}` is rebound in the module")
     declared = {g.name.value for node in m.findall(fn, m.Global()) for g in node.names}
     local = sorted((set(free) & set(bindings(cst.Module(body=[fn])))) - declared - PURE_BUILTINS)
@@ -525,12 +499,7 @@ def plan(module: cst.Module, line: int) -> Plan | Decline:
             continue
         check = code_of(guard.test.visit(_Substitute({p: bound[p] for p in used})))
         check = " ".join(check.split())
-        args = {a.value.value for a in call.args if isinstance(a.value, cst.Name)}
-        why = next(filter(None, (literal_writes(mod, part, args) for part in
-                                 truth_tested(cst.parse_expression(check)) if not _rooted_in_literal(part))), None)
-        if why:
-            reasons.append(f"line {at}: {why}")
-            continue
+        check = gated(check)
         if _hoisted_already(stmt, stack, check):
             hoisted.append(at)
             continue
