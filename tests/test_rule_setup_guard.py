@@ -42,7 +42,7 @@ def test_fix_end_to_end_lowers_the_second_call_s_graphs(tmp_path):
     assert {o["kind"]: o["result"] for o in rw.obligations} == {"guard-hoisted": "checked",
                                                                 "guard-read-plain": "checked"}
     mended = next(iter(res.files.values()))
-    assert ('if not (type(getattr(self, "_installed", False)) in (bool, type(None)) and getattr(self, "_installed", '
+    assert ('if not (type(getattr(self, "_installed", False)) is bool and getattr(self, "_installed", '
             'False)):') in mended and "    maybe_install(self)" in mended
     # what is left is reported as the first call's setup, with the hoisted line
     left = [s.reason for s in res.after.sites if s.line < 40]
@@ -100,7 +100,7 @@ def test_guard_hoisted_refutes_another_test_another_change_and_a_decorated_calle
     ob = _guard_ob(res)
     wrong_default = res.code.replace('and getattr(self, "_installed", False)):', 'and getattr(self, "_installed", True)):')
     assert wrong_default != res.code
-    ungated = res.code.replace('type(getattr(self, "_installed", False)) in (bool, type(None)) and ', "")
+    ungated = res.code.replace('type(getattr(self, "_installed", False)) is bool and ', "")
     got = hoisted(ob, Ctx({}, {}, code=ungated, before=code))   # the gate is required (helper-44)
     assert ungated != res.code and got.result == "refuted" and "is not `not" in got.counterexample
     got = hoisted(ob, Ctx({}, {}, code=wrong_default, before=code))
@@ -300,6 +300,27 @@ def test_a_certificate_of_a_file_mended_in_place_verifies(tmp_path):
      "def f(self):\n    g(self)\n",
      "R = 1\n\n\ndef g(model):\n    if model is None and R:\n        return\n    with L:\n        R = 2\n\n\n"
      "def f(self):\n    if not (self is None and R):\n        g(self)\n"),
+    # helper-45: a gate compared with `in` dispatches to a metaclass __eq__
+    ("F = False\n\n\ndef g(model):\n    if F:\n        return\n    with L:\n        pass\n\n\n"
+     "def f(self):\n    g(self)\n",
+     "F = False\n\n\ndef g(model):\n    if F:\n        return\n    with L:\n        pass\n\n\n"
+     "def f(self):\n    if not (type(F) in (bool, type(None)) and F):\n        g(self)\n"),
+    # helper-45: several truth-tested parts (a gate over them lost `or`'s short-circuit)
+    ("E = True\nF = False\n\n\ndef g(model):\n    if not E or F:\n        return\n    with L:\n        pass\n\n\n"
+     "def f(self):\n    g(self)\n",
+     "E = True\nF = False\n\n\ndef g(model):\n    if not E or F:\n        return\n    with L:\n        pass\n\n\n"
+     "def f(self):\n    if not (type(E) is bool and type(F) is bool and (not E or F)):\n        g(self)\n"),
+    # helper-45: identity with a tensor (Dynamo does not guard it)
+    ("P = None\n\n\ndef g(x):\n    if x is P:\n        return\n    with L:\n        pass\n\n\n"
+     "def f(self, x):\n    g(x)\n",
+     "P = None\n\n\ndef g(x):\n    if x is P:\n        return\n    with L:\n        pass\n\n\n"
+     "def f(self, x):\n    if not (x is P):\n        g(x)\n"),
+    # helper-45: a second hoisted call, in a caller whose local shadows the flag
+    ("F = False\n\n\ndef g(model):\n    if F:\n        return\n    with L:\n        pass\n\n\n"
+     "def f(self):\n    g(self)\n\n\ndef h(m):\n    F = True\n    g(m)\n    return F\n",
+     "F = False\n\n\ndef g(model):\n    if F:\n        return\n    with L:\n        pass\n\n\n"
+     "def f(self):\n    if not (type(F) is bool and F):\n        g(self)\n\n\n"
+     "def h(m):\n    F = True\n    if not (type(F) is bool and F):\n        g(m)\n    return F\n"),
 ])
 def test_guard_hoisted_refutes_helper_41_s_escapes(before, mended):
     line = mended.splitlines().index(next(ln for ln in mended.splitlines() if ln.lstrip().startswith("if not"))) + 1
@@ -358,7 +379,7 @@ def test_a_flag_that_becomes_an_object_with_effects_is_tested_as_before():
     code = (FIXTURES / "setup_guard_hookset.py").read_text()
     line = code.splitlines().index("    with _lock:") + 1
     res = _mended(code, line)
-    ungated = res.code.replace('type(getattr(self, "_installed", False)) in (bool, type(None)) and ', "")
+    ungated = res.code.replace('type(getattr(self, "_installed", False)) is bool and ', "")
     assert ungated != res.code
     got = []
     for text in (code, res.code, ungated):

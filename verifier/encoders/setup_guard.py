@@ -69,6 +69,9 @@ def _shape_ok(node: ast.AST) -> str | None:
     if isinstance(node, ast.Compare):
         if not all(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
             return "a comparison other than `is`/`is not`"
+        if len(node.ops) != 1 or not any(isinstance(x, ast.Constant) and x.value is None
+                                         for x in (node.left, *node.comparators)):
+            return "an identity comparison with something other than `None` (Dynamo may not guard it)"
         return next(filter(None, map(_shape_ok, [node.left, *node.comparators])), None)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in PURE_CALLS \
             and not node.keywords and not any(isinstance(a, ast.Starred) for a in node.args):
@@ -194,24 +197,33 @@ def _always_bound(value: ast.expr, inner: ast.AST | None) -> bool:
                    for n in ast.walk(inner))
 
 
-def _gate(check: ast.expr) -> ast.expr:
-    """``type(T) in (bool, type(None)) and ... and check`` for each part ``T`` of the check
-    whose truth Python takes (not an attribute of a constant): the hoisted test the rule must
-    emit. It implies the check, and runs no user ``__bool__``."""
-    parts, seen = [], set()
+def _gate(check: ast.expr) -> ast.expr | None:
+    """The hoisted test the rule must emit for ``check``: ``check`` when it takes no value's
+    truth (attributes of constants aside); ``type(T) is bool and T`` for ``T``; ``T is None or
+    (type(T) is bool and not T)`` for ``not T``; None otherwise (refused: a gate over several
+    parts would change which parts are evaluated). Each implies the check, runs no user code
+    (``is`` never dispatches) and evaluates what the check does, in its order."""
+    parts = []
     for part in _truth_parts(check):
         root = part
         while isinstance(root, ast.Attribute):
             root = root.value
-        if not isinstance(root, ast.Constant) and _dump(part) not in seen:
-            seen.add(_dump(part))
+        if not isinstance(root, ast.Constant):
             parts.append(part)
     if not parts:
         return check
-    plain = ast.Tuple([ast.Name("bool", ast.Load()), ast.Call(ast.Name("type", ast.Load()), [ast.Constant(None)], [])],
-                      ast.Load())
-    gates = [ast.Compare(ast.Call(ast.Name("type", ast.Load()), [part], []), [ast.In()], [plain]) for part in parts]
-    return ast.BoolOp(ast.And(), [*gates, check])
+    if len(parts) > 1:
+        return None
+
+    def is_bool(t):
+        return ast.Compare(ast.Call(ast.Name("type", ast.Load()), [t], []), [ast.Is()], [ast.Name("bool", ast.Load())])
+    (t,) = parts
+    if check is t:
+        return ast.BoolOp(ast.And(), [is_bool(t), t])
+    if isinstance(check, ast.UnaryOp) and isinstance(check.op, ast.Not) and check.operand is t:
+        return ast.BoolOp(ast.Or(), [ast.Compare(t, [ast.Is()], [ast.Constant(None)]),
+                                     ast.BoolOp(ast.And(), [is_bool(t), ast.UnaryOp(ast.Not(), t)])])
+    return None
 
 
 def _hoisted_form(node: ast.AST, fn: ast.FunctionDef, check: ast.expr,
@@ -239,6 +251,9 @@ def _hoisted_form(node: ast.AST, fn: ast.FunctionDef, check: ast.expr,
     import copy
 
     expected = _gate(_Sub({p: bound[p] for p in used}).visit(copy.deepcopy(check)))
+    if expected is None:
+        return (f"the first check of `{fn.name}` tests a value's truth beside other tests: no hoisted form keeps its "
+                "order of evaluation")
     if _dump(expected) != _dump(node.test.operand):
         return (f"the test at line {node.lineno} is not `not {ast.unparse(expected)}` (the first check of "
                 f"`{fn.name}` with its parameters replaced by the call's arguments)")
@@ -270,6 +285,30 @@ def _truth_parts(node: ast.expr) -> list[ast.expr]:
     return [node]
 
 
+def _valid_site(after: ast.Module, node: ast.AST, fn: ast.FunctionDef, check: ast.expr) -> tuple | str | None:
+    """(the call, the names the check reads from the module) for an ``if`` of the mended file
+    that is a correct hoisted call of ``fn``; a reason when it is that shape but wrong; None
+    when it is no hoisted call of ``fn``."""
+    caller, inner = _enclosing(after, node)
+    if caller is None:
+        return None
+    form = _hoisted_form(node, fn, check, inner)
+    if not isinstance(form, tuple):
+        return form
+    call, free = form
+    declared = {n for g in ast.walk(fn) if isinstance(g, ast.Global) for n in g.names}
+    local = (free & set(_bound_in(fn))) - declared - _params(fn) - PURE_CALLS
+    if local:
+        return (f"the check reads `{sorted(local)[0]}`, which `{fn.name}` assigns (a local there; hoisted, it would "
+                "mean the module's global)")
+    clash = (free - PURE_CALLS) & set(_bound_in(caller))
+    if clash:
+        return f"the caller binds `{sorted(clash)[0]}`, which the check reads from the module"
+    if free & set(dir(builtins)) - PURE_CALLS:
+        return f"the check reads the builtin(s) {sorted(free & set(dir(builtins)) - PURE_CALLS)}"
+    return call, free
+
+
 def hoisted(ob: dict, ctx: Ctx) -> Outcome:
     name, line = ob.get("function"), ob.get("line")
     if not ctx.code or not ctx.before or not name or not isinstance(line, int):
@@ -294,28 +333,26 @@ def hoisted(ob: dict, ctx: Ctx) -> Outcome:
     if isinstance(mended_fn, str) or _dump(mended_fn[0]) != _dump(fn):
         return check_refuted(by, f"`{name}` in the mended file is not the version before's")
     site = [n for n in ast.walk(after) if isinstance(n, ast.If) and n.lineno == line]
-    caller, inner = _enclosing(after, site[0]) if len(site) == 1 else (None, None)
-    if caller is None:
+    if len(site) != 1 or _enclosing(after, site[0])[0] is None:
         return check_refuted(by, f"line {line} of the mended file is not an `if` inside a function")
-    form = _hoisted_form(site[0], fn, check, inner)
+    form = _valid_site(after, site[0], fn, check)
     if not isinstance(form, tuple):
         return check_refuted(by, form or f"line {line} of the mended file is not `if not <check>: {name}(...)`")
-    call, free = form
-    declared = {n for g in ast.walk(fn) if isinstance(g, ast.Global) for n in g.names}
-    local = (free & set(_bound_in(fn))) - declared - _params(fn) - PURE_CALLS
-    if local:
-        return check_refuted(by, f"the check reads `{sorted(local)[0]}`, which `{name}` assigns (a local there; "
-                                 "hoisted, it would mean the module's global)")
-    clash = (free - {b for b in PURE_CALLS}) & set(_bound_in(caller))
-    if clash:
-        return check_refuted(by, f"the caller binds `{sorted(clash)[0]}`, which the check reads from the module")
-    if free & set(dir(builtins)) - PURE_CALLS - {"None", "True", "False"}:
-        return check_refuted(by, f"the check reads the builtin(s) {sorted(free & set(dir(builtins)))}")
+    call, _ = form
+    # every other hoisted-looking call of the file must pass the same checks (helper-45: one
+    # added in another caller, whose local shadows the flag, was undone unchecked)
+    valid = set()
+    for node in ast.walk(after):
+        if isinstance(node, ast.If) and _hoisted_form(node, fn, check) is not None:
+            other = _valid_site(after, node, fn, check)
+            if not isinstance(other, tuple):
+                return check_refuted(by, f"the hoisted call at line {node.lineno}: {other}")
+            valid.add(node.lineno)
 
     class Undo(ast.NodeTransformer):
         def visit_If(self, node):
             self.generic_visit(node)
-            return node.body[0] if isinstance(_hoisted_form(node, fn, check), tuple) else node
+            return node.body[0] if node.lineno in valid else node
     undone = Undo().visit(ast.parse(ctx.code))
     if _dump(undone) != _dump(before):
         # (a certificate of a file with other rewrites compares with the original file: what
@@ -332,9 +369,9 @@ def hoisted(ob: dict, ctx: Ctx) -> Outcome:
                         rest, "no `globals()`, `sys.modules`, `__globals__`, `__defaults__`, `__builtins__`, `setattr` by a computed "
                         "or the function's name, or store to an attribute of that name, in the module (no rebinding "
                         "unseen by the binding screen)",
-                        "every value the check tests for truth must be a bool or None before it is tested (the "
-                        "emitted gate): another object makes the hoisted test false, and the function's own check "
-                        "takes its truth as before",
+                        "the hoisted test is the check, or `type(T) is bool and T` / `T is None or (type(T) is "
+                        "bool and not T)` for a check `T` / `not T`: it implies the check, runs no user code and "
+                        "evaluates what the check does, in its order; identity is compared with None only",
                         "the check's reads run no code (guard-read-plain, when it reads any)",
                         f"`{name}` is not rebound from outside its module while the model runs (assumed: a "
                         "monkeypatched function's own check is not the one hoisted)"], [LEMMA])

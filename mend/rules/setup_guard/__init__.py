@@ -19,15 +19,20 @@ mended by the other rules): 5 graphs on the first call and 5 on every later one.
 
 The rewrite copies the callee's first check to each call written as a statement::
 
-    if not (type(getattr(self, "_output_capturing_hooks_installed", False)) in (bool, type(None))
+    if not (type(getattr(self, "_output_capturing_hooks_installed", False)) is bool
             and getattr(self, "_output_capturing_hooks_installed", False)):
         maybe_install_capturing_hooks(self)
 
-The gate in front (helper-44) requires each value the check tests for truth to be a bool or
-None: a flag that another module, or ``object.__setattr__``, sets to an object whose
-``__bool__`` has effects or changes makes the hoisted test False, and the callee's own check
-then takes that object's truth once, as the original does (tested: an expiring hook set, 12
-calls, the same outputs and truth tests; the ungated form loses the hooks).
+The gate (helper-44) takes the flag's truth only when it is a bool (``not flag`` becomes
+``flag is None or (type(flag) is bool and not flag)``): a flag that another module, or
+``object.__setattr__``, sets to an object whose ``__bool__`` has effects or changes makes the
+hoisted test False, and the callee's own check then takes that object's truth once, as the
+original does (tested: an expiring hook set, 12 calls, the same outputs and truth tests; the
+ungated form loses the hooks). ``is`` never dispatches (helper-45: a metaclass ``__eq__``
+answered an earlier ``type(T) in (bool, type(None))`` gate). A check that tests a value's truth
+beside other tests is declined (a gate over several parts evaluated names the original's
+``or`` skipped: helper-45), and identity is compared only with ``None`` (helper-45: Dynamo
+traced ``x is _last`` on a tensor as a constant, with no guard).
 
 Dynamo evaluates it in the caller's frame and guards on the attribute. The first call runs
 the setup as before (its breaks stay: registering a hook cannot be traced); on the next call

@@ -110,7 +110,7 @@ _LITERAL = '''def note(level, model):
 
 
 # the hoisted test first requires a flag tested for truth to be a bool or None
-_GATE = 'type(getattr(self, "_installed", False)) in (bool, type(None)) and '
+_GATE = 'type(getattr(self, "_installed", False)) is bool and '
 
 
 def _note(call: str, fn: str, line: int) -> str:
@@ -130,7 +130,7 @@ FIX_EXAMPLES: list[tuple] = [
     # argument bound to the parameter by name
     (
         _GLOBAL_FLAG + _MODEL.format(call="setup(model=self)"),
-        _GLOBAL_FLAG + _MODEL.format(call=f"if not (type(_DONE) in (bool, type(None)) and _DONE):  "
+        _GLOBAL_FLAG + _MODEL.format(call=f"if not (type(_DONE) is bool and _DONE):  "
                                           f"{_note('setup(model=self)', 'setup', 23)}\n"
                                           "            setup(model=self)"),
     ),
@@ -189,6 +189,15 @@ DECLINE_EXAMPLES: list[tuple] = [
                             'if getattr(model, "_installed", False) and _ready:\n        return\n    with').replace(
         "        model._installed = True", "        model._installed = True\n        _ready = True")),
      "a local of the function"),
+    # helper-45: identity with anything but None (Dynamo traced `x is _last` on a tensor as a
+    # constant, with no guard: the compiled mended model skipped the call for new tensors)
+    (_with(_INSTALL.replace('if getattr(model, "_installed", False):\n        return\n    with',
+                            'if model is _LAST:\n        return\n    with')), "other than `None`"),
+    # helper-45: a truth-tested value beside other tests: a gate over several parts lost the
+    # short-circuit of `or` (a NameError where the original never read the name)
+    (_with(_INSTALL.replace('if getattr(model, "_installed", False):\n        return\n    with',
+                            'if not _ENABLED or getattr(model, "_installed", False):\n        return\n    with')),
+     "combines a value it tests for truth with other tests"),
     # an attribute read by a computed name cannot be observed
     (_with(_INSTALL.replace('if getattr(model, "_installed", False):\n        return\n    with',
                             'if getattr(model, _KEY, False):\n        return\n    with')), "computed name"),

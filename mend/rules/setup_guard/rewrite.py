@@ -3,9 +3,10 @@
     if not (<G's first check, G's parameters replaced by args>):  # mend: setup-guard (...)
         G(args)
 
-where each value the check tests for truth must first be a bool or None
-(``type(T) in (bool, type(None)) and ...``): another object makes the hoisted test False, and
-``G``'s own check then takes its truth as before (no ``__bool__`` runs twice or early).
+where a value the check tests for truth must first be a bool (``type(T) is bool and T``;
+``T is None or (type(T) is bool and not T)`` for ``not T``): another object makes the hoisted
+test False, and ``G``'s own check then takes its truth as before (no ``__bool__`` runs twice or
+early).
 
 The check moves into the caller's frame, where Dynamo evaluates it while tracing and guards
 on what it read: once the setup has run, the guard fails, the caller is compiled again (one

@@ -132,6 +132,10 @@ def check_shape(expr: cst.BaseExpression) -> str | None:
     if isinstance(expr, cst.Comparison):
         if not all(isinstance(t.operator, (cst.Is, cst.IsNot)) for t in expr.comparisons):
             return "it compares with an operator other than `is`/`is not` (which may run a user's `__eq__`)"
+        sides = [expr.left, *(t.comparator for t in expr.comparisons)]
+        if len(sides) != 2 or not any(isinstance(x, cst.Name) and x.value == "None" for x in sides):
+            # helper-45: Dynamo traces `x is _last` on a tensor as a constant, without a guard
+            return "it compares identity with something other than `None` (Dynamo may not guard that identity)"
         return check_shape(expr.left) or next(filter(None, (check_shape(t.comparator) for t in expr.comparisons)),
                                               None)
     if isinstance(expr, cst.Call):
@@ -177,22 +181,27 @@ def truth_tested(expr: cst.BaseExpression) -> list[str]:
     return [" ".join(code_of(expr).split())]
 
 
-# the types whose truth value runs no user code, which the hoisted check requires of every
-# value it tests for truth (helper-43/44: a flag another module, or `object.__setattr__`, sets
-# to an object whose `__bool__` has effects or changes)
-PLAIN_TRUTH = "(bool, type(None))"
-
-
-def gated(check: str) -> str:
-    """``check`` with each part whose truth Python takes (and that is not an attribute of a
-    literal) required to be a bool or None first: ``type(T) in (bool, type(None)) and ... and
-    (check)``. It implies ``check``, and where a part is another object it is False, so the call
-    runs and the function's own check takes that object's truth exactly as before."""
-    parts = [t for t in truth_tested(cst.parse_expression(check)) if not _rooted_in_literal(t)]
+def gated(check: str) -> str | None:
+    """The hoisted test for ``check``: ``check`` itself when it takes no value's truth (an
+    attribute of a literal aside); ``type(T) is bool and T`` for ``T``, ``T is None or
+    (type(T) is bool and not T)`` for ``not T``; None for any other check that takes a
+    value's truth (declined). The test implies ``check`` and runs no user code (``is`` never
+    dispatches: helper-45's metaclass ``__eq__`` answered a ``type(T) in (...)`` gate); where
+    ``T`` is another object it is False, so the call runs and the function's own check takes
+    that object's truth once, as before (helper-43/44); and it evaluates what ``check`` does, in
+    the same order (a gate over several parts lost ``and``/``or`` short-circuits: helper-45)."""
+    expr = cst.parse_expression(check)
+    parts = [t for t in truth_tested(expr) if not _rooted_in_literal(t)]
     if not parts:
         return check
-    body = f"({check})" if isinstance(cst.parse_expression(check), (cst.BooleanOperation, cst.IfExp)) else check
-    return " and ".join([*(f"type({t}) in {PLAIN_TRUTH}" for t in dict.fromkeys(parts)), body])
+    if len(parts) > 1:
+        return None
+    (t,) = parts
+    if " ".join(code_of(expr).split()) == t:
+        return f"type({t}) is bool and {t}"
+    if isinstance(expr, cst.UnaryOperation) and " ".join(code_of(expr.expression).split()) == t:
+        return f"{t} is None or (type({t}) is bool and not {t})"
+    return None
 
 
 def _rooted_in_literal(part: str) -> bool:
@@ -499,7 +508,13 @@ def plan(module: cst.Module, line: int) -> Plan | Decline:
             continue
         check = code_of(guard.test.visit(_Substitute({p: bound[p] for p in used})))
         check = " ".join(check.split())
-        check = gated(check)
+        gate = gated(check)
+        if gate is None:
+            reasons.append(f"line {at}: the check `{check}` combines a value it tests for truth with other tests; "
+                           "hoisted behind a bool-or-None gate it could evaluate other parts than the original "
+                           "(only `flag`, `not flag` or tests without a truth value are hoisted)")
+            continue
+        check = gate
         if _hoisted_already(stmt, stack, check):
             hoisted.append(at)
             continue
