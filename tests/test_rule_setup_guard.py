@@ -428,3 +428,30 @@ def test_a_resealed_certificate_over_an_edited_mended_file_fails(tmp_path):
     assert "FAILED" in other and "guard-hoisted" in other, other
     comment = forged("comment", lambda t: t + "# reviewed\n", True)
     assert "FAILED" in comment and "lacks obligation(s)" in comment and "guard-read-plain" in comment, comment
+
+
+@pytest.mark.parametrize("old, new", [
+    # a comment inside the check
+    ('    if getattr(model, "_installed", False):\n',
+     '    if getattr(model,  # the flag install() sets\n               "_installed", False):\n'),
+    # a backslash continuation in the check
+    ('    if getattr(model, "_installed", False):\n',
+     '    if getattr(model, "_installed", None) is not None \\\n            or hasattr(model, "_hooks"):\n'),
+    # a comment inside the call
+    ("        maybe_install(self)\n", "        maybe_install(\n            self,  # the model\n        )\n"),
+    # two spaces inside the attribute's name (merging them read another attribute)
+    ('"_installed"', '"hooks  installed"'),
+])
+def test_comments_continuations_and_spaces_in_strings_are_kept_apart(old, new):
+    """helper-46: the check and the call were flattened by joining their words: a comment or a
+    backslash made the rule fail with an internal error, two spaces in a string read another
+    attribute (the verifier refuted it). Each now rewrites and is checked by the verifier."""
+    code = FIXTURE.read_text()
+    assert old in code
+    code = code.replace(old, new)
+    line = code.splitlines().index("    with _lock:") + 1
+    res = _mended(code, line)
+    ob = _guard_ob(res)
+    assert hoisted(ob, Ctx({}, {}, code=res.code, before=code)).result == "checked", ob
+    if "hooks  installed" in new:
+        assert "'hooks  installed'" in ob["check"] or '"hooks  installed"' in ob["check"]

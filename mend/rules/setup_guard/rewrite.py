@@ -17,7 +17,7 @@ import libcst as cst
 
 from mend.rules._base import Decline, RewriteResult
 from mend.rules._common import code_of
-from mend.rules.setup_guard.screen import NAME, plan
+from mend.rules.setup_guard.screen import NAME, one_line, plan
 
 
 def _needs_parens(check: str) -> bool:
@@ -44,7 +44,7 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     name = res.guarded.name.value
     obligations, swaps = [], {}
     for shift, site in enumerate(sorted(res.sites, key=lambda s: s.start)):
-        call = " ".join(code_of(site.call).split())
+        call = one_line(code_of(site.call))
         test = f"not ({site.check})" if _needs_parens(site.check) else f"not {site.check}"
         note = f"# mend: {NAME} (was: {call}; the first check of `{name}`, line {res.guard_line}, hoisted)"
         block = cst.parse_statement(f"if {test}:  {note}\n    {call}\n", config=res.module.config_for_parsing)

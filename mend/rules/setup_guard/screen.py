@@ -166,6 +166,17 @@ def _reads(expr: cst.BaseExpression) -> list[tuple[str, str]]:
     return out
 
 
+def one_line(text: str) -> str:
+    """An expression's source on one line: as written when it is one line already, else
+    ``ast.unparse`` of it (comments and line continuations dropped, string literals kept;
+    helper-46: joining the text's words broke on a comment or a backslash and merged spaces
+    inside a string literal)."""
+    import ast
+
+    text = text.strip()
+    return text if "\n" not in text else ast.unparse(ast.parse(text, mode="eval"))
+
+
 def truth_tested(expr: cst.BaseExpression) -> list[str]:
     """The parts of a check whose truth value Python takes (``bool()``, which may run a
     user's ``__bool__``): the check itself and the operands of ``not``/``and``/``or``, down
@@ -178,7 +189,7 @@ def truth_tested(expr: cst.BaseExpression) -> list[str]:
     if isinstance(expr, cst.Comparison) or (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name)
                                             and expr.func.value in PURE_BUILTINS - {"getattr"}):
         return []
-    return [" ".join(code_of(expr).split())]
+    return [one_line(code_of(expr))]
 
 
 def gated(check: str) -> str | None:
@@ -197,9 +208,9 @@ def gated(check: str) -> str | None:
     if len(parts) > 1:
         return None
     (t,) = parts
-    if " ".join(code_of(expr).split()) == t:
+    if one_line(code_of(expr)) == t:
         return f"type({t}) is bool and {t}"
-    if isinstance(expr, cst.UnaryOperation) and " ".join(code_of(expr.expression).split()) == t:
+    if isinstance(expr, cst.UnaryOperation) and one_line(code_of(expr.expression)) == t:
         return f"{t} is None or (type({t}) is bool and not {t})"
     return None
 
@@ -382,7 +393,7 @@ def _hoisted_already(stmt_line: cst.SimpleStatementLine, stack: list, check: str
         return False
     inner = test.expression
     text = code_of(inner.with_changes(lpar=[], rpar=[])) if hasattr(inner, "lpar") else code_of(inner)
-    return " ".join(text.split()) == " ".join(check.split())
+    return one_line(text) == one_line(check)
 
 
 def _chain(funcs: dict[str, cst.FunctionDef], pos, site_fn: cst.FunctionDef, line: int, calls):
@@ -507,7 +518,7 @@ def plan(module: cst.Module, line: int) -> Plan | Decline:
             reasons.append(f"line {at}: the caller binds `{clash[0]}`, which the check reads as a global")
             continue
         check = code_of(guard.test.visit(_Substitute({p: bound[p] for p in used})))
-        check = " ".join(check.split())
+        check = one_line(check)
         gate = gated(check)
         if gate is None:
             reasons.append(f"line {at}: the check `{check}` combines a value it tests for truth with other tests; "
