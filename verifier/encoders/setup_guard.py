@@ -27,6 +27,7 @@ from __future__ import annotations
 import ast
 import builtins
 
+from verifier.effects import dotted_name
 from verifier.encoders.base import Ctx, names_bound_by
 from verifier.outcomes import Outcome, check_refuted, checked, unknown
 
@@ -377,15 +378,6 @@ def hoisted(ob: dict, ctx: Ctx) -> Outcome:
                         "monkeypatched function's own check is not the one hoisted)"], [LEMMA])
 
 
-def _dotted(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        head = _dotted(node.value)
-        return f"{head}.{node.attr}" if head else None
-    return None
-
-
 def _read_of(text: str) -> str | None:
     """The dotted name whose value a truth-tested part of the check is: ``o.a`` for ``o.a``
     and for ``getattr(o, "a", d)``."""
@@ -395,9 +387,9 @@ def _read_of(text: str) -> str | None:
         return None
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" \
             and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
-        head = _dotted(node.args[0])
+        head = dotted_name(node.args[0])
         return f"{head}.{node.args[1].value}" if head else None
-    return _dotted(node)
+    return dotted_name(node)
 
 
 def read_plain(ob: dict, ctx: Ctx) -> Outcome:

@@ -55,11 +55,9 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
         obligations.append({"kind": "guard-hoisted", "line": site.start + shift, "function": name, "call": call,
                             "check": site.check, "lemmas": ["proofs/sg_hoisted_check.smt2"]})
     new = res.module.visit(_Swap(swaps))
-    # the attributes and globals the checks read, observed where the hoisted check runs
-    # (a check that reads no attribute and takes the truth of no name's value -- `h is None`
-    # of an argument, an attribute of a literal -- runs no user code: nothing to observe)
-    # (the values it tests for truth need no observation: the hoisted check requires them to be
-    # bools or None first, so a user's __bool__ never runs there)
+    # the attributes the checks read, observed where the hoisted check runs (a check that reads
+    # none needs no observation: the values it tests for truth are gated to bools first, so no
+    # user __bool__ runs there)
     reads = sorted({r for s in res.sites for r in s.reads})
     if reads:
         values = [v for obj, attr in reads for v in (f"{obj}.__class__.{attr}", f"{obj}.__class__.__getattribute__",

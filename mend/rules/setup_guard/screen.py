@@ -17,7 +17,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from mend.locate import Located
 from mend.rules._base import Decline, Match
 from mend.rules._bindings import bindings
-from mend.rules._common import code_of
+from mend.rules._common import code_of, dotted
 
 NAME = "setup-guard"
 MAX_DEPTH = 4
@@ -45,7 +45,6 @@ class Plan:
     guard_line: int                 # the line of G's ``if P: return``
     check: cst.BaseExpression       # P
     sites: list[CallSite]           # G's statement calls to hoist the check into
-    hoisted: list[int]              # lines of calls already under the hoisted check
 
 
 def _generic(category: str = "hook-or-lock") -> Decline:
@@ -156,11 +155,11 @@ def _reads(expr: cst.BaseExpression) -> list[tuple[str, str]]:
     out = []
     for node in m.findall(expr, m.Attribute() | m.Call()):
         if isinstance(node, cst.Attribute):
-            owner = _dotted_name(node.value)
+            owner = dotted(node.value)
             if owner:
                 out.append((owner, node.attr.value))
         elif isinstance(node.func, cst.Name) and node.func.value in READERS and len(node.args) >= 2:
-            owner, key = _dotted_name(node.args[0].value), node.args[1].value
+            owner, key = dotted(node.args[0].value), node.args[1].value
             if owner and isinstance(key, cst.SimpleString):   # check_shape admits no other key
                 out.append((owner, key.evaluated_value))
     return out
@@ -180,8 +179,7 @@ def one_line(text: str) -> str:
 def truth_tested(expr: cst.BaseExpression) -> list[str]:
     """The parts of a check whose truth value Python takes (``bool()``, which may run a
     user's ``__bool__``): the check itself and the operands of ``not``/``and``/``or``, down
-    to what is not a boolean result already (a comparison, ``hasattr``/``isinstance``/
-    ``callable``)."""
+    to what is not a boolean result already (a comparison, ``hasattr``, ``callable``)."""
     if isinstance(expr, cst.UnaryOperation):
         return truth_tested(expr.expression)
     if isinstance(expr, cst.BooleanOperation):
@@ -221,15 +219,6 @@ def _rooted_in_literal(part: str) -> bool:
     while isinstance(expr, cst.Attribute):
         expr = expr.value
     return _literal(expr)
-
-
-def _dotted_name(node) -> str | None:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        head = _dotted_name(node.value)
-        return f"{head}.{node.attr.value}" if head else None
-    return None
 
 
 class _Substitute(cst.CSTTransformer):
@@ -347,10 +336,10 @@ def namespace_access(mod: cst.Module, name: str = "") -> str | None:
             if not isinstance(key, cst.SimpleString) or key.evaluated_value == name:
                 return f"{fn}({', '.join(code_of(a.value) for a in call.args[:2])}, ...)"
     sys_names = {a.asname.name.value if a.asname else "sys" for imp in m.findall(mod, m.Import())
-                 for a in imp.names if (_dotted_name(a.name) or "") == "sys" and (a.asname is None or
+                 for a in imp.names if (dotted(a.name) or "") == "sys" and (a.asname is None or
                                                                                 isinstance(a.asname.name, cst.Name))}
     for imp in m.findall(mod, m.ImportFrom()):
-        if (_dotted_name(imp.module) if imp.module else "") == "sys" and not isinstance(imp.names, cst.ImportStar) \
+        if (dotted(imp.module) if imp.module else "") == "sys" and not isinstance(imp.names, cst.ImportStar) \
                 and any(a.name.value == "modules" for a in imp.names if isinstance(a.name, cst.Name)):
             return "sys.modules"
     for node in m.findall(mod, m.Attribute()):
@@ -410,7 +399,7 @@ def _chain(funcs: dict[str, cst.FunctionDef], pos, site_fn: cst.FunctionDef, lin
             for call, stack in calls:
                 if call.func.value != fn.name.value:
                     continue
-                caller = next((n for n in stack if isinstance(n, cst.FunctionDef)), None)
+                caller = _function_of(stack)
                 if caller is None or caller.name.value not in funcs or funcs[caller.name.value] is not caller:
                     continue   # a method or nested function: not followed
                 if caller.name.value not in seen:
@@ -465,17 +454,18 @@ def plan(module: cst.Module, line: int) -> Plan | Decline:
     if why:
         return Decline(NAME, f"{where} begins with `if {code_of(guard.test).strip()}: return`, but {why}")
     params = _params_of(fn)
+    names = _free_names(guard.test)
+    read = set(names)
     star = {q.name.value for q in (fn.params.star_arg, fn.params.star_kwarg) if isinstance(q, cst.Param)}
-    if star & set(_free_names(guard.test)):
+    if star & read:
         return Decline(NAME, f"{where} begins with `if {code_of(guard.test).strip()}: return`, which reads "
-                             f"`{sorted(star & set(_free_names(guard.test)))[0]}`, its *args or **kwargs: the "
-                             "call's arguments do not spell it")
-    free = [n for n in _free_names(guard.test) if n not in params]
+                             f"`{sorted(star & read)[0]}`, its *args or **kwargs: the call's arguments do not spell it")
+    free = [n for n in names if n not in params]
     for n in [*free, "type", "bool"]:
         if (n in PURE_BUILTINS or n in ("type", "bool")) and n in binds:
             return Decline(NAME, f"`{n}` is rebound in the module")
     declared = {g.name.value for node in m.findall(fn, m.Global()) for g in node.names}
-    local = sorted((set(free) & set(bindings(cst.Module(body=[fn])))) - declared - PURE_BUILTINS)
+    local = sorted((set(free) & _binds(fn)) - declared - PURE_BUILTINS)
     if local:
         return Decline(NAME, f"{where} begins with a check that reads `{local[0]}`, a local of the function (it "
                              "assigns it): hoisted, the name would mean the module's global (helper-43)")
@@ -507,7 +497,7 @@ def plan(module: cst.Module, line: int) -> Plan | Decline:
                            "and the hoisted check would skip evaluating it (a read that may run code, or a local "
                            "that may be unbound)")
             continue
-        used = set(_free_names(guard.test)) & params
+        used = read & params
         passed = {id(a.value) for a in call.args}
         if not all(id(bound[p]) in passed or _literal(bound[p]) for p in used):
             reasons.append(f"line {at}: the check reads a parameter whose default is not a literal (a default "
@@ -540,7 +530,7 @@ def plan(module: cst.Module, line: int) -> Plan | Decline:
         return Decline(NAME, f"{where} begins with a one-time check, but no call of it can take the check: "
                              + ("; ".join(reasons[:3]) or "it is not called in this module (the rule rewrites the "
                                                          "calls in the module that defines the function)"))
-    return Plan(mod, fn, pos[guard].start.line, guard.test, sites, hoisted)
+    return Plan(mod, fn, pos[guard].start.line, guard.test, sites)
 
 
 def match(loc: Located) -> Match | Decline:
