@@ -2,6 +2,9 @@
 ; rule: setup-guard (guard-hoisted)
 ; expect: unsat
 ; arithmetic: an uninterpreted sort of program states and of exceptions, uninterpreted functions
+;   The rule's H begins with `G is _mend_setup_guard_G` (the alias bound right after G's def):
+;   where the called name is another function, H is false and that function is called, as in
+;   the original; where it is G's def, the rest of H is the gated P and this query applies.
 ; model: an outcome is (raised?, exception, state). H(s) raises hr(s) when hrz(s) holds and leaves
 ;   s unchanged (pure: its reads run no code that writes, guard-read-plain); else its value is
 ;   h(s). H raises only where P raises, with P's exception (the same reads, in the same order:

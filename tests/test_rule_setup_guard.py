@@ -5,6 +5,7 @@ hooks, the encoders' refutations, adversarial fixtures (a property flag whose re
 a flag that is a tensor) and the pipeline's rule for a rewrite away from its break."""
 from __future__ import annotations
 
+import re
 import types
 
 import libcst as cst
@@ -42,8 +43,10 @@ def test_fix_end_to_end_lowers_the_second_call_s_graphs(tmp_path):
     assert {o["kind"]: o["result"] for o in rw.obligations} == {"guard-hoisted": "checked",
                                                                 "guard-read-plain": "checked"}
     mended = next(iter(res.files.values()))
-    assert ('if not (type(getattr(self, "_installed", False)) is bool and getattr(self, "_installed", '
-            'False)):') in mended and "    maybe_install(self)" in mended
+    assert ('if not (maybe_install is _mend_setup_guard_maybe_install and (type(getattr(self, "_installed", False)) '
+            'is bool and getattr(self, "_installed", False))):') in mended and "    maybe_install(self)" in mended
+    assert "\n_mend_setup_guard_maybe_install = maybe_install  # mend: setup-guard" in mended
+    assert len(mended.splitlines()) == len(FIXTURE.read_text().splitlines()) + 1   # the one hoisted `if`
     # what is left is reported as the first call's setup, with the hoisted line
     left = [s.reason for s in res.after.sites if s.line < 40]
     assert left and all("already hoisted" in r for r in left), left
@@ -84,6 +87,39 @@ def test_the_hoisted_form_runs_the_setup_exactly_once_and_the_same_hooks():
     assert [len(m._forward_hooks) for m in a.modules()] == [len(m._forward_hooks) for m in b.modules()]
 
 
+@pytest.mark.parametrize("compiled", [False, True])
+def test_a_function_monkeypatched_after_the_setup_is_still_called(compiled):
+    """The rule once assumed ``G`` is never replaced from outside its module: a ``mock.patch``
+    of it after the first call was skipped by the hoisted check. The identity test calls the
+    replacement, as the original does (eager and compiled: Dynamo guards the global)."""
+    import torch
+
+    code = FIXTURE.read_text()
+    for mod in (_load(code), _load(_mended(code, 33).code)):
+        torch._dynamo.reset()
+        model = mod.Model()
+        run = torch.compile(model, backend="eager") if compiled else model
+        x = torch.randn(2, 4)
+        run(x)                                   # the setup runs: the flag is set
+        seen = []
+        real = mod.maybe_install
+        mod.maybe_install = lambda m, seen=seen: seen.append(type(m).__name__)
+        try:
+            run(x)
+            run(x)
+        finally:
+            mod.maybe_install = real
+        assert seen == ["Model", "Model"], (mod, seen)
+
+
+def test_a_caller_s_own_binding_of_the_name_is_declined():
+    """A caller whose parameter is named like ``G`` may call what it is given: declined (the
+    name is bound twice in the module); the verifier refutes a caller binding the alias."""
+    code = FIXTURE.read_text().replace("    def forward(self, x):\n", "    def forward(self, x, maybe_install=maybe_install):\n")
+    res = RULE.rewrite(cst.parse_module(code), 33)
+    assert not isinstance(res, RewriteResult) and "bound more than once" in res.reason
+
+
 # -- the encoders ------------------------------------------------------------------------
 
 
@@ -98,7 +134,7 @@ def test_guard_hoisted_refutes_another_test_another_change_and_a_decorated_calle
     code = FIXTURE.read_text()
     res = _mended(code, 33)
     ob = _guard_ob(res)
-    wrong_default = res.code.replace('and getattr(self, "_installed", False)):', 'and getattr(self, "_installed", True)):')
+    wrong_default = res.code.replace('and getattr(self, "_installed", False))):', 'and getattr(self, "_installed", True))):')
     assert wrong_default != res.code
     ungated = res.code.replace('type(getattr(self, "_installed", False)) is bool and ', "")
     got = hoisted(ob, Ctx({}, {}, code=ungated, before=code))   # the gate is required (helper-44)
@@ -323,9 +359,34 @@ def test_a_certificate_of_a_file_mended_in_place_verifies(tmp_path):
      "def h(m):\n    F = True\n    if not (type(F) is bool and F):\n        g(m)\n    return F\n"),
 ])
 def test_guard_hoisted_refutes_helper_41_s_escapes(before, mended):
+    mended = _identity_form(mended)
     line = mended.splitlines().index(next(ln for ln in mended.splitlines() if ln.lstrip().startswith("if not"))) + 1
     got = hoisted({"kind": "guard-hoisted", "line": line, "function": "g"}, Ctx({}, {}, code=mended, before=before))
     assert got.result == "refuted", got
+    assert "does not bind `_mend_setup_guard_g" not in str(got.counterexample), got   # not for the alias      # refuted for the escape, not for the alias
+
+
+def _identity_form(mended: str) -> str:
+    """A hoisted form written as the rule writes it now: the alias on the blank line after
+    ``g``'s def, and each hoisted test behind the identity test."""
+    out = re.sub(r"(?ms)^(def g\(.*?\n)\n", r"\1_mend_setup_guard_g = g\n", mended, count=1)
+    return re.sub(r"(?m)^(\s*)if not (.*):$", r"\1if not (g is _mend_setup_guard_g and (\2)):", out)
+
+
+def test_guard_hoisted_refutes_a_missing_or_rebound_alias_and_a_test_without_identity():
+    before = "def g(model):\n    if model is None:\n        return\n    with L:\n        pass\n\n\ndef f(self):\n    g(self)\n"
+    good = _identity_form(before.replace("    g(self)\n", "    if not (self is None):\n        g(self)\n"))
+    ctx = lambda code: Ctx({}, {}, code=code, before=before)   # noqa: E731
+    ob = {"kind": "guard-hoisted", "line": 9, "function": "g"}
+    assert hoisted(ob, ctx(good)).result == "checked", hoisted(ob, ctx(good))
+    for bad in (good.replace("_mend_setup_guard_g = g\n", "\n"),                       # no alias
+                good.replace("_mend_setup_guard_g = g\n", "_mend_setup_guard_g = print\n"),   # bound elsewhere
+                good + "\n\n_mend_setup_guard_g = print\n",                               # rebound below
+                good.replace("g is _mend_setup_guard_g and ", ""),                       # no identity test
+                good.replace("g is _mend_setup_guard_g", "g is not _mend_setup_guard_g"),
+                good.replace("def f(self):\n", "def f(self):\n    _mend_setup_guard_g = g\n")):  # the caller's own
+        got = hoisted(ob, ctx(bad))
+        assert got.result == "refuted", (bad, got)
 
 
 def test_guard_read_plain_accepts_a_plain_class_level_default():

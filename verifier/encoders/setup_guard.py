@@ -8,13 +8,17 @@ solver queries per site; the general lemma is ``proofs/sg_hoisted_check.smt2`` (
   statement (after a docstring) is ``if P: return`` (or ``return None``) with no ``else``;
   ``P`` holds only names, constants, attribute reads, ``not``/``and``/``or``, ``is``/``is
   not`` and calls of ``getattr``/``hasattr``/``isinstance``/``callable`` (not rebound in the
-  module); the mended ``if`` at the line tests exactly ``not (gate and P)`` with ``G``'s
-  parameters replaced by the call's arguments, the gate requiring each value ``P`` tests for
-  truth to be a bool or None first (each a name or a literal, the call binding to ``G``'s
-  signature; a parameter the check reads but the call omits has a literal default), its
-  body is the call alone, the caller binds none of the other names ``P`` reads; and the
-  mended file, with every such ``if`` replaced by its call, is the version before, node for
-  node. With the lemma, the call statement and the hoisted form run the same code.
+  module); the mended ``if`` at the line tests exactly ``not (G is _mend_setup_guard_G and
+  (gate and P))`` with ``G``'s parameters replaced by the call's arguments, the gate requiring
+  each value ``P`` tests for truth to be a bool or None first (each a name or a literal, the
+  call binding to ``G``'s signature; a parameter the check reads but the call omits has a
+  literal default), its body is the call alone, the caller binds neither the alias nor the
+  other names ``P`` reads; ``_mend_setup_guard_G = G`` is the statement right after ``G``'s
+  ``def`` and the alias's one binding (so the test holds only while the called name is that
+  ``def``: a ``G`` monkeypatched from outside, or a caller's own ``G``, is called as before);
+  and the mended file, with every such ``if`` replaced by its call and the alias removed, is
+  the version before, node for node. With the lemma, the call statement and the hoisted form
+  run the same code.
 * ``guard-read-plain`` (check, observed on the example run where the hoisted check runs):
   each object whose attribute the check reads has no class attribute of that name (no
   property or descriptor), ``__getattribute__`` is ``object``'s and ``__getattr__`` is absent
@@ -227,6 +231,24 @@ def _gate(check: ast.expr) -> ast.expr | None:
     return None
 
 
+def alias_of(name: str) -> str:
+    """The module-level name bound to ``G`` right after its ``def``, which the hoisted test
+    compares the called name with (the rule's spelling, re-derived here)."""
+    return f"_mend_setup_guard_{name}"
+
+
+def _alias_at(tree: ast.Module, name: str) -> int | None:
+    """The index in ``tree.body`` of ``<alias> = <name>`` when it is the statement right after
+    ``name``'s ``def`` and the alias's one binding in the module, else None."""
+    alias = alias_of(name)
+    at = next((i for i, s in enumerate(tree.body) if isinstance(s, ast.FunctionDef) and s.name == name), None)
+    nxt = tree.body[at + 1] if at is not None and at + 1 < len(tree.body) else None
+    if not (isinstance(nxt, ast.Assign) and len(nxt.targets) == 1 and isinstance(nxt.targets[0], ast.Name)
+            and nxt.targets[0].id == alias and isinstance(nxt.value, ast.Name) and nxt.value.id == name):
+        return None
+    return at + 1 if _bound_in(tree).count(alias) == 1 else None
+
+
 def _hoisted_form(node: ast.AST, fn: ast.FunctionDef, check: ast.expr,
                   inner: ast.AST | None = None) -> tuple[ast.Call, set[str]] | str | None:
     """For an ``if`` in the mended file: (the call, the names the check reads that are not
@@ -255,9 +277,12 @@ def _hoisted_form(node: ast.AST, fn: ast.FunctionDef, check: ast.expr,
     if expected is None:
         return (f"the first check of `{fn.name}` tests a value's truth beside other tests: no hoisted form keeps its "
                 "order of evaluation")
+    expected = ast.BoolOp(ast.And(), [ast.Compare(ast.Name(fn.name, ast.Load()), [ast.Is()],
+                                                  [ast.Name(alias_of(fn.name), ast.Load())]), expected])
     if _dump(expected) != _dump(node.test.operand):
-        return (f"the test at line {node.lineno} is not `not {ast.unparse(expected)}` (the first check of "
-                f"`{fn.name}` with its parameters replaced by the call's arguments)")
+        return (f"the test at line {node.lineno} is not `not ({ast.unparse(expected)})` (the called name is still "
+                f"`{fn.name}`'s def, and the first check of `{fn.name}` with its parameters replaced by the call's "
+                "arguments holds)")
     free = {n.id for n in ast.walk(check) if isinstance(n, ast.Name)} - params
     return call, free
 
@@ -302,7 +327,7 @@ def _valid_site(after: ast.Module, node: ast.AST, fn: ast.FunctionDef, check: as
     if local:
         return (f"the check reads `{sorted(local)[0]}`, which `{fn.name}` assigns (a local there; hoisted, it would "
                 "mean the module's global)")
-    clash = (free - PURE_CALLS) & set(_bound_in(caller))
+    clash = (free - PURE_CALLS | {alias_of(fn.name)}) & set(_bound_in(caller))
     if clash:
         return f"the caller binds `{sorted(clash)[0]}`, which the check reads from the module"
     if free & set(dir(builtins)) - PURE_CALLS:
@@ -333,6 +358,14 @@ def hoisted(ob: dict, ctx: Ctx) -> Outcome:
     mended_fn = _guarded(after, name)
     if isinstance(mended_fn, str) or _dump(mended_fn[0]) != _dump(fn):
         return check_refuted(by, f"`{name}` in the mended file is not the version before's")
+    alias = alias_of(name)
+    at = _alias_at(after, name)
+    if at is None:
+        return check_refuted(by, f"the mended file does not bind `{alias} = {name}` once, right after `{name}`'s def "
+                                 "(the function the hoisted test compares the called name with)")
+    had_alias = alias in _bound_in(before)
+    if had_alias and _alias_at(before, name) is None:
+        return check_refuted(by, f"the version before binds `{alias}` otherwise")
     site = [n for n in ast.walk(after) if isinstance(n, ast.If) and n.lineno == line]
     if len(site) != 1 or _enclosing(after, site[0])[0] is None:
         return check_refuted(by, f"line {line} of the mended file is not an `if` inside a function")
@@ -355,6 +388,8 @@ def hoisted(ob: dict, ctx: Ctx) -> Outcome:
             self.generic_visit(node)
             return node.body[0] if node.lineno in valid else node
     undone = Undo().visit(ast.parse(ctx.code))
+    if not had_alias:
+        del undone.body[at]
     if _dump(undone) != _dump(before):
         # (a certificate of a file with other rewrites compares with the original file: what
         # else changed is not shown here -- unknown, never passed: helper-44 slipped an edit
@@ -374,8 +409,9 @@ def hoisted(ob: dict, ctx: Ctx) -> Outcome:
                         "bool and not T)` for a check `T` / `not T`: it implies the check, runs no user code and "
                         "evaluates what the check does, in its order; identity is compared with None only",
                         "the check's reads run no code (guard-read-plain, when it reads any)",
-                        f"`{name}` is not rebound from outside its module while the model runs (assumed: a "
-                        "monkeypatched function's own check is not the one hoisted)"], [LEMMA])
+                        f"the hoisted test first compares the called name with `{alias}`, bound to `{name}` once, "
+                        f"right after its def: a `{name}` replaced from outside the module, or a caller's own, is "
+                        "called as before"], [LEMMA])
 
 
 def _read_of(text: str) -> str | None:

@@ -19,9 +19,17 @@ mended by the other rules): 5 graphs on the first call and 5 on every later one.
 
 The rewrite copies the callee's first check to each call written as a statement::
 
-    if not (type(getattr(self, "_output_capturing_hooks_installed", False)) is bool
-            and getattr(self, "_output_capturing_hooks_installed", False)):
+    if not (maybe_install_capturing_hooks is _mend_setup_guard_maybe_install_capturing_hooks
+            and (type(getattr(self, "_output_capturing_hooks_installed", False)) is bool
+                 and getattr(self, "_output_capturing_hooks_installed", False))):
         maybe_install_capturing_hooks(self)
+
+and binds ``_mend_setup_guard_maybe_install_capturing_hooks = maybe_install_capturing_hooks``
+on the blank line right after the function's ``def`` (no line moves; declined when no blank
+line follows it). The identity test makes the skip conditional on the called name still being
+that ``def``: a function replaced from outside its module (a monkeypatch, ``mock.patch``), or
+a caller's own binding of the name, is called as before (the rule's earlier versions assumed
+no such replacement).
 
 The gate (helper-44) takes the flag's truth only when it is a bool (``not flag`` becomes
 ``flag is None or (type(flag) is bool and not flag)``): a flag that another module, or
@@ -102,10 +110,12 @@ descriptor or ``__getattribute__`` of their own), so a rewrite whose check reads
 is an ``unsafe`` fix -- the common case, ``getattr(model, "_flag", False)``; a check of globals
 and arguments only (``if _done:``, ``if handle is not None:``) is ``safe``.
 
-Assumed, not checked: the function is not replaced from outside its module while the model
-runs (a monkeypatch of ``module.G`` would no longer be the function whose check was hoisted),
-and no other thread sets the flag between the hoisted check and the call (the callee checks
-again under its lock, as before). Never inference-only.
+The hoisted test holds only while the called name is still the function whose check was
+hoisted (``G is _mend_setup_guard_G``, the alias bound right after the ``def``): a ``G``
+replaced from outside its module while the model runs is called as before. Assumed, not
+checked: no other thread sets the flag between the hoisted check and the call (the callee
+checks again under its lock, as before), and nothing outside the module rebinds the alias.
+Never inference-only.
 """
 
 RULE = Rule(

@@ -117,29 +117,42 @@ def _note(call: str, fn: str, line: int) -> str:
     return f"# mend: setup-guard (was: {call}; the first check of `{fn}`, line {line}, hoisted)"
 
 
+def _test(fn: str, check: str) -> str:
+    """The hoisted test: the called name is still ``fn``'s def, and the gated check holds."""
+    return f"if not ({fn} is _mend_setup_guard_{fn} and ({check})):  "
+
+
+def _aliased(source: str, fn: str) -> str:
+    """``source`` with the alias on the blank line right after ``fn``'s def (no line moves)."""
+    head, tail = source.split(f"\ndef {fn}(", 1)
+    body, rest = tail.split("\n\n", 1)
+    return (f"{head}\ndef {fn}({body}\n_mend_setup_guard_{fn} = {fn}  # mend: setup-guard (the function whose "
+            f"first check is hoisted)\n{rest}")
+
+
 FIX_EXAMPLES: list[tuple] = [
     # the lock's break (the site) sits after the check in the called function itself
     (
         _HEAD + _INSTALL + _MODEL.format(call="maybe_install(self)  # hooks, lazily"),
-        _HEAD + _INSTALL + _MODEL.format(
-            call=f'if not ({_GATE}getattr(self, "_installed", False)):  '
-                 f'{_note("maybe_install(self)", "maybe_install", 16)}\n'
-                 "            maybe_install(self)  # hooks, lazily"),
+        _aliased(_HEAD + _INSTALL, "maybe_install") + _MODEL.format(
+            call=_test("maybe_install", f'{_GATE}getattr(self, "_installed", False)')
+            + f'{_note("maybe_install(self)", "maybe_install", 16)}\n'
+              "            maybe_install(self)  # hooks, lazily"),
     ),
     # the break two calls deep (install -> register_forward_hook), a global flag, a keyword
     # argument bound to the parameter by name
     (
         _GLOBAL_FLAG + _MODEL.format(call="setup(model=self)"),
-        _GLOBAL_FLAG + _MODEL.format(call=f"if not (type(_DONE) is bool and _DONE):  "
-                                          f"{_note('setup(model=self)', 'setup', 23)}\n"
-                                          "            setup(model=self)"),
+        _aliased(_GLOBAL_FLAG, "setup") + _MODEL.format(call=_test("setup", "type(_DONE) is bool and _DONE")
+                                                         + f"{_note('setup(model=self)', 'setup', 23)}\n"
+                                                           "            setup(model=self)"),
     ),
     # an `is not None` check, and two calls (every statement call is guarded)
     (
         _TWO_CALLS,
-        _TWO_CALLS.replace(
+        _aliased(_TWO_CALLS, "attach").replace(
             '        attach(self, "a")\n',
-            "        if not (self._handle is not None):  " + _note('attach(self, "a")', "attach", 14) + "\n"
+            "        " + _test("attach", "self._handle is not None") + _note('attach(self, "a")', "attach", 14) + "\n"
             '            attach(self, "a")\n'),
         16,
     ),
@@ -147,8 +160,8 @@ FIX_EXAMPLES: list[tuple] = [
     # nothing to observe (a safe fix); a literal argument in an attribute read is parenthesised
     (
         _HEAD + _LITERAL.format(call="note(1, self)"),
-        _HEAD + _LITERAL.format(call="if not ((1).imag or self is None):  " + _note("note(1, self)", "note", 14)
-                                + "\n            note(1, self)"),
+        _aliased(_HEAD + _LITERAL, "note").format(call=_test("note", "(1).imag or self is None")
+                                                  + _note("note(1, self)", "note", 14) + "\n            note(1, self)"),
     ),
 ]
 
@@ -242,8 +255,13 @@ def setup(model):
 
 ''' + _MODEL.format(call="_DONE = x.sum()\n        setup(self)"), "the caller binds `_DONE`"),
     # already hoisted: later calls run without the break, the first call must run the setup
-    (_with(call=f'if not ({_GATE}getattr(self, "_installed", False)):\n            maybe_install(self)'),
-     "already hoisted"),
+    (_aliased(_with(call=_test("maybe_install", f'{_GATE}getattr(self, "_installed", False)')
+                    + '\n            maybe_install(self)'), "maybe_install"), "already hoisted"),
+    # the replaced G (a monkeypatch) is called as before only while the alias is the def's: a
+    # module that binds the alias name otherwise is declined
+    (_with(_INSTALL + "_mend_setup_guard_maybe_install = print\n\n\n"), "binds `_mend_setup_guard_maybe_install`"),
+    # no blank line after the def to hold the alias: a new line would move every line below
+    (_with(_INSTALL.rstrip("\n") + "\n_X = 1\n\n\n"), "no blank line follows"),
     # a call that does not bind (a keyword the function does not take): it raises TypeError
     (_with(call="maybe_install(self, force=True)"), "does not take"),
 ]

@@ -370,8 +370,48 @@ class _Calls(cst.CSTVisitor):
         self.stack.pop()
 
 
+def alias_of(name: str) -> str:
+    """The module-level name the rewrite binds to ``G`` right after its ``def``: the hoisted
+    test compares the called name with it, so a ``G`` replaced from outside the module (a
+    monkeypatch, ``mock.patch``) or a caller's own binding of the name is called as before."""
+    return f"_mend_setup_guard_{name}"
+
+
+def hoisted_test(name: str, check: str) -> str:
+    """The hoisted test (without the leading ``not``): the called name is still the function
+    whose check is hoisted, and the gated check holds."""
+    return f"{name} is {alias_of(name)} and ({check})"
+
+
+def alias_statement(mod: cst.Module, fn: cst.FunctionDef) -> str | None:
+    """Why the alias of ``fn`` cannot be used, or None: it is bound nowhere in the module, or
+    only by ``<alias> = <G>`` as the statement right after ``G``'s ``def`` (an earlier rewrite)."""
+    alias, binds = alias_of(fn.name.value), bindings(mod)
+    if alias not in binds:
+        return None
+    at = next(i for i, s in enumerate(mod.body) if s is fn)
+    nxt = mod.body[at + 1] if at + 1 < len(mod.body) else None
+    if len(binds[alias]) == 1 and m.matches(nxt, m.SimpleStatementLine(body=[m.Assign(
+            targets=[m.AssignTarget(target=m.Name(alias))], value=m.Name(fn.name.value))])):
+        return None
+    return f"the module binds `{alias}` otherwise, the name the rewrite would bind to `{fn.name.value}`"
+
+
+def alias_room(mod: cst.Module, fn: cst.FunctionDef) -> str | None:
+    """Why no line is free for the alias, or None: the statement after ``G`` (if any) must be
+    the alias already, or be preceded by a blank line, which the alias takes (no line moves)."""
+    at = next(i for i, s in enumerate(mod.body) if s is fn)
+    if at + 1 == len(mod.body) or alias_of(fn.name.value) in bindings(mod):
+        return None
+    lines = mod.body[at + 1].leading_lines
+    if lines and lines[0].comment is None:
+        return None
+    return (f"no blank line follows `{fn.name.value}`'s `def` to hold `{alias_of(fn.name.value)} = "
+            f"{fn.name.value}` (the alias the hoisted test compares with): a new line would move every line below it")
+
+
 def _hoisted_already(stmt_line: cst.SimpleStatementLine, stack: list, check: str) -> bool:
-    """The call is the whole body of an ``if not (<check>):`` (a hoisted check of the same text)."""
+    """The call is the whole body of an ``if not (<hoisted test>):`` (a hoisted check of the same text)."""
     at = next((i for i, n in enumerate(stack) if n is stmt_line), None)
     parent = stack[at - 1] if at is not None and at >= 1 else None
     grand = stack[at - 2] if at is not None and at >= 2 else None
@@ -382,7 +422,8 @@ def _hoisted_already(stmt_line: cst.SimpleStatementLine, stack: list, check: str
         return False
     inner = test.expression
     text = code_of(inner.with_changes(lpar=[], rpar=[])) if hasattr(inner, "lpar") else code_of(inner)
-    return one_line(text) == one_line(check)
+    name = stmt_line.body[0].value.func.value
+    return one_line(text) == one_line(hoisted_test(name, check))
 
 
 def _chain(funcs: dict[str, cst.FunctionDef], pos, site_fn: cst.FunctionDef, line: int, calls):
@@ -446,6 +487,9 @@ def plan(module: cst.Module, line: int) -> Plan | Decline:
     if space:
         return Decline(NAME, f"{where} begins with a one-time check, but the module uses `{space}`, through "
                              "which it may rebind the function, its defaults or a builtin the check calls")
+    clash = alias_statement(mod, fn) or alias_room(mod, fn)
+    if clash:
+        return Decline(NAME, f"{where} begins with a one-time check, but {clash}")
     if fn.decorators or fn.asynchronous is not None:
         return Decline(NAME, f"{where} is decorated or async: calling it may not run its first check first")
     if any(isinstance(n, (cst.Yield, cst.Await)) for n in _own_nodes(fn)):
@@ -503,7 +547,7 @@ def plan(module: cst.Module, line: int) -> Plan | Decline:
             reasons.append(f"line {at}: the check reads a parameter whose default is not a literal (a default "
                            "is evaluated once, at `def`; the hoisted check would read it at the call)")
             continue
-        clash = [n for n in free if n in _binds(caller)]
+        clash = [n for n in [*free, alias_of(name)] if n in _binds(caller)]
         if clash:
             reasons.append(f"line {at}: the caller binds `{clash[0]}`, which the check reads as a global")
             continue
