@@ -143,6 +143,21 @@ def test_mended_ring_cache_matches_the_original_over_calls():
         b(torch.randn(17, 4))
 
 
+def test_a_rewrite_whose_line_still_breaks_is_declined(tmp_path):
+    """helper-48: the verified `narrow` with a clamped start (the rule's first fix example)
+    breaks on the same line under another kind ("Data dependent operator"); the graph count
+    rose 1 -> 2 (the frame ran eagerly before) and the pipeline reported it fixed. It is
+    declined as removing no break now."""
+    from mend.rules.state_write.examples import FIX_EXAMPLES
+
+    path = tmp_path / "sw_clamped.py"
+    path.write_text(FIX_EXAMPLES[0][0].replace("class Cache(", "class Model(")
+                    + "\n\ndef get_inputs():\n    return (torch.randn(2, 1, 4),)\n")
+    res = fix(str(path), unsafe_fixes=True, max_examples=5)
+    assert not res.rewrites
+    assert any(d.rule == "state-write" and "removes no graph break" in d.reason for d in res.declined), res.declined
+
+
 @pytest.mark.xfail(strict=True, reason="measured: narrow with a computed (clamped) tensor start still reads it "
                    "(aten._local_scalar_dense, 'Data dependent operator'): 1 -> 2 graphs, the pipeline refuses it")
 def test_fix_end_to_end_drops_the_graph_count():

@@ -11,7 +11,10 @@ Dynamo cannot resume inside a store, so it runs the rest of the frame eagerly. T
 
     self.cache.narrow(1, start, k.shape[1]).copy_(k)
 
-takes the tensor start without reading it (one graph, measured) and writes the same view
+takes the tensor start without reading it (one graph where the start is a buffer or input
+itself, measured; a computed start such as ``self.pos.clamp(...)`` is still read, "Data
+dependent operator" on the same line, and the pipeline then declines the rewrite as removing
+no break: helper-48) and writes the same view
 of the same storage in place: the same ``copy_``, the same ``CopySlices`` autograd node, the
 same dtype cast, the same error on a leaf that requires grad (measured). It is exact only
 inside the range, so the rule emits it only when Z3 proves ``0 <= start``, ``0 <= L`` and

@@ -73,7 +73,33 @@ def write(cache, k, pos):
 '''),
 ]
 
+_GUARDED = _HEAD + '''    def forward(self, k, flag: bool = False):
+        if k.shape[1] > self.cache.shape[1]:
+            raise ValueError("chunk longer than the cache")
+        start = self.pos.clamp(0, self.cache.shape[1] - k.shape[1])
+        end = start + k.shape[1]
+        {between}
+        self.cache[:, start:end] = k
+        return self.cache * 2
+'''
+
 DECLINE_EXAMPLES: list[DeclineExample | tuple] = [
+    # helper-48: a call between the bounds and the write may shrink or replace the cache (a
+    # method of an attribute, a free function), or change a bound in place through an alias
+    (_GUARDED.format(between="self.kv.evict(k.shape[1])"), "runs between the bounds"),
+    (_GUARDED.format(between="maybe_shrink(self, 8)"), "runs between the bounds"),
+    (_GUARDED.format(between="cursor = start\n        if flag:\n            cursor += k.shape[1]"),
+     "runs between the bounds"),
+    # helper-48: in a loop, what follows the write (the cache replaced) runs before the next one
+    (_HEAD + '''    def forward(self, ks, evict: bool = False):
+        start = self.pos.clamp(0, self.cache.shape[1] - 1)
+        end = start + 1
+        for k in ks.split(1, dim=1):
+            self.cache[:, start:end] = k
+            if evict:
+                self.cache = self.cache[:, :-1].clone()
+        return self.cache * 2
+''', "sits in a loop"),
     # the KV-cache write as usually written: `self.pos` is any value, the end may pass the size
     (_HEAD + '''    def forward(self, k):
         start = self.pos

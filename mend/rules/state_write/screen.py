@@ -151,25 +151,48 @@ def _int_only(node: ast.AST, scope: _Scope, before: int) -> bool:
     return False
 
 
-def _writes_between(fn: ast.FunctionDef, lo: int, hi: int) -> str | None:
+# calls that may run between the bounds' definitions and the write: they read and return,
+# and change no tensor or module (anything else may shrink or replace the cache, or change a
+# bound in place: helper-48's `self.kv.evict(keep)`, `maybe_shrink(self, w)`)
+PURE_BUILTINS = frozenset({"min", "max", "len", "int", "abs", "isinstance", "range"})
+PURE_METHODS = frozenset({"clamp", "clamp_min", "clamp_max", "size", "dim", "numel", "to", "long", "int", "item",
+                          "min", "max", "sum", "any", "all", "clone", "detach", "view", "reshape", "contiguous"})
+
+
+def _writes_between(fn: ast.FunctionDef, lo: int, hi: int, tnames: list[str] = ()) -> str | None:
     """The first statement strictly between lines ``lo`` and ``hi`` that may change module
-    or tensor state (an attribute/subscript store, an in-place method, a ``self.`` call)."""
+    or tensor state: an attribute/subscript store, an augmented assignment (``c += L`` on a
+    tensor alias of a bound changes it in place: helper-48), and any call but ``torch.f`` (no
+    trailing ``_``), a pure builtin or a pure tensor method."""
+    # an exception built for a `raise`: the write never follows it
+    raising = {id(n) for r in ast.walk(fn) if isinstance(r, ast.Raise) for n in ast.walk(r)}
     for node in ast.walk(fn):
         line = getattr(node, "lineno", None)
-        if line is None or not lo < line < hi:
+        if line is None or not lo < line < hi or id(node) in raising:
             continue
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if any(not isinstance(t, ast.Name) for t in targets):
                 return ast.unparse(node)
+        if isinstance(node, ast.AugAssign):
+            return ast.unparse(node)
         if isinstance(node, ast.Call):
             name = _dotted(node.func) or ""
-            last = name.rsplit(".", 1)[-1]
-            # an in-place method, a method or submodule of `self`, setattr: may change what the proof read
-            if (last.endswith("_") and not last.endswith("__")) or (name.startswith("self.") and name.count(".") == 1) \
-                    or name in ("setattr", "delattr"):
+            head, _, last = name.rpartition(".")
+            if last.endswith("_") or name in ("setattr", "delattr"):
                 return ast.unparse(node)
+            if (head in tnames or name in PURE_BUILTINS) or (isinstance(node.func, ast.Attribute)
+                                                             and node.func.attr in PURE_METHODS and head != "self"):
+                continue
+            return ast.unparse(node)
     return None
+
+
+def _in_loop(fn: ast.FunctionDef, stmt: ast.stmt) -> bool:
+    """``stmt`` sits in a ``for``/``while`` of ``fn``: what follows it in the loop runs before
+    its next iteration, unscreened (helper-48: the cache replaced after the write)."""
+    return any(isinstance(n, (ast.For, ast.AsyncFor, ast.While)) and n is not stmt
+               and any(x is stmt for x in ast.walk(n)) for n in ast.walk(fn))
 
 
 def _guards(fn: ast.FunctionDef, before: int, tnames: list[str]) -> list[tuple[ast.AST, int]]:
@@ -216,6 +239,9 @@ def analyse(source: str, line: int) -> Plan | Decline:
         return Decline(NAME, "the write is not inside a function")
     if stmt.end_lineno != line:
         return Decline(NAME, "the write spans several lines")
+    if _in_loop(fn, stmt):
+        return Decline(NAME, "the write sits in a loop: what the loop runs after it (a cache replaced or shrunk) "
+                             "would change the bounds before the next write, and no screen covers that")
     if sum(1 for s in ast.walk(tree) if isinstance(s, ast.stmt) and s.lineno == line) != 1:
         return Decline(NAME, "the write shares its line with other statements")
     tgt = stmt.targets[0]
@@ -283,7 +309,7 @@ def analyse(source: str, line: int) -> Plan | Decline:
         used_g += [gline] + used
     used_lines = used_s + used_l + used_g
     if used_lines:
-        write = _writes_between(fn, min(used_lines), line)
+        write = _writes_between(fn, min(used_lines), line, tnames)
         if write is not None:
             return Decline(NAME, f"`{write}` runs between the bounds' definitions or guards and the write: the "
                            "values they describe may have changed")
