@@ -43,3 +43,8 @@ def test_the_verifier_rechecks_the_hoisted_condition_and_the_message():
     # a message other than the original callable's text: refuted on a failing probe
     other = res.mended.replace("'every row needs one valid token'", "'another text'")
     assert check_equivalent(ob, Ctx({}, {}, other)).result == "refuted"
+    # helper-47: without the device test, a meta tensor passes where the original raises
+    no_device = res.mended.replace(" and _mend_check_cond.device.type == 'cpu'", "")
+    assert no_device != res.mended
+    got = check_equivalent(ob, Ctx({}, {}, no_device))
+    assert got.result == "refuted" and "meta" in got.counterexample, got

@@ -228,8 +228,12 @@ class Replace(cst.CSTTransformer):
         return self.replacement if original_node is self.target else updated_node
 
 
+# calls that change Python state (a method of that name, or the builtin `next`): helper-47 lost
+# a `set.add` and an `itertools.count` advanced by `next()` before a check moved into the graph
 PY_MUTATORS = {"append", "extend", "insert", "pop", "popitem", "update", "setdefault", "clear", "remove",
-                "discard", "register_buffer", "register_parameter", "register_module", "add_module"}
+               "discard", "add", "popleft", "appendleft", "extendleft", "rotate", "sort", "reverse", "write",
+               "writelines", "send", "throw", "close", "flush", "next", "manual_seed", "seed",
+               "register_buffer", "register_parameter", "register_module", "add_module"}
 
 
 # keyword arguments a library call may take without the result aliasing them (hyper-parameters)

@@ -4,10 +4,11 @@ that stays in the graph (``torch._assert_async`` under a guard).
 ``check-equivalent`` is translation validation by observation, not a proof: the mended
 statement is taken from the mended source itself (the ``if`` holding the new
 ``_assert_async``) and run, on the installed torch, against the original call on probe
-conditions -- empty, 0-d, 1-d and 2-d bool tensors that pass or fail, an int64 tensor and a
-Python bool -- comparing whether each raises, the exception type and its message; the
-failing and passing probes again under ``torch.compile`` (inductor). A mismatch is a
-counterexample (refuted); agreement is ``checked``, with the probes named.
+conditions -- empty, 0-d, 1-d and 2-d bool tensors that pass or fail, an int64 tensor, a
+Python bool and a bool tensor on the meta device (helper-47: the original raises there) --
+comparing whether each raises, the exception type and its message; the failing and passing
+probes again under ``torch.compile`` (inductor). A mismatch is a counterexample (refuted);
+agreement is ``checked``, with the probes named.
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def _probes():
     return [("empty bool tensor", torch.zeros(0, dtype=torch.bool)), ("0-d True", torch.tensor(True)),
             ("0-d False", torch.tensor(False)), ("[True, True]", torch.tensor([True, True])),
             ("[[True, False]]", torch.tensor([[True, False]])), ("int64 ones", torch.ones(3, dtype=torch.int64)),
-            ("Python True", True)]
+            ("Python True", True), ("[True, False] on the meta device", torch.tensor([True, False], device="meta"))]
 
 
 class _Placeholder(ast.NodeTransformer):

@@ -8,10 +8,14 @@ branch taken only while tracing, so one shared line breaks most vision-language 
 
 The rewrite keeps the check in the graph::
 
-    if isinstance(cond, torch.Tensor) and cond.dtype == torch.bool:
+    if isinstance(cond, torch.Tensor) and cond.dtype == torch.bool and cond.device.type == 'cpu':
         torch._assert_async(cond._is_all_true(), "<torch's default message>")
     else:
         torch._check_tensor_all(cond)
+
+The device test keeps the original call off the CPU: on CUDA ``_assert_async`` is a
+device-side assert without the message, and on the meta device the original raises ("cannot
+be called on meta tensors") where ``_assert_async`` passes (helper-47).
 
 ``torch._assert_async(t, msg)`` raises ``RuntimeError(msg)`` in eager and under the eager,
 aot_eager and inductor backends (measured on CPU, torch 2.13), and ``_check_tensor_all``
@@ -34,7 +38,8 @@ loop; callers inlined into the same graph are covered by the state observation o
 example run only (an assumption recorded with ``state-unchanged-on-raise``).
 
 A condition that is not a plain local name (an expression; an attribute may be a property)
-is bound to the local ``_mend_check_cond`` on the line before, evaluated once where the call
+is bound to the local ``_mend_check_cond`` (``_mend_check_cond_2``, ... for a later check of the
+same function) on the line before, evaluated once where the call
 evaluated it (the rewrite reads the condition three times); the verifier re-checks that the
 local is bound to the call's expression right before the check. A message callable
 ``lambda: "<constant text>"`` becomes the message (its text is known); the fallback keeps it.

@@ -38,7 +38,7 @@ def torch_compilable_check(cond, msg, error_type=ValueError):
 def torch_compilable_check(cond, msg, error_type=ValueError):
     if is_tracing():
         if isinstance(cond, torch.Tensor):
-            if isinstance(cond, torch.Tensor) and cond.dtype == torch.bool:
+            if isinstance(cond, torch.Tensor) and cond.dtype == torch.bool and cond.device.type == 'cpu':
                 torch._assert_async(cond._is_all_true(), {_MSG})  # mend: tensor-check (was: torch._check_tensor_all(cond))
             else:
                 torch._check_tensor_all(cond)
@@ -62,7 +62,7 @@ def check_rows(x, valid):
 
 def check_rows(x, valid):
     # every row must be valid
-    if isinstance(valid, th.Tensor) and valid.dtype == th.bool:
+    if isinstance(valid, th.Tensor) and valid.dtype == th.bool and valid.device.type == 'cpu':
         th._assert_async(valid._is_all_true(), {_MSG})  # mend: tensor-check (was: th._check_tensor_all(valid))
     else:
         th._check_tensor_all(valid)
@@ -84,7 +84,7 @@ def f(x, m):
 
 
 def f(x, m):
-    if isinstance(m, torch.Tensor) and m.dtype == torch.bool:
+    if isinstance(m, torch.Tensor) and m.dtype == torch.bool and m.device.type == 'cpu':
         torch._assert_async(m._is_all_true(), {_MSG})  # mend: tensor-check (was: torch._check_tensor_all(m))
     else:
         torch._check_tensor_all(m)
@@ -110,14 +110,30 @@ def f(x):
     torch._check_tensor_all(x > 0)
     return locals()
 ''', "reads its own locals"),
-    # a name the rewrite would bind is already used
+    # helper-47: Python state changed before the check (a set grown, a counter advanced) is lost
+    # when the check fails inside the compiled graph
     ('''import torch
 
+SEEN = set()
 
-def f(x, _mend_check_cond):
-    torch._check_tensor_all(x > 0)
+
+def f(x, valid):
+    SEEN.add(tuple(x.shape))
+    torch._check_tensor_all(valid)
     return x
-''', "already uses the name"),
+''', "changes state"),
+    ('''import itertools
+
+import torch
+
+IDS = itertools.count()
+
+
+def f(x, valid):
+    n = next(IDS)
+    torch._check_tensor_all(valid)
+    return x * n
+''', "changes state"),
     # the handler would not see a failure raised when the compiled graph returns (adversarial review)
     ('''import torch
 
@@ -229,7 +245,7 @@ def f(x):
 
 def f(x):
     _mend_check_cond = x > 0
-    if isinstance(_mend_check_cond, torch.Tensor) and _mend_check_cond.dtype == torch.bool:
+    if isinstance(_mend_check_cond, torch.Tensor) and _mend_check_cond.dtype == torch.bool and _mend_check_cond.device.type == 'cpu':
         torch._assert_async(_mend_check_cond._is_all_true(), 'x must be positive')  # mend: tensor-check (was: torch._check_tensor_all(x > 0, lambda: "x must be positive"))
     else:
         torch._check_tensor_all(_mend_check_cond, lambda: "x must be positive")
@@ -251,11 +267,36 @@ class Gate(torch.nn.Module):
 class Gate(torch.nn.Module):
     def forward(self, x):
         _mend_check_cond = self.valid
-        if isinstance(_mend_check_cond, torch.Tensor) and _mend_check_cond.dtype == torch.bool:
+        if isinstance(_mend_check_cond, torch.Tensor) and _mend_check_cond.dtype == torch.bool and _mend_check_cond.device.type == 'cpu':
             torch._assert_async(_mend_check_cond._is_all_true(), {_MSG})  # mend: tensor-check (was: torch._check_tensor_all(self.valid))
         else:
             torch._check_tensor_all(_mend_check_cond)
         return x * 2
+''',
+    ),
+]
+
+# helper-47: a second check of the same function binds its own local (it was declined, "already
+# uses the name", after the first was rewritten)
+FIX_EXAMPLES += [
+    (
+        '''import torch
+
+
+def f(x, _mend_check_cond):
+    torch._check_tensor_all(x > 0)
+    return x
+''',
+        f'''import torch
+
+
+def f(x, _mend_check_cond):
+    _mend_check_cond_2 = x > 0
+    if isinstance(_mend_check_cond_2, torch.Tensor) and _mend_check_cond_2.dtype == torch.bool and _mend_check_cond_2.device.type == 'cpu':
+        torch._assert_async(_mend_check_cond_2._is_all_true(), {_MSG})  # mend: tensor-check (was: torch._check_tensor_all(x > 0))
+    else:
+        torch._check_tensor_all(_mend_check_cond_2)
+    return x
 ''',
     ),
 ]

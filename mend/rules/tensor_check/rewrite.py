@@ -9,7 +9,7 @@ import libcst as cst
 
 from mend.rules._base import Decline, RewriteResult
 from mend.rules._common import Replace, code_of, statement_at
-from mend.rules.tensor_check.screen import DEFAULT_MESSAGE, HOISTED, NAME, screen
+from mend.rules.tensor_check.screen import DEFAULT_MESSAGE, NAME, screen
 
 
 def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
@@ -24,19 +24,19 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     t = plan.torch_name
     source = code_of(plan.cond).strip()
     hoisted = not isinstance(plan.cond, cst.Name)
-    cond = HOISTED if hoisted else source
+    cond = plan.hoisted if hoisted else source
     message = DEFAULT_MESSAGE if plan.message is None else plan.message
     extra = "" if plan.message_arg is None else ", " + code_of(plan.message_arg).strip().rstrip(",")
     call = f"{t}._check_tensor_all({cond}{extra})"   # the original call, on the (hoisted) condition
     was = f"{t}._check_tensor_all({source}{extra})"
     # `_is_all_true()` is what `_check_tensor_all` reduces with (a subclass may override `all()`)
     block = cst.parse_statement(
-        f"if isinstance({cond}, {t}.Tensor) and {cond}.dtype == {t}.bool:\n"
+        f"if isinstance({cond}, {t}.Tensor) and {cond}.dtype == {t}.bool and {cond}.device.type == 'cpu':\n"
         f"    {t}._assert_async({cond}._is_all_true(), {message!r})  # mend: tensor-check (was: {was})\n"
         f"else:\n"
         f"    {call}\n")
     if hoisted:   # evaluated once, where the call evaluated it
-        first = cst.parse_statement(f"{HOISTED} = {source}\n").with_changes(leading_lines=plan.line.leading_lines)
+        first = cst.parse_statement(f"{plan.hoisted} = {source}\n").with_changes(leading_lines=plan.line.leading_lines)
         replacement = cst.FlattenSentinel([first, block])
     else:
         replacement = block.with_changes(leading_lines=plan.line.leading_lines)
@@ -49,4 +49,4 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     obligations = [check, {"kind": "state-unchanged-on-raise", "expr": cond}, {"kind": "cpu-only", "expr": cond}]
     return RewriteResult(new_module.code, (line, line),
                          f"`{was}` -> `torch._assert_async({cond}._is_all_true(), ...)` under a bool-tensor guard"
-                         + (f" (the condition bound to `{HOISTED}` first)" if hoisted else ""), obligations)
+                         + (f" (the condition bound to `{plan.hoisted}` first)" if hoisted else ""), obligations)

@@ -31,6 +31,15 @@ class Plan:
     torch_name: str                 # how the module spells `torch` (`torch`, `th`)
     message: str | None = None      # the text of a constant message callable (`lambda: "text"`)
     message_arg: cst.Arg | None = None
+    hoisted: str = HOISTED          # the local an inline condition is bound to (fresh in the function)
+
+
+def fresh_name(function: cst.FunctionDef) -> str:
+    """``_mend_check_cond``, or ``_mend_check_cond_2``, ``_3``... : the first that the function
+    (nested scopes included) never names, so a second check of the same function gets its own
+    local (helper-47: the second was declined, "already uses the name")."""
+    used = {n.value for n in m.findall(function, m.Name())}
+    return next(name for name in (HOISTED, *(f"{HOISTED}_{i}" for i in range(2, 10_000))) if name not in used)
 
 
 def _constant_message(arg: cst.Arg) -> str | None:
@@ -88,8 +97,6 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
     if not isinstance(cond, cst.Name):
         # an inline condition is bound to a local on the line before, evaluated once as the call
         # did (the rewrite reads it three times: dtype guard, assert, fallback)
-        if m.findall(function, m.Name(HOISTED)):
-            return Decline(NAME, f"the function already uses the name `{HOISTED}` the rewrite would bind")
         if m.findall(function, m.Call(func=m.Name("locals") | m.Name("vars") | m.Name("eval") | m.Name("exec"))):
             return Decline(NAME, "the function reads its own locals (`locals()`, `vars()`, `eval`, `exec`): "
                            "binding the condition to a new local would show there")
@@ -114,7 +121,7 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
         return Decline(NAME, f"the function changes state (`{effect}`): with the check inside the compiled graph, "
                        "a failing call could leave different state than eager")
     root = dotted(call.func).split(".")[0]
-    return Plan(parent, call, cond, root, message, args[1] if len(args) == 2 else None)
+    return Plan(parent, call, cond, root, message, args[1] if len(args) == 2 else None, fresh_name(function))
 
 
 def match(loc: Located) -> Match | Decline:
