@@ -222,6 +222,8 @@ def _self_attribute_write(node) -> bool:
     """An assignment to one ``self.`` attribute (``self.X = self.X.to(...)``: the store runs
     ``nn.Module.__setattr__``)."""
     target = node.targets[0].target if isinstance(node, cst.Assign) and len(node.targets) == 1 else None
+    if isinstance(node, cst.AnnAssign) and node.value is not None:   # `self.X: T = ...` (helper-48)
+        target = node.target
     return (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)
             and target.value.value == "self")
 

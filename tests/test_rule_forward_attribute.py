@@ -198,3 +198,30 @@ def test_persistence_flip_fixture_is_declined_end_to_end():
     res = fix(str(HERE / "persistence_flip.py"), unsafe_fixes=True, max_examples=3)
     assert not res.rewrites
     assert any(d.rule == "forward-attribute" and "persistence" in d.reason for d in res.declined), res.declined
+
+
+def test_a_comment_inside_a_multi_line_conversion_is_dropped_not_a_crash():
+    """helper-48: the conversion's lines were joined, and the comment swallowed the rest
+    (ParserSyntaxError, reported as the rule failing on the site)."""
+    code = ('import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n    def forward(self, x):\n'
+            '        self.pos_encoding = self.pos_encoding.to(\n            device=x.device,  # follow the input\n'
+            '            dtype=x.dtype,\n        )\n        return x + self.pos_encoding\n')
+    res = RULE.rewrite(cst.parse_module(code), 7)
+    assert isinstance(res, RewriteResult), res
+    assert "pos_encoding = self.pos_encoding.to(device=x.device, dtype=x.dtype)  # mend: forward-attribute" in res.code
+    compile(res.code, "<mended>", "exec")
+
+
+def test_an_annotated_write_is_classified_and_fixed(tmp_path):
+    """helper-48: `self.X: T = self.X.to(...)` was reported "no rule handles this kind"; in a
+    function body the annotation of an attribute is never evaluated, so it is the same store."""
+    path = tmp_path / "annotated.py"
+    path.write_text("import torch\nfrom torch import nn\n\n\nclass Model(nn.Module):\n    def __init__(self):\n"
+                    "        super().__init__()\n        self.pos = nn.Buffer(torch.randn(16, 4), persistent=False)\n\n"
+                    "    def forward(self, ids, x):\n"
+                    "        self.pos: torch.Tensor = self.pos.to(device=x.device, dtype=x.dtype)\n"
+                    "        return x + self.pos[ids, :]\n\n\n"
+                    "def get_inputs():\n    return (torch.arange(3), torch.randn(3, 4))\n")
+    res = fix(str(path), unsafe_fixes=True, max_examples=3)
+    assert [r.rule for r in res.rewrites] == ["forward-attribute"], res.declined
+    assert (res.before.graph_count, res.after.graph_count) == (2, 1)

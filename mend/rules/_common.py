@@ -19,6 +19,17 @@ def code_of(node: cst.CSTNode) -> str:
     return _EMPTY.code_for_node(node)
 
 
+def one_line(text: str) -> str:
+    """An expression's source on one line: as written when it is one line already, else
+    ``ast.unparse`` of it (comments and line continuations dropped, string literals kept:
+    joining the text's words broke on a comment or a backslash and merged spaces inside a
+    string literal -- helper-46 in setup-guard, helper-48 in forward-attribute)."""
+    import ast
+
+    text = text.strip()
+    return text if "\n" not in text else ast.unparse(ast.parse(text, mode="eval"))
+
+
 def add_import(module: cst.Module, statement: str, same_line: bool = False) -> cst.Module:
     """``module`` with the import ``statement`` (``"import torch"``) added where LibCST's
     ``AddImportsVisitor`` puts it: after a leading docstring and the first block of imports,

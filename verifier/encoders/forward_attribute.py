@@ -119,6 +119,12 @@ def write_kept(ob: dict, ctx: Ctx) -> Outcome:
     if b_stmts is None or c_stmts is None:
         return unknown(f"no statement starts on line {line} in the original or the mended source")
     orig = b_stmts[bi]
+    in_function = any(isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.lineno < line <= f.end_lineno
+                      for f in ast.walk(before))
+    if isinstance(orig, ast.AnnAssign) and orig.value is not None and in_function:
+        # `self.X: T = v` in a function body: the annotation of an attribute target is never
+        # evaluated there, so the statement is the store `self.X = v` (helper-48)
+        orig = ast.Assign(targets=[orig.target], value=orig.value)
     if not (isinstance(orig, ast.Assign) and len(orig.targets) == 1 and _self_attr(orig.targets[0], attr)
             and isinstance(orig.value, ast.Call)):
         return unknown(f"the original statement on line {line} is not `{attr_text} = <call>`")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import libcst as cst
 
 from mend.rules._base import Decline, RewriteResult
-from mend.rules._common import Replace, code_of, statement_at
+from mend.rules._common import Replace, code_of, one_line, statement_at
 from mend.rules.forward_attribute.screen import NAME, screen
 
 
@@ -30,7 +30,7 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
         return plan
     attr, local = f"self.{plan.attr}", plan.local
     original = code_of(plan.line.body[0]).strip()
-    value = " ".join(code_of(plan.value).split()) if "\n" in code_of(plan.value) else code_of(plan.value).strip()
+    value = one_line(code_of(plan.value))   # a comment inside a multi-line call swallowed the rest (helper-48)
     block = cst.parse_module(
         f"{local} = {value}  # mend: {NAME} (was: {original.splitlines()[0]})\n"
         f"if {local} is not {attr}:\n"

@@ -17,7 +17,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from mend.locate import Located
 from mend.rules._base import Decline, Match
 from mend.rules._bindings import bindings
-from mend.rules._common import code_of, dotted
+from mend.rules._common import code_of, dotted, one_line
 
 NAME = "setup-guard"
 MAX_DEPTH = 4
@@ -163,17 +163,6 @@ def _reads(expr: cst.BaseExpression) -> list[tuple[str, str]]:
             if owner and isinstance(key, cst.SimpleString):   # check_shape admits no other key
                 out.append((owner, key.evaluated_value))
     return out
-
-
-def one_line(text: str) -> str:
-    """An expression's source on one line: as written when it is one line already, else
-    ``ast.unparse`` of it (comments and line continuations dropped, string literals kept;
-    helper-46: joining the text's words broke on a comment or a backslash and merged spaces
-    inside a string literal)."""
-    import ast
-
-    text = text.strip()
-    return text if "\n" not in text else ast.unparse(ast.parse(text, mode="eval"))
 
 
 def truth_tested(expr: cst.BaseExpression) -> list[str]:
