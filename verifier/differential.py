@@ -25,7 +25,7 @@ import torch
 from hypothesis import HealthCheck, Phase, given, seed as hyp_seed, settings, strategies as st
 from hypothesis.errors import Flaky
 
-from verifier import forcing
+from verifier import forcing, pystate
 
 EDGE_VALUES = [0.0, -0.0, float("inf"), float("-inf"), float("nan"), 1e30, -1e30]
 # drawn inputs that made the original raise, also run under Inductor (each new shape recompiles)
@@ -146,7 +146,8 @@ def _reset_once_caches() -> None:
 def observe(model, args, kwargs, grad: bool, rng_seed: int = 1234):
     """Run once; return (result or exception, stdout, warnings, log records, grads,
     buffers after the call, inputs after the call, output aliasing (:func:`aliasing`), the
-    modules' Python attributes after the call (:func:`attributes`)). The
+    modules' Python attributes after the call (:func:`attributes`), the names of the globals
+    the call changed and the list/dict arguments after it (:mod:`verifier.pystate`)). The
     RNG is seeded first, so dropout draws the same masks in both models unless one of them
     draws more."""
     out = io.StringIO()
@@ -165,10 +166,15 @@ def observe(model, args, kwargs, grad: bool, rng_seed: int = 1234):
     old_level = root.level
     root.setLevel(logging.DEBUG)
     def fresh(a):
-        return a.detach().clone().requires_grad_(grad and a.is_floating_point()) if isinstance(a, torch.Tensor) else a
+        if isinstance(a, torch.Tensor):
+            return a.detach().clone().requires_grad_(grad and a.is_floating_point())
+        return pystate.fresh_argument(a)   # a list or dict the call may change: a private copy
     args = tuple(fresh(a) for a in args)
     kwargs = {k: fresh(v) for k, v in kwargs.items()}
     inputs = list(args) + list(kwargs.values())
+    target = getattr(model, "_orig_mod", model)
+    spaces = pystate.global_spaces(target)
+    globals_before = pystate.snapshot(spaces, skeleton)
     grads = None
     torch.manual_seed(rng_seed)
     # torch's own once-per-process warnings (TORCH_WARN_ONCE: "Converting a tensor with
@@ -200,13 +206,15 @@ def observe(model, args, kwargs, grad: bool, rng_seed: int = 1234):
         torch.set_warn_always(warn_always)
         root.removeHandler(handler)
         root.setLevel(old_level)
-    target = getattr(model, "_orig_mod", model)
     buffers = [(n, b.detach().clone()) for n, b in target.named_buffers()] if isinstance(target, torch.nn.Module) else []
     after = [a.detach().clone() for a in inputs if isinstance(a, torch.Tensor)]
+    # tensors held in a list or dict argument after the call, then that argument's shape
+    after += [t.detach().clone() for a in inputs if isinstance(a, (list, dict)) for t in flatten(a)]
+    py_args = tuple(skeleton(a, exact=False) for a in inputs if isinstance(a, (list, dict, set)))
     # the RNG state after the call (seeded alike before it): an untaken side may draw (helper-37)
     rng = [(RNG_KEY, _rng_digest())]
     return (result, out.getvalue(), warned, records, grads, buffers, after, aliasing(result, inputs, target),
-            attributes(target) + rng)
+            attributes(target) + rng, pystate.changed(globals_before, pystate.snapshot(spaces, skeleton)), py_args)
 
 
 RNG_KEY = "torch's global RNG state after the call (a later random draw differs)"
@@ -406,6 +414,9 @@ def compare(a, b, exact: bool, any_error: bool = False, grad_stats: dict | None 
             when = " (both raised)" if raised_a and raised_b else ""
             raise Mismatch(f"{what} differ{when}: original {a[i]!r}, mended {b[i]!r}")
     if either_error:
+        # Inductor's own exception: outputs are not compared, the state the call left is
+        # (helper-47: a buffer update after a failing in-graph check ran under Inductor)
+        _compare_state(a, b)
         return 0.0
     worst = 0.0
     pairs = list(zip(flatten(ra), flatten(rb)))
@@ -422,16 +433,7 @@ def compare(a, b, exact: bool, any_error: bool = False, grad_stats: dict | None 
             raise Mismatch(f"gradient {i} is {'None' if x is None else 'a tensor'} in the original but "
                            f"{'None' if y is None else 'a tensor'} in the mended code (the untaken side now runs)")
     grads = [(x, y) for x, y in zip(ga, gb) if x is not None]
-    state = []
-    if len(a) > 5:
-        if [n for n, _ in a[5]] != [n for n, _ in b[5]]:
-            raise Mismatch("module buffers differ in structure after the call")
-        state += [(f"buffer `{n}` after the call", x, y) for (n, x), (_, y) in zip(a[5], b[5])]
-        state += [(f"input {i} after the call", x, y) for i, (x, y) in enumerate(zip(a[6], b[6]))]
-    for what, x, y in state:
-        if x.shape != y.shape or x.dtype != y.dtype or not torch.equal(x.isnan(), y.isnan()) or \
-                not torch.equal(x.nan_to_num(), y.nan_to_num()):
-            raise Mismatch(f"{what} differs")
+    _compare_state(a, b)
     for kind, seq in (("output", pairs), ("gradient", grads)):
         for x, y in seq:
             if x.shape != y.shape or x.dtype != y.dtype:
@@ -469,6 +471,30 @@ def compare(a, b, exact: bool, any_error: bool = False, grad_stats: dict | None 
         raise Mismatch(f"output {i} {_alias_text(x)} in the original but {_alias_text(y)} in the mended code "
                        "(an in-place change to the result would reach the caller's tensor in one and not the other)")
     return worst
+
+
+def _compare_state(a, b) -> None:
+    """Raise Mismatch unless the state two observations left agrees: buffers and tensor
+    inputs bit for bit, the globals the call changed, the list/dict arguments' contents."""
+    state = []
+    if len(a) > 5:
+        if [n for n, _ in a[5]] != [n for n, _ in b[5]]:
+            raise Mismatch("module buffers differ in structure after the call")
+        if len(a[6]) != len(b[6]):
+            raise Mismatch("the tensors held by the arguments differ in number after the call")
+        state += [(f"buffer `{n}` after the call", x, y) for (n, x), (_, y) in zip(a[5], b[5])]
+        state += [(f"input {i} after the call", x, y) for i, (x, y) in enumerate(zip(a[6], b[6]))]
+    for what, x, y in state:
+        if x.shape != y.shape or x.dtype != y.dtype or not torch.equal(x.isnan(), y.isnan()) or \
+                not torch.equal(x.nan_to_num(), y.nan_to_num()):
+            raise Mismatch(f"{what} differs")
+    if len(a) > 10 and len(b) > 10:
+        if a[9] != b[9]:
+            raise Mismatch(f"the call changes other module globals: original {list(a[9])}, mended {list(b[9])} "
+                           "(a Python effect lost or added, e.g. not replayed when the compiled graph raised)")
+        if a[10] != b[10]:
+            raise Mismatch(f"a list or dict argument differs after the call: original {str(a[10])[:160]}, mended "
+                           f"{str(b[10])[:160]}")
 
 
 def _alias_text(tag) -> str:

@@ -134,6 +134,37 @@ def f(x, valid):
     torch._check_tensor_all(valid)
     return x * n
 ''', "changes state"),
+    # helper-47: a caller in the module catches the failure, or changes state around the call
+    ('''import torch
+
+FAILED = {"count": 0}
+
+
+def validate(ids, vocab):
+    ok = ids < vocab
+    torch._check_tensor_all(ok)
+
+
+def forward(ids):
+    try:
+        validate(ids, 10)
+    except RuntimeError:
+        FAILED["count"] += 1
+        raise
+    return ids
+''', "inside a `try`"),
+    ('''import torch
+
+
+def check_mask(mask):
+    torch._check_tensor_all(mask)
+
+
+def forward(x, mask, cache):
+    cache.append(x)
+    check_mask(mask)
+    return x
+''', "which calls `check_mask`, changes state"),
     # the handler would not see a failure raised when the compiled graph returns (adversarial review)
     ('''import torch
 

@@ -120,8 +120,57 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
         # lost (aot_eager, inductor) and state written after it may happen anyway (inductor)
         return Decline(NAME, f"the function changes state (`{effect}`): with the check inside the compiled graph, "
                        "a failing call could leave different state than eager")
+    why = _caller_screen(module, function)
+    if why is not None:
+        return Decline(NAME, why)
     root = dotted(call.func).split(".")[0]
     return Plan(parent, call, cond, root, message, args[1] if len(args) == 2 else None, fresh_name(function))
+
+
+class _Calls(cst.CSTVisitor):
+    """Calls of the plain name ``name``, each with the statements and functions around it."""
+
+    def __init__(self, name: str):
+        self.name, self.stack, self.found = name, [], []
+
+    def on_visit(self, node):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == self.name:
+            self.found.append(list(self.stack))
+        self.stack.append(node)
+        return True
+
+    def on_leave(self, original_node):
+        self.stack.pop()
+
+
+def _caller_screen(module: cst.Module | None, function: cst.FunctionDef) -> str | None:
+    """Why a caller of the check's function, in the same module, makes the rewrite change
+    behaviour, else None: compiled, the caller is traced into the same graph, so a `try` or
+    `with` around the call no longer sees the failure, and a state change anywhere in the
+    caller may be lost (before the check) or happen anyway (after it) when the check fails
+    inside the graph (helper-47: a counter in an `except`, a list argument appended to, a
+    buffer updated after the call). Callers in other modules rest on the observation of the
+    example run (state-unchanged-on-raise)."""
+    if module is None:
+        return None
+    visitor = _Calls(function.name.value)
+    module.visit(visitor)
+    for stack in visitor.found:
+        caller = next((n for n in reversed(stack) if isinstance(n, cst.FunctionDef)), None)
+        if caller is None or caller is function:
+            continue
+        inner = stack[stack.index(caller) + 1:]
+        handler = enclosing_handler(inner)
+        if handler is not None:
+            return (f"`{caller.name.value}` calls `{function.name.value}` inside "
+                    f"{'a `try`' if handler == 'try' else f'`with {handler}`'}, which would no longer see the "
+                    "check's failure once it runs inside the compiled graph")
+        cls = next((n for n in reversed(stack) if isinstance(n, cst.ClassDef)), None)
+        effect = state_change(caller, cls)
+        if effect is not None:
+            return (f"`{caller.name.value}`, which calls `{function.name.value}`, changes state (`{effect}`): with "
+                    "the check inside the compiled graph, a failing call could leave different state than eager")
+    return None
 
 
 def match(loc: Located) -> Match | Decline:

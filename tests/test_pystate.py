@@ -1,0 +1,81 @@
+"""The differential test compares Python state outside the module (verifier/pystate.py):
+helper-47 moved a tensor check into the graph and, compiled, lost an append to the caller's
+list, a counter in an `except` handler and a global dict's entry, with the same exception and
+message, and buffers, outputs and attributes all equal."""
+from __future__ import annotations
+
+import types
+
+import pytest
+import torch
+
+from verifier import pystate
+from verifier.differential import Mismatch, compare, observe, skeleton
+
+SOURCE = '''
+import torch
+from torch import nn
+
+STATS = {"calls": 0}
+SEEN = set()
+
+
+class Model(nn.Module):
+    def forward(self, x, cache):
+        if EFFECTS:
+            cache.append(x * 2)
+            STATS["calls"] += 1
+            SEEN.add(tuple(x.shape))
+        return x + 1
+'''
+
+
+def _model(effects: bool):
+    mod = types.ModuleType("pystate_case")
+    mod.__dict__["EFFECTS"] = effects
+    exec(compile(SOURCE, "<pystate_case>", "exec"), mod.__dict__)
+    return mod.Model()
+
+
+def test_a_lost_append_to_an_argument_and_lost_global_writes_are_mismatches():
+    x = torch.ones(2)
+    with_effects, without = _model(True), _model(False)
+    a = observe(with_effects, (x, []), {}, grad=False)
+    b = observe(without, (x, []), {}, grad=False)
+    assert a[9] == ("SEEN", "STATS") and b[9] == ()
+    with pytest.raises(Mismatch, match="tensors held by the arguments"):
+        compare(a, b, exact=True)
+    # the globals alone (the arguments' state taken from the first run)
+    b_globals = b[:6] + (a[6],) + b[7:10] + (a[10],)
+    with pytest.raises(Mismatch, match="other module globals"):
+        compare(a, b_globals, exact=True)
+    # the argument's shape alone
+    with pytest.raises(Mismatch, match="list or dict argument"):
+        compare(a, a[:10] + (b[10],), exact=True)
+    # under Inductor's any_error, where both raised, the state is still compared
+    raised = ("raised", "RuntimeError", "boom")
+    with pytest.raises(Mismatch, match="other module globals"):
+        compare((raised,) + a[1:], (raised,) + b_globals[1:], exact=False, any_error=True)
+
+
+def test_the_same_effects_agree_and_each_observation_gets_its_own_copy_of_the_argument():
+    x = torch.ones(2)
+    cache: list = []
+    one, two = _model(True), _model(True)
+    a = observe(one, (x, cache), {}, grad=False)
+    b = observe(two, (x, cache), {}, grad=False)
+    assert compare(a, b, exact=True) == 0.0
+    assert cache == []                       # the caller's list is not the one the runs changed
+    assert a[10] == (("list", (("tensor",),)),)
+
+
+def test_fingerprints_see_set_contents_and_a_counter_s_position():
+    import itertools
+
+    assert pystate.fingerprint({1, 2}, skeleton) != pystate.fingerprint({1, 3}, skeleton)
+    c = itertools.count()
+    before = pystate.fingerprint(c, skeleton)
+    next(c)
+    assert pystate.fingerprint(c, skeleton) != before
+    space = {"__compiled_fn_1": 1, "f": print, "torch": torch, "N": 3}
+    assert pystate.snapshot([space], skeleton) == {"N": skeleton(3)}

@@ -1,0 +1,94 @@
+"""Python state a call may change outside the module: the globals of the code the model runs
+and the non-tensor arguments (a list the caller passes in, a dict it keeps).
+
+Compiled, Dynamo replays a Python side effect (``cache.append(x)``, ``STATS["n"] += 1``) after
+the graph has run; when an operation inside the graph raises (a check moved into the graph,
+``torch._assert_async``), the replay never happens, where the original's graph break ran the
+effect before raising. helper-47 lost an append to a caller's list, a counter in an ``except``
+handler and a global dict's entry that way, with the same exception and message, and with
+buffers, outputs and the module's own attributes all equal. :func:`observe` in
+:mod:`verifier.differential` now records both kinds of state, and :func:`compare` compares them.
+
+Globals are compared by *which names changed* during the call (not their values: the original
+and the mended module are separate module objects, whose counters may have run a different
+number of times across the differential test's extra runs). Arguments are deep-copied before
+each observation, so their states after the call are compared whole."""
+from __future__ import annotations
+
+import copy
+import itertools
+import types
+
+import torch
+
+BIG = 1000   # a container this long is fingerprinted by type and length only (cost per call)
+
+
+def fresh_argument(value):
+    """A private copy of a non-tensor argument (a list of tensors: the tensors cloned), so that
+    each observation starts from the same state; the value itself where it cannot be copied."""
+    if isinstance(value, (list, dict, set)):
+        try:
+            return copy.deepcopy(value)
+        except Exception:  # noqa: BLE001 - an uncopyable object is passed as it is
+            return value
+    return value
+
+
+def fingerprint(value, skeleton) -> object:
+    """A comparable summary of a global's value: ``skeleton`` (tensors as placeholders) for
+    lists, tuples and dicts; sorted element summaries for sets; ``repr`` for an
+    ``itertools.count`` (its next value); the type alone for anything else."""
+    if isinstance(value, (set, frozenset)):
+        if len(value) > BIG:
+            return (type(value).__name__, len(value))
+        return (type(value).__name__, tuple(sorted(repr(skeleton(e)) for e in value)))
+    if isinstance(value, (list, tuple, dict)) and len(value) > BIG:
+        return (type(value).__name__, len(value))
+    if isinstance(value, itertools.count):
+        return ("itertools.count", repr(value))
+    return skeleton(value)
+
+
+def _data(value) -> bool:
+    """A value whose change is program state (not code, not a module, not a class)."""
+    return not isinstance(value, (types.ModuleType, types.FunctionType, types.BuiltinFunctionType, type,
+                                  types.MethodType, torch.Tensor))
+
+
+def global_spaces(module) -> list[dict]:
+    """The global namespaces of the ``forward`` functions of ``module`` and its submodules,
+    torch's own modules left out."""
+    spaces, seen = [], set()
+    if not isinstance(module, torch.nn.Module):
+        return spaces
+    for sub in module.modules():
+        fn = getattr(type(sub).forward, "__globals__", None)
+        if not isinstance(fn, dict) or id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        name = fn.get("__name__", "") or ""
+        if name == "torch" or name.startswith("torch."):
+            continue
+        spaces.append(fn)
+    return spaces
+
+
+def snapshot(spaces: list[dict], skeleton) -> dict:
+    """``name -> fingerprint`` for the data globals of ``spaces`` (dunder names, where
+    Dynamo keeps its compiled code, left out)."""
+    out = {}
+    for space in spaces:
+        for key, value in list(space.items()):
+            if key.startswith("__") or not _data(value):
+                continue
+            try:
+                out[key] = fingerprint(value, skeleton)
+            except Exception:  # noqa: BLE001 - an object whose summary fails is compared by type
+                out[key] = (type(value).__module__, type(value).__qualname__)
+    return out
+
+
+def changed(before: dict, after: dict) -> tuple[str, ...]:
+    """The global names whose value changed (or appeared, or went) during the call."""
+    return tuple(sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k)))
