@@ -314,8 +314,10 @@ def fix(targets, write, out_dir, as_json, seed, examples, verify, unsafe_fixes, 
     directory: --write replaces them in place) or hf:NAME; without TARGET, the one target
     of [tool.mend] (whose verify, rules, exclude, unsafe_fixes and choose apply). Several targets
     (or patterns: 'models/*.py', 'pkg:*', 'hf:*') are a batch: --out DIR gets each one's
-    files under DIR/<target>/ and one combined DIR/report.json. Mended copies of
-    installed files go to DIR/<package path>; load them with
+    files under DIR/<target>/ and one combined DIR/report.json. A FILE.py target rewrites that
+    file only (a break inside an installed library is declined there: "outside the target's own
+    file"); MODULE:FACTORY and hf:NAME targets also rewrite installed files, whose mended
+    copies go to DIR/<package path>; load them with
     `python -m mend.run --overlay DIR script.py` or `mend.overlay.activate(DIR)`.
     """
     from mend.worker import start_early

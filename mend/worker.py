@@ -255,12 +255,12 @@ def _observe_all(request: dict) -> dict:
         amp = torch.autocast(device, dtype=getattr(torch, request["autocast"])) if request.get("autocast") else _Null()
         for line, value in settings:
             with forcing.forced(line, value) if line is not None else _Null(), amp:
-                result, stdout, warned, records, _, buffers, after, aliases, attrs = observe(
+                result, stdout, warned, records, _, buffers, after, aliases, attrs, *py_state = observe(
                     model, tuple(args), kwargs, grad=False)
             if not (isinstance(result, tuple) and result and result[0] == "raised"):
                 result = [t.detach().clone() for t in flatten(result)]
             out.append({"setting": [line, value],
-                        "obs": (result, stdout, warned, records, None, buffers, after, aliases, attrs)})
+                        "obs": (result, stdout, warned, records, None, buffers, after, aliases, attrs, *py_state)})
     return {"observations": out, "seen": {str(k): sorted(forcing.seen(k) - {None}) for k in request.get("force", [])}}
 
 

@@ -399,7 +399,8 @@ CHECK_CASES = {
     "count-tolist-1d": ({"expr": "x"}, facts(x=tensor(shape=(7,))), None),
     "count-no-gradient": ({"expr": "x"}, None, None),
     "check-equivalent": ({"call": "torch._check_tensor_all", "expr": "cond"}, None,
-                         "import torch\n\n\ndef f(cond):\n    if isinstance(cond, torch.Tensor) and cond.dtype == torch.bool:\n"
+                         "import torch\n\n\ndef f(cond):\n    if isinstance(cond, torch.Tensor) and cond.dtype == torch.bool "
+                         "and cond.device.type == 'cpu':\n"
                          "        torch._assert_async(cond.all(), 'Expected cond to be True, but got False. (Could this "
                          "error message be improved? If so, please report an enhancement request to PyTorch.)')\n"
                          "    else:\n        torch._check_tensor_all(cond)\n"),

@@ -79,3 +79,10 @@ def test_fingerprints_see_set_contents_and_a_counter_s_position():
     assert pystate.fingerprint(c, skeleton) != before
     space = {"__compiled_fn_1": 1, "f": print, "torch": torch, "N": 3}
     assert pystate.snapshot([space], skeleton) == {"N": skeleton(3)}
+
+
+def test_only_names_bound_before_the_call_count():
+    """Tracing mend's runtime, Dynamo binds plain ints (`took_logger`) in the frame's globals of
+    the compiled version only: a name that appears is not a change of the program's state."""
+    assert pystate.changed({"A": 1}, {"A": 1, "took_logger": 2}) == ()
+    assert pystate.changed({"A": 1, "B": 2}, {"A": 3}) == ("A", "B")

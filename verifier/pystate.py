@@ -9,7 +9,7 @@ handler and a global dict's entry that way, with the same exception and message,
 buffers, outputs and the module's own attributes all equal. :func:`observe` in
 :mod:`verifier.differential` now records both kinds of state, and :func:`compare` compares them.
 
-Globals are compared by *which names changed* during the call (not their values: the original
+Globals are compared by *which names, bound before the call, changed* during it (not their values: the original
 and the mended module are separate module objects, whose counters may have run a different
 number of times across the differential test's extra runs). Arguments are deep-copied before
 each observation, so their states after the call are compared whole."""
@@ -90,5 +90,8 @@ def snapshot(spaces: list[dict], skeleton) -> dict:
 
 
 def changed(before: dict, after: dict) -> tuple[str, ...]:
-    """The global names whose value changed (or appeared, or went) during the call."""
-    return tuple(sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k)))
+    """The global names, bound before the call, whose value changed or went during it. A name
+    that appears is left out: Dynamo binds its own helpers in the frame's globals while it
+    traces (``__compiled_fn_*`` and, tracing mend's runtime, plain ints such as
+    ``took_logger``), in the compiled version only."""
+    return tuple(sorted(k for k in before if before[k] != after.get(k)))

@@ -268,13 +268,15 @@ def _still_breaks(ex, before, after, rel: str, current: str, mended: str, span, 
     if lo is None:
         return None
     region = [s for s in after.sites if ex.file_key(s) == rel and lo < s.line <= max(hi, lo + 1)]
-    was = [s for s in before.sites if ex.file_key(s) == rel and span[0] <= s.line <= span[1]]
+    # graphs up, or the frame now wholly eager (1 -> 0): a break of another kind there is no
+    # gain either (helper-48: a cache write became a `narrow` with a tensor start, "Data
+    # dependent operator" on the same line, graphs 1 -> 2, or 1 -> 0 in a loop); with the
+    # counts level, another kind on the line is taken as a break the fixed one hid (a `print`
+    # beside the fixed numpy call)
+    worse = after.graph_count > before.graph_count or (after.graph_count == 0 < before.graph_count)
     for s in region:
         if getattr(s, "category", category) == category or (gb_type and getattr(s, "gb_type", None) == gb_type) \
-                or len(region) >= len(was):
-            # the same kind of break, or as many breaks as before of another kind (helper-48: a
-            # cache write became a `narrow` with a tensor start, "Data dependent operator" on the
-            # same line, the graph count 1 -> 2 or the frame skipped whole)
+                or worse:
             return (f"the rewritten code still breaks the graph at line {s.line} ({s.category}; graphs "
                     f"{before.graph_count} -> {after.graph_count}, breaks {before.graph_break_count} -> "
                     f"{after.graph_break_count}): the rewrite removes no graph break, so it is not emitted")

@@ -121,7 +121,9 @@ class InProcess:
     def source(self, site) -> tuple[str, str, Path]:
         """(display path, original text, file it was read from) of the file ``site`` is in."""
         if Path(site.file).resolve() != self.scan_file.resolve():
-            raise Skip("the site is outside the target's own file" if site.fixable_by else None)
+            raise Skip("the site is outside the target's own file (a FILE.py target rewrites that file only; a "
+                       "MODULE:FACTORY target also rewrites installed libraries, as mended copies)"
+                       if site.fixable_by else None)
         return self.rel, self.original, self.path
 
     def file_key(self, site) -> str:
