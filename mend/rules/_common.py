@@ -392,12 +392,32 @@ def _updates_fresh(small: cst.BaseSmallStatement, fresh: set[str]) -> bool:
     return False
 
 
-def state_change(function: cst.FunctionDef, cls: cst.ClassDef | None = None, *, fresh_ok: bool = True) -> str | None:
+def first_call_flags(function: cst.FunctionDef) -> set[int]:
+    """The ids of the statement lines of ``function`` that only set a one-time flag under its
+    own test (``if not getattr(self, "_ready", False): self._ready = True``): a write that
+    happens on the first call alone, which the observation of the example run classifies."""
+    out = set()
+    for node in m.findall(function.body, m.If()):
+        tested = {a.attr.value for a in m.findall(node.test, m.Attribute())} | {
+            s.evaluated_value for s in m.findall(node.test, m.SimpleString()) if isinstance(s.evaluated_value, str)}
+        for line in node.body.body if isinstance(node.body, cst.IndentedBlock) else ():
+            if isinstance(line, cst.SimpleStatementLine) and all(
+                    m.matches(small, m.Assign(targets=[m.AssignTarget(target=m.Attribute(value=m.Name("self")))],
+                                              value=m.Name("True") | m.Name("False") | m.Name("None") | m.Integer()))
+                    and small.targets[0].target.attr.value in tested for small in line.body):
+                out.add(id(line))
+    return out
+
+
+def state_change(function: cst.FunctionDef, cls: cst.ClassDef | None = None, *, fresh_ok: bool = True,
+                 skip: set[int] = frozenset()) -> str | None:
     """The first statement of ``function`` that changes state, as code, else None. With
     ``fresh_ok``, an in-place update of a fresh local (:func:`fresh_locals`, submodules
-    read from ``cls``) is not one."""
+    read from ``cls``) is not one; statement lines whose ids are in ``skip`` are not read."""
     fresh = fresh_locals(function, cls) if fresh_ok else set()
     for stmt in m.findall(function.body, m.SimpleStatementLine()):
+        if id(stmt) in skip:
+            continue
         for small in stmt.body:
             if _updates_fresh(small, fresh):
                 continue

@@ -103,7 +103,54 @@ FIX_EXAMPLES: list[tuple[str, str]] = [
     ),
 ]
 
+# helper-48: a chain of conversions, and `type_as`, return the stored tensor when nothing changes
+FIX_EXAMPLES += [
+    (
+        _HEAD + '''    def forward(self, x):
+        self.pos_encoding = self.pos_encoding.to(x.device).to(x.dtype)
+        return x + self.pos_encoding[: x.shape[0]]
+''',
+        _HEAD + '''    def forward(self, x):
+        pos_encoding = self.pos_encoding.to(x.device).to(x.dtype)  # mend: forward-attribute (was: self.pos_encoding = self.pos_encoding.to(x.device).to(x.dtype))
+        if pos_encoding is not self.pos_encoding:
+            self.pos_encoding = pos_encoding
+        return x + self.pos_encoding[: x.shape[0]]
+''',
+    ),
+    (
+        _HEAD + '''    def forward(self, x):
+        self.pos_encoding = self.pos_encoding.type_as(x)
+        return x + self.pos_encoding[: x.shape[0]]
+''',
+        _HEAD + '''    def forward(self, x):
+        pos_encoding = self.pos_encoding.type_as(x)  # mend: forward-attribute (was: self.pos_encoding = self.pos_encoding.type_as(x))
+        if pos_encoding is not self.pos_encoding:
+            self.pos_encoding = pos_encoding
+        return x + self.pos_encoding[: x.shape[0]]
+''',
+    ),
+]
+
 DECLINE_EXAMPLES: list[DeclineExample | tuple] = [
+    # helper-49 (nllb_moe's router): a submodule converted and stored back
+    ('''import torch
+from torch import nn
+
+
+class Router(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.classifier = nn.Linear(4, 2)
+
+    def forward(self, x):
+        self.classifier = self.classifier.to(x.dtype)
+        return self.classifier(x)
+''', "is a submodule"),
+    # a conversion chain with a call that is not a conversion in it
+    (_HEAD + '''    def forward(self, x):
+        self.pos_encoding = self.pos_encoding.clone().to(x.dtype)
+        return x + self.pos_encoding[: x.shape[0]]
+''', "not a conversion"),
     # not a conversion of the same attribute: the new value is always a new object
     (_HEAD + '''    def forward(self, x):
         self.pos_encoding = self.pos_encoding * 2

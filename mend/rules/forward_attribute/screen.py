@@ -19,7 +19,7 @@ NAME = "forward-attribute"
 # Tensor methods that return ``self`` when nothing changes (Tensor.to/type/float/...: "no
 # copy is performed and the original object is returned"): the common call stores the
 # object already stored, which is the write the rewrite leaves out
-CONVERSIONS = frozenset({"to", "type", "float", "double", "half", "bfloat16", "cpu", "cuda", "contiguous"})
+CONVERSIONS = frozenset({"to", "type", "type_as", "float", "double", "half", "bfloat16", "cpu", "cuda", "contiguous"})
 
 # class members whose override changes what a read or a write of an attribute does
 ACCESS_HOOKS = frozenset({"__setattr__", "__getattr__", "__getattribute__", "__delattr__", "register_buffer",
@@ -106,6 +106,31 @@ def _class_binds(cls: cst.ClassDef, attr: str) -> bool:
     return False
 
 
+def _conversions(value: cst.BaseExpression, attr: str) -> list[cst.Call] | None:
+    """The conversion calls of ``self.<attr>.c1(...).c2(...)...`` (outermost first), each in
+    :data:`CONVERSIONS` (each returns its receiver itself when it changes nothing, so the chain
+    returns the stored tensor then: helper-48's ``.to(x.device).to(x.dtype)``), else None."""
+    calls = []
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
+            and value.func.attr.value in CONVERSIONS:
+        calls.append(value)
+        value = value.func.value
+    return calls if calls and self_attr(value) == attr else None
+
+
+def _registered_as_submodule(module: cst.Module, attr: str) -> bool:
+    """``self.<attr> = nn.<Class>(...)`` (a capitalised class of ``nn``/``torch.nn``) somewhere
+    in the file: a module's ``.to`` returns the module, which the rule does not model (the scan
+    called nllb_moe's router classifier fixable, the fix refuted it: helper-49)."""
+    for small in m.findall(module, m.Assign()):
+        if any(self_attr(t.target) == attr for t in small.targets) and isinstance(small.value, cst.Call):
+            name = dotted(small.value.func) or ""
+            head, _, last = name.rpartition(".")
+            if head in ("nn", "torch.nn") and last[:1].isupper() and last not in ("Parameter", "Buffer"):
+                return True
+    return False
+
+
 def _registered_as_parameter(module: cst.Module, attr: str) -> bool:
     for small in m.findall(module, m.Assign()):
         if any(self_attr(t.target) == attr for t in small.targets) and m.findall(
@@ -123,13 +148,12 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
     if attr is None:
         return Decline(NAME, "the statement is not an assignment to one `self.` attribute")
     value = node.value
-    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
-            and self_attr(value.func.value) == attr and value.func.attr.value in CONVERSIONS):
+    calls = _conversions(value, attr)
+    if calls is None:
         return Decline(NAME, f"the value written to `self.{attr}` is not a conversion of `self.{attr}` itself "
-                       f"(`self.{attr}.to(...)`, `.type(...)`, `.float()`...): only a conversion returns the stored "
-                       "tensor unchanged in the common case")
-    if any(a.keyword is not None and a.keyword.value == "copy" for a in value.args) or any(
-            a.star for a in value.args):
+                       f"(`self.{attr}.to(...)`, `.type(...)`, `.type_as(x)`, `.float()`..., or a chain of them): only "
+                       "a conversion returns the stored tensor unchanged in the common case")
+    if any(a.keyword is not None and a.keyword.value == "copy" or a.star for c in calls for a in c.args):
         return Decline(NAME, "the conversion has `copy=` or starred arguments: it may always build a new tensor")
     parent = ancestors[-1] if ancestors else None
     if not isinstance(parent, cst.SimpleStatementLine) or len(parent.body) != 1:
@@ -172,6 +196,9 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
     if module is not None and _registered_as_parameter(module, attr):
         return Decline(NAME, f"`self.{attr}` is a Parameter: a converted tensor cannot be stored there, and "
                        "parameters are the optimiser's state")
+    if module is not None and _registered_as_submodule(module, attr):
+        return Decline(NAME, f"`self.{attr}` is a submodule (`nn.Module.to` returns the module itself, converted in "
+                       "place): the rule rewrites tensor attributes")
     if code.count(f'register_buffer("{attr}"') + code.count(f"register_buffer('{attr}'") > 1:
         return Decline(NAME, f"`{attr}` is registered as a buffer more than once: its persistence may change")
     return Plan(parent, attr, value, fresh_local(function, attr), function)

@@ -9,7 +9,7 @@ import libcst.matchers as m
 
 from mend.locate import Located
 from mend.rules._base import Decline, Match
-from mend.rules._common import code_of, dotted, enclosing_handler, state_change, torch_aliases
+from mend.rules._common import code_of, dotted, enclosing_handler, first_call_flags, state_change, torch_aliases
 
 NAME = "tensor-check"
 CHECK_CALLS = {"torch._check_tensor_all"}
@@ -166,7 +166,9 @@ def _caller_screen(module: cst.Module | None, function: cst.FunctionDef) -> str 
                     f"{'a `try`' if handler == 'try' else f'`with {handler}`'}, which would no longer see the "
                     "check's failure once it runs inside the compiled graph")
         cls = next((n for n in reversed(stack) if isinstance(n, cst.ClassDef)), None)
-        effect = state_change(caller, cls)
+        # a one-time flag set under its own test is the observation's to classify (a first
+        # call's initialization: an unsafe fix saying so, tests/fixtures/first_call_check.py)
+        effect = state_change(caller, cls, skip=first_call_flags(caller))
         if effect is not None:
             return (f"`{caller.name.value}`, which calls `{function.name.value}`, changes state (`{effect}`): with "
                     "the check inside the compiled graph, a failing call could leave different state than eager")
