@@ -193,8 +193,11 @@ _TENSOR_CHECKS = ("_check_tensor_all",)
 
 def _host_tensor_check(node) -> bool:
     """``torch._check_tensor_all(...)`` as a statement: a check that reads its tensor on the host."""
-    return (isinstance(node, cst.Expr) and isinstance(node.value, cst.Call)
-            and isinstance(node.value.func, cst.Attribute) and node.value.func.attr.value in _TENSOR_CHECKS)
+    if not (isinstance(node, cst.Expr) and isinstance(node.value, cst.Call)):
+        return False
+    func = node.value.func   # `torch._check_tensor_all`, or the name `from torch import` bound
+    return (isinstance(func, cst.Attribute) and func.attr.value in _TENSOR_CHECKS) or (
+        isinstance(func, cst.Name) and func.value in _TENSOR_CHECKS)
 
 
 def _scalar_tensor_bound(loc) -> bool:

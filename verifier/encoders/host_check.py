@@ -55,7 +55,7 @@ def _mended_block(code: str, expr: str) -> str | None:
         if not isinstance(node, ast.If) or not node.body or not node.orelse:
             continue
         body, other = ast.unparse(node.body[0]), ast.unparse(node.orelse)
-        if "._assert_async(" in body and "._check_tensor_all(" in other and expr in ast.unparse(node.test):
+        if "._assert_async(" in body and "_check_tensor_all(" in other and expr in ast.unparse(node.test):
             return ast.unparse(_Placeholder(expr).visit(ast.parse(ast.unparse(node))))
     return None
 
@@ -91,6 +91,10 @@ def _torch_names(code: str) -> dict:
             for a in node.names:
                 if a.name == "torch" and a.asname:
                     names[a.asname] = torch
+        if isinstance(node, ast.ImportFrom) and node.module == "torch":
+            for a in node.names:   # `from torch import _check_tensor_all [as c]`: the fallback's name
+                if a.name == "_check_tensor_all":
+                    names[a.asname or a.name] = torch._check_tensor_all
     return names
 
 

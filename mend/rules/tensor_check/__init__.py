@@ -13,6 +13,10 @@ The rewrite keeps the check in the graph::
     else:
         torch._check_tensor_all(cond)
 
+The check may also be spelled by the name a top-level ``from torch import _check_tensor_all
+[as NAME]`` binds (the fallback keeps that spelling; the new calls use the module's ``torch``,
+and a module without ``import torch`` is declined).
+
 The device test keeps the original call off the CPU: on CUDA ``_assert_async`` is a
 device-side assert without the message, and on the meta device the original raises ("cannot
 be called on meta tensors") where ``_assert_async`` passes (helper-47).

@@ -10,7 +10,7 @@ from mend.rules.tensor_check.screen import DEFAULT_MESSAGE
 def example_line(source: str) -> int:
     """The line of an example's site: its first `_check_tensor_all` line."""
     for i, text in enumerate(source.splitlines(), 1):
-        if "_check_tensor_all(" in text:
+        if "_check_tensor_all(" in text or text.strip().startswith("check_all("):
             return i
     raise ValueError("no check in example")
 
@@ -165,6 +165,14 @@ def forward(x, mask, cache):
     check_mask(mask)
     return x
 ''', "which calls `check_mask`, changes state"),
+    # imported by name, with no `import torch` for the rewrite's own calls
+    ('''from torch import _check_tensor_all
+
+
+def f(x, valid):
+    _check_tensor_all(valid)
+    return x * 2
+''', "does not `import torch`"),
     # the handler would not see a failure raised when the compiled graph returns (adversarial review)
     ('''import torch
 
@@ -328,6 +336,31 @@ def f(x, _mend_check_cond):
     else:
         torch._check_tensor_all(_mend_check_cond_2)
     return x
+''',
+    ),
+]
+
+# helper-47: the check imported from torch by name (`from torch import _check_tensor_all`)
+FIX_EXAMPLES += [
+    (
+        '''import torch
+from torch import _check_tensor_all as check_all
+
+
+def f(x, valid):
+    check_all(valid)
+    return x * 2
+''',
+        f'''import torch
+from torch import _check_tensor_all as check_all
+
+
+def f(x, valid):
+    if isinstance(valid, torch.Tensor) and valid.dtype == torch.bool and valid.device.type == 'cpu':
+        torch._assert_async(valid._is_all_true(), {_MSG})  # mend: tensor-check (was: check_all(valid))
+    else:
+        check_all(valid)
+    return x * 2
 ''',
     ),
 ]

@@ -27,8 +27,9 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     cond = plan.hoisted if hoisted else source
     message = DEFAULT_MESSAGE if plan.message is None else plan.message
     extra = "" if plan.message_arg is None else ", " + code_of(plan.message_arg).strip().rstrip(",")
-    call = f"{t}._check_tensor_all({cond}{extra})"   # the original call, on the (hoisted) condition
-    was = f"{t}._check_tensor_all({source}{extra})"
+    callee = code_of(plan.call.func).strip()
+    call = f"{callee}({cond}{extra})"   # the original call, on the (hoisted) condition
+    was = f"{callee}({source}{extra})"
     # `_is_all_true()` is what `_check_tensor_all` reduces with (a subclass may override `all()`)
     block = cst.parse_statement(
         f"if isinstance({cond}, {t}.Tensor) and {cond}.dtype == {t}.bool and {cond}.device.type == 'cpu':\n"

@@ -9,7 +9,8 @@ import libcst.matchers as m
 
 from mend.locate import Located
 from mend.rules._base import Decline, Match
-from mend.rules._common import code_of, dotted, enclosing_handler, first_call_flags, state_change, torch_aliases
+from mend.rules._common import (code_of, dotted, enclosing_handler, first_call_flags, state_change,
+                                torch_aliases, torch_name)
 
 NAME = "tensor-check"
 CHECK_CALLS = {"torch._check_tensor_all"}
@@ -56,19 +57,38 @@ def _constant_message(arg: cst.Arg) -> str | None:
     return text if isinstance(text, str) else None
 
 
-def _check_call(node: cst.CSTNode, aliases: set[str]) -> cst.Call | None:
+def _check_call(node: cst.CSTNode, aliases: set[str], bare: set[str] = frozenset()) -> cst.Call | None:
+    """The check call of the statement ``node``: ``torch._check_tensor_all(...)`` under any
+    alias of ``torch``, or a bare name in ``bare`` (:func:`bare_names`)."""
     if isinstance(node, cst.Expr) and isinstance(node.value, cst.Call):
         name = dotted(node.value.func) or ""
         root, _, rest = name.partition(".")
-        if root in aliases and "torch." + rest in CHECK_CALLS:
+        if (root in aliases and "torch." + rest in CHECK_CALLS) or name in bare:
             return node.value
     return None
+
+
+def bare_names(module: cst.Module | None) -> set[str]:
+    """Names bound to ``torch._check_tensor_all`` by a top-level ``from torch import
+    _check_tensor_all [as NAME]`` and bound nowhere else in the module (helper-47)."""
+    from mend.rules._bindings import bindings
+
+    found = set()
+    for stmt in module.body if module is not None else ():
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.ImportFrom) and small.module is not None and dotted(small.module) == "torch" \
+                    and not isinstance(small.names, cst.ImportStar):
+                for alias in small.names:
+                    if isinstance(alias.name, cst.Name) and "torch." + alias.name.value in CHECK_CALLS:
+                        found.add(alias.asname.name.value if alias.asname else alias.name.value)
+    binds = bindings(module) if found else {}
+    return {n for n in found if len(binds.get(n, [])) == 1 and "*" not in binds}
 
 
 def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
     """The rewrite plan for the statement ``node`` at a break site, or why it is declined."""
     module = next((a for a in ancestors if isinstance(a, cst.Module)), None)
-    call = _check_call(node, torch_aliases(module))
+    call = _check_call(node, torch_aliases(module), bare_names(module))
     if call is None:
         return Decline(NAME, "the statement is not a `torch._check_tensor_all(cond)` call")
     parent = ancestors[-1] if ancestors else None
@@ -124,6 +144,11 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
     if why is not None:
         return Decline(NAME, why)
     root = dotted(call.func).split(".")[0]
+    if "." not in dotted(call.func):
+        root, missing = torch_name(module)   # the bare name: torch itself spells the new calls
+        if missing:
+            return Decline(NAME, "the module binds `_check_tensor_all` from torch but does not `import torch`, "
+                                 "which the rewrite's `torch._assert_async` needs")
     return Plan(parent, call, cond, root, message, args[1] if len(args) == 2 else None, fresh_name(function))
 
 
