@@ -410,10 +410,12 @@ def first_call_flags(function: cst.FunctionDef) -> set[int]:
 
 
 def state_change(function: cst.FunctionDef, cls: cst.ClassDef | None = None, *, fresh_ok: bool = True,
-                 skip: set[int] = frozenset()) -> str | None:
+                 skip: set[int] = frozenset(), local_augassign: bool = True) -> str | None:
     """The first statement of ``function`` that changes state, as code, else None. With
     ``fresh_ok``, an in-place update of a fresh local (:func:`fresh_locals`, submodules
-    read from ``cls``) is not one; statement lines whose ids are in ``skip`` are not read."""
+    read from ``cls``) is not one; statement lines whose ids are in ``skip`` are not read;
+    without ``local_augassign``, ``name += ...`` on a plain local is not one (a callee's
+    ``flag |= probe()``: transformers' ``is_tracing``)."""
     fresh = fresh_locals(function, cls) if fresh_ok else set()
     for stmt in m.findall(function.body, m.SimpleStatementLine()):
         if id(stmt) in skip:
@@ -430,7 +432,8 @@ def state_change(function: cst.FunctionDef, cls: cst.ClassDef | None = None, *, 
             elif isinstance(small, cst.AnnAssign) and small.value is not None:
                 targets = [small.target]
             elif isinstance(small, cst.AugAssign):
-                return code_of(small).strip()
+                if local_augassign or not isinstance(small.target, cst.Name):
+                    return code_of(small).strip()
             elif isinstance(small, cst.Del):
                 targets = [small.target]
             elif isinstance(small, (cst.Global, cst.Nonlocal)):

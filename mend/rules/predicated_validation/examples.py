@@ -290,6 +290,34 @@ class Encoder(nn.Module):
 ]
 
 DECLINE_EXAMPLES: list[tuple[str, str] | DeclineExample] = [
+    # helper-50: under a grad-mode context, a check failing inside the graph left grad mode off
+    # for the rest of the process (the eager backend); a decorator the same
+    ('''import torch
+def f(h):
+    with torch.no_grad():
+        if torch.isnan(h).any():
+            raise ValueError("nan in hidden states")
+    return h * 2
+''', "under `torch.no_grad()`"),
+    ('''import torch
+@torch.no_grad()
+def f(h):
+    if torch.isnan(h).any():
+        raise ValueError("nan in hidden states")
+    return h * 2
+''', "under `@torch.no_grad()`"),
+    # helper-50: a method the function calls stashes a tensor on the module before the check
+    ('''import torch
+class M(torch.nn.Module):
+    def _keep(self, h):
+        self.last_hidden = h.detach()
+
+    def forward(self, h):
+        self._keep(h)
+        if torch.isnan(h).any():
+            raise ValueError("nan in hidden states")
+        return h * 2
+''', "`_keep`: self.last_hidden"),
     # torch._assert with a formatted message: restoring it needs the values it reads
     DeclineExample('import torch\n\n\ndef f(x, lengths):\n    torch._assert((lengths > 0).all(), f"bad {lengths}")\n    return x\n',
                    "torch._assert message is not a string literal", line=5),

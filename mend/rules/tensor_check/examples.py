@@ -165,6 +165,15 @@ def forward(x, mask, cache):
     check_mask(mask)
     return x
 ''', "which calls `check_mask`, changes state"),
+    # helper-50 (predicated-validation's twin): a grad-mode context around the check
+    ('''import torch
+
+
+def f(x, valid):
+    with torch.no_grad():
+        torch._check_tensor_all(valid)
+    return x * 2
+''', "under `torch.no_grad()`"),
     # imported by name, with no `import torch` for the rewrite's own calls
     ('''from torch import _check_tensor_all
 

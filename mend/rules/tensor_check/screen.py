@@ -9,8 +9,8 @@ import libcst.matchers as m
 
 from mend.locate import Located
 from mend.rules._base import Decline, Match
-from mend.rules._common import (code_of, dotted, enclosing_handler, first_call_flags, state_change,
-                                torch_aliases, torch_name)
+from mend.rules._common import code_of, dotted, enclosing_handler, state_change, torch_aliases, torch_name
+from mend.rules._in_graph_checks import callee_state_change, caller_screen, grad_mode_context
 
 NAME = "tensor-check"
 CHECK_CALLS = {"torch._check_tensor_all"}
@@ -140,7 +140,16 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
         # lost (aot_eager, inductor) and state written after it may happen anyway (inductor)
         return Decline(NAME, f"the function changes state (`{effect}`): with the check inside the compiled graph, "
                        "a failing call could leave different state than eager")
-    why = _caller_screen(module, function)
+    cls = next((a for a in reversed(ancestors) if isinstance(a, cst.ClassDef)), None)
+    mode = grad_mode_context([a for a in ancestors if isinstance(a, cst.FunctionDef)], inner)
+    if mode is not None:
+        return Decline(NAME, f"the check runs under `{mode}`: when it fails inside the compiled graph, Dynamo leaves "
+                             "the grad mode set (measured with the eager backend, helper-50)")
+    why = callee_state_change(function, module, cls)
+    if why is not None:
+        return Decline(NAME, f"a function the check's function calls changes state ({why[:80]}): with the check "
+                             "inside the compiled graph, a failing call could leave different state than eager")
+    why = caller_screen(module, function)
     if why is not None:
         return Decline(NAME, why)
     root = dotted(call.func).split(".")[0]
@@ -150,54 +159,6 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
             return Decline(NAME, "the module binds `_check_tensor_all` from torch but does not `import torch`, "
                                  "which the rewrite's `torch._assert_async` needs")
     return Plan(parent, call, cond, root, message, args[1] if len(args) == 2 else None, fresh_name(function))
-
-
-class _Calls(cst.CSTVisitor):
-    """Calls of the plain name ``name``, each with the statements and functions around it."""
-
-    def __init__(self, name: str):
-        self.name, self.stack, self.found = name, [], []
-
-    def on_visit(self, node):
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == self.name:
-            self.found.append(list(self.stack))
-        self.stack.append(node)
-        return True
-
-    def on_leave(self, original_node):
-        self.stack.pop()
-
-
-def _caller_screen(module: cst.Module | None, function: cst.FunctionDef) -> str | None:
-    """Why a caller of the check's function, in the same module, makes the rewrite change
-    behaviour, else None: compiled, the caller is traced into the same graph, so a `try` or
-    `with` around the call no longer sees the failure, and a state change anywhere in the
-    caller may be lost (before the check) or happen anyway (after it) when the check fails
-    inside the graph (helper-47: a counter in an `except`, a list argument appended to, a
-    buffer updated after the call). Callers in other modules rest on the observation of the
-    example run (state-unchanged-on-raise)."""
-    if module is None:
-        return None
-    visitor = _Calls(function.name.value)
-    module.visit(visitor)
-    for stack in visitor.found:
-        caller = next((n for n in reversed(stack) if isinstance(n, cst.FunctionDef)), None)
-        if caller is None or caller is function:
-            continue
-        inner = stack[stack.index(caller) + 1:]
-        handler = enclosing_handler(inner)
-        if handler is not None:
-            return (f"`{caller.name.value}` calls `{function.name.value}` inside "
-                    f"{'a `try`' if handler == 'try' else f'`with {handler}`'}, which would no longer see the "
-                    "check's failure once it runs inside the compiled graph")
-        cls = next((n for n in reversed(stack) if isinstance(n, cst.ClassDef)), None)
-        # a one-time flag set under its own test is the observation's to classify (a first
-        # call's initialization: an unsafe fix saying so, tests/fixtures/first_call_check.py)
-        effect = state_change(caller, cls, skip=first_call_flags(caller))
-        if effect is not None:
-            return (f"`{caller.name.value}`, which calls `{function.name.value}`, changes state (`{effect}`): with "
-                    "the check inside the compiled graph, a failing call could leave different state than eager")
-    return None
 
 
 def match(loc: Located) -> Match | Decline:

@@ -1,0 +1,134 @@
+"""Screens shared by the rules that move a failing check into the compiled graph
+(tensor-check, predicated-validation): compiled, the failure surfaces when the graph has run,
+so what the surrounding code does around the check must not depend on when it fails.
+
+* a grad-mode context around the check (``with torch.no_grad():``, ``@torch.no_grad()``, in
+  the check's function or a caller): under the eager backend Dynamo leaves the mode set when
+  the graph raises inside it (helper-50: ``torch.is_grad_enabled()`` False for the rest of the
+  process);
+* a state change in a callee (a method of the class, a function of the module): it is traced
+  into the same graph (helper-50: an attribute stashed by ``self._keep(h)`` before the check
+  was lost when the check failed);
+* a caller in the module with a ``try``/``with`` around the call, a grad-mode context or a
+  state change (helper-47).
+
+Code in other modules rests on the observation of the example run (state-unchanged-on-raise)."""
+from __future__ import annotations
+
+import libcst as cst
+import libcst.matchers as m
+
+from mend.rules._common import code_of, dotted, enclosing_handler, first_call_flags, state_change
+
+GRAD_MODES = frozenset({"no_grad", "enable_grad", "inference_mode", "set_grad_enabled"})
+MAX_DEPTH = 3   # callees followed: plain-name functions of the module, methods of the class
+
+
+def _grad_mode(expr: cst.BaseExpression) -> str | None:
+    func = expr.func if isinstance(expr, cst.Call) else expr
+    name = dotted(func) or ""
+    return code_of(expr).strip() if name.rsplit(".", 1)[-1] in GRAD_MODES else None
+
+
+def grad_mode_context(functions: list[cst.FunctionDef], inner: list[cst.CSTNode]) -> str | None:
+    """The grad-mode context around a check: a ``with`` item among ``inner`` (the nodes
+    between the function and the check) or a decorator of one of ``functions``, as code."""
+    for node in inner:
+        if isinstance(node, cst.With):
+            found = next(filter(None, (_grad_mode(i.item) for i in node.items)), None)
+            if found:
+                return found
+    for fn in functions:
+        found = next(filter(None, (_grad_mode(d.decorator) for d in fn.decorators)), None)
+        if found:
+            return f"@{found}"
+    return None
+
+
+def _functions(module: cst.Module | None) -> dict[str, cst.FunctionDef]:
+    return {s.name.value: s for s in (module.body if module is not None else ()) if isinstance(s, cst.FunctionDef)}
+
+
+def _methods(cls: cst.ClassDef | None) -> dict[str, cst.FunctionDef]:
+    if cls is None or not isinstance(cls.body, cst.IndentedBlock):
+        return {}
+    return {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
+
+
+def callee_state_change(function: cst.FunctionDef, module: cst.Module | None, cls: cst.ClassDef | None,
+                        depth: int = MAX_DEPTH, seen: set | None = None) -> str | None:
+    """The first state change in a function or method of this module that ``function`` calls
+    (``helper(...)``, ``self.method(...)``), followed :data:`MAX_DEPTH` calls deep, as
+    ``"`name`: statement"``; else None. ``function``'s own statements are its caller's to screen."""
+    seen = set() if seen is None else seen
+    if depth == 0:
+        return None
+    funcs, methods = _functions(module), _methods(cls)
+    for call in m.findall(function.body, m.Call()):
+        target, owner = None, None
+        if isinstance(call.func, cst.Name) and call.func.value in funcs:
+            target = funcs[call.func.value]
+        elif m.matches(call.func, m.Attribute(value=m.Name("self"))) and call.func.attr.value in methods:
+            target, owner = methods[call.func.attr.value], cls
+        if target is None or id(target) in seen:
+            continue
+        seen.add(id(target))
+        effect = state_change(target, owner, skip=first_call_flags(target), local_augassign=False)
+        if effect is not None:
+            return f"`{target.name.value}`: {effect}"
+        deeper = callee_state_change(target, module, owner, depth - 1, seen)
+        if deeper is not None:
+            return deeper
+    return None
+
+
+class _Calls(cst.CSTVisitor):
+    """Calls of the plain name ``name`` (or ``self.name``), each with the nodes around it."""
+
+    def __init__(self, name: str):
+        self.name, self.stack, self.found = name, [], []
+
+    def on_visit(self, node):
+        if isinstance(node, cst.Call) and (
+                (isinstance(node.func, cst.Name) and node.func.value == self.name)
+                or m.matches(node.func, m.Attribute(value=m.Name("self"), attr=m.Name(self.name)))):
+            self.found.append(list(self.stack))
+        self.stack.append(node)
+        return True
+
+    def on_leave(self, original_node):
+        self.stack.pop()
+
+
+def caller_screen(module: cst.Module | None, function: cst.FunctionDef) -> str | None:
+    """Why a caller of ``function`` in the module makes moving its check into the graph change
+    behaviour, else None: a ``try``/``with`` around the call (it would no longer see the
+    failure), a grad-mode context, or a state change in the caller or its other callees (lost
+    before the check, or done anyway after it, when the check fails inside the graph). A
+    one-time flag set under its own test is left to the observation (a first call's
+    initialization, an unsafe fix saying so)."""
+    if module is None:
+        return None
+    visitor = _Calls(function.name.value)
+    module.visit(visitor)
+    name = function.name.value
+    for stack in visitor.found:
+        caller = next((n for n in reversed(stack) if isinstance(n, cst.FunctionDef)), None)
+        if caller is None or caller is function:
+            continue
+        inner = stack[stack.index(caller) + 1:]
+        mode = grad_mode_context([caller], inner)
+        if mode is not None:
+            return (f"`{caller.name.value}` calls `{name}` under `{mode}`: when the check fails inside the compiled "
+                    "graph, Dynamo leaves the grad mode set (measured with the eager backend, helper-50)")
+        handler = enclosing_handler(inner)
+        if handler is not None:
+            return (f"`{caller.name.value}` calls `{name}` inside "
+                    f"{'a `try`' if handler == 'try' else f'`with {handler}`'}, which would no longer see the "
+                    "check's failure once it runs inside the compiled graph")
+        cls = next((n for n in reversed(stack) if isinstance(n, cst.ClassDef)), None)
+        effect = state_change(caller, cls, skip=first_call_flags(caller)) or callee_state_change(caller, module, cls)
+        if effect is not None:
+            return (f"`{caller.name.value}`, which calls `{name}`, changes state (`{effect[:80]}`): with the check "
+                    "inside the compiled graph, a failing call could leave different state than eager")
+    return None
