@@ -86,3 +86,45 @@ def test_only_names_bound_before_the_call_count():
     the compiled version only: a name that appears is not a change of the program's state."""
     assert pystate.changed({"A": 1}, {"A": 1, "took_logger": 2}) == ()
     assert pystate.changed({"A": 1, "B": 2}, {"A": 3}) == ("A", "B")
+
+
+STASH = '''
+import torch
+from torch import nn
+
+_LAST = None
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        global _LAST
+        if EFFECTS:
+            self.last_hidden = x.detach()
+            _LAST = x
+        return x + 1
+'''
+
+
+def _stash(effects: bool):
+    mod = types.ModuleType("pystate_stash")
+    mod.__dict__["EFFECTS"] = effects
+    exec(compile(STASH, "<pystate_stash>", "exec"), mod.__dict__)
+    return mod.Model()
+
+
+def test_a_lost_tensor_attribute_or_tensor_global_is_a_mismatch_compiled_too():
+    """helper-50: a tensor stashed on the module, or in a global, before a check that failed
+    inside the graph was lost; plain tensor attributes were not compared, nor compared at all
+    against a compiled run."""
+    x = torch.ones(2)
+    a = observe(_stash(True), (x,), {}, grad=False)
+    b = observe(_stash(False), (x,), {}, grad=False)
+    assert a[9] == ("_LAST",) and b[9] == ()
+    for exact in (True, False):
+        with pytest.raises(Mismatch, match="attributes differ"):
+            compare(a, b[:9] + (a[9], a[10]), exact=exact)
+    with pytest.raises(Mismatch, match="other module globals"):
+        compare(a, b, exact=False)
+    # compiled against eager, the RNG entry and float values are left out
+    rng = [("k", ("builtins", "float", "1.5")), ("rng", "a")]
+    assert pystate.relaxed(rng, "rng") == [("k", ("builtins", "float"))]

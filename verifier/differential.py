@@ -256,7 +256,9 @@ def attributes(module) -> list:
     out = []
     for name, sub in module.named_modules():
         for key, value in vars(sub).items():
-            if key in _MODULE_OWN or key.startswith("_mend") or isinstance(value, (torch.Tensor, torch.nn.Module)):
+            # a plain tensor attribute (not a buffer: those are compared by value) counts by its
+            # presence, dtype and shape (helper-50: one stashed before a failing check was lost)
+            if key in _MODULE_OWN or key.startswith("_mend") or isinstance(value, torch.nn.Module):
                 continue
             out.append((f"{name}.{key}" if name else key, skeleton(value)))
     return out
@@ -458,8 +460,12 @@ def compare(a, b, exact: bool, any_error: bool = False, grad_stats: dict | None 
                     raise Mismatch(f"{kind} values differ (max abs error {err:.3g})")
             elif not torch.equal(x, y):
                 raise Mismatch(f"{kind} values differ")
-    if exact and len(a) > 8 and len(b) > 8:
-        diff = attributes_differ(a[8], b[8])
+    if len(a) > 8 and len(b) > 8:
+        # compiled against eager (not exact): the RNG differs by construction and floats may
+        # round otherwise; what the attributes hold is still compared (helper-50: a tensor
+        # stashed on the module before a check that failed inside the graph was lost)
+        diff = attributes_differ(*((a[8], b[8]) if exact else (pystate.relaxed(a[8], RNG_KEY),
+                                                                 pystate.relaxed(b[8], RNG_KEY))))
         if diff and diff.startswith(f"`{RNG_KEY}`"):
             raise Mismatch("torch's global RNG state differs after the call: the versions draw different random "
                            "numbers (a later random draw would differ)")
