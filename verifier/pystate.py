@@ -91,13 +91,46 @@ def global_spaces(module) -> list[dict]:
     return spaces
 
 
+def _code_names(code: types.CodeType, out: set) -> None:
+    out.update(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            _code_names(const, out)
+
+
+_REFERENCED: dict = {}
+
+
+def referenced(space: dict) -> set[str]:
+    """The global names the module's own code reads or writes: the ``co_names`` of its
+    functions and of its classes' methods (nested code included). A name only Dynamo's
+    generated code uses (``sub_intern_0``, ``took_logger``: bound while it traces mend's
+    runtime, and rebound when it recompiles) is not program state."""
+    key = (id(space), len(space))
+    if key in _REFERENCED:
+        return _REFERENCED[key]
+    out: set = set()
+    for name, value in list(space.items()):
+        if name.startswith("__"):
+            continue   # Dynamo's own functions (__compiled_fn_*, __resume_at_*)
+        members = vars(value).values() if isinstance(value, type) else (value,)
+        for member in members:
+            member = getattr(member, "__func__", member)   # staticmethod / classmethod
+            code = getattr(member, "__code__", None)
+            if isinstance(code, types.CodeType) and getattr(member, "__globals__", None) is space:
+                _code_names(code, out)
+    _REFERENCED[key] = out
+    return out
+
+
 def snapshot(spaces: list[dict], skeleton) -> dict:
-    """``name -> fingerprint`` for the data globals of ``spaces`` (dunder names, where
-    Dynamo keeps its compiled code, left out)."""
+    """``name -> fingerprint`` for the data globals of ``spaces`` that the module's own code
+    names (:func:`referenced`; dunder names, where Dynamo keeps its compiled code, left out)."""
     out = {}
     for space in spaces:
+        names = referenced(space)
         for key, value in list(space.items()):
-            if key.startswith("__") or not _data(value):
+            if key.startswith("__") or key not in names or not _data(value):
                 continue
             try:
                 out[key] = fingerprint(value, skeleton)
