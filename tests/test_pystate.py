@@ -102,7 +102,7 @@ class Model(nn.Module):
     def forward(self, x):
         global _LAST
         if EFFECTS:
-            self.last_hidden = x.detach()
+            self.last_shape = tuple(x.shape)
             _LAST = x
         return x + 1
 '''
@@ -115,10 +115,10 @@ def _stash(effects: bool):
     return mod.Model()
 
 
-def test_a_lost_tensor_attribute_or_tensor_global_is_a_mismatch_compiled_too():
-    """helper-50: a tensor stashed on the module, or in a global, before a check that failed
-    inside the graph was lost; plain tensor attributes were not compared, nor compared at all
-    against a compiled run."""
+def test_a_lost_attribute_or_tensor_global_is_a_mismatch_compiled_too():
+    """helper-50: a value stashed on the module, or a tensor in a global, before a check that
+    failed inside the graph was lost; attributes were not compared against a compiled run, nor
+    tensor globals at all."""
     x = torch.ones(2)
     a = observe(_stash(True), (x,), {}, grad=False)
     b = observe(_stash(False), (x,), {}, grad=False)

@@ -256,9 +256,10 @@ def attributes(module) -> list:
     out = []
     for name, sub in module.named_modules():
         for key, value in vars(sub).items():
-            # a plain tensor attribute (not a buffer: those are compared by value) counts by its
-            # presence, dtype and shape (helper-50: one stashed before a failing check was lost)
-            if key in _MODULE_OWN or key.startswith("_mend") or isinstance(value, torch.nn.Module):
+            # a plain tensor attribute is left out: a rule may hoist a memoised one on purpose
+            # (predicated control flow's `hoisted-setup-pure`: phi3's `long_inv_freq`); one stashed
+            # before a failing in-graph check is declined statically (mend/rules/_in_graph_checks.py)
+            if key in _MODULE_OWN or key.startswith("_mend") or isinstance(value, (torch.Tensor, torch.nn.Module)):
                 continue
             out.append((f"{name}.{key}" if name else key, skeleton(value)))
     return out
