@@ -46,6 +46,11 @@ Declined, with the reason, when:
   inside the graph, inductor runs later in-place updates before the failed assert
   surfaces, and aot_eager drops earlier ones (it applies mutations after the graph), so
   the failing call would leave different state than eager (measured; case 023);
+* a function or method of the module that the check's function calls changes state
+  (followed three calls deep: helper-50's ``self._keep(h)`` stashing a tensor, a helper's
+  ``global``), or the check runs under a grad-mode context (``with torch.no_grad()``,
+  ``@torch.no_grad()``: failing inside the graph under the eager backend, it left grad mode
+  off for the process, helper-50);
 * the condition is an ``and``/``or`` (short-circuit evaluation), binds a name (walrus),
   or is computed from shapes and literals only (Dynamo already decides it at trace time);
 * the statement is ``assert <cond>[, "literal"]`` without a leading ``not``: Dynamo lowers

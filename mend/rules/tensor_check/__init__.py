@@ -38,8 +38,13 @@ written before it in the same graph is lost (aot_eager, inductor), state written
 may happen anyway (inductor), and a ``try`` around it no longer catches it (found by an
 adversarial review). So the rule declines a check in a function that changes any state
 (the static screen predicated validation uses), inside a ``try``, a non-torch ``with`` or a
-loop; callers inlined into the same graph are covered by the state observation of the
-example run only (an assumption recorded with ``state-unchanged-on-raise``).
+loop; under a grad-mode context (``with torch.no_grad()``, ``@torch.no_grad()``: failing inside
+the graph, it left grad mode off for the process under the eager backend, helper-50); where a
+function or method it calls changes state, or a caller in the same module wraps the call in a
+``try``/``with`` or changes state itself (``mend/rules/_in_graph_checks.py``; helper-47 and
+helper-50). Callers in other modules are covered by the state observation of the example run
+only (an assumption recorded with ``state-unchanged-on-raise``), and the differential test
+compares the Python state a call leaves outside the module too (``verifier/pystate.py``).
 
 A condition that is not a plain local name (an expression; an attribute may be a property)
 is bound to the local ``_mend_check_cond`` (``_mend_check_cond_2``, ... for a later check of the
