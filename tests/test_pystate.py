@@ -30,10 +30,11 @@ class Model(nn.Module):
 '''
 
 
-def _model(effects: bool):
+def _model(effects: bool, source: str = SOURCE):
+    """A fresh module running ``source`` (its own globals), with the effects on or off."""
     mod = types.ModuleType("pystate_case")
     mod.__dict__["EFFECTS"] = effects
-    exec(compile(SOURCE, "<pystate_case>", "exec"), mod.__dict__)
+    exec(compile(source, "<pystate_case>", "exec"), mod.__dict__)
     return mod.Model()
 
 
@@ -108,20 +109,13 @@ class Model(nn.Module):
 '''
 
 
-def _stash(effects: bool):
-    mod = types.ModuleType("pystate_stash")
-    mod.__dict__["EFFECTS"] = effects
-    exec(compile(STASH, "<pystate_stash>", "exec"), mod.__dict__)
-    return mod.Model()
-
-
 def test_a_lost_attribute_or_tensor_global_is_a_mismatch_compiled_too():
     """helper-50: a value stashed on the module, or a tensor in a global, before a check that
     failed inside the graph was lost; attributes were not compared against a compiled run, nor
     tensor globals at all."""
     x = torch.ones(2)
-    a = observe(_stash(True), (x,), {}, grad=False)
-    b = observe(_stash(False), (x,), {}, grad=False)
+    a = observe(_model(True, STASH), (x,), {}, grad=False)
+    b = observe(_model(False, STASH), (x,), {}, grad=False)
     assert a[9] == ("_LAST",) and b[9] == ()
     for exact in (True, False):
         with pytest.raises(Mismatch, match="attributes differ"):
