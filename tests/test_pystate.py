@@ -82,7 +82,7 @@ def test_fingerprints_see_set_contents_and_a_counter_s_position():
     # `sub_intern_0` it binds tracing mend's runtime, which declined led's deferred logger)
     space: dict = {}
     exec("import torch\nN = 3\nsub_intern_0 = 5\n__compiled_fn_1 = 1\n\n\ndef g():\n    return N\n", space)
-    assert pystate.snapshot([space], skeleton) == {"N": skeleton(3)}
+    assert pystate.snapshot([(space, pystate.referenced(space))], skeleton) == {"N": skeleton(3)}
 
 
 def test_only_names_bound_before_the_call_count():

@@ -73,9 +73,10 @@ def _data(value) -> bool:
                                   types.MethodType))
 
 
-def global_spaces(module) -> list[dict]:
+def global_spaces(module) -> list[tuple[dict, set[str]]]:
     """The global namespaces of the ``forward`` functions of ``module`` and its submodules,
-    torch's own modules left out."""
+    torch's own modules left out, each with the names its own code uses (:func:`referenced`,
+    about 0.1 ms for a transformers modeling module: computed per observation, not cached)."""
     spaces, seen = [], set()
     if not isinstance(module, torch.nn.Module):
         return spaces
@@ -87,7 +88,7 @@ def global_spaces(module) -> list[dict]:
         name = fn.get("__name__", "") or ""
         if name == "torch" or name.startswith("torch."):
             continue
-        spaces.append(fn)
+        spaces.append((fn, referenced(fn)))
     return spaces
 
 
@@ -98,17 +99,11 @@ def _code_names(code: types.CodeType, out: set) -> None:
             _code_names(const, out)
 
 
-_REFERENCED: dict = {}
-
-
 def referenced(space: dict) -> set[str]:
     """The global names the module's own code reads or writes: the ``co_names`` of its
     functions and of its classes' methods (nested code included). A name only Dynamo's
     generated code uses (``sub_intern_0``, ``took_logger``: bound while it traces mend's
     runtime, and rebound when it recompiles) is not program state."""
-    key = (id(space), len(space))
-    if key in _REFERENCED:
-        return _REFERENCED[key]
     out: set = set()
     for name, value in list(space.items()):
         if name.startswith("__"):
@@ -119,16 +114,14 @@ def referenced(space: dict) -> set[str]:
             code = getattr(member, "__code__", None)
             if isinstance(code, types.CodeType) and getattr(member, "__globals__", None) is space:
                 _code_names(code, out)
-    _REFERENCED[key] = out
     return out
 
 
-def snapshot(spaces: list[dict], skeleton) -> dict:
-    """``name -> fingerprint`` for the data globals of ``spaces`` that the module's own code
-    names (:func:`referenced`; dunder names, where Dynamo keeps its compiled code, left out)."""
+def snapshot(spaces: list[tuple[dict, set[str]]], skeleton) -> dict:
+    """``name -> fingerprint`` for the data globals of :func:`global_spaces` that the module's
+    own code names (dunder names, where Dynamo keeps its compiled code, left out)."""
     out = {}
-    for space in spaces:
-        names = referenced(space)
+    for space, names in spaces:
         for key, value in list(space.items()):
             if key.startswith("__") or key not in names or not _data(value):
                 continue
