@@ -82,6 +82,24 @@ def callee_state_change(function: cst.FunctionDef, module: cst.Module | None, cl
     return None
 
 
+def surroundings(function: cst.FunctionDef, ancestors: list[cst.CSTNode], inner: list[cst.CSTNode],
+                 module: cst.Module | None) -> str | None:
+    """Why the check's own surroundings make moving it into the graph change behaviour, else
+    None: a grad-mode context around it (``inner``: the nodes between ``function`` and the
+    check; the decorators of every function in ``ancestors``), or a state change in a function
+    or method of the module that ``function`` calls. The same reason for both rules."""
+    mode = grad_mode_context([a for a in ancestors if isinstance(a, cst.FunctionDef)], inner)
+    if mode is not None:
+        return (f"the check runs under `{mode}`: when it fails inside the compiled graph, Dynamo leaves the grad "
+                "mode set (measured with the eager backend, helper-50)")
+    cls = next((a for a in reversed(ancestors) if isinstance(a, cst.ClassDef)), None)
+    why = callee_state_change(function, module, cls)
+    if why is not None:
+        return (f"a function the check's function calls changes state ({why[:80]}): with the check inside the "
+                "compiled graph, a failing call could leave different state than eager")
+    return None
+
+
 class _Calls(cst.CSTVisitor):
     """Calls of the plain name ``name`` (or ``self.name``), each with the nodes around it."""
 

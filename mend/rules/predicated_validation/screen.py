@@ -11,7 +11,7 @@ import libcst.matchers as m
 from mend.locate import Located
 from mend.rules._base import Decline, Match
 from mend.rules._common import code_of as _code, dotted as _dotted, enclosing_handler, state_change
-from mend.rules._in_graph_checks import callee_state_change, grad_mode_context
+from mend.rules._in_graph_checks import surroundings
 
 NAME = "predicated-validation"
 TABLE = "_MEND_TRAPS"        # module-level table of exception factories (suffixed on collision)
@@ -343,23 +343,21 @@ def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
                              "at trace time (a guard), so there is no break to remove")
     if _comments(stmt, stmt):
         return Decline(NAME, "the check holds a comment the rewrite would drop")
-    setter = _global_mode_setter(ancestors[0]) if ancestors and isinstance(ancestors[0], cst.Module) else None
+    module = ancestors[0] if ancestors and isinstance(ancestors[0], cst.Module) else None
+    setter = _global_mode_setter(module) if module is not None else None
     if setter is not None:
         return Decline(NAME, f"the file sets torch's global state (`{setter[:60]}`, not as a `with`): Dynamo sets "
                              "the final grad/autocast mode after the graph returns, so a check failing inside the "
                              "graph would leave the mode as it was, where eager left it changed (an adversarial "
                              "review)")
-    cls = next((a for a in reversed(ancestors) if isinstance(a, cst.ClassDef)), None)
-    effect = state_change(function, cls) or callee_state_change(function, ancestors[0] if ancestors and isinstance(
-        ancestors[0], cst.Module) else None, cls)
+    effect = state_change(function, next((a for a in reversed(ancestors) if isinstance(a, cst.ClassDef)), None))
     if effect is not None:
         return Decline(NAME, f"the function also changes state (`{effect[:60]}`): with the check inside the "
                              "graph, inductor runs later in-place updates before the failed assert surfaces and "
                              "aot_eager drops earlier ones, so a failing call would leave different state")
-    mode = grad_mode_context([a for a in ancestors if isinstance(a, cst.FunctionDef)], inner)
-    if mode is not None:
-        return Decline(NAME, f"the check runs under `{mode}`: when it fails inside the compiled graph, Dynamo leaves "
-                             "the grad mode set (measured with the eager backend, helper-50)")
+    why = surroundings(function, ancestors, inner, module)
+    if why is not None:
+        return Decline(NAME, why)
     fails_is_true = (form == "if-raise") != negated  # raise when `core` is truthy?
     cond = tensor_core if items is not None else core
     holds = _negate(cond) if fails_is_true else cond

@@ -10,7 +10,7 @@ import libcst.matchers as m
 from mend.locate import Located
 from mend.rules._base import Decline, Match
 from mend.rules._common import code_of, dotted, enclosing_handler, state_change, torch_aliases, torch_name
-from mend.rules._in_graph_checks import callee_state_change, caller_screen, grad_mode_context
+from mend.rules._in_graph_checks import caller_screen, surroundings
 
 NAME = "tensor-check"
 CHECK_CALLS = {"torch._check_tensor_all"}
@@ -140,16 +140,7 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
         # lost (aot_eager, inductor) and state written after it may happen anyway (inductor)
         return Decline(NAME, f"the function changes state (`{effect}`): with the check inside the compiled graph, "
                        "a failing call could leave different state than eager")
-    cls = next((a for a in reversed(ancestors) if isinstance(a, cst.ClassDef)), None)
-    mode = grad_mode_context([a for a in ancestors if isinstance(a, cst.FunctionDef)], inner)
-    if mode is not None:
-        return Decline(NAME, f"the check runs under `{mode}`: when it fails inside the compiled graph, Dynamo leaves "
-                             "the grad mode set (measured with the eager backend, helper-50)")
-    why = callee_state_change(function, module, cls)
-    if why is not None:
-        return Decline(NAME, f"a function the check's function calls changes state ({why[:80]}): with the check "
-                             "inside the compiled graph, a failing call could leave different state than eager")
-    why = caller_screen(module, function)
+    why = surroundings(function, ancestors, inner, module) or caller_screen(module, function)
     if why is not None:
         return Decline(NAME, why)
     root = dotted(call.func).split(".")[0]
