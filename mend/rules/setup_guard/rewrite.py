@@ -35,7 +35,7 @@ def _with_alias(module: cst.Module, name: str) -> cst.Module:
         nxt = body[at + 1]
         if m.matches(nxt, m.SimpleStatementLine(body=[m.Assign(targets=[m.AssignTarget(target=m.Name(alias))])])):
             return module
-        lines = list(nxt.leading_lines)   # the plan made sure lines[0] is blank (alias_room)
+        lines = list(nxt.leading_lines)   # the plan made sure lines[0] is blank (alias_problem)
         body[at + 1:at + 2] = [stmt, nxt.with_changes(leading_lines=lines[1:])]
         return module.with_changes(body=body)
     footer = list(module.footer)

@@ -372,31 +372,23 @@ def hoisted_test(name: str, check: str) -> str:
     return f"{name} is {alias_of(name)} and ({check})"
 
 
-def alias_statement(mod: cst.Module, fn: cst.FunctionDef) -> str | None:
-    """Why the alias of ``fn`` cannot be used, or None: it is bound nowhere in the module, or
-    only by ``<alias> = <G>`` as the statement right after ``G``'s ``def`` (an earlier rewrite)."""
-    alias, binds = alias_of(fn.name.value), bindings(mod)
-    if alias not in binds:
-        return None
+def alias_problem(mod: cst.Module, fn: cst.FunctionDef, binds: dict) -> str | None:
+    """Why the alias of ``fn`` cannot be bound, or None. ``binds`` is :func:`bindings` of
+    ``mod``. Bound already, it must be bound only by ``<alias> = <G>`` as the statement right
+    after ``G``'s ``def`` (an earlier rewrite); unbound, the statement after ``G`` (if any) must
+    be preceded by a blank line, which the alias takes (no line moves)."""
+    alias, name = alias_of(fn.name.value), fn.name.value
     at = next(i for i, s in enumerate(mod.body) if s is fn)
     nxt = mod.body[at + 1] if at + 1 < len(mod.body) else None
-    if len(binds[alias]) == 1 and m.matches(nxt, m.SimpleStatementLine(body=[m.Assign(
-            targets=[m.AssignTarget(target=m.Name(alias))], value=m.Name(fn.name.value))])):
+    if alias in binds:
+        if len(binds[alias]) == 1 and m.matches(nxt, m.SimpleStatementLine(body=[m.Assign(
+                targets=[m.AssignTarget(target=m.Name(alias))], value=m.Name(name))])):
+            return None
+        return f"the module binds `{alias}` otherwise, the name the rewrite would bind to `{name}`"
+    if nxt is None or (nxt.leading_lines and nxt.leading_lines[0].comment is None):
         return None
-    return f"the module binds `{alias}` otherwise, the name the rewrite would bind to `{fn.name.value}`"
-
-
-def alias_room(mod: cst.Module, fn: cst.FunctionDef) -> str | None:
-    """Why no line is free for the alias, or None: the statement after ``G`` (if any) must be
-    the alias already, or be preceded by a blank line, which the alias takes (no line moves)."""
-    at = next(i for i, s in enumerate(mod.body) if s is fn)
-    if at + 1 == len(mod.body) or alias_of(fn.name.value) in bindings(mod):
-        return None
-    lines = mod.body[at + 1].leading_lines
-    if lines and lines[0].comment is None:
-        return None
-    return (f"no blank line follows `{fn.name.value}`'s `def` to hold `{alias_of(fn.name.value)} = "
-            f"{fn.name.value}` (the alias the hoisted test compares with): a new line would move every line below it")
+    return (f"no blank line follows `{name}`'s `def` to hold `{alias} = {name}` (the alias the hoisted test "
+            "compares with): a new line would move every line below it")
 
 
 def _hoisted_already(stmt_line: cst.SimpleStatementLine, stack: list, check: str) -> bool:
@@ -476,7 +468,7 @@ def plan(module: cst.Module, line: int) -> Plan | Decline:
     if space:
         return Decline(NAME, f"{where} begins with a one-time check, but the module uses `{space}`, through "
                              "which it may rebind the function, its defaults or a builtin the check calls")
-    clash = alias_statement(mod, fn) or alias_room(mod, fn)
+    clash = alias_problem(mod, fn, binds)
     if clash:
         return Decline(NAME, f"{where} begins with a one-time check, but {clash}")
     if fn.decorators or fn.asynchronous is not None:

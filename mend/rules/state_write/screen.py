@@ -159,7 +159,7 @@ PURE_METHODS = frozenset({"clamp", "clamp_min", "clamp_max", "size", "dim", "num
                           "min", "max", "sum", "any", "all", "clone", "detach", "view", "reshape", "contiguous"})
 
 
-def _writes_between(fn: ast.FunctionDef, lo: int, hi: int, tnames: list[str] = ()) -> str | None:
+def _writes_between(fn: ast.FunctionDef, lo: int, hi: int, tnames: list[str]) -> str | None:
     """The first statement strictly between lines ``lo`` and ``hi`` that may change module
     or tensor state: an attribute/subscript store, an augmented assignment (``c += L`` on a
     tensor alias of a bound changes it in place: helper-48), and any call but ``torch.f`` (no
