@@ -237,16 +237,17 @@ def alias_of(name: str) -> str:
     return f"_mend_setup_guard_{name}"
 
 
-def _alias_at(tree: ast.Module, name: str) -> int | None:
+def _alias_at(tree: ast.Module, name: str, bound: list[str]) -> int | None:
     """The index in ``tree.body`` of ``<alias> = <name>`` when it is the statement right after
-    ``name``'s ``def`` and the alias's one binding in the module, else None."""
+    ``name``'s ``def`` and the alias's one binding in the module (``bound``: the names ``tree``
+    binds, :func:`_bound_in`), else None."""
     alias = alias_of(name)
     at = next((i for i, s in enumerate(tree.body) if isinstance(s, ast.FunctionDef) and s.name == name), None)
     nxt = tree.body[at + 1] if at is not None and at + 1 < len(tree.body) else None
     if not (isinstance(nxt, ast.Assign) and len(nxt.targets) == 1 and isinstance(nxt.targets[0], ast.Name)
             and nxt.targets[0].id == alias and isinstance(nxt.value, ast.Name) and nxt.value.id == name):
         return None
-    return at + 1 if _bound_in(tree).count(alias) == 1 else None
+    return at + 1 if bound.count(alias) == 1 else None
 
 
 def _hoisted_form(node: ast.AST, fn: ast.FunctionDef, check: ast.expr,
@@ -349,7 +350,8 @@ def hoisted(ob: dict, ctx: Ctx) -> Outcome:
     if isinstance(found, str):
         return check_refuted(by, found)
     fn, check = found
-    shadowed = [b for b in (*PURE_CALLS, "type", "bool") if b in _bound_in(before) or b in _bound_in(after)]
+    bound_before, bound_after = _bound_in(before), _bound_in(after)   # each a walk of the whole file
+    shadowed = [b for b in (*PURE_CALLS, "type", "bool") if b in bound_before or b in bound_after]
     if shadowed:
         return check_refuted(by, f"`{shadowed[0]}` is rebound in the module")
     space = _namespace_access(before, name) or _namespace_access(after, name)
@@ -359,12 +361,12 @@ def hoisted(ob: dict, ctx: Ctx) -> Outcome:
     if isinstance(mended_fn, str) or _dump(mended_fn[0]) != _dump(fn):
         return check_refuted(by, f"`{name}` in the mended file is not the version before's")
     alias = alias_of(name)
-    at = _alias_at(after, name)
+    at = _alias_at(after, name, bound_after)
     if at is None:
         return check_refuted(by, f"the mended file does not bind `{alias} = {name}` once, right after `{name}`'s def "
                                  "(the function the hoisted test compares the called name with)")
-    had_alias = alias in _bound_in(before)
-    if had_alias and _alias_at(before, name) is None:
+    had_alias = alias in bound_before
+    if had_alias and _alias_at(before, name, bound_before) is None:
         return check_refuted(by, f"the version before binds `{alias}` otherwise")
     site = [n for n in ast.walk(after) if isinstance(n, ast.If) and n.lineno == line]
     if len(site) != 1 or _enclosing(after, site[0])[0] is None:
