@@ -463,7 +463,7 @@ def compare(a, b, exact: bool, any_error: bool = False, grad_stats: dict | None 
                 raise Mismatch(f"{kind} values differ")
     if len(a) > 8 and len(b) > 8:
         # compiled against eager (not exact): the RNG differs by construction and floats may
-        # round otherwise; what the attributes hold is still compared (helper-50: a tensor
+        # round otherwise; what the attributes hold is still compared (helper-50: a value
         # stashed on the module before a check that failed inside the graph was lost)
         diff = attributes_differ(*((a[8], b[8]) if exact else (pystate.relaxed(a[8], RNG_KEY),
                                                                  pystate.relaxed(b[8], RNG_KEY))))
