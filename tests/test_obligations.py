@@ -425,6 +425,8 @@ CHECKS_TESTED_WITH_THEIR_RULE = {
     "membership-any": "test_rule_tensor_membership.py",
     "autocast-keeps-original": "test_rule_predicated_control_flow.py",
     "guard-hoisted": "test_rule_setup_guard.py", "guard-read-plain": "test_rule_setup_guard.py",
+    "guarded-check": "test_rule_predicated_validation.py",
+    "mask-update-guarded": "test_rule_mask_update.py",
 }
 
 

@@ -84,23 +84,28 @@ def test_inline_topk_with_more_experts_than_logits_is_fixed():
 
 
 @pytest.mark.parametrize("source, line, old, new, why", [
-    (INLINE, 5, "_mend_m >= _mend_x.shape[-1]", "_mend_m >= _mend_x.shape[-1] - 1", "is not"),
-    (INLINE, 5, "_mend_m >= _mend_x.shape[-1]", "_mend_m >= _mend_x.shape[0]", "is not"),
-    (INLINE, 5, " and _mend_x.dim() > 0", "", "is not"),
-    (INLINE, 5, "type(_mend_x) is torch.Tensor and ", "", "is not"),
-    (INLINE, 5, "(_mend_x.argmax(dim=-1), m)", "(_mend_x.argmax(dim=0), m)", "is not"),
-    (INLINE, 5, "(_mend_x.argmax(dim=-1), m)", "(logits.argmax(dim=-1), m)", "not of the parameter"),
-    (INLINE, 5, "(_mend_x.argmax(dim=-1), m)", "(_mend_x.sort(-1)[1][:, 0], m)", "not an argmax"),
-    (INLINE, 5, "(_mend_x.argmax(dim=-1), m)", "(_mend_x.argmax(dim=-1), _mend_x)", "lambda's own parameter"),
-    (INLINE, 5, "(_mend_x.argmax(dim=-1), m)", "(torch.Tensor.argmax(_mend_x, -1), m)", "unbound method"),
+    (INLINE, 5, "_mend_m >= _mend_n", "_mend_m >= _mend_n - 1", "is not"),
+    (INLINE, 5, "_mend_x.shape[-1] if", "_mend_x.shape[0] if", "the bound"),
+    (INLINE, 5, " and _mend_x.dim() > 0", "", "the bound"),
+    (INLINE, 5, "if type(_mend_x) is torch.Tensor and ", "if ", "the bound"),
+    (INLINE, 5, "(_mend_x.argmax(dim=-1), ", "(_mend_x.argmax(dim=0), ", "the bound"),
+    (INLINE, 5, "(_mend_x.argmax(dim=-1), ", "(logits.argmax(dim=-1), ", "not of the parameter"),
+    (INLINE, 5, "(_mend_x.argmax(dim=-1), ", "(_mend_x.sort(-1)[1][:, 0], ", "not an argmax"),
+    (INLINE, 5, " else None, m))", " else None, _mend_x))", "lambda's own parameter"),
+    (INLINE, 5, "(_mend_x.argmax(dim=-1), ", "(torch.Tensor.argmax(_mend_x, -1), ", "unbound method"),
     (INLINE, 5, "def f(logits, m):", "type = str\n\n\ndef f(logits, m):", "binds `type`"),
     (INLINE, 5, "def f(logits, m):", "int = float\n\n\ndef f(logits, m):", "binds `int`"),
-    (INLINE, 5, "(_mend_x.argmax(dim=-1), m)", "(_mend_x.argmax(dim=-1), m())", "minlength calls"),
+    (INLINE, 5, " else None, m))", " else None, m()))", "minlength calls"),
+    # helper-52: the meta device (bincount has no meta kernel), vmap (the in-place count), the fallback
+    (INLINE, 5, "_mend_i.device.type != 'meta' and ", "", "is not"),
+    (INLINE, 5, ".scatter_add(0", ".scatter_add_(0", "is not"),
+    (INLINE, 5, "else torch.bincount(_mend_i, minlength=_mend_m)", "else _mend_i.bincount(minlength=_mend_m)", "is not"),
     (LOCAL, 6, "    return (lambda", "    top = top * 2\n    return (lambda", "is not an argmax"),
     (LOCAL, 6, "    return (lambda", "    other = 1\n    return (lambda", "not a name bound"),
-    (LOCAL, 6, "(top.flatten(), m, logits)", "(top.flatten(), m, top)", "whose dimension"),
-    (LOCAL, 6, "(top.flatten(), m, logits)", "(top.view(torch.int32), m, logits)", "reshapes otherwise"),
-    (LOCAL, 6, "dim=-1).indices", "dim=0).indices", "is not"),
+    (LOCAL, 6, "logits.shape[-1] if type(logits) is torch.Tensor and logits.dim() > 0",
+     "top.shape[-1] if type(top) is torch.Tensor and top.dim() > 0", "the bound"),
+    (LOCAL, 6, "(top.flatten(), ", "(top.view(torch.int32), ", "reshapes otherwise"),
+    (LOCAL, 6, "dim=-1).indices", "dim=0).indices", "the bound"),
     (LOCAL, 6, "    return (lambda", "    return print() or (lambda", "before it"),
 ])
 def test_the_encoder_refutes_tampering(source, line, old, new, why):
@@ -140,3 +145,79 @@ def test_a_tensor_subclass_falls_back_to_bincount():
     x = torch.randn(6, 4).as_subclass(_Sharded)
     want = torch.bincount(x.argmax(dim=-1), minlength=4)
     assert want.shape == (9,) and torch.equal(ns["f"](x, 4), want)
+
+
+# --- helper-52's counterexamples to the previous form ------------------------------------------
+
+def _functions(source: str, line: int) -> tuple:
+    """(original f, mended f) of a one-function example."""
+    res = _guarded(source, line)
+    out = []
+    for code in (source, res.code):
+        scope: dict = {}
+        exec(compile(code, "<example>", "exec"), scope)   # noqa: S102 - the rule's own example
+        out.append(scope["f"])
+    return tuple(out)
+
+
+def _run(fn, *args):
+    try:
+        out = fn(*args)
+        return ("ok", out.dtype, out.tolist())
+    except Exception as exc:   # noqa: BLE001 - the exception type is what is compared
+        return (type(exc).__name__,)
+
+
+def test_vmap_counts_as_the_original():
+    """The in-place ``zeros(m).scatter_add_`` failed under ``torch.func.vmap`` (an unbatched
+    tensor written with batched indices); the out-of-place count runs as bincount's fallback does."""
+    orig, mended = _functions(INLINE, 5)
+    x = torch.randn(3, 6, 4, generator=torch.Generator().manual_seed(0))
+    got = [_run(lambda t, fn=fn: torch.vmap(lambda row: fn(row, 4))(t), x) for fn in (orig, mended)]
+    assert got[0] == got[1] and got[0][0] == "ok"
+
+
+def test_meta_tensors_raise_as_the_original():
+    """bincount has no meta kernel: the original raises NotImplementedError; the count ran."""
+    orig, mended = _functions(INLINE, 5)
+    x = torch.empty(6, 4, device="meta")
+    assert _run(orig, x, 4) == _run(mended, x, 4) == ("NotImplementedError",)
+
+
+def test_method_form_keeps_a_subclass_override():
+    """``I.bincount(minlength=M)`` on a subclass that overrides ``bincount``: the fallback calls
+    the method, not ``torch.bincount`` (the override was skipped)."""
+    src = "import torch\n\n\ndef f(logits, m):\n    return logits.argmax(dim=-1).bincount(minlength=m)\n"
+    orig, mended = _functions(src, 5)
+
+    class Hist(torch.Tensor):
+        def bincount(self, weights=None, minlength=0):
+            counts = torch.Tensor.bincount(self.as_subclass(torch.Tensor), weights, minlength)
+            return counts / counts.sum()
+
+    x = torch.randn(6, 4, generator=torch.Generator().manual_seed(0)).as_subclass(Hist)
+    assert _run(orig, x, 4) == _run(mended, x, 4)
+    assert _run(orig, x, 4)[1] == torch.float32
+
+
+def test_the_bound_is_read_before_minlength():
+    """A minlength whose evaluation changes the bounding tensor in place (a property with a side
+    effect, helper-52 F5): the bound is read on the tensor as the indices saw it."""
+    src = "import torch\n\n\ndef f(scores, box):\n    return torch.bincount(scores.argmax(dim=-1), minlength=box.slots)\n"
+    orig, mended = _functions(src, 5)
+    make = lambda: torch.tensor([[0.0, 0, 0, 0, 0, 1], [1.0, 0, 0, 0, 0, 0]])  # noqa: E731  (2, 6): slot 5 wins
+    a, b = make(), make()
+    got_o, got_m = _run(orig, a, _Box(a)), _run(mended, b, _Box(b))
+    assert got_o == got_m and got_o[0] == "ok"
+
+
+class _Box:
+    """``slots`` transposes the tensor it holds in place, then answers 4."""
+
+    def __init__(self, t):
+        self.t = t
+
+    @property
+    def slots(self):
+        self.t.t_()
+        return 4

@@ -261,3 +261,88 @@ def test_operands_a_backward_saves_are_read_through_clone(tmp_path):
     model.emb.weight.requires_grad_(True)
     with pytest.raises(RuntimeError, match="inplace operation"):
         model(*a_mod.get_inputs()).sum().backward()
+
+
+# --- the runtime guard (helper-51's counterexamples to the unguarded form) --------------------
+
+def test_guarded_form_is_read_back_and_tampering_refuted():
+    """``"mask-update-guarded"``: checked on the rule's output, refuted when a clause of the
+    guard is dropped or the fallback is not the original statement."""
+    src = ("import torch\n\n\ndef f(x, m, y):\n    x[m] = x[m] * 2.0 + y[m]\n    return x\n")
+    res, results = _discharge(src, {"x": _t(), "m": _t("bool"), "y": _t()})
+    guarded = _by_kind(results)["mask-update-guarded"][0]
+    assert guarded["result"] == "checked", guarded
+    ob = next(o for o in res.obligations if o["kind"] == "mask-update-guarded")
+    tampered = {
+        "stride": res.code.replace(" and min(x.stride(), default=1) > 0", ""),
+        "dtype of y": res.code.replace(" and y.dtype == x.dtype", ""),
+        "mask shape": res.code.replace(" and m.shape == x.shape", ""),
+        "floating": res.code.replace(" and x.is_floating_point()", ""),
+        "fallback": res.code.replace("        x[m] = x[m] * 2.0 + y[m]", "        pass"),
+    }
+    for what, code in tampered.items():
+        assert code != res.code, what
+        out = O.discharge([ob], facts={"names": {}, "self": {}}, code=code, before=src)[0]
+        assert out["result"] == "refuted", (what, out)
+
+
+_HALVE = "import torch\n\n\ndef f(h):\n    h[h < 0] = h[h < 0] * 0.5\n    return h\n"
+_ROWS = "import torch\n\n\ndef f(h, keep):\n    h[keep] = h[keep] * 0.5\n    return h\n"
+
+
+def _load_pair(tmp_path, src: str):
+    import importlib.util
+
+    res = mu.rewrite(cst.parse_module(src), example_line(src))
+    mods = []
+    for tag, code in (("orig", src), ("mended", res.code)):
+        path = tmp_path / f"mu_{tag}_{abs(hash(code))}.py"
+        path.write_text(code)
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        mods.append(mod)
+    return mods
+
+
+def _outcome(fn, *args):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            out = fn(*args)
+            return ("ok", out.dtype, out.tolist(), [a.tolist() for a in args if isinstance(a, torch.Tensor)])
+        except Exception as exc:   # noqa: BLE001 - the exception is what is compared
+            return (type(exc).__name__, str(exc).split("\n")[0])
+
+
+@pytest.mark.parametrize("make", [
+    lambda: (torch.tensor([1.0, -2.0, 3.0, -4.0]).expand(3, 4),),     # expanded: copy_ would refuse it
+    lambda: (torch.tensor([[3, -3, 5, -7]]),),                          # int64: index_put_ raises
+    lambda: (torch.randn(3, 4, generator=torch.Generator().manual_seed(1)).half(),),
+], ids=["expanded", "int64", "float16"])
+def test_guarded_form_behaves_as_the_original(tmp_path, make):
+    orig, mended = _load_pair(tmp_path, _HALVE)
+    assert _outcome(orig.f, *make()) == _outcome(mended.f, *make())
+
+
+def test_row_mask_of_another_shape_runs_the_original(tmp_path):
+    """helper-51 F5: a ``(4,)`` mask for a ``(4, 4)`` ``h`` selects rows in the original; the
+    unguarded ``where`` broadcast it over columns."""
+    orig, mended = _load_pair(tmp_path, _ROWS)
+    make = lambda: (torch.arange(16.0).reshape(4, 4), torch.tensor([True, False, False, False]))  # noqa: E731
+    assert _outcome(orig.f, *make()) == _outcome(mended.f, *make())
+    make_u8 = lambda: (torch.arange(4.0), torch.tensor([1, 0, 0, 1], dtype=torch.uint8))  # noqa: E731
+    assert _outcome(orig.f, *make_u8()) == _outcome(mended.f, *make_u8())
+
+
+def test_complex_product_runs_the_original(tmp_path):
+    """helper-51 F4: complex ``*`` is not correctly rounded, so ``f(z)[m]`` and ``f(z[m])``
+    differed by an ulp; the guard keeps the original for complex tensors."""
+    src = "import torch\n\n\ndef f(z, m):\n    z[m] = z[m] * z[m]\n    return z\n"
+    orig, mended = _load_pair(tmp_path, src)
+    g = torch.Generator().manual_seed(1)
+    z = torch.randn(4, 64, dtype=torch.complex64, generator=g)
+    m = z.abs() > 1.0
+    assert _outcome(orig.f, z.clone(), m) == _outcome(mended.f, z.clone(), m)

@@ -61,12 +61,17 @@ def test_obligations_are_data():
     res = pv.rewrite(cst.parse_module(before), pv.example_line(before))
     kinds = [o["kind"] for o in res.obligations]
     assert kinds[0] == "raises-iff-original"
-    assert {"restore-at-boundary", "state-unchanged-on-raise", "cpu-only", "condition-is-tensor"} <= set(kinds)
+    assert {"restore-at-boundary", "state-unchanged-on-raise", "cpu-only", "condition-is-tensor",
+            "guarded-check"} <= set(kinds)
     first = res.obligations[0]
     assert first["exception"] == "ValueError"
     assert first["message"] == "Make sure to align the spatial shapes with the sequence length"
     assert first["raises_when"] == "(shapes[:, 0] * shapes[:, 1]).sum() != seq_len"
-    assert first["asserts"] == "(shapes[:, 0] * shapes[:, 1]).sum() == seq_len"
+    assert first["asserts"] == "torch.logical_not((shapes[:, 0] * shapes[:, 1]).sum() != seq_len)"
+    assert first["guarded"] == "_mend_cond"
+    guarded = next(o for o in res.obligations if o["kind"] == "guarded-check")
+    assert guarded["condition"] == "(shapes[:, 0] * shapes[:, 1]).sum() != seq_len"
+    assert guarded["raise_if_true"] is True
     assert res.span == (6, 9)
 
 
@@ -89,13 +94,16 @@ def test_grounding_dino_site():
     res = pv.rewrite(cst.parse_module(source), line)
     assert isinstance(res, pv.RewriteResult), res
     assert res.span == (line, line + 3)
-    assert "(spatial_shapes[:, 0] * spatial_shapes[:, 1]).sum() == sequence_length," in res.code
+    assert "_mend_cond = (spatial_shapes[:, 0] * spatial_shapes[:, 1]).sum() != sequence_length\n" in res.code
+    assert "torch.logical_not(_mend_cond)," in res.code
     assert 'lambda: ValueError("Make sure to align the spatial shapes with the sequence length of the encoder ' \
            'hidden states")' in res.code
-    # nothing else changed: the table (6 lines) is added and 4 lines become 4
-    assert len(res.code.splitlines()) == len(source.splitlines()) + 6
+    # nothing else changed: the table (6 lines) is added and the 4 lines of the check become 10
+    # (bind, guard, the 4-line assert, `elif`, the original 3-line raise)
+    assert len(res.code.splitlines()) == len(source.splitlines()) + 12
     old, new = source.splitlines(), res.code.splitlines()
-    assert old[line + 3:] == new[line + 9:]
+    assert old[line + 3:] == new[line + 15:]
+    assert old[line:line + 3] == new[line + 12:line + 15]   # the raise, as written
 
 
 # --- shared cases: controls are left alone, the 023 trap is declined ---------------------
@@ -153,6 +161,8 @@ def _next_check(code: str) -> int | None:
     lines = code.splitlines()
     for i, text in enumerate(lines, 1):
         s = text.strip()
+        if "_mend_cond" in s:   # the guarded form's own fallback (`assert not _mend_cond`), not a check left
+            continue
         if s.startswith("assert not ") or (s.startswith("if ") and i < len(lines)
                                            and lines[i].strip().startswith("raise")):
             return i
@@ -209,7 +219,11 @@ def test_fixture_is_fully_mended(pair):
     _, _, _, code, results = pair
     assert len(results) == 3
     assert [r.obligations[0]["exception"] for r in results] == ["ValueError", "AssertionError", "FloatingPointError"]
-    assert "raise" not in code.split("def forward")[1].split("def get_inputs")[0]
+    forward = code.split("def forward")[1].split("def get_inputs")[0]
+    # every raise left is a guarded fallback: run only where the condition is not a one-element CPU tensor
+    lines = forward.splitlines()
+    raises = [i for i, text in enumerate(lines) if text.strip().startswith(("raise", "assert"))]
+    assert raises and all("_mend_cond" in lines[i - 1] or "_mend_cond" in lines[i] for i in raises)
     assert "# levels must tile the sequence" in code
 
 
@@ -348,3 +362,58 @@ def clamp_positive(x):
         wrapped(-torch.ones(3))
     assert str(info.value) == "negative input"
     assert any("restored by mend" in n for n in info.value.__notes__)  # shown in tracebacks only
+
+
+# --- the runtime guard (helper-50: a Python number, several elements) ------------------------
+
+def _guarded_outcome(code: str, ob: dict) -> dict:
+    from verifier.encoders.assert_async import guarded_check
+    from verifier.encoders.base import Ctx
+
+    return guarded_check(ob, Ctx(facts={}, defs={}, code=code)).__dict__
+
+
+@pytest.mark.parametrize("index", [0, 1, 2])
+def test_guarded_check_reads_the_guard_back(index):
+    """``"guarded-check"``, a static screen of the mended file: checked on the rule's own
+    output (if/raise, `if not`, `assert not`), refuted on each tampered form."""
+    before, after, *_ = pv.FIX_EXAMPLES[index]
+    res = pv.rewrite(cst.parse_module(before), pv.example_line(before))
+    ob = next(o for o in res.obligations if o["kind"] == "guarded-check")
+    assert _guarded_outcome(res.code, ob)["result"] == "checked"
+    local = ob["local"]
+    tampered = {
+        "no device test": res.code.replace(f" and {local}.device.type == 'cpu'", ""),
+        "no element count": res.code.replace(f" and {local}.numel() == 1", ""),
+        "another condition": res.code.replace(f"{local} = {ob['condition']}", f"{local} = ({ob['condition']}) & True"),
+        "fallback inverted": (res.code.replace(f"elif {local}:", f"elif not {local}:") if ob["raise_if_true"]
+                              else res.code.replace(f"elif not {local}:", f"elif {local}:")),
+        "local read again": res.code.replace("    return ", f"    print({local})\n    return ", 1),
+    }
+    if index == 2:   # `assert not L`: the fallback's message
+        tampered["fallback inverted"] = res.code.replace(f"assert not {local}", f"assert {local}")
+    for what, code in tampered.items():
+        assert code != res.code, what
+        out = _guarded_outcome(code, ob)
+        assert out["result"] == "refuted", (what, out)
+
+
+def test_guarded_form_runs_the_original_check_off_the_graph(tmp_path):
+    """A Python number, several elements: the original `if`/`raise` runs (helper-50's m01/m07:
+    the unguarded form raised TypeError / returned under Inductor)."""
+    src = ('import torch\n\n\ndef scale(x, s):\n    if s < 0:\n        raise ValueError("negative scale")\n'
+           '    return x * s\n')
+    res = pv.rewrite(cst.parse_module(src), 5)
+    orig, mended = _load(tmp_path, src), _load(tmp_path, res.code)
+    x = torch.ones(2)
+    for s in (0.5, -1.0, 2, torch.tensor(0.5), torch.tensor([0.5, 0.7]), torch.tensor([-1.0, 0.7])):
+        outs = []
+        for mod in (orig, mended):
+            try:
+                outs.append(("ok", mod.scale(x, s).tolist()))
+            except Exception as exc:   # noqa: BLE001 - the exception is what is compared
+                outs.append((type(exc).__name__, str(exc)))
+        assert outs[0] == outs[1], (s, outs)
+    # the one-element CPU tensor goes into the graph: the marker surfaces without the runtime
+    with pytest.raises(RuntimeError, match="mend-trap"):
+        mended.scale(x, torch.tensor(-1.0))

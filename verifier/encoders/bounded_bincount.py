@@ -1,9 +1,11 @@
 """Encoder for a bincount made a static-length count: ``torch.bincount(I, minlength=M)`` ->
-``torch.zeros(M, dtype=torch.int64).scatter_add_(0, I, torch.ones_like(I))`` under a guard.
+``torch.zeros(M, dtype=torch.int64).scatter_add(0, I, torch.ones_like(I))`` under a guard.
 
 * ``bincount-in-range`` (check citing a lemma): a static screen of the mended source reads
   the guarded expression back and checks (1) its shape: the count under
-  ``i.dim() == 1 and type(m) is int and m >= N``, ``torch.bincount(i, minlength=m)`` otherwise,
+  ``i.dim() == 1 and i.device.type != 'meta' and type(m) is int and n is not None and m >= n``
+  with ``n`` the bound ``N`` read right after the indices are made (before minlength), the
+  original's ``bincount`` (function or method form) otherwise,
   ``torch`` bound by ``import torch`` alone and ``type`` not rebound; (2) that the indices are
   those of an argmax/argmin (a dim, or none: over ``numel()``), max/min (``[1]`` or
   ``.indices`` with a literal dim) or topk along the dimension ``N`` reads, of the same tensor:
@@ -22,9 +24,10 @@ from verifier.encoders.numpy_constants import _module_aliases, at_every_occurren
 from verifier.outcomes import Outcome, check_refuted, checked, unknown
 
 LEMMA = "proofs/bb_bincount_scatter.smt2"
-BY = ("static screen of the mended source: the guard is `i.dim() == 1 and type(m) is int and m >= N`, the count "
-      "`zeros(m).scatter_add_(0, i, ones_like(i))`, the fallback bincount, and the indices are an argmax/argmin/"
-      "max/min/topk's along the dimension N reads; then the lemma " + LEMMA + " (proved once by Z3)")
+BY = ("static screen of the mended source: the guard is `i.dim() == 1 and type(m) is int and m >= N` (N read on the "
+      "tensor right after the indices), the count `zeros(m).scatter_add(0, i, ones_like(i))`, the fallback the "
+      "original's bincount, and the indices are an argmax/argmin/max/min/topk's along the dimension N reads; then "
+      "the lemma " + LEMMA + " (proved once by Z3)")
 _PRODUCERS = {"argmax": (0, None, False), "argmin": (0, None, False), "max": (0, "required", True),
               "min": (0, "required", True), "topk": (1, -1, True)}
 
@@ -76,19 +79,29 @@ def indices_of(expr: ast.AST, torch_names: set[str]) -> tuple[ast.AST, str, int 
     return x, ".numel()" if dim is None else f".shape[{dim}]", dim
 
 
-PX, PM, PI = "_mend_x", "_mend_m", "_mend_i"   # the guarded lambda's parameters
+PX, PM, PI, PN = "_mend_x", "_mend_m", "_mend_i", "_mend_n"   # the guarded lambdas' parameters
 
 
-def _guard(lam: ast.Lambda, t: str, bound: str, dim: int | None) -> str | None:
-    """Why the lambda's body is not the guarded count on ``x<bound>``, else None."""
+def _bound(x: str, t: str, bound: str, dim: int | None) -> str:
+    """The bound the indices lie below, read on ``x`` only where it is a plain tensor with the
+    dimension (None otherwise)."""
+    has_dim = "" if dim is None else f" and {x}.dim() > {dim if dim >= 0 else -dim - 1}"
+    return f"{x}{bound} if type({x}) is {t}.Tensor{has_dim} else None"
+
+
+def _guard(lam: ast.Lambda, t: str, method: bool) -> str | None:
+    """Why the inner lambda's body is not the guarded count, else None: counted out of place
+    (an in-place write into an unbatched ``zeros`` fails under vmap), only for plain 1-D indices
+    off the meta device, an int minlength and a non-None bound it covers; the fallback the
+    original's bincount (its method form kept: a subclass may override it)."""
     body = lam.body
     if not isinstance(body, ast.IfExp):
         return "the lambda's body is not a conditional expression"
-    count = f"{t}.zeros({PM}, dtype={t}.int64, device={PI}.device).scatter_add_(0, {PI}, {t}.ones_like({PI}))"
-    has_dim = "" if dim is None else f" and {PX}.dim() > {dim if dim >= 0 else -dim - 1}"
-    want = {"test": f"type({PI}) is {t}.Tensor and type({PX}) is {t}.Tensor and {PI}.dim() == 1 and type({PM}) is int"
-                    f"{has_dim} and {PM} >= {PX}{bound}",
-            "body": count, "orelse": f"{t}.bincount({PI}, minlength={PM})"}
+    count = f"{t}.zeros({PM}, dtype={t}.int64, device={PI}.device).scatter_add(0, {PI}, {t}.ones_like({PI}))"
+    want = {"test": f"type({PI}) is {t}.Tensor and {PI}.dim() == 1 and {PI}.device.type != 'meta' and "
+                    f"type({PM}) is int and {PN} is not None and {PM} >= {PN}",
+            "body": count,
+            "orelse": f"{PI}.bincount(minlength={PM})" if method else f"{t}.bincount({PI}, minlength={PM})"}
     for part, text in want.items():
         if ast.unparse(getattr(body, part)) != ast.unparse(ast.parse(text, mode="eval").body):
             return f"the {part} `{ast.unparse(getattr(body, part))}` is not `{text}`"
@@ -148,15 +161,29 @@ def _probe() -> str | None:
     return None
 
 
+def _method_form(expr: str | None, t: str) -> bool | None:
+    """Whether the original call is ``I.bincount(...)`` (None: not a bincount call)."""
+    try:
+        call = ast.parse(expr or "", mode="eval").body
+    except SyntaxError:
+        return None
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "bincount"):
+        return None
+    return ast.unparse(call.func.value) != t
+
+
 def in_range(ob: dict, ctx: Ctx) -> Outcome:
     t = ob.get("torch")
     if not t:
         return unknown("the torch name of the mended source is not recorded")
+    method = _method_form(ob.get("expr"), t)
+    if method is None:
+        return unknown("the original bincount call is not recorded")
     return at_every_occurrence(ctx.code, ob.get("mended"),
-                               lambda call, parents, tree: _in_range_at(call, parents, tree, t))
+                               lambda call, parents, tree: _in_range_at(call, parents, tree, t, method))
 
 
-def _in_range_at(call: ast.Call, parents: dict, tree: ast.Module, t: str) -> Outcome:
+def _in_range_at(call: ast.Call, parents: dict, tree: ast.Module, t: str, method: bool) -> Outcome:
     torch_names = _module_aliases(tree, "torch")
     if t not in torch_names:
         return check_refuted(BY, f"`{t}` is not bound by `import torch` alone in the mended source")
@@ -166,11 +193,12 @@ def _in_range_at(call: ast.Call, parents: dict, tree: ast.Module, t: str) -> Out
                              "calls as a builtin")
     lam = call.func
     params = _params(lam)
-    if params == [PX]:                 # inline: (lambda x: (lambda i, m: ...)(INDICES(x), M))(X)
+    if params == [PX]:                 # inline: (lambda x: (lambda i, n, m: ...)(INDICES(x), BOUND(x), M))(X)
         inner = lam.body
-        if not (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Lambda) and _params(inner.func) == [PI, PM]
-                and len(inner.args) == 2 and not inner.keywords and len(call.args) == 1 and not call.keywords):
-            return unknown("the inline form is not `(lambda x: (lambda i, m: ...)(indices of x, M))(X)`")
+        if not (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Lambda)
+                and _params(inner.func) == [PI, PN, PM] and len(inner.args) == 3 and not inner.keywords
+                and len(call.args) == 1 and not call.keywords):
+            return unknown("the inline form is not `(lambda x: (lambda i, n, m: ...)(indices of x, bound, M))(X)`")
         got = indices_of(inner.args[0], torch_names)
         if isinstance(got, str):
             return check_refuted(BY, got)
@@ -178,17 +206,17 @@ def _in_range_at(call: ast.Call, parents: dict, tree: ast.Module, t: str) -> Out
         if not (isinstance(x, ast.Name) and x.id == PX):
             return check_refuted(BY, f"the indices are of `{ast.unparse(x)}`, not of the parameter the guard reads")
         captured = [n.id for n in ast.walk(inner.args[0]) if isinstance(n, ast.Name) and n.id.startswith("_mend_")
-                    and n is not x] + [n.id for n in ast.walk(inner.args[1]) if isinstance(n, ast.Name)
+                    and n is not x] + [n.id for n in ast.walk(inner.args[2]) if isinstance(n, ast.Name)
                                        and n.id.startswith("_mend_")]
         if captured:
             return check_refuted(BY, f"`{captured[0]}` in the indices' arguments or minlength is the lambda's own "
                                  "parameter, not the user's name")
-        why = _guard(inner.func, t, bound, dim)
-        m_arg, where = inner.args[1], "inline"
-    elif params == [PI, PM, PX]:         # bound on the statement before: (lambda i, m, x: ...)(I, M, X)
+        lam_inner, n_arg, m_arg, where = inner.func, inner.args[1], inner.args[2], "inline"
+        want_n = _bound(PX, t, bound, dim)
+    elif params == [PI, PN, PM]:         # bound on the statement before: (lambda i, n, m: ...)(I, BOUND(X), M)
         if len(call.args) != 3 or call.keywords:
-            return unknown("the bound form is not called with (indices, minlength, tensor)")
-        indices, m_arg, x_arg = call.args
+            return unknown("the bound form is not called with (indices, bound, minlength)")
+        indices, n_arg, m_arg = call.args
         base = _strip_flatten(indices)
         if isinstance(base, str):
             return check_refuted(BY, base)
@@ -204,20 +232,24 @@ def _in_range_at(call: ast.Call, parents: dict, tree: ast.Module, t: str) -> Out
         if isinstance(got, str):
             return check_refuted(BY, got)
         x, bound, dim = got
-        if not isinstance(x, ast.Name) or x.id == base.id or not (isinstance(x_arg, ast.Name) and x_arg.id == x.id):
-            return check_refuted(BY, f"the tensor `{ast.unparse(x_arg)}` the guard reads is not `{ast.unparse(x)}`, "
-                                 "whose dimension the indices were taken along")
+        if not isinstance(x, ast.Name) or x.id == base.id:
+            return check_refuted(BY, f"the indices were taken along a dimension of `{ast.unparse(x)}`, not of a "
+                                 "tensor named there")
         value = getattr(stmt, "value", None)
         if value is None or _first_evaluated(value) is not call:
             return check_refuted(BY, "the count's statement evaluates something before it")
         if any(isinstance(n, ast.Name) and n.id in (base.id, x.id) for n in ast.walk(m_arg)):
             return check_refuted(BY, "minlength reads the indices or the tensor bounding them")
-        why = _guard(lam, t, bound, dim)
-        where = f"`{base.id}`, bound by the statement before, of `{x.id}`"
+        lam_inner, where = lam, f"`{base.id}`, bound by the statement before, of `{x.id}`"
+        want_n = _bound(x.id, t, bound, dim)
     else:
-        return unknown("the guarded expression's parameters are neither (x) nor (i, m, x)")
+        return unknown("the guarded expression's parameters are neither (x) nor (i, n, m)")
+    if ast.unparse(n_arg) != ast.unparse(ast.parse(want_n, mode="eval").body):
+        return check_refuted(BY, f"the bound `{ast.unparse(n_arg)}` is not `{want_n}`, read on the tensor the "
+                             "indices were taken from")
     if any(isinstance(n, (ast.Call, ast.NamedExpr, ast.Lambda)) for n in ast.walk(m_arg)):
         return check_refuted(BY, "minlength calls or binds something")
+    why = _guard(lam_inner, t, method)
     if why:
         return check_refuted(BY, why)
     probe = _probe()

@@ -5,25 +5,36 @@ operators; MoE load statistics).
 Dynamo breaks the graph there ("Dynamic shape operator"). In a router's load statistic the
 indices are the ``argmax`` (or ``topk``/``max`` indices) over the ``E`` expert logits, so
 every index is below ``E`` and, with ``M >= E``, the length is always ``M``: counting with
-``torch.zeros(M, dtype=torch.int64).scatter_add_(0, I, torch.ones_like(I))`` gives the same
+``torch.zeros(M, dtype=torch.int64).scatter_add(0, I, torch.ones_like(I))`` gives the same
 int64 tensor with a static shape. torchtitan switched its MoE to ``torch.histc`` for this
 reason (pytorch/torchtitan#1204's family); shared/cases-style reproduction: a router's
 ``torch.bincount(top1, minlength=E)``, 2 -> 1 graphs.
 
 The rewrite keeps bincount wherever the static facts do not hold::
 
-    (lambda _mend_x: (lambda _mend_i, _mend_m:
+    (lambda _mend_x: (lambda _mend_i, _mend_n, _mend_m:
         torch.zeros(_mend_m, dtype=torch.int64, device=_mend_i.device)
-             .scatter_add_(0, _mend_i, torch.ones_like(_mend_i))
-        if type(_mend_i) is torch.Tensor and type(_mend_x) is torch.Tensor and _mend_i.dim() == 1
-           and type(_mend_m) is int and _mend_x.dim() > D and _mend_m >= _mend_x.shape[d]
-        else torch.bincount(_mend_i, minlength=_mend_m))(_mend_x.argmax(dim=d), M))(X)
+             .scatter_add(0, _mend_i, torch.ones_like(_mend_i))
+        if type(_mend_i) is torch.Tensor and _mend_i.dim() == 1 and _mend_i.device.type != 'meta'
+           and type(_mend_m) is int and _mend_n is not None and _mend_m >= _mend_n
+        else torch.bincount(_mend_i, minlength=_mend_m))(
+            _mend_x.argmax(dim=d),
+            _mend_x.shape[d] if type(_mend_x) is torch.Tensor and _mend_x.dim() > D else None,
+            M))(X)
 
-(``D`` is ``d``, or ``-d - 1`` for a negative ``d``: the guard reads ``x.shape[d]`` only where it
-exists.) The indices are made before ``M`` is read, as in the original. Where the indices are
-bound on the line just before (``top = logits.argmax(-1)``), the count passes them, ``M`` and
-the bounding tensor: ``(lambda _mend_i, _mend_m, _mend_x: ...)(top, M, logits)``. The guard is
-decided by Dynamo at trace time (types, a rank, an int, a size: guards, no break).
+(``D`` is ``d``, or ``-d - 1`` for a negative ``d``: ``x.shape[d]`` is read only where it
+exists.) The indices are made first, then the bound is read, then ``M``: the original made the
+indices before reading ``M``, and a minlength whose evaluation changes ``X`` in place (a
+property with a side effect) must not move the bound (helper-52). Where the indices are bound
+on the line just before (``top = logits.argmax(-1)``), the count passes them, the bound read on
+the tensor and ``M``: ``(lambda _mend_i, _mend_n, _mend_m: ...)(top, BOUND(logits), M)``. The
+method form ``I.bincount(minlength=M)`` keeps the method in the fallback (a subclass may
+override it). The count is out of place: an in-place ``scatter_add_`` into the unbatched
+``zeros`` failed under ``torch.func.vmap`` with batched indices; ``bincount`` has no meta kernel,
+so on the meta device the original call runs and raises (helper-52). The guard is decided by
+Dynamo at trace time (types, a rank, a device, an int, a size: guards, no break); under
+``torch.jit.trace`` (deprecated) it is decided once, on the example, and recorded (a
+``TracerWarning``), like any Python branch.
 
 Taken: the indices of ``X.argmax(dim=d)`` / ``argmin`` (or without ``dim``: below
 ``X.numel()``), ``X.max(d)[1]`` / ``.indices`` / ``min``, ``X.topk(k, dim=d)[1]`` /

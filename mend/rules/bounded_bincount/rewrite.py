@@ -1,6 +1,6 @@
 """bounded-bincount: the rewrite. ``torch.bincount(I, minlength=M)``, with ``I`` the indices of
 an argmax/argmin/max/min/topk along a dimension of ``X``, becomes an immediately called
-lambda that counts with ``torch.zeros(M).scatter_add_(0, I, ones)`` (a static output shape)
+lambda that counts with ``torch.zeros(M).scatter_add(0, I, ones)`` (a static output shape)
 when ``I`` is 1-D, ``M`` a Python int and ``M >= X.shape[d]``, and calls ``torch.bincount``
 otherwise. Dynamo decides the guard at trace time (ranks, ints and sizes), so it adds no break
 (measured: a router's tokens-per-expert count, 2 -> 1 graphs, torch 2.13)."""
@@ -10,31 +10,51 @@ import libcst as cst
 
 from mend.rules._base import Decline, RewriteResult
 from mend.rules._common import Replace, code_of, statement_at
-from mend.rules.bounded_bincount.screen import NAME, PARAM_I, PARAM_M, PARAM_X, Plan, Provenance, screen
+from mend.rules.bounded_bincount.screen import NAME, PARAM_I, PARAM_M, PARAM_N, PARAM_X, Plan, Provenance, screen
 
 
-def guard_text(t: str, p: Provenance) -> str:
-    """The condition under which the static-length count equals bincount: plain tensors (a
-    subclass may override argmax: a review), 1-D indices, an int minlength, x has the
-    dimension (a 0-d x with `.flatten()`-ed indices: a review), and minlength covers it. Read
-    left to right, so `x.shape[d]` is read only where it exists."""
-    x, m, i = PARAM_X, PARAM_M, PARAM_I
+def bound_text(t: str, x: str, p: Provenance) -> str:
+    """The size the indices lie below, read on ``x`` right after the indices are made (before
+    minlength, whose evaluation might change ``x`` in place: a property with a side effect,
+    helper-52), or None where ``x`` is not a plain tensor having the dimension (a subclass may
+    override argmax; a 0-d ``x`` with flattened indices: reviews)."""
     has_dim = "" if p.dim is None else f" and {x}.dim() > {p.dim if p.dim >= 0 else -p.dim - 1}"
-    return (f"type({i}) is {t}.Tensor and type({x}) is {t}.Tensor and {i}.dim() == 1 and type({m}) is int"
-            f"{has_dim} and {m} >= {x}{p.bound}")
+    return f"{x}{p.bound} if type({x}) is {t}.Tensor{has_dim} else None"
+
+
+def guard_text(t: str) -> str:
+    """The condition under which the static-length count equals bincount: plain 1-D indices off
+    the meta device (bincount has no meta kernel: the original raises there, helper-52), an int
+    minlength, and minlength covering the bound read on the tensor the indices came from."""
+    m, i, n = PARAM_M, PARAM_I, PARAM_N
+    return (f"type({i}) is {t}.Tensor and {i}.dim() == 1 and {i}.device.type != 'meta' and type({m}) is int"
+            f" and {n} is not None and {m} >= {n}")
+
+
+def method_form(call: cst.Call, torch_name: str) -> bool:
+    """``I.bincount(minlength=M)``: the fallback keeps the method (a subclass may override it)."""
+    return isinstance(call.func, cst.Attribute) and code_of(call.func.value).strip() != torch_name
 
 
 def guarded(plan: Plan) -> str:
-    """The guarded replacement of the bincount call, as source. Inline, the indices are made
-    from x before minlength is read, as in the original."""
+    """The guarded replacement of the bincount call, as source. The indices are made first, then
+    the bound is read, then minlength, as the original read the indices before minlength::
+
+        (lambda _mend_x: (lambda _mend_i, _mend_n, _mend_m: COUNT if GUARD else FALLBACK)(
+            INDICES(_mend_x), BOUND(_mend_x), M))(X)                       # inline
+        (lambda _mend_i, _mend_n, _mend_m: ...)(I, BOUND(X), M)            # I bound the line before
+
+    The count is out of place (``zeros(m).scatter_add``): an in-place write into an unbatched
+    ``zeros`` fails under ``torch.func.vmap`` with batched indices (helper-52)."""
     t, m = plan.torch_name, code_of(plan.minlength).strip()
-    x, mm, i = PARAM_X, PARAM_M, PARAM_I
-    count = f"{t}.zeros({mm}, dtype={t}.int64, device={i}.device).scatter_add_(0, {i}, {t}.ones_like({i}))"
+    x, mm, i, n = PARAM_X, PARAM_M, PARAM_I, PARAM_N
+    count = f"{t}.zeros({mm}, dtype={t}.int64, device={i}.device).scatter_add(0, {i}, {t}.ones_like({i}))"
+    fallback = f"{i}.bincount(minlength={mm})" if method_form(plan.call, t) else f"{t}.bincount({i}, minlength={mm})"
     p = plan.inline or plan.local[1]
-    body = f"{count} if {guard_text(t, p)} else {t}.bincount({i}, minlength={mm})"
+    inner = f"(lambda {i}, {n}, {mm}: {count} if {guard_text(t)} else {fallback})"
     if plan.inline is not None:
-        return f"(lambda {x}: (lambda {i}, {mm}: {body})({p.text}, {m}))({code_of(p.x).strip()})"
-    return f"(lambda {i}, {mm}, {x}: {body})({code_of(plan.indices).strip()}, {m}, {p.x.value})"
+        return f"(lambda {x}: {inner}({p.text}, {bound_text(t, x, p)}, {m}))({code_of(p.x).strip()})"
+    return f"{inner}({code_of(plan.indices).strip()}, {bound_text(t, p.x.value, p)}, {m})"
 
 
 class _Mark(Replace):
@@ -70,7 +90,7 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     new = wrapper.module.visit(_Mark(plan.call, cst.parse_expression(text), ancestors[-1], f"# mend: {NAME} (was: {was})"))
     end = line + wrapper.module.code_for_node(node).strip("\n").count("\n")
     bound = plan.inline or plan.local[1]
-    detail = (f"`{was}` -> `zeros(minlength).scatter_add_` when the indices are 1-D and minlength an int of at least "
+    detail = (f"`{was}` -> `zeros(minlength).scatter_add` when the indices are 1-D and minlength an int of at least "
               f"{code_of(bound.x).strip()}{bound.bound} (the indices lie below it), else bincount")
     obligation = {"kind": "bincount-in-range", "torch": plan.torch_name, "expr": was, "mended": text,
                   "form": "inline" if plan.inline is not None else "local"}

@@ -26,7 +26,7 @@ PRODUCERS = {"argmax": (0, None, False), "argmin": (0, None, False), "max": (0, 
 FLATTEN = ("flatten", "view", "reshape")
 
 # the guarded lambda's parameters: a user's name spelled so would be captured (declined)
-PARAM_X, PARAM_M, PARAM_I = "_mend_x", "_mend_m", "_mend_i"
+PARAM_X, PARAM_M, PARAM_I, PARAM_N = "_mend_x", "_mend_m", "_mend_i", "_mend_n"
 
 GENERIC = UNFIXABLE_REASONS["dynamic-shape-op"]   # another dynamic-shape op: the category's own reason
 
@@ -272,5 +272,5 @@ def match(loc: Located) -> Match | Decline:
     if isinstance(plan, Decline):
         return plan
     where = "inline" if plan.inline is not None else f"`{plan.local[0]}`, bound on the line before"
-    return Match(NAME, f"bincount -> zeros(minlength).scatter_add_ ({where}: indices below the bounding dimension), "
+    return Match(NAME, f"bincount -> zeros(minlength).scatter_add ({where}: indices below the bounding dimension), "
                  "under a guard that keeps bincount unless minlength covers that dimension")

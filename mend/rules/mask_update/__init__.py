@@ -5,9 +5,28 @@ them back with ``index_put_``; on torch 2.13 both halves break the graph ("Dynam
 operator", counted twice at the line; ``x[mask] *= 2`` once). ``x[mask] = 0.0`` and
 ``x.masked_fill(mask, v)`` already trace without a break: the rule leaves them alone.
 
-The rewrite computes ``f`` on the whole tensor and selects, in place::
+The rewrite computes ``f`` on the whole tensor and selects, in place, under a guard that
+keeps the original statement wherever the two could differ::
 
-    x.copy_(torch.where(mask, f(x), x))
+    if type(x) is torch.Tensor and x.is_floating_point() and min(x.stride(), default=1) > 0
+            and type(mask) is torch.Tensor and mask.dtype == torch.bool
+            and mask.device == x.device and mask.shape == x.shape [and type(y) is torch.Tensor
+            and y.dtype == x.dtype, for each other operand y]:
+        x.copy_(torch.where(mask, f(x), x))  # mend: mask-update
+    else:
+        x[mask] = f(x[mask])                 # the original, as written
+
+(a mask written as a comparison is a bool of the broadcast shape: only the tensors it reads
+must be on ``x``'s device). An adversarial review (helper-51) found each clause's
+counterexample to the unguarded form, which the fix labelled safe: an expanded ``x`` (zero
+strides: ``index_put_`` warns and writes, ``copy_`` refuses overlapping memory), an int ``x``
+with a float ``f`` (``index_put_`` raises on the dtype mismatch, ``where`` promoted and
+``copy_`` truncated silently), a complex ``x`` (complex ``*`` is not correctly rounded: an ulp
+apart), a ``(B,)`` mask given for a ``(B, B)`` ``x`` (rows selected, ``where`` broadcast it over
+columns). Dynamo decides the guard at trace time, so it adds no break; ``mask-update-guarded``
+(a static screen of the mended file) re-reads it and the kept original. Still different:
+under ``torch.func.vmap`` the original raises (no batching rule for a boolean index) where the
+mended update runs.
 
 ``copy_`` keeps the original's aliasing: ``x`` is written in place, so a view of ``x``,
 the tensor ``x`` views, or another name bound to it see the same write (rebinding
@@ -76,7 +95,9 @@ dtype mismatch), and off the mask the gradient through ``f`` is finite
 Resting on an observation: an operand not read through the mask (``self.scale``) is a
 Python number (``mask-update-scalar``); its value is the observed one in the value model.
 
-Resting on a check: ``f`` is built only from exactly rounded elementwise operators that
+Resting on a check: the guarded form (``mask-update-guarded``, a static screen of the
+mended file: the guard's clauses, the in-place where as its body, the original statement as
+its ``else``). ``f`` is built only from exactly rounded elementwise operators that
 cannot raise (``mask-update-elementwise``, a screen of the mended expression), so that
 ``f(x)[mask]`` is ``f(x[mask])`` bit for bit.
 """
@@ -89,10 +110,10 @@ RULE = Rule(
     example_line=example_line,
     obligation_kinds=frozenset({"bool-predicate", "same-shape", "mask-leading-shape", "mask-update-elementwise",
                                 "untaken-side-cannot-raise", "mask-update-select", "mask-update-finite-gradient",
-                                "mask-update-scalar"}),
+                                "mask-update-scalar", "mask-update-guarded"}),
     required_kinds=frozenset({"bool-predicate", "same-shape", "mask-leading-shape", "mask-update-elementwise",
                               "untaken-side-cannot-raise", "mask-update-select", "mask-update-finite-gradient",
-                              "mask-update-scalar"}),
+                              "mask-update-scalar", "mask-update-guarded"}),
     needs_facts=True,
     fix_safety=FIX_SAFETY,
     doc=__doc__,

@@ -42,7 +42,10 @@ class Damp(nn.Module):
         self.scale = scale
 
     def forward(self, h):
-        h.copy_(torch.where(h > 0, h * self.scale, h))  # mend: mask-update (was: h[h > 0] *= self.scale)
+        if type(h) is torch.Tensor and h.is_floating_point() and min(h.stride(), default=1) > 0:
+            h.copy_(torch.where(h > 0, h * self.scale, h))  # mend: mask-update
+        else:
+            h[h > 0] *= self.scale
         return h
 ''',
     ),
@@ -58,7 +61,10 @@ def scale_positive(x, mask):
 
 
 def scale_positive(x, mask):
-    x.copy_(torch.where(mask, x * 2.0 + 1.0, x))  # mend: mask-update (was: x[mask] = x[mask] * 2.0 + 1.0)
+    if type(x) is torch.Tensor and x.is_floating_point() and min(x.stride(), default=1) > 0 and type(mask) is torch.Tensor and mask.dtype == torch.bool and mask.device == x.device and mask.shape == x.shape:
+        x.copy_(torch.where(mask, x * 2.0 + 1.0, x))  # mend: mask-update
+    else:
+        x[mask] = x[mask] * 2.0 + 1.0
     return x
 ''',
     ),
@@ -78,7 +84,10 @@ def boost(h):
 
 def boost(h):
     h = h + 1
-    h.copy_(torch.where(h > 1, h * 2, h))  # mend: mask-update (was: h[h > 1] *= 2)
+    if type(h) is torch.Tensor and h.is_floating_point() and min(h.stride(), default=1) > 0:
+        h.copy_(torch.where(h > 1, h * 2, h))  # mend: mask-update
+    else:
+        h[h > 1] *= 2
     return h - 1
 ''',
     ),
@@ -97,7 +106,10 @@ def mix(x, y, keep):
 
 def mix(x, y, keep):
     # keep the selected elements of y, clamped
-    x.copy_(th.where(keep, th.clamp(y - x, min=-1.0, max=1.0), x))  # mend: mask-update (was: x[keep] = th.clamp(y[keep] - x[keep], min=-1.0, max=1.0))
+    if type(x) is th.Tensor and x.is_floating_point() and min(x.stride(), default=1) > 0 and type(keep) is th.Tensor and keep.dtype == th.bool and keep.device == x.device and keep.shape == x.shape and type(y) is th.Tensor and y.dtype == x.dtype:
+        x.copy_(th.where(keep, th.clamp(y - x, min=-1.0, max=1.0), x))  # mend: mask-update
+    else:
+        x[keep] = th.clamp(y[keep] - x[keep], min=-1.0, max=1.0)
     return x
 ''',
     ),
@@ -113,7 +125,10 @@ def shrink(x, m):
 
 
 def shrink(x, m):
-    x.copy_(torch.where(m, x.clone() - (x.clone().abs() * 0.5), x))  # mend: mask-update (was: x[m] -= x[m].abs() * 0.5)
+    if type(x) is torch.Tensor and x.is_floating_point() and min(x.stride(), default=1) > 0 and type(m) is torch.Tensor and m.dtype == torch.bool and m.device == x.device and m.shape == x.shape:
+        x.copy_(torch.where(m, x.clone() - (x.clone().abs() * 0.5), x))  # mend: mask-update
+    else:
+        x[m] -= x[m].abs() * 0.5
     return x
 ''',
     ),
@@ -253,6 +268,8 @@ class Damp(nn.Module):
 ]
 
 NOOP_EXAMPLES: list[str] = [
+    # the rule's own output: the original statement kept as the guard's fallback is not rewritten again
+    FIX_EXAMPLES[1][1],
     # `x[m] = 0.0` and masked_fill trace without a break on torch 2.13: nothing to rewrite
     '''import torch
 

@@ -12,6 +12,42 @@ from mend.rules._common import Replace, code_of, dotted, statement_at
 from mend.rules.mask_update.screen import NAME, screen
 
 
+def guard_text(t: str, x: str, m: str, others: list[str], rows: bool = False) -> str:
+    """When the in-place ``torch.where`` writes what ``x[m] = f(x[m])`` writes (decided by
+    Dynamo at trace time: types, dtypes, strides and devices are guarded, no break); the
+    original statement runs otherwise. helper-51 found each clause's counterexample:
+
+    * ``x`` a real floating tensor, every operand read through the mask of its dtype: an int
+      ``x`` with ``f`` float made ``index_put_`` raise (a dtype mismatch) where ``where`` promotes
+      and ``copy_`` truncates silently; complex ``*`` is not correctly rounded, so ``f(x)[m]`` and
+      ``f(x[m])`` differed by an ulp;
+    * no zero stride (``min(x.stride(), default=1) > 0``): ``index_put_`` into an expanded tensor
+      warns and writes, ``copy_`` raises (overlapping memory: exactly its check, zero strides);
+    * the mask a plain bool tensor of ``x``'s shape (the row form: its leading sizes) on ``x``'s
+      device: a ``(B,)`` mask given for a ``(B, B)`` ``x`` selects rows, ``where`` broadcasts it
+      over columns; a uint8/long mask indexes positions; indexing accepts a CPU mask for a CUDA
+      ``x``, ``where`` does not. A mask written as a comparison is a bool of the broadcast shape;
+      the tensors it reads must be on ``x``'s device."""
+    same = "".join(f" and type({y}) is {t}.Tensor and {y}.dtype == {x}.dtype" for y in others)
+    if dotted(cst.parse_expression(m)) is not None:
+        shape = f"{x}.shape[:{m}.dim()]" if rows else f"{x}.shape"
+        mask = (f" and type({m}) is {t}.Tensor and {m}.dtype == {t}.bool and {m}.device == {x}.device"
+                f" and {m}.shape == {shape}")
+    else:   # a comparison of names and numbers: every tensor it reads on x's device (read once more)
+        names = [n for n in dict.fromkeys(_names(cst.parse_expression(m))) if n != x]
+        mask = "".join(f" and (type({n}) is not {t}.Tensor or {n}.device == {x}.device)" for n in names)
+    return (f"type({x}) is {t}.Tensor and {x}.is_floating_point() and min({x}.stride(), default=1) > 0"
+            f"{mask}{same}")
+
+
+def _names(node: cst.CSTNode) -> list[str]:
+    """The dotted names an expression reads (``self.keep``, ``m``), outermost first."""
+    name = dotted(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
+    if name is not None:
+        return [name]
+    return [n for child in node.children for n in _names(child)]
+
+
 def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     """The module with the masked update on ``line`` as an in-place ``torch.where``, or a Decline."""
     return _rewrite(module, line, rows=False)
@@ -42,8 +78,13 @@ def _rewrite(module: cst.Module, line: int, rows: bool) -> RewriteResult | Decli
         return None
     sel = f"{m}.reshape({m}.shape + (1,) * ({x}.dim() - {m}.dim()))" if rows else m
     was = code_of(node).strip()
-    new = cst.parse_statement(f"{x}.copy_({t}.where({sel}, {f}, {x}))  # mend: mask-update (was: {was})\n")
-    new = new.with_changes(leading_lines=plan.line.leading_lines)
+    guard = guard_text(t, x, m, [y for y in plan.operands if y != x], rows)
+    # the original statement, as written, where the guard fails
+    kept = plan.line.with_changes(leading_lines=[])
+    new = cst.parse_statement(f"if {guard}:\n    {x}.copy_({t}.where({sel}, {f}, {x}))  # mend: mask-update\n"
+                              f"else:\n    pass\n")
+    new = new.with_changes(leading_lines=plan.line.leading_lines,
+                           orelse=new.orelse.with_changes(body=new.orelse.body.with_changes(body=[kept])))
     new_module = wrapper.module.visit(Replace(plan.line, new))
     obligations = [
         {"kind": "bool-predicate", "pred": m},
@@ -56,6 +97,10 @@ def _rewrite(module: cst.Module, line: int, rows: bool) -> RewriteResult | Decli
         # elementwise claims: the element a row mask selects is the one its broadcast selects
         {"kind": "mask-update-select", "pred": m, "expr": f, "target": x},
         {"kind": "mask-update-finite-gradient", "guard": m, "expr": f},
+        {"kind": "mask-update-guarded", "target": x, "pred": m, "expr": f, "selection": sel, "torch": t, "rows": rows,
+         "operands": [y for y in plan.operands if y != x], "original": was},
     ]
     return RewriteResult(new_module.code, (line, line),
-                         f"`{was}` -> `{x}.copy_({t}.where({sel}, {f}, {x}))`", obligations)
+                         f"`{was}` -> `{x}.copy_({t}.where({sel}, {f}, {x}))` under a guard (a plain floating tensor "
+                         "without zero strides, operands of its dtype, the mask on its device), the original "
+                         "otherwise", obligations)

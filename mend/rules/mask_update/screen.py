@@ -207,6 +207,17 @@ class _Lift:
         return None if first is None else node.with_changes(args=[args[0].with_changes(value=first), *args[1:]])
 
 
+def _guarded_fallback(ancestors: list[cst.CSTNode]) -> bool:
+    """The statement is the ``else`` of an ``if`` whose body is a mask-update rewrite."""
+    for i, node in enumerate(ancestors):
+        if isinstance(node, cst.If) and isinstance(node.orelse, cst.Else) and i + 1 < len(ancestors) \
+                and ancestors[i + 1] is node.orelse:
+            first = node.body.body[0] if node.body.body else None
+            comment = getattr(getattr(first, "trailing_whitespace", None), "comment", None)
+            return comment is not None and comment.value.startswith(f"# mend: {NAME}")
+    return False
+
+
 def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
     """The rewrite plan for the statement ``node`` at a break site, or why it is declined."""
     if not is_mask_statement(node):
@@ -220,6 +231,9 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
         return Decline(NAME, "the update shares its line with other statements")
     if parent.trailing_whitespace.comment is not None:
         return Decline(NAME, "a comment on the update's line would be dropped")
+    if _guarded_fallback(ancestors):
+        return Decline(NAME, "the update is the fallback of a guarded mask-update rewrite (it runs only where the "
+                             "in-place torch.where would not write the same)")
     if not any(isinstance(a, cst.FunctionDef) for a in ancestors):
         return Decline(NAME, "the update is not inside a function")
     sub = node.target if isinstance(node, cst.AugAssign) else node.targets[0].target

@@ -7,6 +7,23 @@ carries the marker ``mend-trap:<module>:<table>.<id>`` as its message, and
 :mod:`mend.validation_runtime` (``install(model)``) turns the ``RuntimeError`` carrying
 that marker back into ``E(msg)`` where the call returns, outside the compiled region.
 
+The condition is bound to a local where the check read it, and only a one-element plain CPU
+tensor goes into the graph; anything else runs the original check, unchanged::
+
+    _mend_cond = C
+    if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu':
+        torch._assert_async(torch.logical_not(_mend_cond), MARKER)   # `if not C`: (_mend_cond, MARKER)
+    elif _mend_cond:                                                  # `if not C`: elif not _mend_cond:
+        raise E(msg)                                                  # the original raise, as written
+
+(``assert not C, msg`` the same inside ``if __debug__:``, its fallback ``assert not _mend_cond,
+msg``). Dynamo decides the guard at trace time, so it adds no break. helper-50 found the
+unguarded form changed behaviour on inputs unlike the example: a Python number (``if scale < 0``
+called with ``0.5``: ``_assert_async`` raised TypeError) and a condition of several elements
+(Python raised "Boolean value of Tensor with more than one value is ambiguous", Inductor's
+``_assert_async`` returned). ``guarded-check`` (a static screen of the mended file) re-reads
+the local, the guard, the asserted truth and the fallback from it.
+
 Measured on torch 2.13 (CPU): ``_assert_async`` raises ``RuntimeError(msg)`` with the
 message intact in eager and under the eager, aot_eager and inductor backends (also with
 ``dynamic=True``, ``fullgraph=True``, ``cpp_wrapper``). The marker is exact there; on CUDA
@@ -16,9 +33,9 @@ the restore is CPU-only (an obligation of every fix).
 ``torch._assert(C, "literal")`` on a tensor ``C`` is ``if not C: raise AssertionError("literal")``
 (torch/__init__.py, not stripped by ``python -O``); Dynamo breaks on the call ("Data dependent
 operator"). It becomes ``(lambda _mend_c: torch._assert_async(_mend_c, MARKER) if type(_mend_c)
-is torch.Tensor and _mend_c.numel() == 1 else torch._assert(_mend_c, "literal"))(C)``: a Python
-bool, a tensor subclass (``__torch_function__``) or a tensor of several elements keeps the
-call (an adversarial review found each changed by a first version, which had also assumed
+is torch.Tensor and _mend_c.numel() == 1 and _mend_c.device.type == 'cpu' else torch._assert(_mend_c,
+"literal"))(C)``: a Python bool, a tensor subclass (``__torch_function__``), a tensor of several
+elements or one off the CPU keeps the call (an adversarial review found each changed by a first version, which had also assumed
 ``-O`` stripped it). Positional arguments only; a message that is not a string literal declines.
 
 ``assert T.item() <op> E`` (xlm/flaubert ``get_masks``: ``assert lengths.max().item() <= slen``;
@@ -112,7 +129,9 @@ as stated assumptions, each shown by a review model: a helper writing state only
 shapes, a parent module compiled around the model, a finalizer on a class defined in another
 file, ``lengths`` passed as a numpy array in eager mode (``_assert_async`` wants a tensor), and
 meta-device tensors (outside ``cpu-only``).
-The code after a passing check computes the same result (``same-result-when-passing``); the
+For ``if``/``raise`` and ``assert not``, the check goes into the graph only for a one-element
+plain CPU tensor, the original check running otherwise (``guarded-check``, a static screen of
+the mended file). The code after a passing check computes the same result (``same-result-when-passing``); the
 exception is restored at the call boundary from the trap table entry (``restore-at-boundary``);
 the tensors at the check are on the CPU (``cpu-only``, observed); and the first failing check
 in program order is reported
@@ -123,7 +142,8 @@ Never inference-only: a check has no gradient.
 """
 
 OBLIGATION_KINDS = frozenset({"raises-iff-original", "same-result-when-passing", "first-failure-wins",
-                              "restore-at-boundary", "state-unchanged-on-raise", "condition-is-tensor", "cpu-only"})
+                              "restore-at-boundary", "state-unchanged-on-raise", "condition-is-tensor", "cpu-only",
+                              "guarded-check"})
 
 RULE = Rule(
     name=NAME,
@@ -132,7 +152,7 @@ RULE = Rule(
     rewrite=rewrite,
     example_line=example_line,
     obligation_kinds=OBLIGATION_KINDS,
-    required_kinds=frozenset({"state-unchanged-on-raise"}),
+    required_kinds=frozenset({"state-unchanged-on-raise", "guarded-check"}),
     needs_facts=True,
     fix_safety=FIX_SAFETY,
     doc=__doc__,

@@ -40,10 +40,16 @@ _MEND_TRAPS = {
 
 def check(shapes, seq_len):
     # the encoder must see every level
-    torch._assert_async(
-        (shapes[:, 0] * shapes[:, 1]).sum() == seq_len,
-        f"mend-trap:{__name__}:_MEND_TRAPS.a95c7a120d13",
-    )
+    _mend_cond = (shapes[:, 0] * shapes[:, 1]).sum() != seq_len
+    if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu':
+        torch._assert_async(
+            torch.logical_not(_mend_cond),
+            f"mend-trap:{__name__}:_MEND_TRAPS.a95c7a120d13",
+        )
+    elif _mend_cond:
+        raise ValueError(
+            "Make sure to align the spatial shapes with the sequence length"
+        )
     return shapes.sum()
 ''',
     ),
@@ -72,7 +78,11 @@ _MEND_TRAPS = {
 
 class Scale:
     def forward(self, x):
-        torch._assert_async((x >= 0).all(), f"mend-trap:{__name__}:_MEND_TRAPS.5a336280999b")
+        _mend_cond = (x >= 0).all()
+        if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu':
+            torch._assert_async(_mend_cond, f"mend-trap:{__name__}:_MEND_TRAPS.5a336280999b")
+        elif not _mend_cond:
+            raise ValueError("inputs must be non-negative")
         return x.sqrt() * sqrt(2.0)
 ''',
     ),
@@ -96,10 +106,14 @@ _MEND_TRAPS = {
 
 def forward(x):
     if __debug__:
-        torch._assert_async(
-            torch.logical_not(torch.isnan(x).any()),
-            f"mend-trap:{__name__}:_MEND_TRAPS.df2b3e53d6cf",
-        )
+        _mend_cond = torch.isnan(x).any()
+        if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu':
+            torch._assert_async(
+                torch.logical_not(_mend_cond),
+                f"mend-trap:{__name__}:_MEND_TRAPS.df2b3e53d6cf",
+            )
+        else:
+            assert not _mend_cond, "NaN in input"
     return x * 2
 ''',
     ),
@@ -127,10 +141,14 @@ _MEND_TRAPS = 3
 
 
 def forward(x):
-    torch._assert_async(
-        torch.logical_not(x.abs().max() > 1e4),
-        f"mend-trap:{__name__}:_MEND_TRAPS_1.dcd377fca00b",
-    )
+    _mend_cond = x.abs().max() > 1e4
+    if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu':
+        torch._assert_async(
+            torch.logical_not(_mend_cond),
+            f"mend-trap:{__name__}:_MEND_TRAPS_1.dcd377fca00b",
+        )
+    elif _mend_cond:
+        raise OverflowError
     return x
 ''',
     ),
@@ -163,7 +181,14 @@ _MEND_TRAPS = {
 
 class Block(torch.nn.Module):
     def forward(self, x, mask):
-        torch._assert_async(mask.sum() != 0, f"mend-trap:{__name__}:_MEND_TRAPS.cfb23de8c9ea")
+        _mend_cond = mask.sum() == 0
+        if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu':
+            torch._assert_async(
+                torch.logical_not(_mend_cond),
+                f"mend-trap:{__name__}:_MEND_TRAPS.cfb23de8c9ea",
+            )
+        elif _mend_cond:
+            raise ValueError("the mask selects nothing")
         return x * mask
 ''',
     ),
@@ -284,7 +309,7 @@ class Encoder(nn.Module):
     # ("Data dependent operator"); anything but a one-element plain tensor keeps the call
     (
         'import torch\n\n\ndef check_lengths(x, lengths):\n    torch._assert((lengths > 0).all(), "lengths must be positive")\n    return x.sum(1) / lengths\n',
-        'import torch\n\n# mend: exceptions of checks rewritten into torch._assert_async, restored where the call returns\n# by mend.validation_runtime.install(model).\n_MEND_TRAPS = {\n    "6bee0e236287": lambda: AssertionError("lengths must be positive"),\n}\n\n\ndef check_lengths(x, lengths):\n    (lambda _mend_c: torch._assert_async(_mend_c, f"mend-trap:{__name__}:_MEND_TRAPS.6bee0e236287") if type(_mend_c) is torch.Tensor and _mend_c.numel() == 1 else torch._assert(_mend_c, "lengths must be positive"))((lengths > 0).all())\n    return x.sum(1) / lengths\n',
+        'import torch\n\n# mend: exceptions of checks rewritten into torch._assert_async, restored where the call returns\n# by mend.validation_runtime.install(model).\n_MEND_TRAPS = {\n    "6bee0e236287": lambda: AssertionError("lengths must be positive"),\n}\n\n\ndef check_lengths(x, lengths):\n    (lambda _mend_c: torch._assert_async(_mend_c, f"mend-trap:{__name__}:_MEND_TRAPS.6bee0e236287") if type(_mend_c) is torch.Tensor and _mend_c.numel() == 1 and _mend_c.device.type == \'cpu\' else torch._assert(_mend_c, "lengths must be positive"))((lengths > 0).all())\n    return x.sum(1) / lengths\n',
         5,
     ),
 ]

@@ -10,7 +10,7 @@ from libcst.metadata import (BuiltinScope, ClassScope, GlobalScope, MetadataWrap
                              PositionProvider, ScopeProvider)
 
 from mend.rules._base import Decline, RewriteResult
-from mend.rules._common import Replace, add_import, code_of as _code, dotted as _dotted
+from mend.rules._common import Replace, add_import, code_of as _code, dotted as _dotted, fresh_local
 from mend.rules.predicated_validation.fresh import fresh_guard, guarded_body
 from mend.rules.predicated_validation.screen import MARKER, NAME, TABLE, _message, _screen
 
@@ -107,6 +107,44 @@ def _insert_table(module: cst.Module, stmt: cst.SimpleStatementLine) -> cst.Modu
     return module.with_changes(body=body)
 
 
+GUARDED = "_mend_cond"   # the local the guarded forms bind the condition to (fresh in the function)
+
+
+def guard_text(local: str) -> str:
+    """The runtime test under which the check runs inside the graph (decided by Dynamo at trace
+    time: type, element count and device are guarded, so it adds no break)."""
+    return f"type({local}) is torch.Tensor and {local}.numel() == 1 and {local}.device.type == 'cpu'"
+
+
+def _guarded(plan, local: str, marker: str, indent: int) -> list | cst.If:
+    """The guarded form of ``if C: raise E(msg)`` (a list of two statements: bind, then test) or of
+    ``assert not C, msg`` (the same inside ``if __debug__:``)::
+
+        L = C
+        if type(L) is torch.Tensor and L.numel() == 1 and L.device.type == 'cpu':
+            torch._assert_async(torch.logical_not(L), MARKER)    # `if not C`: (L, MARKER)
+        elif L:                                                  # `if not C`: elif not L:
+            raise E(msg)                                         # the original raise, verbatim
+    """
+    holds = f"torch.logical_not({local})" if plan.raise_if_true else local
+    call = f"torch._assert_async({holds}, {marker})"
+    if indent + 4 + len(call) > 100:  # one argument a line, as black would
+        call = f"torch._assert_async(\n        {holds},\n        {marker},\n    )"
+    failing = local if plan.raise_if_true else f"not {local}"
+    if plan.form == "if-raise":
+        fallback = f"elif {failing}:\n    raise _\n"
+    else:
+        msg = plan.stmt.body[0].msg
+        fallback = f"else:\n    assert not {local}" + (f", {_code(msg)}" if msg is not None else "") + "\n"
+    bind = cst.parse_statement(f"{local} = {_code(plan.core)}\n")
+    test = cst.parse_statement(f"if {guard_text(local)}:\n    {call}\n{fallback}")
+    if plan.form == "if-raise":   # the original raise statement, layout kept
+        test = test.with_changes(orelse=test.orelse.with_changes(body=plan.stmt.body))
+        return [bind.with_changes(leading_lines=plan.stmt.leading_lines), test]
+    return cst.If(test=cst.Name("__debug__"), body=cst.IndentedBlock([bind, test]),
+                  leading_lines=plan.stmt.leading_lines)
+
+
 def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     """Rewrite the check reported at ``line`` of ``module`` (see the module docstring)."""
     wrapper = MetadataWrapper(module)
@@ -149,15 +187,22 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     indent = pos[plan.stmt].start.column + (4 if plan.form == "assert" else 0)
     if indent + len(_code(call)) > 100:  # one argument a line, as black would
         call = cst.parse_expression(f"torch._assert_async(\n    {_code(plan.holds)},\n    {marker},\n)")
-    if plan.call is not None:   # torch._assert: anything but a one-element plain tensor keeps the call
+    holds = _code(plan.holds)
+    local = None
+    if plan.call is not None:   # torch._assert: anything but a one-element plain CPU tensor keeps the call
         kept = plan.call.with_changes(args=[plan.call.args[0].with_changes(value=cst.Name("_mend_c")),
                                             plan.call.args[1]])
         call = cst.parse_expression(
             f"(lambda _mend_c: torch._assert_async(_mend_c, {marker}) if type(_mend_c) is torch.Tensor and "
-            f"_mend_c.numel() == 1 else {_code(kept)})({_code(plan.holds)})")
-        new: cst.CSTNode = cst.SimpleStatementLine([cst.Expr(call)], leading_lines=plan.stmt.leading_lines)
-    elif plan.form == "if-raise":
-        new = cst.SimpleStatementLine([cst.Expr(call)], leading_lines=plan.stmt.leading_lines)
+            f"_mend_c.numel() == 1 and _mend_c.device.type == 'cpu' else {_code(kept)})({holds})")
+        new: cst.CSTNode | list = cst.SimpleStatementLine([cst.Expr(call)], leading_lines=plan.stmt.leading_lines)
+    elif plan.items is None:
+        # `if C: raise E(msg)`, `assert not C`: C is bound to a local where the check read it, and
+        # only a one-element plain CPU tensor goes into the graph; anything else (a Python number,
+        # several elements, a subclass, another device: helper-50) runs the original check
+        local = fresh_local(plan.function, GUARDED)
+        holds = f"torch.logical_not({_code(plan.core)})" if plan.raise_if_true else _code(plan.core)
+        new = _guarded(plan, local, marker, indent)
     else:  # `python -O` strips asserts; so does `if __debug__:`
         new = cst.If(test=cst.Name("__debug__"), body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Expr(call)])]),
                      leading_lines=plan.stmt.leading_lines)
@@ -167,7 +212,7 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
         why = f"the check below is in the graph only for a `{guard.name}` made here, in eval mode"
         tree = tree.visit(Replace(plan.function, guarded_body(plan.function, plan.stmt, new, guard, why)))
     else:
-        tree = tree.visit(Replace(plan.stmt, new))
+        tree = tree.visit(Replace(plan.stmt, cst.FlattenSentinel(new) if isinstance(new, list) else new))
 
     entry = (f'"{key}"', f"lambda: {exc_code}")
     existing = _tables(tree).get(table)
@@ -189,11 +234,14 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     what = "assert" if plan.form == "assert" else "if/raise"
     detail = (f"{what} -> torch._assert_async(..., marker {table}.{key}); {plan.exc_name} restored outside the "
               f"graph by mend.validation_runtime.install(model)" + (
+                  f"; the condition bound to `{local}`, the original check kept unless it is a one-element CPU "
+                  "tensor" if local else "") + (
                   f"; only when `{guard.name}` is made in this call (`{guard.made[:60]}`), the original check "
                   f"kept for one passed in" if guard is not None else ""))
     obligations = [
         {"kind": "raises-iff-original", "exception": plan.exc_name, "message": message, "args": plan.args,
-         "raises_when": _code(plan.fails_when), "asserts": _code(plan.holds), "trap": f"{table}.{key}",
+         "raises_when": _code(plan.fails_when), "asserts": holds, "trap": f"{table}.{key}",
+         **({"guarded": local} if local else {}),
          **({"items": plan.items, "numbers": plan.numbers,
              "note": "the original reads the tensors on the host (`.item()`: an integer's value, a float's value "
                      "widened to float64) and compares Python numbers exactly; the mended check compares tensors "
@@ -212,7 +260,10 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
          **({"fresh": {"name": guard.name, "made": guard.made, "flag": guard.flag, "keywords": guard.keywords}}
             if guard is not None else {})},
         {"kind": "condition-is-tensor",
-         "note": "the condition must be a one-element tensor; a Python bool makes _assert_async raise TypeError"},
+         "note": "the condition must be a one-element tensor; a Python bool makes _assert_async raise TypeError"
+                 + ("; elsewhere the runtime guard keeps the original check" if local else "")},
+        *([{"kind": "guarded-check", "local": local, "condition": _code(plan.core), "raises_when": _code(plan.fails_when),
+            "raise_if_true": plan.raise_if_true, "trap": f"{table}.{key}"}] if local else []),
         {"kind": "cpu-only",
          "note": "on CUDA _assert_async drops the message and raises a fatal device-side assert (pytorch#131491)"},
     ]

@@ -36,6 +36,8 @@ class _Plan:
     items: list = None             # the tensors read through `.item()` (source), when the condition has them
     numbers: list = None           # the other operands of those comparisons (source)
     call: cst.Call | None = None   # `torch._assert(C, "msg")`: kept for anything but a one-element tensor
+    core: cst.BaseExpression | None = None  # the condition without its `not`s (what the guarded local holds)
+    raise_if_true: bool = True     # the check fails when `core` is truthy (`if C: raise`, `assert not C`)
 
 
 
@@ -324,6 +326,9 @@ def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
         if node.msg is not None:
             exc = exc.with_changes(args=[cst.Arg(node.msg)])
     core, negated = _strip_not(test)
+    if isinstance(core, cst.Name) and core.value.startswith("_mend_"):
+        return Decline(NAME, f"the check tests `{core.value}`, a local mend bound: it is the fallback of a guarded "
+                             "rewrite, run only where the condition is not a one-element CPU tensor")
     items = numbers = None
     if m.findall(test, m.Call(func=m.Attribute(attr=m.Name("item")))):  # the break is the host read itself
         form_ = _item_form(core)
@@ -358,6 +363,10 @@ def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
     why = surroundings(function, ancestors, inner, module)
     if why is not None:
         return Decline(NAME, why)
+    if items is None and not via_call and m.findall(
+            function, m.Call(func=m.Name("locals") | m.Name("vars") | m.Name("eval") | m.Name("exec"))):
+        return Decline(NAME, "the function reads its own locals (`locals()`, `vars()`, `eval`, `exec`): binding the "
+                             "condition to a new local, as the guarded rewrite does, would show there")
     fails_is_true = (form == "if-raise") != negated  # raise when `core` is truthy?
     cond = tensor_core if items is not None else core
     holds = _negate(cond) if fails_is_true else cond
@@ -366,7 +375,7 @@ def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
         fails_when = core if negated else cst.UnaryOperation(cst.Not(), core.with_changes(
             lpar=[cst.LeftParen()], rpar=[cst.RightParen()]))
     return _Plan(stmt, function, form, test, fails_when, holds, exc, exc_name, args, items, numbers,
-                 node.value if via_call else None)
+                 node.value if via_call else None, core, fails_is_true)
 
 
 _GLOBAL_SETTERS = {"set_grad_enabled", "_set_grad_enabled", "set_autocast_enabled", "set_default_dtype",

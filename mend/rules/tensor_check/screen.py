@@ -9,7 +9,8 @@ import libcst.matchers as m
 
 from mend.locate import Located
 from mend.rules._base import Decline, Match
-from mend.rules._common import code_of, dotted, enclosing_handler, state_change, torch_aliases, torch_name
+from mend.rules._common import (code_of, dotted, enclosing_handler, fresh_local, state_change, torch_aliases,
+                                torch_name)
 from mend.rules._in_graph_checks import caller_screen, surroundings
 
 NAME = "tensor-check"
@@ -36,11 +37,8 @@ class Plan:
 
 
 def fresh_name(function: cst.FunctionDef) -> str:
-    """``_mend_check_cond``, or ``_mend_check_cond_2``, ``_3``... : the first that the function
-    (nested scopes included) never names, so a second check of the same function gets its own
-    local (helper-47: the second was declined, "already uses the name")."""
-    used = {n.value for n in m.findall(function, m.Name())}
-    return next(name for name in (HOISTED, *(f"{HOISTED}_{i}" for i in range(2, 10_000))) if name not in used)
+    """``_mend_check_cond``, or ``_mend_check_cond_2``, ``_3``... (:func:`fresh_local`)."""
+    return fresh_local(function, HOISTED)
 
 
 def _constant_message(arg: cst.Arg) -> str | None:
