@@ -83,7 +83,10 @@ UNFIXABLE_REASONS = {
                    "keeping it a tensor needs a manual change (or capture_scalar_outputs=True with torch._check)",
     "dynamic-shape-op": "the operator's output shape depends on tensor values; it traces only with "
                         "capture_dynamic_output_shape_ops=True, which changes every shape downstream",
-    "numpy": "the NumPy call has no traceable PyTorch equivalent that keeps its random stream or dtype",
+    "numpy": "Dynamo traces NumPy as tensors and this call's value leaves the graph (or NumPy draws from its own "
+             "random stream); no rule rewrites this call: numpy-constants takes np.sum/prod/lcm/gcd of Python ints "
+             "whose result sizes an allocation, a reshape's shape, range() or int(), and dead-host-work a draw "
+             "whose value is unused in eval",
     "generator": "the module keeps a Python iterator/generator whose state advances per call; the graph cannot own it",
     "unsupported-builtin": "the call (wall clock, Python RNG, global seeding, a tensor's storage address "
                            "`data_ptr()`, a skipped library function) has effects or a value Dynamo cannot trace "

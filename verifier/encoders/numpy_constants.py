@@ -335,8 +335,8 @@ _ALLOC = ("zeros", "ones", "empty", "full")
 
 
 def consumer_of(call: ast.Call, parents: dict, np_names: set[str], torch_names: set[str]) -> tuple[str, str] | None:
-    """(library, consumer) when the guarded ``call`` only sizes an allocation or is the
-    argument of ``range()`` / ``int()``, else None."""
+    """(library, consumer) when the guarded ``call`` only sizes an allocation, is an element of
+    ``torch.reshape``'s shape sequence, or is the argument of ``range()`` / ``int()``, else None."""
     parent = parents.get(id(call))
     holder, node = None, call
     if isinstance(parent, (ast.Tuple, ast.List)):
@@ -355,6 +355,9 @@ def consumer_of(call: ast.Call, parents: dict, np_names: set[str], torch_names: 
     root, _, last = name.rpartition(".")
     if root in np_names and last in _ALLOC and (position == 0 or kw == "shape"):
         return "numpy", last
+    if root in torch_names and last == "reshape":
+        # an element of the shape sequence (perceiver: `torch.reshape(x, [b, np.prod(x.shape[1:-1]), c])`)
+        return ("torch", "reshape") if holder == "sequence" and (position == 1 or kw == "shape") else None
     if root in torch_names and last in _ALLOC:
         # a bare number is a size only as one of zeros/ones/empty's positional sizes; `full`'s
         # size and the `size=` keyword want a sequence (TypeError naming the type otherwise)
@@ -445,6 +448,10 @@ def _observe(lib: str, fn: str) -> str | None:
             f = getattr(np, fn)
             extra = (1.5,) if fn == "full" else ()
             pairs = [(f((2, n), *extra), f((2, i), *extra)), (f(n, *extra), f(i, *extra))]
+        elif lib == "torch" and fn == "reshape":
+            t = torch.arange(2.0 * i)
+            pairs = [(torch.reshape(t, (2, n)), torch.reshape(t, (2, i))), (torch.reshape(t, [n, 2]),
+                                                                            torch.reshape(t, [i, 2]))]
         elif lib == "torch":
             f = getattr(torch, fn)
             pairs = [(f((2, n), 1.5), f((2, i), 1.5))] if fn == "full" else [(f((2, n)), f((2, i))), (f(2, n), f(2, i))]

@@ -229,8 +229,6 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
     parent = ancestors[-1] if ancestors else None
     if not isinstance(parent, cst.SimpleStatementLine) or len(parent.body) != 1:
         return Decline(NAME, "the update shares its line with other statements")
-    if parent.trailing_whitespace.comment is not None:
-        return Decline(NAME, "a comment on the update's line would be dropped")
     if _guarded_fallback(ancestors):
         return Decline(NAME, "the update is the fallback of a guarded mask-update rewrite (it runs only where the "
                              "in-place torch.where would not write the same)")

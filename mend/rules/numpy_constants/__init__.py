@@ -48,7 +48,9 @@ Traps, each handled:
   arithmetic), so numpy and Python give the same value.
 * the result's type: ``np.int64`` before, ``int`` after. Only consumers that treat both
   alike are admitted: the shape of ``np.zeros/ones/empty/full`` and the size of
-  ``torch.zeros/ones/empty/full``, ``range()``, ``int()``. Arithmetic (``np.int64`` wraps and
+  ``torch.zeros/ones/empty/full``, an element of ``torch.reshape``'s shape sequence (perceiver's
+  ``torch.reshape(x, [b, np.prod(x.shape[1:-1]), c])``; a bare number there declines),
+  ``range()``, ``int()``. Arithmetic (``np.int64`` wraps and
   divides by zero without raising), comparisons, assignments (later code may test
   ``isinstance(x, np.integer)``) and a returned value are declined.
 * a local: ``width = np.sum(plan)`` on one line, ``torch.zeros(n, width)`` on a later one (the

@@ -16,6 +16,24 @@ def example_line(source: str) -> int:
 
 
 FIX_EXAMPLES: list[tuple] = [
+    # transformers perceiver (modeling_perceiver.py:2292): an element of torch.reshape's shape sequence reads
+    # np.int64 and int alike (through __index__; observed by the verifier's probe)
+    (
+        '''import numpy as np
+import torch
+
+
+def flatten_index_dims(x):
+    return torch.reshape(x, [x.shape[0], np.prod(x.shape[1:-1]), x.shape[-1]])
+''',
+        '''import numpy as np
+import torch; import math
+
+
+def flatten_index_dims(x):
+    return torch.reshape(x, [x.shape[0], (lambda v: math.prod(v) if (type(v) is list or type(v) is tuple or type(v) is torch.Size) and 0 < len(v) < 2**31 and all([type(e) is int and 0 < e < 2**31 for e in v]) and math.prod(v) < 2**63 else np.prod(v))(x.shape[1:-1]), x.shape[-1]])  # mend: numpy-constants (was: np.prod(x.shape[1:-1]))
+''',
+    ),
     # big_bird / bigbird_pegasus `_bigbird_block_rand_mask_with_head` (modeling_big_bird.py:907): the
     # real site; the slice may be empty, the plan may hold numpy ints: the guard keeps np.sum then
     (
@@ -63,6 +81,14 @@ FIX_EXAMPLES: list[tuple] = [
     ),
 ]
 DECLINE_EXAMPLES: list[DeclineExample | tuple] = [
+    # torch.reshape's shape is a sequence: a bare number there is not what the rule admits
+    DeclineExample('''import numpy as np
+import torch
+
+
+def f(x, dims):
+    return torch.reshape(x, np.prod(dims))
+''', "an argument of `torch.reshape`", line=6),
     # a local read elsewhere as a number: `type(width)` would see int where it saw np.int64
     DeclineExample('''import numpy as np
 import torch

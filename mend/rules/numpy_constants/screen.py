@@ -92,6 +92,10 @@ def _alloc(call: cst.Call, arg: cst.Arg, np_names: set[str], torch_names: set[st
         if (arg.keyword is None and not arg.star and positional and positional[0] is arg) or (
                 arg.keyword is not None and arg.keyword.value == "shape"):
             return f"the shape of {name}"
+    if root in torch_names and rest == "reshape" and ((arg.keyword is None and not arg.star and len(positional) > 1
+                                                       and positional[1] is arg) or (
+            arg.keyword is not None and arg.keyword.value == "shape")):
+        return f"the shape sequence of {name}"    # an element of it only (perceiver's np.prod of sizes)
     if root in torch_names and rest in TORCH_ALLOC:
         if rest == "full" and arg.keyword is None and not arg.star and positional and positional[0] is arg:
             return f"the size of {name}"
@@ -120,8 +124,9 @@ def _consumer(node: cst.CSTNode, parents: dict[int, cst.CSTNode], np_names: set[
             what = _alloc(call, parent, np_names, torch_names)
             # a bare number is a torch size only as a positional size of zeros/ones/empty: `full`'s
             # size and `size=` want a sequence, and their TypeError names the type (a review)
-            bare_torch_ok = not (what or "").startswith("the size of") or (
-                parent.keyword is None and not (dotted(call.func) or "").endswith(".full"))
+            bare_torch_ok = not (what or "").startswith(("the size of", "the shape sequence of")) or (
+                (what or "").startswith("the size of") and parent.keyword is None
+                and not (dotted(call.func) or "").endswith(".full"))
             if what and bare_torch_ok:
                 return what, what
             name = dotted(call.func) or ""
