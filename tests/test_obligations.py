@@ -427,6 +427,7 @@ CHECKS_TESTED_WITH_THEIR_RULE = {
     "guard-hoisted": "test_rule_setup_guard.py", "guard-read-plain": "test_rule_setup_guard.py",
     "guarded-check": "test_rule_predicated_validation.py",
     "mask-update-guarded": "test_rule_mask_update.py",
+    "scalar-local-screened": "test_rule_scalar_tensor.py",
 }
 
 

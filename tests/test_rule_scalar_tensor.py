@@ -220,3 +220,33 @@ def test_fixed_after_another_rewrite_and_with_a_bare_slice_bound():
     res = fix(str(FIXTURES / "scalar_after_print.py"), unsafe_fixes=True, max_examples=4)
     assert sorted(r.rule for r in res.rewrites) == ["deferred-side-effects", "scalar-tensor"], res.declined
     assert res.after.graph_count == 1
+
+
+# --- the local form: `L = torch.tensor(E)` in the function that uses L ------------------------
+
+def test_local_form_fixed_end_to_end(tmp_path):
+    """helper-53's k2a: ``w = torch.tensor(self.window); x[:, -w:]`` made Dynamo skip the frame
+    (0 graphs); the binding becomes ``w = self.window``: one graph, the same outputs."""
+    name = "scalar_local_window.py"
+    res = fix(str(FIXTURES / name), unsafe_fixes=True, verify="standard", max_examples=5)
+    assert (res.before.graph_count, res.after.graph_count) == (0, 1)
+    (rw,) = res.rewrites
+    results = {o["kind"]: o["result"] for o in rw["obligations"]}
+    assert results["scalar-local-screened"] == results["scalar-leaves-observed"] == "checked"
+    assert results["scalar-value-int64"] == results["scalar-use-same"] == "proved"
+    assert "w = self.window  # mend: scalar-tensor (was: torch.tensor(self.window))" in res.mended
+    assert_one_graph_and_same_outputs(FIXTURES / name, res.mended, tmp_path, "stl")
+
+
+def test_local_screened_reads_the_binding_back():
+    """``"scalar-local-screened"``: checked on the rule's output; refuted when the local is bound
+    again, captured by a lambda, or the function can read its locals by name."""
+    src = st.FIX_EXAMPLES[-1][0]
+    line = next(i for i, t in enumerate(src.splitlines(), 1) if "return h[:, start:]" in t)
+    res = st.rewrite(cst.parse_module(src), line)
+    ob = next(o for o in res.obligations if o["kind"] == "scalar-local-screened")
+    assert enc.local_screened(ob, Ctx({}, {}, res.code)).result == "checked"
+    for tampered in (res.code.replace("    return h", "    start = start + 1\n    return h"),
+                     res.code.replace("    return h", "    f = lambda: start\n    return h"),
+                     res.code.replace("    return h", "    seen = locals()\n    return h")):
+        assert enc.local_screened(ob, Ctx({}, {}, tampered)).result == "refuted", tampered

@@ -75,7 +75,9 @@ def _value_term(node: ast.AST, env: dict, premises: list, bound: int):
     text = ast.unparse(node)
     is_size = (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "size") or \
         (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "shape")
-    if is_size or isinstance(node, ast.Name):
+    if isinstance(node, ast.Attribute) and _leaf_name(node):   # `self.window`: an int leaf (observed)
+        text = _leaf_name(node)
+    if is_size or isinstance(node, ast.Name) or (isinstance(node, ast.Attribute) and _leaf_name(node)):
         if text not in env:
             v = env[text] = z3.Int(text)
             premises.append((v >= 0) if is_size else (v >= -bound))
@@ -376,7 +378,49 @@ def callers_screened(ob: dict, ctx: Ctx) -> Outcome:
                         "function from outside the package (or by a computed name) is not seen"])
 
 
+def local_screened(ob: dict, ctx: Ctx) -> Outcome:
+    """``scalar-local-screened`` (the local form, ``L = torch.tensor(E)`` -> ``L = E``): in the
+    mended module the function binds ``L`` once, to ``E``, on the recorded line; no nested
+    function, lambda or class names ``L``; the function reads no locals by name (``locals()``,
+    ``vars()``, ``eval``, ``exec``, a frame or closure attribute). A callee in another module
+    reading its caller's frame stays an assumption."""
+    fname, local, line, value = ob.get("function"), ob.get("local"), ob.get("line"), ob.get("value")
+    if not (fname and local and isinstance(line, int) and value and ctx.code):
+        return unknown("the function, local, line, value or mended source is not recorded")
+    by = "static screen of the mended module: the local's one binding, its captures and frame reads in the function"
+    try:
+        tree, want = ast.parse(ctx.code), ast.dump(ast.parse(value, mode="eval").body)
+    except SyntaxError as exc:
+        return unknown(f"could not parse: {exc}")
+    fns = [f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == fname
+           and f.lineno <= line <= (f.end_lineno or f.lineno)]
+    if len(fns) != 1:
+        return check_refuted(by, f"no single function `{fname}` holds line {line}")
+    fn = fns[0]
+    binds = [n for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == local and isinstance(n.ctx, (ast.Store,
+                                                                                                        ast.Del))]
+    binds += [a for a in ast.walk(fn.args) if isinstance(a, ast.arg) and a.arg == local]
+    at = [n for n in ast.walk(fn) if isinstance(n, ast.Assign) and n.lineno == line and len(n.targets) == 1
+          and isinstance(n.targets[0], ast.Name) and n.targets[0].id == local]
+    if len(binds) != 1 or len(at) != 1 or ast.dump(at[0].value) != want:
+        return check_refuted(by, f"`{local}` is not bound once in `{fname}`, to `{value}` on line {line}")
+    for inner in ast.walk(fn):
+        if inner is not fn and isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)) \
+                and any(isinstance(n, ast.Name) and n.id == local for n in ast.walk(inner)):
+            return check_refuted(by, f"`{local}` is captured by a nested scope at line {inner.lineno}")
+        if isinstance(inner, (ast.Global, ast.Nonlocal)) and local in inner.names:
+            return check_refuted(by, f"`{local}` is declared global/nonlocal")
+        if isinstance(inner, ast.Name) and inner.id in ("locals", "vars", "eval", "exec"):
+            return check_refuted(by, f"`{inner.id}` (line {inner.lineno}) can read `{local}` by name")
+        if isinstance(inner, ast.Attribute) and inner.attr in ("f_locals", "_getframe", "currentframe", "f_back"):
+            return check_refuted(by, f"`.{inner.attr}` (line {inner.lineno}) can read the frame's locals")
+    return checked(by, [f"`{local}` is read only in `{fname}` (a callee in another module reading its caller's frame "
+                        "is not seen)"])
+
+
 ENCODERS = {"scalar-value-int64": value_int64, "scalar-use-same": use_same, "scalar-use-promotion": use_promotion,
-            "scalar-leaves-observed": leaves_observed, "scalar-callers-screened": callers_screened}
-CHECKS = frozenset({"scalar-use-promotion", "scalar-leaves-observed", "scalar-callers-screened"})
+            "scalar-leaves-observed": leaves_observed, "scalar-callers-screened": callers_screened,
+            "scalar-local-screened": local_screened}
+CHECKS = frozenset({"scalar-use-promotion", "scalar-leaves-observed", "scalar-callers-screened",
+                    "scalar-local-screened"})
 OBSERVED = frozenset({"scalar-use-promotion", "scalar-leaves-observed"})

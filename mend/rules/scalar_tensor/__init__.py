@@ -13,6 +13,15 @@ definition, not at the break::
 
     return min(max(query_layer.size(-2), key_layer.size(-2)), max_relative_positions)
 
+The local form: ``L = torch.tensor(E)`` in the function that uses ``L`` (a ViT's
+``start = torch.tensor(1 + self.num_registers); h[:, start:]``, helper-53's
+``w = torch.tensor(self.window); x[:, -w:]``, which made Dynamo skip the whole frame) becomes
+``L = E``. ``E`` may also read attribute chains of the parameters (``self.window``), observed
+Python ints where ``L`` is bound; ``L`` must be bound once, on a line of its own outside a
+loop, captured by no nested scope, in a function that reads no locals by name
+(``scalar-local-screened``, a static screen of the mended file); its uses are screened as a
+helper's result is. No caller sees ``L``, so no caller is screened.
+
 Changing a function's return type is visible to every caller, so the screen (static) takes
 a function only when: it is module-level, undecorated, defined once, not in ``__all__``
 (a non-literal ``__all__`` declines), its body is ``return torch.tensor(E)`` with one
@@ -76,13 +85,15 @@ parameters Python ints, not bools, on every hit of the return line), ``scalar-us
 dimensioned, or 0-d of a dtype neither changes; observed on every hit), and
 ``scalar-callers-screened`` (a static screen: every reference in the mended module is a
 direct call bound to a local, no ``__all__`` export, and no other file of the package names
-the function; code outside the package that imports it is not seen).
+the function; code outside the package that imports it is not seen); in the local form
+``scalar-local-screened`` instead (the local's one binding, no capture, no frame reads in the
+function; a callee in another module reading its caller's frame is not seen).
 
 Never inference-only: the value is an integer with no gradient.
 """
 
 KINDS = frozenset({"scalar-value-int64", "scalar-use-same", "scalar-use-promotion", "scalar-leaves-observed",
-                   "scalar-callers-screened"})
+                   "scalar-callers-screened", "scalar-local-screened"})
 
 RULE = Rule(
     name=NAME,

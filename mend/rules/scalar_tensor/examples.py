@@ -172,8 +172,15 @@ DECLINE_EXAMPLES: list[tuple] = [
     (_ENCODEC, "float32 tensor arithmetic", _at(_ENCODEC, "n_frames = (length")),
     # vits: the element type of `n` is not known statically
     (_VITS, "IntTensor([n])", _at(_VITS, "acts = fused")),
-    # the 0-d tensor made inline, not by a helper: named, with the hand fix (held-out case 310)
-    (_MADE_INLINE, "is bound by `torch.tensor(...)` inline in `forward`", _at(_MADE_INLINE, "return h[:, start:]")),
+    # the local form: a keyword argument makes the tensor something a Python number is not
+    (_MADE_INLINE.replace("num_registers)", "num_registers, dtype=torch.int32)"), "`dtype=`",
+     _at(_MADE_INLINE, "return h[:, start:]")),
+    # the local form: the local is returned (its caller would get an int)
+    (_MADE_INLINE.replace("return h[:, start:]", "return h[:, start:], start"), "which the rule does not screen",
+     _at(_MADE_INLINE, "return h[:, start:]")),
+    # the local form: the value reads a name that is not a parameter (its kind is not observed)
+    (_MADE_INLINE.replace("1 + self.num_registers", "1 + NUM"), "is not a parameter",
+     _at(_MADE_INLINE, "return h[:, start:]")),
 ]
 
 NOOP_EXAMPLES: list[str] = [
@@ -186,3 +193,10 @@ def forward(x, n):
     return x[:span]
 ''',
 ]
+
+# the local form (held-out case 310, helper-53's k2a): the 0-d tensor made inline in the function
+# that slices with it; the binding becomes the Python int (nothing outside the function sees it)
+FIX_EXAMPLES.append((_MADE_INLINE, _MADE_INLINE.replace(
+    "    start = torch.tensor(1 + self.num_registers)",
+    "    start = 1 + self.num_registers  # mend: scalar-tensor (was: torch.tensor(1 + self.num_registers))"),
+    _at(_MADE_INLINE, "return h[:, start:]")))

@@ -48,7 +48,7 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
         return plan
     ret = plan.ret_line.body[0]
     old, value = code_of(plan.tensor_call).strip(), code_of(plan.value).strip()
-    new_ret = ret.with_changes(value=plan.value)
+    new_ret = ret.with_changes(value=plan.value)   # `return E`, or `L = E` in the local form
     comment = cst.Comment(f"# mend: {NAME} (was: {old})")
     new_line = plan.ret_line.with_changes(
         body=[new_ret], trailing_whitespace=cst.TrailingWhitespace(whitespace=cst.SimpleWhitespace("  "),
@@ -69,11 +69,17 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
          "bound": BOUND},
         {"kind": "scalar-leaves-observed", "line": rl, "expr": "(" + ", ".join(observed + ["__name__"]) + ",)",
          "function": fname, "tensors": plan.receivers, "ints": plan.ints, "bound": BOUND},
+        {"kind": "scalar-local-screened", "line": rl, "function": fname, "local": locals_[0], "value": value}
+        if plan.local_form else
         {"kind": "scalar-callers-screened", "line": rl, "expr": "__name__", "function": fname, "locals": locals_},
         {"kind": "scalar-use-same", "value": value, "function": fname, "locals": locals_, "sizes": plan.sizes,
          "ints": plan.ints, "uses": uses, "bound": BOUND},
         {"kind": "scalar-use-promotion", "function": fname, "locals": locals_, "uses": uses},
     ]
+    if plan.local_form:
+        return RewriteResult(new_module.code, (rl, rl),
+                             f"`{locals_[0]}` in `{fname}` is bound to the Python int `{value}` instead of `{old}`; "
+                             f"{len(plan.uses)} use(s) screened", obligations)
     return RewriteResult(new_module.code, (rl, rl),
                          f"`{fname}` returns the Python int `{value}` instead of `{old}`; "
                          f"{len(plan.uses)} use(s) of {', '.join(f'`{x}`' for x in sorted(set(locals_)))} screened",

@@ -55,6 +55,7 @@ class Plan:
     sizes: list[str]                     # the size leaves, as code
     locals_: list[tuple[str, str]] = field(default_factory=list)   # (caller, local)
     uses: list[Use] = field(default_factory=list)
+    local_form: bool = False             # `L = torch.tensor(E)` in the function itself (ret_line is that line)
 
 
 def _module_functions(module: cst.Module) -> dict[str, list[cst.FunctionDef]]:
@@ -101,9 +102,15 @@ def _in_all(module: cst.Module, name: str) -> str | None:
     return None
 
 
-def _value_screen(node: cst.BaseExpression, params: set[str], receivers: set, ints: set, sizes: list) -> str | None:
-    """Why ``node`` is not built only from sizes, ints, min/max and + - *; None when it is."""
+def _value_screen(node: cst.BaseExpression, params: set[str], receivers: set, ints: set, sizes: list,
+                  attrs: bool = False) -> str | None:
+    """Why ``node`` is not built only from sizes, ints, min/max and + - *; None when it is.
+    ``attrs``: an attribute chain rooted at a parameter (``self.window``) is an int leaf too
+    (observed a Python int where the value is made: scalar-leaves-observed)."""
     if isinstance(node, cst.Integer):
+        return None
+    if attrs and isinstance(node, cst.Attribute) and (dotted(node) or "").split(".")[0] in params:
+        ints.add(dotted(node))
         return None
     if isinstance(node, cst.Name):
         if node.value in params:
@@ -111,19 +118,19 @@ def _value_screen(node: cst.BaseExpression, params: set[str], receivers: set, in
             return None
         return f"`{node.value}` is not a parameter of the function"
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
-        return _value_screen(node.expression, params, receivers, ints, sizes)
+        return _value_screen(node.expression, params, receivers, ints, sizes, attrs)
     if isinstance(node, cst.BinaryOperation):
         if not isinstance(node.operator, _CHAIN_OPS):
             return f"`{code_of(node).strip()}` uses an operator other than + - *"
-        return _value_screen(node.left, params, receivers, ints, sizes) or \
-            _value_screen(node.right, params, receivers, ints, sizes)
+        return _value_screen(node.left, params, receivers, ints, sizes, attrs) or \
+            _value_screen(node.right, params, receivers, ints, sizes, attrs)
     if isinstance(node, cst.Call):
         fname = dotted(node.func)
         if fname in ("min", "max"):
             if len(node.args) < 2 or any(a.keyword is not None or a.star for a in node.args):
                 return f"`{code_of(node).strip()}` is not `{fname}` of two or more positional values"
             for a in node.args:
-                why = _value_screen(a.value, params, receivers, ints, sizes)
+                why = _value_screen(a.value, params, receivers, ints, sizes, attrs)
                 if why:
                     return why
             return None
@@ -322,6 +329,10 @@ def screen(module: cst.Module, node: cst.CSTNode, ancestors: list[cst.CSTNode], 
             if c.func.value in functions and any(_returns_tensor(f, aliases) for f in functions[c.func.value]):
                 target = c.func.value
                 break
+    if target is None and caller is not None:
+        local = _local_form(module, node, caller, aliases, positions)
+        if local is not None:
+            return local
     if target is None:
         return _no_target(module, node, caller, aliases)
     if len(functions[target]) != 1:
@@ -381,6 +392,63 @@ def screen(module: cst.Module, node: cst.CSTNode, ancestors: list[cst.CSTNode], 
     return plan
 
 
+def _local_form(module, node, caller: cst.FunctionDef, aliases: set[str], positions: dict) -> Plan | Decline | None:
+    """``L = torch.tensor(E)`` in the site's function, ``L`` read at the site (transformers'
+    inline form of deberta's helper, helper-53's k2a: ``w = torch.tensor(self.window)`` then
+    ``x[:, -w:]``): the binding becomes ``L = E``. Nothing outside the function sees ``L``, so
+    no caller is screened; its uses are, as for a helper's result. None when the site reads no
+    such local."""
+    read = {n.value for n in m.findall(node, m.Name())}
+    made = [a for a in m.findall(caller, m.Assign(targets=[m.AssignTarget(target=m.Name())], value=m.Call()))
+            if a.targets[0].target.value in read and (dotted(a.value.func) or "").partition(".")[0] in aliases
+            and (dotted(a.value.func) or "").partition(".")[2] == "tensor"]
+    if not made:
+        return None
+    stmt = made[0]
+    local, call = stmt.targets[0].target.value, stmt.value
+    if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
+        kw = next((a.keyword.value for a in call.args if a.keyword is not None), None)
+        return Decline(NAME, f"`{code_of(call).strip()}` passes " + (
+            f"`{kw}=`: a keyword argument (dtype, device, requires_grad) changes what the tensor is, which a "
+            "Python number would not reproduce" if kw else "other than one positional value"))
+    line = next((ln for ln in m.findall(caller, m.SimpleStatementLine()) if ln.body and ln.body[0] is stmt), None)
+    if line is None or len(line.body) != 1:
+        return Decline(NAME, f"`{local} = {code_of(call).strip()}` shares its line with another statement")
+    if line.trailing_whitespace.comment is not None:
+        return Decline(NAME, f"a comment on the line binding `{local}` would be dropped")
+    if any(isinstance(a, (cst.For, cst.While)) for a in _ancestors_in(caller, line)):
+        return Decline(NAME, f"`{local} = {code_of(call).strip()}` sits in a loop")
+    if m.findall(caller, m.Call(func=m.Name("locals") | m.Name("vars") | m.Name("eval") | m.Name("exec"))):
+        return Decline(NAME, f"the function reads its locals by name (`locals()`, `vars()`, `eval`, `exec`): `{local}` "
+                       "would be seen as an int there")
+    value = call.args[0].value
+    params = {p.name.value for p in caller.params.params + caller.params.posonly_params + caller.params.kwonly_params}
+    receivers, ints, sizes = set(), set(), []
+    why = _value_screen(value, params, receivers, ints, sizes, attrs=True)
+    if why:
+        return Decline(NAME, f"the wrapped value is not a Python int by construction: {why}")
+    if "\n" in code_of(value):
+        return Decline(NAME, "the wrapped value spans several lines")
+    uses = _caller_uses(caller, local, stmt, positions)
+    if isinstance(uses, str):
+        return Decline(NAME, uses)
+    return Plan(caller, line, positions[line].start.line, call, value, dotted(call.func).split(".")[0],
+                sorted(receivers), sorted(ints), sizes, [(caller.name.value, local)], uses, local_form=True)
+
+
+def _ancestors_in(root: cst.CSTNode, target: cst.CSTNode) -> list[cst.CSTNode]:
+    """The nodes between ``root`` and ``target`` (both excluded); [] when not found."""
+    def walk(node, path):
+        if node is target:
+            return path
+        for child in node.children:
+            found = walk(child, path + [node])
+            if found is not None:
+                return found
+        return None
+    return (walk(root, []) or [None])[1:]
+
+
 def _no_target(module, node, caller, aliases) -> Decline:
     """The decline for a site that reads no value the rule can rewrite, naming the traps it recognises."""
     text = code_of(node)
@@ -406,14 +474,6 @@ def _no_target(module, node, caller, aliases) -> Decline:
                      "the int rewrite 1), so Python ints would change the result.") if divides else ""
             return Decline(NAME, f"{names}: 0-d tensor buffers registered in `__init__`; replacing them by Python "
                            "ints changes the module's buffers and what a user who writes them sees." + extra)
-    made = m.Assign(targets=[m.AssignTarget(target=m.Name())],
-                    value=m.Call(func=m.Attribute(value=m.Name("torch"), attr=m.Name("tensor"))))
-    inline = [a.targets[0].target.value for a in (m.findall(caller, made) if caller is not None else [])
-              if re.search(rf"\b{re.escape(a.targets[0].target.value)}\b", text)]
-    if inline:
-        return Decline(NAME, f"`{inline[0]}` is bound by `torch.tensor(...)` inline in `{caller.name.value}`: the rule "
-                       "rewrites only a module-level helper that returns `torch.tensor(...)` (deberta's form); by "
-                       f"hand, where every use of `{inline[0]}` is a slice bound or index, bind the Python int itself")
     return Decline(NAME, "no name at the site is bound from a call to a module-level function that returns "
                    "`torch.tensor(...)`")
 
@@ -483,7 +543,7 @@ def match(loc: Located) -> Match | Decline:
     plan = screen(loc.module, loc.node, loc.ancestors, positions)
     if isinstance(plan, Decline):
         return plan
-    others = package_importers(loc.file, plan.callee.name.value)
+    others = [] if plan.local_form else package_importers(loc.file, plan.callee.name.value)
     if others:
         return Decline(NAME, f"`{plan.callee.name.value}` is referenced by other files of the package "
                        f"({', '.join(others[:3])}): they may rely on its tensor result")
