@@ -785,3 +785,19 @@ def test_autocast_guarded_declines_what_it_cannot_keep_verbatim(source, line, wo
     res = autocast_guarded(cst.parse_module(source), line)
     assert isinstance(res, Decline) and words in res.reason, res
     assert not isinstance(rewrite(cst.parse_module(source), line), Decline)   # the rule's own form applies
+
+
+def test_a_tuple_returned_on_every_side_is_selected_element_by_element(tmp_path):
+    """helper-53's k9j: ``if not mask.any(): return h, m`` then ``return h * m[:, None], m * 2``;
+    the first version passed the tuples to torch.where (a TypeError its differential test
+    caught). Now one where per element, with both outcomes forced, and the same outputs."""
+    from mend.pipeline import fix
+    from tests.conftest import FIXTURES, assert_one_graph_and_same_outputs
+
+    res = fix(str(FIXTURES / "tuple_early_return.py"), unsafe_fixes=True, max_examples=8)
+    assert (res.before.graph_count, res.after.graph_count) == (2, 1)
+    (rw,) = res.rewrites
+    kinds = [o["kind"] for o in rw["obligations"]]
+    assert kinds.count("where-equals-ite") == 2 and kinds.count("same-dtype") == 2
+    assert "return (torch.where(_mend_pred_0, h, h * m[:, None]), torch.where(_mend_pred_0, m, m * 2))" in res.mended
+    assert_one_graph_and_same_outputs(FIXTURES / "tuple_early_return.py", res.mended, tmp_path, "tup")

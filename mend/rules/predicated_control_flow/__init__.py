@@ -11,7 +11,8 @@ Rewrites (``examples.py``):
   when more than one selection reads them;
 * if without else, its targets defined before -> ``x = torch.where(p, a, x)``;
 * both sides ``return`` (also ``if p: return a`` followed by ``return b``) ->
-  ``return torch.where(p, a, b)``;
+  ``return torch.where(p, a, b)``; tuples of one length on every side (``return h, m``) ->
+  one ``torch.where`` per element (a tuple on one side only declines);
 * ``if <Python test> and <tensor test>:`` without else -> ``if <Python test>:`` around
   the selection; an ``elif`` site whose chain starts with a Python test -> ``else:``
   around it;

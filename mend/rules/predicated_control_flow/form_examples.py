@@ -2,7 +2,8 @@
 ``if``/``else`` of single assignments: a conditional expression (``y = a if p else b``,
 ``return a if p else b``), a tuple assignment in each side, an early ``return`` followed
 by the general path (``if mask.all(): return x.mean(1)``, then assignments and a ``return``),
-and a test that binds a name with ``:=`` as the first thing it evaluates. Part of
+a test that binds a name with ``:=`` as the first thing it evaluates, and tuples returned on
+every side (one selection per element). Part of
 :data:`~mend.rules.predicated_control_flow.examples.FIX_EXAMPLES`."""
 from __future__ import annotations
 
@@ -123,6 +124,29 @@ STATEMENT_FORM_EXAMPLES: list[tuple[str, str]] = [
                 m = h.mean()
                 out = torch.where(m > 0, h - m, (h + m) * 0.5)  # mend: predicated-control-flow (was: if m > 0)
                 return out.relu() + m
+        '''),
+    ),
+    # an early `return` of a tuple, the fall-through returning one of the same length: one selection per
+    # element (helper-53's k9j)
+    (
+        dedent('''\
+            import torch
+
+
+            def pool(h, mask):
+                m = mask.to(h.dtype)
+                if not mask.any():
+                    return h, m
+                return h * m[:, None], m * 2
+        '''),
+        dedent('''\
+            import torch
+
+
+            def pool(h, mask):
+                m = mask.to(h.dtype)
+                _mend_pred_0 = torch.logical_not(mask.any())  # mend: predicated-control-flow (was: if not mask.any())
+                return (torch.where(_mend_pred_0, h, h * m[:, None]), torch.where(_mend_pred_0, m, m * 2))
         '''),
     ),
 ]

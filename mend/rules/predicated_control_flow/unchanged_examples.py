@@ -10,6 +10,19 @@ from textwrap import dedent
 from mend.rules.predicated_control_flow.examples import FIX_EXAMPLES
 
 DECLINE_EXAMPLES: list[tuple[str, str]] = [
+    # a tuple on one side and a single value on the other: no element-by-element selection
+    (
+        dedent('''\
+            import torch
+
+
+            def pool(h, mask):
+                if not mask.any():
+                    return h, mask
+                return h * 2
+        '''),
+        "the sides return tuples of different lengths, or a tuple on one side only",
+    ),
     # an early exit whose general path does more than assign names and return (here a call for
     # its effect): the fall-through arm is not taken
     (

@@ -54,6 +54,11 @@ def _rewrite_if(node: cst.If, ancestors: list[cst.CSTNode], env: _Env, positions
     if len({a.returns for a in arms}) > 1:
         raise _Declined("a branch leaves early (`return`) while the other falls through")
     returns = arms[0].returns
+    # `return h, w` on every side: a tuple of selections, element by element (helper-53's k9j)
+    widths = {len(_ret_parts(a.ret)) if isinstance(a.ret, cst.Tuple) else None for a in arms} if returns else {None}
+    if len(widths) > 1:
+        raise _Declined("the sides return tuples of different lengths, or a tuple on one side only")
+    width = widths.pop()
 
     preds = [_predicate(a.pred, env) for a in arms if a.pred is not None]
     finiteness_obligations([a.pred for a in arms if a.pred is not None], env)  # fp16 under Inductor (scalars.py)
@@ -100,8 +105,8 @@ def _rewrite_if(node: cst.If, ancestors: list[cst.CSTNode], env: _Env, positions
         before = len(env.obligations)
         for _, value in arm.assigns:
             _screen(value, env, side=side)
-        if arm.ret is not None:
-            _screen(arm.ret, env, side=side)
+        for part in _ret_parts(arm.ret) if arm.ret is not None else []:
+            _screen(part, env, side=side)
         if setup.paired:
             _screen(setup.paired[i].value, env, side=side)
         if extra_return and i == len(arms) - 1:   # the fall-through after an early return: required
@@ -118,9 +123,10 @@ def _rewrite_if(node: cst.If, ancestors: list[cst.CSTNode], env: _Env, positions
     two_arms = len(arms) == 2 and not elif_site and guard is None and not setup.hoisted and not setup.paired
     if two_arms:  # what the cost model counts (mend.cost): the predicate and each side's values
         env.cost_parts = {"pred": _code(preds[0]), "sides": [
-            [_code(a.ret)] if returns else [_code(dict(a.assigns).get(n, cst.Name(n))) for n in
+            [_code(r) for r in _ret_parts(a.ret)] if returns else [_code(dict(a.assigns).get(n, cst.Name(n))) for n in
                                             _order(arms, order_seen) if n in selected] for a in arms]}
-    no_cond = _why_not_cond(arms, elif_site, guard, setup, extra_return, temps)
+    no_cond = _why_not_cond(arms, elif_site, guard, setup, extra_return, temps) or (
+        "the sides return tuples" if width is not None else None)
     if env.want == "cond":  # asked for torch.cond (mend fix's alternatives): it applies, or the site declines
         if no_cond:
             raise _Declined(f"torch.cond does not apply: {no_cond}")
@@ -157,7 +163,7 @@ def _rewrite_if(node: cst.If, ancestors: list[cst.CSTNode], env: _Env, positions
             out = env.torch_call("where", p, v, out)
         return out
 
-    n_select = (1 if returns else len(selected)) + (1 if setup.paired else 0)
+    n_select = ((width or 1) if returns else len(selected)) + (1 if setup.paired else 0)
     pred_exprs = preds
     stmts: list[cst.SimpleStatementLine] = []
     if n_select > 1 or gated:  # evaluate the predicates once, before any name is rebound
@@ -177,7 +183,11 @@ def _rewrite_if(node: cst.If, ancestors: list[cst.CSTNode], env: _Env, positions
         else:
             values = [dict(a.assigns).get(n, cst.Name(n)) for a in arms]
             stmts.append(_line(cst.Assign([cst.AssignTarget(cst.Name(n))], select(values, n, pred_exprs))))
-    if returns:
+    if returns and width is not None:
+        stmts.append(_line(cst.Return(cst.Tuple([cst.Element(select([_ret_parts(a.ret)[k] for a in arms],
+                                                                      f"return[{k}]", pred_exprs))
+                                                 for k in range(width)]))))
+    elif returns:
         stmts.append(_line(cst.Return(select([a.ret for a in arms], "return", pred_exprs))))
     if setup.paired:  # one call, its value selected
         p0 = setup.paired[0]
@@ -230,6 +240,14 @@ def _rewrite_if(node: cst.If, ancestors: list[cst.CSTNode], env: _Env, positions
     return pairs, span, detail, pred_codes
 
 
+
+
+def _ret_parts(ret: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The values a ``return`` gives: a tuple's elements (``return h, w``), else the value itself.
+    A starred element is not split (the screen declines it)."""
+    if isinstance(ret, cst.Tuple) and not any(isinstance(e, cst.StarredElement) for e in ret.elements):
+        return [e.value for e in ret.elements]
+    return [ret]
 
 
 def _why_not_cond(arms, elif_site: bool, guard, setup, extra_return, temps) -> str | None:
