@@ -141,11 +141,11 @@ def _same_behaviour(name: str, mended_src: str, tmp_path, train: bool):
 
 
 @pytest.mark.parametrize("name,before,expected,label", [
-    ("scale.py", 2, "h.copy_(torch.where(h > 0, h * 2, h))", "safe"),
+    ("scale.py", 2, "h.copy_(torch.where(_mend_mask, h * 2, h))  # mend: mask-update", "safe"),
     # aliasing trap: the update writes through a view; copy_ keeps the write visible in `base`
     ("view_alias.py", 4, "v.copy_(torch.where(m, v * 3.0 - 1.0, v))", "unsafe"),
     # two inputs: drawn shapes that disagree raise in eager, and Dynamo's TorchRuntimeError under compile
-    ("two_inputs.py", 2, "adv.copy_(torch.where(adv < 0, adv * 0.25, adv))", "safe"),
+    ("two_inputs.py", 2, "adv.copy_(torch.where(_mend_mask, adv * 0.25, adv))", "safe"),
     # a Python-number attribute: its type is an observation of the run (mask-update-scalar)
     ("scale_attr.py", 2, "h.copy_(torch.where(m, h * self.scale, h))", "unsafe"),
 ])
@@ -346,3 +346,25 @@ def test_complex_product_runs_the_original(tmp_path):
     z = torch.randn(4, 64, dtype=torch.complex64, generator=g)
     m = z.abs() > 1.0
     assert _outcome(orig.f, z.clone(), m) == _outcome(mended.f, z.clone(), m)
+
+
+@pytest.mark.parametrize("src, make", [
+    # helper-54: a mask written as an expression, of another shape: rows in the original
+    ("import torch\n\n\ndef f(x, score):\n    x[score > 0] = x[score > 0] * 2.0\n    return x\n",
+     lambda: (torch.arange(16.0).reshape(4, 4) - 5, torch.tensor([1.0, -1.0, 1.0, -1.0]))),
+    ("import torch\n\n\ndef f(x, score):\n    x[score > 0] = x[score > 0] * 2.0\n    return x\n",
+     lambda: (torch.arange(16.0).reshape(4, 4) - 5, torch.ones(4, 1))),
+    ("import torch\n\n\ndef f(x, keep):\n    x[~keep] = x[~keep] * 2.0\n    return x\n",
+     lambda: (torch.arange(16.0).reshape(4, 4), torch.tensor([True, False, True, False]))),
+    ("import torch\n\n\ndef f(x, keep):\n    x[~keep] = x[~keep] * 2.0\n    return x\n",
+     lambda: (torch.arange(16.0).reshape(4, 4), torch.tensor([0, 2]))),
+    # helper-54: another operand read through the mask, of another shape (the original's IndexError)
+    ("import torch\n\n\ndef f(x, y, m):\n    x[m] = x[m] + y[m]\n    return x\n",
+     lambda: (torch.arange(16.0).reshape(4, 4), torch.tensor([100.0, 200.0, 300.0, 400.0]),
+              torch.arange(16).reshape(4, 4) % 3 == 0)),
+    ("import torch\n\n\ndef f(x, y, m):\n    x[m] = x[m] + y[m]\n    return x\n",
+     lambda: (torch.arange(16.0).reshape(4, 4), torch.tensor(100.0), torch.arange(16).reshape(4, 4) % 3 == 0)),
+], ids=["expr-mask-rows", "expr-mask-4x1", "inverted-rows", "inverted-long", "operand-row", "operand-0d"])
+def test_masks_and_operands_of_other_shapes_run_the_original(tmp_path, src, make):
+    orig, mended = _load_pair(tmp_path, src)
+    assert _outcome(orig.f, *make()) == _outcome(mended.f, *make())

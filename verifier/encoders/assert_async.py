@@ -217,9 +217,11 @@ def state_unchanged(ob: dict, ctx: Ctx) -> Outcome:
                     "its submodules write no state: torch.nn modules by type and mode, others by screening "
                     "their forward (verifier/effects.py): " + (", ".join(sorted(mods)) or "none"),
                     "code compiled into the same graph (callers, sibling modules, helpers and methods of the "
-                    "objects passed in) writes no state before this check (Dynamo drops such Python writes when "
-                    "the graph raises; aot_eager applies tensor writes after the graph) and no tensor in place "
-                    "after it (inductor may run it before the failed assert surfaces); not screened"] + screened[:10])
+                    "objects passed in, forward hooks registered from outside the file) writes no state before "
+                    "this check (Dynamo drops such Python writes when the graph raises: a hook appending each "
+                    "output to a list loses the failing call's, helper-54; aot_eager applies tensor writes after "
+                    "the graph) and no tensor in place after it (inductor may run it before the failed assert "
+                    "surfaces); not screened"] + screened[:10])
 
 
 def _fresh_traced(fresh: dict, facts: dict, state: dict) -> Outcome:

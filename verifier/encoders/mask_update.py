@@ -186,69 +186,74 @@ def leading_shape(ob: dict, ctx: Ctx) -> Outcome:
                   fixed_by="the shape transfer functions give the mask the leading sizes of the target")
 
 
-def _dotted_names(node: ast.AST) -> list[str]:
-    """The dotted names an expression reads, outermost first (``self.keep``, ``m``)."""
-    if isinstance(node, ast.Name):
-        return [node.id]
-    if isinstance(node, ast.Attribute) and _dotted_names(node.value) and isinstance(node.value, (ast.Name,
-                                                                                               ast.Attribute)):
-        return [ast.unparse(node)]
-    return [n for child in ast.iter_child_nodes(node) for n in _dotted_names(child)]
-
-
-def expected_guard(t: str, x: str, pred: str, operands: list[str], rows: bool = False) -> str:
-    """The guard under which ``x.copy_(where(...))`` writes what ``x[m] = f(x[m])`` writes: a
-    plain real floating ``x`` without zero strides (``copy_`` refuses overlapping memory exactly
-    there; ``index_put_`` writes), a mask name a bool tensor of ``x``'s shape (the row form: its
-    leading sizes), the mask's tensors on ``x``'s device, and every operand of
-    ``x``'s dtype (``index_put_`` raises on a dtype mismatch; complex products are not correctly
-    rounded). Each clause answers a counterexample of helper-51's review."""
-    mask = ast.parse(pred, mode="eval").body
-    if isinstance(mask, (ast.Name, ast.Attribute)):   # a bool tensor of x's shape (leading sizes: rows)
-        shape = f"{x}.shape[:{pred}.dim()]" if rows else f"{x}.shape"
-        clauses = [f"type({pred}) is {t}.Tensor", f"{pred}.dtype == {t}.bool", f"{pred}.device == {x}.device",
-                   f"{pred}.shape == {shape}"]
-    else:
-        clauses = [f"(type({n}) is not {t}.Tensor or {n}.device == {x}.device)"
-                   for n in dict.fromkeys(_dotted_names(mask)) if n != x]
+def expected_guard(t: str, x: str, mask: str, operands: list[str], rows: bool = False) -> str:
+    """The guard under which ``x.copy_(where(...))`` writes what ``x[m] = f(x[m])`` writes, ``mask``
+    a name (an expression mask is bound to a local first): a plain real floating ``x`` without
+    zero strides (``copy_`` refuses overlapping memory exactly there; ``index_put_`` writes), the
+    mask a bool tensor of ``x``'s shape (the row form: its leading sizes) on ``x``'s device, and
+    every other operand of ``x``'s dtype, shape and device (``index_put_`` raises on a dtype
+    mismatch, ``y[m]`` on a shape mismatch, where ``where`` promotes or broadcasts; complex
+    products are not correctly rounded). Each clause answers a counterexample of helper-51's or
+    helper-54's review."""
+    shape = f"{x}.shape[:{mask}.dim()]" if rows else f"{x}.shape"
+    clauses = [f"type({x}) is {t}.Tensor", f"{x}.is_floating_point()", f"min({x}.stride(), default=1) > 0",
+               f"type({mask}) is {t}.Tensor", f"{mask}.dtype == {t}.bool", f"{mask}.device == {x}.device",
+               f"{mask}.shape == {shape}"]
     for y in operands:
-        clauses += [f"type({y}) is {t}.Tensor", f"{y}.dtype == {x}.dtype"]
-    return " and ".join([f"type({x}) is {t}.Tensor", f"{x}.is_floating_point()", f"min({x}.stride(), default=1) > 0",
-                         *clauses])
+        clauses += [f"type({y}) is {t}.Tensor", f"{y}.dtype == {x}.dtype", f"{y}.shape == {x}.shape",
+                    f"{y}.device == {x}.device"]
+    return " and ".join(clauses)
 
 
 def guarded(ob: dict, ctx: Ctx) -> Outcome:
     """``mask-update-guarded``: a static screen of the mended file, re-reading the guarded form:
     ``if GUARD: x.copy_(torch.where(SEL, F, x))`` with the original statement, as written in the
-    file before, as its only ``else``."""
+    file before, as its only ``else``; an expression mask bound to a fresh local by the statement
+    just before, the guard and the selection reading that local."""
     by = "the static screen of the mended file (the guard and the kept original re-read from it)"
     t, x, pred, expr = ob.get("torch"), ob.get("target"), ob.get("pred"), ob.get("expr")
     if not (t and x and pred and expr and ob.get("original") and ctx.code and ctx.before):
         return unknown("the guarded form's parts, the mended file or the file before are not recorded")
+    bound = ob.get("bound")
+    mask = bound or pred
     try:
-        expected = expected_guard(t, x, pred, list(ob.get("operands") or []), bool(ob.get("rows")))
+        if bound is None and not isinstance(ast.parse(pred, mode="eval").body, (ast.Name, ast.Attribute)):
+            return check_refuted(by, f"the mask `{pred}` is an expression the guard reads without binding it once")
+        expected = expected_guard(t, x, mask, list(ob.get("operands") or []), bool(ob.get("rows")))
         want = ast.dump(ast.parse(expected, mode="eval").body)
-        body = ast.dump(ast.parse(f"{x}.copy_({t}.where({ob.get('selection') or pred}, {expr}, {x}))").body[0])
+        body = ast.dump(ast.parse(f"{x}.copy_({t}.where({ob.get('selection') or mask}, {expr}, {x}))").body[0])
         original = ast.dump(ast.parse(ob["original"]).body[0])
+        binding = ast.dump(ast.parse(f"{bound} = {pred}").body[0]) if bound else None
         mended, before = ast.parse(ctx.code), ast.parse(ctx.before)
     except SyntaxError as exc:
         return unknown(f"could not parse: {exc}")
-    ifs = [n for n in ast.walk(mended) if isinstance(n, ast.If) and len(n.body) == 1 and ast.dump(n.body[0]) == body]
-    if len(ifs) != 1:
-        return check_refuted(by, f"{len(ifs)} statements `if ...: {x}.copy_({t}.where(...))` of this update in the "
+    found = [(block, i, n) for block in ast.walk(mended) for field in ("body", "orelse")
+             if isinstance(getattr(block, field, None), list)
+             for i, n in enumerate(getattr(block, field)) if isinstance(n, ast.If) and len(n.body) == 1
+             and ast.dump(n.body[0]) == body]
+    if len(found) != 1:
+        return check_refuted(by, f"{len(found)} statements `if ...: {x}.copy_({t}.where(...))` of this update in the "
                                  "mended file, not one")
-    node = ifs[0]
+    block, i, node = found[0]
+    siblings = block.body if node in getattr(block, "body", []) else block.orelse
     if ast.dump(node.test) != want:
         return check_refuted(by, f"the guard `{ast.unparse(node.test)}` is not `{expected}`")
     if len(node.orelse) != 1 or ast.dump(node.orelse[0]) != original:
         return check_refuted(by, f"the `else` is not the original `{ob['original']}` alone")
     if not any(isinstance(n, ast.stmt) and ast.dump(n) == original for n in ast.walk(before)):
         return check_refuted(by, f"`{ob['original']}` is not a statement of the file before the rewrite")
+    if bound:
+        fn = next((f for f in ast.walk(mended) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                   and node in ast.walk(f)), None)
+        uses = sum(1 for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == bound) if fn else 0
+        if i == 0 or ast.dump(siblings[i - 1]) != binding:
+            return check_refuted(by, f"the statement before the guard is not `{bound} = {pred}`")
+        if uses != 6:   # bound once, four times in the guard, once selected (the row form binds no local)
+            return check_refuted(by, f"`{bound}` is named {uses} times in the function, not only by the guarded form")
     return checked(by + f": the in-place where runs only under `{ast.unparse(node.test)}`, the original "
                    f"`{ob['original']}` otherwise",
-                   ["Dynamo decides the guard at trace time (types, dtypes, strides and devices are guarded), so it "
-                    "adds no break (measured on torch 2.13; the pipeline's graph count)"])
-
+                   ["Dynamo decides the guard at trace time (types, dtypes, shapes, strides and devices are guarded), "
+                    "so it adds no break (measured on torch 2.13; the pipeline's graph count)"])
 
 ENCODERS = {
     "mask-leading-shape": leading_shape,

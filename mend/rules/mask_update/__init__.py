@@ -11,20 +11,24 @@ keeps the original statement wherever the two could differ::
     if type(x) is torch.Tensor and x.is_floating_point() and min(x.stride(), default=1) > 0
             and type(mask) is torch.Tensor and mask.dtype == torch.bool
             and mask.device == x.device and mask.shape == x.shape [and type(y) is torch.Tensor
-            and y.dtype == x.dtype, for each other operand y]:
+            and y.dtype == x.dtype and y.shape == x.shape and y.device == x.device, for each other
+            tensor y read through the mask]:
         x.copy_(torch.where(mask, f(x), x))  # mend: mask-update
     else:
         x[mask] = f(x[mask])                 # the original, as written
 
-(a mask written as a comparison is a bool of the broadcast shape: only the tensors it reads
-must be on ``x``'s device). An adversarial review (helper-51) found each clause's
-counterexample to the unguarded form, which the fix labelled safe: an expanded ``x`` (zero
-strides: ``index_put_`` warns and writes, ``copy_`` refuses overlapping memory), an int ``x``
-with a float ``f`` (``index_put_`` raises on the dtype mismatch, ``where`` promoted and
-``copy_`` truncated silently), a complex ``x`` (complex ``*`` is not correctly rounded: an ulp
-apart), a ``(B,)`` mask given for a ``(B, B)`` ``x`` (rows selected, ``where`` broadcast it over
-columns). Dynamo decides the guard at trace time, so it adds no break; ``mask-update-guarded``
-(a static screen of the mended file) re-reads it and the kept original. Still different:
+A mask written as an expression (``score > 0``, ``~keep``) is bound to a fresh local
+(``_mend_mask``) on the line before, and the guard and the selection read that local.
+Adversarial reviews found each clause's counterexample to a form without it: an expanded
+``x`` (zero strides: ``index_put_`` warns and writes, ``copy_`` refuses overlapping memory),
+an int ``x`` with a float ``f`` (``index_put_`` raises on the dtype mismatch, ``where``
+promoted and ``copy_`` truncated silently), a complex ``x`` (complex ``*`` is not correctly
+rounded: an ulp apart), a ``(B,)`` mask for a ``(B, B)`` ``x``, also written ``score > 0`` or
+``~keep`` (rows selected, ``where`` broadcast it over columns), a long mask (positions), and
+a ``(B,)`` or 0-d ``y`` read as ``y[m]`` (IndexError in the original, a broadcast in
+``where``) (helper-51, helper-54; the first four on a fix labelled safe). Dynamo decides the
+guard at trace time, so it adds no break; ``mask-update-guarded`` (a static screen of the
+mended file) re-reads it, the binding and the kept original. Still different:
 under ``torch.func.vmap`` the original raises (no batching rule for a boolean index) where the
 mended update runs.
 

@@ -47,8 +47,9 @@ class Damp(nn.Module):
         self.scale = scale
 
     def forward(self, h):
-        if type(h) is torch.Tensor and h.is_floating_point() and min(h.stride(), default=1) > 0:
-            h.copy_(torch.where(h > 0, h * self.scale, h))  # mend: mask-update
+        _mend_mask = h > 0
+        if type(h) is torch.Tensor and h.is_floating_point() and min(h.stride(), default=1) > 0 and type(_mend_mask) is torch.Tensor and _mend_mask.dtype == torch.bool and _mend_mask.device == h.device and _mend_mask.shape == h.shape:
+            h.copy_(torch.where(_mend_mask, h * self.scale, h))  # mend: mask-update
         else:
             h[h > 0] *= self.scale
         return h
@@ -89,8 +90,9 @@ def boost(h):
 
 def boost(h):
     h = h + 1
-    if type(h) is torch.Tensor and h.is_floating_point() and min(h.stride(), default=1) > 0:
-        h.copy_(torch.where(h > 1, h * 2, h))  # mend: mask-update
+    _mend_mask = h > 1
+    if type(h) is torch.Tensor and h.is_floating_point() and min(h.stride(), default=1) > 0 and type(_mend_mask) is torch.Tensor and _mend_mask.dtype == torch.bool and _mend_mask.device == h.device and _mend_mask.shape == h.shape:
+        h.copy_(torch.where(_mend_mask, h * 2, h))  # mend: mask-update
     else:
         h[h > 1] *= 2
     return h - 1
@@ -111,7 +113,7 @@ def mix(x, y, keep):
 
 def mix(x, y, keep):
     # keep the selected elements of y, clamped
-    if type(x) is th.Tensor and x.is_floating_point() and min(x.stride(), default=1) > 0 and type(keep) is th.Tensor and keep.dtype == th.bool and keep.device == x.device and keep.shape == x.shape and type(y) is th.Tensor and y.dtype == x.dtype:
+    if type(x) is th.Tensor and x.is_floating_point() and min(x.stride(), default=1) > 0 and type(keep) is th.Tensor and keep.dtype == th.bool and keep.device == x.device and keep.shape == x.shape and type(y) is th.Tensor and y.dtype == x.dtype and y.shape == x.shape and y.device == x.device:
         x.copy_(th.where(keep, th.clamp(y - x, min=-1.0, max=1.0), x))  # mend: mask-update
     else:
         x[keep] = th.clamp(y[keep] - x[keep], min=-1.0, max=1.0)

@@ -6,46 +6,39 @@ original does (a view, a parameter or another name aliasing ``x`` sees the same 
 from __future__ import annotations
 
 import libcst as cst
+import libcst.matchers as m_
 
 from mend.rules._base import Decline, RewriteResult
-from mend.rules._common import Replace, code_of, dotted, statement_at
+from mend.rules._common import Replace, code_of, dotted, fresh_local, statement_at
 from mend.rules.mask_update.screen import NAME, screen
+
+
+MASK = "_mend_mask"   # the local an expression mask is bound to (fresh in the function)
 
 
 def guard_text(t: str, x: str, m: str, others: list[str], rows: bool = False) -> str:
     """When the in-place ``torch.where`` writes what ``x[m] = f(x[m])`` writes (decided by
-    Dynamo at trace time: types, dtypes, strides and devices are guarded, no break); the
-    original statement runs otherwise. helper-51 found each clause's counterexample:
+    Dynamo at trace time: types, dtypes, shapes, strides and devices are guarded, no break);
+    the original statement runs otherwise. ``m`` is a name: an expression mask is bound to a
+    local first. helper-51 and helper-54 found each clause's counterexample:
 
-    * ``x`` a real floating tensor, every operand read through the mask of its dtype: an int
-      ``x`` with ``f`` float made ``index_put_`` raise (a dtype mismatch) where ``where`` promotes
-      and ``copy_`` truncates silently; complex ``*`` is not correctly rounded, so ``f(x)[m]`` and
-      ``f(x[m])`` differed by an ulp;
+    * ``x`` a real floating tensor: an int ``x`` with ``f`` float made ``index_put_`` raise (a
+      dtype mismatch) where ``where`` promotes and ``copy_`` truncates silently; complex ``*`` is
+      not correctly rounded, so ``f(x)[m]`` and ``f(x[m])`` differed by an ulp;
     * no zero stride (``min(x.stride(), default=1) > 0``): ``index_put_`` into an expanded tensor
       warns and writes, ``copy_`` raises (overlapping memory: exactly its check, zero strides);
     * the mask a plain bool tensor of ``x``'s shape (the row form: its leading sizes) on ``x``'s
-      device: a ``(B,)`` mask given for a ``(B, B)`` ``x`` selects rows, ``where`` broadcasts it
-      over columns; a uint8/long mask indexes positions; indexing accepts a CPU mask for a CUDA
-      ``x``, ``where`` does not. A mask written as a comparison is a bool of the broadcast shape;
-      the tensors it reads must be on ``x``'s device."""
-    same = "".join(f" and type({y}) is {t}.Tensor and {y}.dtype == {x}.dtype" for y in others)
-    if dotted(cst.parse_expression(m)) is not None:
-        shape = f"{x}.shape[:{m}.dim()]" if rows else f"{x}.shape"
-        mask = (f" and type({m}) is {t}.Tensor and {m}.dtype == {t}.bool and {m}.device == {x}.device"
-                f" and {m}.shape == {shape}")
-    else:   # a comparison of names and numbers: every tensor it reads on x's device (read once more)
-        names = [n for n in dict.fromkeys(_names(cst.parse_expression(m))) if n != x]
-        mask = "".join(f" and (type({n}) is not {t}.Tensor or {n}.device == {x}.device)" for n in names)
+      device: a ``(B,)`` mask for a ``(B, B)`` ``x`` selects rows, ``where`` broadcast it over
+      columns (also when written ``score > 0`` or ``~keep``); a long mask indexes positions;
+      indexing accepts a CPU mask for a CUDA ``x``, ``where`` does not;
+    * every other tensor read through the mask of ``x``'s shape, dtype and device: ``y[m]``
+      with a ``(B,)`` or 0-d ``y`` raises IndexError, ``where`` broadcast it."""
+    shape = f"{x}.shape[:{m}.dim()]" if rows else f"{x}.shape"
+    same = "".join(f" and type({y}) is {t}.Tensor and {y}.dtype == {x}.dtype and {y}.shape == {x}.shape"
+                   f" and {y}.device == {x}.device" for y in others)
     return (f"type({x}) is {t}.Tensor and {x}.is_floating_point() and min({x}.stride(), default=1) > 0"
-            f"{mask}{same}")
-
-
-def _names(node: cst.CSTNode) -> list[str]:
-    """The dotted names an expression reads (``self.keep``, ``m``), outermost first."""
-    name = dotted(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
-    if name is not None:
-        return [name]
-    return [n for child in node.children for n in _names(child)]
+            f" and type({m}) is {t}.Tensor and {m}.dtype == {t}.bool and {m}.device == {x}.device"
+            f" and {m}.shape == {shape}{same}")
 
 
 def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
@@ -76,16 +69,27 @@ def _rewrite(module: cst.Module, line: int, rows: bool) -> RewriteResult | Decli
     x, m, f, t = plan.target, plan.mask, plan.new_value, plan.torch_name
     if rows and dotted(cst.parse_expression(m)) is None:
         return None
-    sel = f"{m}.reshape({m}.shape + (1,) * ({x}.dim() - {m}.dim()))" if rows else m
+    function = next(a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef))
+    if dotted(cst.parse_expression(m)) is None and m_.findall(
+            function, m_.Call(func=m_.Name("locals") | m_.Name("vars") | m_.Name("eval") | m_.Name("exec"))):
+        return Decline(NAME, "the function reads its own locals (`locals()`, `vars()`, `eval`, `exec`): binding the "
+                             "mask expression to a new local, as the rewrite does, would show there")
     was = code_of(node).strip()
-    guard = guard_text(t, x, m, [y for y in plan.operands if y != x], rows)
+    # an expression mask (`score > 0`, `~keep`) is bound to a local, so that the guard reads
+    # what the selection uses (a comparison of names: evaluated once more than the original,
+    # which reads it on both sides, without effect)
+    local = fresh_local(function, MASK) if dotted(cst.parse_expression(m)) is None else None
+    gm = local or m
+    sel = f"{gm}.reshape({gm}.shape + (1,) * ({x}.dim() - {gm}.dim()))" if rows else gm
+    guard = guard_text(t, x, gm, [y for y in plan.operands if y != x], rows)
     # the original statement, as written, where the guard fails
     kept = plan.line.with_changes(leading_lines=[])
     new = cst.parse_statement(f"if {guard}:\n    {x}.copy_({t}.where({sel}, {f}, {x}))  # mend: mask-update\n"
                               f"else:\n    pass\n")
-    new = new.with_changes(leading_lines=plan.line.leading_lines,
-                           orelse=new.orelse.with_changes(body=new.orelse.body.with_changes(body=[kept])))
-    new_module = wrapper.module.visit(Replace(plan.line, new))
+    new = new.with_changes(orelse=new.orelse.with_changes(body=new.orelse.body.with_changes(body=[kept])))
+    stmts = [new] if local is None else [cst.parse_statement(f"{local} = {m}\n"), new]
+    stmts[0] = stmts[0].with_changes(leading_lines=plan.line.leading_lines)
+    new_module = wrapper.module.visit(Replace(plan.line, cst.FlattenSentinel(stmts)))
     obligations = [
         {"kind": "bool-predicate", "pred": m},
         {"kind": "mask-leading-shape", "lhs": m, "rhs": x} if rows else {"kind": "same-shape", "lhs": m, "rhs": x},
@@ -98,9 +102,9 @@ def _rewrite(module: cst.Module, line: int, rows: bool) -> RewriteResult | Decli
         {"kind": "mask-update-select", "pred": m, "expr": f, "target": x},
         {"kind": "mask-update-finite-gradient", "guard": m, "expr": f},
         {"kind": "mask-update-guarded", "target": x, "pred": m, "expr": f, "selection": sel, "torch": t, "rows": rows,
-         "operands": [y for y in plan.operands if y != x], "original": was},
+         "operands": [y for y in plan.operands if y != x], "original": was, **({"bound": local} if local else {})},
     ]
     return RewriteResult(new_module.code, (line, line),
                          f"`{was}` -> `{x}.copy_({t}.where({sel}, {f}, {x}))` under a guard (a plain floating tensor "
-                         "without zero strides, operands of its dtype, the mask on its device), the original "
-                         "otherwise", obligations)
+                         "without zero strides, a bool mask and operands of its shape and device), the original "
+                         "otherwise" + (f"; the mask bound to `{local}` first" if local else ""), obligations)

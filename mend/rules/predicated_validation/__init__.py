@@ -128,7 +128,11 @@ on the made object's class in the file (the single graph never materializes the 
 as stated assumptions, each shown by a review model: a helper writing state only for other
 shapes, a parent module compiled around the model, a finalizer on a class defined in another
 file, ``lengths`` passed as a numpy array in eager mode (``_assert_async`` wants a tensor), and
-meta-device tensors (outside ``cpu-only``).
+meta-device tensors (outside ``cpu-only``). Also stated, not screened (helper-54): a forward
+hook registered from outside the file (``model.lin.register_forward_hook(lambda m, i, o:
+seen.append(o))``) runs inside the check's graph, and Dynamo replays its Python effects after
+the graph returns, so on a compiled call whose check fails the hook's effect for that call is
+lost (eager and a passing call are unchanged); the example run has no such hook to observe.
 For ``if``/``raise`` and ``assert not``, the check goes into the graph only for a one-element
 plain CPU tensor, the original check running otherwise (``guarded-check``, a static screen of
 the mended file). The code after a passing check computes the same result (``same-result-when-passing``); the
