@@ -38,26 +38,21 @@ def _msg(ob: dict) -> str:
 
 def trap_entry(code: str, trap: str) -> tuple[str, str] | None:
     """(exception name, message) of ``_MEND_TRAPS.<key>`` in the mended file."""
-    table, _, key = trap.partition(".")
     try:
         tree = ast.parse(code)
     except SyntaxError:
         return None
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == table for t in node.targets) \
-                and isinstance(node.value, ast.Dict):
-            for k, v in zip(node.value.keys, node.value.values):
-                if isinstance(k, ast.Constant) and k.value == key and isinstance(v, ast.Lambda) \
-                        and isinstance(v.body, ast.Call):
-                    name = _dotted(v.body.func) or ""
-                    args = v.body.args
-                    if not args and not v.body.keywords:   # `E()`: str(E()) == "" (a bare `assert`)
-                        return name.rsplit(".", 1)[-1], ""
-                    if len(args) == 1 and isinstance(args[0], ast.Constant) and isinstance(args[0].value, str):
-                        return name.rsplit(".", 1)[-1], args[0].value
-                    return name.rsplit(".", 1)[-1], json.dumps([ast.literal_eval(a) for a in args]) if all(
-                        isinstance(a, ast.Constant) for a in args) else ast.unparse(v.body)
-    return None
+    body = _trap_exception(tree, trap)
+    if not isinstance(body, ast.Call):
+        return None
+    name = _dotted(body.func) or ""
+    args = body.args
+    if not args and not body.keywords:   # `E()`: str(E()) == "" (a bare `assert`)
+        return name.rsplit(".", 1)[-1], ""
+    if len(args) == 1 and isinstance(args[0], ast.Constant) and isinstance(args[0].value, str):
+        return name.rsplit(".", 1)[-1], args[0].value
+    return name.rsplit(".", 1)[-1], json.dumps([ast.literal_eval(a) for a in args]) if all(
+        isinstance(a, ast.Constant) for a in args) else ast.unparse(body)
 
 
 def _item_semantics(ob: dict, ev: ValueEval):
