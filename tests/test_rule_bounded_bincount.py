@@ -85,6 +85,9 @@ def test_inline_topk_with_more_experts_than_logits_is_fixed():
 
 @pytest.mark.parametrize("source, line, old, new, why", [
     (INLINE, 5, "_mend_m >= _mend_n", "_mend_m >= _mend_n - 1", "is not"),
+    (INLINE, 5, " and _mend_m < 2**63", "", "is not"),
+    (INLINE, 5, "type(_mend_n) is int", "_mend_n is not None", "is not"),
+    (INLINE, 5, " and not torch.compiler.is_exporting()", "", "is not"),
     (INLINE, 5, "_mend_x.shape[-1] if", "_mend_x.shape[0] if", "the bound"),
     (INLINE, 5, " and _mend_x.dim() > 0", "", "the bound"),
     (INLINE, 5, "if type(_mend_x) is torch.Tensor and ", "if ", "the bound"),
@@ -221,3 +224,35 @@ class _Box:
     def slots(self):
         self.t.t_()
         return 4
+
+
+def test_a_minlength_beyond_int64_raises_as_the_original():
+    """helper-55: ``zeros(2**63)`` raised a TypeError where bincount raises a ValueError."""
+    orig, mended = _functions(INLINE, 5)
+    x = torch.randn(6, 4, generator=torch.Generator().manual_seed(0))
+    for m in (2**63, 2**64):
+        assert _run(orig, x, m) == _run(mended, x, m) == ("ValueError",)
+
+
+def test_strict_export_with_a_free_expert_dimension():
+    """helper-55: the guard ``m >= n`` on a symbolic ``n`` put a range on a dimension declared
+    free, which strict export rejected; a symbolic bound now keeps bincount."""
+    from torch.export import Dim
+
+    orig, mended = _functions(INLINE, 5)
+
+    class Box(torch.nn.Module):
+        def __init__(self, fn):
+            super().__init__()
+            self.fn = fn
+
+        def forward(self, logits):
+            return self.fn(logits, 4)
+
+    x = torch.randn(6, 4, generator=torch.Generator().manual_seed(0))
+    wide = torch.randn(5, 8, generator=torch.Generator().manual_seed(1))
+    got = []
+    for fn in (orig, mended):
+        ep = torch.export.export(Box(fn), (x,), dynamic_shapes={"logits": {0: Dim("b"), 1: Dim("e")}}, strict=True)
+        got.append(_run(ep.module(), wide))
+    assert got[0] == got[1] and got[0][0] == "ok"

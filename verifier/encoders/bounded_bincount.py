@@ -99,7 +99,8 @@ def _guard(lam: ast.Lambda, t: str, method: bool) -> str | None:
         return "the lambda's body is not a conditional expression"
     count = f"{t}.zeros({PM}, dtype={t}.int64, device={PI}.device).scatter_add(0, {PI}, {t}.ones_like({PI}))"
     want = {"test": f"type({PI}) is {t}.Tensor and {PI}.dim() == 1 and {PI}.device.type != 'meta' and "
-                    f"type({PM}) is int and {PN} is not None and {PM} >= {PN}",
+                    f"type({PM}) is int and {PM} < 2**63 and type({PN}) is int and not {t}.compiler.is_exporting() "
+                    f"and {PM} >= {PN}",
             "body": count,
             "orelse": f"{PI}.bincount(minlength={PM})" if method else f"{t}.bincount({PI}, minlength={PM})"}
     for part, text in want.items():

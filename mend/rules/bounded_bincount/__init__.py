@@ -16,7 +16,8 @@ The rewrite keeps bincount wherever the static facts do not hold::
         torch.zeros(_mend_m, dtype=torch.int64, device=_mend_i.device)
              .scatter_add(0, _mend_i, torch.ones_like(_mend_i))
         if type(_mend_i) is torch.Tensor and _mend_i.dim() == 1 and _mend_i.device.type != 'meta'
-           and type(_mend_m) is int and _mend_n is not None and _mend_m >= _mend_n
+           and type(_mend_m) is int and _mend_m < 2**63 and type(_mend_n) is int
+           and not torch.compiler.is_exporting() and _mend_m >= _mend_n
         else torch.bincount(_mend_i, minlength=_mend_m))(
             _mend_x.argmax(dim=d),
             _mend_x.shape[d] if type(_mend_x) is torch.Tensor and _mend_x.dim() > D else None,
@@ -34,7 +35,11 @@ override it). The count is out of place: an in-place ``scatter_add_`` into the u
 so on the meta device the original call runs and raises (helper-52). The guard is decided by
 Dynamo at trace time (types, a rank, a device, an int, a size: guards, no break); under
 ``torch.jit.trace`` (deprecated) it is decided once, on the example, and recorded (a
-``TracerWarning``), like any Python branch.
+``TracerWarning``), like any Python branch. Under ``torch.export`` the original bincount runs
+(``m >= n`` on a dimension declared free would be a range guard strict export rejects), and a
+minlength of 2**63 or more keeps bincount's own error (helper-55). ``torch.jit.script`` cannot
+compile the lambdas: where the original scripted, the rewrite reports it (TorchScript is
+deprecated; ``evidence.torchscript``).
 
 Taken: the indices of ``X.argmax(dim=d)`` / ``argmin`` (or without ``dim``: below
 ``X.numel()``), ``X.max(d)[1]`` / ``.indices`` / ``min``, ``X.topk(k, dim=d)[1]`` /

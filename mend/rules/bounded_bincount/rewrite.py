@@ -25,10 +25,13 @@ def bound_text(t: str, x: str, p: Provenance) -> str:
 def guard_text(t: str) -> str:
     """The condition under which the static-length count equals bincount: plain 1-D indices off
     the meta device (bincount has no meta kernel: the original raises there, helper-52), an int
-    minlength, and minlength covering the bound read on the tensor the indices came from."""
+    minlength below 2**63 (above, ``zeros`` and ``bincount`` raise different errors), and
+    minlength covering the bound read on the tensor the indices came from. Under ``torch.export``
+    the original bincount runs: ``m >= n`` on a dimension declared free (``Dim("e")``) would add a
+    range guard on it, which strict export rejects (helper-55); the comparison is not reached there."""
     m, i, n = PARAM_M, PARAM_I, PARAM_N
     return (f"type({i}) is {t}.Tensor and {i}.dim() == 1 and {i}.device.type != 'meta' and type({m}) is int"
-            f" and {n} is not None and {m} >= {n}")
+            f" and {m} < 2**63 and type({n}) is int and not {t}.compiler.is_exporting() and {m} >= {n}")
 
 
 def method_form(call: cst.Call, torch_name: str) -> bool:
