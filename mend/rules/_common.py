@@ -38,6 +38,12 @@ def fresh_local(function: cst.FunctionDef, base: str) -> str:
     return next(name for name in (base, *(f"{base}_{i}" for i in range(2, 10_000))) if name not in used)
 
 
+def locals_readers(node: cst.CSTNode) -> list[cst.Call]:
+    """The calls of ``locals()``, ``vars()``, ``eval`` or ``exec`` in ``node``: code that reads a
+    function's locals by name, where a local a rewrite binds (or a changed local's type) shows."""
+    return m.findall(node, m.Call(func=m.Name("locals") | m.Name("vars") | m.Name("eval") | m.Name("exec")))
+
+
 def add_import(module: cst.Module, statement: str, same_line: bool = False) -> cst.Module:
     """``module`` with the import ``statement`` (``"import torch"``) added where LibCST's
     ``AddImportsVisitor`` puts it: after a leading docstring and the first block of imports,

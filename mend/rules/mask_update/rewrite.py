@@ -6,10 +6,9 @@ original does (a view, a parameter or another name aliasing ``x`` sees the same 
 from __future__ import annotations
 
 import libcst as cst
-import libcst.matchers as m_
 
 from mend.rules._base import Decline, RewriteResult
-from mend.rules._common import Replace, code_of, dotted, fresh_local, statement_at
+from mend.rules._common import Replace, code_of, dotted, fresh_local, locals_readers, statement_at
 from mend.rules.mask_update.screen import NAME, screen
 
 
@@ -70,8 +69,7 @@ def _rewrite(module: cst.Module, line: int, rows: bool) -> RewriteResult | Decli
     if rows and dotted(cst.parse_expression(m)) is None:
         return None
     function = next(a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef))
-    if dotted(cst.parse_expression(m)) is None and m_.findall(
-            function, m_.Call(func=m_.Name("locals") | m_.Name("vars") | m_.Name("eval") | m_.Name("exec"))):
+    if dotted(cst.parse_expression(m)) is None and locals_readers(function):
         return Decline(NAME, "the function reads its own locals (`locals()`, `vars()`, `eval`, `exec`): binding the "
                              "mask expression to a new local, as the rewrite does, would show there")
     was = code_of(node).strip()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import libcst as cst
 import libcst.matchers as m
 
+from mend.rules._common import locals_readers
 from mend.rules.predicated_control_flow.env import _code, _read_names
 
 _INFO = {"finfo", "iinfo"}
@@ -108,7 +109,7 @@ def live_after(name: str, node: cst.If, ancestors: list[cst.CSTNode]) -> str | N
     for inner in m.findall(func.body, m.FunctionDef() | m.Lambda() | m.ClassDef() | m.Global() | m.Nonlocal()):
         if _occurs(inner, name):
             return _code(inner)[:60]
-    for call in m.findall(func.body, m.Call(func=m.Name("locals") | m.Name("vars") | m.Name("eval") | m.Name("exec"))):
+    for call in locals_readers(func.body):
         return _code(call)[:60]  # reads every local by name
     # the statements that follow, innermost block first; the function's end kills it
     follow: list[list] = []

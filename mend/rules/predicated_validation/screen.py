@@ -10,7 +10,7 @@ import libcst.matchers as m
 
 from mend.locate import Located
 from mend.rules._base import Decline, Match
-from mend.rules._common import code_of as _code, dotted as _dotted, enclosing_handler, state_change
+from mend.rules._common import code_of as _code, dotted as _dotted, enclosing_handler, locals_readers, state_change
 from mend.rules._in_graph_checks import surroundings
 
 NAME = "predicated-validation"
@@ -363,8 +363,7 @@ def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
     why = surroundings(function, ancestors, inner, module)
     if why is not None:
         return Decline(NAME, why)
-    if items is None and not via_call and m.findall(
-            function, m.Call(func=m.Name("locals") | m.Name("vars") | m.Name("eval") | m.Name("exec"))):
+    if items is None and not via_call and locals_readers(function):
         return Decline(NAME, "the function reads its own locals (`locals()`, `vars()`, `eval`, `exec`): binding the "
                              "condition to a new local, as the guarded rewrite does, would show there")
     fails_is_true = (form == "if-raise") != negated  # raise when `core` is truthy?

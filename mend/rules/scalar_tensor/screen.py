@@ -19,7 +19,7 @@ import libcst.matchers as m
 
 from mend.locate import Located
 from mend.rules._base import Decline, Match
-from mend.rules._common import code_of, dotted, torch_aliases
+from mend.rules._common import code_of, dotted, locals_readers, torch_aliases
 
 NAME = "scalar-tensor"
 CATEGORY = "scalar-tensor"
@@ -418,7 +418,7 @@ def _local_form(module, node, caller: cst.FunctionDef, aliases: set[str], positi
         return Decline(NAME, f"a comment on the line binding `{local}` would be dropped")
     if any(isinstance(a, (cst.For, cst.While)) for a in _ancestors_in(caller, line)):
         return Decline(NAME, f"`{local} = {code_of(call).strip()}` sits in a loop")
-    if m.findall(caller, m.Call(func=m.Name("locals") | m.Name("vars") | m.Name("eval") | m.Name("exec"))):
+    if locals_readers(caller):
         return Decline(NAME, f"the function reads its locals by name (`locals()`, `vars()`, `eval`, `exec`): `{local}` "
                        "would be seen as an int there")
     value = call.args[0].value

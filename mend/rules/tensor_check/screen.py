@@ -9,8 +9,8 @@ import libcst.matchers as m
 
 from mend.locate import Located
 from mend.rules._base import Decline, Match
-from mend.rules._common import (code_of, dotted, enclosing_handler, fresh_local, state_change, torch_aliases,
-                                torch_name)
+from mend.rules._common import (code_of, dotted, enclosing_handler, fresh_local, locals_readers, state_change,
+                                torch_aliases, torch_name)
 from mend.rules._in_graph_checks import caller_screen, surroundings
 
 NAME = "tensor-check"
@@ -115,7 +115,7 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
     if not isinstance(cond, cst.Name):
         # an inline condition is bound to a local on the line before, evaluated once as the call
         # did (the rewrite reads it three times: dtype guard, assert, fallback)
-        if m.findall(function, m.Call(func=m.Name("locals") | m.Name("vars") | m.Name("eval") | m.Name("exec"))):
+        if locals_readers(function):
             return Decline(NAME, "the function reads its own locals (`locals()`, `vars()`, `eval`, `exec`): "
                            "binding the condition to a new local would show there")
         if m.findall(cond, m.NamedExpr() | m.Lambda() | m.Yield() | m.Await()):
