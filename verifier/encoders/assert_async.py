@@ -42,7 +42,11 @@ def trap_entry(code: str, trap: str) -> tuple[str, str] | None:
         tree = ast.parse(code)
     except SyntaxError:
         return None
-    body = _trap_exception(tree, trap)
+    return _entry(_trap_exception(tree, trap))
+
+
+def _entry(body: ast.AST | None) -> tuple[str, str] | None:
+    """(exception name, message) of a trap table's exception expression ``E(msg)``."""
     if not isinstance(body, ast.Call):
         return None
     name = _dotted(body.func) or ""
@@ -382,11 +386,11 @@ def guarded_check(ob: dict, ctx: Ctx) -> Outcome:
             and ast.dump(call.args[0]) == ast.dump(holds)):
         problems.append(f"the guarded call does not assert `{ast.unparse(holds)}`")
     failing = ast.parse(local if raise_if_true else f"not {local}", mode="eval").body
-    entry = trap_entry(ctx.code, trap)
+    restored = _trap_exception(tree, trap)
+    entry = _entry(restored)
     orelse = test.orelse[0] if len(test.orelse) == 1 else None
     if isinstance(orelse, ast.If):       # `elif L: raise E(msg)`
         exc = orelse.body[0].exc if len(orelse.body) == 1 and isinstance(orelse.body[0], ast.Raise) else None
-        restored = _trap_exception(tree, trap)
         if not (ast.dump(orelse.test) == ast.dump(failing) and not orelse.orelse and exc is not None
                 and restored is not None and ast.dump(exc) == ast.dump(restored)):
             problems.append(f"the fallback is not `elif {ast.unparse(failing)}: raise` the trap table's exception")

@@ -66,20 +66,22 @@ def _rewrite(module: cst.Module, line: int, rows: bool) -> RewriteResult | Decli
     if isinstance(plan, Decline):
         return plan
     x, m, f, t = plan.target, plan.mask, plan.new_value, plan.torch_name
-    if rows and dotted(cst.parse_expression(m)) is None:
+    others = [y for y in plan.operands if y != x]
+    expression = dotted(cst.parse_expression(m)) is None   # `score > 0`, `~keep`: not a name
+    if rows and expression:
         return None
     function = next(a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef))
-    if dotted(cst.parse_expression(m)) is None and locals_readers(function):
+    if expression and locals_readers(function):
         return Decline(NAME, "the function reads its own locals (`locals()`, `vars()`, `eval`, `exec`): binding the "
                              "mask expression to a new local, as the rewrite does, would show there")
     was = code_of(node).strip()
     # an expression mask (`score > 0`, `~keep`) is bound to a local, so that the guard reads
     # what the selection uses (a comparison of names: evaluated once more than the original,
     # which reads it on both sides, without effect)
-    local = fresh_local(function, MASK) if dotted(cst.parse_expression(m)) is None else None
+    local = fresh_local(function, MASK) if expression else None
     gm = local or m
     sel = f"{gm}.reshape({gm}.shape + (1,) * ({x}.dim() - {gm}.dim()))" if rows else gm
-    guard = guard_text(t, x, gm, [y for y in plan.operands if y != x], rows)
+    guard = guard_text(t, x, gm, others, rows)
     # the original statement, as written, where the guard fails
     kept = plan.line.with_changes(leading_lines=[])
     new = cst.parse_statement(f"if {guard}:\n    {x}.copy_({t}.where({sel}, {f}, {x}))  # mend: mask-update\n"
@@ -91,7 +93,7 @@ def _rewrite(module: cst.Module, line: int, rows: bool) -> RewriteResult | Decli
     obligations = [
         {"kind": "bool-predicate", "pred": m},
         {"kind": "mask-leading-shape", "lhs": m, "rhs": x} if rows else {"kind": "same-shape", "lhs": m, "rhs": x},
-        *[{"kind": "same-shape", "lhs": y, "rhs": x} for y in plan.operands if y != x],
+        *[{"kind": "same-shape", "lhs": y, "rhs": x} for y in others],
         {"kind": "mask-update-elementwise", "expr": f, "operands": list(plan.operands), "torch": t,
          **({"scalars": list(plan.scalars)} if plan.scalars else {})},
         *([{"kind": "mask-update-scalar", "scalars": list(plan.scalars)}] if plan.scalars else []),
@@ -100,7 +102,7 @@ def _rewrite(module: cst.Module, line: int, rows: bool) -> RewriteResult | Decli
         {"kind": "mask-update-select", "pred": m, "expr": f, "target": x},
         {"kind": "mask-update-finite-gradient", "guard": m, "expr": f},
         {"kind": "mask-update-guarded", "target": x, "pred": m, "expr": f, "selection": sel, "torch": t, "rows": rows,
-         "operands": [y for y in plan.operands if y != x], "original": was, **({"bound": local} if local else {})},
+         "operands": others, "original": was, **({"bound": local} if local else {})},
     ]
     return RewriteResult(new_module.code, (line, line),
                          f"`{was}` -> `{x}.copy_({t}.where({sel}, {f}, {x}))` under a guard (a plain floating tensor "

@@ -182,11 +182,7 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
         table = TABLE if TABLE not in global_scope.assignments else next(
             f"{TABLE}_{i}" for i in range(1, 1000) if f"{TABLE}_{i}" not in global_scope.assignments)
     marker = f'f"{MARKER}:{{__name__}}:{table}.{key}"'
-    call = cst.parse_expression(f"torch._assert_async(_, {marker})")
-    call = call.with_changes(args=[cst.Arg(plan.holds), *call.args[1:]])
     indent = pos[plan.stmt].start.column + (4 if plan.form == "assert" else 0)
-    if indent + len(_code(call)) > 100:  # one argument a line, as black would
-        call = cst.parse_expression(f"torch._assert_async(\n    {_code(plan.holds)},\n    {marker},\n)")
     holds = _code(plan.holds)
     local = None
     if plan.call is not None:   # torch._assert: anything but a one-element plain CPU tensor keeps the call
@@ -203,7 +199,11 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
         local = fresh_local(plan.function, GUARDED)
         holds = f"torch.logical_not({_code(plan.core)})" if plan.raise_if_true else _code(plan.core)
         new = _guarded(plan, local, marker, indent)
-    else:  # `python -O` strips asserts; so does `if __debug__:`
+    else:  # `assert T.item() <op> E`; `python -O` strips asserts, so does `if __debug__:`
+        call = cst.parse_expression(f"torch._assert_async(_, {marker})")
+        call = call.with_changes(args=[cst.Arg(plan.holds), *call.args[1:]])
+        if indent + len(_code(call)) > 100:  # one argument a line, as black would
+            call = cst.parse_expression(f"torch._assert_async(\n    {holds},\n    {marker},\n)")
         new = cst.If(test=cst.Name("__debug__"), body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Expr(call)])]),
                      leading_lines=plan.stmt.leading_lines)
     cls = next((a for a in reversed(site[1]) if isinstance(a, cst.ClassDef)), None)
