@@ -214,7 +214,10 @@ def _scalar_tensor_bound(loc) -> bool:
         return False
     bound = {s.targets[0].target.value for s in m.findall(function.body, m.Assign(
         targets=[m.AssignTarget(target=m.Name())], value=m.Call()))}
-    return any(n.value in bound for sl in m.findall(loc.node, m.Slice() | m.Index()) for n in m.findall(sl, m.Name()))
+    if any(n.value in bound for sl in m.findall(loc.node, m.Slice() | m.Index()) for n in m.findall(sl, m.Name())):
+        return True
+    from mend.rules.scalar_tensor.indexed import reads_indexed
+    return reads_indexed(loc.module, loc.node, function)
 
 
 def _constant_buffer(loc: Located | None) -> bool:

@@ -241,7 +241,7 @@ def test_local_form_fixed_end_to_end(tmp_path):
 def test_local_screened_reads_the_binding_back():
     """``"scalar-local-screened"``: checked on the rule's output; refuted when the local is bound
     again, captured by a lambda, or the function can read its locals by name."""
-    src = st.FIX_EXAMPLES[-1][0]
+    src = next(ex[0] for ex in st.FIX_EXAMPLES if "start = torch.tensor(" in ex[0])
     line = next(i for i, t in enumerate(src.splitlines(), 1) if "return h[:, start:]" in t)
     res = st.rewrite(cst.parse_module(src), line)
     ob = next(o for o in res.obligations if o["kind"] == "scalar-local-screened")
@@ -250,3 +250,114 @@ def test_local_screened_reads_the_binding_back():
                      res.code.replace("    return h", "    f = lambda: start\n    return h"),
                      res.code.replace("    return h", "    seen = locals()\n    return h")):
         assert enc.local_screened(ob, Ctx({}, {}, tampered)).result == "refuted", tampered
+
+
+# --- the indexed form: `L = torch.IntTensor([E])` read back as `L[0]`, a slice bound (vits) ---
+
+from verifier.encoders import scalar_index as idx  # noqa: E402
+
+
+def _vits_fix():
+    before, after, line = next(ex for ex in RULE.fix_examples if "IntTensor" in ex.before)
+    return before, after, line
+
+
+def _wavenet(src: str, hidden):
+    ns: dict = {}
+    exec(compile(src, "<vits>", "exec"), ns)
+    net = ns["WaveNet"]()
+    net.hidden_size = hidden
+    a, b = torch.arange(24.0).reshape(2, 12), torch.ones(2, 12)
+    try:
+        return ("ok", net(a, b))
+    except Exception as exc:  # noqa: BLE001 - the exception itself is what is compared
+        return ("raised", type(exc), str(exc))
+
+
+@pytest.mark.parametrize("hidden", [3, 0, -2, 12, 40, 3.7, True, 2 ** 31, -(2 ** 31) - 1, 2 ** 31 - 1])
+def test_indexed_form_computes_what_the_original_does_for_every_kind_of_value(hidden):
+    """The run-time test admits exactly the ints int32 holds; a float (truncated by the
+    original), a bool and an int beyond int32 (the original raises) take the original read."""
+    before, after, _ = _vits_fix()
+    got, want = _wavenet(after, hidden), _wavenet(before, hidden)
+    assert got[0] == want[0], (got, want)
+    if want[0] == "ok":
+        assert torch.equal(got[1], want[1])
+    else:
+        assert got[1:] == want[1:]
+
+
+def test_indexed_form_traces_without_a_break():
+    before, after, _ = _vits_fix()
+    for src, breaks in ((before, 1), (after, 0)):
+        ns: dict = {}
+        exec(compile(src, "<vits>", "exec"), ns)
+        net = ns["WaveNet"]()
+        net.hidden_size = 3
+        torch._dynamo.reset()
+        explain = torch._dynamo.explain(net)(torch.randn(2, 12), torch.randn(2, 12))
+        assert len(explain.break_reasons) == breaks, explain.break_reasons
+
+
+def _indexed_obligations():
+    before, _, line = _vits_fix()
+    res = st.rewrite(cst.parse_module(before), line)
+    return res, {o["kind"]: o for o in res.obligations}
+
+
+def test_indexed_screens_read_the_mended_form_back_and_refute_tampering():
+    res, obs = _indexed_obligations()
+    ok = Ctx({}, {}, res.code)
+    assert idx.guarded(obs["scalar-index-guarded"], ok).result == "checked"
+    assert idx.slice_only(obs["scalar-index-slice-only"], ok).result == "checked"
+    tampered = {
+        "a wider range": res.code.replace("2 ** 31 else", "2 ** 32 else"),
+        "an unguarded read": res.code.replace("return acts", "return acts, num_channels_tensor[0]"),
+        "a rebound `type`": res.code.replace("import torch\n", "import torch\ntype = lambda v: int\n", 1),
+        "a second binding": res.code.replace("        acts = fused", "        _mend_n = 2\n        acts = fused"),
+        "a captured snapshot": res.code.replace("        acts = fused", "        f = lambda: _mend_n\n        acts = fused"),
+    }
+    for what, code in tampered.items():
+        assert idx.guarded(obs["scalar-index-guarded"], Ctx({}, {}, code)).result == "refuted", what
+    arith = res.code.replace("+ b[:, : n_channels]", "* n_channels")
+    assert idx.guarded(obs["scalar-index-guarded"], Ctx({}, {}, arith)).result == "checked"
+    assert idx.slice_only(obs["scalar-index-slice-only"], Ctx({}, {}, arith)).result == "refuted"
+
+
+def test_indexed_exact_is_proved_for_the_dtype_and_refuted_beyond_it():
+    _, obs = _indexed_obligations()
+    ob = obs["scalar-index-exact"]
+    assert idx.exact(ob, Ctx({}, {})).result == "proved"
+    assert idx.exact({**ob, "hi": "2 ** 32"}, Ctx({}, {})).result == "refuted"
+    assert idx.exact({**ob, "ctor": "LongTensor", "hi": "2 ** 63"}, Ctx({}, {})).result == "proved"
+    assert idx.exact({**ob, "ctor": "LongTensor", "hi": "2 ** 63 + 1"}, Ctx({}, {})).result == "refuted"
+
+
+def test_indexed_receivers_are_observed_as_plain_tensors():
+    res, obs = _indexed_obligations()
+    ob = obs["scalar-index-receivers-observed"]
+    uses = idx.slice_uses(ob, Ctx({}, {}, res.code))
+    assert sorted(c for c, _ in uses) == ["a", "b"] and {u["line"] for u in ob["uses"]} == {ln for _, ln in uses}
+    line = str(uses[0][1])
+    tensor = {"kind": "tensor", "dtype": "float32", "shape": [2, 12], "device": "cpu"}
+
+    def ctx(seen):
+        return Ctx({"at": {line: {"a": [seen], "b": [tensor]}}, "at_hits": {line: 1}}, {}, res.code)
+    assert idx.receivers_observed(ob, ctx(tensor)).result == "checked"
+    assert idx.receivers_observed(ob, ctx({**tensor, "subclass": "m.Logged"})).result == "refuted"
+    assert idx.receivers_observed(ob, ctx({"kind": "list"})).result == "refuted"
+    assert idx.receivers_observed(ob, Ctx({}, {}, res.code)).result == "unknown"
+
+
+def test_indexed_form_fixed_end_to_end(tmp_path):
+    """A vits-like WaveNet stack: Dynamo skipped the frame (0 graphs); one graph after."""
+    name = "scalar_indexed_channels.py"
+    res = fix(str(FIXTURES / name), unsafe_fixes=True, verify="standard", max_examples=5)
+    assert (res.before.graph_count, res.after.graph_count) == (0, 1)
+    (rw,) = res.rewrites
+    results = {o["kind"]: o["result"] for o in rw["obligations"]}
+    assert results == {"scalar-index-exact": "proved", "scalar-index-guarded": "checked",
+                       "scalar-index-slice-only": "checked", "scalar-index-receivers-observed": "checked"}
+    assert rw["safety"]["label"] == "unsafe"   # the receivers rest on an observation
+    assert "num_channels_tensor = torch.IntTensor([_mend_n])  # mend: scalar-tensor" in res.mended
+    assert_one_graph_and_same_outputs(FIXTURES / name, res.mended, tmp_path, "sti")

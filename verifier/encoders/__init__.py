@@ -9,6 +9,7 @@ encoder (``KINDS``). The verifier never names a rule: a kind is what it encodes.
 * :mod:`.counting`: a host counting loop as a tensor count;
 * :mod:`.host_check`: a host-reading tensor check kept in the graph;
 * :mod:`.numpy_constants`: numpy on Python constants made exact Python arithmetic;
+* :mod:`.scalar_index`: a 1-element tensor's ``L[0]`` read as the int it was made from, behind a test;
 * :mod:`.item_operand`: a scalar read (``.item()``) kept as a 0-d tensor;
 * :mod:`.bounded_bincount`: a bincount of in-range indices counted into a static length;
 * :mod:`.gradient_gate`: a torch.where side whose inputs are gated on its path condition;
@@ -31,6 +32,7 @@ from typing import Callable
 
 from verifier.encoders import assert_async, capture, cond, counting, forward_attribute, hoisting, host_check, where
 from verifier.encoders import scalar_tensor
+from verifier.encoders import scalar_index
 from verifier.encoders import numpy_constants
 from verifier.encoders import dead_host_work
 from verifier.encoders import mask_update
@@ -49,7 +51,7 @@ from verifier.encoders.base import Ctx
 from verifier.outcomes import Outcome
 
 Encoder = Callable[[dict, Ctx], Outcome]
-GROUPS = (where, cond, hoisting, capture, assert_async, counting, host_check, forward_attribute, scalar_tensor,
+GROUPS = (where, cond, hoisting, capture, assert_async, counting, host_check, forward_attribute, scalar_tensor, scalar_index,
           numpy_constants, dead_host_work, mask_update, state_write, finiteness_precision, bind_lookup,
           constant_buffer, item_operand, bounded_bincount, gradient_gate, capture_if, membership, autocast_guard,
           setup_guard)

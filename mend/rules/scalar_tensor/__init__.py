@@ -57,8 +57,14 @@ Traps, and how each is handled:
   differs from exact ints (length 16,777,217 pads -1, an int rewrite 1): declined, naming
   it; buffers in general decline here (they are module state a user may write): the
   constant-buffer rule takes them, with twins, a guard and a lemma for the ceil;
-* ``torch.IntTensor([n])[0]`` (vits): declined, ``n``'s element type is not known
-  statically (a float truncates, an int beyond int32 raises).
+* ``torch.IntTensor([n])[0]`` (vits): ``n``'s element type is not known statically (a float
+  truncates, an int beyond int32 raises), so the indexed form decides it at run time: see
+  :mod:`mend.rules.scalar_tensor.indexed` (``L = torch.IntTensor([E])`` read only as ``L[0]``,
+  a slice bound, becomes ``(S if type(S) is int and -2 ** 31 <= S < 2 ** 31 else L[0])`` with
+  ``S = E`` bound just before; vits' WaveNet, 9 -> 6 graphs on transformers 5.25). A read
+  that is not a slice bound (arithmetic: an int and a 0-d int32 tensor promote differently),
+  a slice of an expression, a binding in a branch or loop, a decorated callee, or a rebound
+  ``type``/``int`` decline.
 """
 from __future__ import annotations
 
@@ -89,11 +95,20 @@ the function; code outside the package that imports it is not seen); in the loca
 ``scalar-local-screened`` instead (the local's one binding, no capture, no frame reads in the
 function; a callee in another module reading its caller's frame is not seen).
 
+The indexed form (``L[0]`` of ``torch.IntTensor([E])``): ``scalar-index-exact`` (Z3: every
+int the run-time test admits is held exactly by the constructor's dtype), and the checks
+``scalar-index-guarded`` and ``scalar-index-slice-only`` (static screens of the mended file:
+the snapshot, the test at every read, every read a slice bound directly or through a
+module-level function's parameter) and ``scalar-index-receivers-observed`` (an observation:
+each sliced container is a plain tensor on the example run), so it is an ``unsafe`` fix.
+
 Never inference-only: the value is an integer with no gradient.
 """
 
 KINDS = frozenset({"scalar-value-int64", "scalar-use-same", "scalar-use-promotion", "scalar-leaves-observed",
                    "scalar-callers-screened", "scalar-local-screened"})
+INDEXED_KINDS = frozenset({"scalar-index-exact", "scalar-index-guarded", "scalar-index-slice-only",
+                           "scalar-index-receivers-observed"})
 
 RULE = Rule(
     name=NAME,
@@ -101,8 +116,8 @@ RULE = Rule(
     match=match,
     rewrite=rewrite,
     example_line=example_line,
-    obligation_kinds=KINDS,
-    required_kinds=KINDS,
+    obligation_kinds=KINDS | INDEXED_KINDS,
+    required_kinds=KINDS | INDEXED_KINDS,
     needs_facts=True,
     fix_safety=FIX_SAFETY,
     doc=__doc__,

@@ -170,8 +170,22 @@ DECLINE_EXAMPLES: list[tuple] = [
     (_DECORATED, "is decorated", _at(_DECORATED, "return x[:span]")),
     # encodec: the buffers feed float32 tensor arithmetic whose ceil differs from exact ints above 2^24
     (_ENCODEC, "float32 tensor arithmetic", _at(_ENCODEC, "n_frames = (length")),
-    # vits: the element type of `n` is not known statically
-    (_VITS, "IntTensor([n])", _at(_VITS, "acts = fused")),
+    # the indexed form (vits): the whole tensor is passed on, not read as `L[0]`
+    (_VITS.replace("num_channels_tensor[0])", "num_channels_tensor)"), "not only read as",
+     _at(_VITS, "acts = fused")),
+    # the callee computes with the bound: an int and a 0-d int32 tensor differ in arithmetic
+    (_VITS.replace("+ b[:, : n_channels]", "* n_channels"), "not only as a slice's bound", _at(_VITS, "acts = fused")),
+    # a slice of an expression: whose `__getitem__` runs is not observed
+    (_VITS.replace("a[:, : n_channels] +", "(a * 2)[:, : n_channels] +"), "not of a name", _at(_VITS, "acts = fused")),
+    # the tensor is made in a branch: a read could come before it (UnboundLocalError either way, but
+    # naming another local)
+    (_VITS.replace("        num_channels_tensor = torch.IntTensor([self.hidden_size])\n",
+                   "        if a.dim() > 1:\n            num_channels_tensor = torch.IntTensor([self.hidden_size])\n"),
+     "not a statement of its own at the top level", _at(_VITS, "acts = fused") + 1),
+    # `type` is rebound: the run-time test would not read the builtin
+    (_VITS.replace("import torch\n", "import torch\n\ntype = str\n"), "`type` is rebound", _at(_VITS, "acts = fused") + 2),
+    # a decorated callee: what runs is not the function as written
+    (_VITS.replace("def fused", "@torch.jit.script\ndef fused"), "is decorated", _at(_VITS, "acts = fused") + 1),
     # the local form: a keyword argument makes the tensor something a Python number is not
     (_MADE_INLINE.replace("num_registers)", "num_registers, dtype=torch.int32)"), "`dtype=`",
      _at(_MADE_INLINE, "return h[:, start:]")),
@@ -200,3 +214,25 @@ FIX_EXAMPLES.append((_MADE_INLINE, _MADE_INLINE.replace(
     "    start = torch.tensor(1 + self.num_registers)",
     "    start = 1 + self.num_registers  # mend: scalar-tensor (was: torch.tensor(1 + self.num_registers))"),
     _at(_MADE_INLINE, "return h[:, start:]")))
+
+# the indexed form (vits): `L[0]` of `L = torch.IntTensor([E])`, a slice bound through a
+# module-level helper's parameter, reads the int where a run-time test shows it is one
+FIX_EXAMPLES.append((_VITS, _VITS.replace(
+    "        num_channels_tensor = torch.IntTensor([self.hidden_size])\n",
+    "        _mend_n = self.hidden_size\n        num_channels_tensor = torch.IntTensor([_mend_n])  # mend: scalar-tensor\n"
+).replace("num_channels_tensor[0])", "(_mend_n if type(_mend_n) is int and -2 ** 31 <= _mend_n < 2 ** 31 else "
+          "num_channels_tensor[0]))"), _at(_VITS, "acts = fused")))
+
+# the indexed form in the function itself: `x[:, :L[0]]`
+_SLICED_HERE = '''import torch
+
+
+def forward(self, x):
+    width = torch.LongTensor([self.width])
+    return x[:, : width[0]], x[:, width[0] :]
+'''
+FIX_EXAMPLES.append((_SLICED_HERE, _SLICED_HERE.replace(
+    "    width = torch.LongTensor([self.width])\n",
+    "    _mend_n = self.width\n    width = torch.LongTensor([_mend_n])  # mend: scalar-tensor\n").replace(
+    "width[0]", "(_mend_n if type(_mend_n) is int and -2 ** 63 <= _mend_n < 2 ** 63 else width[0])"),
+    _at(_SLICED_HERE, "return x[")))

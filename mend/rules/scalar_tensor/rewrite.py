@@ -8,6 +8,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from mend.rules._base import Decline, RewriteResult
 from mend.rules._common import Replace, code_of
+from mend.rules.scalar_tensor.indexed import RANGES, IndexedPlan, rewrite_indexed
 from mend.rules.scalar_tensor.screen import BOUND, NAME, screen
 
 
@@ -46,6 +47,8 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     plan = screen(module, node, ancestors, positions)
     if isinstance(plan, Decline):
         return plan
+    if isinstance(plan, IndexedPlan):
+        return _rewrite_indexed(module, plan, positions)
     ret = plan.ret_line.body[0]
     old, value = code_of(plan.tensor_call).strip(), code_of(plan.value).strip()
     new_ret = ret.with_changes(value=plan.value)   # `return E`, or `L = E` in the local form
@@ -84,3 +87,25 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
                          f"`{fname}` returns the Python int `{value}` instead of `{old}`; "
                          f"{len(plan.uses)} use(s) of {', '.join(f'`{x}`' for x in sorted(set(locals_)))} screened",
                          obligations)
+
+
+def _rewrite_indexed(module: cst.Module, plan: IndexedPlan, positions: dict) -> RewriteResult:
+    """The indexed form (vits): ``L[0]`` read as the snapshot int where a run-time test shows it
+    is an int in the constructor's range; the obligations re-read that form from the mended file."""
+    new, snap, (first, last) = rewrite_indexed(module, plan, positions)
+    lo, hi = RANGES[plan.ctor]
+    fname, value = plan.caller.name.value, code_of(plan.value).strip()
+    where = {"function": fname, "line": first + 1, "local": plan.local, "snapshot": snap, "ctor": plan.ctor,
+             "lo": lo, "hi": hi, "value": value}
+    shift = [{"value": c, "line": ln + (ln >= first), "function": f} for f, c, ln in plan.slices]
+    obligations = [
+        {"kind": "scalar-index-exact", "ctor": plan.ctor, "lo": lo, "hi": hi},
+        {"kind": "scalar-index-guarded", **where},
+        {"kind": "scalar-index-slice-only", **where},
+        {"kind": "scalar-index-receivers-observed", **where, "uses": shift},
+    ]
+    via = f" (passed to {', '.join(f'`{c}`' for c in sorted(set(plan.callees)))})" if plan.callees else ""
+    return RewriteResult(new.code, (first, last),
+                         f"`{plan.local}[0]` in `{fname}`{via} reads the Python int `{value}` where a run-time test "
+                         f"shows it is an int in {plan.ctor}'s range, else the tensor as before; "
+                         f"{len(plan.slices)} slice bound(s) screened", obligations)

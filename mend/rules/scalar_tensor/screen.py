@@ -20,6 +20,7 @@ import libcst.matchers as m
 from mend.locate import Located
 from mend.rules._base import Decline, Match
 from mend.rules._common import code_of, dotted, locals_readers, torch_aliases
+from mend.rules.scalar_tensor.indexed import IndexedPlan, screen_indexed
 
 NAME = "scalar-tensor"
 CATEGORY = "scalar-tensor"
@@ -304,7 +305,8 @@ def _caller_uses(fn: cst.FunctionDef, local: str, binding: cst.Assign, positions
     return uses
 
 
-def screen(module: cst.Module, node: cst.CSTNode, ancestors: list[cst.CSTNode], positions: dict) -> Plan | Decline:
+def screen(module: cst.Module, node: cst.CSTNode, ancestors: list[cst.CSTNode],
+           positions: dict) -> Plan | IndexedPlan | Decline:
     """The rewrite plan for the statement ``node`` at a break site (a use of the value, or the
     function's ``return torch.tensor(E)``), or why it is declined."""
     aliases = torch_aliases(module)
@@ -330,6 +332,9 @@ def screen(module: cst.Module, node: cst.CSTNode, ancestors: list[cst.CSTNode], 
                 target = c.func.value
                 break
     if target is None and caller is not None:
+        indexed = screen_indexed(module, node, caller, aliases, positions)
+        if indexed is not None:
+            return indexed
         local = _local_form(module, node, caller, aliases, positions)
         if local is not None:
             return local
@@ -454,9 +459,10 @@ def _no_target(module, node, caller, aliases) -> Decline:
     text = code_of(node)
     if re.search(r"\b(IntTensor|LongTensor)\(\s*\[", text) or (caller is not None and any(
             re.search(rf"\b{re.escape(n.value)}\b", text) for n in _int_tensor_locals(caller))):
-        return Decline(NAME, "a 1-element `torch.IntTensor([n])` indexed to a 0-d int32 tensor: the element "
-                       "type of `n` is not known statically (a float truncates, an int beyond int32 raises), "
-                       "and the value is not a module constant the rule can see")
+        return Decline(NAME, "a 1-element `torch.IntTensor([n])` indexed to a 0-d int32 tensor, not in the form "
+                       "the rule takes: a local bound once, at the top of the function, to `torch.IntTensor([n])` "
+                       "(or `LongTensor`, `torch.tensor`) and read only as `L[0]` (the element type of `n` is "
+                       "decided at run time there: a float truncates, an int beyond int32 raises)")
     klass = None
     for cls in m.findall(module, m.ClassDef()):
         if caller is not None and caller in cls.body.body:
@@ -543,6 +549,9 @@ def match(loc: Located) -> Match | Decline:
     plan = screen(loc.module, loc.node, loc.ancestors, positions)
     if isinstance(plan, Decline):
         return plan
+    if isinstance(plan, IndexedPlan):
+        return Match(NAME, f"`{plan.local}[0]` of `{code_of(plan.line.body[0].value).strip()}` -> the Python int "
+                     f"`{code_of(plan.value).strip()}` where a run-time test shows it is one (every read a slice bound)")
     others = [] if plan.local_form else package_importers(loc.file, plan.callee.name.value)
     if others:
         return Decline(NAME, f"`{plan.callee.name.value}` is referenced by other files of the package "

@@ -1,0 +1,373 @@
+"""scalar-tensor's indexed form: a 1-element tensor made from a Python value and read back
+only as ``L[0]``, a slice bound (transformers 5.24 vits, ``modeling_vits.py:348, :362``)::
+
+    num_channels_tensor = torch.IntTensor([self.hidden_size])
+    ...
+    acts = fused_add_tanh_sigmoid_multiply(hidden_states, global_states, num_channels_tensor[0])
+
+where the module-level helper slices with its parameter (``in_act[:, :num_channels, :]``,
+:86): a slice bound is read with ``Tensor.__index__``, which Dynamo treats as ``.item()``:
+a graph break inside the layer loop, so Dynamo skips the whole frame. The element type of
+``self.hidden_size`` is not known statically (a float truncates, an int beyond int32 raises),
+so the rewrite decides it at run time -- Dynamo folds the test on a constant attribute, so it
+adds no break -- and keeps the original read where the test fails::
+
+    _mend_n = self.hidden_size
+    num_channels_tensor = torch.IntTensor([_mend_n])  # mend: scalar-tensor
+    ...
+    acts = fused_add_tanh_sigmoid_multiply(hidden_states, global_states,
+        (_mend_n if type(_mend_n) is int and -2 ** 31 <= _mend_n < 2 ** 31 else num_channels_tensor[0]))
+
+Where the test holds, ``L[0]`` is the 0-d tensor holding exactly ``_mend_n`` (the dtype's
+range: ``scalar-index-exact``, Z3), and a slice bound reads a 0-d integer tensor and that
+int alike (both through ``__index__``) -- on a container that is a plain tensor (observed;
+a list, a numpy array and a tensor all slice through ``__index__``, but a user class's
+``__getitem__`` may look at the bound's type). So every use must be a slice's lower or upper
+bound: in the function itself, or through an argument of a module-level function whose
+parameter is used only that way (``scalar-index-slice-only``, a static screen).
+"""
+from __future__ import annotations
+
+import ast
+import textwrap
+from dataclasses import dataclass, field
+
+import libcst as cst
+import libcst.matchers as m
+
+from mend.rules._base import Decline
+from mend.rules._common import code_of, dotted, fresh_local, locals_readers
+
+NAME = "scalar-tensor"
+# the constructors taken, and the range of the integer dtype each gives a Python int
+RANGES = {"IntTensor": ("-2 ** 31", "2 ** 31"), "LongTensor": ("-2 ** 63", "2 ** 63"),
+          "tensor": ("-2 ** 63", "2 ** 63")}
+_BUILTINS = ("type", "int")
+
+
+@dataclass
+class IndexedPlan:
+    caller: cst.FunctionDef
+    line: cst.SimpleStatementLine          # `L = torch.IntTensor([E])`
+    lineno: int
+    local: str
+    ctor: str                              # IntTensor, LongTensor or tensor
+    value: cst.BaseExpression              # E
+    reads: list[cst.Subscript] = field(default_factory=list)            # every `L[0]`
+    slices: list[tuple[str, str, int]] = field(default_factory=list)    # (function, container, line) per slice
+    callees: list[str] = field(default_factory=list)
+
+
+def _ctor_of(value: cst.BaseExpression, aliases: set[str]) -> str | None:
+    """``IntTensor``/``LongTensor``/``tensor`` when ``value`` is ``<torch>.<ctor>([E])``."""
+    if not isinstance(value, cst.Call):
+        return None
+    root, _, rest = (dotted(value.func) or "").partition(".")
+    listed = bool(value.args) and isinstance(value.args[0].value, cst.List)
+    return rest if root in aliases and rest in RANGES and listed else None
+
+
+def _one_element(call: cst.Call) -> cst.BaseExpression | None:
+    if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
+        return None
+    arg = call.args[0].value
+    if not isinstance(arg, cst.List) or len(arg.elements) != 1 or not isinstance(arg.elements[0], cst.Element):
+        return None
+    return arg.elements[0].value
+
+
+def _is_read0(node: cst.CSTNode, local: str) -> bool:
+    """``L[0]``."""
+    return isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) and node.value.value == local and \
+        len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) and \
+        isinstance(node.slice[0].slice.value, cst.Integer) and node.slice[0].slice.value.value == "0"
+
+
+def _parents(root: cst.CSTNode) -> dict:
+    out: dict = {}
+
+    class _V(cst.CSTVisitor):
+        def on_visit(self, node):
+            for child in node.children:
+                out[child] = node
+            return True
+
+    root.visit(_V())
+    return out
+
+
+def _slice_container(node: cst.CSTNode, parent: dict) -> cst.BaseExpression | None:
+    """The container ``X`` when ``node`` is the lower or upper bound of a slice ``X[..., a:b]``."""
+    p = parent.get(node)
+    if not isinstance(p, cst.Slice) or node is p.step:
+        return None
+    sub = parent.get(parent.get(p))
+    return sub.value if isinstance(sub, cst.Subscript) else None
+
+
+def _fn_ast(fn: cst.FunctionDef) -> ast.FunctionDef:
+    return ast.parse(textwrap.dedent(code_of(fn.with_changes(decorators=[], leading_lines=[])))).body[0]
+
+
+def _stores(tree: ast.AST, name: str, skip=None) -> int:
+    """How many times ``tree`` binds ``name`` (assignments, deletions, imports, ``except``
+    names, nested defs and classes, parameters); a ``global``/``nonlocal`` counts many."""
+    count = 0
+    for n in ast.walk(tree):
+        if n is skip:
+            continue
+        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del)) or \
+                isinstance(n, ast.arg) and n.arg == name or \
+                isinstance(n, ast.alias) and (n.asname or n.name.split(".")[0]) == name or \
+                isinstance(n, ast.ExceptHandler) and n.name == name or \
+                isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == name:
+            count += 1
+        if isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names:
+            count += 99
+    return count
+
+
+def _binds(fn: cst.FunctionDef, name: str) -> int:
+    """How many times ``fn`` binds ``name``, its parameters and nested scopes included."""
+    tree = _fn_ast(fn)
+    return _stores(tree, name, skip=tree)
+
+
+def _captured(fn: cst.FunctionDef, name: str) -> bool:
+    return any(m.findall(inner, m.Name(name)) for inner in m.findall(fn.body, m.FunctionDef() | m.Lambda()
+                                                                     | m.ClassDef()))
+
+
+def _module_binds(module: cst.Module, name: str, own: cst.FunctionDef | None = None) -> int:
+    """How many bindings of ``name`` the module holds besides ``own`` (a module-level def):
+    any assignment, import, def or class anywhere (conservative: a local of another function
+    counts too)."""
+    tree = ast.parse(module.code)
+    skip = next((s for s in tree.body if isinstance(s, ast.FunctionDef) and own is not None
+                 and s.name == own.name.value), None)
+    return _stores(tree, name, skip=skip)
+
+
+def _global_binds(module: cst.Module, name: str) -> int:
+    """How many module-level bindings of ``name`` there are (top-level statements, and
+    ``global`` declarations anywhere)."""
+    tree = ast.parse(module.code)
+    count = sum(_stores(s, name) for s in tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                           ast.ClassDef)))
+    count += sum(1 for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                 and s.name == name)
+    return count + sum(99 for n in ast.walk(tree) if isinstance(n, ast.Global) and name in n.names)
+
+
+def _stmt_line(node: cst.CSTNode, parent: dict, positions: dict) -> int:
+    """The line where the statement holding ``node`` starts (where a line event observes it)."""
+    while node is not None and not isinstance(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+        node = parent.get(node)
+    return positions[node].start.line
+
+
+def _param_slice_only(callee: cst.FunctionDef, param: str, positions: dict) -> list[tuple[str, int]] | str:
+    """The containers ``param`` bounds a slice of in ``callee`` (with their lines), or why
+    another use is declined."""
+    why = f"`{callee.name.value}`'s parameter `{param}`"
+    if _binds(callee, param) != 1:
+        return f"{why} is bound again in the function"
+    if _captured(callee, param):
+        return f"{why} is captured by a nested function, lambda or class"
+    if locals_readers(callee):
+        return f"`{callee.name.value}` reads its locals by name (`locals()`, `vars()`, `eval`, `exec`)"
+    parent = _parents(callee.body)
+    containers = []
+    for node in m.findall(callee.body, m.Name(param)):
+        p = parent.get(node)
+        if isinstance(p, cst.Attribute) and p.attr is node or isinstance(p, cst.Arg) and p.keyword is node:
+            continue
+        container = _slice_container(node, parent)
+        if container is None:
+            return (f"{why} is used in `{code_of(p).strip() if p is not None else param}`, not only as a slice's "
+                    "bound: an int and a 0-d tensor differ there")
+        if not isinstance(container, cst.Name):
+            return f"{why} bounds a slice of `{code_of(container).strip()}`, not of a name whose type is observed"
+        containers.append((container.value, _stmt_line(node, parent, positions)))
+    if not containers:
+        return f"{why} is never used"
+    return containers
+
+
+def _arg_param(call: cst.Call, arg: cst.Arg, callee: cst.FunctionDef) -> str | None:
+    """The parameter of ``callee`` that ``arg`` of ``call`` binds, or None when not static."""
+    if arg.keyword is not None:
+        names = {p.name.value for p in callee.params.params + callee.params.kwonly_params}
+        return arg.keyword.value if arg.keyword.value in names else None
+    args = list(call.args)
+    pos = args.index(arg)
+    if any(a.star or a.keyword is not None for a in args[:pos]):
+        return None
+    positional = list(callee.params.posonly_params) + list(callee.params.params)
+    return positional[pos].name.value if pos < len(positional) else None
+
+
+def _find(module: cst.Module, read: set[str], fn: cst.FunctionDef, aliases: set[str]):
+    """(caller, binding statement) of a local made by a constructor whose name is in ``read``
+    (names the site in ``fn`` reads), directly or through a module-level function's
+    parameter; None when there is none."""
+    def made_in(caller: cst.FunctionDef, local: str):
+        return next((a for a in m.findall(caller.body, m.Assign(targets=[m.AssignTarget(target=m.Name(local))]))
+                     if _ctor_of(a.value, aliases)), None)
+
+    for name in sorted(read):
+        stmt = made_in(fn, name)
+        if stmt is not None:
+            return fn, stmt
+    if fn not in module.body:
+        return None
+    params = {p.name.value for p in fn.params.params + fn.params.posonly_params + fn.params.kwonly_params}
+    read = params & read
+    for caller in m.findall(module, m.FunctionDef()):
+        for call in m.findall(caller.body, m.Call(func=m.Name(fn.name.value))):
+            for arg in call.args:
+                if _arg_param(call, arg, fn) in read and isinstance(arg.value, cst.Subscript) and \
+                        isinstance(arg.value.value, cst.Name):
+                    stmt = made_in(caller, arg.value.value.value)
+                    if stmt is not None and _is_read0(arg.value, arg.value.value.value):
+                        return caller, stmt
+    return None
+
+
+def reads_indexed(module: cst.Module, node: cst.CSTNode, fn: cst.FunctionDef) -> bool:
+    """Whether a slice bound at the site ``node`` (in ``fn``) reads a parameter that a call in
+    the module passes ``L[0]`` of ``L = <torch>.IntTensor([E])`` (the taxonomy's test)."""
+    from mend.rules._common import torch_aliases
+
+    bounds = {n.value for sl in m.findall(node, m.Slice()) for n in m.findall(sl, m.Name())}
+    return bool(bounds) and _find(module, bounds, fn, torch_aliases(module)) is not None
+
+
+def screen_indexed(module: cst.Module, node: cst.CSTNode, fn: cst.FunctionDef, aliases: set[str],
+                   positions: dict) -> IndexedPlan | Decline | None:
+    """The plan for a site that reads ``L[0]`` of ``L = <torch>.IntTensor([E])`` (or a parameter
+    it is passed to), a Decline naming the first use that is not a slice bound, or None when
+    the site reads no such value."""
+    found = _find(module, {n.value for n in m.findall(node, m.Name())}, fn, aliases)
+    if found is None:
+        return None
+    caller, stmt = found
+    local = stmt.targets[0].target.value
+    ctor = _ctor_of(stmt.value, aliases)
+    made = code_of(stmt.value).strip()
+    value = _one_element(stmt.value)
+    if value is None:
+        return Decline(NAME, f"`{made}` is not a constructor of one list element and no keyword argument")
+    if m.findall(value, m.NamedExpr() | m.Yield() | m.Await() | m.Lambda()) or "\n" in code_of(value).strip():
+        return Decline(NAME, f"the element of `{made}` spans lines or holds `:=`, `yield`, `await` or a lambda")
+    line = next((s for s in caller.body.body if isinstance(s, cst.SimpleStatementLine) and s.body
+                 and s.body[0] is stmt), None)
+    if line is None or len(line.body) != 1:
+        return Decline(NAME, f"`{local} = {made}` is not a statement of its own at the top level of "
+                       f"`{caller.name.value}` (in a branch, loop or `with`, a read could come before it)")
+    if _binds(caller, local) != 1 or _captured(caller, local):
+        return Decline(NAME, f"`{local}` is bound more than once in `{caller.name.value}`, or captured by a "
+                       "nested scope")
+    if locals_readers(caller):
+        return Decline(NAME, f"`{caller.name.value}` reads its locals by name (`locals()`, `vars()`, `eval`, "
+                       "`exec`): the snapshot local would show there")
+    shadowed = [b for b in _BUILTINS if _global_binds(module, b) or _binds(caller, b)]
+    if shadowed:
+        return Decline(NAME, f"`{shadowed[0]}` is rebound in the module or the function: the run-time test "
+                       "reads the builtin")
+    lineno = positions[line].start.line
+    plan = IndexedPlan(caller, line, lineno, local, ctor, value)
+    parent = _parents(caller.body)
+    for name_node in m.findall(caller.body, m.Name(local)):
+        p = parent.get(name_node)
+        if isinstance(p, cst.AssignTarget) and p is stmt.targets[0] or isinstance(p, cst.Attribute) and \
+                p.attr is name_node or isinstance(p, cst.Arg) and p.keyword is name_node:
+            continue
+        if not _is_read0(p, local):
+            return Decline(NAME, f"`{local}` is used as `{code_of(p).strip() if p is not None else local}`, not "
+                           f"only read as `{local}[0]`: the tensor itself is observed there")
+        if positions[p].start.line <= lineno:
+            return Decline(NAME, f"`{local}[0]` is read on or before the line binding `{local}`")
+        container = _slice_container(p, parent)
+        if container is not None:
+            if not isinstance(container, cst.Name):
+                return Decline(NAME, f"`{local}[0]` bounds a slice of `{code_of(container).strip()}`, not of a "
+                               "name whose type is observed")
+            plan.reads.append(p)
+            plan.slices.append((caller.name.value, container.value, _stmt_line(p, parent, positions)))
+            continue
+        arg = parent.get(p)
+        call = parent.get(arg)
+        why = _callee_use(module, caller, call, arg, local, plan, positions)
+        if why:
+            return Decline(NAME, why)
+        plan.reads.append(p)
+    if not plan.reads:
+        return Decline(NAME, f"`{local}` is never read as `{local}[0]`")
+    return plan
+
+
+def _callee_use(module, caller, call, arg, local: str, plan: IndexedPlan, positions: dict) -> str | None:
+    """Why passing ``L[0]`` as ``arg`` of ``call`` is declined; None (and the plan extended)
+    when the callee is a module-level function using the parameter only as a slice bound."""
+    if not (isinstance(arg, cst.Arg) and isinstance(call, cst.Call) and arg.value is not None and not arg.star):
+        return f"`{local}[0]` is used other than as a slice bound or an argument of a call"
+    if not isinstance(call.func, cst.Name):
+        return f"`{local}[0]` is passed to `{code_of(call.func).strip()}`, not to a function of this module"
+    fname = call.func.value
+    defs = [s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == fname]
+    if len(defs) != 1 or _module_binds(module, fname, defs[0]) or _binds(caller, fname):
+        return (f"`{local}[0]` is passed to `{fname}`, which is not one module-level function of this file "
+                "(defined there once and never rebound)")
+    callee = defs[0]
+    if callee.decorators or callee.asynchronous:
+        return f"`{fname}` is decorated or a coroutine: what runs is not the function as written"
+    param = _arg_param(call, arg, callee)
+    if param is None:
+        return f"which parameter of `{fname}` receives `{local}[0]` is not static (a star argument, or `*args`)"
+    containers = _param_slice_only(callee, param, positions)
+    if isinstance(containers, str):
+        return containers
+    plan.slices.extend((fname, c, ln) for c, ln in containers)
+    plan.callees.append(fname)
+    return None
+
+
+def guard_text(snap: str, ctor: str) -> str:
+    lo, hi = RANGES[ctor]
+    return f"type({snap}) is int and {lo} <= {snap} < {hi}"
+
+
+def rewrite_indexed(module: cst.Module, plan: IndexedPlan, positions: dict):
+    """The mended module and what the obligations need: the snapshot's name, the binding's
+    line in the mended file, the lines of the guarded reads."""
+    snap = fresh_local(plan.caller, "_mend_n")
+    guarded = cst.parse_expression(f"({snap} if {guard_text(snap, plan.ctor)} else {plan.local}[0])")
+    reads = set(plan.reads)
+
+    class _Sub(cst.CSTTransformer):
+        def leave_Subscript(self, original_node, updated_node):
+            return guarded if original_node in reads else updated_node
+
+    call = plan.line.body[0].value
+    elements = call.args[0].value.with_changes(elements=[call.args[0].value.elements[0].with_changes(
+        value=cst.Name(snap))])
+    new_call = call.with_changes(args=[call.args[0].with_changes(value=elements)])
+    comment = plan.line.trailing_whitespace.comment or cst.Comment(f"# mend: {NAME}")
+    binding = plan.line.with_changes(
+        body=[plan.line.body[0].with_changes(value=new_call)], leading_lines=[],
+        trailing_whitespace=cst.TrailingWhitespace(whitespace=cst.SimpleWhitespace("  "), comment=comment))
+    snapshot = cst.SimpleStatementLine(body=[cst.Assign(targets=[cst.AssignTarget(cst.Name(snap))],
+                                                        value=plan.value)], leading_lines=plan.line.leading_lines)
+    body = list(plan.caller.body.body)
+    i = body.index(plan.line)
+    caller = plan.caller.with_changes(body=plan.caller.body.with_changes(
+        body=body[:i] + [snapshot, binding] + body[i + 1:]).visit(_Sub()))
+
+    class _Fn(cst.CSTTransformer):
+        def leave_FunctionDef(self, original_node, updated_node):
+            return caller if original_node is plan.caller else updated_node
+
+    new = module.visit(_Fn())
+    last = max(positions[r].end.line for r in plan.reads)
+    return new, snap, (plan.lineno, last)
