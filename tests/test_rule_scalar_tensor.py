@@ -361,3 +361,49 @@ def test_indexed_form_fixed_end_to_end(tmp_path):
     assert rw["safety"]["label"] == "unsafe"   # the receivers rest on an observation
     assert "num_channels_tensor = torch.IntTensor([_mend_n])  # mend: scalar-tensor" in res.mended
     assert_one_graph_and_same_outputs(FIXTURES / name, res.mended, tmp_path, "sti")
+
+
+@pytest.mark.parametrize("needle", ["end = torch.IntTensor", "w = width[0]"])
+def test_inline_and_alias_forms_read_back_and_refute_tampering(needle):
+    """``N = torch.IntTensor([E])[0]`` and ``w = L[0]``: the screens follow the local to its
+    slice bounds; a wider range, another element in the fallback, or the local met in
+    arithmetic is refuted."""
+    before, after, line = next(ex for ex in RULE.fix_examples if needle in ex.before)
+    res = st.rewrite(cst.parse_module(before), line)
+    assert res.code == after
+    obs = {o["kind"]: o for o in res.obligations}
+    for kind, fn in (("scalar-index-guarded", idx.guarded), ("scalar-index-slice-only", idx.slice_only)):
+        assert fn(obs[kind], Ctx({}, {}, res.code)).result == "checked", kind
+    wider = res.code.replace("31 else", "32 else").replace("63 else", "64 else")
+    assert idx.guarded(obs["scalar-index-guarded"], Ctx({}, {}, wider)).result == "refuted"
+    arith = res.code.replace("x[:, end:]", "x[:, end:] * end").replace("x[:, w:]", "x[:, w:] * w")
+    assert idx.slice_only(obs["scalar-index-slice-only"], Ctx({}, {}, arith)).result == "refuted"
+    if "IntTensor" in needle:
+        other = res.code.replace("IntTensor([_mend_n])[0]", "IntTensor([_mend_n + 1])[0]")
+        assert idx.guarded(obs["scalar-index-guarded"], Ctx({}, {}, other)).result == "refuted"
+
+
+@pytest.mark.parametrize("width", [2, 0, -1, 7, 2.5, False, 2 ** 31 - 1, 2 ** 31, 2 ** 63])
+def test_inline_and_alias_forms_compute_what_the_original_does(width):
+    class Self:
+        pass
+
+    me = Self()
+    me.width = width
+    x = torch.arange(12.0).reshape(2, 6)
+    for needle in ("end = torch.IntTensor", "w = width[0]"):
+        before, after, _ = next(ex for ex in RULE.fix_examples if needle in ex.before)
+        outs = []
+        for src in (before, after):
+            ns: dict = {}
+            exec(compile(src, "<st>", "exec"), ns)
+            try:
+                outs.append(("ok", ns["forward"](me, x)))
+            except Exception as exc:  # noqa: BLE001 - the exception itself is compared
+                outs.append(("raised", type(exc), str(exc)))
+        (a, b) = outs
+        assert a[0] == b[0], (needle, a, b)
+        if a[0] == "ok":
+            assert all(torch.equal(p, q) for p, q in zip(a[1], b[1]))
+        else:
+            assert a[1:] == b[1:]

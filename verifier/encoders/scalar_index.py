@@ -155,13 +155,16 @@ def _guarded_reads(ob: dict, ctx: Ctx):
     if at is None or at == 0:
         return f"line {line} is not a statement at the top of `{fname}` after the snapshot"
     bind, prev = body[at], body[at - 1]
-    made = bind.value if isinstance(bind, ast.Assign) else None
+    inline = ob.get("form") == "inline"
+    value = bind.value if isinstance(bind, ast.Assign) else None
+    made = value.orelse.value if inline and isinstance(value, ast.IfExp) and \
+        isinstance(value.orelse, ast.Subscript) else value
     if not (isinstance(bind, ast.Assign) and len(bind.targets) == 1 and isinstance(bind.targets[0], ast.Name)
             and bind.targets[0].id == local and isinstance(made, ast.Call) and isinstance(made.func, ast.Attribute)
             and made.func.attr == ctor and len(made.args) == 1 and not made.keywords
             and isinstance(made.args[0], ast.List) and len(made.args[0].elts) == 1
             and isinstance(made.args[0].elts[0], ast.Name) and made.args[0].elts[0].id == snap):
-        return f"line {line} is not `{local} = <torch>.{ctor}([{snap}])`"
+        return f"line {line} is not `{local} = <torch>.{ctor}([{snap}])`" + ("[0] behind the test" if inline else "")
     try:
         want = ast.dump(ast.parse(str(ob.get("value")), mode="eval").body)
     except SyntaxError:
@@ -179,6 +182,12 @@ def _guarded_reads(ob: dict, ctx: Ctx):
         if _global_stores(tree, b) or _stores(fn, b, skip=fn):
             return f"`{b}` is rebound in the module or in `{fname}`: the test may not read the builtin"
     parents = _parents(fn)
+    if inline:
+        sub = value.orelse
+        if not (isinstance(sub.slice, ast.Constant) and type(sub.slice.value) is int and sub.slice.value == 0
+                and isinstance(value.body, ast.Name) and value.body.id == snap and _is_test(value.test, snap, lo, hi)):
+            return f"line {line} is not `{local} = ({snap} if <the test> else <torch>.{ctor}([{snap}])[0])`"
+        return tree, fn, parents, [value]
     reads = []
     for n in ast.walk(fn):
         if not (isinstance(n, ast.Name) and n.id == local and isinstance(n.ctx, ast.Load)):
@@ -249,40 +258,62 @@ def _callee_param(tree, fn, call: ast.Call, node: ast.AST) -> tuple[ast.Function
 
 
 def slice_uses(ob: dict, ctx: Ctx) -> list[tuple[str, int]] | str:
-    """``(container, line)`` of every slice a guarded read bounds (directly or through a
-    callee's parameter), or why a read is not a slice bound."""
+    """``(container, line)`` of every slice a guarded read bounds -- directly, through a local
+    bound once to it, or through a callee's parameter -- or why a read is not a slice bound."""
     got = _guarded_reads(ob, ctx)
     if isinstance(got, str):
         return got
     tree, fn, parents, reads = got
-    out = []
+    out: list = []
     for ifexp in reads:
-        container = _slice_container(ifexp, parents)
-        if container is not None:
-            out.append((ast.unparse(container), _stmt_line(ifexp, parents)))
+        holder = parents.get(ifexp)
+        if isinstance(holder, ast.Assign) and holder.value is ifexp and len(holder.targets) == 1 and \
+                isinstance(holder.targets[0], ast.Name):
+            name = holder.targets[0].id
+            if _stores(fn, name, skip=fn) != 1 or _captures(fn, {name}):
+                return f"`{name}`, bound to a guarded read, is bound again or captured"
+            loads = [n for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
+            for n in loads:
+                why = _sink(tree, fn, parents, n, out)
+                if why:
+                    return why
+            if not loads:
+                return f"`{name}` is never read"
             continue
-        call = parents.get(ifexp)
-        if isinstance(call, ast.keyword):
-            call = parents.get(call)
-        if not isinstance(call, ast.Call) or call.func is ifexp:
-            return f"the guarded read at line {ifexp.lineno} is neither a slice bound nor a call's argument"
-        target = _callee_param(tree, fn, call, ifexp)
-        if isinstance(target, str):
-            return target
-        callee, param = target
-        if _stores(callee, param, skip=callee) != 1:
-            return f"`{callee.name}`'s parameter `{param}` is bound again"
-        why = _captures(callee, {param}) or _frame_reader(callee)
+        why = _sink(tree, fn, parents, ifexp, out)
         if why:
-            return f"in `{callee.name}`: {why}"
-        cparents = _parents(callee)
-        uses = [n for n in ast.walk(callee) if isinstance(n, ast.Name) and n.id == param]
-        for n in uses:
-            container = _slice_container(n, cparents)
-            if container is None:
-                return f"`{param}` is used at line {n.lineno} of `{callee.name}` other than as a slice's bound"
-            out.append((ast.unparse(container), _stmt_line(n, cparents)))
+            return why
     return out
+
+
+def _sink(tree, fn, parents: dict, node: ast.AST, out: list) -> str | None:
+    """Why ``node`` (the value) is not a slice bound, directly or through a callee's parameter;
+    None, with each slice's ``(container, line)`` added to ``out``, when it is."""
+    container = _slice_container(node, parents)
+    if container is not None:
+        out.append((ast.unparse(container), _stmt_line(node, parents)))
+        return None
+    call = parents.get(node)
+    if isinstance(call, ast.keyword):
+        call = parents.get(call)
+    if not isinstance(call, ast.Call) or call.func is node:
+        return f"the value read at line {node.lineno} is neither a slice bound nor a call's argument"
+    target = _callee_param(tree, fn, call, node)
+    if isinstance(target, str):
+        return target
+    callee, param = target
+    if _stores(callee, param, skip=callee) != 1:
+        return f"`{callee.name}`'s parameter `{param}` is bound again"
+    why = _captures(callee, {param}) or _frame_reader(callee)
+    if why:
+        return f"in `{callee.name}`: {why}"
+    cparents = _parents(callee)
+    for n in (n for n in ast.walk(callee) if isinstance(n, ast.Name) and n.id == param):
+        container = _slice_container(n, cparents)
+        if container is None:
+            return f"`{param}` is used at line {n.lineno} of `{callee.name}` other than as a slice's bound"
+        out.append((ast.unparse(container), _stmt_line(n, cparents)))
+    return None
 
 
 def slice_only(ob: dict, ctx: Ctx) -> Outcome:

@@ -61,7 +61,8 @@ Traps, and how each is handled:
   truncates, an int beyond int32 raises), so the indexed form decides it at run time: see
   :mod:`mend.rules.scalar_tensor.indexed` (``L = torch.IntTensor([E])`` read only as ``L[0]``,
   a slice bound, becomes ``(S if type(S) is int and -2 ** 31 <= S < 2 ** 31 else L[0])`` with
-  ``S = E`` bound just before; vits' WaveNet, 9 -> 6 graphs on transformers 5.25). A read
+  ``S = E`` bound just before; vits' WaveNet, 9 -> 6 graphs on transformers 5.25; also
+  ``N = torch.IntTensor([E])[0]`` and ``N = L[0]``, with every read of ``N`` screened). A read
   that is not a slice bound (arithmetic: an int and a 0-d int32 tensor promote differently),
   a slice of an expression, a binding in a branch or loop, a decorated callee, or a rebound
   ``type``/``int`` decline.

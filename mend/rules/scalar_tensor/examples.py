@@ -236,3 +236,31 @@ FIX_EXAMPLES.append((_SLICED_HERE, _SLICED_HERE.replace(
     "    _mend_n = self.width\n    width = torch.LongTensor([_mend_n])  # mend: scalar-tensor\n").replace(
     "width[0]", "(_mend_n if type(_mend_n) is int and -2 ** 63 <= _mend_n < 2 ** 63 else width[0])"),
     _at(_SLICED_HERE, "return x[")))
+
+# the indexed form, made inline and bound to a local (`N = torch.IntTensor([E])[0]`), and a
+# local bound to `L[0]`: every read of the local is a slice bound
+_INLINE = '''import torch
+
+
+def forward(self, x):
+    end = torch.IntTensor([self.width + 1])[0]
+    return x[:, :end], x[:, end:]
+'''
+FIX_EXAMPLES.append((_INLINE, _INLINE.replace(
+    "    end = torch.IntTensor([self.width + 1])[0]\n",
+    "    _mend_n = self.width + 1\n    end = (_mend_n if type(_mend_n) is int and -2 ** 31 <= _mend_n < 2 ** 31 else "
+    "torch.IntTensor([_mend_n])[0])  # mend: scalar-tensor\n"), _at(_INLINE, "return x[")))
+_ALIAS = _SLICED_HERE.replace("    return x[:, : width[0]], x[:, width[0] :]\n",
+                              "    w = width[0]\n    return x[:, :w], x[:, w:]\n")
+FIX_EXAMPLES.append((_ALIAS, _ALIAS.replace(
+    "    width = torch.LongTensor([self.width])\n",
+    "    _mend_n = self.width\n    width = torch.LongTensor([_mend_n])  # mend: scalar-tensor\n").replace(
+    "w = width[0]", "w = (_mend_n if type(_mend_n) is int and -2 ** 63 <= _mend_n < 2 ** 63 else width[0])"),
+    _at(_ALIAS, "return x[")))
+DECLINE_EXAMPLES.extend([
+    # the local bound to the value meets a tensor in arithmetic: an int and a 0-d int32 tensor differ
+    (_INLINE.replace("x[:, end:]", "x[:, end:] * end"), "not as a slice bound", _at(_INLINE, "return x[")),
+    # the alias is bound twice: which value a read sees is not screened
+    (_ALIAS.replace("    return x[:, :w]", "    w = w + 1\n    return x[:, :w]"), "bound more than once",
+     _at(_ALIAS, "return x[") + 1),
+])

@@ -56,6 +56,7 @@ class IndexedPlan:
     reads: list[cst.Subscript] = field(default_factory=list)            # every `L[0]`
     slices: list[tuple[str, str, int]] = field(default_factory=list)    # (function, container, line) per slice
     callees: list[str] = field(default_factory=list)
+    inline: bool = False                   # `N = torch.IntTensor([E])[0]`: the read is the binding's value
 
 
 def _ctor_of(value: cst.BaseExpression, aliases: set[str]) -> str | None:
@@ -207,16 +208,33 @@ def _arg_param(call: cst.Call, arg: cst.Arg, callee: cst.FunctionDef) -> str | N
     return positional[pos].name.value if pos < len(positional) else None
 
 
-def _find(module: cst.Module, read: set[str], fn: cst.FunctionDef, aliases: set[str]):
-    """(caller, binding statement) of a local made by a constructor whose name is in ``read``
-    (names the site in ``fn`` reads), directly or through a module-level function's
-    parameter; None when there is none."""
-    def made_in(caller: cst.FunctionDef, local: str):
-        return next((a for a in m.findall(caller.body, m.Assign(targets=[m.AssignTarget(target=m.Name(local))]))
-                     if _ctor_of(a.value, aliases)), None)
+def _origin(caller: cst.FunctionDef, name: str, aliases: set[str]) -> cst.Assign | None:
+    """The statement that makes ``name`` in ``caller``: ``name = <ctor>([E])`` (the tensor),
+    ``name = <ctor>([E])[0]`` (made inline) or, for ``name = L[0]`` (an alias), ``L``'s."""
+    for a in m.findall(caller.body, m.Assign(targets=[m.AssignTarget(target=m.Name(name))])):
+        if _ctor_of(a.value, aliases) or _inline_ctor(a.value, aliases):
+            return a
+        if isinstance(a.value, cst.Subscript) and isinstance(a.value.value, cst.Name) and \
+                _is_read0(a.value, a.value.value.value) and a.value.value.value != name:
+            made = _origin(caller, a.value.value.value, aliases)
+            if made is not None and _ctor_of(made.value, aliases):
+                return made
+    return None
 
+
+def _inline_ctor(value: cst.BaseExpression, aliases: set[str]) -> str | None:
+    """The constructor when ``value`` is ``<torch>.<ctor>([E])[0]``."""
+    return _ctor_of(value.value, aliases) if isinstance(value, cst.Subscript) and len(value.slice) == 1 and \
+        isinstance(value.slice[0].slice, cst.Index) and isinstance(value.slice[0].slice.value, cst.Integer) and \
+        value.slice[0].slice.value.value == "0" else None
+
+
+def _find(module: cst.Module, read: set[str], fn: cst.FunctionDef, aliases: set[str]):
+    """(caller, binding statement) of a value made by a constructor that the site in ``fn``
+    reads (``read``: the names it reads), directly or through a module-level function's
+    parameter; None when there is none."""
     for name in sorted(read):
-        stmt = made_in(fn, name)
+        stmt = _origin(fn, name, aliases)
         if stmt is not None:
             return fn, stmt
     if fn not in module.body:
@@ -226,11 +244,14 @@ def _find(module: cst.Module, read: set[str], fn: cst.FunctionDef, aliases: set[
     for caller in m.findall(module, m.FunctionDef()):
         for call in m.findall(caller.body, m.Call(func=m.Name(fn.name.value))):
             for arg in call.args:
-                if _arg_param(call, arg, fn) in read and isinstance(arg.value, cst.Subscript) and \
-                        isinstance(arg.value.value, cst.Name):
-                    stmt = made_in(caller, arg.value.value.value)
-                    if stmt is not None and _is_read0(arg.value, arg.value.value.value):
-                        return caller, stmt
+                if _arg_param(call, arg, fn) not in read:
+                    continue
+                v = arg.value
+                name = v.value.value if isinstance(v, cst.Subscript) and isinstance(v.value, cst.Name) and \
+                    _is_read0(v, v.value.value) else v.value if isinstance(v, cst.Name) else None
+                stmt = _origin(caller, name, aliases) if name else None
+                if stmt is not None:
+                    return caller, stmt
     return None
 
 
@@ -245,17 +266,20 @@ def reads_indexed(module: cst.Module, node: cst.CSTNode, fn: cst.FunctionDef) ->
 
 def screen_indexed(module: cst.Module, node: cst.CSTNode, fn: cst.FunctionDef, aliases: set[str],
                    positions: dict) -> IndexedPlan | Decline | None:
-    """The plan for a site that reads ``L[0]`` of ``L = <torch>.IntTensor([E])`` (or a parameter
-    it is passed to), a Decline naming the first use that is not a slice bound, or None when
-    the site reads no such value."""
+    """The plan for a site that reads ``L[0]`` of ``L = <torch>.IntTensor([E])``, a local bound
+    to it, ``N = <torch>.IntTensor([E])[0]``, or a parameter one of them is passed to; a
+    Decline naming the first read that is not a slice bound; None when the site reads no such
+    value."""
     found = _find(module, {n.value for n in m.findall(node, m.Name())}, fn, aliases)
     if found is None:
         return None
     caller, stmt = found
     local = stmt.targets[0].target.value
-    ctor = _ctor_of(stmt.value, aliases)
+    inline = _inline_ctor(stmt.value, aliases) is not None
+    made_call = stmt.value.value if inline else stmt.value
+    ctor = _ctor_of(made_call, aliases)
     made = code_of(stmt.value).strip()
-    value = _one_element(stmt.value)
+    value = _one_element(made_call)
     if value is None:
         return Decline(NAME, f"`{made}` is not a constructor of one list element and no keyword argument")
     if m.findall(value, m.NamedExpr() | m.Yield() | m.Await() | m.Lambda()) or "\n" in code_of(value).strip():
@@ -276,8 +300,12 @@ def screen_indexed(module: cst.Module, node: cst.CSTNode, fn: cst.FunctionDef, a
         return Decline(NAME, f"`{shadowed[0]}` is rebound in the module or the function: the run-time test "
                        "reads the builtin")
     lineno = positions[line].start.line
-    plan = IndexedPlan(caller, line, lineno, local, ctor, value)
+    plan = IndexedPlan(caller, line, lineno, local, ctor, value, inline=inline)
     parent = _parents(caller.body)
+    if inline:
+        plan.reads.append(stmt.value)
+        why = _name_sinks(module, caller, local, parent, positions, plan)
+        return Decline(NAME, why) if why else plan
     for name_node in m.findall(caller.body, m.Name(local)):
         p = parent.get(name_node)
         if isinstance(p, cst.AssignTarget) and p is stmt.targets[0] or isinstance(p, cst.Attribute) and \
@@ -288,17 +316,7 @@ def screen_indexed(module: cst.Module, node: cst.CSTNode, fn: cst.FunctionDef, a
                            f"only read as `{local}[0]`: the tensor itself is observed there")
         if positions[p].start.line <= lineno:
             return Decline(NAME, f"`{local}[0]` is read on or before the line binding `{local}`")
-        container = _slice_container(p, parent)
-        if container is not None:
-            if not isinstance(container, cst.Name):
-                return Decline(NAME, f"`{local}[0]` bounds a slice of `{code_of(container).strip()}`, not of a "
-                               "name whose type is observed")
-            plan.reads.append(p)
-            plan.slices.append((caller.name.value, container.value, _stmt_line(p, parent, positions)))
-            continue
-        arg = parent.get(p)
-        call = parent.get(arg)
-        why = _callee_use(module, caller, call, arg, local, plan, positions)
+        why = _sink(module, caller, p, f"`{local}[0]`", parent, positions, plan, alias=True)
         if why:
             return Decline(NAME, why)
         plan.reads.append(p)
@@ -307,24 +325,66 @@ def screen_indexed(module: cst.Module, node: cst.CSTNode, fn: cst.FunctionDef, a
     return plan
 
 
-def _callee_use(module, caller, call, arg, local: str, plan: IndexedPlan, positions: dict) -> str | None:
-    """Why passing ``L[0]`` as ``arg`` of ``call`` is declined; None (and the plan extended)
-    when the callee is a module-level function using the parameter only as a slice bound."""
+def _sink(module, caller, read: cst.CSTNode, what: str, parent: dict, positions: dict, plan: IndexedPlan,
+          alias: bool) -> str | None:
+    """Why the value ``read`` is used other than as a slice bound (directly, through a
+    screened callee's parameter, or -- with ``alias`` -- through a local bound to it once);
+    None when every use is one (and the plan extended)."""
+    container = _slice_container(read, parent)
+    if container is not None:
+        if not isinstance(container, cst.Name):
+            return f"{what} bounds a slice of `{code_of(container).strip()}`, not of a name whose type is observed"
+        plan.slices.append((caller.name.value, container.value, _stmt_line(read, parent, positions)))
+        return None
+    holder = parent.get(read)
+    if alias and isinstance(holder, cst.Assign) and len(holder.targets) == 1 and \
+            isinstance(holder.targets[0].target, cst.Name) and holder.value is read:
+        name = holder.targets[0].target.value
+        if _binds(caller, name) != 1 or _captured(caller, name):
+            return f"`{name} = {what[1:-1]}`: `{name}` is bound more than once, or captured by a nested scope"
+        return _name_sinks(module, caller, name, parent, positions, plan)
+    return _callee_use(module, caller, parent.get(holder), holder, what, plan, positions)
+
+
+def _name_sinks(module, caller, name: str, parent: dict, positions: dict, plan: IndexedPlan) -> str | None:
+    """Why a read of the local ``name`` (bound once to the value) is not a slice bound."""
+    if _binds(caller, name) != 1 or _captured(caller, name):
+        return f"`{name}` is bound more than once in `{caller.name.value}`, or captured by a nested scope"
+    reads = 0
+    for node in m.findall(caller.body, m.Name(name)):
+        p = parent.get(node)
+        if isinstance(p, cst.AssignTarget) or isinstance(p, cst.Attribute) and p.attr is node or \
+                isinstance(p, cst.Arg) and p.keyword is node:
+            continue
+        why = _sink(module, caller, node, f"`{name}`", parent, positions, plan, alias=False)
+        if why:
+            return why
+        reads += 1
+    return None if reads else f"`{name}` is never read"
+
+
+def _callee_use(module, caller, call, arg, what: str, plan: IndexedPlan, positions: dict) -> str | None:
+    """Why passing the value (``what``) as ``arg`` of ``call`` is declined; None (and the plan
+    extended) when the callee is a module-level function using the parameter only as a slice
+    bound."""
     if not (isinstance(arg, cst.Arg) and isinstance(call, cst.Call) and arg.value is not None and not arg.star):
-        return f"`{local}[0]` is used other than as a slice bound or an argument of a call"
+        where = code_of(arg).strip() if isinstance(arg, cst.CSTNode) and not isinstance(arg, cst.Module) else ""
+        return (f"{what} is used in `{where}`, not as a slice bound or a call's argument: an int and a 0-d tensor "
+                "differ there" if where and len(where) < 120 else
+                f"{what} is used other than as a slice bound or a call's argument: an int and a 0-d tensor differ there")
     if not isinstance(call.func, cst.Name):
-        return f"`{local}[0]` is passed to `{code_of(call.func).strip()}`, not to a function of this module"
+        return f"{what} is passed to `{code_of(call.func).strip()}`, not to a function of this module"
     fname = call.func.value
     defs = [s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == fname]
     if len(defs) != 1 or _module_binds(module, fname, defs[0]) or _binds(caller, fname):
-        return (f"`{local}[0]` is passed to `{fname}`, which is not one module-level function of this file "
+        return (f"{what} is passed to `{fname}`, which is not one module-level function of this file "
                 "(defined there once and never rebound)")
     callee = defs[0]
     if callee.decorators or callee.asynchronous:
         return f"`{fname}` is decorated or a coroutine: what runs is not the function as written"
     param = _arg_param(call, arg, callee)
     if param is None:
-        return f"which parameter of `{fname}` receives `{local}[0]` is not static (a star argument, or `*args`)"
+        return f"which parameter of `{fname}` receives {what} is not static (a star argument, or `*args`)"
     containers = _param_slice_only(callee, param, positions)
     if isinstance(containers, str):
         return containers
@@ -342,17 +402,25 @@ def rewrite_indexed(module: cst.Module, plan: IndexedPlan, positions: dict):
     """The mended module and what the obligations need: the snapshot's name, the binding's
     line in the mended file, the lines of the guarded reads."""
     snap = fresh_local(plan.caller, "_mend_n")
-    guarded = cst.parse_expression(f"({snap} if {guard_text(snap, plan.ctor)} else {plan.local}[0])")
-    reads = set(plan.reads)
+    test = guard_text(snap, plan.ctor)
+    call = plan.line.body[0].value
+
+    def with_snap(made: cst.Call) -> cst.Call:   # <ctor>([E]) -> <ctor>([S])
+        listed = made.args[0].value
+        return made.with_changes(args=[made.args[0].with_changes(value=listed.with_changes(
+            elements=[listed.elements[0].with_changes(value=cst.Name(snap))]))])
+
+    if plan.inline:   # N = <ctor>([E])[0] -> N = (S if test else <ctor>([S])[0])
+        fallback = code_of(call.with_changes(value=with_snap(call.value))).strip()
+        new_call, reads = cst.parse_expression(f"({snap} if {test} else {fallback})"), set()
+    else:             # L = <ctor>([S]); each L[0] -> (S if test else L[0])
+        new_call, reads = with_snap(call), set(plan.reads)
+    guarded = cst.parse_expression(f"({snap} if {test} else {plan.local}[0])")
 
     class _Sub(cst.CSTTransformer):
         def leave_Subscript(self, original_node, updated_node):
             return guarded if original_node in reads else updated_node
 
-    call = plan.line.body[0].value
-    elements = call.args[0].value.with_changes(elements=[call.args[0].value.elements[0].with_changes(
-        value=cst.Name(snap))])
-    new_call = call.with_changes(args=[call.args[0].with_changes(value=elements)])
     comment = plan.line.trailing_whitespace.comment or cst.Comment(f"# mend: {NAME}")
     binding = plan.line.with_changes(
         body=[plan.line.body[0].with_changes(value=new_call)], leading_lines=[],

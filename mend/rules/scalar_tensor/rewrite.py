@@ -96,7 +96,7 @@ def _rewrite_indexed(module: cst.Module, plan: IndexedPlan, positions: dict) -> 
     lo, hi = RANGES[plan.ctor]
     fname, value = plan.caller.name.value, code_of(plan.value).strip()
     where = {"function": fname, "line": first + 1, "local": plan.local, "snapshot": snap, "ctor": plan.ctor,
-             "lo": lo, "hi": hi, "value": value}
+             "lo": lo, "hi": hi, "value": value, "form": "inline" if plan.inline else "tensor"}
     shift = [{"value": c, "line": ln + (ln >= first), "function": f} for f, c, ln in plan.slices]
     obligations = [
         {"kind": "scalar-index-exact", "ctor": plan.ctor, "lo": lo, "hi": hi},
@@ -106,6 +106,7 @@ def _rewrite_indexed(module: cst.Module, plan: IndexedPlan, positions: dict) -> 
     ]
     via = f" (passed to {', '.join(f'`{c}`' for c in sorted(set(plan.callees)))})" if plan.callees else ""
     return RewriteResult(new.code, (first, last),
-                         f"`{plan.local}[0]` in `{fname}`{via} reads the Python int `{value}` where a run-time test "
+                         f"`{plan.local}{'' if plan.inline else '[0]'}` in `{fname}`{via} reads the Python int "
+                         f"`{value}` where a run-time test "
                          f"shows it is an int in {plan.ctor}'s range, else the tensor as before; "
                          f"{len(plan.slices)} slice bound(s) screened", obligations)
