@@ -87,7 +87,11 @@ UNFIXABLE_REASONS = {
              "random stream); no rule rewrites this call: numpy-constants takes np.sum/prod/lcm/gcd of Python ints "
              "whose result sizes an allocation, a reshape's shape, range() or int(), and dead-host-work a draw "
              "whose value is unused in eval",
-    "generator": "the module keeps a Python iterator/generator whose state advances per call; the graph cannot own it",
+    "generator": "Dynamo cannot step this iterator or generator: one kept on the module advances per call, which "
+                 "the graph cannot own, and a C-implemented iterator Dynamo has no model for (gb 'Missing "
+                 "tp_iternext': e.g. the one a comprehension's frame receives when Dynamo resumes inside it "
+                 "after an earlier break) cannot be unrolled; where the frame was resumed after an earlier "
+                 "break, that break is the one to fix first",
     "unsupported-builtin": "the call (wall clock, Python RNG, global seeding, a tensor's storage address "
                            "`data_ptr()`, a skipped library function) has effects or a value Dynamo cannot trace "
                            "and no graph-native equivalent",
