@@ -6,8 +6,8 @@ holds, by the Python int it was made from (vits' ``torch.IntTensor([n])[0]`` sli
     ... (S if type(S) is int and LO <= S < HI else L[0]) ...
 
 * ``scalar-index-exact`` (Z3, integers): every int the test admits, ``LO <= S < HI``, is held
-  exactly by the constructor's integer dtype (``IntTensor``: int32; ``LongTensor`` and
-  ``tensor`` of an int: int64), so ``L[0]`` is a 0-d tensor whose value is ``S``;
+  exactly by the constructor's integer dtype (``IntTensor``: int32; ``LongTensor``: int64),
+  so ``L[0]`` is a 0-d CPU tensor whose value is ``S``;
 * ``scalar-index-guarded`` (check, static screen of the mended module): the function binds
   ``S`` once, to the recorded value, on the line before the one binding of ``L``, a statement
   at the top of the function; every read of ``L`` is ``L[0]``, after that line, as the
@@ -30,8 +30,9 @@ import z3
 from verifier.encoders.base import Ctx, Query, decide
 from verifier.outcomes import Outcome, check_refuted, checked, unknown
 
-# the integer dtype (bits) each constructor gives a Python int (torch's documented defaults)
-WIDTH = {"IntTensor": 32, "LongTensor": 64, "tensor": 64}
+# the integer dtype (bits) each legacy constructor gives a Python int (always a CPU tensor;
+# `torch.tensor` follows the default device, where a meta tensor's `[0]` is not a number)
+WIDTH = {"IntTensor": 32, "LongTensor": 64}
 _SCREEN = "static screen of the mended module"
 _READERS = {"locals", "vars", "eval", "exec"}
 _FRAME = {"f_locals", "_getframe", "currentframe", "f_back"}
@@ -92,14 +93,6 @@ def _stores(tree: ast.AST, name: str, skip=None) -> int:
         if isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names:
             count += 99
     return count
-
-
-def _global_stores(tree: ast.Module, name: str, own=None) -> int:
-    count = sum(_stores(s, name) for s in tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                                           ast.ClassDef)))
-    count += sum(1 for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                 and s.name == name and s is not own)
-    return count + sum(99 for n in ast.walk(tree) if isinstance(n, ast.Global) and name in n.names)
 
 
 def _frame_reader(fn: ast.AST) -> str | None:
@@ -179,8 +172,10 @@ def _guarded_reads(ob: dict, ctx: Ctx):
     if why:
         return why
     for b in ("type", "int"):
-        if _global_stores(tree, b) or _stores(fn, b, skip=fn):
-            return f"`{b}` is rebound in the module or in `{fname}`: the test may not read the builtin"
+        if _stores(tree, b):
+            return f"`{b}` is bound in the module (any scope): the test may not read the builtin"
+    if any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in ast.walk(tree)):
+        return "the module has a `from ... import *`, which may rebind `type`, `int` or a callee"
     parents = _parents(fn)
     if inline:
         sub = value.orelse

@@ -103,6 +103,11 @@ the snapshot, the test at every read, every read a slice bound directly or throu
 module-level function's parameter) and ``scalar-index-receivers-observed`` (an observation:
 each sliced container is a plain tensor on the example run), so it is an ``unsafe`` fix.
 
+Stated assumption (every form): the forward does not run under a ``meta`` default device
+(``with torch.device("meta")``), where ``torch.tensor(E)`` is a meta tensor whose value the
+original cannot read (it raises) and the int can; the indexed form takes only the legacy
+``IntTensor``/``LongTensor``, which make a CPU tensor on every default device.
+
 Never inference-only: the value is an integer with no gradient.
 """
 

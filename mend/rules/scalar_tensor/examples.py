@@ -183,7 +183,7 @@ DECLINE_EXAMPLES: list[tuple] = [
                    "        if a.dim() > 1:\n            num_channels_tensor = torch.IntTensor([self.hidden_size])\n"),
      "not a statement of its own at the top level", _at(_VITS, "acts = fused") + 1),
     # `type` is rebound: the run-time test would not read the builtin
-    (_VITS.replace("import torch\n", "import torch\n\ntype = str\n"), "`type` is rebound", _at(_VITS, "acts = fused") + 2),
+    (_VITS.replace("import torch\n", "import torch\n\ntype = str\n"), "`type` is bound in the module", _at(_VITS, "acts = fused") + 2),
     # a decorated callee: what runs is not the function as written
     (_VITS.replace("def fused", "@torch.jit.script\ndef fused"), "is decorated", _at(_VITS, "acts = fused") + 1),
     # the local form: a keyword argument makes the tensor something a Python number is not
@@ -263,4 +263,12 @@ DECLINE_EXAMPLES.extend([
     # the alias is bound twice: which value a read sees is not screened
     (_ALIAS.replace("    return x[:, :w]", "    w = w + 1\n    return x[:, :w]"), "bound more than once",
      _at(_ALIAS, "return x[") + 1),
+])
+DECLINE_EXAMPLES.extend([
+    # `torch.tensor([n])` follows the default device: under `torch.device("meta")` its `[0]` is no
+    # number (the original raises where the int would not), so only the legacy CPU constructors
+    (_INLINE.replace("torch.IntTensor([self.width + 1])[0]", "torch.tensor([self.width + 1])[0]"),
+     "follows the default device", _at(_INLINE, "return x[")),
+    # a star import may rebind `type`, `int` or the callee
+    (_VITS.replace("import torch\n", "import torch\nfrom math import *\n"), "import *", _at(_VITS, "acts = fused") + 1),
 ])

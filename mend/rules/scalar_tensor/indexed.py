@@ -39,9 +39,11 @@ from mend.rules._base import Decline
 from mend.rules._common import code_of, dotted, fresh_local, locals_readers
 
 NAME = "scalar-tensor"
-# the constructors taken, and the range of the integer dtype each gives a Python int
-RANGES = {"IntTensor": ("-2 ** 31", "2 ** 31"), "LongTensor": ("-2 ** 63", "2 ** 63"),
-          "tensor": ("-2 ** 63", "2 ** 63")}
+# the constructors taken, and the range of the integer dtype each gives a Python int. The
+# legacy constructors always make a CPU tensor; `torch.tensor([n])` follows the default device,
+# and under `torch.device("meta")` its `[0]` cannot be read as a number (the original raises
+# where the int would not), so it is not taken
+RANGES = {"IntTensor": ("-2 ** 31", "2 ** 31"), "LongTensor": ("-2 ** 63", "2 ** 63")}
 _BUILTINS = ("type", "int")
 
 
@@ -147,17 +149,6 @@ def _module_binds(module: cst.Module, name: str, own: cst.FunctionDef | None = N
     skip = next((s for s in tree.body if isinstance(s, ast.FunctionDef) and own is not None
                  and s.name == own.name.value), None)
     return _stores(tree, name, skip=skip)
-
-
-def _global_binds(module: cst.Module, name: str) -> int:
-    """How many module-level bindings of ``name`` there are (top-level statements, and
-    ``global`` declarations anywhere)."""
-    tree = ast.parse(module.code)
-    count = sum(_stores(s, name) for s in tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                                           ast.ClassDef)))
-    count += sum(1 for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                 and s.name == name)
-    return count + sum(99 for n in ast.walk(tree) if isinstance(n, ast.Global) and name in n.names)
 
 
 def _stmt_line(node: cst.CSTNode, parent: dict, positions: dict) -> int:
@@ -295,10 +286,12 @@ def screen_indexed(module: cst.Module, node: cst.CSTNode, fn: cst.FunctionDef, a
     if locals_readers(caller):
         return Decline(NAME, f"`{caller.name.value}` reads its locals by name (`locals()`, `vars()`, `eval`, "
                        "`exec`): the snapshot local would show there")
-    shadowed = [b for b in _BUILTINS if _global_binds(module, b) or _binds(caller, b)]
+    shadowed = [b for b in _BUILTINS if _module_binds(module, b)]
     if shadowed:
-        return Decline(NAME, f"`{shadowed[0]}` is rebound in the module or the function: the run-time test "
-                       "reads the builtin")
+        return Decline(NAME, f"`{shadowed[0]}` is bound in the module (any scope, conservatively): the run-time "
+                       "test must read the builtin")
+    if m.findall(module, m.ImportStar()):
+        return Decline(NAME, "the module has a `from ... import *`, which may rebind `type`, `int` or a callee")
     lineno = positions[line].start.line
     plan = IndexedPlan(caller, line, lineno, local, ctor, value, inline=inline)
     parent = _parents(caller.body)

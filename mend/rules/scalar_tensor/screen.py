@@ -457,11 +457,19 @@ def _ancestors_in(root: cst.CSTNode, target: cst.CSTNode) -> list[cst.CSTNode]:
 def _no_target(module, node, caller, aliases) -> Decline:
     """The decline for a site that reads no value the rule can rewrite, naming the traps it recognises."""
     text = code_of(node)
+    made = [a for a in m.findall(caller, m.Assign(targets=[m.AssignTarget(target=m.Name())]))
+            if re.search(r"\btensor\(\s*\[", code_of(a.value)) and re.search(
+                rf"\b{re.escape(a.targets[0].target.value)}\b", text)] if caller is not None else []
+    if made or re.search(r"\btensor\(\s*\[", text):
+        return Decline(NAME, "a 1-element `torch.tensor([n])` read back as a number: `torch.tensor` follows the "
+                       "default device, and under `torch.device('meta')` its value is no number (the original "
+                       "raises where an int would not); only the legacy CPU constructors `torch.IntTensor([n])` "
+                       "and `torch.LongTensor([n])` are taken (the indexed form)")
     if re.search(r"\b(IntTensor|LongTensor)\(\s*\[", text) or (caller is not None and any(
             re.search(rf"\b{re.escape(n.value)}\b", text) for n in _int_tensor_locals(caller))):
         return Decline(NAME, "a 1-element `torch.IntTensor([n])` indexed to a 0-d int32 tensor, not in the form "
                        "the rule takes: a local bound once, at the top of the function, to `torch.IntTensor([n])` "
-                       "(or `LongTensor`, `torch.tensor`) and read only as `L[0]` (the element type of `n` is "
+                       "(or `LongTensor`) and read only as `L[0]` (the element type of `n` is "
                        "decided at run time there: a float truncates, an int beyond int32 raises)")
     klass = None
     for cls in m.findall(module, m.ClassDef()):
