@@ -428,6 +428,8 @@ CHECKS_TESTED_WITH_THEIR_RULE = {
     "guarded-check": "test_rule_predicated_validation.py",
     "mask-update-guarded": "test_rule_mask_update.py",
     "scalar-local-screened": "test_rule_scalar_tensor.py",
+    "scalar-index-guarded": "test_rule_scalar_tensor.py", "scalar-index-slice-only": "test_rule_scalar_tensor.py",
+    "scalar-index-receivers-observed": "test_rule_scalar_tensor.py",
 }
 
 

@@ -13,12 +13,14 @@ import numpy as np
 import pytest
 import torch
 
+from mend.fix import fix
 from mend.locate import locate
 from mend.rules.constant_buffer import examples as ex
 from mend.rules.constant_buffer.rewrite import rewrite
 from mend.taxonomy import categorize
 from verifier.encoders import constant_buffer as enc
 from verifier.encoders.base import Ctx
+from tests.conftest import FIXTURES, assert_one_graph_and_same_outputs
 
 _n = itertools.count()
 
@@ -178,11 +180,38 @@ def test_terms_in_range_is_proved_and_refutes_an_overflowing_product(tmp_path):
 def test_guards_emitted_is_checked_and_refutes_a_weakened_guard():
     res = rewrite(cst.parse_module(ex.ENCODEC), ex.example_line(ex.ENCODEC))
     ob = _obligation(res, "int-guards-emitted")
-    assert enc.guards_emitted(ob, Ctx({}, {}, code=res.code)).result == "checked"
+    assert enc.guards_emitted(ob, Ctx({}, {}, code=res.code, before=ex.ENCODEC)).result == "checked"
+    # without the original, the registered values cannot be compared with it
+    assert enc.guards_emitted(ob, Ctx({}, {}, code=res.code)).result == "refuted"
     for old, new in (("-2**15 < v < 2**15", "-2**31 < v < 2**31"), ("0 < _mend_int_s <= 64", "0 < _mend_int_s"),
-                     (' and self._mend_int_stride >= 1', ''), ('getattr(self, "_mend_int_ok", False)', "True")):
+                     (' and self._mend_int_stride >= 1', ''), ('getattr(self, "_mend_int_ok", False)', "True"),
+                     # a twin that is not the buffer's value, and a buffer that is not the original's
+                     ("self._mend_int_stride = _mend_int_stride if", "self._mend_int_stride = _mend_int_stride + 1 if"),
+                     ("_mend_int_stride = self.conv.stride[0]", "_mend_int_stride = self.conv.stride[0] + 1")):
         assert old in res.code
-        assert enc.guards_emitted(ob, Ctx({}, {}, code=res.code.replace(old, new))).result == "refuted", old
+        tampered = Ctx({}, {}, code=res.code.replace(old, new), before=ex.ENCODEC)
+        assert enc.guards_emitted(ob, tampered).result == "refuted", old
+
+
+def test_buffers_registered_inline_are_twinned_and_compared_with_the_original(tmp_path):
+    """``self.register_buffer("B", torch.tensor(E, dtype=torch.int64), persistent=False)`` on one
+    line (no local): the twin is made on the line before, and the registration reads it."""
+    name = "constant_buffer_inline.py"
+    src = (FIXTURES / name).read_text()
+    line = next(i for i, t in enumerate(src.splitlines(), 1) if "if pad > 0" in t)
+    res = rewrite(cst.parse_module(src), line)
+    assert '_mend_int_inline_stride = self.conv.stride[0]' in res.code
+    assert 'self.register_buffer("stride", torch.tensor(_mend_int_inline_stride, dtype=torch.int64), ' \
+        'persistent=False)' in res.code
+    ob = _obligation(res, "int-guards-emitted")
+    assert enc.guards_emitted(ob, Ctx({}, {}, code=res.code, before=src)).result == "checked"
+    bad = res.code.replace("torch.tensor(_mend_int_inline_stride,", "torch.tensor(_mend_int_inline_stride + 1,")
+    assert enc.guards_emitted(ob, Ctx({}, {}, code=bad, before=src)).result == "refuted"
+    out = fix(str(FIXTURES / name), verify="standard", max_examples=5)
+    assert (out.before.graph_count, out.after.graph_count) == (4, 1)
+    (rw,) = out.rewrites
+    assert rw["rule"] == "constant-buffer" and rw["safety"]["label"] == "safe"
+    assert_one_graph_and_same_outputs(FIXTURES / name, out.mended, tmp_path, "cbi")
 
 
 def test_buffers_unwritten_is_checked_and_refutes_writes():

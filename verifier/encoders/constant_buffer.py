@@ -17,7 +17,9 @@ transformers 5.x ``modeling_encodec.py``).
 * ``int-buffers-unwritten`` (check, static screen of the mended module): no statement of
   the module writes a twinned attribute outside its registration in ``__init__``.
 * ``int-guards-emitted`` (check, static screen of the mended module): the guards the
-  proof above assumes are in the emitted code.
+  proof above assumes are in the emitted code, and each twin ``self._mend_int_B`` is, through
+  ``__init__``'s locals, the value buffer ``B`` is registered from, which is the value the
+  original ``__init__`` registers (compared as substituted expressions).
 """
 from __future__ import annotations
 
@@ -696,6 +698,87 @@ def buffers_unwritten(ob: dict, ctx: Ctx) -> Outcome:
                         "reads inside the typed methods are the rule's typing's (its static analysis)"])
 
 
+def _init_of(code: str | None, cname: str) -> ast.FunctionDef | None:
+    try:
+        klass = _class(ast.parse(code), cname) if code else None
+    except SyntaxError:
+        return None
+    return _method(klass, "__init__") if klass else None
+
+
+def twins_mismatch(init: ast.FunctionDef, attrs: set[str], original: ast.FunctionDef | None) -> str | None:
+    """Why a twin ``self._mend_int_B`` may not hold the value ``__init__`` registers buffer
+    ``B`` from, or that value may not be the original's, or None: each is read through the
+    sequential substitution of its ``__init__``'s locals (``torch.tensor(E, dtype=int64)``
+    read as ``E``; a twin read as its own value), and the three must be the same expression."""
+    if not attrs:
+        return "the twinned attributes are not recorded"
+    if original is None:
+        return "the original `__init__` is not available to compare the registered values with"
+    before = _registered(original, attrs)
+    if isinstance(before, str):
+        return f"in the original: {before}"
+    got = _registered(init, attrs)
+    if isinstance(got, str):
+        return got
+    registered, twins = got
+    for attr in sorted(attrs):
+        if attr not in before[0] or ast.dump(before[0][attr]) != ast.dump(registered.get(attr, ast.Pass())):
+            return (f"`self.{attr}` is registered from `{ast.unparse(registered[attr]) if attr in registered else '?'}`"
+                    f" where the original registers `{ast.unparse(before[0][attr]) if attr in before[0] else '?'}`")
+        if attr not in twins:
+            return f"`self.{attr}` has no twin in `__init__`"
+        if ast.dump(registered[attr]) != ast.dump(twins[attr]):
+            return (f"the twin of `self.{attr}` is `{ast.unparse(twins[attr])}`, the buffer is registered from "
+                    f"`{ast.unparse(registered[attr])}`")
+    return None
+
+
+def _registered(init: ast.FunctionDef, attrs: set[str]) -> tuple[dict, dict] | str:
+    """(registered values, twin values) of ``attrs`` in ``init``, substituted; or why not."""
+    registered: dict[str, ast.AST] = {}
+    twins: dict[str, ast.AST] = {}
+    env: dict = {}
+
+    class Twins(ast.NodeTransformer):    # a derived twin reads the twins before it
+        def visit_Attribute(self, a):
+            if isinstance(a.value, ast.Name) and a.value.id == "self" and a.attr.startswith("_mend_int_") and \
+                    a.attr[len("_mend_int_"):] in twins:
+                return copy.deepcopy(twins[a.attr[len("_mend_int_"):]])
+            if isinstance(a.value, ast.Name) and a.value.id == "self" and a.attr in registered:
+                return copy.deepcopy(registered[a.attr])
+            self.generic_visit(a)
+            return a
+
+    for stmt in init.body:
+        target, value, kind = None, None, None
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Attribute) \
+                and isinstance(stmt.targets[0].value, ast.Name) and stmt.targets[0].value.id == "self":
+            attr = stmt.targets[0].attr
+            if attr.startswith("_mend_int_") and attr[len("_mend_int_"):] in attrs:
+                v = stmt.value
+                if not (isinstance(v, ast.IfExp) and _same(v.test, "_mend_int_exact") and _same(v.orelse, "None")):
+                    return f"`self.{attr}` is not `<twin> if _mend_int_exact else None` (line {stmt.lineno})"
+                target, value, kind = attr[len("_mend_int_"):], v.body, twins
+            elif attr in attrs:
+                value = stmt.value
+                if isinstance(value, ast.Call) and ast.unparse(value.func).endswith("Buffer") and value.args:
+                    value = value.args[0]
+                target, kind = attr, registered
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and \
+                ast.unparse(stmt.value.func) == "self.register_buffer" and len(stmt.value.args) >= 2 and \
+                isinstance(stmt.value.args[0], ast.Constant) and stmt.value.args[0].value in attrs:
+            target, value, kind = stmt.value.args[0].value, stmt.value.args[1], registered
+        if target is None:
+            _step(stmt, env)
+            continue
+        v = _subst(value, env)
+        if v is None:
+            return f"line {stmt.lineno} reads a local bound in a block: its value is not followed"
+        kind[target] = _strip_tensors(Twins().visit(v))
+    return registered, twins
+
+
 def _same(node: ast.AST, text: str) -> bool:
     """``node`` is the expression ``text`` (compared as trees: parentheses do not count)."""
     return ast.dump(node) == ast.dump(ast.parse(text, mode="eval").body)
@@ -723,6 +806,10 @@ def guards_emitted(ob: dict, ctx: Ctx) -> Outcome:
         return check_refuted(by, f"`__init__` does not check the twins as `{want_exact}`")
     if want_ok not in body or body.index(want_ok) < body.index(want_exact):
         return check_refuted(by, f"`__init__` does not set `{want_ok}` after the check")
+    attrs = set(ob.get("attributes") or [])
+    mismatch = twins_mismatch(init, attrs, _init_of(ctx.before, cname))
+    if mismatch:
+        return check_refuted(by, mismatch)
     torch = ob.get("torch") or "torch"
     first = next((s for s in fwd.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))), None)
     dispatch = f"type(self) is {cname} and getattr(self, '_mend_int_ok', False)"

@@ -7,6 +7,10 @@ and ``_pad1d`` branches on it (``if length <= max_pad``) and pads with it: a ten
 on the host at every conv layer (hf:newest/encodec: 27 of its 28 breaks, 29 graphs). The
 same numbers as Python ints give the same pads with no host read.
 
+A buffer registered inline, ``self.register_buffer("B", torch.tensor(E, dtype=torch.int64),
+persistent=False)`` (or ``nn.Buffer(...)`` of it), with no local, is taken as if written with one:
+its twin ``_mend_int_inline_B = E`` is made on the line before, and the registration reads it.
+
 The rewrite keeps the buffers (a user may read them, ``state_dict`` does not see them) and
 adds Python **twins** computed from the same expressions, once, in ``__init__``::
 
@@ -112,7 +116,9 @@ Resting on checks: ``ceil-ratio-exact`` (the guard's domain, |a| < 2^22, s in [1
 offsets within [-8, 8], float32 and float64, is inside the lemma's; the lemma is cross-checked
 by enumerating every (a, s) with torch in ``tests/test_constant_buffer.py``),
 ``int-guards-emitted`` (a static screen: the twins' int and range check, the divisors'
-``>= 1``, the dispatch in ``forward`` and each ratio's guard are in the emitted code), and
+``>= 1``, the dispatch in ``forward`` and each ratio's guard are in the emitted code, and
+each twin is, through ``__init__``'s locals, the very value its buffer is registered from,
+which is the original's), and
 ``int-buffers-unwritten`` (a static screen: no statement of the module writes a twinned
 attribute after ``__init__``).
 

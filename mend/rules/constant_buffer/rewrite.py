@@ -9,7 +9,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from mend.rules._base import Decline, RewriteResult
-from mend.rules._common import code_of
+from mend.rules._common import Replace, code_of
 from mend.rules.constant_buffer.domain import RATIO_C, self_attr
 from mend.rules.constant_buffer.screen import NAME, PREFIX, RATIO_A, RATIO_S, SIZE_BOUND, TWIN_BOUND, Plan, plan_for
 
@@ -115,6 +115,17 @@ class _Apply(cst.CSTTransformer):
             body = []
             for orig, stmt in zip(original_node.body.body, updated_node.body.body):
                 local = next((v for v, s in self.plan.tensor_locals.items() if s is orig), None)
+                if local is not None and local in self.plan.inline:
+                    made = self.plan.inline[local]
+                    twin = cst.parse_statement(f"{PREFIX}{local} = {code_of(made.args[0].value).strip()}\n",
+                                               config=self.module.config_for_parsing)
+                    body.append(twin.with_changes(leading_lines=orig.leading_lines))
+                    new_made = made.with_changes(args=[made.args[0].with_changes(value=cst.Name(PREFIX + local)),
+                                                       *made.args[1:]])
+                    body.append(orig.visit(Replace(made, new_made)).with_changes(leading_lines=()))
+                    if orig is self.plan.last_registration:
+                        body += _init_statements(self.plan, self.module)
+                    continue
                 if local is not None:
                     assign = stmt.body[0]
                     call = assign.value
@@ -186,6 +197,7 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
         {"kind": "int-buffers-unwritten", "class": name, "attributes": sorted(plan.twins),
          "typed": sorted(set(plan.mirrors) | set(plan.generic))},
         {"kind": "int-guards-emitted", "class": name, "locals": sorted(plan.tensor_locals),
+         "attributes": sorted(plan.twins),
          "divisors": list(plan.divisors), "twin_bound": TWIN_BOUND, "ratios": len(plan.ratios),
          "ratio_a": RATIO_A, "ratio_s": RATIO_S, "torch": torch},
     ]

@@ -67,6 +67,10 @@ class Plan:
     sink_nodes: set = field(default_factory=set)     # ids of the nodes where an int buffer value is used as a number
     forward: cst.FunctionDef | None = None
     torch: str = "torch"              # the module's name for torch, which the emitted code calls
+    inline: dict = field(default_factory=dict)       # inline_B -> the `torch.tensor(E, ...)` registered inline
+
+
+INLINE = "inline_"   # the local name an inline-registered buffer's twin is made under (`_mend_int_inline_B`)
 
 
 def _plain(node: cst.BaseExpression) -> bool:
@@ -205,6 +209,7 @@ def int_buffers(klass: cst.ClassDef, aliases: set[str], buffers: set[str]) -> Pl
     twins: dict[str, str] = {}
     twin_terms: dict[str, str] = {}
     registrations: list[int] = []
+    inline: dict[str, cst.Call] = {}
     last = None
     for stmt in init.body.body:
         if not isinstance(stmt, cst.SimpleStatementLine):
@@ -232,7 +237,19 @@ def int_buffers(klass: cst.ClassDef, aliases: set[str], buffers: set[str]) -> Pl
             target = buf[0] if buf else attr
             if value is None:
                 continue
-            twin = _twin_of(value, {k: local_terms[k] for k in tensor_locals}, twin_terms)
+            if buf is not None and _int_tensor(value, aliases) is not None:
+                # registered inline (`self.register_buffer("B", torch.tensor(E, dtype=torch.int64), ...)`):
+                # a local of its own, `inline_B`, as if written `v = torch.tensor(...)` on the line before
+                syn = f"{INLINE}{target}"
+                if len(stmt.body) != 1:
+                    return f"`{code_of(stmt).strip()}`: more than one statement on the line"
+                if syn in tensor_locals_all or m.findall(init, m.Name(syn)):
+                    return f"`{syn}` is a local of `__init__` already (the inline buffer's twin needs the name)"
+                tensor_locals[syn] = tensor_locals_all[syn] = stmt
+                local_terms[syn] = f"leaf_{syn}"
+                inline[syn] = value
+            twin = _twin_of(value, {k: local_terms[k] for k in tensor_locals}, twin_terms) if not (
+                buf is not None and _int_tensor(value, aliases) is not None) else (f"_mend_int_{syn}", f"leaf_{syn}")
             if twin is None:
                 continue
             if buf is None and not (isinstance(value, cst.BinaryOperation) and self_attr(value.left) in twins):
@@ -251,7 +268,8 @@ def int_buffers(klass: cst.ClassDef, aliases: set[str], buffers: set[str]) -> Pl
         return why
     used = {k: v for k, v in tensor_locals_all.items() if any(re.search(rf"\b_mend_int_{k}\b", src)
                                                                for src in twins.values())}
-    return Plan(klass, init, used, twins, twin_terms, registrations, last, [], [], [])
+    return Plan(klass, init, used, twins, twin_terms, registrations, last, [], [], [],
+                inline={k: v for k, v in inline.items() if k in used})
 
 
 def plan_for(module: cst.Module, klass: cst.ClassDef) -> Plan | Decline:
