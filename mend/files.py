@@ -29,6 +29,14 @@ def read_only(path: Path) -> bool:
     return path.exists() and (not os.access(path, os.W_OK) or not path.stat().st_mode & 0o222)
 
 
+def read_source(path: Path) -> str:
+    """A source file's text as it is on disk, line endings included (``\r\n`` kept: a file
+    written back with ``\n`` would differ on every line; helper-57's CRLF file). Raises
+    OSError / UnicodeDecodeError like ``Path.read_text``."""
+    with open(path, encoding="utf-8", newline="") as fh:
+        return fh.read()
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` atomically: a temporary file in the same folder, then
     ``os.replace``, so a reader never sees half a file. An existing file keeps its mode; a
@@ -37,7 +45,7 @@ def write_atomic(path: Path, text: str) -> None:
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:   # the text's own line endings
             fh.write(text)
         if path.exists():
             os.chmod(tmp, path.stat().st_mode & 0o7777)

@@ -407,3 +407,34 @@ def test_inline_and_alias_forms_compute_what_the_original_does(width):
             assert all(torch.equal(p, q) for p, q in zip(a[1], b[1]))
         else:
             assert a[1:] == b[1:]
+
+
+def test_indexed_guarded_screen_refutes_what_helper_57_slipped_past():
+    """The verifier's own screen (not only the rule's) refutes a rewrite whose names may not
+    mean what they say: `torch` rebound, `globals()`, a frame read, `:=`, a decorated caller."""
+    res, obs = _indexed_obligations()
+    ob = obs["scalar-index-guarded"]
+    tampered = {
+        "torch param": res.code.replace("def forward(self, a, b):", "def forward(self, a, b, torch=torch):"),
+        "torch attribute": res.code + "\ntorch.IntTensor = list\n",
+        "globals": res.code + "\n\ndef enable():\n    globals()['fused'] = print\n",
+        "frame": res.code + "\n\ndef peek():\n    import sys\n    return sys._getframe(1).f_locals\n",
+        "walrus": res.code.replace("        return acts", "        return (acts := acts * 1)"),
+        "decorated": res.code.replace("    def forward(", "    @torch.jit.script_if_tracing\n    def forward("),
+    }
+    for what, code in tampered.items():
+        assert idx.guarded(ob, Ctx({}, {}, code)).result == "refuted", what
+    walrus_callee = res.code.replace("return a[:, : n_channels]", "return [a := a * 1, a[:, : n_channels]][1]")
+    assert idx.slice_only(obs["scalar-index-slice-only"], Ctx({}, {}, walrus_callee)).result == "refuted"
+
+
+def test_crlf_line_endings_are_kept(tmp_path):
+    """helper-57: a CRLF file came back with LF endings, so the diff touched every line."""
+    src = (FIXTURES / "scalar_local_window.py").read_text().replace("\n", "\r\n")
+    path = tmp_path / "crlf_window.py"
+    path.write_bytes(src.encode())
+    res = fix(str(path), unsafe_fixes=True, verify="standard", max_examples=3)
+    (rw,) = res.rewrites
+    assert res.mended.count("\r\n") == res.mended.count("\n") > 10
+    changed = [ln for ln in rw["diff"].splitlines() if ln[:1] in "+-" and ln[:3] not in ("+++", "---")]
+    assert len(changed) == 2, changed

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from mend import runtime, validation_runtime  # noqa: F401 - runtime: registers mend::capture for the encoders
+from mend import files, runtime, validation_runtime  # noqa: F401 - runtime: registers mend::capture for the encoders
 from mend.detect import display_path
 from mend.errors import MendError, TargetError
 from mend.scan import scan
@@ -103,7 +103,7 @@ class InProcess:
         self.rel = display_path(str(self.path))
         self.factory = factory_of(spec)
         self.make = model_maker(self.factory)
-        self.original = self.path.read_text(encoding="utf-8")
+        self.original = files.read_source(self.path)
         load_file_module(self.path, f"_mend_orig_{abs(hash(str(self.path)))}")
         self.cur_path = self._scratch("r0")
         self.cur_path.write_text(self.original)
@@ -372,7 +372,7 @@ class Overlay:
             why = _not_overlayable(source, rel)
             if why:
                 raise Skip(why)
-            self.read[rel] = (source.read_text(encoding="utf-8"), source)
+            self.read[rel] = (files.read_source(source), source)
         text, source = self.read[rel]
         return rel, text, source
 

@@ -95,6 +95,30 @@ def _stores(tree: ast.AST, name: str, skip=None) -> int:
     return count
 
 
+_DYNAMIC = {"globals", "_getframe", "currentframe", "f_locals", "f_back", "f_globals"}
+
+
+def _dynamic(tree: ast.Module, ctor: ast.AST) -> str | None:
+    """Why the module may rebind what the rewrite names, or read a frame, at run time: it names
+    ``globals``, a frame attribute or ``sys.modules``; the constructor's root name is bound
+    other than by top-level imports, or has an attribute assigned."""
+    root = ctor.value.id if isinstance(ctor, ast.Attribute) and isinstance(ctor.value, ast.Name) else None
+    if root is None:
+        return "the constructor is not `<name>.<constructor>`"
+    for n in ast.walk(tree):
+        name = n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else None
+        if name in _DYNAMIC or isinstance(n, ast.Attribute) and ast.unparse(n) == "sys.modules":
+            return f"the module names `{ast.unparse(n)}` (line {n.lineno}): a frame or a global may change at run time"
+        if isinstance(n, ast.Attribute) and isinstance(n.ctx, (ast.Store, ast.Del)) and \
+                isinstance(n.value, ast.Name) and n.value.id == root:
+            return f"the module assigns `{root}.{n.attr}` (line {n.lineno})"
+    imports = sum(1 for s in tree.body if isinstance(s, (ast.Import, ast.ImportFrom)) for a in s.names
+                  if (a.asname or a.name.split(".")[0]) == root)
+    if _stores(tree, root) != imports:
+        return f"`{root}` is bound other than by a top-level import"
+    return None
+
+
 def _frame_reader(fn: ast.AST) -> str | None:
     for n in ast.walk(fn):
         if isinstance(n, ast.Name) and n.id in _READERS or isinstance(n, ast.Attribute) and n.attr in _FRAME:
@@ -174,6 +198,13 @@ def _guarded_reads(ob: dict, ctx: Ctx):
     for b in ("type", "int"):
         if _stores(tree, b):
             return f"`{b}` is bound in the module (any scope): the test may not read the builtin"
+    hazard = _dynamic(tree, made.func)
+    if hazard:
+        return hazard
+    if fn.decorator_list:
+        return f"`{fname}` is decorated: what runs is not the function as written"
+    if any(isinstance(n, ast.NamedExpr) for n in ast.walk(fn)):
+        return f"`{fname}` binds a name with `:=`"
     if any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in ast.walk(tree)):
         return "the module has a `from ... import *`, which may rebind `type`, `int` or a callee"
     parents = _parents(fn)
@@ -297,6 +328,8 @@ def _sink(tree, fn, parents: dict, node: ast.AST, out: list) -> str | None:
     if isinstance(target, str):
         return target
     callee, param = target
+    if any(isinstance(n, ast.NamedExpr) for n in ast.walk(callee)):
+        return f"`{callee.name}` binds a name with `:=`"
     if _stores(callee, param, skip=callee) != 1:
         return f"`{callee.name}`'s parameter `{param}` is bound again"
     why = _captures(callee, {param}) or _frame_reader(callee)
@@ -331,6 +364,9 @@ def receivers_observed(ob: dict, ctx: Ctx) -> Outcome:
         seen = (at.get(str(line)) or {}).get(container)
         if not hits.get(str(line)) or not seen:
             return unknown(f"`{container}` was not observed at line {line}")
+        if any(s.get("kind") == "unavailable" for s in seen):
+            return unknown(f"`{container}` could not be read where line {line} starts (bound later in the statement, "
+                           "or inside a comprehension): its type is not observed")
         bad = [s for s in seen if s.get("kind") != "tensor" or s.get("subclass")]
         if bad:
             what = bad[0].get("subclass") or bad[0].get("kind")

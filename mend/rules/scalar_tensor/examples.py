@@ -272,3 +272,24 @@ DECLINE_EXAMPLES.extend([
     # a star import may rebind `type`, `int` or the callee
     (_VITS.replace("import torch\n", "import torch\nfrom math import *\n"), "import *", _at(_VITS, "acts = fused") + 1),
 ])
+
+# helper-57's attacks on the indexed form, each an emitted rewrite that changed behaviour before
+_AT = _at(_VITS, "acts = fused")
+DECLINE_EXAMPLES.extend([
+    # `torch` bound by a parameter: the constructor may be another backend's (wrapping int8 codes)
+    (_VITS.replace("def forward(self, a, b):", "def forward(self, a, b, torch=torch):"),
+     "bound other than by a top-level import", _AT),
+    # the module rebinds the callee through `globals()` (an opt-in checked variant)
+    (_VITS + "\n\ndef enable_checks():\n    globals()[\"fused\"] = print\n", "names `globals`", _AT),
+    # a helper of the module reads the callee's frame (`sys._getframe(1).f_locals`)
+    (_VITS.replace("import torch\n", "import sys\nimport torch\n\n\ndef trace(name):\n"
+                   "    return sys._getframe(1).f_locals[name]\n", 1), "may read a frame's locals", _AT + 5),
+    # `:=` in the callee: the sliced name may be rebound within the statement it is observed at
+    (_VITS.replace("return a[:, : n_channels]", "return [a := a * 1, a[:, : n_channels]][1]"), "`:=`", _AT),
+    # a decorated caller (`torch.jit.script_if_tracing`): what runs is not the function as written
+    (_VITS.replace("    def forward(self, a, b):", "    @torch.jit.script_if_tracing\n    def forward(self, a, b):"),
+     "is decorated", _AT + 1),
+    # the parameter sizes a `range`: the reason names the use, not the bare parameter
+    (_VITS.replace("return a[:, : n_channels] + b[:, : n_channels]",
+                   "return a[:, : n_channels] + len(range(n_channels))"), "`range(n_channels)`", _AT),
+])

@@ -158,6 +158,38 @@ def _stmt_line(node: cst.CSTNode, parent: dict, positions: dict) -> int:
     return positions[node].start.line
 
 
+# names through which code reads a frame's locals or rebinds a module's globals at run time
+_DYNAMIC = {"globals", "_getframe", "currentframe", "f_locals", "f_back", "f_globals", "sys.modules"}
+
+
+def _module_hazard(module: cst.Module, caller: cst.FunctionDef, root: str) -> str | None:
+    """Why names the rewrite relies on may not mean what they say (helper-57), or None: the
+    module reads frames or rebinds globals dynamically (``globals()["fused"] = ...``, a helper
+    reading ``sys._getframe(1).f_locals``); the caller is decorated or binds a name with
+    ``:=``; the constructor's root (``torch``) is bound other than by a top-level import, or
+    has an attribute assigned (``torch.IntTensor = ...``)."""
+    tree = ast.parse(module.code)
+    for n in ast.walk(tree):
+        name = n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else None
+        if isinstance(n, ast.Attribute) and ast.unparse(n) == "sys.modules":
+            name = "sys.modules"
+        if name in _DYNAMIC:
+            return (f"the module names `{name}` (line {n.lineno}): code may read a frame's locals or rebind a "
+                    "function or builtin at run time, which the screens do not follow")
+        if isinstance(n, ast.Attribute) and isinstance(n.ctx, (ast.Store, ast.Del)) and \
+                isinstance(n.value, ast.Name) and n.value.id == root:
+            return f"the module assigns `{root}.{n.attr}` (line {n.lineno}): the constructor may not be torch's"
+    if caller.decorators:
+        return f"`{caller.name.value}` is decorated: what runs is not the function as written"
+    if m.findall(caller, m.NamedExpr()):
+        return f"`{caller.name.value}` binds a name with `:=`: a sliced name may change within its statement"
+    imports = sum(1 for s in tree.body if isinstance(s, (ast.Import, ast.ImportFrom)) for a in s.names
+                  if (a.asname or a.name.split(".")[0]) == root)
+    if _binds(caller, root) or _stores(tree, root) != imports:
+        return f"`{root}` is bound other than by a top-level import: the constructor may not be torch's"
+    return None
+
+
 def _param_slice_only(callee: cst.FunctionDef, param: str, positions: dict) -> list[tuple[str, int]] | str:
     """The containers ``param`` bounds a slice of in ``callee`` (with their lines), or why
     another use is declined."""
@@ -176,7 +208,11 @@ def _param_slice_only(callee: cst.FunctionDef, param: str, positions: dict) -> l
             continue
         container = _slice_container(node, parent)
         if container is None:
-            return (f"{why} is used in `{code_of(p).strip() if p is not None else param}`, not only as a slice's "
+            holder = parent.get(p) if isinstance(p, (cst.Arg, cst.Element)) else p
+            if isinstance(holder, (cst.Tuple, cst.List)) and isinstance(parent.get(holder), cst.Arg):
+                holder = parent.get(parent.get(holder))
+            text = code_of(holder).strip() if holder is not None else param
+            return (f"{why} is used in `{text if len(text) < 100 else text[:97] + '...'}`, not only as a slice's "
                     "bound: an int and a 0-d tensor differ there")
         if not isinstance(container, cst.Name):
             return f"{why} bounds a slice of `{code_of(container).strip()}`, not of a name whose type is observed"
@@ -281,8 +317,8 @@ def screen_indexed(module: cst.Module, node: cst.CSTNode, fn: cst.FunctionDef, a
         return Decline(NAME, f"`{local} = {made}` is not a statement of its own at the top level of "
                        f"`{caller.name.value}` (in a branch, loop or `with`, a read could come before it)")
     if _binds(caller, local) != 1 or _captured(caller, local):
-        return Decline(NAME, f"`{local}` is bound more than once in `{caller.name.value}`, or captured by a "
-                       "nested scope")
+        return Decline(NAME, f"`{local}` is bound more than once in `{caller.name.value}`, declared "
+                       "`global`/`nonlocal`, or captured by a nested scope")
     if locals_readers(caller):
         return Decline(NAME, f"`{caller.name.value}` reads its locals by name (`locals()`, `vars()`, `eval`, "
                        "`exec`): the snapshot local would show there")
@@ -292,6 +328,9 @@ def screen_indexed(module: cst.Module, node: cst.CSTNode, fn: cst.FunctionDef, a
                        "test must read the builtin")
     if m.findall(module, m.ImportStar()):
         return Decline(NAME, "the module has a `from ... import *`, which may rebind `type`, `int` or a callee")
+    why = _module_hazard(module, caller, (dotted(made_call.func) or "").partition(".")[0])
+    if why:
+        return Decline(NAME, why)
     lineno = positions[line].start.line
     plan = IndexedPlan(caller, line, lineno, local, ctor, value, inline=inline)
     parent = _parents(caller.body)
@@ -375,6 +414,8 @@ def _callee_use(module, caller, call, arg, what: str, plan: IndexedPlan, positio
     callee = defs[0]
     if callee.decorators or callee.asynchronous:
         return f"`{fname}` is decorated or a coroutine: what runs is not the function as written"
+    if m.findall(callee, m.NamedExpr()):
+        return f"`{fname}` binds a name with `:=`: a sliced name may change within the statement it is observed at"
     param = _arg_param(call, arg, callee)
     if param is None:
         return f"which parameter of `{fname}` receives {what} is not static (a star argument, or `*args`)"
