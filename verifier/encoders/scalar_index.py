@@ -179,7 +179,7 @@ def _guarded_reads(ob: dict, ctx: Ctx):
     if not (isinstance(bind, ast.Assign) and len(bind.targets) == 1 and isinstance(bind.targets[0], ast.Name)
             and bind.targets[0].id == local and isinstance(made, ast.Call) and isinstance(made.func, ast.Attribute)
             and made.func.attr == ctor and len(made.args) == 1 and not made.keywords
-            and isinstance(made.args[0], ast.List) and len(made.args[0].elts) == 1
+            and isinstance(made.args[0], (ast.List, ast.Tuple)) and len(made.args[0].elts) == 1
             and isinstance(made.args[0].elts[0], ast.Name) and made.args[0].elts[0].id == snap):
         return f"line {line} is not `{local} = <torch>.{ctor}([{snap}])`" + ("[0] behind the test" if inline else "")
     try:

@@ -293,3 +293,11 @@ DECLINE_EXAMPLES.extend([
     (_VITS.replace("return a[:, : n_channels] + b[:, : n_channels]",
                    "return a[:, : n_channels] + len(range(n_channels))"), "`range(n_channels)`", _AT),
 ])
+
+# a one-element tuple (`torch.IntTensor((E,))`, helper-57's v43) is the same constructor call
+_TUPLE = _SLICED_HERE.replace("torch.LongTensor([self.width])", "torch.LongTensor((self.width,))")
+FIX_EXAMPLES.append((_TUPLE, _TUPLE.replace(
+    "    width = torch.LongTensor((self.width,))\n",
+    "    _mend_n = self.width\n    width = torch.LongTensor((_mend_n,))  # mend: scalar-tensor\n").replace(
+    "width[0]", "(_mend_n if type(_mend_n) is int and -2 ** 63 <= _mend_n < 2 ** 63 else width[0])"),
+    _at(_TUPLE, "return x[")))

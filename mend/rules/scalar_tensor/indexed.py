@@ -66,7 +66,7 @@ def _ctor_of(value: cst.BaseExpression, aliases: set[str]) -> str | None:
     if not isinstance(value, cst.Call):
         return None
     root, _, rest = (dotted(value.func) or "").partition(".")
-    listed = bool(value.args) and isinstance(value.args[0].value, cst.List)
+    listed = bool(value.args) and isinstance(value.args[0].value, (cst.List, cst.Tuple))
     return rest if root in aliases and rest in RANGES and listed else None
 
 
@@ -74,7 +74,8 @@ def _one_element(call: cst.Call) -> cst.BaseExpression | None:
     if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
         return None
     arg = call.args[0].value
-    if not isinstance(arg, cst.List) or len(arg.elements) != 1 or not isinstance(arg.elements[0], cst.Element):
+    if not isinstance(arg, (cst.List, cst.Tuple)) or len(arg.elements) != 1 or \
+            not isinstance(arg.elements[0], cst.Element):
         return None
     return arg.elements[0].value
 
