@@ -28,6 +28,7 @@ import copy
 import z3
 
 from verifier.encoders.base import Ctx, Query, decide
+from verifier.encoders.buffer_leaves import _chain, _class, _leaf_writes, _method, _root_name  # noqa: F401
 from verifier.outcomes import Outcome, check_refuted, checked, unknown
 
 INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
@@ -176,14 +177,6 @@ def ceil_ratio_exact(ob: dict, ctx: Ctx) -> Outcome:
                         "builds it)",
                         "the mirror takes the exact form only under the lemma's guard, and reads the original's own "
                         "value otherwise (int-guards-emitted)"], lemmas=[LEMMA])
-
-
-def _class(tree: ast.Module, name: str) -> ast.ClassDef | None:
-    return next((n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == name), None)
-
-
-def _method(klass: ast.ClassDef, name: str) -> ast.FunctionDef | None:
-    return next((f for f in klass.body if isinstance(f, ast.FunctionDef) and f.name == name), None)
 
 
 def _related(tree: ast.Module, cname: str) -> set[str]:
@@ -365,6 +358,38 @@ def _may_be_instance(recv: ast.AST, self_related: bool, holders: set[str]) -> bo
     return True
 
 
+def _holders(tree: ast.Module, cname: str, own_defs: set[str]) -> set[str]:
+    """Attribute names that may hold an instance of the class: assigned (plain, annotated, or
+    unpacked from a tuple) a call of the class or of a function or class of the module, or a
+    name bound to one (``enc = Conv(...); self.enc = enc``), or registered by name
+    (``self.add_module("enc", Conv(...))``, ``setattr(self, "enc", ...)``: helper-58)."""
+    def makes(v) -> bool:
+        return isinstance(v, ast.Call) and (_names_class(ast.unparse(v.func), cname) or
+                                            _own_call(ast.unparse(v.func), own_defs))
+    made = {t.id for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign)) and makes(n.value)
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)}
+
+    def holds(v) -> bool:
+        return makes(v) or (isinstance(v, ast.Name) and v.id in made)
+    out = set()
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None:
+            for t in n.targets if isinstance(n, ast.Assign) else [n.target]:
+                if isinstance(t, ast.Attribute) and holds(n.value):
+                    out.add(t.attr)
+                if isinstance(t, (ast.Tuple, ast.List)):
+                    values = n.value.elts if isinstance(n.value, (ast.Tuple, ast.List)) and \
+                        len(n.value.elts) == len(t.elts) else [n.value] * len(t.elts)
+                    out |= {e.attr for e, v in zip(t.elts, values) if isinstance(e, ast.Attribute) and
+                            (holds(v) or not isinstance(n.value, (ast.Tuple, ast.List)))}
+        if isinstance(n, ast.Call) and (isinstance(n.func, ast.Attribute) and n.func.attr in (
+                "add_module", "register_module") or isinstance(n.func, ast.Name) and n.func.id == "setattr"):
+            args = n.args[1:] if isinstance(n.func, ast.Name) else n.args
+            if args and isinstance(args[0], ast.Constant) and isinstance(args[0].value, str):
+                out.add(args[0].value)
+    return out
+
+
 def _names_class(func: str, cname: str) -> bool:
     """``func`` calls the class ``cname`` (by its name, or through a module other than torch's)."""
     prefix, _, last = func.rpartition(".")
@@ -464,9 +489,7 @@ def screen_writes(code: str, cname: str, attrs: set[str], typed: set[str]) -> tu
     # attributes that may hold an instance: assigned the class, or the result of a function or
     # class of the module (`self.crop = make_crop(64)`: fourth review)
     own_defs = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-    holders = {t.attr for n in ast.walk(tree) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
-               and (_names_class(ast.unparse(n.value.func), cname) or _own_call(ast.unparse(n.value.func), own_defs))
-               for t in n.targets if isinstance(t, ast.Attribute)}
+    holders = _holders(tree, cname, own_defs)
     owner = {id(f): c.name for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for f in c.body
              if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
     in_related = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -540,6 +563,20 @@ def screen_writes(code: str, cname: str, attrs: set[str], typed: set[str]) -> tu
                      for t in n.targets if isinstance(t, ast.Name) and isinstance(n.value, ast.Attribute)
                      and n.value.attr in attrs}
         for node in ast.walk(fn):
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)) and any(
+                    isinstance(t, ast.Subscript) and _root_name(t) in any_alias
+                    for t in (node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target])):
+                # `p = cfg.padding_total; p[...] = 0` writes the buffer's storage (helper-58)
+                writes.append(f"line {node.lineno}: `{ast.unparse(node)[:80]}` writes a buffer through an alias")
+            if isinstance(node, ast.Call) and (
+                    any(k.arg == "out" and isinstance(k.value, ast.Name) and k.value.id in any_alias
+                        for k in node.keywords) or
+                    (node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in any_alias and
+                     (ast.unparse(node.func).split(".")[-1].endswith("_") and
+                      not ast.unparse(node.func).endswith("__") or
+                      ast.unparse(node.func).split(".")[-1].startswith("i") and
+                      ast.unparse(node.func).split(".")[0] == "operator"))):
+                writes.append(f"line {node.lineno}: `{ast.unparse(node)[:80]}` writes a buffer through an alias")
             if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id in any_alias:
                 # `limit = self.max_len; limit -= m` writes the buffer in place (second review)
                 writes.append(f"line {node.lineno}: `{ast.unparse(node)[:80]}` writes a buffer through an alias")
@@ -571,67 +608,6 @@ def screen_writes(code: str, cname: str, attrs: set[str], typed: set[str]) -> tu
                 escapes.append(f"line {node.lineno} (`{fn.name}`): `{ast.unparse(node)[:80]}` calls a typed method, "
                                "whose result may be a buffer")
     return writes, escapes
-
-
-def _chain(node: ast.AST, root: str | None = None) -> list[str] | None:
-    """``self.a[0].b`` -> ``["a", "b"]`` (items and calls stepped over), or None if not rooted
-    in a name (in the name ``root``, when given)."""
-    parts = []
-    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
-        if isinstance(node, ast.Attribute):
-            parts.append(node.attr)
-            node = node.value
-        else:
-            node = node.value if isinstance(node, ast.Subscript) else node.func
-    rooted = isinstance(node, ast.Name) and (root is None or node.id == root)
-    return list(reversed(parts)) if rooted else None
-
-
-def _leaf_writes(tree: ast.Module, value: ast.AST, cname: str) -> str | None:
-    """A ``self.a.b`` leaf of ``value`` (or a prefix, ``.a``) that may change after ``__init__``,
-    or None: assigned (an item of it too: ``self.lengths[0] = n``), deleted, or the receiver of
-    a method call (``.append``) anywhere in the module outside ``cname.__init__``; in another
-    class's ``__init__`` only a one-level ``self.a = ...`` is that instance's own (``self.c.limit
-    = 16`` in a parent's ``__init__`` is not); a leaf that is a property or method of a class of
-    the module is computed, not stored (fourth review)."""
-    chains = [c for n in ast.walk(value) if isinstance(n, ast.Attribute)
-              for c in [_chain(n, "self")] if c]
-    prefixes = {tuple(c[:k]) for c in chains for k in range(1, len(c) + 1)}
-    defined = {f.name for k in ast.walk(tree) if isinstance(k, ast.ClassDef) for f in k.body
-               if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    computed = sorted({p for c in chains for p in c} & defined)
-    if computed:
-        return f"`self.{computed[0]}`, a property or method of a class of the module (computed on each read)"
-    klass = _class(tree, cname)
-    own_init = _method(klass, "__init__") if klass else None
-    skip = {id(x) for x in ast.walk(own_init)} if own_init is not None else set()
-    inits = {id(x) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and f.name == "__init__"
-             for x in ast.walk(f)}
-
-    def hit(parts: list[str] | None) -> str | None:
-        for k in range(1, len(parts or []) + 1):
-            if tuple(parts[-k:]) in prefixes:
-                return f"`self.{'.'.join(parts[-k:])}`, which the module changes after `__init__`"
-        return None
-
-    for node in ast.walk(tree):
-        if id(node) in skip:
-            continue
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
-            for t in node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]:
-                if id(node) in inits and isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and \
-                        t.value.id == "self":
-                    continue    # another class's own attribute, set as it is built
-                for leaf in ast.walk(t):
-                    if isinstance(leaf, (ast.Attribute, ast.Subscript)):
-                        found = hit(_chain(leaf))
-                        if found:
-                            return found
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and id(node) not in inits:
-            found = hit(_chain(node.func.value))
-            if found:
-                return found
-    return None
 
 
 def _init_write(call: ast.Call, funcs: list, values: dict, tree: ast.Module, cname: str) -> str | None:

@@ -93,6 +93,15 @@ module changes, a re-set through a bfloat16 tensor or a function of the module's
 ``copy_``, a mangled ``__name``, an instance attribute shadowing a method the mirror calls, an
 alias through a factory's result, a numerator reading a local (the fallback would divide an int),
 size arithmetic overflowing int64 (now in the range proof).
+A fifth review, of the inline form (helper-58, ``tests/fixtures/constant_buffer_review5/``), found
+seven rewrites that changed behaviour through the older screens, declined now or, for an escape,
+unsafe: a holder the screen did not see (``self.a, self.b = Conv(), Conv()``, ``enc = Conv();
+self.enc = enc``, ``self.add_module("enc", ...)``, an annotated assignment); a write through an
+alias by subscript (``p = cfg.padding_total; p[...] = 0``, a config-like name too), ``out=`` or an
+in-place function; an attribute ``__init__`` reads changed through an alias (``conv = self.conv;
+conv.stride = (s,)``, ``sizes = self.sizes; sizes[0] = k``) before an ``init.constant_`` re-set;
+``locals()``/``eval`` in a mirrored method. A value spanning lines, a buffer name that is no
+identifier (a crash) and a positional ``persistent=False`` (a needless decline) are handled.
 """
 from __future__ import annotations
 

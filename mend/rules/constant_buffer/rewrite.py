@@ -89,6 +89,13 @@ def _forward_args(fdef: cst.FunctionDef) -> str:
     return ", ".join(out)
 
 
+def _one_expr(node: cst.BaseExpression) -> str:
+    """``node``'s source as one expression statement's value: parenthesised when it spans lines
+    (a line break inside a call's argument is legal only within brackets: helper-58)."""
+    text = code_of(node).strip()
+    return f"({text})" if "\n" in text else text
+
+
 def _init_statements(plan: Plan, module: cst.Module) -> list[cst.BaseStatement]:
     locals_ = sorted(plan.tensor_locals)
     names = ", ".join(f"{PREFIX}{v}" for v in locals_) + ("," if len(locals_) == 1 else "")
@@ -117,7 +124,7 @@ class _Apply(cst.CSTTransformer):
                 local = next((v for v, s in self.plan.tensor_locals.items() if s is orig), None)
                 if local is not None and local in self.plan.inline:
                     made = self.plan.inline[local]
-                    twin = cst.parse_statement(f"{PREFIX}{local} = {code_of(made.args[0].value).strip()}\n",
+                    twin = cst.parse_statement(f"{PREFIX}{local} = {_one_expr(made.args[0].value)}\n",
                                                config=self.module.config_for_parsing)
                     body.append(twin.with_changes(leading_lines=orig.leading_lines))
                     new_made = made.with_changes(args=[made.args[0].with_changes(value=cst.Name(PREFIX + local)),
@@ -130,7 +137,7 @@ class _Apply(cst.CSTTransformer):
                     assign = stmt.body[0]
                     call = assign.value
                     arg0 = call.args[0]
-                    twin = cst.parse_statement(f"{PREFIX}{local} = {code_of(arg0.value).strip()}\n",
+                    twin = cst.parse_statement(f"{PREFIX}{local} = {_one_expr(arg0.value)}\n",
                                                config=self.module.config_for_parsing)
                     body.append(twin.with_changes(leading_lines=stmt.leading_lines))
                     new_call = call.with_changes(args=[arg0.with_changes(value=cst.Name(PREFIX + local)),

@@ -37,7 +37,7 @@ import libcst.matchers as m
 
 from mend.locate import Located
 from mend.rules._base import Decline, Match
-from mend.rules._common import code_of, dotted, imports_torch, torch_aliases
+from mend.rules._common import code_of, dotted, imports_torch, locals_readers, torch_aliases
 from mend.rules.constant_buffer.domain import (_INT64, OTHER, Ratio, Typer, Why, bound_names,
                                               check_ratio_locals, self_attr)
 
@@ -132,8 +132,10 @@ def _buffer_value(small: cst.BaseSmallStatement, buffers: set[str]) -> tuple[str
     """(B, X) for ``self.B = nn.Buffer(X, persistent=False)`` or
     ``self.register_buffer("B", X, persistent=False)``."""
     def non_persistent(args) -> bool:
+        # `persistent=False`, or `register_buffer(name, tensor, False)` (helper-58)
         return any(a.keyword is not None and a.keyword.value == "persistent" and m.matches(a.value, m.Name("False"))
-                   for a in args)
+                   for a in args) or (len(args) == 3 and args[2].keyword is None and not args[2].star and
+                                      m.matches(args[2].value, m.Name("False")) and isinstance(small, cst.Expr))
     if isinstance(small, cst.Assign) and len(small.targets) == 1 and self_attr(small.targets[0].target) \
             and isinstance(small.value, cst.Call) and dotted(small.value.func) in buffers:
         args = small.value.args
@@ -143,7 +145,8 @@ def _buffer_value(small: cst.BaseSmallStatement, buffers: set[str]) -> tuple[str
             dotted(small.value.func) == "self.register_buffer":
         args = small.value.args
         if len(args) >= 2 and isinstance(args[0].value, cst.SimpleString) and args[1].keyword is None \
-                and non_persistent(args):
+                and non_persistent(args) and isinstance(args[0].value.evaluated_value, str) and \
+                args[0].value.evaluated_value.isidentifier():
             return args[0].value.evaluated_value, args[1].value
     return None
 
@@ -243,7 +246,7 @@ def int_buffers(klass: cst.ClassDef, aliases: set[str], buffers: set[str]) -> Pl
                 syn = f"{INLINE}{target}"
                 if len(stmt.body) != 1:
                     return f"`{code_of(stmt).strip()}`: more than one statement on the line"
-                if syn in tensor_locals_all or m.findall(init, m.Name(syn)):
+                if syn in tensor_locals_all:
                     return f"`{syn}` is a local of `__init__` already (the inline buffer's twin needs the name)"
                 tensor_locals[syn] = tensor_locals_all[syn] = stmt
                 local_terms[syn] = f"leaf_{syn}"
@@ -324,6 +327,12 @@ def plan_for(module: cst.Module, klass: cst.ClassDef) -> Plan | Decline:
     clash = _name_clash(plan) or _rebound(module, klass, plan, methods)
     if clash:
         return Decline(NAME, f"`{klass.name.value}`: {clash}")
+    readers = [f for f in plan.mirrors + plan.generic if locals_readers(methods[f]) or m.findall(
+        methods[f], m.Attribute(attr=m.Name("f_locals") | m.Name("_getframe") | m.Name("currentframe")))]
+    if readers:
+        # `print(locals()["pad"])`: the mirror's locals hold ints where the original's held tensors (helper-58)
+        return Decline(NAME, f"`{klass.name.value}.{readers[0]}` reads its locals by name (`locals()`, `vars()`, "
+                       "`eval`, `exec`, a frame): the mirror's locals are ints where the original's are tensors")
     scoped = [f for f in plan.mirrors if m.findall(methods[f], m.Global() | m.Nonlocal())]
     if scoped:
         # `global LAST; LAST = self.max_len`: a buffer value bound outside the method, where the
