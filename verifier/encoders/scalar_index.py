@@ -28,6 +28,7 @@ import ast
 import z3
 
 from verifier.encoders.base import Ctx, Query, decide
+from verifier.scopes import stores as _stores
 from verifier.outcomes import Outcome, check_refuted, checked, unknown
 
 # the integer dtype (bits) each legacy constructor gives a Python int (always a CPU tensor;
@@ -77,22 +78,6 @@ def exact(ob: dict, ctx: Ctx) -> Outcome:
 
 def _parents(tree: ast.AST) -> dict:
     return {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
-
-
-def _stores(tree: ast.AST, name: str, skip=None) -> int:
-    count = 0
-    for n in ast.walk(tree):
-        if n is skip:
-            continue
-        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del)) or \
-                isinstance(n, ast.arg) and n.arg == name or \
-                isinstance(n, ast.alias) and (n.asname or n.name.split(".")[0]) == name or \
-                isinstance(n, ast.ExceptHandler) and n.name == name or \
-                isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == name:
-            count += 1
-        if isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names:
-            count += 99
-    return count
 
 
 _DYNAMIC = {"globals", "_getframe", "currentframe", "f_locals", "f_back", "f_globals"}

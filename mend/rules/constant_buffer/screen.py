@@ -214,6 +214,17 @@ def int_buffers(klass: cst.ClassDef, aliases: set[str], buffers: set[str]) -> Pl
     registrations: list[int] = []
     inline: dict[str, cst.Call] = {}
     last = None
+
+    def add_local(name: str, stmt: cst.SimpleStatementLine, twice: str) -> str | None:
+        """Record the int-tensor local ``name`` made on ``stmt``; why not, when it cannot be."""
+        if len(stmt.body) != 1:
+            return f"`{code_of(stmt).strip()}`: more than one statement on the line"
+        if name in tensor_locals_all:
+            return twice
+        tensor_locals[name] = tensor_locals_all[name] = stmt
+        local_terms[name] = f"leaf_{name}"
+        return None
+
     for stmt in init.body.body:
         if not isinstance(stmt, cst.SimpleStatementLine):
             for name in bound_names(stmt):     # rebound in a block: no longer the tensor's value
@@ -226,12 +237,9 @@ def int_buffers(klass: cst.ClassDef, aliases: set[str], buffers: set[str]) -> Pl
                 local_terms.pop(name, None)
                 tensor_locals.pop(name, None)
                 if _int_tensor(small.value, aliases) is not None:
-                    if len(stmt.body) != 1:
-                        return f"`{code_of(stmt).strip()}`: more than one statement on the line"
-                    if name in tensor_locals_all:
-                        return f"`{name}` is made by `torch.tensor(...)` twice in `__init__`"
-                    tensor_locals[name] = tensor_locals_all[name] = stmt
-                    local_terms[name] = f"leaf_{name}"
+                    why = add_local(name, stmt, f"`{name}` is made by `torch.tensor(...)` twice in `__init__`")
+                    if why:
+                        return why
                 continue
             buf = _buffer_value(small, buffers)
             attr = self_attr(small.targets[0].target) if isinstance(small, cst.Assign) and \
@@ -244,12 +252,10 @@ def int_buffers(klass: cst.ClassDef, aliases: set[str], buffers: set[str]) -> Pl
                 # registered inline (`self.register_buffer("B", torch.tensor(E, dtype=torch.int64), ...)`):
                 # a local of its own, `inline_B`, as if written `v = torch.tensor(...)` on the line before
                 syn = f"{INLINE}{target}"
-                if len(stmt.body) != 1:
-                    return f"`{code_of(stmt).strip()}`: more than one statement on the line"
-                if syn in tensor_locals_all:
-                    return f"`{syn}` is a local of `__init__` already (the inline buffer's twin needs the name)"
-                tensor_locals[syn] = tensor_locals_all[syn] = stmt
-                local_terms[syn] = f"leaf_{syn}"
+                why = add_local(syn, stmt, f"`{syn}` is a local of `__init__` already (the inline buffer's twin "
+                                "needs the name)")
+                if why:
+                    return why
                 inline[syn] = value
             twin = _twin_of(value, {k: local_terms[k] for k in tensor_locals}, twin_terms) if not (
                 buf is not None and _int_tensor(value, aliases) is not None) else (f"_mend_int_{syn}", f"leaf_{syn}")

@@ -37,6 +37,7 @@ import libcst.matchers as m
 
 from mend.rules._base import Decline
 from mend.rules._common import code_of, dotted, fresh_local, locals_readers
+from verifier.scopes import stores as _stores
 
 NAME = "scalar-tensor"
 # the constructors taken, and the range of the integer dtype each gives a Python int. The
@@ -111,24 +112,6 @@ def _slice_container(node: cst.CSTNode, parent: dict) -> cst.BaseExpression | No
 
 def _fn_ast(fn: cst.FunctionDef) -> ast.FunctionDef:
     return ast.parse(textwrap.dedent(code_of(fn.with_changes(decorators=[], leading_lines=[])))).body[0]
-
-
-def _stores(tree: ast.AST, name: str, skip=None) -> int:
-    """How many times ``tree`` binds ``name`` (assignments, deletions, imports, ``except``
-    names, nested defs and classes, parameters); a ``global``/``nonlocal`` counts many."""
-    count = 0
-    for n in ast.walk(tree):
-        if n is skip:
-            continue
-        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del)) or \
-                isinstance(n, ast.arg) and n.arg == name or \
-                isinstance(n, ast.alias) and (n.asname or n.name.split(".")[0]) == name or \
-                isinstance(n, ast.ExceptHandler) and n.name == name or \
-                isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == name:
-            count += 1
-        if isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names:
-            count += 99
-    return count
 
 
 def _binds(fn: cst.FunctionDef, name: str) -> int:
