@@ -438,3 +438,36 @@ def test_crlf_line_endings_are_kept(tmp_path):
     assert res.mended.count("\r\n") == res.mended.count("\n") > 10
     changed = [ln for ln in rw["diff"].splitlines() if ln[:1] in "+-" and ln[:3] not in ("+++", "---")]
     assert len(changed) == 2, changed
+
+
+def test_a_site_fixed_once_is_tried_again_while_it_still_breaks(tmp_path):
+    """helper-57's v24b: two constructors passed to one helper; the first rewrite left the site
+    fixable (the second value) with no verdict. The site is tried again: both are rewritten."""
+    src = textwrap.dedent('''\
+        import torch
+        import torch.nn as nn
+
+
+        def fused(a, n):
+            return a[:, :n]
+
+
+        class Model(nn.Module):
+            def __init__(self, hidden_size=4):
+                super().__init__()
+                self.hidden_size = hidden_size
+
+            def forward(self, x):
+                L = torch.IntTensor([self.hidden_size])
+                K = torch.LongTensor([self.hidden_size])
+                return fused(x, L[0]) + fused(x * 2, K[0])
+
+
+        def get_inputs():
+            return (torch.randn(2, 8),)
+        ''')
+    path = tmp_path / "two_values.py"
+    path.write_text(src)
+    res = fix(str(path), unsafe_fixes=True, verify="standard", max_examples=3)
+    assert [r["rule"] for r in res.rewrites] == [st.NAME, st.NAME] and not res.declined
+    assert res.after.graph_count == 1 and "_mend_n_2" in res.mended

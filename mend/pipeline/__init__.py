@@ -130,7 +130,11 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
     sources: dict[str, Path] = {}
     rewrites: list[Rewrite] = []
     declined: list[Declined] = []
-    tried: set = set()
+    # site key -> attempts; a site whose rewrite was accepted may still break (a second value of
+    # the same kind reaching it: helper-57's two IntTensors into one helper) and is tried again,
+    # up to RETRIES times; a declined one is not
+    tried: dict = {}
+    accepted_keys: set = set()
     # (file, mended text) -> (site, reason) of candidates the rescan rejected since the last
     # accepted rewrite: another site planning the same text (a hoisted setup check reached
     # from two breaks) is declined without verifying it again
@@ -142,9 +146,10 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
             accepted = None
             for site in current_scan.sites:
                 key = _site_key(ex, site)
-                if not site.fixable_by or key in tried:
+                if not site.fixable_by or key in tried and (key not in accepted_keys or tried[key] >= RETRIES):
                     continue
-                tried.add(key)
+                tried[key] = tried.get(key, 0) + 1
+                accepted_keys.discard(key)
                 skipped = _not_enabled(site, rules, exclude)
                 if skipped:
                     declined.append(Declined(f"{site.display_file}:{site.line}", site.fixable_by, skipped))
@@ -190,6 +195,7 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
                     rejected[(rel, outcome[1])] = (outcome[0].site, still)
                     continue
                 rewrites.append(outcome[0])
+                accepted_keys.add(key)
                 rejected.clear()   # what the model is changed: a rejected candidate may fare otherwise now
                 files = trial
                 ex.accept()
@@ -199,11 +205,12 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
                 break
         else:
             declined += _untried(ex, current_scan, tried, max_rounds)
+        still = _still_fixable(ex, current_scan, tried, accepted_keys)
         after = ex.after(current_scan)
     # a site declined in one round (the graph count rose then) may be fixed in a later one:
     # the record that stands is the rewrite
     done = {(r.site, r.rule) for r in rewrites}
-    declined = [d for d in declined if (d.site, d.rule) not in done]
+    declined = [d for d in declined if (d.site, d.rule) not in done] + still
     return FixResult(spec, ex.kind, files, originals, sources, before, after, rewrites, declined,
                      main_file=None if overlay else ex.rel)
 
@@ -227,7 +234,20 @@ def _site_key(ex, site) -> tuple:
     return ex.file_key(site), getattr(site, "function", None), site.source, site.fixable_by
 
 
-def _untried(ex, scan_, tried: set, max_rounds: int) -> list[Declined]:
+RETRIES = 3   # rewrites accepted at one site (its key) in one run, at most
+
+
+def _still_fixable(ex, scan_, tried: dict, accepted_keys: set) -> list[Declined]:
+    """Sites the final scan still finds fixable although their last rewrite was accepted
+    (the retry limit reached): declined with that said, not silently dropped."""
+    return [Declined(f"{s.display_file}:{s.line}", s.fixable_by,
+                     f"still breaks after {tried[_site_key(ex, s)]} accepted rewrite(s) here (the retry or round "
+                     "limit was reached); "
+                     "run `mend fix` again on the mended file")
+            for s in scan_.sites if s.fixable_by and _site_key(ex, s) in accepted_keys]
+
+
+def _untried(ex, scan_, tried: dict, max_rounds: int) -> list[Declined]:
     """The fixable sites of ``scan_`` no round reached: declined, not silently dropped."""
     return [Declined(f"{s.display_file}:{s.line}", s.fixable_by,
                      f"not attempted: the round limit was reached ({max_rounds} rewrites, one per round); "
