@@ -196,3 +196,38 @@ def test_an_elif_operand_bound_only_under_a_condition_is_left_alone():
               verify="standard", max_examples=5)
     (rw,) = res.rewrites
     assert "`pad not in ids` -> `not (pad == ids).any()`" in rw["detail"]
+
+
+def test_a_membership_that_raises_becomes_a_check_in_the_graph(tmp_path):
+    """`if v in t: raise E(msg)`: predicated validation's form on `(v == t).any()` -- one graph,
+    the same outputs, and the original exception (type and message) where the check fails,
+    eager and compiled."""
+    import torch
+
+    from mend import validation_runtime
+    from mend.targets import load_file_module
+
+    res = fix(str(FIXTURES / "membership_raise.py"), unsafe_fixes=True, verify="standard", max_examples=5)
+    (rw,) = res.rewrites
+    assert rw["rule"] == tm.NAME and not res.declined
+    kinds = {o["kind"]: o["result"] for o in rw["obligations"]}
+    assert kinds["membership-any"] == kinds["guarded-check"] == "checked"
+    assert (res.before.graph_count, res.after.graph_count) == (0, 1)
+    path = tmp_path / "membership_raise.py"
+    path.write_text(res.mended)
+    orig, mended = load_file_module(FIXTURES / "membership_raise.py", "_mr_a"), load_file_module(path, "_mr_b")
+    torch.manual_seed(0)
+    a = orig.Model().eval()
+    b = mended.Model().eval()
+    b.load_state_dict(a.state_dict())
+    b = validation_runtime.install(b)
+    ok, bad = orig.get_inputs()[0], torch.tensor([[1, 3, 4]])
+    torch._dynamo.reset()
+    for model in (b, torch.compile(b, backend="eager")):
+        assert torch.equal(model(ok), a(ok))
+        with pytest.raises(ValueError) as got:
+            model(bad)
+        assert got.value.args == ("padding is not supported here",)   # a note says it was restored
+    with pytest.raises(ValueError) as want:
+        a(bad)
+    assert want.value.args == ("padding is not supported here",)

@@ -148,10 +148,13 @@ def test_every_declared_obligation_kind_is_exercised_by_a_fix_example():
             second = rule.fallback(cst.parse_module(ex.before), rule.site(ex))
             emitted |= {o["kind"] for o in getattr(second, "obligations", ())}
         if rule.name == "tensor-membership":
-            # it predicates the branch with predicated-control-flow, whose every kind it may emit
-            # (that rule's examples exercise them); its own kind must be exercised here
-            own = rule.obligation_kinds - RULES["predicated-control-flow"].obligation_kinds
+            # it predicates the branch with predicated-control-flow, or a branch that only raises
+            # with predicated-validation, whose every kind it may emit (those rules' examples
+            # exercise them); its own kind, and the validation form, must be exercised here
+            own = rule.obligation_kinds - RULES["predicated-control-flow"].obligation_kinds \
+                - RULES["predicated-validation"].obligation_kinds
             assert own == {"membership-any"} and own <= emitted
+            assert "guarded-check" in emitted and "where-equals-ite" in emitted
             assert emitted <= rule.obligation_kinds
             continue
         assert emitted == rule.obligation_kinds, (rule.name, rule.obligation_kinds - emitted)

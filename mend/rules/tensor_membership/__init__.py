@@ -26,6 +26,10 @@ Traps, and how each is handled:
   raising sides, non-finite gradients) and its decline is reported with the membership.
 * An ``elif`` chain: each test that is one membership becomes its tensor predicate too
   (one ``membership-any`` each), and the verifier forces every test of the chain both ways.
+* A branch that only raises (``if v in t: raise E(msg)``) is no selection: the test as
+  ``(v == t).any()`` goes to predicated validation's form (``torch._assert_async`` behind its
+  CPU guard, the original raise as the fallback, ``E(msg)`` restored at the boundary), with its
+  obligations and ``membership-any`` (a formatted message declines, naming both reasons).
 * Not taken: a membership combined with other tests (``v in t and h.sum() > 0``), a
   membership whose Python bool is returned or stored (``return token in ids``: its callers
   would get a tensor), a membership inside a loop (the frame is skipped).
@@ -34,6 +38,7 @@ from __future__ import annotations
 
 from mend.rules._base import Rule
 from mend.rules.predicated_control_flow import RULE as _PCF
+from mend.rules.predicated_validation import RULE as _PV
 from mend.rules.tensor_membership.examples import DECLINE_EXAMPLES, FIX_EXAMPLES, NOOP_EXAMPLES, example_line
 from mend.rules.tensor_membership.rewrite import alternatives, rewrite
 from mend.rules.tensor_membership.screen import NAME, match
@@ -45,7 +50,8 @@ a number, so ``v in t`` is the truth of ``(v == t).any()`` by the installed torc
 ``Tensor.__contains__`` (a screen of its source). A later call with a list container or a
 string element would behave differently.
 
-Everything else is the predicated rule's: its obligations on the branch with the predicate
+Everything else is the predicated rule's (predicated validation's, for a branch that only
+raises): its obligations on the branch with the predicate
 ``(v == t).any()`` (shapes, dtypes, values under IEEE semantics, gradients) and its
 differential test, which forces both outcomes of the original ``if``.
 """
@@ -56,8 +62,8 @@ RULE = Rule(
     match=match,
     rewrite=rewrite,
     example_line=example_line,
-    obligation_kinds=_PCF.obligation_kinds | {"membership-any"},
-    required_kinds=_PCF.required_kinds | {"membership-any"},
+    obligation_kinds=_PCF.obligation_kinds | _PV.obligation_kinds | {"membership-any"},
+    required_kinds=_PCF.required_kinds | _PV.required_kinds | {"membership-any"},
     needs_facts=True,
     fix_safety=FIX_SAFETY,
     doc=__doc__,

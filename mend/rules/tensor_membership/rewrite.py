@@ -131,6 +131,16 @@ def rewrite(module: cst.Module, line: int, form: str | None = None) -> RewriteRe
         return found
     mended, tests = found
     result = pcf.rewrite(mended, line, form=form)
+    if isinstance(result, Decline) and form is None:
+        # `if v in t: raise E(msg)`: a branch that only raises is predicated validation's, not a
+        # selection's -- the test as `(v == t).any()`, the raise as `torch._assert_async`
+        from mend.rules import predicated_validation as pv
+
+        checked = pv.rewrite(mended, line)
+        if not isinstance(checked, Decline):
+            return _annotate(checked, tests)
+        if "raise" in result.reason:
+            result = Decline(result.rule, f"{result.reason}; nor can its check move into the graph: {checked.reason}")
     if isinstance(result, Decline):
         said = ", ".join(f"`{old}` is `{new}`" for old, new, _ in tests)
         return Decline(NAME, f"{said} on a tensor, but the branch cannot be predicated: {result.reason}")
