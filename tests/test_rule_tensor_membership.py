@@ -231,3 +231,36 @@ def test_a_membership_that_raises_becomes_a_check_in_the_graph(tmp_path):
     with pytest.raises(ValueError) as want:
         a(bad)
     assert want.value.args == ("padding is not supported here",)
+
+
+@pytest.mark.parametrize("element, ids", [
+    (3, [1, 2, 4]), (3, [1, 3]), (3, (1, 3)),                  # a list or tuple container: Python's `in`
+    ("a", "tensor"), (None, "tensor"), ([3], "tensor"),        # an element `__contains__` refuses
+    (3, "tensor"), (3.0, "tensor"), (True, "tensor"), (7, "tensor"),
+])
+def test_the_raise_form_takes_in_itself_for_other_operand_types(element, ids):
+    """helper-59: the bare `(v == t).any()` raised AttributeError for a list container and
+    compared a numpy or None element where `Tensor.__contains__` raises; the test now takes
+    `(v == t).any()` only for a plain tensor container and a tensor or number element."""
+    import torch
+
+    from mend.rules.tensor_membership.examples import _RAISES
+
+    after = next(ex.after for ex in tm.RULE.fix_examples if ex.before == _RAISES)
+    outs = []
+    for src in (_RAISES, after):
+        ns: dict = {}
+        exec(compile(src, "<tm>", "exec"), ns)
+        torch.manual_seed(0)
+        model = ns["Embed"]().eval()
+        model.mask_token_id = element
+        x = torch.tensor([[1, 3, 4]]) if ids == "tensor" else ids
+        try:
+            outs.append(("ok", model(x)))
+        except Exception as exc:  # noqa: BLE001 - the exception is what is compared
+            # the mended check raises the marker RuntimeError (restored by the runtime, not
+            # installed here) where the original raises ValueError: compare what fails, not how
+            outs.append(("raised", type(exc).__name__ if "mend-trap" not in str(exc) else "ValueError",
+                         str(exc) if "mend-trap" not in str(exc) else "the [MASK] token is not allowed here"))
+    a, b = outs
+    assert a[0] == b[0] and (a[1:] == b[1:] if a[0] == "raised" else torch.equal(a[1], b[1])), (a, b)

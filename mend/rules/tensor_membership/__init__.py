@@ -26,10 +26,18 @@ Traps, and how each is handled:
   raising sides, non-finite gradients) and its decline is reported with the membership.
 * An ``elif`` chain: each test that is one membership becomes its tensor predicate too
   (one ``membership-any`` each), and the verifier forces every test of the chain both ways.
-* A branch that only raises (``if v in t: raise E(msg)``) is no selection: the test as
-  ``(v == t).any()`` goes to predicated validation's form (``torch._assert_async`` behind its
-  CPU guard, the original raise as the fallback, ``E(msg)`` restored at the boundary), with its
-  obligations and ``membership-any`` (a formatted message declines, naming both reasons).
+* A branch that only raises (``if v in t: raise E(msg)``) is no selection: it goes to
+  predicated validation's form (``torch._assert_async`` behind its CPU guard, the original
+  raise as the fallback, ``E(msg)`` restored at the boundary), with its obligations and
+  ``membership-any``; a formatted message declines, naming both reasons. The test is
+  ``((v == t).any() if type(t) is torch.Tensor and (type(v) is torch.Tensor or type(v) in
+  (int, float, bool)) else v in t)``: helper-59 found the bare ``(v == t).any()`` raised
+  AttributeError for a list container and compared a numpy or ``None`` element where
+  ``__contains__`` raises. Its operands are read twice, so each must be a name or an attribute
+  chain; the verifier does not encode the conditional (``raises-iff-original`` and
+  ``condition-is-tensor`` are unknown: declined at ``--verify strict``). Stated, not screened:
+  the restored exception carries no implicit context (``__context__`` of an ``except`` block
+  the check ran in, in a caller).
 * Not taken: a membership combined with other tests (``v in t and h.sum() > 0``), a
   membership whose Python bool is returned or stored (``return token in ids``: its callers
   would get a tensor), a membership inside a loop (the frame is skipped).

@@ -110,13 +110,18 @@ NOOP_EXAMPLES = [
 ]
 
 # `if v in t: raise E(msg)`: a branch that only raises is predicated validation's (the test as
-# `(v == t).any()`, the raise as `torch._assert_async`, the exception restored at the boundary)
+# `(v == t).any()` where the operands' types make it the same, else `v in t` itself; the raise as
+# `torch._assert_async`, the exception restored at the boundary)
 _RAISES = _HEAD + '''        if self.mask_token_id in input_ids:
             raise ValueError("the [MASK] token is not allowed here")
         return h
 '''
-FIX_EXAMPLES.append((_RAISES, 'import torch\nfrom torch import nn\n\n# mend: exceptions of checks rewritten into torch._assert_async, restored where the call returns\n# by mend.validation_runtime.install(model).\n_MEND_TRAPS = {\n    "2c0d6bcf6b0a": lambda: ValueError("the [MASK] token is not allowed here"),\n}\n\n\nclass Embed(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.emb = nn.Embedding(16, 8)\n        self.bias = nn.Parameter(torch.full((8,), 0.5))\n        self.mask_token_id = 3\n\n    def forward(self, input_ids):\n        h = self.emb(input_ids)\n        _mend_cond = (self.mask_token_id == input_ids).any()\n        if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == \'cpu\':\n            torch._assert_async(\n                torch.logical_not(_mend_cond),\n                f"mend-trap:{__name__}:_MEND_TRAPS.2c0d6bcf6b0a",\n            )\n        elif _mend_cond:\n            raise ValueError("the [MASK] token is not allowed here")\n        return h\n'))
+FIX_EXAMPLES.append((_RAISES, 'import torch\nfrom torch import nn\n\n# mend: exceptions of checks rewritten into torch._assert_async, restored where the call returns\n# by mend.validation_runtime.install(model).\n_MEND_TRAPS = {\n    "6aba3c5e7b62": lambda: ValueError("the [MASK] token is not allowed here"),\n}\n\n\nclass Embed(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.emb = nn.Embedding(16, 8)\n        self.bias = nn.Parameter(torch.full((8,), 0.5))\n        self.mask_token_id = 3\n\n    def forward(self, input_ids):\n        h = self.emb(input_ids)\n        _mend_cond = (self.mask_token_id == input_ids).any() if type(input_ids) is torch.Tensor and (type(self.mask_token_id) is torch.Tensor or type(self.mask_token_id) in (int, float, bool)) else self.mask_token_id in input_ids\n        if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == \'cpu\':\n            torch._assert_async(\n                torch.logical_not(_mend_cond),\n                f"mend-trap:{__name__}:_MEND_TRAPS.6aba3c5e7b62",\n            )\n        elif _mend_cond:\n            raise ValueError("the [MASK] token is not allowed here")\n        return h\n'))
 DECLINE_EXAMPLES.append(DeclineExample(
     # a formatted message: predicated validation restores only a literal one, so neither form applies
     _RAISES.replace('"the [MASK] token is not allowed here"', 'f"token {self.mask_token_id} is not allowed"'),
     "nor can its check move into the graph"))
+DECLINE_EXAMPLES.append(DeclineExample(
+    # an operand that calls: the typed test reads each operand twice (helper-59's review)
+    _RAISES.replace("self.mask_token_id in input_ids", "self.mask_token_id in input_ids.flatten()"),
+    "not a name or an attribute chain"))

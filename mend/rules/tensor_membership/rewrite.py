@@ -104,6 +104,43 @@ def _tensor_test(module: cst.Module, line: int):
     return module.visit(Replace(node, new_node)), tests
 
 
+def _only_raises(module: cst.Module, line: int) -> bool:
+    """The ``if`` on ``line`` has no ``else``/``elif`` and its body is one ``raise``."""
+    found = if_with_ancestors(module, line)
+    node = found[0] if found else None
+    body = node.body.body if node is not None and isinstance(node.body, cst.IndentedBlock) else []
+    return node is not None and node.orelse is None and len(body) == 1 and \
+        isinstance(body[0], cst.SimpleStatementLine) and len(body[0].body) == 1 and isinstance(body[0].body[0], cst.Raise)
+
+
+def _typed_test(module: cst.Module, line: int):
+    """(module, tests) with the ``if v in t`` on ``line`` tested as ``((v == t).any() if <t a
+    plain tensor and v a tensor, int, float or bool> else v in t)``: any other type (a list
+    container, a string or numpy element) takes ``in`` itself (helper-59: the bare
+    ``(v == t).any()`` raised AttributeError for a list). The operands are read more than once,
+    so each must be a name or an attribute chain (a property's effect would show in the state
+    the verifier observes, or in the output it compares); None otherwise."""
+    found = if_with_ancestors(module, line)
+    if found is None:
+        return None
+    node = found[0]
+    test, hook = _unhook(node.test)
+    parts = membership(test)
+    if parts is None:
+        return None
+    elem, cont, negated = parts
+    if any(dotted(cst.parse_expression(x)) is None for x in (elem, cont)):
+        return None   # read twice below: only names and attribute chains, whose reads have no effect
+    guarded = (f"(({elem} == {cont}).any() if type({cont}) is torch.Tensor and (type({elem}) is torch.Tensor "
+               f"or type({elem}) in (int, float, bool)) else {elem} in {cont})")
+    new = f"not {guarded}" if negated else guarded
+    expr = cst.parse_expression(new)
+    if hook is not None:   # the verifier's forcing hook stays around the test (as in `_convert`)
+        expr = hook.with_changes(args=[cst.Arg(expr), *hook.args[1:]])
+    obligation = {"kind": "membership-any", "lhs": elem, "rhs": cont}
+    return module.visit(Replace(node, node.with_changes(test=expr))), [(code_of(test).strip(), new, obligation)]
+
+
 def _annotate(result: RewriteResult, tests: list[tuple[str, str, dict]]) -> RewriteResult:
     """The predicated rule's result as this rule's: ``membership-any`` per rewritten test
     first, the tests' rewrites in the detail, and the rule's own name and the original tests
@@ -131,16 +168,18 @@ def rewrite(module: cst.Module, line: int, form: str | None = None) -> RewriteRe
         return found
     mended, tests = found
     result = pcf.rewrite(mended, line, form=form)
-    if isinstance(result, Decline) and form is None:
+    if isinstance(result, Decline) and form is None and _only_raises(module, line):
         # `if v in t: raise E(msg)`: a branch that only raises is predicated validation's, not a
-        # selection's -- the test as `(v == t).any()`, the raise as `torch._assert_async`
+        # selection's -- the test as `(v == t).any()` where the operands' types make it the
+        # same (else `v in t` itself, helper-59), the raise as `torch._assert_async`
         from mend.rules import predicated_validation as pv
 
-        checked = pv.rewrite(mended, line)
+        typed = _typed_test(module, line)
+        checked = pv.rewrite(typed[0], line) if typed is not None else Decline(
+            NAME, "an operand of the membership is not a name or an attribute chain (it would be read twice)")
         if not isinstance(checked, Decline):
-            return _annotate(checked, tests)
-        if "raise" in result.reason:
-            result = Decline(result.rule, f"{result.reason}; nor can its check move into the graph: {checked.reason}")
+            return _annotate(checked, typed[1])
+        result = Decline(result.rule, f"{result.reason}; nor can its check move into the graph: {checked.reason}")
     if isinstance(result, Decline):
         said = ", ".join(f"`{old}` is `{new}`" for old, new, _ in tests)
         return Decline(NAME, f"{said} on a tensor, but the branch cannot be predicated: {result.reason}")
