@@ -301,3 +301,7 @@ FIX_EXAMPLES.append((_TUPLE, _TUPLE.replace(
     "    _mend_n = self.width\n    width = torch.LongTensor((_mend_n,))  # mend: scalar-tensor\n").replace(
     "width[0]", "(_mend_n if type(_mend_n) is int and -2 ** 63 <= _mend_n < 2 ** 63 else width[0])"),
     _at(_TUPLE, "return x[")))
+DECLINE_EXAMPLES.append(
+    # a `match` capture binds `type` too (`case type:`): the test must read the builtin
+    (_VITS + "\n\ndef kind(x):\n    match x:\n        case type:\n            return type\n",
+     "`type` is bound in the module", _AT))
