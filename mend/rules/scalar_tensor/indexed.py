@@ -31,12 +31,13 @@ from __future__ import annotations
 import ast
 import textwrap
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import libcst as cst
 import libcst.matchers as m
 
 from mend.rules._base import Decline
-from mend.rules._common import code_of, dotted, fresh_local, locals_readers
+from mend.rules._common import Replace, code_of, dotted, fresh_local, locals_readers, torch_aliases
 from verifier.scopes import stores as _stores
 
 NAME = "scalar-tensor"
@@ -81,14 +82,19 @@ def _one_element(call: cst.Call) -> cst.BaseExpression | None:
     return arg.elements[0].value
 
 
+def _index0(node: cst.CSTNode) -> bool:
+    """``X[0]``."""
+    return isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) \
+        and isinstance(node.slice[0].slice.value, cst.Integer) and node.slice[0].slice.value.value == "0"
+
+
 def _is_read0(node: cst.CSTNode, local: str) -> bool:
     """``L[0]``."""
-    return isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) and node.value.value == local and \
-        len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) and \
-        isinstance(node.slice[0].slice.value, cst.Integer) and node.slice[0].slice.value.value == "0"
+    return _index0(node) and isinstance(node.value, cst.Name) and node.value.value == local
 
 
-def _parents(root: cst.CSTNode) -> dict:
+def parents(root: cst.CSTNode) -> dict:
+    """Each node under ``root`` -> its parent (the screens walk up from a name)."""
     out: dict = {}
 
     class _V(cst.CSTVisitor):
@@ -125,11 +131,17 @@ def _captured(fn: cst.FunctionDef, name: str) -> bool:
                                                                      | m.ClassDef()))
 
 
+@lru_cache(maxsize=4)
+def _module_tree(code: str) -> ast.Module:
+    """The module's AST, parsed once per text (the screens ask it several questions per site)."""
+    return ast.parse(code)
+
+
 def _module_binds(module: cst.Module, name: str, own: cst.FunctionDef | None = None) -> int:
     """How many bindings of ``name`` the module holds besides ``own`` (a module-level def):
     any assignment, import, def or class anywhere (conservative: a local of another function
     counts too)."""
-    tree = ast.parse(module.code)
+    tree = _module_tree(module.code)
     skip = next((s for s in tree.body if isinstance(s, ast.FunctionDef) and own is not None
                  and s.name == own.name.value), None)
     return _stores(tree, name, skip=skip)
@@ -152,7 +164,7 @@ def _module_hazard(module: cst.Module, caller: cst.FunctionDef, root: str) -> st
     reading ``sys._getframe(1).f_locals``); the caller is decorated or binds a name with
     ``:=``; the constructor's root (``torch``) is bound other than by a top-level import, or
     has an attribute assigned (``torch.IntTensor = ...``)."""
-    tree = ast.parse(module.code)
+    tree = _module_tree(module.code)
     for n in ast.walk(tree):
         name = n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else None
         if isinstance(n, ast.Attribute) and ast.unparse(n) == "sys.modules":
@@ -184,7 +196,7 @@ def _param_slice_only(callee: cst.FunctionDef, param: str, positions: dict) -> l
         return f"{why} is captured by a nested function, lambda or class"
     if locals_readers(callee):
         return f"`{callee.name.value}` reads its locals by name (`locals()`, `vars()`, `eval`, `exec`)"
-    parent = _parents(callee.body)
+    parent = parents(callee.body)
     containers = []
     for node in m.findall(callee.body, m.Name(param)):
         p = parent.get(node)
@@ -235,9 +247,7 @@ def _origin(caller: cst.FunctionDef, name: str, aliases: set[str]) -> cst.Assign
 
 def _inline_ctor(value: cst.BaseExpression, aliases: set[str]) -> str | None:
     """The constructor when ``value`` is ``<torch>.<ctor>([E])[0]``."""
-    return _ctor_of(value.value, aliases) if isinstance(value, cst.Subscript) and len(value.slice) == 1 and \
-        isinstance(value.slice[0].slice, cst.Index) and isinstance(value.slice[0].slice.value, cst.Integer) and \
-        value.slice[0].slice.value.value == "0" else None
+    return _ctor_of(value.value, aliases) if _index0(value) else None
 
 
 def _find(module: cst.Module, read: set[str], fn: cst.FunctionDef, aliases: set[str]):
@@ -269,8 +279,6 @@ def _find(module: cst.Module, read: set[str], fn: cst.FunctionDef, aliases: set[
 def reads_indexed(module: cst.Module, node: cst.CSTNode, fn: cst.FunctionDef) -> bool:
     """Whether a slice bound at the site ``node`` (in ``fn``) reads a parameter that a call in
     the module passes ``L[0]`` of ``L = <torch>.IntTensor([E])`` (the taxonomy's test)."""
-    from mend.rules._common import torch_aliases
-
     bounds = {n.value for sl in m.findall(node, m.Slice()) for n in m.findall(sl, m.Name())}
     return bool(bounds) and _find(module, bounds, fn, torch_aliases(module)) is not None
 
@@ -317,7 +325,7 @@ def screen_indexed(module: cst.Module, node: cst.CSTNode, fn: cst.FunctionDef, a
         return Decline(NAME, why)
     lineno = positions[line].start.line
     plan = IndexedPlan(caller, line, lineno, local, ctor, value, inline=inline)
-    parent = _parents(caller.body)
+    parent = parents(caller.body)
     if inline:
         plan.reads.append(stmt.value)
         why = _name_sinks(module, caller, local, parent, positions, plan)
@@ -449,11 +457,6 @@ def rewrite_indexed(module: cst.Module, plan: IndexedPlan, positions: dict):
     i = body.index(plan.line)
     caller = plan.caller.with_changes(body=plan.caller.body.with_changes(
         body=body[:i] + [snapshot, binding] + body[i + 1:]).visit(_Sub()))
-
-    class _Fn(cst.CSTTransformer):
-        def leave_FunctionDef(self, original_node, updated_node):
-            return caller if original_node is plan.caller else updated_node
-
-    new = module.visit(_Fn())
+    new = module.visit(Replace(plan.caller, caller))
     last = max(positions[r].end.line for r in plan.reads)
     return new, snap, (plan.lineno, last)

@@ -20,7 +20,7 @@ import libcst.matchers as m
 from mend.locate import Located
 from mend.rules._base import Decline, Match
 from mend.rules._common import code_of, dotted, locals_readers, torch_aliases
-from mend.rules.scalar_tensor.indexed import IndexedPlan, screen_indexed
+from mend.rules.scalar_tensor.indexed import IndexedPlan, parents as _parents, screen_indexed
 
 NAME = "scalar-tensor"
 CATEGORY = "scalar-tensor"
@@ -156,27 +156,6 @@ def _int_literal(node) -> bool:
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
         node = node.expression
     return isinstance(node, cst.Integer)
-
-
-class _Parents(cst.CSTVisitor):
-    def __init__(self):
-        self.parent: dict = {}
-        self.stack: list = []
-
-    def on_visit(self, node):
-        if self.stack:
-            self.parent[node] = self.stack[-1]
-        self.stack.append(node)
-        return True
-
-    def on_leave(self, node):
-        self.stack.pop()
-
-
-def _parents(node: cst.CSTNode) -> dict:
-    v = _Parents()
-    node.visit(v)
-    return v.parent
 
 
 def _leaf_why(node: cst.BaseExpression) -> str | None:

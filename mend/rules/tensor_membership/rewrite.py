@@ -20,16 +20,28 @@ def _unhook(test: cst.BaseExpression) -> tuple[cst.BaseExpression, cst.Call | No
     return test, None
 
 
-def _convert(test: cst.BaseExpression) -> tuple[cst.BaseExpression, str, str, dict] | None:
+def _convert(test: cst.BaseExpression, typed: bool = False) -> tuple[cst.BaseExpression, str, str, dict] | None:
     """``v in t`` (also inside the verifier's ``__mend_force__(v in t, L)``) as
     ``(v == t).any()``: (new test, original source, new source, obligation), or None when
-    ``test`` is not one membership test on a non-literal container."""
+    ``test`` is not one membership test on a non-literal container. ``typed``: as
+    ``((v == t).any() if <t a plain tensor and v a tensor, int, float or bool> else v in t)``,
+    any other type (a list container, a string or numpy element) taking ``in`` itself
+    (helper-59: the bare ``(v == t).any()`` raised AttributeError for a list); the operands are
+    read twice there, so each must be a name or an attribute chain (a property's effect would
+    show in the state the verifier observes, or in the output it compares), else None."""
     test, hook = _unhook(test)
     parts = membership(test)
     if parts is None:
         return None
     elem, cont, negated = parts
-    new = f"{'not ' if negated else ''}({elem} == {cont}).any()"
+    if not typed:
+        new = f"({elem} == {cont}).any()"
+    elif any(dotted(cst.parse_expression(x)) is None for x in (elem, cont)):
+        return None
+    else:
+        new = (f"(({elem} == {cont}).any() if type({cont}) is torch.Tensor and (type({elem}) is torch.Tensor "
+               f"or type({elem}) in (int, float, bool)) else {elem} in {cont})")
+    new = f"{'not ' if negated else ''}{new}"
     expr = cst.parse_expression(new)
     if hook is not None:
         expr = hook.with_changes(args=[cst.Arg(expr), *hook.args[1:]])
@@ -114,31 +126,14 @@ def _only_raises(module: cst.Module, line: int) -> bool:
 
 
 def _typed_test(module: cst.Module, line: int):
-    """(module, tests) with the ``if v in t`` on ``line`` tested as ``((v == t).any() if <t a
-    plain tensor and v a tensor, int, float or bool> else v in t)``: any other type (a list
-    container, a string or numpy element) takes ``in`` itself (helper-59: the bare
-    ``(v == t).any()`` raised AttributeError for a list). The operands are read more than once,
-    so each must be a name or an attribute chain (a property's effect would show in the state
-    the verifier observes, or in the output it compares); None otherwise."""
+    """(module, tests) with the ``if v in t`` on ``line`` as :func:`_convert`'s typed test, or
+    None when it is not one membership whose operands are names or attribute chains."""
     found = if_with_ancestors(module, line)
-    if found is None:
+    converted = _convert(found[0].test, typed=True) if found is not None else None
+    if converted is None:
         return None
-    node = found[0]
-    test, hook = _unhook(node.test)
-    parts = membership(test)
-    if parts is None:
-        return None
-    elem, cont, negated = parts
-    if any(dotted(cst.parse_expression(x)) is None for x in (elem, cont)):
-        return None   # read twice below: only names and attribute chains, whose reads have no effect
-    guarded = (f"(({elem} == {cont}).any() if type({cont}) is torch.Tensor and (type({elem}) is torch.Tensor "
-               f"or type({elem}) in (int, float, bool)) else {elem} in {cont})")
-    new = f"not {guarded}" if negated else guarded
-    expr = cst.parse_expression(new)
-    if hook is not None:   # the verifier's forcing hook stays around the test (as in `_convert`)
-        expr = hook.with_changes(args=[cst.Arg(expr), *hook.args[1:]])
-    obligation = {"kind": "membership-any", "lhs": elem, "rhs": cont}
-    return module.visit(Replace(node, node.with_changes(test=expr))), [(code_of(test).strip(), new, obligation)]
+    expr, old, new, obligation = converted
+    return module.visit(Replace(found[0], found[0].with_changes(test=expr))), [(old, new, obligation)]
 
 
 def _annotate(result: RewriteResult, tests: list[tuple[str, str, dict]]) -> RewriteResult:
