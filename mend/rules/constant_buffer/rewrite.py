@@ -122,8 +122,10 @@ class _Apply(cst.CSTTransformer):
             body = []
             for orig, stmt in zip(original_node.body.body, updated_node.body.body):
                 local = next((v for v, s in self.plan.tensor_locals.items() if s is orig), None)
-                if local is not None and local in self.plan.inline:
-                    made = self.plan.inline[local]
+                if local is not None:
+                    # `v = torch.tensor(E, ...)`, or a registration holding it inline: the twin
+                    # `_mend_int_v = E` on the line before, the tensor made from the twin
+                    made = self.plan.inline.get(local) or orig.body[0].value
                     twin = cst.parse_statement(f"{PREFIX}{local} = {_one_expr(made.args[0].value)}\n",
                                                config=self.module.config_for_parsing)
                     body.append(twin.with_changes(leading_lines=orig.leading_lines))
@@ -132,17 +134,6 @@ class _Apply(cst.CSTTransformer):
                     body.append(orig.visit(Replace(made, new_made)).with_changes(leading_lines=()))
                     if orig is self.plan.last_registration:
                         body += _init_statements(self.plan, self.module)
-                    continue
-                if local is not None:
-                    assign = stmt.body[0]
-                    call = assign.value
-                    arg0 = call.args[0]
-                    twin = cst.parse_statement(f"{PREFIX}{local} = {_one_expr(arg0.value)}\n",
-                                               config=self.module.config_for_parsing)
-                    body.append(twin.with_changes(leading_lines=stmt.leading_lines))
-                    new_call = call.with_changes(args=[arg0.with_changes(value=cst.Name(PREFIX + local)),
-                                                       *call.args[1:]])
-                    body.append(stmt.with_changes(body=[assign.with_changes(value=new_call)], leading_lines=()))
                     continue
                 body.append(stmt)
                 if orig is self.plan.last_registration:
