@@ -309,24 +309,31 @@ def _env_at(stmts: list, target: ast.AST, env: dict) -> dict | None:
     return None
 
 
+def _registration(stmt: ast.stmt, attrs: set[str]) -> tuple[str, ast.AST] | None:
+    """(B, X) when ``stmt`` sets ``self.B = X`` (``X`` unwrapped from ``nn.Buffer(X, ...)``) or
+    calls ``self.register_buffer("B", X, ...)``, for ``B`` in ``attrs``."""
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Attribute) \
+            and isinstance(stmt.targets[0].value, ast.Name) and stmt.targets[0].value.id == "self" \
+            and stmt.targets[0].attr in attrs:
+        value = stmt.value
+        if isinstance(value, ast.Call) and isinstance(value.func, (ast.Attribute, ast.Name)) and \
+                ast.unparse(value.func).endswith("Buffer") and value.args:
+            value = value.args[0]
+        return stmt.targets[0].attr, value
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and \
+            ast.unparse(stmt.value.func) == "self.register_buffer" and len(stmt.value.args) >= 2 and \
+            isinstance(stmt.value.args[0], ast.Constant) and stmt.value.args[0].value in attrs:
+        return stmt.value.args[0].value, stmt.value.args[1]
+    return None
+
+
 def registered_values(init: ast.FunctionDef, attrs: set[str]) -> dict[str, ast.AST]:
     """Each twinned attribute's value as ``__init__`` registers it, over the module's own
     attributes (``self.conv.stride[0]``), ``torch.tensor(E, dtype=...)`` read as ``E``."""
     env: dict[str, ast.AST | None] = {}
     out: dict[str, ast.AST] = {}
     for stmt in init.body:
-        value, target = None, None
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Attribute) \
-                and isinstance(stmt.targets[0].value, ast.Name) and stmt.targets[0].value.id == "self" \
-                and stmt.targets[0].attr in attrs:
-            target, value = stmt.targets[0].attr, stmt.value
-            if isinstance(value, ast.Call) and isinstance(value.func, (ast.Attribute, ast.Name)) and \
-                    ast.unparse(value.func).endswith("Buffer") and value.args:
-                value = value.args[0]
-        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and \
-                ast.unparse(stmt.value.func) == "self.register_buffer" and len(stmt.value.args) >= 2 and \
-                isinstance(stmt.value.args[0], ast.Constant) and stmt.value.args[0].value in attrs:
-            target, value = stmt.value.args[0].value, stmt.value.args[1]
+        target, value = _registration(stmt, attrs) or (None, None)
         if target is not None:
             v = _subst(value, env)
             if v is not None:
@@ -726,25 +733,17 @@ def _registered(init: ast.FunctionDef, attrs: set[str]) -> tuple[dict, dict] | s
             self.generic_visit(a)
             return a
 
+    twin_attrs = {"_mend_int_" + a for a in attrs}
     for stmt in init.body:
         target, value, kind = None, None, None
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Attribute) \
-                and isinstance(stmt.targets[0].value, ast.Name) and stmt.targets[0].value.id == "self":
-            attr = stmt.targets[0].attr
-            if attr.startswith("_mend_int_") and attr[len("_mend_int_"):] in attrs:
-                v = stmt.value
-                if not (isinstance(v, ast.IfExp) and _same(v.test, "_mend_int_exact") and _same(v.orelse, "None")):
-                    return f"`self.{attr}` is not `<twin> if _mend_int_exact else None` (line {stmt.lineno})"
-                target, value, kind = attr[len("_mend_int_"):], v.body, twins
-            elif attr in attrs:
-                value = stmt.value
-                if isinstance(value, ast.Call) and ast.unparse(value.func).endswith("Buffer") and value.args:
-                    value = value.args[0]
-                target, kind = attr, registered
-        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and \
-                ast.unparse(stmt.value.func) == "self.register_buffer" and len(stmt.value.args) >= 2 and \
-                isinstance(stmt.value.args[0], ast.Constant) and stmt.value.args[0].value in attrs:
-            target, value, kind = stmt.value.args[0].value, stmt.value.args[1], registered
+        twin, reg = _registration(stmt, twin_attrs), _registration(stmt, attrs)
+        if twin is not None:
+            v = twin[1]
+            if not (isinstance(v, ast.IfExp) and _same(v.test, "_mend_int_exact") and _same(v.orelse, "None")):
+                return f"`self.{twin[0]}` is not `<twin> if _mend_int_exact else None` (line {stmt.lineno})"
+            target, value, kind = twin[0][len("_mend_int_"):], v.body, twins
+        elif reg is not None:
+            (target, value), kind = reg, registered
         if target is None:
             _step(stmt, env)
             continue
