@@ -49,8 +49,10 @@ def _load(tmp_path: Path, code: str) -> types.ModuleType:
 def test_every_fix_example_leaves_nothing_to_rewrite():
     for before, _, *line in pv.FIX_EXAMPLES:
         res = pv.rewrite(cst.parse_module(before), line[0] if line else pv.example_line(before))
-        # nothing is left to rewrite, and the `if __debug__:` guard is not mistaken for a check
-        assert _next_check(res.code) is None
+        # nothing is left to rewrite (a shape check above the site is the rule's own decline), and the
+        # `if __debug__:` guard is not mistaken for a check
+        left = _next_check(res.code)
+        assert left is None or "shapes and literals only" in pv.rewrite(cst.parse_module(res.code), left).reason
         for i, text in enumerate(res.code.splitlines(), 1):
             if text.strip() == "if __debug__:":
                 assert isinstance(pv.rewrite(cst.parse_module(res.code), i), Decline)
@@ -417,3 +419,41 @@ def test_guarded_form_runs_the_original_check_off_the_graph(tmp_path):
     # the one-element CPU tensor goes into the graph: the marker surfaces without the runtime
     with pytest.raises(RuntimeError, match="mend-trap"):
         mended.scale(x, torch.tensor(-1.0))
+
+
+def test_an_elif_chain_of_raises_is_split_and_both_checks_move_into_the_graph(tmp_path):
+    """A sweep's if/elif chain of raises: the elif arm crashed the rewrite (a FlattenSentinel in
+    an `orelse`), and the first arm was declined ("has an else/elif arm"). Both checks now move into
+    the graph, each exception restored, 3 graphs -> 1."""
+    import pytest
+    import torch
+
+    from mend import validation_runtime
+    from mend.fix import fix
+    from mend.targets import load_file_module
+    from tests.conftest import FIXTURES
+
+    src = FIXTURES / "elif_raise_chain.py"
+    res = fix(str(src), unsafe_fixes=True, verify="standard", max_examples=5)
+    assert [r["rule"] for r in res.rewrites] == [pv.NAME, pv.NAME] and not res.declined
+    assert (res.before.graph_count, res.after.graph_count) == (3, 1)
+    assert "elif" not in res.mended.split("def forward")[1].replace("elif _mend_cond", "")
+    path = tmp_path / "elif_raise_chain.py"
+    path.write_text(res.mended)
+    orig, mended = load_file_module(src, "_erc_a"), load_file_module(path, "_erc_b")
+    a = orig.Model().eval()
+    b = mended.Model().eval()
+    b.load_state_dict(a.state_dict())
+    b = validation_runtime.install(b)
+    x = orig.get_inputs()[0]
+    nan = x.clone()
+    nan[0, 0] = float("nan")
+    torch._dynamo.reset()
+    for model in (b, torch.compile(b, backend="eager")):
+        assert torch.equal(model(x), a(x))
+        for bad, exc, msg in ((nan, ValueError, "nan in hidden"), (x * 1e6, OverflowError, "hidden too large")):
+            with pytest.raises(exc) as got:
+                model(bad)
+            assert got.value.args == (msg,)
+            with pytest.raises(exc):
+                a(bad)

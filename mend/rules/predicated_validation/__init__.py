@@ -75,8 +75,13 @@ Declined, with the reason, when:
   ``assert not <cond>[, "literal"]`` is rewritten;
 * a ``try``/non-torch ``with`` encloses the check in the function (a local handler would
   see a RuntimeError instead of ``E``), the check sits in a loop or outside a function,
-  the raise has a ``from`` clause, the ``if`` has an ``else``/``elif`` or does more than
-  raise, the exception is built from a local name, or a comment would be dropped.
+  the raise has a ``from`` clause, the ``if`` does more than raise, the exception is built
+  from a local name, or a comment would be dropped.
+
+An arm of an ``if``/``elif``/``else`` chain is taken when every arm above it only raises: the
+chain is first split (``screen.split_chain``), ``elif`` becoming a second ``if`` and a final
+``else:`` its own statements, which is exact because a raise always leaves the chain (an arm
+above that does more declines; the split is covered by the differential test, not by a proof).
 """
 from __future__ import annotations
 

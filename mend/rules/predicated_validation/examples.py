@@ -312,6 +312,84 @@ class Encoder(nn.Module):
         'import torch\n\n# mend: exceptions of checks rewritten into torch._assert_async, restored where the call returns\n# by mend.validation_runtime.install(model).\n_MEND_TRAPS = {\n    "6bee0e236287": lambda: AssertionError("lengths must be positive"),\n}\n\n\ndef check_lengths(x, lengths):\n    (lambda _mend_c: torch._assert_async(_mend_c, f"mend-trap:{__name__}:_MEND_TRAPS.6bee0e236287") if type(_mend_c) is torch.Tensor and _mend_c.numel() == 1 and _mend_c.device.type == \'cpu\' else torch._assert(_mend_c, "lengths must be positive"))((lengths > 0).all())\n    return x.sum(1) / lengths\n',
         5,
     ),
+    # if/elif/else: a raise always leaves, so `elif` is a second `if` and `else:` its statements
+    (
+        '''import torch
+
+
+def f(x):
+    if x.sum() > 0:
+        raise ValueError("positive")
+    elif x.isnan().any():
+        x = x.nan_to_num()
+    else:
+        x = -x
+    return x
+''',
+        '''import torch
+
+# mend: exceptions of checks rewritten into torch._assert_async, restored where the call returns
+# by mend.validation_runtime.install(model).
+_MEND_TRAPS = {
+    "2031ff3b8316": lambda: ValueError("positive"),
+}
+
+
+def f(x):
+    _mend_cond = x.sum() > 0
+    if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu':
+        torch._assert_async(
+            torch.logical_not(_mend_cond),
+            f"mend-trap:{__name__}:_MEND_TRAPS.2031ff3b8316",
+        )
+    elif _mend_cond:
+        raise ValueError("positive")
+    if x.isnan().any():
+        x = x.nan_to_num()
+    else:
+        x = -x
+    return x
+''',
+    ),
+    # the second arm of a chain of raises (reported at its own line)
+    (
+        '''import torch
+
+
+def f(x, n):
+    if x.dim() != 2:
+        raise ValueError("2-d only")
+    elif x.isnan().any():
+        raise ValueError("nan")
+    else:
+        y = x * n
+    return y
+''',
+        '''import torch
+
+# mend: exceptions of checks rewritten into torch._assert_async, restored where the call returns
+# by mend.validation_runtime.install(model).
+_MEND_TRAPS = {
+    "418fec3e6a5b": lambda: ValueError("nan"),
+}
+
+
+def f(x, n):
+    if x.dim() != 2:
+        raise ValueError("2-d only")
+    _mend_cond = x.isnan().any()
+    if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu':
+        torch._assert_async(
+            torch.logical_not(_mend_cond),
+            f"mend-trap:{__name__}:_MEND_TRAPS.418fec3e6a5b",
+        )
+    elif _mend_cond:
+        raise ValueError("nan")
+    y = x * n
+    return y
+''',
+        7,
+    ),
 ]
 
 DECLINE_EXAMPLES: list[tuple[str, str] | DeclineExample] = [
@@ -419,14 +497,31 @@ def f(x):
         raise ValueError("need 16 elements")
     return x
 ''', "shapes and literals only"),
+    # an if/elif chain is split only where every arm above the site only raises (split_chain)
+    DeclineExample('''import torch
+def f(x):
+    if x.sum() > 0:
+        x = -x
+    elif x.isnan().any():
+        raise ValueError("nan")
+    return x
+''', "earlier arm of the if/elif chain does more than raise", line=5),
     ('''import torch
 def f(x):
     if x.sum() > 0:
         raise ValueError("positive")
+    # x is not positive here
     else:
         x = -x
     return x
-''', "else/elif"),
+''', "comment on the `else:` line"),
+    ('''import torch
+def f(x):
+    if x.sum() > 0:
+        raise ValueError("positive")
+    else: x = -x
+    return x
+''', "written on the `else` line"),
     ('''import torch
 import logging
 def f(x):

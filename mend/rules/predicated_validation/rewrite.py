@@ -12,7 +12,7 @@ from libcst.metadata import (BuiltinScope, ClassScope, GlobalScope, MetadataWrap
 from mend.rules._base import Decline, RewriteResult
 from mend.rules._common import Replace, add_import, code_of as _code, dotted as _dotted, fresh_local
 from mend.rules.predicated_validation.fresh import fresh_guard, guarded_body
-from mend.rules.predicated_validation.screen import MARKER, NAME, TABLE, _message, _screen
+from mend.rules.predicated_validation.screen import MARKER, NAME, TABLE, _message, _screen, split_chain
 
 
 def _site(wrapper: MetadataWrapper, line: int):
@@ -154,6 +154,11 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     plan = _screen(*site)
     if isinstance(plan, Decline):
         return plan
+    if isinstance(plan.stmt, cst.If):  # an arm of an if/elif chain: split the chain, then rewrite the arm
+        above = site[1][:next((i for i, a in enumerate(site[1]) if a is plan.stmt), len(site[1]))]
+        split = split_chain(plan.stmt, above)
+        if split is not None:
+            return rewrite(wrapper.module.visit(Replace(split[0], cst.FlattenSentinel(split[1]))), line)
     scopes = wrapper.resolve(ScopeProvider)
     tree = wrapper.module
     global_scope = scopes[tree]

@@ -236,6 +236,56 @@ def torch_assert_call(node: cst.CSTNode) -> bool:
     return isinstance(node, cst.Call) and _dotted(node.func) == "torch._assert"
 
 
+def _only_raises(arm: cst.If) -> bool:
+    body = arm.body.body
+    return (len(body) == 1 and isinstance(body[0], cst.SimpleStatementLine) and len(body[0].body) == 1
+            and isinstance(body[0].body[0], cst.Raise))
+
+
+def split_chain(node: cst.If, ancestors: list[cst.CSTNode]) -> tuple[cst.If, list[cst.BaseStatement]] | None:
+    """The if/elif/else chain holding the arm ``node``, as separate statements (None when
+    ``node`` is in no chain): (the chain's top ``if``, the statements that replace it).
+
+    ``if a: raise A`` / ``elif b: ...`` is ``if a: raise A`` then ``if b: ...``: a raise always
+    leaves, so control reaches ``b``'s test exactly when ``a`` was false, in both; an ``else:``
+    after an arm that only raises is its statements. Arms are split from the top while they
+    only raise; the rest stays as written. :func:`_screen` has checked that every arm above
+    ``node`` only raises and that no comment sits on a removed ``else:`` line."""
+    top, k = node, len(ancestors)
+    while k and isinstance(ancestors[k - 1], cst.If) and ancestors[k - 1].orelse is top:
+        k -= 1
+        top = ancestors[k]
+    if top is node and node.orelse is None:
+        return None
+    out, arm = [], top
+    while isinstance(arm, cst.If) and arm.orelse is not None and _only_raises(arm):
+        out.append(arm.with_changes(orelse=None))
+        arm = arm.orelse
+    out.extend(arm.body.body if isinstance(arm, cst.Else) else [arm])
+    return top, out
+
+
+def _chain_reason(node: cst.If, chain: list[cst.CSTNode]) -> tuple[list[cst.CSTNode], str | None]:
+    """(the ancestors without the arms above ``node`` in its elif chain, why the chain cannot be
+    split for it, or None)."""
+    cur = node
+    while chain and isinstance(chain[-1], cst.If) and chain[-1].orelse is cur:
+        cur, chain = chain[-1], chain[:-1]
+        if not _only_raises(cur):
+            return chain, ("an earlier arm of the if/elif chain does more than raise, so this arm cannot stand "
+                           "alone as its own `if`")
+    arm = node
+    while isinstance(arm, cst.If) and arm.orelse is not None and _only_raises(arm):
+        arm = arm.orelse
+    if isinstance(arm, cst.Else):
+        if not isinstance(arm.body, cst.IndentedBlock):
+            return chain, "the `else:` arm is written on the `else` line, which the split would have to re-layout"
+        shell = arm.with_changes(body=arm.body.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])]))
+        if m.findall(shell, m.Comment()):  # before `else:`, after it or after its block: no place to keep it
+            return chain, "a comment on the `else:` line would be dropped when the if/elif chain is split"
+    return chain, None
+
+
 def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
     """Syntactic checks shared by :func:`match` and :func:`rewrite`."""
     chain = list(ancestors)
@@ -245,6 +295,10 @@ def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
         if if_ is None or if_.body.body[0] is not chain[-1]:
             return Decline(NAME, "the raise is not the whole body of an `if`")
         node, chain = if_, chain[:chain.index(if_)]
+    if isinstance(node, cst.If):  # an arm of an if/elif chain is rewritten once the chain is split
+        chain, why = _chain_reason(node, chain)
+        if why is not None:
+            return Decline(NAME, why)
     if isinstance(node, cst.SimpleStatementLine) and len(node.body) == 1:
         chain, node = chain + [node], node.body[0]
     function = next((a for a in reversed(chain) if isinstance(a, cst.FunctionDef)), None)
@@ -272,8 +326,6 @@ def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
                              "RuntimeError instead of the original exception")
     via_call = False
     if isinstance(node, cst.If):
-        if node.orelse is not None:
-            return Decline(NAME, "the raising `if` has an else/elif arm")
         body = node.body.body
         small = body[0].body if len(body) == 1 and isinstance(body[0], cst.SimpleStatementLine) else []
         if len(small) != 1 or not isinstance(small[0], cst.Raise):
@@ -346,7 +398,8 @@ def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
     if _shape_only(core):
         return Decline(NAME, "the condition is computed from shapes and literals only; Dynamo decides it "
                              "at trace time (a guard), so there is no break to remove")
-    if _comments(stmt, stmt):
+    own = stmt.with_changes(orelse=None) if isinstance(stmt, cst.If) else stmt  # elif/else arms stay as written
+    if _comments(own, own):
         return Decline(NAME, "the check holds a comment the rewrite would drop")
     module = ancestors[0] if ancestors and isinstance(ancestors[0], cst.Module) else None
     setter = _global_mode_setter(module) if module is not None else None
