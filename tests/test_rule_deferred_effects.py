@@ -1009,3 +1009,80 @@ def test_conditional_logger_stacklevel_declines_and_builtins_are_bound():
     res = de.rewrite(cst.parse_module(src), 12)
     assert not isinstance(res, Decline), res
     assert '_mend_rt.defer_warn_if((x < -100).any(), "small", RuntimeWarning)' in res.code
+
+
+def test_an_operator_that_can_raise_after_the_call_gets_the_ordered_form(tmp_path):
+    """helper-61: `print`, then a `gather` whose index goes out of range for one mask pattern.
+    The replayed form (labelled safe) lost the print on the failing call under every backend,
+    since the graph never returned to store the replay. Verification now traces the graph that
+    replays the call, refutes the replayed form when an operator that can raise follows it, and
+    the rule's ordered form is emitted; the failing call prints, then raises, as eager does."""
+    from mend.fix import fix
+    from mend.targets import load_file_module
+
+    src = FIXTURES / "print_then_gather.py"
+    res = fix(str(src), verify="standard", max_examples=5)
+    (rw,) = res.rewrites
+    assert rw["rule"] == de.NAME and "ordered=True" in res.mended
+    assert "first form was declined" in rw["detail"] and "gather" in rw["detail"]
+    ob = next(o for o in rw["obligations"] if o["kind"] == "replayed-on-exception")
+    assert ob["mechanism"] == "ordered" and ob["raiser"] is True and ob["result"] == "checked"
+    path = tmp_path / "print_then_gather.py"
+    path.write_text(res.mended)
+    orig, mended = load_file_module(src, "_ptg_a"), load_file_module(path, "_ptg_b")
+    h, good = orig.get_inputs()
+    for backend in ("eager", "aot_eager", "inductor"):
+        shown = []
+        for mod in (orig, mended):
+            torch._dynamo.reset()
+            model = torch.compile(mod.Model(), backend=backend)
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                model(h, good)
+                with pytest.raises(RuntimeError, match="out of bounds"):
+                    model(h, orig.failing_mask())
+            shown.append(out.getvalue())
+        assert shown[0] == shown[1] == "pooling batch of 3\n" * 2, (backend, shown)
+
+
+def test_replay_raisers_sees_operators_after_the_call_only():
+    """The trace lists operators that can raise after the first node of the deferred call's
+    function, in the graph that replays it: the gather after the print, not the embedding that
+    ran before the function; a graph without one lists nothing."""
+    from verifier.replay_raisers import replay_raisers
+
+    class Inner(torch.nn.Module):
+        def forward(self, x, idx):
+            return self.step(x, idx)
+
+        def step(self, x, idx):
+            rt.defer_print("inner", x.shape[0])
+            y = x * 2
+            return y.gather(1, idx) if idx is not None else y
+
+    class Outer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb, self.inner = torch.nn.Embedding(10, 4), Inner()
+
+        def forward(self, ids, idx=None):
+            return self.inner(self.emb(ids), idx)
+
+    site = [{"file": __file__, "function": "step"}]
+    key = f"{__file__}:step"
+    ids = torch.tensor([[1, 2, 3]])
+    found = replay_raisers(Outer(), (ids, torch.zeros(1, 3, 1, dtype=torch.long)), {}, site)
+    assert found["replay_graphs"] == 1
+    assert [f.split(" ")[0] for f in found["raisers"][key]] == ["gather"], found
+    before_only = replay_raisers(Outer(), (ids,), {}, site)
+    assert before_only["replay_graphs"] == 1 and before_only["raisers"][key] == [], before_only
+    # an integer tensor index and an integer floor division count; a float division does not
+    class Index(torch.nn.Module):
+        def step(self, x, i, n):
+            rt.defer_print("index")
+            return x[i] + (n // n).sum() + (x / x.sum()).sum()
+
+        forward = step
+    got = replay_raisers(Index(), (torch.ones(4), torch.tensor([1, 2]), torch.tensor([2, 3])), {}, site)
+    assert sorted(f.split(" (")[0] for f in got["raisers"][key]) == ["indexing with an integer tensor",
+                                                                      "integer floordiv"], got

@@ -523,7 +523,9 @@ def fact_request(obligations: list[dict], before: str, code: str, costs: dict | 
     request = {"lines": lines, "names": sorted(names), "costs": costs,
                "watch": {str(k): v for k, v in watched_lines(obligations).items()},
                "state": any(o.get("kind") in OBSERVE_STATE_KINDS for o in obligations),
-               "traced": any(o.get("fresh") for o in obligations)}
+               "traced": any(o.get("fresh") for o in obligations),
+               "replay": sorted({o["function"] for o in obligations if o.get("kind") == "replayed-on-exception"
+                                 and o.get("mechanism", "replay") == "replay" and o.get("function")})}
     return request, defs
 
 
@@ -531,7 +533,8 @@ def collect_facts(model, args: tuple, kwargs: dict, file: str, request: dict) ->
     """Facts of one example run of ``model`` (the candidate, loaded from ``file``) as
     ``request`` (:func:`fact_request`) asks: the state observation first when asked (it
     sees the model's first call), then the traced run in eval mode under ``no_grad``, then, when
-    asked (``traced``), Dynamo's record of the graphs it compiles (:mod:`verifier.traced_effects`)."""
+    asked (``traced``), Dynamo's record of the graphs it compiles (:mod:`verifier.traced_effects`), and,
+    asked (``replay``), the operators that can raise after a deferred call (:mod:`verifier.replay_raisers`)."""
     import contextlib
     import io
     import warnings
@@ -556,6 +559,10 @@ def collect_facts(model, args: tuple, kwargs: dict, file: str, request: dict) ->
     if request.get("traced"):
         from verifier.traced_effects import traced_effects
         facts["traced"] = traced_effects(model, args, kwargs)
+    if request.get("replay"):   # the deferred calls' graphs: operators that can raise after them
+        from verifier.replay_raisers import replay_raisers
+        facts["replay"] = replay_raisers(model, args, kwargs, [{"file": file, "function": f} for f in request["replay"]])
+        facts["replay"]["file"] = file
     facts["model_devices"] = model_devices(model, args, kwargs)
     return facts
 

@@ -357,8 +357,13 @@ def _fallback(rule, current: str, line: int, first: Verified, verify_one) -> Ver
         second_reason, detail = alt.reason, "its second form"
     else:
         second = verify_one(alt, rewrite_fn=rule.fallback)   # its instrumented copy is of this form too
-        if not isinstance(second.outcome, Declined) or second.outcome.safety == "unsafe":
-            return second   # emitted, or withheld as an unsafe fix: its own record says which
+        if not isinstance(second.outcome, Declined):   # emitted: its record says why the first form was not
+            rw, code = second.outcome
+            second.outcome = (dataclasses.replace(rw, detail=f"{rw.detail} (the rule's first form was declined: "
+                                                             f"{first.outcome.reason[:300]})"), code)
+            return second
+        if second.outcome.safety == "unsafe":
+            return second   # withheld as an unsafe fix: its own record says so
         second_reason, detail = second.outcome.reason, f"its second form ({alt.detail})"
     first.outcome = dataclasses.replace(first.outcome, reason=f"{first.outcome.reason}; {detail}: {second_reason}")
     return first

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from verifier.effects import capture_clones, capture_is_ordered, runtime_screen
 from verifier.encoders.base import Ctx
-from verifier.outcomes import Outcome, checked, unknown
+from verifier.outcomes import Outcome, check_refuted, checked, unknown
 
 LAZY = "mend.lazy"   # the runtime's lazy values (fmt, item), by name only
 
@@ -48,13 +48,44 @@ def order_preserved(ob: dict, ctx: Ctx) -> Outcome:
                           "proofs/dse_replay_order.smt2")
 
 
+RAISER_AFTER = "can raise at run time after the deferred call, in the graph that replays it"
+
+
+def _raisers(ob: dict, ctx: Ctx) -> tuple[list[str] | None, str]:
+    """(the operators that can raise after the call, None when not observed; what was observed)
+    from the facts' trace of the deferred calls' graphs (verifier/replay_raisers.py)."""
+    replay = ctx.facts.get("replay")
+    if not isinstance(replay, dict) or not ob.get("function"):
+        return None, "not observed (no trace of the graphs in the facts)"
+    if not replay.get("replay_graphs"):
+        return None, (f"not observed: no compiled graph of the {replay.get('graphs', 0)} traced replays a deferred "
+                      "call" + (f" ({replay['error']})" if replay.get("error") else ""))
+    found = (replay.get("raisers") or {}).get(f"{replay.get('file')}:{ob['function']}")
+    return (None, "not observed for this function") if found is None else (found, (
+        f"observed in Dynamo's trace of the example run (eval, no grad; {replay['replay_graphs']} graph(s) "
+        "replaying a deferred call, verifier/replay_raisers.py)"))
+
+
 def replayed_on_exception(ob: dict, ctx: Ctx) -> Outcome:
     if _replays(ob):
         ok, text = runtime_screen([("_ReplayingModule", "_perform(key"), ("_exit", "flush()")])
+        raisers, seen = _raisers(ob, ctx)
+        if ok and raisers:
+            return check_refuted("Dynamo's trace of the graph that replays the call (verifier/replay_raisers.py)",
+                                 f"{', '.join(raisers[:4])} {RAISER_AFTER}: when it raises, the graph never "
+                                 "returns, so the replay never happens and the output eager showed before the "
+                                 "error is lost; the ordered form (mend::capture) performs the call in place")
+        assumes = ob.get("assumes", "no operator later in the same graph raises at run time")
         return _runtime_check("replayed-on-exception", ok, text,
                               "the source screen of the runtime: the store after the graph call performs the "
-                              "entries before any later Python of the frame runs (and a scope replays in `finally`)",
-                              [ob.get("assumes", "no operator later in the same graph raises at run time")],
+                              "entries before any later Python of the frame runs (and a scope replays in `finally`)"
+                              + ("; no operator that can raise on tensor values follows the call in its graph, "
+                                 + seen if raisers is not None else ""),
+                              [assumes if raisers is None else
+                               f"{assumes}: {seen}; operators are screened by name (verifier/replay_raisers.py), and "
+                               "inputs compiled to other guards give other graphs, not traced",
+                               f"the graphs' operators were {seen}" if raisers is None else
+                               "code compiled into the same graph by a caller outside the traced model is not seen"],
                               "proofs/dse_graph_replay.smt2")
     ok, text = runtime_screen([("_capture", "_perform(key"), ("capture", "finally"), ("_scoped_forward", "finally"),
                                ("_exit", "flush()")])
@@ -63,7 +94,12 @@ def replayed_on_exception(ob: dict, ctx: Ctx) -> Outcome:
                           "the source screen of the runtime and torch's registry: mend::capture performs at its "
                           "position, ordered with the checks, and a scope replays in its `finally`",
                           [f"the check that follows ({ob.get('check', 'a check')}) is ordered with the capture "
-                           "(torch._assert_async registered ORDERED once an ordered call is traced)"],
+                           "(torch._assert_async registered ORDERED once an ordered call is traced)"
+                           if not ob.get("raiser") else
+                           "an operator that raises on values after the call (an index out of range) runs after the "
+                           "capture: it is no ordered effect, so this rests on the backends keeping the graph's "
+                           "order there (measured on eager, aot_eager and inductor, torch 2.13 CPU: "
+                           "tests/test_rule_deferred_effects.py), not on the effect token"],
                           "proofs/dse_replay_on_exception.smt2")
 
 

@@ -69,16 +69,21 @@ from __future__ import annotations
 
 from mend.rules._base import Decline, Match, RewriteResult, Rule
 from mend.rules.deferred_side_effects.examples import DECLINE_EXAMPLES, FIX_EXAMPLES, NOOP_EXAMPLES, example_line
-from mend.rules.deferred_side_effects.rewrite import rewrite
+from mend.rules.deferred_side_effects.rewrite import ordered, raiser_declined, rewrite
 from mend.rules.deferred_side_effects.screen import ALIAS, NAME, RUNTIME, match
 
 FIX_SAFETY = """\
 Labelled safe when every obligation is checked by the runtime screens and lemmas and the
 differential test is bit-exact (``mend fix`` applies it by default). Emitted after the
 differential test (compiled without ``mend.runtime.install``, as users run it), with
-documented differences: a plain call's output is lost when an operator later in the same
-graph raises at run time (an assumption recorded with ``replayed-on-exception``; a check in
-the same function makes the call ordered), or when Dynamo fails while tracing that graph (an
+documented differences: a replayed call's output would be lost when an operator later in the
+same graph raised at run time, so verification traces the graph that replays the call
+(``replayed-on-exception``, an observation of the example's trace: ``verifier/replay_raisers.py``)
+and refutes the replayed form when an operator that can raise on tensor values follows it (an
+index as in ``gather``/``embedding``/``x[idx]``, an in-graph check, an integer division, a
+factorization); the rule's second form, ``ordered=True``, is then verified and emitted (helper-61;
+transformers' T5 logger is followed by its embeddings, so it takes that form). A check in the
+same function makes the call ordered from the start. The output is also lost when Dynamo fails while tracing that graph (an
 input of the wrong shape: the effect is not shown before the error, where the original's
 graph break showed it; found by a held-out review, cases 316 and 342), and lines differ from the original's only when
 another rewrite above the call changed the line count.
@@ -115,12 +120,14 @@ RULE = Rule(
     example_line=example_line,
     obligation_kinds=OBLIGATION_KINDS,
     required_kinds=frozenset(),
-    needs_facts=False,
+    needs_facts=True,   # the trace of the replaying graph (replayed-on-exception)
     fix_safety=FIX_SAFETY,
     doc=__doc__,
     fix_examples=FIX_EXAMPLES,
     decline_examples=DECLINE_EXAMPLES,
     noop_examples=NOOP_EXAMPLES,
+    fallback=ordered,
+    fallback_when=raiser_declined,
 )
 
 __all__ = ["ALIAS", "DECLINE_EXAMPLES", "FIX_EXAMPLES", "NAME", "NOOP_EXAMPLES", "RULE", "RUNTIME", "Decline", "Match",

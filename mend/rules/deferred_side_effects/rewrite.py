@@ -13,13 +13,15 @@ from mend.rules.deferred_side_effects.screen import (NAME, RUNTIME, _bindings, _
                                                      _screen, _site, level_guard)
 
 
-def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
+def rewrite(module: cst.Module, line: int, ordered_because: str | None = None) -> RewriteResult | Decline:
     """Rewrite the print/logger/warnings call reported at ``line`` into its deferred form, or
     the ``if <tensor test>:`` on ``line`` whose body is one such call into its conditional
     form ``defer_*_if(test, ...)`` (:mod:`.conditional`).
 
     The whole module comes back (``code``), with ``import mend.runtime as <alias>`` added
-    when missing; ``span`` is the statement's lines in the input.
+    when missing; ``span`` is the statement's lines in the input. ``ordered_because``: emit the
+    ordered form (``ordered=True``) for this reason even where no check follows in the function
+    (:func:`ordered`, the fallback when verification sees an operator that can raise after it).
     """
     wrapper, found = statement_at(module, line, compound=True)
     guard = level_guard(header_parts(found[0])) if found is not None else None
@@ -27,20 +29,22 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
         return guard
     site = conditional_site(found)
     if site is None:
-        return _rewrite(module, line)
+        return _rewrite(module, line, ordered_because=ordered_because)
     node, ancestors, stmt = site
     pos = wrapper.resolve(PositionProvider)
     why = screen(wrapper.module, node, ancestors, stmt, pos[node].start.line + 1 == pos[stmt].start.line,
                  pos[node].start.line)
     if why:
         return Decline(NAME, f"`if {' '.join(_code(node.test).split())}:` around a deferrable call: {why}")
-    result = _rewrite(unhoist(wrapper.module, node, stmt), pos[stmt].start.line, when=node.test)
+    result = _rewrite(unhoist(wrapper.module, node, stmt), pos[stmt].start.line, when=node.test,
+                      ordered_because=ordered_because)
     if isinstance(result, RewriteResult):
         result.span = (pos[node].start.line, pos[stmt].end.line)
     return result
 
 
-def _rewrite(module: cst.Module, line: int, when: cst.BaseExpression | None = None) -> RewriteResult | Decline:
+def _rewrite(module: cst.Module, line: int, when: cst.BaseExpression | None = None,
+             ordered_because: str | None = None) -> RewriteResult | Decline:
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     site = _site(wrapper, line)
     if site is None:
@@ -49,6 +53,8 @@ def _rewrite(module: cst.Module, line: int, when: cst.BaseExpression | None = No
     plan = _screen(site[0], site[1], b.bound)
     if isinstance(plan, Decline):
         return plan
+    plan.check = plan.check or ordered_because
+    function = next((a.name.value for a in reversed(site[1]) if isinstance(a, cst.FunctionDef)), None)
     pos = wrapper.resolve(PositionProvider)[plan.stmt]
     alias, imported = _runtime_alias(b)
 
@@ -96,16 +102,18 @@ def _rewrite(module: cst.Module, line: int, when: cst.BaseExpression | None = No
 
     mechanism = "ordered" if plan.check else "replay"
     if plan.check:
-        detail = (f"`{plan.callee}(...)` -> `{alias}.{func_name}(..., ordered=True)`: {plan.check} follows in this "
-                  "function, so the call stays an ordered effect (mend::capture) at its position; a failing check "
+        detail = (f"`{plan.callee}(...)` -> `{alias}.{func_name}(..., ordered=True)`: {plan.check} follows"
+                  + ("" if ordered_because and plan.check == ordered_because else " in this function")
+                  + ", so the call stays an ordered effect (mend::capture) at its position; a failing check "
                   "shows exactly what eager showed, and the graph bypasses Inductor's FX graph cache")
         on_exception = {"kind": "replayed-on-exception", "mechanism": mechanism, "check": plan.check,
-                        "detail": "effects before a failing check are performed before it (ordered with the check)"}
+                        "detail": "effects before a failing check are performed before it (ordered with the check)",
+                        **({"raiser": True} if ordered_because and plan.check == ordered_because else {})}
     else:
         detail = (f"`{plan.callee}(...)` -> `{alias}.{func_name}(...)`: snapshot (tensor arguments cloned) leaves "
                   "the graph as graph outputs and is replayed right after the graph call, in program order (an "
                   "ordinary, cacheable graph)")
-        on_exception = {"kind": "replayed-on-exception", "mechanism": mechanism,
+        on_exception = {"kind": "replayed-on-exception", "mechanism": mechanism, "function": function,
                         "detail": "effects before an exception raised outside the graph are replayed before it",
                         "assumes": "no operator later in the same graph raises at run time (no check follows in "
                                    "this function; a kernel error such as an index out of range would drop the "
@@ -148,3 +156,20 @@ def _rewrite(module: cst.Module, line: int, when: cst.BaseExpression | None = No
                                 "detail": "replayed with warn_explicit at the traced line; the import shares a line, "
                                           "so lines are the original's unless another rewrite above changed the count"})
     return RewriteResult(tree.code, (pos.start.line, pos.end.line), detail, obligations)
+
+
+ORDERED_BECAUSE = "an operator that can raise at run time (seen in the graph's trace by verification)"
+
+
+def ordered(module: cst.Module, line: int) -> RewriteResult | Decline:
+    """The ordered form of the site's rewrite (``ordered=True``: ``mend::capture`` performs the call
+    at its position in the graph): ``mend fix`` verifies it when the replayed form is declined
+    because an operator that can raise at run time follows the call in its graph (helper-61: a
+    ``gather`` whose index goes out of range for one mask; measured: the ordered call is shown
+    before the error under the eager, aot_eager and inductor backends, torch 2.13 CPU)."""
+    return rewrite(module, line, ordered_because=ORDERED_BECAUSE)
+
+
+def raiser_declined(reason: str) -> bool:
+    """Whether a decline is the replay's refutation that :func:`ordered` answers."""
+    return "can raise at run time after the deferred call" in reason

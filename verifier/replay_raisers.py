@@ -1,0 +1,157 @@
+"""Operators that can raise at run time after a deferred call, in the graph that replays it.
+
+A deferred print/log/warning (the runtime's post-graph replay) leaves the graph as a snapshot
+that Dynamo stores into the runtime module's ``_replay`` after the graph call returns. When an
+operator later in the same graph raises at run time -- an index out of range in ``gather``,
+``embedding`` or ``x[idx]``, an in-graph ``_assert_async``, an integer division by zero, a
+failed Cholesky -- the graph never returns, so the store never happens and the output eager
+showed before the error is lost (helper-61: ``print`` then a ``gather`` whose index goes out of
+range for one mask pattern). The ordered form (``mend::capture``) performs the call at its
+position instead.
+
+:func:`replay_raisers` compiles the model with a recording backend and, for every graph whose
+side effects store ``_replay`` on the runtime module, lists the operators that can raise on
+tensor values found after the first node traced from the deferred call's function (a node
+records the frames it was traced in: ``meta["stack_trace"]``). Conservative: a graph holding
+no node of that function is searched whole, and nodes of the function before the call count.
+
+Evidence kind: an observation of Dynamo's trace on the example inputs (other guards give other
+graphs), with a fixed list of operators that raise on values (a name screen, not a proof that
+they raise); private Dynamo API (``InstructionTranslator.current_tx().output.side_effects``),
+measured on torch 2.13.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import warnings
+
+RUNTIME = "mend.runtime"   # the module whose ``_replay`` store marks a deferred call (by name only)
+
+# torch functions/methods (Dynamo graph, by ``__name__`` or method name) that raise on some tensor
+# values at run time: an index out of range, an in-graph check, a failed factorization
+_RAISES = {"gather", "scatter", "scatter_", "scatter_add", "scatter_add_", "scatter_reduce", "scatter_reduce_",
+           "index_select", "index_add", "index_add_", "index_copy", "index_copy_", "index_fill", "index_fill_",
+           "index_put", "index_put_", "take", "take_along_dim", "put", "put_", "embedding", "embedding_bag",
+           "nll_loss", "cross_entropy", "multi_margin_loss", "multinomial", "one_hot", "bincount",
+           "repeat_interleave", "masked_scatter", "masked_scatter_", "cholesky", "cholesky_ex", "cholesky_solve",
+           "cholesky_inverse", "inverse", "inv", "solve", "lu_factor", "triangular_solve", "_assert_async",
+           "_assert_scalar", "_assert", "_functional_assert_async", "_check", "_check_tensor_all"}
+_INT_DIVISION = {"floordiv", "mod", "floor_divide", "remainder", "fmod", "__floordiv__", "__mod__", "__rfloordiv__",
+                 "__rmod__", "div"}
+_MODULES = {"Embedding", "EmbeddingBag", "CrossEntropyLoss", "NLLLoss", "MultiMarginLoss"}
+_FRAME = re.compile(r'File "(.+?)", line (\d+), in (\S+)')
+
+
+def _value(arg):
+    return arg.meta.get("example_value") if hasattr(arg, "meta") else None
+
+
+def _int_tensor(arg) -> bool:
+    v = _value(arg)
+    return getattr(v, "dtype", None) is not None and not v.dtype.is_floating_point and not v.dtype.is_complex \
+        and str(v.dtype) != "torch.bool"
+
+
+def _flat(args) -> list:
+    out = []
+    for a in args:
+        out += _flat(a) if isinstance(a, (list, tuple)) else [a]
+    return out
+
+
+def _raiser(gm, node) -> str | None:
+    """Why ``node`` can raise on tensor values at run time, else None."""
+    import operator
+
+    if node.op == "call_module":
+        kind = type(gm.get_submodule(node.target)).__name__
+        return f"nn.{kind}" if kind in _MODULES else None
+    if node.op not in ("call_function", "call_method"):
+        return None
+    target = node.target
+    name = target if isinstance(target, str) else getattr(target, "__name__", str(target))
+    if name in _RAISES or "linalg" in str(getattr(target, "__module__", "") or ""):
+        return name
+    args = list(node.args) + list(node.kwargs.values())
+    if target in (operator.getitem, operator.setitem) or name in ("__getitem__", "__setitem__"):
+        index = _flat(list(node.args[1:2]))
+        if any(_int_tensor(a) for a in index):
+            return "indexing with an integer tensor"
+    if name in _INT_DIVISION:
+        tensors = [a for a in args if getattr(_value(a), "dtype", None) is not None]
+        if tensors and all(_int_tensor(a) for a in tensors) and len(tensors) >= 1 and (
+                name != "div" or node.kwargs.get("rounding_mode") is not None):
+            return f"integer {name}"
+    return None
+
+
+def _frames(node) -> list[tuple[str, int, str]]:
+    return [(f, int(n), fn) for f, n, fn in _FRAME.findall(node.meta.get("stack_trace") or "")]
+
+
+def _in_function(frames, file: str, function: str) -> bool:
+    return any(f == file and (fn == function or fn.startswith(f"torch_dynamo_resume_in_{function}_at_"))
+               for f, _n, fn in frames)
+
+
+def _replays(tx) -> bool:
+    side = tx.output.side_effects
+    for var in side._get_modified_vars():
+        module = getattr(var, "value", None)
+        if type(var).__name__ == "PythonModuleVariable" and getattr(module, "__name__", "") == RUNTIME \
+                and "_replay" in side.store_attr_mutations.get(var, {}):
+            return True
+    return False
+
+
+def replay_raisers(model, args: tuple, kwargs: dict, sites: list[dict]) -> dict:
+    """Compile ``model`` (eval mode, no grad; a backend that records and runs the Dynamo graph
+    as traced) and call it once on the example inputs. ``sites``: ``[{"file", "function"}]``,
+    the deferred calls' files and functions. Returns ``{"graphs": n, "replay_graphs": k,
+    "raisers": {"<file>:<function>": ["<op> (<file>:<line>)", ...]}, "error": str | None}``.
+    Dynamo's caches are reset before and after; the model's mode is restored. Raises nothing."""
+    import logging
+
+    import torch
+    from torch._dynamo.symbolic_convert import InstructionTranslator
+
+    found: dict[str, list[str]] = {f"{s['file']}:{s['function']}": [] for s in sites}
+    counts = {"graphs": 0, "replay_graphs": 0}
+
+    def backend(gm, _inputs):
+        counts["graphs"] += 1
+        if not _replays(InstructionTranslator.current_tx()):
+            return gm.forward
+        counts["replay_graphs"] += 1
+        nodes = list(gm.graph.nodes)
+        for site in sites:
+            frames = [_frames(n) for n in nodes]
+            # placeholders carry the frame of their first use, not a position: skipped
+            start = next((i for i, (n, fr) in enumerate(zip(nodes, frames)) if n.op not in ("placeholder", "get_attr")
+                          and _in_function(fr, site["file"], site["function"])), 0)
+            for node, fr in zip(nodes[start:], frames[start:]):
+                why = _raiser(gm, node)
+                if why:
+                    where = f"{fr[-1][0].rsplit('/', 1)[-1]}:{fr[-1][1]}" if fr else "?"
+                    found[f"{site['file']}:{site['function']}"].append(f"{why} ({where})")
+        return gm.forward
+
+    was, error = model.training, None
+    try:
+        torch._dynamo.reset()
+        model.eval()
+        with torch.no_grad(), contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            logging.disable(logging.CRITICAL)
+            try:
+                torch.compile(model, backend=backend)(*args, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - the graphs traced before the error are recorded
+                error = f"{type(exc).__name__}: {str(exc)[:160]}"
+            finally:
+                logging.disable(logging.NOTSET)
+    finally:
+        torch._dynamo.reset()
+        model.train(was)
+    return {**counts, "raisers": {k: list(dict.fromkeys(v))[:8] for k, v in found.items()}, "error": error}
