@@ -680,3 +680,20 @@ def test_first_failure_counts_checks_in_code_not_in_docstrings():
     assert assert_async_references(one) == 1
     assert assert_async_references(one + "\naa = torch._assert_async\n") == 2
     assert assert_async_references("from torch import _assert_async\n_assert_async(1)\n") == 2
+
+
+@pytest.mark.parametrize("pred, tier", [("gate != 0", "observed"), ("x[0, 0] > 0", "observed"),
+                                        ("(x > 0).any()", "general"), ("x.sum() > 0", "general")])
+def test_single_element_predicate_is_general_only_when_its_rank_does_not_follow_the_inputs(pred, tier):
+    """helper-60: `if gate:` on a 0-d input was proved single-element at the general tier, which
+    keeps the example's ranks; a gate of shape (8,) made the original raise ("Boolean value of
+    Tensor with more than one value is ambiguous") and the mended torch.where broadcast. A
+    predicate whose rank moves with its inputs' is now proved only at the observed tier (unsafe)."""
+    from verifier.encoders.base import Ctx
+    from verifier.encoders.where import single_element
+
+    facts = {"names": {"gate": {"kind": "tensor", "shape": [], "dtype": "float32"},
+                       "x": {"kind": "tensor", "shape": [4, 8], "dtype": "float32"}}, "self": {}}
+    out = single_element({"kind": "single-element-predicate", "pred": pred}, Ctx(facts, {}))
+    assert (out.result, out.tier) == ("proved", tier)
+    assert any("ranks are the example's" in a for a in out.assumptions) == (tier == "observed")

@@ -69,8 +69,33 @@ def cannot_raise(ob: dict, ctx: Ctx) -> Outcome:
                   describe, fixed_by="the shape transfer functions: no op of the side has a precondition that can fail")
 
 
+def _rank_follows_inputs(pred: str, ctx: Ctx) -> str | None:
+    """Why the predicate has one element only at the example's ranks, else None. The shape tiers
+    make sizes symbolic but keep ranks, so `if gate:` on a 0-d input was "proved" for every size
+    while a gate of shape (8,) makes the original raise and `torch.where` broadcast (helper-60).
+    Each tensor not of the module state gets one more (leading) dimension: a predicate whose rank
+    moves with it is single-element only at the ranks the example had."""
+    names = ctx.facts.get("names") or {}
+    bumped = {k: {**f, "shape": [2, *f["shape"]]} if f.get("kind") == "tensor" and not k.startswith("self.") else f
+              for k, f in names.items()}
+    try:
+        a = ShapeEval(ctx.facts, ctx.defs, "general").eval(_expr(pred))
+        b = ShapeEval({**ctx.facts, "names": bumped}, ctx.defs, "general").eval(_expr(pred))
+    except Unsupported as exc:
+        return f"the predicate's rank with inputs of other ranks is not known ({exc}): ranks are the example's"
+    if a.kind == "tensor" and (b.kind != "tensor" or b.rank != a.rank):
+        return ("the predicate's rank follows its inputs' ranks (one more input dimension gives it "
+                f"{b.rank if b.kind == 'tensor' else 'no tensor'} dimension(s)): ranks are the example's, and an "
+                "input of another rank would make the original raise where torch.where broadcasts")
+    return None
+
+
 def single_element(ob: dict, ctx: Ctx) -> Outcome:
+    rank_why = _rank_follows_inputs(ob["pred"], ctx)
+
     def build(ev: ShapeEval):
+        if rank_why:
+            ev.assume.append((z3.BoolVal(True), rank_why))
         p = ev.eval(_expr(ob["pred"]))
         conds = [q for q, t in ev.pre if t and t.startswith("bool() of")]
         if p.kind == "num":
@@ -78,7 +103,10 @@ def single_element(ob: dict, ctx: Ctx) -> Outcome:
                 raise Unsupported("the predicate is a Python value")
             return z3.Or(*[z3.Not(c) for c in conds]), p
         return z3.Or(numel(p.shape) != 1, *[z3.Not(c) for c in conds]), p
-    return decide("single-element-predicate", shape_tiers(ctx, build), ctx, "nonlinear integer arithmetic (numel)",
+    tiers = shape_tiers(ctx, build)
+    if rank_why:   # the general and equal-sizes tiers keep the example's ranks: only the observed tier is honest
+        tiers = [t for t in tiers if t[0] == "observed"]
+    return decide("single-element-predicate", tiers, ctx, "nonlinear integer arithmetic (numel)",
                   fixed_by="the shape transfer functions give the predicate exactly one element for every size")
 
 

@@ -99,7 +99,9 @@ of the candidate on the example input, under the assumptions recorded with each 
 equal shapes and dtypes of the two sides (``same-shape``, ``same-dtype``), a one-element
 predicate (``single-element-predicate``; a test not statically bool, ``if n_pad:``, is
 emitted as ``n_pad != 0``, which is ``bool(n_pad)`` for one element of any dtype: NaN true,
--0.0 false), bool operands of tensor logic (``bool-operand``), an
+-0.0 false; where the predicate's rank follows its inputs' ranks, as ``if gate:`` on a 0-d input
+does, it is proved only at the example's sizes, an unsafe fix: a gate of another rank makes the
+original raise where ``torch.where`` broadcasts, helper-60), bool operands of tensor logic (``bool-operand``), an
 untaken side that cannot raise (``untaken-side-cannot-raise``; ``fall-through-cannot-raise``
 for the statements after an early ``return``, required at every level: an adversarial review's
 ``if (t < 0).any(): return ...`` guarded the ``nll_loss`` after it), finite gradients through
