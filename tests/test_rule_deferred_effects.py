@@ -1086,3 +1086,14 @@ def test_replay_raisers_sees_operators_after_the_call_only():
     got = replay_raisers(Index(), (torch.ones(4), torch.tensor([1, 2]), torch.tensor([2, 3])), {}, site)
     assert sorted(f.split(" (")[0] for f in got["raisers"][key]) == ["indexing with an integer tensor",
                                                                       "integer floordiv"], got
+
+
+def test_a_deferral_that_breaks_inside_the_runtime_is_not_emitted():
+    """helper-61: a print of an object the runtime cannot snapshot was emitted as safe while the
+    call ran eagerly inside mend's runtime (graphs 2 -> 2, mend's own break count 1 -> 4)."""
+    from mend.fix import fix
+
+    res = fix(str(FIXTURES / "print_repr_reads_tensor.py"), verify="standard", max_examples=5)
+    assert res.rewrites == []
+    (why,) = [d.reason for d in res.declined]
+    assert "breaks inside mend's runtime" in why and "graphs 2 -> 2" in why

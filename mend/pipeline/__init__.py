@@ -256,6 +256,16 @@ def _untried(ex, scan_, tried: dict, max_rounds: int) -> list[Declined]:
             if s.fixable_by and _site_key(ex, s) not in tried]
 
 
+_RUNTIME_DIR = Path(__file__).resolve().parents[1]
+_RUNTIME_FILES = {"runtime.py", "lazy.py", "validation_runtime.py"}
+
+
+def _in_runtime(site) -> bool:
+    """Whether a scan's site lies in mend's own runtime (what rewritten code calls)."""
+    path = Path(site.file or "")
+    return path.name in _RUNTIME_FILES and path.resolve().parent == _RUNTIME_DIR
+
+
 def _still_breaks(ex, before, after, rel: str, current: str, mended: str, span, category: str,
                   gb_type: str | None = None, site_line: int | None = None) -> str | None:
     """Why a verified rewrite removes no graph break, else None: the graph counts (first and
@@ -270,6 +280,13 @@ def _still_breaks(ex, before, after, rel: str, current: str, mended: str, span, 
             before.steady_graph_count is not None and after.steady_graph_count is not None and
             after.steady_graph_count < before.steady_graph_count):
         return None
+    new_in_runtime = [x for x in after.sites if _in_runtime(x)][len([x for x in before.sites if _in_runtime(x)]):]
+    if new_in_runtime:   # the call went to mend's runtime and breaks there (an argument it cannot snapshot)
+        x = new_in_runtime[0]
+        return (f"the rewritten code breaks inside mend's runtime ({Path(x.file).name}:{x.line}, {x.category}; graphs "
+                f"{before.graph_count} -> {after.graph_count}, breaks {before.graph_break_count} -> "
+                f"{after.graph_break_count}): the deferred call runs eagerly there, so nothing is gained and it is "
+                "not emitted")
     if site_line is not None and not span[0] <= site_line <= span[1] and \
             after.graph_break_count >= before.graph_break_count:
         return (f"the rewrite (lines {span[0]}-{span[1]}) is away from the break at line {site_line} and lowers "
