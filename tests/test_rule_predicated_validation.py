@@ -457,3 +457,51 @@ def test_an_elif_chain_of_raises_is_split_and_both_checks_move_into_the_graph(tm
             assert got.value.args == (msg,)
             with pytest.raises(exc):
                 a(bad)
+
+
+@pytest.mark.parametrize("exc, want", [("ValueError", ("ValueError", "")), ("ValueError()", ("ValueError", "")),
+                                       ('IndexError("bad", 3)', ("IndexError", "('bad', 3)")),
+                                       ("ValueError(3)", ("ValueError", "3")),
+                                       ('ValueError("m")', ("ValueError", "m"))])
+def test_trap_entries_read_as_python_prints_the_exception(exc, want):
+    """helper-60: `raise ValueError` (a bare class) was reported as "the trap entry is not in the
+    mended file", and `raise IndexError("bad", 3)` was refuted, since the verifier read the
+    arguments as JSON where str(exception) gives the tuple."""
+    from verifier.encoders.assert_async import trap_entry
+
+    code = f'_MEND_TRAPS = {{\n    "k": lambda: {exc},\n}}\n'
+    assert trap_entry(code, "_MEND_TRAPS.k") == want
+    if exc.endswith(")"):
+        assert str(eval(exc)) == want[1]
+
+
+def test_a_bare_class_and_a_two_argument_exception_are_restored(tmp_path):
+    from mend.fix import fix
+
+    src = tmp_path / "two_checks.py"
+    src.write_text('''import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        if torch.isnan(x).any():
+            raise ValueError
+        h = self.fc(x)
+        if (h.abs() > 1e3).any():
+            raise IndexError("bad", 3)
+        return h
+
+
+def get_inputs():
+    return (torch.randn(4, 8),)
+''')
+    res = fix(str(src), unsafe_fixes=True, verify="standard", max_examples=5)
+    assert [r["rule"] for r in res.rewrites] == [pv.NAME, pv.NAME] and not res.declined
+    for rw in res.rewrites:
+        ob = next(o for o in rw["obligations"] if o["kind"] == "raises-iff-original")
+        assert ob["result"] == "proved", ob

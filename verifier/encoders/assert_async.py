@@ -46,17 +46,19 @@ def trap_entry(code: str, trap: str) -> tuple[str, str] | None:
 
 
 def _entry(body: ast.AST | None) -> tuple[str, str] | None:
-    """(exception name, message) of a trap table's exception expression ``E(msg)``."""
+    """(exception name, message) of a trap table's exception expression: ``E(msg, ...)`` with
+    literal arguments gives ``str(E(...))`` as ``BaseException.__str__`` makes it (the one
+    argument's ``str``, else the tuple's), a bare class ``E`` (``raise E``) ``str(E())``, ""."""
+    if isinstance(body, (ast.Name, ast.Attribute)):   # `raise E` instantiates E()
+        return (_dotted(body) or "").rsplit(".", 1)[-1], ""
     if not isinstance(body, ast.Call):
         return None
-    name = _dotted(body.func) or ""
+    name = (_dotted(body.func) or "").rsplit(".", 1)[-1]
     args = body.args
-    if not args and not body.keywords:   # `E()`: str(E()) == "" (a bare `assert`)
-        return name.rsplit(".", 1)[-1], ""
-    if len(args) == 1 and isinstance(args[0], ast.Constant) and isinstance(args[0].value, str):
-        return name.rsplit(".", 1)[-1], args[0].value
-    return name.rsplit(".", 1)[-1], json.dumps([ast.literal_eval(a) for a in args]) if all(
-        isinstance(a, ast.Constant) for a in args) else ast.unparse(body)
+    if body.keywords or not all(isinstance(a, ast.Constant) for a in args):
+        return name, ast.unparse(body)
+    values = tuple(a.value for a in args)
+    return name, "" if not values else str(values[0]) if len(values) == 1 else str(values)
 
 
 def _item_semantics(ob: dict, ev: ValueEval):
