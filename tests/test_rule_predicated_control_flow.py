@@ -801,3 +801,29 @@ def test_a_tuple_returned_on_every_side_is_selected_element_by_element(tmp_path)
     assert kinds.count("where-equals-ite") == 2 and kinds.count("same-dtype") == 2
     assert "return (torch.where(_mend_pred_0, h, h * m[:, None]), torch.where(_mend_pred_0, m, m * 2))" in res.mended
     assert_one_graph_and_same_outputs(FIXTURES / "tuple_early_return.py", res.mended, tmp_path, "tup")
+
+
+def test_an_integer_remainder_by_a_nonzero_constant_cannot_raise(tmp_path):
+    """helper-60: `ids % self.vocab` on the untaken side was refuted ("integer `%` raises on a
+    zero divisor") although the divisor is 100; a divisor passed in stays refuted (it may be 0)."""
+    from mend.fix import fix
+    from mend.targets import load_file_module
+    from tests.conftest import FIXTURES
+
+    src = FIXTURES / "wrap_ids_mod_vocab.py"
+    res = fix(str(src), verify="standard", max_examples=5)
+    (rw,) = res.rewrites
+    assert rw["safety"]["label"] == "safe" and (res.before.graph_count, res.after.graph_count) == (2, 1)
+    ob = next(o for o in rw["obligations"] if o["kind"] == "untaken-side-cannot-raise")
+    assert ob["result"] == "proved" and any("is 100" in a for a in ob["assumptions"])
+    path = tmp_path / "wrap.py"
+    path.write_text(res.mended)
+    a, b = load_file_module(src, "_wm_a").Model(), load_file_module(path, "_wm_b").Model()
+    b.load_state_dict(a.state_dict())
+    for ids in (torch.tensor([[5, 150, 7]]), torch.tensor([[5, 15, 7]]), torch.tensor([[250, 99, 0]])):
+        assert torch.equal(a(ids), b(ids))
+    passed_in = tmp_path / "passed_in.py"
+    passed_in.write_text(src.read_text().replace("def forward(self, ids):", "def forward(self, ids, n=100):")
+                         .replace("ids = ids % self.vocab", "ids = ids % n"))
+    res = fix(str(passed_in), verify="standard", max_examples=5)
+    assert res.rewrites == [] and "zero divisor" in res.declined[0].reason

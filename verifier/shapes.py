@@ -303,8 +303,14 @@ class ShapeEval:
             return M("tensor", shape=shape, dtype=rt)
         if op in ("/", "atan2"):
             rt = z3.If(is_float(rt), rt, DTC["float32"])
-        if op in ("//", "%"):
-            self.pre.append((is_float(rt), f"integer `{op}` raises on a zero divisor ({what}); not value-modelled"))
+        if op in ("//", "%"):   # a Python int divisor is modelled (a constant: decided; an input: free)
+            known = b.kind == "num" and b.cat == "int" and b.ival is not None
+            if known and z3.is_int_value(b.ival):
+                self.assume.append((z3.BoolVal(True), f"the divisor in `{what}` is {b.ival} (a literal, or module "
+                                                      "state as observed)"))
+            self.pre.append((z3.Or(is_float(rt), b.ival != 0) if known else is_float(rt),
+                             f"integer `{op}` raises on a zero divisor ({what})"
+                             + ("" if known else "; a tensor divisor's values are not modelled")))
         if op == "**" and not (b.kind == "num" and b.cat in ("int", "float")):
             self.pre.append((is_float(rt), f"integer `**` with a tensor exponent may raise on negative exponents ({what})"))
         return M("tensor", shape=shape, dtype=rt)
