@@ -474,7 +474,7 @@ def test_cond_rewrites_compile_to_one_graph_and_match_eager():
 
 @needs_shared
 @pytest.mark.parametrize("name, reason", [
-    ("006_moe_skip_unused_expert.py", "inside a loop"),
+    ("006_moe_skip_unused_expert.py", "skips a call of the loop's item"),
     ("008_all_ones_mask_to_none.py", "None"),
     ("013_skip_counter_nonfinite.py", "self.skipped_steps"),
 ])
@@ -827,3 +827,38 @@ def test_an_integer_remainder_by_a_nonzero_constant_cannot_raise(tmp_path):
                          .replace("ids = ids % self.vocab", "ids = ids % n"))
     res = fix(str(passed_in), verify="standard", max_examples=5)
     assert res.rewrites == [] and "zero divisor" in res.declined[0].reason
+
+
+def test_a_branch_in_a_layer_loop_is_predicated_on_each_iteration(tmp_path):
+    """helper-60: a per-layer rescale inside `for layer in self.layers` was declined outright
+    ("inside a loop"), leaving the frame skipped (0 graphs). It is now predicated on each
+    iteration (unsafe: `loop-facts-agree` is an observation), 0 -> 1 graph, with outputs and
+    gradients equal; iterations whose shapes differ are refuted."""
+    from mend.fix import fix
+    from mend.targets import load_file_module
+    from tests.conftest import FIXTURES
+
+    src = FIXTURES / "loop_layer_rescale.py"
+    res = fix(str(src), unsafe_fixes=True, verify="standard", max_examples=5)
+    (rw,) = res.rewrites
+    assert rw["safety"]["label"] == "unsafe" and (res.before.graph_count, res.after.graph_count) == (0, 1)
+    ob = next(o for o in rw["obligations"] if o["kind"] == "loop-facts-agree")
+    assert ob["result"] == "checked" and "all 3 iterations" in ob["checked_by"]
+    path = tmp_path / "loop.py"
+    path.write_text(res.mended)
+    orig, mended = load_file_module(src, "_llr_a"), load_file_module(path, "_llr_b")
+    a, b = orig.Model(), mended.Model()
+    b.load_state_dict(a.state_dict())
+    for scale in (20.0, 0.01, 1.0):
+        x = (torch.randn(4, 8, generator=torch.Generator().manual_seed(3)) * scale).requires_grad_()
+        y = x.detach().clone().requires_grad_()
+        assert torch.equal(a(x), b(y))
+        a(x).sum().backward()
+        b(y).sum().backward()
+        assert torch.equal(x.grad, y.grad)
+    assert fix(str(src), verify="standard", max_examples=5).rewrites == []   # unsafe: withheld by default
+    shapes = tmp_path / "shapes.py"
+    shapes.write_text(src.read_text().replace("nn.ModuleList([nn.Linear(8, 8) for _ in range(3)])",
+                                              "nn.ModuleList([nn.Linear(8, 16), nn.Linear(16, 8)])"))
+    res = fix(str(shapes), unsafe_fixes=True, verify="standard", max_examples=5)
+    assert res.rewrites == [] and "differs between iterations" in res.declined[0].reason

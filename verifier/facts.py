@@ -165,7 +165,8 @@ def trace_facts(run: Callable[[], Any], file: str, lines: list[int], names: set[
     ``watch`` (``line -> dotted names``): besides, every observation of those names at that
     line, in every frame and on every hit, goes to ``"at": {line: {name: [summary per
     distinct fact_key]}}`` (a name that cannot be read there: ``{"kind": "unavailable"}``)
-    with ``"at_hits": {line: n}``; nothing overrides anything there.
+    with ``"at_hits": {line: n}`` and each tensor's distinct shapes in ``"at_shapes": {line: {name:
+    [shape, ...]}}`` (a loop's iterations must agree on sizes too); nothing overrides anything there.
 
     ``costs`` (``{"pred": expr, "sides": [[expr, ...], [expr, ...]]}``): at the first of
     ``lines`` (first call) where every expression's names are bound, each is counted on
@@ -178,7 +179,7 @@ def trace_facts(run: Callable[[], Any], file: str, lines: list[int], names: set[
     first: list = []
     watch = {int(k): list(v) for k, v in (watch or {}).items()}
     if watch:
-        facts["at"], facts["at_hits"] = {}, {}
+        facts["at"], facts["at_hits"], facts["at_shapes"] = {}, {}, {}
 
     def observe(frame, ln):
         key = str(ln)
@@ -192,6 +193,9 @@ def trace_facts(run: Callable[[], Any], file: str, lines: list[int], names: set[
             seen = rec.setdefault(name, [])
             if fact_key(s) not in {fact_key(o) for o in seen} and len(seen) < 16:
                 seen.append(s)
+            shapes = facts["at_shapes"].setdefault(key, {}).setdefault(name, [])
+            if s.get("kind") == "tensor" and s.get("shape") not in shapes and len(shapes) < 16:
+                shapes.append(s.get("shape"))   # the sizes too (fact_key keeps ranks): a loop's iterations
 
     def local(frame, event, arg):
         if event == "line" and watch and frame.f_lineno in watch:

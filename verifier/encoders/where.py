@@ -14,7 +14,7 @@ import z3
 from verifier.dtypes import DEFAULT_FOR_CAT, DTC, FP_FORMAT, INT_BITS, as_name, fp_sort, promote_py, sort_of
 from verifier.effects import dotted_name as _dotted
 from verifier.encoders.base import Ctx, decide, fp_arith, numel, shape_tiers, value_tiers
-from verifier.outcomes import Outcome, checked, unknown
+from verifier.outcomes import Outcome, check_refuted, checked, unknown
 from verifier.shapes import M, ShapeEval, _expr
 from verifier.smt import Unsupported, model_text
 from verifier.values import ValueEval, to_logical
@@ -235,6 +235,27 @@ def untaken_runs(ob: dict, ctx: Ctx) -> Outcome:
                    + list(f.get("assumptions", []))[:10])
 
 
+def loop_facts_agree(ob: dict, ctx: Ctx) -> Outcome:
+    """A branch inside a loop: what the proofs read (one iteration's facts) must be what every
+    iteration showed at the branch's line (observed on the example run: ``trace_facts`` watch)."""
+    line = str(ob.get("line"))
+    seen = (ctx.facts.get("at") or {}).get(line)
+    hits = (ctx.facts.get("at_hits") or {}).get(line, 0)
+    if not seen or not hits:
+        return unknown(f"the branch's line {line} was not observed on the example run")
+    shapes = (ctx.facts.get("at_shapes") or {}).get(line) or {}
+    differ = sorted(name for name, facts in seen.items() if len(facts) > 1 or len(shapes.get(name) or []) > 1)
+    if differ:
+        return check_refuted("the observation of every iteration at the branch (verifier/facts.py watch)",
+                             f"`{differ[0]}` differs between iterations (shapes seen: "
+                             f"{shapes.get(differ[0]) or 'n/a'}; {len(seen[differ[0]])} distinct kind/dtype/rank/device): "
+                             "the proofs, which read one iteration, do not cover the others")
+    return checked(f"the observation of the example run: all {hits} iterations showed the same kind, dtype, shape "
+                   f"and device of {', '.join(f'`{n}`' for n in sorted(seen)) or 'no name'} at line {line}",
+                   ["other inputs give every iteration facts alike too (an observation of one run, not a proof); "
+                    "Dynamo unrolls the loop, each iteration's branch predicated alike"])
+
+
 ENCODERS = {
     "same-shape": same_shape,
     "same-dtype": same_dtype,
@@ -249,6 +270,7 @@ ENCODERS = {
     "finite-gradient": finite_gradient,
     "where-equals-ite": where_equals_ite,
     "untaken-side-runs": untaken_runs,
+    "loop-facts-agree": loop_facts_agree,
 }
-CHECKS = frozenset({"untaken-side-runs"})
-OBSERVED = frozenset({"untaken-side-runs"})   # the submodule observed on the example run
+CHECKS = frozenset({"untaken-side-runs", "loop-facts-agree"})
+OBSERVED = frozenset({"untaken-side-runs", "loop-facts-agree"})   # observed on the example run

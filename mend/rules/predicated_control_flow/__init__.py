@@ -61,8 +61,13 @@ Declines (``unchanged_examples.py``): a side that mutates state (other than the 
 setup above), raises, returns early while the other falls through, assigns ``None``,
 draws random numbers, calls something that might not be pure, holds a nested compound
 statement, setup that fails one of the hoisting conditions, trailing calls that differ in
-name or arguments, or a site inside a loop (Dynamo skipped the frame; predicating would
-run the untaken side every iteration, cf. shared/cases 006). What the source cannot decide
+name or arguments, a site inside a ``while`` loop, or a branch in a ``for`` loop that holds
+``break``/``continue`` or skips a call of the loop's item (an MoE expert: predicating would run
+every expert, a cost decision, cf. shared/cases 006). A branch inside a ``for`` loop is otherwise
+predicated alike on each iteration (Dynamo unrolls the loop; the frame it skipped compiles
+again: helper-60's per-layer rescale, 0 -> 1 graph); the proofs read one iteration's facts, so
+``loop-facts-agree`` (required, an observation: the fix is unsafe) checks that every iteration
+showed the same kind, dtype, shape and device of each name the branch reads. What the source cannot decide
 is returned as proof obligations (see the fix safety statement).
 
 The package: ``env.py`` (what the parts share), ``screen.py`` (what may run
@@ -147,7 +152,7 @@ OBLIGATION_KINDS = frozenset({
     "where-equals-ite",
     "idempotent-device-move", "paired-call-value-not-aliased", "hoisted-setup-pure", "hoisted-setup-cannot-raise",
     "cond-predicate", "cond-branch-types", "cond-output-not-aliased", "cond-side-pure", "cond-taken-side-only",
-    "cond-no-autograd", "finiteness-test-precision", "autocast-keeps-original",
+    "cond-no-autograd", "finiteness-test-precision", "autocast-keeps-original", "loop-facts-agree",
 })
 
 RULE = Rule(
@@ -157,7 +162,7 @@ RULE = Rule(
     rewrite=rewrite,
     example_line=first_site,
     obligation_kinds=OBLIGATION_KINDS,
-    required_kinds=frozenset({"fall-through-cannot-raise"}),
+    required_kinds=frozenset({"fall-through-cannot-raise", "loop-facts-agree"}),
     needs_facts=True,
     fix_safety=FIX_SAFETY,
     doc=__doc__,

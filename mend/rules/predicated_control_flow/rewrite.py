@@ -137,9 +137,20 @@ def _rewrite_at(module: cst.Module, node: cst.CSTNode | None, line: int,
     if not starting:
         return Decline(NAME, f"no statement starts on line {line}")
     node, ancestors = min(starting, key=lambda e: len(e[1]))
-    if any(isinstance(a, (cst.For, cst.While)) for a in _same_function(ancestors)):
-        return Decline(NAME, "the branch sits inside a loop, so Dynamo skipped the whole frame; predicating it "
-                             "would evaluate the skipped side on every iteration (cost, inf*0 NaNs)")
+    loops = [a for a in _same_function(ancestors) if isinstance(a, (cst.For, cst.While))]
+    if any(isinstance(a, cst.While) for a in loops):
+        return Decline(NAME, "the branch sits inside a `while` loop (Dynamo skipped the whole frame): its "
+                             "iteration count may follow tensor values, and predicating inside it is not attempted")
+    if loops and m.findall(node, m.Break() | m.Continue() | m.Yield()):
+        return Decline(NAME, "the branch inside the loop holds `break`/`continue`/`yield`, which predication "
+                             "cannot express")
+    per_item = {n.value for lp in loops for n in m.findall(lp.target, m.Name())}
+    skipped = [c for c in m.findall(node, m.Call()) if _root(c.func) in per_item]
+    if skipped:
+        return Decline(NAME, f"the branch inside the loop skips a call of the loop's item "
+                             f"(`{cst.Module([]).code_for_node(skipped[0].func)}`, an MoE expert or a layer): "
+                             "predicating it would run every one on every call, a cost decision left to the cost "
+                             "model (shared case 006: a skipped expert overflowing to inf)")
     ternary = _ternary_as_if(module, node, index.positions, line)
     if ternary is not None:
         if autocast:
@@ -192,8 +203,26 @@ def _rewrite_at(module: cst.Module, node: cst.CSTNode | None, line: int,
         new = add_import(new, "import torch")
     if any(ob["kind"] == "gradient-gated" for ob in env.obligations):   # a side reads its inputs through _mend_gate
         new = add_helper(new)
-    return RewriteResult(new.code, span, detail, where_equals_ite(env.obligations), predicates=preds,
+    obligations = where_equals_ite(env.obligations)
+    if loops:   # the proofs read the facts of one iteration: every iteration must show the same ones
+        obligations.append(_loop_facts(node, obligations, index.positions[node].start.line))
+        detail += "; inside a `for` loop (each iteration predicated alike: Dynamo unrolls it)"
+    return RewriteResult(new.code, span, detail, obligations, predicates=preds,
                          form=env.form, cost_parts=env.cost_parts)
+
+
+def _loop_facts(node: cst.CSTNode, obligations: list[dict], line: int) -> dict:
+    """``loop-facts-agree``: the names the branch and its obligations read, observed at the
+    branch's line on every iteration (``trace_facts`` ``watch``), must agree in kind, dtype,
+    shape and device, since the proofs read one iteration's facts (helper-60's layer loop)."""
+    from verifier.facts import names_in
+
+    exprs = [cst.Module([]).code_for_node(node.test)] if isinstance(node, cst.If) else []
+    exprs += [v for o in obligations for k, v in o.items() if k in ("pred", "lhs", "rhs", "expr") and isinstance(v, str)]
+    names = sorted(n for n in names_in(exprs) if n != "torch" and not n.startswith("torch."))
+    return {"kind": "loop-facts-agree", "line": line, "expr": "(" + ", ".join(names) + ",)" if names else "()",
+            "detail": "the facts the proofs read (one iteration's) are every iteration's: the same kind, dtype, "
+                      "shape and device of each name at the branch, on every iteration of the example run"}
 
 
 def _ternary(node: cst.CSTNode) -> tuple[str, cst.IfExp] | None:
@@ -303,6 +332,13 @@ def _walrus_hoisted(module: cst.Module, node: cst.CSTNode, ancestors: list[cst.C
     new = _splice(module, [(node, [assign, new_if])])
     start = positions[node].start.line
     return new, start + binding.count("\n") + 1, (start, positions[node].end.line), binding
+
+
+def _root(expr: cst.BaseExpression) -> str | None:
+    """The name an attribute/subscript/call chain starts from (``expert`` of ``expert.fc(x)``)."""
+    while isinstance(expr, (cst.Attribute, cst.Subscript, cst.Call)):
+        expr = expr.value if not isinstance(expr, cst.Call) else expr.func
+    return expr.value if isinstance(expr, cst.Name) else None
 
 
 def _same_function(ancestors: list[cst.CSTNode]) -> list[cst.CSTNode]:

@@ -146,7 +146,39 @@ DECLINE_EXAMPLES: list[tuple[str, str]] = [
                             out = out + gate * expert(x)
                     return out
         '''),
-        'inside a loop',
+        "skips a call of the loop's item",
+    ),
+    # a branch in a `while` loop, or one that leaves a `for` loop's iteration, is not predicated
+    (
+        dedent('''\
+            import torch
+
+
+            def f(h, n):
+                i = 0
+                while i < n:
+                    h = h * 2
+                    if h.abs().max() > 10.0:
+                        h = h * 0.1
+                    i += 1
+                return h
+        '''),
+        "inside a `while` loop",
+    ),
+    (
+        dedent('''\
+            import torch
+
+
+            def f(hs):
+                out = hs[0]
+                for h in hs:
+                    if h.abs().max() > 10.0:
+                        continue
+                    out = out + h
+                return out
+        '''),
+        "holds `break`/`continue`",
     ),
     # 013: a Python counter bumped in the branch
     (
