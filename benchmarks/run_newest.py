@@ -264,7 +264,7 @@ def newest_markdown(doc: dict) -> str:
         for s in sites:
             where = f"{_short(s.get('file'))}:{s.get('line')}"
             why = s.get("reason") or "no reason given"
-            if s.get("fixable_by"):  # a rule matched, but its rewrite was not emitted
+            if s.get("fixable_by") and "but its rewrite was declined" not in why:  # matched, not emitted
                 why = f"`{s['fixable_by']}` matches ({why}) but its rewrite was declined (below)"
             L.append(f"  * `{where}` ({s.get('function')}) `{(s.get('source') or '').strip()[:80]}` — "
                      f"{s.get('category')} ×{s.get('count')}: {why}"

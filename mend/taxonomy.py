@@ -281,13 +281,23 @@ def _numpy_tolist(loc: Located | None) -> bool:
 
 def _item_assert(node) -> bool:
     """``assert [not] <cmp>`` with a ``T.item()`` operand of a comparison (``assert lengths.max().item() <= slen``),
-    or ``assert [not] T.item()``:
-    the host read is the check's own, which predicated validation moves into the graph."""
-    if not isinstance(node, cst.Assert):
+    ``assert [not] T.item()`` or ``[not] math.isnan(T.item())`` (``isinf``, ``isfinite``), or an ``if`` with
+    such a test whose body only raises (a NaN-loss check): the host read is the check's own, which predicated
+    validation moves into the graph."""
+    if isinstance(node, cst.If):
+        body = node.body.body
+        if not (len(body) == 1 and isinstance(body[0], cst.SimpleStatementLine) and len(body[0].body) == 1
+                and isinstance(body[0].body[0], cst.Raise)):
+            return False
+    elif not isinstance(node, cst.Assert):
         return False
     test = node.test
     while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         test = test.expression
+    if isinstance(test, cst.Call) and len(test.args) == 1 and isinstance(test.func, cst.Attribute) and \
+            isinstance(test.func.value, cst.Name) and test.func.value.value == "math" and \
+            test.func.attr.value in ("isnan", "isinf", "isfinite"):
+        test = test.args[0].value
     operands = [test.left] + [c.comparator for c in test.comparisons] if isinstance(test, cst.Comparison) else [test]
     # `assert (ids < n).all().item(), msg`: the bare truth value of one read (generalisation probe)
     return any(isinstance(o, cst.Call) and not o.args and isinstance(o.func, cst.Attribute) and o.func.attr.value == "item"

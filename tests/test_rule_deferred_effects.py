@@ -1097,3 +1097,6 @@ def test_a_deferral_that_breaks_inside_the_runtime_is_not_emitted():
     assert res.rewrites == []
     (why,) = [d.reason for d in res.declined]
     assert "breaks inside mend's runtime" in why and "graphs 2 -> 2" in why
+    # the site left in the after-scan says its rewrite was declined, and why (not only the plan)
+    (left,) = [s for s in res.after.sites if s.fixable_by == de.NAME]
+    assert "but its rewrite was declined: the rewritten code breaks inside mend's runtime" in left.reason

@@ -505,3 +505,59 @@ def get_inputs():
     for rw in res.rewrites:
         ob = next(o for o in rw["obligations"] if o["kind"] == "raises-iff-original")
         assert ob["result"] == "proved", ob
+
+
+def test_a_nan_loss_check_read_through_item_moves_into_the_graph(tmp_path):
+    """helper-61: `if math.isnan(loss.item()): raise` was left at item-tolist (no rule). It is
+    routed to predicated validation and rewritten to torch.isnan(loss), 2 graphs -> 1; the
+    check is not put under `if __debug__:` (python -O keeps an if/raise), and a tampered
+    mapping (isinf for isnan) is refuted by raises-iff-original."""
+    from mend.fix import fix
+    from mend.targets import load_file_module
+    from verifier.encoders.assert_async import raises_iff
+    from verifier.encoders.base import Ctx
+
+    src = tmp_path / "nan_loss.py"
+    src.write_text('''import math
+
+import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 1)
+
+    def forward(self, x):
+        loss = self.lin(x).pow(2).mean()
+        if math.isnan(loss.item()):
+            raise ValueError("nan loss")
+        return loss * 2
+
+
+def get_inputs():
+    return (torch.randn(4, 8),)
+''')
+    res = fix(str(src), unsafe_fixes=True, verify="standard", max_examples=5)
+    (rw,) = res.rewrites
+    assert (res.before.graph_count, res.after.graph_count) == (2, 1) and "__debug__" not in res.mended
+    assert "torch.isnan(loss)" in res.mended
+    ob = next(o for o in rw["obligations"] if o["kind"] == "raises-iff-original")
+    assert ob["result"] == "proved"
+    out = tmp_path / "mended.py"
+    out.write_text(res.mended)
+    a, b = load_file_module(src, "_nl_a").Model(), load_file_module(out, "_nl_b").Model()
+    b.load_state_dict(a.state_dict())
+    b = vr.install(b)
+    x = torch.randn(4, 8)
+    assert torch.equal(a(x), b(x))
+    bad = x.clone()
+    bad[0, 0] = float("nan")
+    for model in (a, b, torch.compile(b, backend="eager")):
+        with pytest.raises(ValueError, match="nan loss"):
+            model(bad)
+    facts = {"names": {"loss": {"kind": "tensor", "shape": [], "dtype": "float32"}}, "self": {}}
+    tampered = {**{k: ob[k] for k in ("exception", "message", "raises_when", "items", "numbers")},
+                "asserts": "torch.logical_not(torch.isinf(loss))", "restored": ("ValueError", "nan loss")}
+    assert raises_iff(tampered, Ctx(facts, {})).result == "refuted"

@@ -447,13 +447,16 @@ class ValueEval:
             return V(z3.Not(self.truth(self.eval(args[0]))), "bool")
         if last in ("isnan", "isinf", "isfinite", "isposinf", "isneginf"):
             x = self.eval(args[0])
-            if x.dtype not in FP_FORMAT:
-                return V(z3.BoolVal(last == "isfinite"), "bool")
-            t = x.term
+            out = "pybool" if fname.startswith("math.") else "bool"   # math.isnan gives a Python bool
+            if x.dtype == "pyfloat" and not z3.is_expr(x.term):     # a Python constant
+                return V(z3.BoolVal(getattr(math, last)(x.term)), out)
+            if x.dtype not in FP_FORMAT and x.dtype != "pyfloat":   # an integer or bool is always finite
+                return V(z3.BoolVal(last == "isfinite"), out)
+            t = x.term                                              # a float tensor, or a float64 from .item()
             return V({"isnan": lambda: z3.fpIsNaN(t), "isinf": lambda: z3.fpIsInf(t),
                       "isfinite": lambda: z3.Not(z3.Or(z3.fpIsNaN(t), z3.fpIsInf(t))),
                       "isposinf": lambda: z3.And(z3.fpIsInf(t), z3.fpIsPositive(t)),
-                      "isneginf": lambda: z3.And(z3.fpIsInf(t), z3.fpIsNegative(t))}[last](), "bool")
+                      "isneginf": lambda: z3.And(z3.fpIsInf(t), z3.fpIsNegative(t))}[last](), out)
         if last in ("eq", "ne", "lt", "le", "gt", "ge"):
             a, b = self.eval(args[0]), self.eval(args[1])
             op = {"eq": "Eq", "ne": "NotEq", "lt": "Lt", "le": "LtE", "gt": "Gt", "ge": "GtE"}[last]

@@ -211,8 +211,25 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
     # the record that stands is the rewrite
     done = {(r.site, r.rule) for r in rewrites}
     declined = [d for d in declined if (d.site, d.rule) not in done] + still
+    _say_declined(ex, after, declined, originals, files)
     return FixResult(spec, ex.kind, files, originals, sources, before, after, rewrites, declined,
                      main_file=None if overlay else ex.rel)
+
+
+def _say_declined(ex, after, declined: list, originals: dict, files: dict) -> None:
+    """A site left in ``after`` whose rule matched carries the matcher's plan as its reason; where
+    that rule's rewrite was declined, the reason says so, with the decline's (helpers 59, 63: the
+    plan read as the reason the break remained)."""
+    by_label = {}
+    for d in declined:
+        by_label.setdefault(d.site, d)
+    for s in after.sites:
+        rel = ex.file_key(s) if s.fixable_by else None
+        if rel is None:
+            continue
+        d = by_label.get(ex.site_label(s, rel, originals.get(rel, files.get(rel, ""))))
+        if d is not None and d.rule in (None, s.fixable_by):
+            s.reason = f"`{s.fixable_by}` matches ({s.reason}) but its rewrite was declined: {d.reason}"
 
 
 def _graphs(scan_) -> int:

@@ -390,6 +390,35 @@ def f(x, n):
 ''',
         7,
     ),
+    # a NaN-loss check read through `.item()` (helper-61): math.isfinite of the float64 the tensor
+    # widens to is torch.isfinite of the tensor; an if/raise is not under `if __debug__:` (-O keeps it)
+    (
+        '''import math
+
+import torch
+
+
+def check(loss):
+    if not math.isfinite(loss.item()):
+        raise FloatingPointError("non-finite loss")
+    return loss
+''',
+        '''import math
+
+import torch
+
+# mend: exceptions of checks rewritten into torch._assert_async, restored where the call returns
+# by mend.validation_runtime.install(model).
+_MEND_TRAPS = {
+    "1679b3f9cacb": lambda: FloatingPointError("non-finite loss"),
+}
+
+
+def check(loss):
+    torch._assert_async(torch.isfinite(loss), f"mend-trap:{__name__}:_MEND_TRAPS.1679b3f9cacb")
+    return loss
+''',
+    ),
 ]
 
 DECLINE_EXAMPLES: list[tuple[str, str] | DeclineExample] = [
@@ -497,6 +526,14 @@ def f(x):
         raise ValueError("need 16 elements")
     return x
 ''', "shapes and literals only"),
+    # `math` must be the standard library's for math.isnan(T.item()) to be torch.isnan(T)
+    ('''import torch
+import numpy as math
+def f(loss):
+    if math.isnan(loss.item()):
+        raise ValueError("nan")
+    return loss
+''', "`math` is not bound only by `import math`"),
     # an if/elif chain is split only where every arm above the site only raises (split_chain)
     DeclineExample('''import torch
 def f(x):

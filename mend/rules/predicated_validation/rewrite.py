@@ -204,13 +204,14 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
         local = fresh_local(plan.function, GUARDED)
         holds = f"torch.logical_not({_code(plan.core)})" if plan.raise_if_true else _code(plan.core)
         new = _guarded(plan, local, marker, indent)
-    else:  # `assert T.item() <op> E`; `python -O` strips asserts, so does `if __debug__:`
+    else:  # `T.item() <op> E`: `python -O` strips an assert, so `if __debug__:` wraps its check; an if/raise it keeps
         call = cst.parse_expression(f"torch._assert_async(_, {marker})")
         call = call.with_changes(args=[cst.Arg(plan.holds), *call.args[1:]])
         if indent + len(_code(call)) > 100:  # one argument a line, as black would
             call = cst.parse_expression(f"torch._assert_async(\n    {holds},\n    {marker},\n)")
-        new = cst.If(test=cst.Name("__debug__"), body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Expr(call)])]),
-                     leading_lines=plan.stmt.leading_lines)
+        line_ = cst.SimpleStatementLine([cst.Expr(call)])
+        new = cst.If(test=cst.Name("__debug__"), body=cst.IndentedBlock([line_]), leading_lines=plan.stmt.leading_lines) \
+            if plan.form == "assert" else line_.with_changes(leading_lines=plan.stmt.leading_lines)
     cls = next((a for a in reversed(site[1]) if isinstance(a, cst.ClassDef)), None)
     guard = fresh_guard(tree, plan.function, plan.stmt, cls)
     if guard is not None:

@@ -11,6 +11,7 @@ import libcst.matchers as m
 from mend.locate import Located
 from mend.rules._base import Decline, Match
 from mend.rules._common import code_of as _code, dotted as _dotted, enclosing_handler, locals_readers, state_change
+from mend.rules._bindings import bindings, module_alias
 from mend.rules._in_graph_checks import surroundings
 
 NAME = "predicated-validation"
@@ -175,11 +176,29 @@ def _item_receiver(recv: cst.BaseExpression) -> str | None:
     return None
 
 
-def _item_form(core: cst.BaseExpression) -> tuple[cst.BaseExpression, list, list] | str:
+_MATH_TESTS = {"isnan", "isinf", "isfinite"}
+
+
+def _item_form(core: cst.BaseExpression, module: cst.Module | None = None) -> tuple[cst.BaseExpression, list, list] | str:
     """``T.item() <op> E`` (chains, either side, both sides) -> (the tensor condition with `.item()` removed,
     the receivers' sources, the other operands' sources), or why it is not that form. A bare
     ``T.item()`` is the form too: its truth value is the tensor's (a one-element tensor is true
-    when nonzero, NaN included, as the number is)."""
+    when nonzero, NaN included, as the number is). So is ``math.isnan(T.item())`` (``isinf``,
+    ``isfinite``; ``math`` the standard library's, bound only by ``import math``): a float's
+    ``.item()`` is its value widened to float64, which keeps NaN and infinity, and an integer's
+    is never either, as ``torch.isnan`` says of T itself (a NaN-loss check, helper-61)."""
+    if isinstance(core, cst.Call) and (_dotted(core.func) or "").startswith("math.") and \
+            (_dotted(core.func) or "").split(".", 1)[1] in _MATH_TESTS:
+        if module is None or not module_alias(bindings(module), "math", "math"):
+            return "`math` is not bound only by `import math` in the module, so `math.isnan` may be another function"
+        if len(core.args) != 1 or core.args[0].keyword or core.args[0].star or not _is_item(core.args[0].value):
+            return "the `math` test does not take one `T.item()` argument"
+        recv = core.args[0].value.func.value
+        why = _item_receiver(recv)
+        if why:
+            return why
+        test = cst.parse_expression(f"torch.{_dotted(core.func).split('.', 1)[1]}(_)")
+        return test.with_changes(args=[cst.Arg(recv)]), [_code(recv).strip()], []
     if _is_item(core):
         recv = core.func.value
         if not (isinstance(recv, cst.Call) and not recv.args and isinstance(recv.func, cst.Attribute) and
@@ -383,7 +402,19 @@ def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
                              "rewrite, run only where the condition is not a one-element CPU tensor")
     items = numbers = None
     if m.findall(test, m.Call(func=m.Attribute(attr=m.Name("item")))):  # the break is the host read itself
-        form_ = _item_form(core)
+        module_ = ancestors[0] if ancestors and isinstance(ancestors[0], cst.Module) else None
+        hook = core if isinstance(core, cst.Call) and _dotted(core.func) == "__mend_force__" and len(core.args) == 2 \
+            else None
+        if hook is not None:   # the verifier's instrumented copy (verifier/forcing.py): the form inside its hook
+            wrapped, wrapped_not = _strip_not(hook.args[0].value)
+            form_ = _item_form(wrapped, module_)
+            if not isinstance(form_, str):
+                cond = form_[0] if not wrapped_not else \
+                    cst.parse_expression("torch.logical_not(_)").with_changes(args=[cst.Arg(form_[0])])
+                form_ = (hook.with_changes(args=[hook.args[0].with_changes(value=cond), hook.args[1]]),
+                         form_[1], form_[2])
+        else:
+            form_ = _item_form(core, module_)
         if isinstance(form_, str):
             return Decline(NAME, form_)
         tensor_core, items, numbers = form_
