@@ -219,7 +219,9 @@ def _loop_facts(node: cst.CSTNode, obligations: list[dict], line: int) -> dict:
 
     exprs = [cst.Module([]).code_for_node(node.test)] if isinstance(node, cst.If) else []
     exprs += [v for o in obligations for k, v in o.items() if k in ("pred", "lhs", "rhs", "expr") and isinstance(v, str)]
-    names = sorted(n for n in names_in(exprs) if n != "torch" and not n.startswith("torch."))
+    local = _branch_locals(node)
+    names = sorted(n for n in names_in(exprs) if n != "torch" and not n.startswith("torch.")
+                   and n.split(".")[0] not in local)
     return {"kind": "loop-facts-agree", "line": line, "expr": "(" + ", ".join(names) + ",)" if names else "()",
             "detail": "the facts the proofs read (one iteration's) are every iteration's: the same kind, dtype, "
                       "shape and device of each name at the branch, on every iteration of the example run"}
@@ -332,6 +334,30 @@ def _walrus_hoisted(module: cst.Module, node: cst.CSTNode, ancestors: list[cst.C
     new = _splice(module, [(node, [assign, new_if])])
     start = positions[node].start.line
     return new, start + binding.count("\n") + 1, (start, positions[node].end.line), binding
+
+
+def _branch_locals(node: cst.CSTNode) -> set[str]:
+    """Names each arm of the ``if`` assigns before reading them (``clamp_value`` in the fp16
+    clamp): their value where the ``if`` starts is never read, so it may differ by iteration."""
+    if not isinstance(node, cst.If):
+        return set()
+    out: set[str] = set()
+    arms = [node.body] + ([node.orelse.body] if node.orelse is not None and not isinstance(node.orelse, cst.If) else [])
+    for block in arms:
+        read: set[str] = {n.value for n in m.findall(node.test, m.Name())}
+        for stmt in getattr(block, "body", []):
+            smalls = stmt.body if isinstance(stmt, cst.SimpleStatementLine) else [stmt]
+            for small in smalls:
+                if isinstance(small, cst.Assign) and len(small.targets) == 1 and \
+                        isinstance(small.targets[0].target, cst.Name):
+                    uses = {n.value for n in m.findall(small.value, m.Name())}
+                    name = small.targets[0].target.value
+                    if name not in read and name not in uses:
+                        out.add(name)
+                    read |= uses
+                else:
+                    read |= {n.value for n in m.findall(small, m.Name())}
+    return out
 
 
 def _root(expr: cst.BaseExpression) -> str | None:
