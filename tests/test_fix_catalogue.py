@@ -19,7 +19,8 @@ def t5_fixed(tmp_path_factory):
     from mend.cli import main
 
     out = tmp_path_factory.mktemp("mended")
-    result = CliRunner().invoke(main, ["fix", "hf:t5", "--out", str(out), "--json", "--examples", "4"])
+    result = CliRunner().invoke(main, ["fix", "hf:t5", "--out", str(out), "--json", "--examples", "4",
+                                       "--unsafe-fixes"])
     assert result.exit_code == 0, result.stderr
     return out, json.loads(result.stdout)
 
@@ -29,6 +30,9 @@ def test_t5_goes_to_zero_breaks(t5_fixed):
     assert (doc["before"]["graph_break_count"], doc["after"]["graph_break_count"]) == (3, 0)
     (rw,) = doc["rewrites"]
     assert rw["rule"] == "deferred-side-effects" and rw["file"] == "transformers/models/t5/modeling_t5.py"
+    # embedding lookups follow the warning in its graph: the ordered form, an unsafe fix (a failing
+    # lookup could change what is printed before the error under inductor)
+    assert rw["safety"]["label"] == "unsafe" and "ordered=True" in rw["diff"]
     assert (out / "transformers/models/t5/modeling_t5.py").is_file()
     assert len(list((out / "certificates").glob("*.json"))) == 1
 

@@ -420,7 +420,7 @@ CHECKS_TESTED_WITH_THEIR_RULE = {
     "int-guards-emitted": "test_rule_constant_buffer.py",
     "item-operand-tensor": "test_rule_item_operand.py",
     "bincount-in-range": "test_rule_bounded_bincount.py",
-    "gradient-gated": "test_gradient_gate.py",
+    "gradient-gated": "test_gradient_gate.py", "loop-facts-agree": "test_rule_predicated_control_flow.py",
     "deferred-if-predicate": "test_rule_deferred_effects.py",
     "membership-any": "test_rule_tensor_membership.py",
     "autocast-keeps-original": "test_rule_predicated_control_flow.py",

@@ -212,7 +212,7 @@ def test_threshold_not_exact_is_declined_by_fix(tmp_path):
 
 def test_required_obligations_at_every_level():
     assert RULES[hc.NAME].required_kinds == {"count-compare-exact", "count-tolist-1d", "count-uses-keep-type"}
-    assert RULES["predicated-control-flow"].required_kinds == {"fall-through-cannot-raise"}
+    assert RULES["predicated-control-flow"].required_kinds == {"fall-through-cannot-raise", "loop-facts-agree"}
     source = REFUTED[0][0]
     res = hc.rewrite(cst.parse_module(source), hc.example_line(source))
     facts = {"names": {"x": _F32}, "self": {}}

@@ -164,12 +164,12 @@ def test_today_s_required_kinds_and_facts():
     assert RULES["host-count-reduction"].required_kinds == {"count-compare-exact", "count-tolist-1d",
                                                             "count-uses-keep-type"}
     assert RULES["predicated-validation"].required_kinds == {"state-unchanged-on-raise", "guarded-check"}
-    assert RULES["predicated-control-flow"].required_kinds == {"fall-through-cannot-raise"}
+    assert RULES["predicated-control-flow"].required_kinds == {"fall-through-cannot-raise", "loop-facts-agree"}
     assert not RULES["deferred-side-effects"].required_kinds
     assert {n: RULES[n].needs_facts for n in ("predicated-control-flow", "predicated-validation",
                                               "host-count-reduction", "deferred-side-effects")} == {
         "predicated-control-flow": True, "predicated-validation": True, "host-count-reduction": True,
-        "deferred-side-effects": False}
+        "deferred-side-effects": True}   # the trace of the graph that replays the call
 
 
 def test_match_site_routes_by_category(tmp_path):

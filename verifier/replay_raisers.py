@@ -11,9 +11,10 @@ position instead.
 
 :func:`replay_raisers` compiles the model with a recording backend and, for every graph whose
 side effects store ``_replay`` on the runtime module, lists the operators that can raise on
-tensor values found after the first node traced from the deferred call's function (a node
+tensor values found after the deferred call's first invocation (:func:`_after_call`; a node
 records the frames it was traced in: ``meta["stack_trace"]``). Conservative: a graph holding
-no node of that function is searched whole, and nodes of the function before the call count.
+no node of that function is searched whole. An operator before the call is harmless: when it
+raises, eager never reached the call either.
 
 Evidence kind: an observation of Dynamo's trace on the example inputs (other guards give other
 graphs), with a fixed list of operators that raise on values (a name screen, not a proof that
@@ -96,6 +97,28 @@ def _in_function(frames, file: str, function: str) -> bool:
                for f, _n, fn in frames)
 
 
+def _after_call(nodes, frames, site: dict) -> int:
+    """The index of the first node that runs after the deferred call (at ``site["line"]`` of
+    ``site["function"]``) in its first invocation: the first node traced in the function after
+    that line, or the first one outside it once it was entered (it returned). Program order is
+    graph order, and every invocation of the call comes at or after this point, so counting from
+    it is conservative. 0 (the whole graph) when no node of the function is found. Placeholders
+    carry the frame of their first use, not a position: skipped."""
+    line, entered = site.get("line"), False
+    for i, (node, fr) in enumerate(zip(nodes, frames)):
+        if node.op in ("placeholder", "get_attr", "output"):
+            continue
+        here = [n for f, n, fn in fr if f == site["file"] and (fn == site["function"] or fn.startswith(
+            f"torch_dynamo_resume_in_{site['function']}_at_"))]
+        if here:
+            if line is None or here[-1] > line:
+                return i
+            entered = True
+        elif entered:
+            return i
+    return len(nodes) if entered else 0
+
+
 def _replays(tx) -> bool:
     side = tx.output.side_effects
     for var in side._get_modified_vars():
@@ -106,18 +129,23 @@ def _replays(tx) -> bool:
     return False
 
 
+def _key(site: dict) -> str:
+    return site["function"] + (f":{site['line']}" if site.get("line") else "")
+
+
 def replay_raisers(model, args: tuple, kwargs: dict, sites: list[dict]) -> dict:
     """Compile ``model`` (eval mode, no grad; a backend that records and runs the Dynamo graph
-    as traced) and call it once on the example inputs. ``sites``: ``[{"file", "function"}]``,
-    the deferred calls' files and functions. Returns ``{"graphs": n, "replay_graphs": k,
-    "raisers": {"<file>:<function>": ["<op> (<file>:<line>)", ...]}, "error": str | None}``.
+    as traced) and call it once on the example inputs. ``sites``: ``[{"file", "function",
+    "line"}]``, the deferred calls' files, functions and lines. Returns ``{"graphs": n,
+    "replay_graphs": k, "raisers": {"<function>:<line>": ["<op> (<file>:<line>)", ...]},
+    "error": str | None}``.
     Dynamo's caches are reset before and after; the model's mode is restored. Raises nothing."""
     import logging
 
     import torch
     from torch._dynamo.symbolic_convert import InstructionTranslator
 
-    found: dict[str, list[str]] = {f"{s['file']}:{s['function']}": [] for s in sites}
+    found: dict[str, list[str]] = {_key(s): [] for s in sites}
     counts = {"graphs": 0, "replay_graphs": 0}
 
     def backend(gm, _inputs):
@@ -126,16 +154,14 @@ def replay_raisers(model, args: tuple, kwargs: dict, sites: list[dict]) -> dict:
             return gm.forward
         counts["replay_graphs"] += 1
         nodes = list(gm.graph.nodes)
+        frames = [_frames(n) for n in nodes]
         for site in sites:
-            frames = [_frames(n) for n in nodes]
-            # placeholders carry the frame of their first use, not a position: skipped
-            start = next((i for i, (n, fr) in enumerate(zip(nodes, frames)) if n.op not in ("placeholder", "get_attr")
-                          and _in_function(fr, site["file"], site["function"])), 0)
+            start = _after_call(nodes, frames, site)
             for node, fr in zip(nodes[start:], frames[start:]):
                 why = _raiser(gm, node)
                 if why:
                     where = f"{fr[-1][0].rsplit('/', 1)[-1]}:{fr[-1][1]}" if fr else "?"
-                    found[f"{site['file']}:{site['function']}"].append(f"{why} ({where})")
+                    found[_key(site)].append(f"{why} ({where})")
         return gm.forward
 
     was, error = model.training, None

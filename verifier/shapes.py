@@ -280,7 +280,8 @@ class ShapeEval:
             return low
         return dim_r if low is None else combine(dim_r, low)
 
-    def binary(self, op: str, a: M, b: M, what: str) -> M:
+    def binary(self, op: str, a: M, b: M, what: str, literal: bool = False) -> M:
+        """``a <op> b``; ``literal``: ``b`` is written as a literal in the source."""
         if a.kind == "num" and b.kind == "num":
             if a.cat == "float" or b.cat == "float" or op == "/":
                 return _num("float")
@@ -303,11 +304,12 @@ class ShapeEval:
             return M("tensor", shape=shape, dtype=rt)
         if op in ("/", "atan2"):
             rt = z3.If(is_float(rt), rt, DTC["float32"])
-        if op in ("//", "%"):   # a Python int divisor is modelled (a constant: decided; an input: free)
-            known = b.kind == "num" and b.cat == "int" and b.ival is not None
-            if known and z3.is_int_value(b.ival):
-                self.assume.append((z3.BoolVal(True), f"the divisor in `{what}` is {b.ival} (a literal, or module "
-                                                      "state as observed)"))
+        if op in ("//", "%"):   # a Python int divisor is modelled (a literal: decided; an input: free)
+            known = b.kind == "num" and b.cat == "int" and b.ival is not None and (literal or self.tier == "observed")
+            if known and z3.is_int_value(b.ival) and not literal:
+                # module state can change after the example (helper-62: an annealed period reaching 0), so its
+                # value decides only at the observed tier: the fix is then unsafe
+                self.assume.append((z3.BoolVal(True), f"the divisor in `{what}` is {b.ival}, module state as observed"))
             self.pre.append((z3.Or(is_float(rt), b.ival != 0) if known else is_float(rt),
                              f"integer `{op}` raises on a zero divisor ({what})"
                              + ("" if known else "; a tensor divisor's values are not modelled")))
@@ -324,7 +326,7 @@ class ShapeEval:
             return self.matmul(a, b, ast.unparse(node))
         if a.kind == "shape" and b.kind == "shape" and op == "+":
             return M("shape", shape=a.shape + b.shape)
-        return self.binary(op, a, b, ast.unparse(node))
+        return self.binary(op, a, b, ast.unparse(node), literal=isinstance(node.right, ast.Constant))
 
     def e_Compare(self, node):
         ops = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",

@@ -73,14 +73,16 @@ def _rank_follows_inputs(pred: str, ctx: Ctx) -> str | None:
     """Why the predicate has one element only at the example's ranks, else None. The shape tiers
     make sizes symbolic but keep ranks, so `if gate:` on a 0-d input was "proved" for every size
     while a gate of shape (8,) makes the original raise and `torch.where` broadcast (helper-60).
-    Each tensor not of the module state gets one more (leading) dimension: a predicate whose rank
+    Each tensor, module state included, gets one more (leading) dimension: a predicate whose rank
     moves with it is single-element only at the ranks the example had."""
-    names = ctx.facts.get("names") or {}
-    bumped = {k: {**f, "shape": [2, *f["shape"]]} if f.get("kind") == "tensor" and not k.startswith("self.") else f
-              for k, f in names.items()}
+    def bump(table: dict) -> dict:
+        return {k: {**f, "shape": [2, *f["shape"]]} if isinstance(f, dict) and f.get("kind") == "tensor" else f
+                for k, f in table.items()}
+    # module state too: a buffer replaced by one of another shape (helper-62: `x.sum() > self.t`, t of shape (1,))
+    bumped = {**ctx.facts, "names": bump(ctx.facts.get("names") or {}), "self": bump(ctx.facts.get("self") or {})}
     try:
         a = ShapeEval(ctx.facts, ctx.defs, "general").eval(_expr(pred))
-        b = ShapeEval({**ctx.facts, "names": bumped}, ctx.defs, "general").eval(_expr(pred))
+        b = ShapeEval(bumped, ctx.defs, "general").eval(_expr(pred))
     except Unsupported as exc:
         return f"the predicate's rank with inputs of other ranks is not known ({exc}): ranks are the example's"
     if a.kind == "tensor" and (b.kind != "tensor" or b.rank != a.rank):

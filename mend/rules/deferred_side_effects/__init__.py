@@ -81,9 +81,13 @@ same graph raised at run time, so verification traces the graph that replays the
 (``replayed-on-exception``, an observation of the example's trace: ``verifier/replay_raisers.py``)
 and refutes the replayed form when an operator that can raise on tensor values follows it (an
 index as in ``gather``/``embedding``/``x[idx]``, an in-graph check, an integer division, a
-factorization); the rule's second form, ``ordered=True``, is then verified and emitted (helper-61;
-transformers' T5 logger is followed by its embeddings, so it takes that form). A check in the
-same function makes the call ordered from the start. The output is also lost when Dynamo fails while tracing that graph (an
+factorization) and the rule's second form, ``ordered=True``, is verified instead: exact under the
+eager and aot_eager backends, but ``mend::capture`` is ordered only with other effects, not with a
+kernel that raises, and inductor ran a later capture before an earlier gather's index error
+surfaced (helper-62), so that form is an **unsafe** fix (``replayed-on-exception`` unknown). The
+paper rows' loggers (T5, BART, Pegasus, BioGPT) are followed by embedding lookups in their graph,
+so their fixes are unsafe since 2026-12-06 (helper-61's and helper-62's counterexamples). A check
+in the same function makes the call ordered from the start (ordered with that check's effect). The output is also lost when Dynamo fails while tracing that graph (an
 input of the wrong shape: the effect is not shown before the error, where the original's
 graph break showed it; found by a held-out review, cases 316 and 342), and lines differ from the original's only when
 another rewrite above the call changed the line count.

@@ -114,6 +114,8 @@ def _rewrite(module: cst.Module, line: int, when: cst.BaseExpression | None = No
                   "the graph as graph outputs and is replayed right after the graph call, in program order (an "
                   "ordinary, cacheable graph)")
         on_exception = {"kind": "replayed-on-exception", "mechanism": mechanism, "function": function,
+                        # where the call sits in the mended file (an earlier line only widens the search)
+                        "line": pos.start.line + (1 if moved else 0) - (1 if when is not None else 0),
                         "detail": "effects before an exception raised outside the graph are replayed before it",
                         "assumes": "no operator later in the same graph raises at run time (no check follows in "
                                    "this function; a kernel error such as an index out of range would drop the "

@@ -777,6 +777,31 @@ FIX_EXAMPLES: list[tuple[str, str]] = [
 
 ]
 
+FIX_EXAMPLES += [
+    # a branch inside a `for` loop, predicated alike on each iteration (helper-60's per-layer
+    # rescale; `loop-facts-agree` checks that every iteration showed the same facts)
+    (
+        '''import torch
+
+
+def rescale(layers, h):
+    for layer in layers:
+        h = layer(h)
+        if h.abs().max() > 10.0:
+            h = h * 0.1
+    return h
+''',
+        '''import torch
+
+
+def rescale(layers, h):
+    for layer in layers:
+        h = layer(h)
+        h = torch.where(h.abs().max() > 10.0, h * 0.1, h)  # mend: predicated-control-flow (was: if h.abs().max() > 10.0)
+    return h
+''',
+    ),
+]
 FIX_EXAMPLES += FP16_GUARD_EXAMPLES
 FIX_EXAMPLES += STATEMENT_FORM_EXAMPLES
 FIX_EXAMPLES += GATE_EXAMPLES
