@@ -284,10 +284,10 @@ def _item_assert(node) -> bool:
     ``assert [not] T.item()`` or ``[not] math.isnan(T.item())`` (``isinf``, ``isfinite``), or an ``if`` with
     such a test whose body only raises (a NaN-loss check): the host read is the check's own, which predicated
     validation moves into the graph."""
+    from mend.rules.predicated_validation.screen import MATH_TESTS, only_raises
+
     if isinstance(node, cst.If):
-        body = node.body.body
-        if not (len(body) == 1 and isinstance(body[0], cst.SimpleStatementLine) and len(body[0].body) == 1
-                and isinstance(body[0].body[0], cst.Raise)):
+        if not only_raises(node):
             return False
     elif not isinstance(node, cst.Assert):
         return False
@@ -296,7 +296,7 @@ def _item_assert(node) -> bool:
         test = test.expression
     if isinstance(test, cst.Call) and len(test.args) == 1 and isinstance(test.func, cst.Attribute) and \
             isinstance(test.func.value, cst.Name) and test.func.value.value == "math" and \
-            test.func.attr.value in ("isnan", "isinf", "isfinite"):
+            test.func.attr.value in MATH_TESTS:
         test = test.args[0].value
     operands = [test.left] + [c.comparator for c in test.comparisons] if isinstance(test, cst.Comparison) else [test]
     # `assert (ids < n).all().item(), msg`: the bare truth value of one read (generalisation probe)

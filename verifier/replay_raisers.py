@@ -23,10 +23,9 @@ measured on torch 2.13.
 """
 from __future__ import annotations
 
-import contextlib
-import io
 import re
-import warnings
+
+from verifier.traced_effects import _target_name, compiled_call
 
 RUNTIME = "mend.runtime"   # the module whose ``_replay`` store marks a deferred call (by name only)
 
@@ -71,8 +70,7 @@ def _raiser(gm, node) -> str | None:
         return f"nn.{kind}" if kind in _MODULES else None
     if node.op not in ("call_function", "call_method"):
         return None
-    target = node.target
-    name = target if isinstance(target, str) else getattr(target, "__name__", str(target))
+    target, name = node.target, _target_name(node)
     if name in _RAISES or "linalg" in str(getattr(target, "__module__", "") or ""):
         return name
     args = list(node.args) + list(node.kwargs.values())
@@ -82,7 +80,7 @@ def _raiser(gm, node) -> str | None:
             return "indexing with an integer tensor"
     if name in _INT_DIVISION:
         tensors = [a for a in args if getattr(_value(a), "dtype", None) is not None]
-        if tensors and all(_int_tensor(a) for a in tensors) and len(tensors) >= 1 and (
+        if tensors and all(_int_tensor(a) for a in tensors) and (
                 name != "div" or node.kwargs.get("rounding_mode") is not None):
             return f"integer {name}"
     return None
@@ -92,9 +90,10 @@ def _frames(node) -> list[tuple[str, int, str]]:
     return [(f, int(n), fn) for f, n, fn in _FRAME.findall(node.meta.get("stack_trace") or "")]
 
 
-def _in_function(frames, file: str, function: str) -> bool:
-    return any(f == file and (fn == function or fn.startswith(f"torch_dynamo_resume_in_{function}_at_"))
-               for f, _n, fn in frames)
+def _lines_in(frames, site: dict) -> list[int]:
+    """The lines of ``frames`` that lie in the site's function (or a Dynamo resume of it)."""
+    fn_, file = site["function"], site["file"]
+    return [n for f, n, fn in frames if f == file and (fn == fn_ or fn.startswith(f"torch_dynamo_resume_in_{fn_}_at_"))]
 
 
 def _after_call(nodes, frames, site: dict) -> int:
@@ -108,8 +107,7 @@ def _after_call(nodes, frames, site: dict) -> int:
     for i, (node, fr) in enumerate(zip(nodes, frames)):
         if node.op in ("placeholder", "get_attr", "output"):
             continue
-        here = [n for f, n, fn in fr if f == site["file"] and (fn == site["function"] or fn.startswith(
-            f"torch_dynamo_resume_in_{site['function']}_at_"))]
+        here = _lines_in(fr, site)
         if here:
             if line is None or here[-1] > line:
                 return i
@@ -140,9 +138,6 @@ def replay_raisers(model, args: tuple, kwargs: dict, sites: list[dict]) -> dict:
     "replay_graphs": k, "raisers": {"<function>:<line>": ["<op> (<file>:<line>)", ...]},
     "error": str | None}``.
     Dynamo's caches are reset before and after; the model's mode is restored. Raises nothing."""
-    import logging
-
-    import torch
     from torch._dynamo.symbolic_convert import InstructionTranslator
 
     found: dict[str, list[str]] = {_key(s): [] for s in sites}
@@ -164,20 +159,5 @@ def replay_raisers(model, args: tuple, kwargs: dict, sites: list[dict]) -> dict:
                     found[_key(site)].append(f"{why} ({where})")
         return gm.forward
 
-    was, error = model.training, None
-    try:
-        torch._dynamo.reset()
-        model.eval()
-        with torch.no_grad(), contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            logging.disable(logging.CRITICAL)
-            try:
-                torch.compile(model, backend=backend)(*args, **kwargs)
-            except Exception as exc:  # noqa: BLE001 - the graphs traced before the error are recorded
-                error = f"{type(exc).__name__}: {str(exc)[:160]}"
-            finally:
-                logging.disable(logging.NOTSET)
-    finally:
-        torch._dynamo.reset()
-        model.train(was)
+    error = compiled_call(model, backend, args, kwargs)   # eval mode, no grad
     return {**counts, "raisers": {k: list(dict.fromkeys(v))[:8] for k, v in found.items()}, "error": error}

@@ -140,34 +140,41 @@ def traced_effects(model, args: tuple, kwargs: dict, marker: str = MARKER) -> di
     check) ends that run. Returns ``{"runs": [{"mode", "graphs", "checks": [rec, ...],
     "error"}]}``, ``rec`` as the module docstring says. Dynamo's caches are reset before and
     after; the model's mode is restored. Raises nothing."""
+    runs = []
+    for mode, train, grad in MODES:
+        records: list[dict] = []
+        error = compiled_call(model, _recorder(records, marker), args, kwargs, train=train, grad=grad)
+        runs.append({"mode": mode, "graphs": len(records), "checks": [r for r in records if r["check"]],
+                     "error": error})
+    return {"runs": runs}
+
+
+def compiled_call(model, backend, args: tuple, kwargs: dict, *, train: bool = False, grad: bool = False) -> str | None:
+    """Call ``torch.compile(model, backend=backend)`` once on the example inputs, in the mode and
+    grad mode asked, quietly (stdout, warnings and logging held back), with Dynamo's caches reset
+    before and after and the model's mode restored. Returns the call's error as text (the graphs
+    traced before it stay recorded by the backend), else None. Raises nothing from the call."""
     import logging
 
     import torch
 
-    was = model.training
-    runs = []
+    was, error = model.training, None
     try:
-        for mode, train, grad in MODES:
-            records: list[dict] = []
-            error = None
-            torch._dynamo.reset()
-            model.train(train)
-            with torch.set_grad_enabled(grad), contextlib.redirect_stdout(io.StringIO()), \
-                    warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                logging.disable(logging.CRITICAL)
-                try:
-                    torch.compile(model, backend=_recorder(records, marker))(*args, **kwargs)
-                except Exception as exc:  # noqa: BLE001 - a failing call still leaves its graphs recorded
-                    error = f"{type(exc).__name__}: {str(exc)[:160]}"
-                finally:
-                    logging.disable(logging.NOTSET)
-            runs.append({"mode": mode, "graphs": len(records), "checks": [r for r in records if r["check"]],
-                         "error": error})
+        torch._dynamo.reset()
+        model.train(train)
+        with torch.set_grad_enabled(grad), contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            logging.disable(logging.CRITICAL)
+            try:
+                torch.compile(model, backend=backend)(*args, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - a failing call still leaves its graphs recorded
+                error = f"{type(exc).__name__}: {str(exc)[:160]}"
+            finally:
+                logging.disable(logging.NOTSET)
     finally:
         torch._dynamo.reset()
         model.train(was)
-    return {"runs": runs}
+    return error
 
 
 def effects_in_check_graphs(traced: dict) -> tuple[list[str], list[str]]:

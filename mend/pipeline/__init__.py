@@ -297,9 +297,9 @@ def _still_breaks(ex, before, after, rel: str, current: str, mended: str, span, 
             before.steady_graph_count is not None and after.steady_graph_count is not None and
             after.steady_graph_count < before.steady_graph_count):
         return None
-    new_in_runtime = [x for x in after.sites if _in_runtime(x)][len([x for x in before.sites if _in_runtime(x)]):]
-    if new_in_runtime:   # the call went to mend's runtime and breaks there (an argument it cannot snapshot)
-        x = new_in_runtime[0]
+    in_runtime, known = [x for x in after.sites if _in_runtime(x)], sum(map(_in_runtime, before.sites))
+    if len(in_runtime) > known:   # the call went to mend's runtime and breaks there (an argument it cannot snapshot)
+        x = in_runtime[known]
         return (f"the rewritten code breaks inside mend's runtime ({Path(x.file).name}:{x.line}, {x.category}; graphs "
                 f"{before.graph_count} -> {after.graph_count}, breaks {before.graph_break_count} -> "
                 f"{after.graph_break_count}): the deferred call runs eagerly there, so nothing is gained and it is "

@@ -11,6 +11,7 @@ from mend.locate import header_parts
 from mend.rules.deferred_side_effects.conditional import conditional_site, screen, unhoist
 from mend.rules.deferred_side_effects.screen import (NAME, RUNTIME, _bindings, _lazy, _lazy_items, _runtime_alias,
                                                      _screen, _site, level_guard)
+from verifier.encoders.capture import RAISER_AFTER
 
 
 def rewrite(module: cst.Module, line: int, ordered_because: str | None = None) -> RewriteResult | Decline:
@@ -53,6 +54,7 @@ def _rewrite(module: cst.Module, line: int, when: cst.BaseExpression | None = No
     plan = _screen(site[0], site[1], b.bound)
     if isinstance(plan, Decline):
         return plan
+    raiser = ordered_because is not None and not plan.check   # ordered only because an operator may raise
     plan.check = plan.check or ordered_because
     function = next((a.name.value for a in reversed(site[1]) if isinstance(a, cst.FunctionDef)), None)
     pos = wrapper.resolve(PositionProvider)[plan.stmt]
@@ -103,12 +105,14 @@ def _rewrite(module: cst.Module, line: int, when: cst.BaseExpression | None = No
     mechanism = "ordered" if plan.check else "replay"
     if plan.check:
         detail = (f"`{plan.callee}(...)` -> `{alias}.{func_name}(..., ordered=True)`: {plan.check} follows"
-                  + ("" if ordered_because and plan.check == ordered_because else " in this function")
-                  + ", so the call stays an ordered effect (mend::capture) at its position; a failing check "
-                  "shows exactly what eager showed, and the graph bypasses Inductor's FX graph cache")
+                  + ("" if raiser else " in this function")
+                  + ", so the call stays an ordered effect (mend::capture) at its position; "
+                  + ("it is not ordered against a kernel that raises, so under inductor a failing call may show "
+                     "other output than eager" if raiser else "a failing check shows exactly what eager showed")
+                  + ", and the graph bypasses Inductor's FX graph cache")
         on_exception = {"kind": "replayed-on-exception", "mechanism": mechanism, "check": plan.check,
                         "detail": "effects before a failing check are performed before it (ordered with the check)",
-                        **({"raiser": True} if ordered_because and plan.check == ordered_because else {})}
+                        **({"raiser": True} if raiser else {})}
     else:
         detail = (f"`{plan.callee}(...)` -> `{alias}.{func_name}(...)`: snapshot (tensor arguments cloned) leaves "
                   "the graph as graph outputs and is replayed right after the graph call, in program order (an "
@@ -167,11 +171,12 @@ def ordered(module: cst.Module, line: int) -> RewriteResult | Decline:
     """The ordered form of the site's rewrite (``ordered=True``: ``mend::capture`` performs the call
     at its position in the graph): ``mend fix`` verifies it when the replayed form is declined
     because an operator that can raise at run time follows the call in its graph (helper-61: a
-    ``gather`` whose index goes out of range for one mask; measured: the ordered call is shown
-    before the error under the eager, aot_eager and inductor backends, torch 2.13 CPU)."""
+    ``gather`` whose index goes out of range for one mask). Exact under the eager and aot_eager
+    backends; inductor does not order the capture against a raising kernel (helper-62), so the
+    verifier leaves ``replayed-on-exception`` unknown for it: an unsafe fix."""
     return rewrite(module, line, ordered_because=ORDERED_BECAUSE)
 
 
 def raiser_declined(reason: str) -> bool:
     """Whether a decline is the replay's refutation that :func:`ordered` answers."""
-    return "can raise at run time after the deferred call" in reason
+    return RAISER_AFTER in reason

@@ -154,11 +154,9 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     plan = _screen(*site)
     if isinstance(plan, Decline):
         return plan
-    if isinstance(plan.stmt, cst.If):  # an arm of an if/elif chain: split the chain, then rewrite the arm
-        above = site[1][:next((i for i, a in enumerate(site[1]) if a is plan.stmt), len(site[1]))]
-        split = split_chain(plan.stmt, above)
-        if split is not None:
-            return rewrite(wrapper.module.visit(Replace(split[0], cst.FlattenSentinel(split[1]))), line)
+    if plan.chain_top is not None:  # an arm of an if/elif chain: split the chain, then rewrite the arm
+        return rewrite(wrapper.module.visit(Replace(plan.chain_top, cst.FlattenSentinel(split_chain(plan.chain_top)))),
+                       line)
     scopes = wrapper.resolve(ScopeProvider)
     tree = wrapper.module
     global_scope = scopes[tree]

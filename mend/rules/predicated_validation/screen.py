@@ -13,6 +13,7 @@ from mend.rules._base import Decline, Match
 from mend.rules._common import code_of as _code, dotted as _dotted, enclosing_handler, locals_readers, state_change
 from mend.rules._bindings import bindings, module_alias
 from mend.rules._in_graph_checks import surroundings
+from mend.rules.predicated_control_flow.screen import FORCING_HOOK
 
 NAME = "predicated-validation"
 TABLE = "_MEND_TRAPS"        # module-level table of exception factories (suffixed on collision)
@@ -39,6 +40,7 @@ class _Plan:
     call: cst.Call | None = None   # `torch._assert(C, "msg")`: kept for anything but a one-element tensor
     core: cst.BaseExpression | None = None  # the condition without its `not`s (what the guarded local holds)
     raise_if_true: bool = True     # the check fails when `core` is truthy (`if C: raise`, `assert not C`)
+    chain_top: cst.If | None = None  # the first `if` of the if/elif chain the check is an arm of, to split
 
 
 
@@ -176,7 +178,7 @@ def _item_receiver(recv: cst.BaseExpression) -> str | None:
     return None
 
 
-_MATH_TESTS = {"isnan", "isinf", "isfinite"}
+MATH_TESTS = {"isnan", "isinf", "isfinite"}   # math.<test>(T.item()) -> torch.<test>(T)
 
 
 def _item_form(core: cst.BaseExpression, module: cst.Module | None = None) -> tuple[cst.BaseExpression, list, list] | str:
@@ -188,7 +190,7 @@ def _item_form(core: cst.BaseExpression, module: cst.Module | None = None) -> tu
     ``.item()`` is its value widened to float64, which keeps NaN and infinity, and an integer's
     is never either, as ``torch.isnan`` says of T itself (a NaN-loss check, helper-61)."""
     if isinstance(core, cst.Call) and (_dotted(core.func) or "").startswith("math.") and \
-            (_dotted(core.func) or "").split(".", 1)[1] in _MATH_TESTS:
+            (_dotted(core.func) or "").split(".", 1)[1] in MATH_TESTS:
         if module is None or not module_alias(bindings(module), "math", "math"):
             return "`math` is not bound only by `import math` in the module, so `math.isnan` may be another function"
         if len(core.args) != 1 or core.args[0].keyword or core.args[0].star or not _is_item(core.args[0].value):
@@ -255,54 +257,49 @@ def torch_assert_call(node: cst.CSTNode) -> bool:
     return isinstance(node, cst.Call) and _dotted(node.func) == "torch._assert"
 
 
-def _only_raises(arm: cst.If) -> bool:
+def only_raises(arm: cst.If) -> bool:
+    """Whether the ``if``'s body is one ``raise`` statement (the check form of this rule)."""
     body = arm.body.body
     return (len(body) == 1 and isinstance(body[0], cst.SimpleStatementLine) and len(body[0].body) == 1
             and isinstance(body[0].body[0], cst.Raise))
 
 
-def split_chain(node: cst.If, ancestors: list[cst.CSTNode]) -> tuple[cst.If, list[cst.BaseStatement]] | None:
-    """The if/elif/else chain holding the arm ``node``, as separate statements (None when
-    ``node`` is in no chain): (the chain's top ``if``, the statements that replace it).
+def split_chain(top: cst.If) -> list[cst.BaseStatement]:
+    """The if/elif/else chain whose first ``if`` is ``top``, as separate statements.
 
     ``if a: raise A`` / ``elif b: ...`` is ``if a: raise A`` then ``if b: ...``: a raise always
     leaves, so control reaches ``b``'s test exactly when ``a`` was false, in both; an ``else:``
     after an arm that only raises is its statements. Arms are split from the top while they
     only raise; the rest stays as written. :func:`_screen` has checked that every arm above
-    ``node`` only raises and that no comment sits on a removed ``else:`` line."""
-    top, k = node, len(ancestors)
-    while k and isinstance(ancestors[k - 1], cst.If) and ancestors[k - 1].orelse is top:
-        k -= 1
-        top = ancestors[k]
-    if top is node and node.orelse is None:
-        return None
+    the site only raises and that no comment sits on a removed ``else:`` line."""
     out, arm = [], top
-    while isinstance(arm, cst.If) and arm.orelse is not None and _only_raises(arm):
+    while isinstance(arm, cst.If) and arm.orelse is not None and only_raises(arm):
         out.append(arm.with_changes(orelse=None))
         arm = arm.orelse
     out.extend(arm.body.body if isinstance(arm, cst.Else) else [arm])
-    return top, out
+    return out
 
 
-def _chain_reason(node: cst.If, chain: list[cst.CSTNode]) -> tuple[list[cst.CSTNode], str | None]:
-    """(the ancestors without the arms above ``node`` in its elif chain, why the chain cannot be
-    split for it, or None)."""
+def _chain_reason(node: cst.If, chain: list[cst.CSTNode]) -> tuple[list[cst.CSTNode], cst.If | None, str | None]:
+    """(the ancestors without the arms above ``node`` in its elif chain, the chain's first ``if``
+    when ``node`` is in a chain else None, why the chain cannot be split for it, or None)."""
     cur = node
     while chain and isinstance(chain[-1], cst.If) and chain[-1].orelse is cur:
         cur, chain = chain[-1], chain[:-1]
-        if not _only_raises(cur):
-            return chain, ("an earlier arm of the if/elif chain does more than raise, so this arm cannot stand "
-                           "alone as its own `if`")
+        if not only_raises(cur):
+            return chain, None, ("an earlier arm of the if/elif chain does more than raise, so this arm cannot "
+                                 "stand alone as its own `if`")
+    top = cur if cur is not node or node.orelse is not None else None
     arm = node
-    while isinstance(arm, cst.If) and arm.orelse is not None and _only_raises(arm):
+    while isinstance(arm, cst.If) and arm.orelse is not None and only_raises(arm):
         arm = arm.orelse
     if isinstance(arm, cst.Else):
         if not isinstance(arm.body, cst.IndentedBlock):
-            return chain, "the `else:` arm is written on the `else` line, which the split would have to re-layout"
+            return chain, top, "the `else:` arm is written on the `else` line, which the split would have to re-layout"
         shell = arm.with_changes(body=arm.body.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])]))
         if m.findall(shell, m.Comment()):  # before `else:`, after it or after its block: no place to keep it
-            return chain, "a comment on the `else:` line would be dropped when the if/elif chain is split"
-    return chain, None
+            return chain, top, "a comment on the `else:` line would be dropped when the if/elif chain is split"
+    return chain, top, None
 
 
 def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
@@ -314,8 +311,9 @@ def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
         if if_ is None or if_.body.body[0] is not chain[-1]:
             return Decline(NAME, "the raise is not the whole body of an `if`")
         node, chain = if_, chain[:chain.index(if_)]
+    chain_top = None
     if isinstance(node, cst.If):  # an arm of an if/elif chain is rewritten once the chain is split
-        chain, why = _chain_reason(node, chain)
+        chain, chain_top, why = _chain_reason(node, chain)
         if why is not None:
             return Decline(NAME, why)
     if isinstance(node, cst.SimpleStatementLine) and len(node.body) == 1:
@@ -345,11 +343,9 @@ def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
                              "RuntimeError instead of the original exception")
     via_call = False
     if isinstance(node, cst.If):
-        body = node.body.body
-        small = body[0].body if len(body) == 1 and isinstance(body[0], cst.SimpleStatementLine) else []
-        if len(small) != 1 or not isinstance(small[0], cst.Raise):
+        if not only_raises(node):
             return Decline(NAME, "the guarded body does more than raise")
-        raise_ = small[0]
+        raise_ = node.body.body[0].body[0]
         if raise_.cause is not None:
             return Decline(NAME, "the raise has a `from` clause (exception chaining is not restored)")
         form, stmt, exc, test = "if-raise", node, raise_.exc, node.test
@@ -403,8 +399,8 @@ def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
     items = numbers = None
     if m.findall(test, m.Call(func=m.Attribute(attr=m.Name("item")))):  # the break is the host read itself
         module_ = ancestors[0] if ancestors and isinstance(ancestors[0], cst.Module) else None
-        hook = core if isinstance(core, cst.Call) and _dotted(core.func) == "__mend_force__" and len(core.args) == 2 \
-            else None
+        hook = core if isinstance(core, cst.Call) and _dotted(core.func) == FORCING_HOOK.rstrip("(") and \
+            len(core.args) == 2 else None
         if hook is not None:   # the verifier's instrumented copy (verifier/forcing.py): the form inside its hook
             wrapped, wrapped_not = _strip_not(hook.args[0].value)
             form_ = _item_form(wrapped, module_)
@@ -458,7 +454,7 @@ def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
         fails_when = core if negated else cst.UnaryOperation(cst.Not(), core.with_changes(
             lpar=[cst.LeftParen()], rpar=[cst.RightParen()]))
     return _Plan(stmt, function, form, test, fails_when, holds, exc, exc_name, args, items, numbers,
-                 node.value if via_call else None, core, fails_is_true)
+                 node.value if via_call else None, core, fails_is_true, chain_top)
 
 
 _GLOBAL_SETTERS = {"set_grad_enabled", "_set_grad_enabled", "set_autocast_enabled", "set_default_dtype",
