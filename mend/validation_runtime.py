@@ -120,6 +120,10 @@ def _describe(exc: BaseException) -> tuple:
     return type(exc), repr(exc.args)
 
 
+# never traced: Dynamo reached this handler while tracing a restoring forward and iterated a
+# module's globals (`vars(mod)`) as another thread changed them ("dictionary changed size during
+# iteration", a flaky InternalTorchDynamoError in CI); run eagerly it computes the same
+@torch.compiler.disable
 def restore(err: BaseException, model: Any = None) -> BaseException | None:
     """The original exception for a RuntimeError carrying a mend-trap marker, else None.
 
