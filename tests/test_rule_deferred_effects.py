@@ -18,6 +18,7 @@ import contextlib
 import importlib.util
 import io
 import itertools
+import shutil
 import logging
 import sys
 import types
@@ -1131,3 +1132,53 @@ def test_replay_raisers_counts_from_the_call_line_and_past_the_return():
     assert replay_raisers(Step(), (x, idx), {}, site)["raisers"][key] == []
     found = replay_raisers(Step(), (x, idx, torch.tensor([0, 1])), {}, site)["raisers"][key]
     assert [f.split(" ")[0] for f in found] == ["index_select"], found
+
+
+def test_an_ordered_call_after_an_operator_that_can_raise_is_unsafe(tmp_path):
+    """A check after the print makes it ordered from the start; an operator that can raise
+    before the capture in its graph (a gather) is not ordered with it under inductor, where a
+    capture ran before an earlier gather's index error surfaced (helper-62). The ordered form was
+    labelled safe there; verification now traces the graph that holds the capture and leaves
+    replayed-on-exception unknown (an unsafe fix). Checks before it are ordered with it: safe."""
+    from mend.fix import fix
+
+    src = FIXTURES / "gather_then_checked_print.py"
+    res = fix(str(src), verify="standard", max_examples=5)
+    assert res.rewrites == []
+    (held,) = [d for d in res.declined if d.safety == "unsafe"]
+    assert "gather" in held.reason and "before the ordered call's capture" in held.reason
+    shutil.copy(src, tmp_path / "gtcp.py")
+    ok = fix(f"{tmp_path / 'gtcp.py'}:check_first", verify="standard", max_examples=5)
+    (rw,) = ok.rewrites
+    ob = next(o for o in rw["obligations"] if o["kind"] == "replayed-on-exception")
+    assert rw["safety"]["label"] == "safe" and "ordered=True" in ok.mended
+    assert ob["mechanism"] == "ordered" and ob["result"] == "checked"
+    assert "no operator that can raise on tensor values precedes the capture" in ob["checked_by"]
+
+
+def test_replay_raisers_sees_operators_before_an_ordered_capture_only():
+    """For the ordered form the search runs the other way: operators before the capture count
+    (eager raised there and never made the call), checks before it do not (ordered with the
+    capture), and operators after it do not."""
+    import inspect
+
+    from verifier.replay_raisers import replay_raisers
+
+    class Ordered(torch.nn.Module):
+        def forward(self, x, idx, after):
+            torch._assert_async((x > -100).all(), "first")
+            y = x.gather(1, idx)
+            rt.defer_print("rows", x.shape[0], ordered=True)
+            return y.index_select(1, after)
+
+    line = next(i for i, t in enumerate(inspect.getsource(Ordered).splitlines()) if "defer_print" in t)
+    line += inspect.getsourcelines(Ordered)[1]
+    site = [{"file": __file__, "function": "forward", "line": line, "mechanism": "ordered"}]
+    got = replay_raisers(Ordered(), (torch.ones(2, 4), torch.zeros(2, 3, dtype=torch.long), torch.tensor([0])),
+                         {}, site)
+    assert got["ordered_graphs"] == 1 and got["replay_graphs"] == 0, got
+    assert [f.split(" ")[0] for f in got["raisers"][f"forward:{line}"]] == ["gather"], got
+    # no graph holds the capture (a line the function never reaches): not observed, no key
+    missing = replay_raisers(Ordered(), (torch.ones(2, 4), torch.zeros(2, 3, dtype=torch.long), torch.tensor([0])),
+                             {}, [{**site[0], "line": line + 100}])
+    assert missing["raisers"] == {}, missing

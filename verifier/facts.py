@@ -528,9 +528,8 @@ def fact_request(obligations: list[dict], before: str, code: str, costs: dict | 
                "watch": {str(k): v for k, v in watched_lines(obligations).items()},
                "state": any(o.get("kind") in OBSERVE_STATE_KINDS for o in obligations),
                "traced": any(o.get("fresh") for o in obligations),
-               "replay": sorted({(o["function"], o.get("line") or 0) for o in obligations
-                                 if o.get("kind") == "replayed-on-exception" and o.get("mechanism", "replay") == "replay"
-                                 and o.get("function")})}
+               "replay": sorted({(o["function"], o.get("line") or 0, o.get("mechanism", "replay")) for o in obligations
+                                 if o.get("kind") == "replayed-on-exception" and o.get("function")})}
     return request, defs
 
 
@@ -566,8 +565,8 @@ def collect_facts(model, args: tuple, kwargs: dict, file: str, request: dict) ->
         facts["traced"] = traced_effects(model, args, kwargs)
     if request.get("replay"):   # the deferred calls' graphs: operators that can raise after them
         from verifier.replay_raisers import replay_raisers
-        facts["replay"] = replay_raisers(model, args, kwargs, [{"file": file, "function": f, "line": ln}
-                                                               for f, ln in request["replay"]])
+        facts["replay"] = replay_raisers(model, args, kwargs, [{"file": file, "function": f, "line": ln, "mechanism": m}
+                                                               for f, ln, m in request["replay"]])
     facts["model_devices"] = model_devices(model, args, kwargs)
     return facts
 

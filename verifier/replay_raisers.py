@@ -16,6 +16,15 @@ records the frames it was traced in: ``meta["stack_trace"]``). Conservative: a g
 no node of that function is searched whole. An operator before the call is harmless: when it
 raises, eager never reached the call either.
 
+The ordered form (``ordered=True``: ``mend::capture`` performs the call at its position) is
+searched the other way (:func:`_capture_at`): an operator that can raise *before* the capture,
+in the graph that holds it. Eager raised there and never made the call; the capture is an
+ordered effect, ordered with the in-graph checks (``_assert_async``, registered ordered by
+the runtime) but not with a kernel that raises on its values, and inductor ran a later capture
+before an earlier gather's index error surfaced (helper-62). Checks before it are therefore
+not counted; a capture whose arguments depend on the raiser is counted all the same (on CUDA
+an index error surfaces asynchronously, after the capture).
+
 Evidence kind: an observation of Dynamo's trace on the example inputs (other guards give other
 graphs), with a fixed list of operators that raise on values (a name screen, not a proof that
 they raise); private Dynamo API (``InstructionTranslator.current_tx().output.side_effects``),
@@ -117,6 +126,21 @@ def _after_call(nodes, frames, site: dict) -> int:
     return len(nodes) if entered else 0
 
 
+_CHECKS = {"_assert_async", "_assert_scalar", "_assert", "_functional_assert_async", "_check", "_check_tensor_all"}
+
+
+def _capture_at(nodes, frames, site: dict) -> int | None:
+    """The index of the first ``mend::capture`` node traced in the site's function at or after
+    its line (the ordered call's own capture; a later call's capture only widens the search, as
+    does a call spanning lines), else None."""
+    for i, (node, fr) in enumerate(zip(nodes, frames)):
+        if node.op == "call_function" and str(node.target).startswith("mend.capture"):
+            here = _lines_in(fr, site)
+            if here and (site.get("line") is None or max(here) >= site["line"]):
+                return i
+    return None
+
+
 def _replays(tx) -> bool:
     side = tx.output.side_effects
     for var in side._get_modified_vars():
@@ -140,23 +164,36 @@ def replay_raisers(model, args: tuple, kwargs: dict, sites: list[dict]) -> dict:
     Dynamo's caches are reset before and after; the model's mode is restored. Raises nothing."""
     from torch._dynamo.symbolic_convert import InstructionTranslator
 
-    found: dict[str, list[str]] = {_key(s): [] for s in sites}
-    counts = {"graphs": 0, "replay_graphs": 0}
+    replayed = [s for s in sites if s.get("mechanism", "replay") != "ordered"]
+    ordered = [s for s in sites if s.get("mechanism") == "ordered"]
+    found: dict[str, list[str]] = {_key(s): [] for s in replayed}
+    counts = {"graphs": 0, "replay_graphs": 0, "ordered_graphs": 0}
+
+    def note(site, gm, node, fr, skip=frozenset()):
+        why = _raiser(gm, node)
+        if why and why not in skip:
+            where = f"{fr[-1][0].rsplit('/', 1)[-1]}:{fr[-1][1]}" if fr else "?"
+            found.setdefault(_key(site), []).append(f"{why} ({where})")
 
     def backend(gm, _inputs):
         counts["graphs"] += 1
-        if not _replays(InstructionTranslator.current_tx()):
-            return gm.forward
-        counts["replay_graphs"] += 1
         nodes = list(gm.graph.nodes)
         frames = [_frames(n) for n in nodes]
-        for site in sites:
+        at = {_key(s): _capture_at(nodes, frames, s) for s in ordered}
+        if any(i is not None for i in at.values()):
+            counts["ordered_graphs"] += 1
+        for site in ordered:   # an operator that raises before the capture: eager never made the call
+            if at[_key(site)] is not None:
+                found.setdefault(_key(site), [])
+                for node, fr in zip(nodes[:at[_key(site)]], frames):
+                    note(site, gm, node, fr, skip=_CHECKS)
+        if not replayed or not _replays(InstructionTranslator.current_tx()):
+            return gm.forward
+        counts["replay_graphs"] += 1
+        for site in replayed:
             start = _after_call(nodes, frames, site)
             for node, fr in zip(nodes[start:], frames[start:]):
-                why = _raiser(gm, node)
-                if why:
-                    where = f"{fr[-1][0].rsplit('/', 1)[-1]}:{fr[-1][1]}" if fr else "?"
-                    found[_key(site)].append(f"{why} ({where})")
+                note(site, gm, node, fr)
         return gm.forward
 
     error = compiled_call(model, backend, args, kwargs)   # eval mode, no grad

@@ -49,6 +49,7 @@ def order_preserved(ob: dict, ctx: Ctx) -> Outcome:
 
 
 RAISER_AFTER = "can raise at run time after the deferred call, in the graph that replays it"
+RAISER_BEFORE = "can raise at run time before the ordered call's capture, in the graph that holds it"
 
 
 def _raisers(ob: dict, ctx: Ctx) -> tuple[list[str] | None, str]:
@@ -57,16 +58,21 @@ def _raisers(ob: dict, ctx: Ctx) -> tuple[list[str] | None, str]:
     replay = ctx.facts.get("replay")
     if not isinstance(replay, dict) or not ob.get("function"):
         return None, "not observed (no trace of the graphs in the facts)"
-    if not replay.get("replay_graphs") and replay.get("error"):
+    if not _replays(ob):   # the ordered form: a raiser before its capture (no key: no graph holds it)
+        if not replay.get("ordered_graphs"):
+            return None, ("not observed: the traced run failed (" + replay["error"] + ")" if replay.get("error")
+                          else "not observed: no compiled graph holds the call's capture")
+    elif not replay.get("replay_graphs") and replay.get("error"):
         return None, f"not observed: the traced run failed ({replay['error']})"
-    if not replay.get("replay_graphs"):   # no graph defers it: the call runs as written, nothing to lose
+    elif not replay.get("replay_graphs"):   # no graph defers it: the call runs as written, nothing to lose
         return [], (f"observed: none of the {replay.get('graphs', 0)} compiled graph(s) replays a deferred call, so "
                     "the call runs in place")
     key = ob["function"] + (f":{ob['line']}" if ob.get("line") else "")
     found = (replay.get("raisers") or {}).get(key)
+    graphs = (f"{replay.get('ordered_graphs', 0)} graph(s) holding an ordered capture" if not _replays(ob) else
+              f"{replay['replay_graphs']} graph(s) replaying a deferred call")
     return (None, "not observed for this function") if found is None else (found, (
-        f"observed in Dynamo's trace of the example run (eval, no grad; {replay['replay_graphs']} graph(s) "
-        "replaying a deferred call, verifier/replay_raisers.py)"))
+        f"observed in Dynamo's trace of the example run (eval, no grad; {graphs}, verifier/replay_raisers.py)"))
 
 
 def replayed_on_exception(ob: dict, ctx: Ctx) -> Outcome:
@@ -99,11 +105,23 @@ def replayed_on_exception(ob: dict, ctx: Ctx) -> Outcome:
                        "later capture before the first one's index error surfaced, printing what eager never printed "
                        "(helper-62); on a failing call the output shown may differ from eager's under inductor (it "
                        "matched under the eager and aot_eager backends)")
+    before, seen = _raisers(ob, ctx)
+    if before:   # eager raised there and never made the call; inductor may run the capture first
+        return unknown(f"{', '.join(before[:4])} {RAISER_BEFORE} ({seen}); mend::capture is ordered with the "
+                       "in-graph checks but not with a kernel that raises on its values: inductor ran a capture "
+                       "before an earlier gather's index error surfaced, printing what eager never printed "
+                       "(helper-62), so a failing call may show other output than eager under inductor (it matches "
+                       "under the eager and aot_eager backends)")
     return _runtime_check("replayed-on-exception", ok and ordered, f"{text}; {why}",
                           "the source screen of the runtime and torch's registry: mend::capture performs at its "
-                          "position, ordered with the checks, and a scope replays in its `finally`",
+                          "position, ordered with the checks, and a scope replays in its `finally`"
+                          + (f"; no operator that can raise on tensor values precedes the capture in its graph, {seen}"
+                             if before is not None else ""),
                           [f"the check that follows ({ob.get('check', 'a check')}) is ordered with the capture "
-                           "(torch._assert_async registered ORDERED once an ordered call is traced)"],
+                           "(torch._assert_async registered ORDERED once an ordered call is traced)",
+                           "no operator that can raise on tensor values precedes the capture in its graph: "
+                           + (f"{seen}; operators are screened by name (verifier/replay_raisers.py), and inputs "
+                              "compiled to other guards give other graphs, not traced" if before is not None else seen)],
                           "proofs/dse_replay_on_exception.smt2")
 
 

@@ -87,7 +87,9 @@ kernel that raises, and inductor ran a later capture before an earlier gather's 
 surfaced (helper-62), so that form is an **unsafe** fix (``replayed-on-exception`` unknown). The
 paper rows' loggers (T5, BART, Pegasus, BioGPT) are followed by embedding lookups in their graph,
 so their fixes are unsafe since 2026-12-06 (helper-61's and helper-62's counterexamples). A check
-in the same function makes the call ordered from the start (ordered with that check's effect). The output is also lost when Dynamo fails while tracing that graph (an
+in the same function makes the call ordered from the start (ordered with that check's effect);
+there verification traces the graph that holds the capture, and an operator that can raise before
+it (not a check) leaves ``replayed-on-exception`` unknown for the same reason: an unsafe fix. The output is also lost when Dynamo fails while tracing that graph (an
 input of the wrong shape: the effect is not shown before the error, where the original's
 graph break showed it; found by a held-out review, cases 316 and 342), and lines differ from the original's only when
 another rewrite above the call changed the line count.

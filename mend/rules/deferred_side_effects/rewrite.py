@@ -111,6 +111,7 @@ def _rewrite(module: cst.Module, line: int, when: cst.BaseExpression | None = No
                      "other output than eager" if raiser else "a failing check shows exactly what eager showed")
                   + ", and the graph bypasses Inductor's FX graph cache")
         on_exception = {"kind": "replayed-on-exception", "mechanism": mechanism, "check": plan.check,
+                        "function": function, "line": pos.start.line + (1 if moved else 0),
                         "detail": "effects before a failing check are performed before it (ordered with the check)",
                         **({"raiser": True} if raiser else {})}
     else:
