@@ -24,6 +24,10 @@ table is found in ``sys.modules``, in the globals of the model's classes, or in 
 globals of a frame of the traceback, by that name. When no table, or two different ones,
 answer for the id, the RuntimeError is left as it is, with a note saying why.
 
+The restored exception is raised outside the handler of the RuntimeError, so its
+``__context__`` is what eager's was; it carries one note naming the marker (shown in
+tracebacks), the only difference from eager's.
+
 Not restored: CUDA (``_assert_async`` drops the message and raises a fatal device-side
 assert, pytorch#131491); a check reached from a module that was called directly rather
 than through the installed top-level module.
@@ -174,10 +178,10 @@ def restoring(fn: Callable) -> Callable:
         try:
             return fn(*args, **kwargs)
         except RuntimeError as err:
-            restored = restore(err, fn)
+            restored, tb = restore(err, fn), err.__traceback__
             if restored is None:
                 raise
-            raise restored.with_traceback(err.__traceback__) from None
+        raise restored.with_traceback(tb)   # outside the handler: __context__ is what eager's was
 
     return functools.wraps(fn)(torch.compiler.disable(run, recursive=False))
 
@@ -188,10 +192,12 @@ def _restoring_forward(base_forward: Callable) -> Callable:
         try:
             return base_forward(self, *args, **kwargs)  # this frame is the one Dynamo compiles
         except RuntimeError as err:
-            restored = restore(err, self)
+            restored, tb = restore(err, self), err.__traceback__
             if restored is None:
                 raise
-            raise restored.with_traceback(err.__traceback__) from None
+        # raised outside the handler, so the exception's __context__ is the one eager's had (the
+        # exception being handled by the caller, if any), not the RuntimeError it replaces
+        raise restored.with_traceback(tb)
 
     return forward
 

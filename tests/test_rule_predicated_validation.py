@@ -561,3 +561,30 @@ def get_inputs():
     tampered = {**{k: ob[k] for k in ("exception", "message", "raises_when", "items", "numbers")},
                 "asserts": "torch.logical_not(torch.isinf(loss))", "restored": ("ValueError", "nan loss")}
     assert raises_iff(tampered, Ctx(facts, {})).result == "refuted"
+
+
+def test_a_restored_exception_has_the_context_eager_gave_it(tmp_path):
+    """The restored exception was raised inside the handler of the RuntimeError it replaces,
+    with `from None`: its __context__ was that RuntimeError and __suppress_context__ True, where
+    eager's has the exception the caller was handling (None outside a handler)."""
+    fn_mod = _load(tmp_path, _mend_all('''import torch
+
+
+def clamp_positive(x):
+    if (x < 0).any():
+        raise ValueError("negative input")
+    return x.sqrt()
+''')[0])
+    torch._dynamo.reset()
+    wrapped = vr.restoring(torch.compile(fn_mod.clamp_positive, backend="aot_eager"))
+    with pytest.raises(ValueError) as info:
+        wrapped(-torch.ones(3))
+    assert info.value.__context__ is None and info.value.__cause__ is None
+    assert info.value.__suppress_context__ is False
+    outer = KeyError("being handled")
+    try:
+        raise outer
+    except KeyError:
+        with pytest.raises(ValueError) as info:
+            wrapped(-torch.ones(3))
+    assert info.value.__context__ is outer and str(info.value) == "negative input"
