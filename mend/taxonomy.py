@@ -339,6 +339,15 @@ def _item_in_effect_call(node) -> bool:
                for a in node.value.args)
 
 
+def _nonzero_count(loc) -> bool:
+    """``x = len(T.nonzero())`` / ``T.nonzero().shape[0]`` / ``.size(0)``: a count of nonzero
+    elements that leaves the graph as a Python number (mend/rules/item_operand)."""
+    from mend.rules._common import torch_name
+    from mend.rules.item_operand.screen import nonzero_count
+    return loc is not None and isinstance(loc.node, cst.Assign) \
+        and nonzero_count(loc.node.value, torch_name(loc.module)[0]) is not None
+
+
 def _mask_update(node) -> bool:
     """``x[e] op= ...`` or ``x[e] = ...x[e]...`` (a boolean-mask update, mend/rules/mask_update)."""
     from mend.rules.mask_update.screen import is_mask_statement
@@ -433,6 +442,8 @@ def categorize(gb_type: str, loc: Located | None) -> str:
         return "item-tolist"
     if gb_type.startswith("Dynamic shape operator") and _mask_update(node):
         return "mask-update"
+    if gb_type.startswith("Dynamic shape operator") and _nonzero_count(loc):
+        return "item-tolist"   # the count of nonzero's rows, a host number: count_nonzero keeps it a tensor
     if gb_type.startswith("Dynamic shape operator") or "data-dependent output shape" in gb_type:
         return "dynamic-shape-op"
     low = gb_type.lower()

@@ -79,6 +79,8 @@ def test_exact_proved_where_the_value_fits():
     ("mean_pool.py", "n = mask.sum().item() if torch.jit.is_scripting() else (mask.sum().item() if torch.is_autocast_enabled(\"cpu\") or torch.is_autocast_enabled(\"cuda\") or torch.is_autocast_enabled(\"xpu\") or torch.is_autocast_enabled(\"mps\") or torch.get_default_dtype() != torch.float32 else mask.sum().detach().reshape(()).clone())"),
     ("inplace_after.py", "s = t.max().item() if torch.jit.is_scripting() else (t.max().item() if torch.is_autocast_enabled(\"cpu\") or torch.is_autocast_enabled(\"cuda\") or torch.is_autocast_enabled(\"xpu\") or torch.is_autocast_enabled(\"mps\") or torch.get_default_dtype() != torch.float32 else t.max().detach().reshape(()).clone())"),
     # read in place (the temperature's gradient stays None: the kept tensor is detached)
+    # a count of nonzero's rows (taxonomy: dynamic-shape operator -> item-tolist) as count_nonzero
+    ("nonzero_count.py", "n = torch.count_nonzero(mask).item() if torch.jit.is_scripting() else (torch.count_nonzero(mask).item() if torch.is_autocast_enabled(\"cpu\") or torch.is_autocast_enabled(\"cuda\") or torch.is_autocast_enabled(\"xpu\") or torch.is_autocast_enabled(\"mps\") or torch.get_default_dtype() != torch.float32 else torch.count_nonzero(mask).detach().reshape(()).clone())"),
     ("temperature_inline.py", "return logits / (self.log_t.exp().item() if torch.jit.is_scripting() else (self.log_t.exp().item() if torch.is_autocast_enabled(\"cpu\") or torch.is_autocast_enabled(\"cuda\") or torch.is_autocast_enabled(\"xpu\") or torch.is_autocast_enabled(\"mps\") or torch.get_default_dtype() != torch.float32 else self.log_t.exp().detach().reshape(()).clone()))"),
 ])
 def test_fixture_fixed(name, expected, tmp_path):

@@ -35,6 +35,16 @@ What makes it exact (proof obligations, discharged by ``verifier/encoders/item_o
   roundings): ``h_fp16 * x`` with ``x`` from a float32 ``T`` is refuted (0.1). For float32,
   float64 and integer common dtypes both operands are converted once, identically.
 
+A count of ``nonzero``'s rows bound to a name (``n = len(T.nonzero())``, ``T.nonzero().shape[0]``,
+``T.nonzero().size(0)``, ``torch.nonzero(T)`` alike; ``as_tuple=False`` at most) is the number of
+nonzero elements of T, a Python int: Dynamo breaks at ``nonzero`` (a data-dependent output shape),
+and the taxonomy files the site under item-tolist. It is read as ``torch.count_nonzero(T).item()``
+(the same count, NaN counted, ±0.0 not; PyTorch's docs of both operators) and takes the same
+screen and obligations, so ``torch.count_nonzero(T)``, a 0-d int64 tensor, is kept. ``as_tuple=True``
+(one tensor per dimension: ``len`` is the rank), ``.shape[1]`` and a module that rebinds ``len``
+are left alone; a T that is not a torch.Tensor (a NumPy array's ``nonzero()`` is a tuple) fails
+``item-operand-tensor``.
+
 A read used in place (``return logits / self.log_t.exp().item()``, held-out review case 307)
 becomes ``logits / (self.log_t.exp().item() if <autocast on> else self.log_t.exp().detach().reshape(()).clone())``
 on its own line, under the

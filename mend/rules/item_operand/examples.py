@@ -55,6 +55,17 @@ FIX_EXAMPLES: list[tuple[str, str]] = [
 ''', _HEAD + '''    def forward(self, logits):
         return logits / (self.log_t.exp().item() if torch.jit.is_scripting() else (self.log_t.exp().item() if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda") or torch.is_autocast_enabled("xpu") or torch.is_autocast_enabled("mps") or torch.get_default_dtype() != torch.float32 else self.log_t.exp().detach().reshape(()).clone()))  # mend: item-operand (was: return logits / self.log_t.exp().item())
 ''', 7),
+    # a count of nonzero's rows (a dynamic-shape operator, then a host number) normalising a sum:
+    # the same count, 0-d int64, from count_nonzero
+    (_HEAD + '''    def forward(self, h, mask):
+        n = len(mask.nonzero())
+        total = h.sum()
+        return total / n
+''', _HEAD + '''    def forward(self, h, mask):
+        n = torch.count_nonzero(mask).item() if torch.jit.is_scripting() else (torch.count_nonzero(mask).item() if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda") or torch.is_autocast_enabled("xpu") or torch.is_autocast_enabled("mps") or torch.get_default_dtype() != torch.float32 else torch.count_nonzero(mask).detach().reshape(()).clone())  # mend: item-operand (was: n = len(mask.nonzero()))
+        total = h.sum()
+        return total / n
+''', 7),
 ]
 
 DECLINE_EXAMPLES: list[DeclineExample | tuple] = [
@@ -126,9 +137,24 @@ DECLINE_EXAMPLES: list[DeclineExample | tuple] = [
     DeclineExample(_HEAD + '''    def forward(self, h, t):
         return t.sum().item() / h
 ''', "Tensor.__rtruediv__", 7),
+    # a count of nonzero's rows where the module rebinds `len`: maybe not the builtin
+    DeclineExample("len = max\n" + _HEAD + '''    def forward(self, h, mask):
+        n = len(mask.nonzero())
+        return h * n
+''', "binds `len`", 8),
 ]
 
 NOOP_EXAMPLES: list[str] = [
+    # `as_tuple=True` gives one tensor per dimension: its `len` is the rank, not a count
+    _HEAD + '''    def forward(self, h, mask):
+        n = len(mask.nonzero(as_tuple=True))
+        return h * n
+''',
+    # the second dimension of nonzero's rows is the rank
+    _HEAD + '''    def forward(self, h, mask):
+        n = mask.nonzero().shape[1]
+        return h * n
+''',
     # a tensor kept as a tensor: nothing to do
     _HEAD + '''    def forward(self, h, t):
         s = t.max()

@@ -10,7 +10,8 @@ from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvide
 
 from mend.locate import Located
 from mend.rules._base import Decline, Match
-from mend.rules._common import code_of, dotted
+from mend.rules._common import code_of, dotted, torch_name
+from mend.rules._bindings import bindings
 from mend.rules._scalars import bound_names
 from mend.rules._uses import DYNAMIC_SCOPE, NameWalk, statement_of, use_kind
 
@@ -47,14 +48,60 @@ def _generic() -> Decline:
     return Decline(None, UNFIXABLE_REASONS[CATEGORY])
 
 
-def item_assignment(node: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
-    """``(x, T)`` when ``node`` is ``x = T.item()`` (one plain name target), else None."""
+def item_assignment(node: cst.CSTNode, torch: str = "torch") -> tuple[str, cst.BaseExpression] | None:
+    """``(x, T)`` when ``node`` is ``x = T.item()`` (one plain name target), else None. A count of
+    ``nonzero``'s rows (:func:`nonzero_count`) is ``x = torch.count_nonzero(T).item()``: ``(x,
+    torch.count_nonzero(T))``, with ``torch`` the module's name for torch."""
     if not (isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name)):
         return None
     value = node.value
     if isinstance(value, cst.Call) and not value.args and isinstance(value.func, cst.Attribute) \
             and value.func.attr.value == "item":
         return node.targets[0].target.value, value.func.value
+    counted = nonzero_count(value, torch)
+    if counted is not None:
+        return node.targets[0].target.value, cst.parse_expression(f"{torch}.count_nonzero({code_of(counted)})")
+    return None
+
+
+def _nonzero_of(node: cst.BaseExpression, torch: str) -> cst.BaseExpression | None:
+    """T for ``T.nonzero()`` / ``torch.nonzero(T)`` (``as_tuple=False`` at most: with
+    ``as_tuple=True`` it is a tuple of ``T.dim()`` tensors, whose ``len`` is the rank)."""
+    if not isinstance(node, cst.Call):
+        return None
+    args = list(node.args)
+    if args and args[-1].keyword is not None:
+        last = args.pop()
+        if last.keyword.value != "as_tuple" or not m.matches(last.value, m.Name("False")):
+            return None
+    if any(a.keyword is not None or a.star for a in args):
+        return None
+    if isinstance(node.func, cst.Attribute) and node.func.attr.value == "nonzero" and not args \
+            and dotted(node.func) != f"{torch}.nonzero":
+        return node.func.value
+    if dotted(node.func) == f"{torch}.nonzero" and len(args) == 1:
+        return args[0].value
+    return None
+
+
+def nonzero_count(node: cst.BaseExpression, torch: str = "torch") -> cst.BaseExpression | None:
+    """T when ``node`` counts the rows of T's ``nonzero()``: ``len(T.nonzero())``,
+    ``T.nonzero().shape[0]``, ``T.nonzero().size(0)`` (and ``torch.nonzero(T)`` for
+    ``T.nonzero()``), else None. For a tensor T that is the number of nonzero elements of T
+    (NaN counts, ±0.0 does not; a 0-d T gives 0 or 1 rows), which ``torch.count_nonzero(T)``
+    gives as a 0-d int64 tensor (PyTorch docs of ``nonzero`` and ``count_nonzero``). The module
+    must not rebind ``len`` (the caller's screen)."""
+    if isinstance(node, cst.Call) and m.matches(node.func, m.Name("len")) and len(node.args) == 1 \
+            and node.args[0].keyword is None and not node.args[0].star:
+        return _nonzero_of(node.args[0].value, torch)
+    if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute) \
+            and node.value.attr.value == "shape" and len(node.slice) == 1 \
+            and isinstance(node.slice[0].slice, cst.Index) and m.matches(node.slice[0].slice.value, m.Integer("0")):
+        return _nonzero_of(node.value.value, torch)
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "size" \
+            and len(node.args) == 1 and node.args[0].keyword is None \
+            and m.matches(node.args[0].value, m.Integer("0")):
+        return _nonzero_of(node.func.value, torch)
     return None
 
 
@@ -71,11 +118,15 @@ def screen(wrapper: MetadataWrapper, line: int) -> Plan | Decline:
     pos = wrapper.resolve(PositionProvider)
     parents = wrapper.resolve(ParentNodeProvider)
     lines = [n for n in m.findall(wrapper.module, m.SimpleStatementLine()) if pos[n].start.line == line]
-    found = [(sl, item_assignment(sl.body[0])) for sl in lines if sl.body and item_assignment(sl.body[0])]
+    torch = torch_name(wrapper.module)[0]
+    found = [(sl, item_assignment(sl.body[0], torch)) for sl in lines
+             if sl.body and item_assignment(sl.body[0], torch)]
     if not found:
         return _generic()
     stmt, (name, tensor) = found[0]
     where = f"line {line}"
+    if nonzero_count(stmt.body[0].value, torch) is not None and "len" in bindings(wrapper.module):
+        return Decline(NAME, f"the module binds `len` ({where}): `len(...)` may not be the builtin that counts rows")
     if len(stmt.body) != 1:
         return Decline(NAME, f"`{name} = ....item()` ({where}) shares its line with other statements")
     if pos[stmt].end.line != pos[stmt].start.line:
