@@ -339,6 +339,16 @@ def test_install_is_idempotent_and_reversible(pair):
     vr.install(mended)
 
 
+_CLAMP = '''import torch
+
+
+def clamp_positive(x):
+    if (x < 0).any():
+        raise ValueError("negative input")
+    return x.sqrt()
+'''
+
+
 def test_install_on_optimized_module_and_restoring_function(pair, tmp_path):
     _, mended, mod, code, _ = pair
     vr.uninstall(mended)
@@ -349,14 +359,7 @@ def test_install_on_optimized_module_and_restoring_function(pair, tmp_path):
             opt(*_cases(mod)["nan"])
     finally:
         vr.install(mended)
-    fn_mod = _load(tmp_path, _mend_all('''import torch
-
-
-def clamp_positive(x):
-    if (x < 0).any():
-        raise ValueError("negative input")
-    return x.sqrt()
-''')[0])
+    fn_mod = _load(tmp_path, _mend_all(_CLAMP)[0])
     torch._dynamo.reset()
     wrapped = vr.restoring(torch.compile(fn_mod.clamp_positive, backend="aot_eager"))
     assert torch.equal(wrapped(torch.ones(3)), torch.ones(3))
@@ -567,14 +570,7 @@ def test_a_restored_exception_has_the_context_eager_gave_it(tmp_path):
     """The restored exception was raised inside the handler of the RuntimeError it replaces,
     with `from None`: its __context__ was that RuntimeError and __suppress_context__ True, where
     eager's has the exception the caller was handling (None outside a handler)."""
-    fn_mod = _load(tmp_path, _mend_all('''import torch
-
-
-def clamp_positive(x):
-    if (x < 0).any():
-        raise ValueError("negative input")
-    return x.sqrt()
-''')[0])
+    fn_mod = _load(tmp_path, _mend_all(_CLAMP)[0])
     torch._dynamo.reset()
     wrapped = vr.restoring(torch.compile(fn_mod.clamp_positive, backend="aot_eager"))
     with pytest.raises(ValueError) as info:
