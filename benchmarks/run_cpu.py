@@ -48,6 +48,9 @@ def parser(device: str = "cpu") -> argparse.ArgumentParser:
     p.add_argument("--keep-work", help="keep mended sources, inductor caches and raw outputs in this folder")
     p.add_argument("--scan-mended", action="store_true", help="also `mend scan` the mended model (overlay)")
     p.add_argument("--no-verify-levels", action="store_true", help="time only the default `mend fix`")
+    p.add_argument("--unsafe-fixes", action="store_true",
+                   help="run `mend fix --unsafe-fixes` (apply the verified fixes labelled unsafe too: every deferred "
+                        "print/log/warning is one since 2026-12-06)")
     p.add_argument("--install-runtime", action="store_true",
                    help="also mend.runtime.install(model) on mended models that defer side effects (buffer and "
                         "replay after the call; costs a Dynamo frame callback per call). "
@@ -58,7 +61,7 @@ def parser(device: str = "cpu") -> argparse.ArgumentParser:
 def config_from(ns, device: str = "cpu") -> H.Config:
     cfg = H.Config(name=ns.name, device=device, backend=ns.backend, mode=ns.mode, out_dir=ns.out,
                    keep_work=ns.keep_work, scan_mended=ns.scan_mended, verify_levels=not ns.no_verify_levels,
-                   install_runtime=ns.install_runtime)
+                   install_runtime=ns.install_runtime, unsafe_fixes=getattr(ns, "unsafe_fixes", False))
     if device != "cpu":
         cfg.threads = None
     if ns.quick:

@@ -40,7 +40,7 @@ def smoke(tmp_path_factory):
     target.write_text(FIXTURE)
     out = tmp / "results"
     cmd = [sys.executable, str(REPO / "benchmarks" / "run_cpu.py"), "--rows", str(target), "--quick", "--warm", "0",
-           "--out", str(out), "--name", "smoke", "--budget-min", "0"]
+           "--out", str(out), "--name", "smoke", "--budget-min", "0", "--unsafe-fixes"]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=str(REPO), timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     return out, json.loads((out / "smoke.json").read_text())
@@ -65,7 +65,7 @@ def test_json_shape_and_sanity(smoke):
     (row,) = doc["rows"]
     assert not row["errors"]
 
-    c = row["counts"]  # a constant print: one break, fixed by deferred-side-effects
+    c = row["counts"]  # a constant print: one break, fixed by deferred-side-effects (unsafe: --unsafe-fixes)
     assert (c["graphs_before"], c["breaks_before"], c["fixable"]) == (2, 1, 1)
     assert (c["graphs_after"], c["breaks_after"], c["fixed"], c["fully_fixed"]) == (1, 0, 1, True)
     assert c["scan_agrees"] is True

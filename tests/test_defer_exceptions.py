@@ -80,8 +80,9 @@ def test_the_rewrite_is_declined_with_the_reason(tmp_path):
     assert declined.rule == "deferred-side-effects"
     # verification's trace of the replaying graph sees the embedding after the print (the replayed
     # form is refuted); the ordered form is an unsafe fix (inductor does not order it against a
-    # raising kernel: helper-62), withheld without --unsafe-fixes
-    assert declined.safety == "unsafe" and "can raise at run time" in declined.reason
+    # raising kernel: helper-62), withheld without --unsafe-fixes, naming why the first form was not
+    assert declined.safety == "unsafe" and "can raise at run time after the deferred call" in declined.reason
+    assert "first form was declined" in declined.reason and "embedding" in declined.reason
 
 
 @pytest.mark.slow
@@ -94,7 +95,7 @@ def test_a_print_in_a_checkpoint_runs_as_written_and_prints_as_eager():
     stays."""
     from mend.pipeline import fix
 
-    res = fix(str(FIXTURES / "print_in_checkpoint.py"))
+    res = fix(str(FIXTURES / "print_in_checkpoint.py"), unsafe_fixes=True)
     # the call stays a break inside the runtime, so the rewrite gains nothing and is not emitted
     # (since 2026-12-06: helper-61); the runtime's own behaviour is tested below
     assert res.rewrites == [] and (res.before.graph_count, res.after.graph_count) == (2, 2)

@@ -116,11 +116,11 @@ def test_cli_json_lists_unfixable_breaks(run_mend):
 def test_a_lost_torchscript_compile_is_reported(run_mend):
     """mend's runtime calls are not TorchScript: the original module scripts, the mended one does
     not. Reported in the evidence and as a note (TorchScript is deprecated), not a decline."""
-    code, out, _ = run_mend("fix", str(FIXTURES / "first_call.py"), "--json", "--examples", "5")
+    code, out, _ = run_mend("fix", "--unsafe-fixes", str(FIXTURES / "first_call.py"), "--json", "--examples", "5")
     assert code == 0
     (rw,) = json.loads(out)["rewrites"]
     assert rw["rule"] == "deferred-side-effects" and rw["evidence"]["torchscript"].startswith("lost: ")
-    code, out, _ = run_mend("fix", str(FIXTURES / "first_call.py"), "--examples", "5")
+    code, out, _ = run_mend("fix", "--unsafe-fixes", str(FIXTURES / "first_call.py"), "--examples", "5")
     assert code == 0 and "torch.jit.script compiled the original module, not the mended one" in out
 
 

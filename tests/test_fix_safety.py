@@ -45,8 +45,10 @@ def test_fix_safety_labels_by_what_was_shown(results, evidence, use, unsafe_beca
 def test_observed_kinds_are_checks_and_include_the_example_run_observations():
     assert OBSERVED <= CHECKS
     assert {"state-unchanged-on-raise", "cpu-only", "count-tolist-1d"} <= OBSERVED
-    # screens of the code and lemma-backed runtime checks are not observations
-    assert not {"order-preserved", "replayed-on-exception", "first-failure-wins"} & OBSERVED
+    # screens of the code and lemma-backed runtime checks are not observations; the trace of a
+    # deferred call's graph is (helper-65: other inputs, guards and modes give other graphs)
+    assert not {"order-preserved", "first-failure-wins"} & OBSERVED
+    assert "replayed-on-exception" in OBSERVED
     assert set(CONDITIONAL_TIERS) == {"equal-sizes", "observed", "finite-leaves"}
 
 
@@ -84,25 +86,27 @@ def test_gradient_tolerance_follows_the_dtype():
 
 @pytest.fixture(scope="module")
 def mixed_runs():
-    """mend fix on the mixed fixture (a print, a warning: safe; a tensor check: unsafe,
-    resting on the observed devices and module state), without and with --unsafe-fixes."""
+    """mend fix on the mixed_safety fixture (a branch -> torch.where: safe; a print, deferred, a
+    tensor check and a `.item()`: unsafe, each resting on an observation of the example run),
+    without and with --unsafe-fixes."""
     from mend.pipeline import fix
 
-    spec = str(FIXTURES / "mixed.py")
+    spec = str(FIXTURES / "mixed_safety.py")
     return fix(spec, max_examples=5), fix(spec, max_examples=5, unsafe_fixes=True)
 
 
 def test_unsafe_fixes_are_withheld_by_default_and_applied_on_request(mixed_runs):
     default, unsafe = mixed_runs
-    assert {r.rule for r in default.rewrites} == {"deferred-side-effects"}
+    assert {r.rule for r in default.rewrites} == {"predicated-control-flow"}
     assert all(r.safety == {"label": "safe", "reasons": []} for r in default.rewrites)
     withheld = [d for d in default.declined if d.safety == "unsafe"]
-    assert [d.rule for d in withheld] == ["predicated-validation", "item-operand"]
-    assert "--unsafe-fixes" in withheld[0].reason and "cpu-only" in withheld[0].reason
+    assert [d.rule for d in withheld] == ["deferred-side-effects", "predicated-validation", "item-operand"]
+    assert "--unsafe-fixes" in withheld[1].reason and "cpu-only" in withheld[1].reason
+    assert "replayed-on-exception" in withheld[0].reason
     # unsafe by its obligations alone: withheld before its differential test, and it says so
     from mend.pipeline import UNTESTED
 
-    assert withheld[0].reason.startswith(UNTESTED) and "verified but" not in withheld[0].reason
+    assert withheld[1].reason.startswith(UNTESTED) and "verified but" not in withheld[1].reason
     pv = [r for r in unsafe.rewrites if r.rule == "predicated-validation"]
     assert len(pv) == 1 and pv[0].safety["label"] == "unsafe"
     assert unsafe.after.graph_count < default.after.graph_count
@@ -120,7 +124,7 @@ def test_certificate_records_safety_and_verify_recomputes_it(mixed_runs, tmp_pat
     _, unsafe = mixed_runs
     work = tmp_path / "w"
     work.mkdir()
-    shutil.copy(FIXTURES / "mixed.py", work / "mixed.py")
+    shutil.copy(FIXTURES / "mixed_safety.py", work / "mixed_safety.py")
     written = emit(unsafe, write=False, out_dir=str(work / "out"))
     certs = [p for p in map(str, written) if p.endswith(".json") and "predicated-validation" in p]
     assert certs
@@ -151,10 +155,11 @@ def test_an_unsafe_candidate_is_not_tested_without_unsafe_fixes(monkeypatch):
         return real(self, force, edge_values)
 
     monkeypatch.setattr(InProcess, "evidence", spy)
-    res = fix(str(FIXTURES / "mixed.py"), max_examples=3)
-    assert len(tested) == len(res.rewrites) == 2
+    res = fix(str(FIXTURES / "mixed_safety.py"), max_examples=3)
+    assert len(tested) == len(res.rewrites) == 1
     assert not any("_assert_async" in code for code in tested)
-    assert [d.rule for d in res.declined if d.safety == "unsafe"] == ["predicated-validation", "item-operand"]
+    assert [d.rule for d in res.declined if d.safety == "unsafe"] == ["deferred-side-effects", "predicated-validation",
+                                                                     "item-operand"]
     tested.clear()
-    fix(str(FIXTURES / "mixed.py"), max_examples=3, unsafe_fixes=True)
+    fix(str(FIXTURES / "mixed_safety.py"), max_examples=3, unsafe_fixes=True)
     assert any("_assert_async" in code for code in tested)

@@ -628,9 +628,12 @@ def test_item_arguments_are_read_from_the_snapshot_at_replay():
     from mend.pipeline import fix
     from tests.conftest import FIXTURES
 
-    res = fix(str(FIXTURES / "print_item.py"), max_examples=6)
+    res = fix(str(FIXTURES / "print_item.py"), max_examples=6, unsafe_fixes=True)   # deferral: unsafe
     assert res.before.graph_count == 3 and res.after.graph_count == 1, res.declined
-    assert len(res.rewrites) == 3 and all(r["safety"]["label"] == "safe" for r in res.rewrites)
+    # unsafe: the replay's "no operator later in the graph raises" is an observation of the trace
+    assert len(res.rewrites) == 3 and all(r["safety"]["label"] == "unsafe" for r in res.rewrites)
+    assert all(any("replayed-on-exception rests on an observation" in why for why in r["safety"]["reasons"])
+               for r in res.rewrites)
     assert '_mend_rt.fmt("aux loss {:.4f}", _mend_rt.item(loss))' in res.mended
     assert '_mend_rt.defer_print("norm", _mend_rt.item(h.norm()))' in res.mended
     assert '"step %d loss %.3e", _mend_rt.item(self.step), _mend_rt.item(loss))' in res.mended
@@ -766,7 +769,7 @@ def test_warning_once_is_verified_as_a_fresh_process_would_log_it():
     from mend.pipeline import fix
     from tests.conftest import FIXTURES
 
-    res = fix(str(FIXTURES / "warning_once_fstring.py"), max_examples=6)
+    res = fix(str(FIXTURES / "warning_once_fstring.py"), max_examples=6, unsafe_fixes=True)
     assert res.before.graph_count == 2 and res.after.graph_count == 1, res.declined
     (rw,) = res.rewrites
     assert "_mend_rt.defer_log(" in res.mended and '"warning_once"' in res.mended and "_mend_rt.fmt(" in res.mended
@@ -1077,10 +1080,10 @@ def test_replay_raisers_sees_operators_after_the_call_only():
     key = "step"
     ids = torch.tensor([[1, 2, 3]])
     found = replay_raisers(Outer(), (ids, torch.zeros(1, 3, 1, dtype=torch.long)), {}, site)
-    assert found["replay_graphs"] == 1
+    assert found["replay_graphs"] == 2   # eval without grad, training with grad
     assert [f.split(" ")[0] for f in found["raisers"][key]] == ["gather"], found
     before_only = replay_raisers(Outer(), (ids,), {}, site)
-    assert before_only["replay_graphs"] == 1 and before_only["raisers"][key] == [], before_only
+    assert before_only["replay_graphs"] == 2 and before_only["raisers"][key] == [], before_only
     # an integer tensor index and an integer floor division count; a float division does not
     class Index(torch.nn.Module):
         def step(self, x, i, n):
@@ -1098,7 +1101,7 @@ def test_a_deferral_that_breaks_inside_the_runtime_is_not_emitted():
     call ran eagerly inside mend's runtime (graphs 2 -> 2, mend's own break count 1 -> 4)."""
     from mend.fix import fix
 
-    res = fix(str(FIXTURES / "print_repr_reads_tensor.py"), verify="standard", max_examples=5)
+    res = fix(str(FIXTURES / "print_repr_reads_tensor.py"), verify="standard", max_examples=5, unsafe_fixes=True)
     assert res.rewrites == []
     (why,) = [d.reason for d in res.declined]
     assert "breaks inside mend's runtime" in why and "graphs 2 -> 2" in why
@@ -1137,9 +1140,10 @@ def test_replay_raisers_counts_from_the_call_line_and_past_the_return():
 def test_an_ordered_call_after_an_operator_that_can_raise_is_unsafe(tmp_path):
     """A check after the print makes it ordered from the start; an operator that can raise
     before the capture in its graph (a gather) is not ordered with it under inductor, where a
-    capture ran before an earlier gather's index error surfaced (helper-62). The ordered form was
-    labelled safe there; verification now traces the graph that holds the capture and leaves
-    replayed-on-exception unknown (an unsafe fix). Checks before it are ordered with it: safe."""
+    capture ran before an earlier gather's index error surfaced (helper-62). Verification traces
+    the graph that holds the capture and names that operator; and since inductor also fused a
+    following check with a buffer update into a kernel that ran before the capture (helper-65),
+    the ordered form is unsafe with checks alone too."""
     from mend.fix import fix
 
     src = FIXTURES / "gather_then_checked_print.py"
@@ -1148,12 +1152,12 @@ def test_an_ordered_call_after_an_operator_that_can_raise_is_unsafe(tmp_path):
     (held,) = [d for d in res.declined if d.safety == "unsafe"]
     assert "gather" in held.reason and "before the ordered call's capture" in held.reason
     shutil.copy(src, tmp_path / "gtcp.py")
-    ok = fix(f"{tmp_path / 'gtcp.py'}:check_first", verify="standard", max_examples=5)
+    ok = fix(f"{tmp_path / 'gtcp.py'}:check_first", verify="standard", max_examples=5, unsafe_fixes=True)
     (rw,) = ok.rewrites
     ob = next(o for o in rw["obligations"] if o["kind"] == "replayed-on-exception")
-    assert rw["safety"]["label"] == "safe" and "ordered=True" in ok.mended
-    assert ob["mechanism"] == "ordered" and ob["result"] == "checked"
-    assert "no operator that can raise on tensor values precedes the capture" in ob["checked_by"]
+    assert rw["safety"]["label"] == "unsafe" and "ordered=True" in ok.mended
+    assert ob["mechanism"] == "ordered" and ob["result"] == "unknown" and "helper-65" in ob["reason"]
+    assert "before the ordered call's capture" not in ob["reason"]   # a check before it is not a raiser
 
 
 def test_replay_raisers_sees_operators_before_an_ordered_capture_only():
@@ -1176,7 +1180,7 @@ def test_replay_raisers_sees_operators_before_an_ordered_capture_only():
     site = [{"file": __file__, "function": "forward", "line": line, "mechanism": "ordered"}]
     got = replay_raisers(Ordered(), (torch.ones(2, 4), torch.zeros(2, 3, dtype=torch.long), torch.tensor([0])),
                          {}, site)
-    assert got["ordered_graphs"] == 1 and got["replay_graphs"] == 0, got
+    assert got["ordered_graphs"] == 2 and got["replay_graphs"] == 0, got
     assert [f.split(" ")[0] for f in got["raisers"][f"forward:{line}"]] == ["gather"], got
     # no graph holds the capture (a line the function never reaches): not observed, no key
     missing = replay_raisers(Ordered(), (torch.ones(2, 4), torch.zeros(2, 3, dtype=torch.long), torch.tensor([0])),

@@ -528,7 +528,8 @@ def fact_request(obligations: list[dict], before: str, code: str, costs: dict | 
                "watch": {str(k): v for k, v in watched_lines(obligations).items()},
                "state": any(o.get("kind") in OBSERVE_STATE_KINDS for o in obligations),
                "traced": any(o.get("fresh") for o in obligations),
-               "replay": sorted({(o["function"], o.get("line") or 0, o.get("mechanism", "replay")) for o in obligations
+               "replay": sorted({(o["function"], o.get("line") or 0, o.get("mechanism", "replay"), o.get("first") or 0,
+                                  o.get("last") or 0, bool(o.get("loop"))) for o in obligations
                                  if o.get("kind") == "replayed-on-exception" and o.get("function")})}
     return request, defs
 
@@ -565,8 +566,9 @@ def collect_facts(model, args: tuple, kwargs: dict, file: str, request: dict) ->
         facts["traced"] = traced_effects(model, args, kwargs)
     if request.get("replay"):   # the deferred calls' graphs: operators that can raise after them
         from verifier.replay_raisers import replay_raisers
-        facts["replay"] = replay_raisers(model, args, kwargs, [{"file": file, "function": f, "line": ln, "mechanism": m}
-                                                               for f, ln, m in request["replay"]])
+        facts["replay"] = replay_raisers(model, args, kwargs, [
+            {"file": file, "function": f, "line": ln, "mechanism": m, "first": first, "last": last, "loop": loop}
+            for f, ln, m, first, last, loop in request["replay"]])
     facts["model_devices"] = model_devices(model, args, kwargs)
     return facts
 

@@ -25,8 +25,8 @@ before an earlier gather's index error surfaced (helper-62). Checks before it ar
 not counted; a capture whose arguments depend on the raiser is counted all the same (on CUDA
 an index error surfaces asynchronously, after the capture).
 
-Evidence kind: an observation of Dynamo's trace on the example inputs (other guards give other
-graphs), with a fixed list of operators that raise on values (a name screen, not a proof that
+Evidence kind: an observation of Dynamo's trace on the example inputs, in eval mode without
+grad and in training mode with grad (other guards give other graphs), with a fixed list of operators that raise on values (a name screen, not a proof that
 they raise); private Dynamo API (``InstructionTranslator.current_tx().output.side_effects``),
 measured on torch 2.13.
 """
@@ -46,9 +46,15 @@ _RAISES = {"gather", "scatter", "scatter_", "scatter_add", "scatter_add_", "scat
            "nll_loss", "cross_entropy", "multi_margin_loss", "multinomial", "one_hot", "bincount",
            "repeat_interleave", "masked_scatter", "masked_scatter_", "cholesky", "cholesky_ex", "cholesky_solve",
            "cholesky_inverse", "inverse", "inv", "solve", "lu_factor", "triangular_solve", "_assert_async",
-           "_assert_scalar", "_assert", "_functional_assert_async", "_check", "_check_tensor_all"}
+           "_assert_scalar", "_assert", "_functional_assert_async", "_check", "_check_tensor_all",
+           # helper-65: loss functions that check their inputs' range, histograms, segment and
+           # index reductions, a sorter's range, a distribution's parameters
+           "binary_cross_entropy", "ctc_loss", "multilabel_margin_loss", "nll_loss2d", "nll_loss_nd",
+           "histc", "histogram", "segment_reduce", "index_reduce", "index_reduce_", "searchsorted", "normal",
+           "bernoulli", "poisson", "index", "_unsafe_index", "_index_put_impl_"}
 _INT_DIVISION = {"floordiv", "mod", "floor_divide", "remainder", "fmod", "__floordiv__", "__mod__", "__rfloordiv__",
-                 "__rmod__", "div"}
+                 "__rmod__", "div", "ifloordiv", "imod", "__ifloordiv__", "__imod__", "floor_divide_", "remainder_",
+                 "fmod_", "div_"}
 _MODULES = {"Embedding", "EmbeddingBag", "CrossEntropyLoss", "NLLLoss", "MultiMarginLoss"}
 _FRAME = re.compile(r'File "(.+?)", line (\d+), in (\S+)')
 
@@ -80,6 +86,11 @@ def _raiser(gm, node) -> str | None:
     if node.op not in ("call_function", "call_method"):
         return None
     target, name = node.target, _target_name(node)
+    namespace = getattr(target, "namespace", None)   # an OpOverload / OpOverloadPacket called directly
+    if namespace is not None and namespace not in ("aten", "prims", "mend"):   # mend::capture raises nothing
+        return f"the custom operator {target} (its kernel may raise)"
+    if namespace is not None:
+        name = name.split(".")[0]   # `gather.default` -> `gather`
     if name in _RAISES or "linalg" in str(getattr(target, "__module__", "") or ""):
         return name
     args = list(node.args) + list(node.kwargs.values())
@@ -100,9 +111,13 @@ def _frames(node) -> list[tuple[str, int, str]]:
 
 
 def _lines_in(frames, site: dict) -> list[int]:
-    """The lines of ``frames`` that lie in the site's function (or a Dynamo resume of it)."""
+    """The lines of ``frames`` that lie in the site's function (or a Dynamo resume of it): its
+    name, and its lines (``first``..``last``) when the site gives them, since another function of
+    that name in the same file (every module's ``forward``) is not it (helper-65)."""
     fn_, file = site["function"], site["file"]
-    return [n for f, n, fn in frames if f == file and (fn == fn_ or fn.startswith(f"torch_dynamo_resume_in_{fn_}_at_"))]
+    first, last = site.get("first") or 0, site.get("last") or 0
+    return [n for f, n, fn in frames if f == file and (fn == fn_ or fn.startswith(f"torch_dynamo_resume_in_{fn_}_at_"))
+            and (not last or first <= n <= last)]
 
 
 def _after_call(nodes, frames, site: dict) -> int:
@@ -118,7 +133,8 @@ def _after_call(nodes, frames, site: dict) -> int:
             continue
         here = _lines_in(fr, site)
         if here:
-            if line is None or here[-1] > line:
+            # in a loop, a later iteration runs the lines of the body above the call after it
+            if line is None or here[-1] > line or site.get("loop"):
                 return i
             entered = True
         elif entered:
@@ -156,11 +172,15 @@ def _key(site: dict) -> str:
 
 
 def replay_raisers(model, args: tuple, kwargs: dict, sites: list[dict]) -> dict:
-    """Compile ``model`` (eval mode, no grad; a backend that records and runs the Dynamo graph
-    as traced) and call it once on the example inputs. ``sites``: ``[{"file", "function",
-    "line"}]``, the deferred calls' files, functions and lines. Returns ``{"graphs": n,
-    "replay_graphs": k, "raisers": {"<function>:<line>": ["<op> (<file>:<line>)", ...]},
-    "error": str | None}``.
+    """Compile ``model`` (a backend that records and runs the Dynamo graph as traced) and call it
+    once on the example inputs in eval mode without grad, then once in training mode with grad.
+    ``sites``: ``[{"file", "function", "line", "mechanism", "first", "last", "loop"}]``, the deferred
+    calls' files, functions and lines, ``"ordered"`` for the ordered form (searched before its
+    capture; else after the replayed call), the function's lines (``first``..``last``: tells it from
+    another function of the same name in the file) and whether a loop encloses the call (then the
+    whole function counts as after it). Returns ``{"graphs": n, "replay_graphs": k,
+    "ordered_graphs": m, "raisers": {"<function>:<line>": ["<op> (<file>:<line>)", ...]},
+    "error": str | None}``; an ordered site whose capture no graph holds has no key in ``raisers``.
     Dynamo's caches are reset before and after; the model's mode is restored. Raises nothing."""
     from torch._dynamo.symbolic_convert import InstructionTranslator
 
@@ -197,4 +217,6 @@ def replay_raisers(model, args: tuple, kwargs: dict, sites: list[dict]) -> dict:
         return gm.forward
 
     error = compiled_call(model, backend, args, kwargs)   # eval mode, no grad
+    # and in training mode with grad: a branch on self.training may add an operator (helper-65)
+    error = compiled_call(model, backend, args, kwargs, train=True, grad=True) or error
     return {**counts, "raisers": {k: list(dict.fromkeys(v))[:8] for k, v in found.items()}, "error": error}

@@ -396,8 +396,10 @@ def _fallback(rule, current: str, line: int, first: Verified, verify_one) -> Ver
             second.outcome = (dataclasses.replace(rw, detail=f"{rw.detail} (the rule's first form was declined: "
                                                              f"{first.outcome.reason[:300]})"), code)
             return second
-        if second.outcome.safety == "unsafe":
-            return second   # withheld as an unsafe fix: its own record says so
+        if second.outcome.safety == "unsafe":   # withheld as an unsafe fix: its own record says so, and why not the first
+            second.outcome = dataclasses.replace(second.outcome, reason=f"{second.outcome.reason} (the rule's first "
+                                                 f"form was declined: {first.outcome.reason[:300]})")
+            return second
         second_reason, detail = second.outcome.reason, f"its second form ({alt.detail})"
     first.outcome = dataclasses.replace(first.outcome, reason=f"{first.outcome.reason}; {detail}: {second_reason}")
     return first

@@ -8,8 +8,9 @@ right after the graph call performs them (an ordinary, cacheable FX graph, no in
 step); when a check that can fail inside the graph follows the call in its function
 (``torch._assert_async``, ``torch._check*``, ``assert``, ``if <tensor test>: raise``), the call
 is emitted ``ordered=True`` and stays at its position as the ordered operator
-``mend::capture``, so a failing check shows what eager showed (that graph bypasses
-Inductor's FX graph cache)::
+``mend::capture``, so a failing check shows what eager showed under the eager and aot_eager
+backends, not reliably under inductor (that graph bypasses Inductor's FX graph cache). Both
+forms are unsafe fixes (FIX_SAFETY below)::
 
     print("pre-scale:", h)              ->  _mend_rt.defer_print("pre-scale:", h)
     logger.warning_once("msg %s", n)    ->  _mend_rt.defer_log(logger, "warning_once", "msg %s", n)
@@ -73,32 +74,38 @@ from mend.rules.deferred_side_effects.rewrite import ordered, raiser_declined, r
 from mend.rules.deferred_side_effects.screen import ALIAS, NAME, RUNTIME, match
 
 FIX_SAFETY = """\
-Labelled safe when every obligation is checked by the runtime screens and lemmas and the
-differential test is bit-exact (``mend fix`` applies it by default). Emitted after the
-differential test (compiled without ``mend.runtime.install``, as users run it), with
-documented differences: a replayed call's output would be lost when an operator later in the
-same graph raised at run time, so verification traces the graph that replays the call
-(``replayed-on-exception``, an observation of the example's trace: ``verifier/replay_raisers.py``)
-and refutes the replayed form when an operator that can raise on tensor values follows it (an
-index as in ``gather``/``embedding``/``x[idx]``, an in-graph check, an integer division, a
-factorization) and the rule's second form, ``ordered=True``, is verified instead: exact under the
-eager and aot_eager backends, but ``mend::capture`` is ordered only with other effects, not with a
-kernel that raises, and inductor ran a later capture before an earlier gather's index error
-surfaced (helper-62), so that form is an **unsafe** fix (``replayed-on-exception`` unknown). The
-paper rows' loggers (T5, BART, Pegasus, BioGPT) are followed by embedding lookups in their graph,
-so their fixes are unsafe since 2026-12-06 (helper-61's and helper-62's counterexamples). A check
-in the same function makes the call ordered from the start (ordered with that check's effect);
-there verification traces the graph that holds the capture, and an operator that can raise before
-it (not a check) leaves ``replayed-on-exception`` unknown for the same reason: an unsafe fix. The output is also lost when Dynamo fails while tracing that graph (an
-input of the wrong shape: the effect is not shown before the error, where the original's
-graph break showed it; found by a held-out review, cases 316 and 342), and lines differ from the original's only when
-another rewrite above the call changed the line count.
+An **unsafe** fix (applied with ``--unsafe-fixes``), since 2026-12-06: neither form is exact on
+every input. Emitted after the differential test (compiled without ``mend.runtime.install``, as
+users run it), with documented differences:
 
-The obligations are claims about ``mend.runtime``, not about the site's values (no facts
-are read), and every one is a check, not a per-site proof: the replay keeps program order
+* the replayed form (the default) loses the call's output when an operator later in the same graph
+  raises at run time (an index out of range in ``gather``/``embedding``/``x[idx]``, an in-graph
+  check, an integer division, a factorization), since the graph never returns to store the
+  replay. Verification traces the graphs of the example run (eval without grad, training with
+  grad: ``verifier/replay_raisers.py``) and refutes this form when such an operator follows the
+  call; with none seen, ``replayed-on-exception`` is checked by that **observation**, which other
+  inputs, guards and modes do not share (helper-65: a raiser reached only from a buffer's state,
+  in a branch on ``self.training``, in an operator the name screen missed), so the fix is unsafe;
+* the ordered form (``ordered=True``: ``mend::capture`` at the call's position), chosen when a
+  check follows the call in its function or when the replayed form is refuted, is exact under the
+  eager and aot_eager backends, but inductor keeps the capture in order neither with a check (it
+  fused a following check with a buffer update into a kernel that ran before the capture,
+  helper-65) nor with a kernel that raises (it ran a capture before an earlier gather's index
+  error surfaced, helper-62): ``replayed-on-exception`` is unknown;
+* the output is also lost when Dynamo fails while tracing that graph (an input of the wrong
+  shape: the effect is not shown before the error, where the original's graph break showed it;
+  found by a held-out review, cases 316 and 342), and lines differ from the original's only when
+  another rewrite above the call changed the line count.
+
+The differences show only on a call that raises after the deferred call. The paper rows'
+loggers (T5, BART, Pegasus, BioGPT) are followed by embedding lookups in their graphs, so they
+get the ordered form.
+
+The obligations are claims about ``mend.runtime``, not about the site's values (the only
+facts read are the traces of its graphs), and every one is a check, not a per-site proof: the replay keeps program order
 (``order-preserved``), what was shown before an exception is what eager showed
 (``replayed-on-exception``; ``mechanism`` says which form, ``proofs/dse_graph_replay.smt2``
-for the post-graph replay), a tensor argument is shown as it was at the call,
+for the post-graph replay; with the trace's observation, or unknown for the ordered form), a tensor argument is shown as it was at the call,
 before later in-place updates (``snapshot-before-mutation``), the lazy
 ``fmt(template, *values)`` renders as the f-string did (``lazy-format-equals-fstring``),
 and a ``*_once`` logger method is replayed through the same cached method

@@ -56,8 +56,13 @@ def _rewrite(module: cst.Module, line: int, when: cst.BaseExpression | None = No
         return plan
     raiser = ordered_because is not None and not plan.check   # ordered only because an operator may raise
     plan.check = plan.check or ordered_because
-    function = next((a.name.value for a in reversed(site[1]) if isinstance(a, cst.FunctionDef)), None)
-    pos = wrapper.resolve(PositionProvider)[plan.stmt]
+    # the function the call is in (ancestors are innermost first): its frame's name
+    fdef = next((a for a in site[1] if isinstance(a, cst.FunctionDef)), None)
+    function = fdef.name.value if fdef is not None else None
+    positions = wrapper.resolve(PositionProvider)
+    pos = positions[plan.stmt]
+    # a loop around the call in its function: a later iteration runs every line of the body after it
+    in_loop = fdef is not None and any(isinstance(a, (cst.For, cst.While)) for a in site[1][:site[1].index(fdef)])
     alias, imported = _runtime_alias(b)
 
     call = plan.call
@@ -103,24 +108,29 @@ def _rewrite(module: cst.Module, line: int, when: cst.BaseExpression | None = No
         moved = len(tree.body) != len(module.body)  # a line of its own: every line below moved
 
     mechanism = "ordered" if plan.check else "replay"
+    shift = (1 if moved else 0) - (1 if when is not None else 0)
+    # where the call and its function sit in the mended file (an earlier line only widens the search);
+    # the function's lines tell its frames from another function of the same name in the file
+    where = {"function": function, "line": pos.start.line + shift,
+             **({"first": positions[fdef].start.line + shift, "last": positions[fdef].end.line + shift}
+                if fdef is not None else {}),
+             **({"loop": True} if in_loop else {})}
     if plan.check:
         detail = (f"`{plan.callee}(...)` -> `{alias}.{func_name}(..., ordered=True)`: {plan.check} follows"
                   + ("" if raiser else " in this function")
                   + ", so the call stays an ordered effect (mend::capture) at its position; "
-                  + ("it is not ordered against a kernel that raises, so under inductor a failing call may show "
-                     "other output than eager" if raiser else "a failing check shows exactly what eager showed")
+                  + "a failing call shows what eager showed under the eager and aot_eager backends; inductor "
+                    "keeps the capture in order neither with a check nor with a kernel that raises, so there a "
+                    "failing call may show other output than eager"
                   + ", and the graph bypasses Inductor's FX graph cache")
-        on_exception = {"kind": "replayed-on-exception", "mechanism": mechanism, "check": plan.check,
-                        "function": function, "line": pos.start.line + (1 if moved else 0),
+        on_exception = {"kind": "replayed-on-exception", "mechanism": mechanism, "check": plan.check, **where,
                         "detail": "effects before a failing check are performed before it (ordered with the check)",
                         **({"raiser": True} if raiser else {})}
     else:
         detail = (f"`{plan.callee}(...)` -> `{alias}.{func_name}(...)`: snapshot (tensor arguments cloned) leaves "
                   "the graph as graph outputs and is replayed right after the graph call, in program order (an "
                   "ordinary, cacheable graph)")
-        on_exception = {"kind": "replayed-on-exception", "mechanism": mechanism, "function": function,
-                        # where the call sits in the mended file (an earlier line only widens the search)
-                        "line": pos.start.line + (1 if moved else 0) - (1 if when is not None else 0),
+        on_exception = {"kind": "replayed-on-exception", "mechanism": mechanism, **where,
                         "detail": "effects before an exception raised outside the graph are replayed before it",
                         "assumes": "no operator later in the same graph raises at run time (no check follows in "
                                    "this function; a kernel error such as an index out of range would drop the "
