@@ -1186,3 +1186,33 @@ def test_replay_raisers_sees_operators_before_an_ordered_capture_only():
     missing = replay_raisers(Ordered(), (torch.ones(2, 4), torch.zeros(2, 3, dtype=torch.long), torch.tensor([0])),
                              {}, [{**site[0], "line": line + 100}])
     assert missing["raisers"] == {}, missing
+
+
+@pytest.mark.parametrize("name, raiser", [("SameName", "embedding"), ("InLoop", "embedding"),
+                                          ("TrainOnly", "indexing with an integer tensor"),
+                                          ("Overload", "gather"), ("LossRange", "binary_cross_entropy")])
+def test_replay_raisers_finds_what_helper_65_hid(name, raiser, tmp_path):
+    """helper-65's nine 'safe' deferrals that lost a print: the trace took another `forward` of
+    the file for the site's function, screened a loop body's earlier line as before the call, ran
+    in eval mode only, and missed `gather.default` and binary_cross_entropy. Each raiser is now
+    seen after the rewritten call (so the replayed form is refuted)."""
+    from mend.rules.deferred_side_effects.rewrite import rewrite
+    from mend.targets import load_file_module
+    from verifier.replay_raisers import replay_raisers
+
+    src = FIXTURES / "raise_after_defer" / "helper65_cases.py"
+    text = src.read_text()
+    cls = text.index(f"class {name}(")
+    line = text[:cls].count("\n") + 1 + next(i for i, t in enumerate(text[cls:].splitlines()) if "print(" in t)
+    res = rewrite(cst.parse_module(text), line)
+    ob = next(o for o in res.obligations if o["kind"] == "replayed-on-exception")
+    assert ob["mechanism"] == "replay" and ob["first"] < ob["line"] <= ob["last"]
+    assert ob.get("loop", False) == (name == "InLoop")
+    path = tmp_path / "mended_h65.py"
+    path.write_text(res.code)
+    mod = load_file_module(path, f"_h65_{name}")
+    site = {"file": str(path), "mechanism": "replay", **{k: ob[k] for k in ("function", "line", "first", "last")},
+            "loop": ob.get("loop", False)}
+    got = replay_raisers(getattr(mod, name)(), mod.inputs(name), {}, [site])
+    found = got["raisers"][f"{ob['function']}:{ob['line']}"]
+    assert any(f.startswith(raiser) for f in found), got
