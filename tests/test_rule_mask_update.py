@@ -368,3 +368,23 @@ def test_complex_product_runs_the_original(tmp_path):
 def test_masks_and_operands_of_other_shapes_run_the_original(tmp_path, src, make):
     orig, mended = _load_pair(tmp_path, src)
     assert _outcome(orig.f, *make()) == _outcome(mended.f, *make())
+
+
+def test_a_sign_repair_is_fixed_and_selects_the_same_values(tmp_path):
+    """helper-64's c93: `sign` was not an operator the rule knew. It is exact and total (NaN gives
+    0 and -0.0 gives +0.0 on every kernel path, measured), with a zero gradient."""
+    res = fix(str(HERE / "sign_overflow.py"), unsafe_fixes=True, verify="standard", max_examples=8)
+    (rw,) = res.rewrites
+    assert rw["rule"] == mu.NAME and "torch.where(inf, h.sign() * 65504.0, h)" in res.mended
+    assert res.after.graph_break_count == 0 < res.before.graph_break_count
+    mended = tmp_path / "sign_overflow.py"
+    mended.write_text(res.mended)
+    a_mod, b_mod = load_file_module(HERE / "sign_overflow.py", "_mu_sa"), load_file_module(mended, "_mu_sb")
+    a, b = a_mod.Model(), b_mod.Model()
+    b.load_state_dict(a.state_dict())
+    (x,) = a_mod.get_inputs()
+    ra, rb = a(x), b(x)
+    assert torch.equal(ra, rb) and (ra.abs() == 2 * 65504.0).any()
+    ra.sum().backward(), rb.sum().backward()
+    for p, q in zip(a.parameters(), b.parameters()):
+        assert torch.equal(p.grad.isnan(), q.grad.isnan()) and torch.equal(p.grad.nan_to_num(), q.grad.nan_to_num())

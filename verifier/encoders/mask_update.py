@@ -3,7 +3,7 @@
 
 * ``mask-update-elementwise`` (a check: a screen of the mended expression): ``f`` is built
   only from numbers, the operand names and exactly rounded elementwise operators that
-  cannot raise (``+ - * /``, unary ``-``, ``abs``, ``neg``, ``relu``, ``clamp``/``clip``
+  cannot raise (``+ - * /``, unary ``-``, ``abs``, ``neg``, ``relu``, ``sign``, ``clamp``/``clip``
   with numeric bounds). Then ``f(x)[i]`` is ``f(x[i])`` bit for bit (IEEE 754 rounds each
   of these exactly, whichever kernel path computes it), so the selected elements are
   ``f(x[m])``.
@@ -36,7 +36,7 @@ from verifier.outcomes import Outcome, check_refuted, checked, unknown
 from verifier.shapes import ShapeEval, _expr
 from verifier.smt import Unsupported, model_text
 
-EXACT_CALLS = frozenset({"abs", "neg", "negative", "relu", "clamp", "clip"})
+EXACT_CALLS = frozenset({"abs", "neg", "negative", "relu", "clamp", "clip", "sign", "sgn"})
 BIN_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Div)
 
 
@@ -85,7 +85,7 @@ def _screen(node, operands: set[str], torch_name: str) -> str | None:
 
 def elementwise(ob: dict, ctx: Ctx) -> Outcome:
     by = ("the elementwise screen (verifier/encoders/mask_update.py) of the mended expression: numbers, the operand "
-          "names (or their .clone()) and + - * /, unary -, abs, neg, relu, clamp/clip with numeric bounds only")
+          "names (or their .clone()) and + - * /, unary -, abs, neg, relu, sign, clamp/clip with numeric bounds only")
     try:
         node = _expr(ob["expr"])
     except (SyntaxError, KeyError):
@@ -94,7 +94,8 @@ def elementwise(ob: dict, ctx: Ctx) -> Outcome:
     if why:
         return check_refuted(by, why)
     return checked(by, ["IEEE 754: + - * / are correctly rounded and abs, neg, relu, clamp exact, in every kernel "
-                        "path, so f(x)[i] == f(x[i]) bit for bit; none of them raises on any value"])
+                        "path (sign too: -1, 0 or 1, NaN -> 0, measured on torch 2.13), so f(x)[i] == f(x[i]) bit "
+                        "for bit; none of them raises on any value"])
 
 
 def scalar(ob: dict, ctx: Ctx) -> Outcome:

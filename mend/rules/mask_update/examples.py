@@ -15,6 +15,12 @@ def example_line(source: str) -> int:
 
 
 FIX_EXAMPLES: list[tuple[str, str]] = [
+    # an fp16 overflow repair: inf becomes the largest finite value of its sign (sign is exact and
+    # total, NaN -> 0 on every kernel path; helper-64's c93)
+    (
+        'import torch\n\n\ndef f(h, inf):\n    h[inf] = h[inf].sign() * 65504.0\n    return h\n',
+        'import torch\n\n\ndef f(h, inf):\n    if type(h) is torch.Tensor and h.is_floating_point() and min(h.stride(), default=1) > 0 and type(inf) is torch.Tensor and inf.dtype == torch.bool and inf.device == h.device and inf.shape == h.shape:\n        h.copy_(torch.where(inf, h.sign() * 65504.0, h))  # mend: mask-update\n    else:\n        h[inf] = h[inf].sign() * 65504.0\n    return h\n',
+    ),
     # a comment on the update's line stays with the original statement, kept as the guard's fallback
     (
         'import torch\n\n\ndef f(x, m):\n    x[m] = x[m] * 2.0  # double the selected\n    return x\n',

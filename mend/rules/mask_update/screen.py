@@ -20,7 +20,7 @@ from mend.rules._scalars import scalar_candidates
 NAME = "mask-update"
 
 # elementwise, exactly rounded, total: f(x)[mask] == f(x[mask]) bit for bit, never raises
-EXACT_CALLS = {"abs", "neg", "negative", "relu", "clamp", "clip"}
+EXACT_CALLS = {"abs", "neg", "negative", "relu", "clamp", "clip", "sign", "sgn"}
 BIN_OPS = {cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*", cst.Divide: "/"}
 AUG_OPS = {cst.AddAssign: "+", cst.SubtractAssign: "-", cst.MultiplyAssign: "*", cst.DivideAssign: "/"}
 # off the mask these are NaN/inf, or have an inf/NaN derivative: torch.where's zero upstream gradient
