@@ -25,7 +25,7 @@ otherwise); its bounds are the constants written in that guard, not the rewrite'
 * ``numpy-result-consumer`` (check): the rewrite returns an ``int`` where numpy returned an
   ``np.int64``. A static screen of the mended source checks that the guarded expression sits
   where its value only sizes ``np.zeros/ones/empty/full`` or ``torch.zeros/ones/empty/full``,
-  or is the argument of ``range()`` or ``int()``, and that the module binds none of the
+  or is the argument of ``range()``, ``int()`` or ``float()``, and that the module binds none of the
   builtins the expression calls; then the consumer is run on the installed numpy and torch
   with ``np.int64(3)`` and ``3`` and the results compared (shape, dtype, values, type).
 """
@@ -336,7 +336,7 @@ _ALLOC = ("zeros", "ones", "empty", "full")
 
 def consumer_of(call: ast.Call, parents: dict, np_names: set[str], torch_names: set[str]) -> tuple[str, str] | None:
     """(library, consumer) when the guarded ``call`` only sizes an allocation, is an element of
-    ``torch.reshape``'s shape sequence, or is the argument of ``range()`` / ``int()``, else None."""
+    ``torch.reshape``'s shape sequence, or is the argument of ``range()`` / ``int()`` / ``float()``, else None."""
     parent = parents.get(id(call))
     holder, node = None, call
     if isinstance(parent, (ast.Tuple, ast.List)):
@@ -366,8 +366,9 @@ def consumer_of(call: ast.Call, parents: dict, np_names: set[str], torch_names: 
         if (last == "full" and position == 0) or (last != "full" and (position is not None or kw == "size")):
             return "torch", last
         return None
-    if holder is None and kw is None and name == "int" and len(call_node.args) == 1 and not call_node.keywords:
-        return "builtins", "int"
+    if holder is None and kw is None and name in ("int", "float") and len(call_node.args) == 1 \
+            and not call_node.keywords:
+        return "builtins", name
     if holder is None and kw is None and name == "range" and 1 <= len(call_node.args) <= 3 and not call_node.keywords:
         return "builtins", "range"
     return None
@@ -455,8 +456,11 @@ def _observe(lib: str, fn: str) -> str | None:
         elif lib == "torch":
             f = getattr(torch, fn)
             pairs = [(f((2, n), 1.5), f((2, i), 1.5))] if fn == "full" else [(f((2, n)), f((2, i))), (f(2, n), f(2, i))]
-        elif fn == "int":
-            pairs = [(int(n), int(i))]
+        elif fn in ("int", "float"):
+            cast = int if fn == "int" else float
+            pairs = [(cast(n), cast(i))]
+            if type(pairs[0][0]) is not type(pairs[0][1]):
+                return f"{fn}() gives {type(pairs[0][0]).__name__} for np.int64({i}) and {type(pairs[0][1]).__name__}"
         else:
             pairs = [(list(range(n)), list(range(i))), (list(range(1, n + 2, 2)), list(range(1, i + 2, 2)))]
         for x, y in pairs:
@@ -488,8 +492,8 @@ def result_consumer(ob: dict, ctx: Ctx) -> Outcome:
 def _consumer_outcome(ob: dict, call: ast.Call, parents: dict, tree: ast.Module) -> Outcome:
     mended = ob.get("mended")
     by = ("static screen of the mended source: the guarded expression's value only sizes a numpy/torch "
-          "allocation or is the argument of range()/int(), which convert it with operator.index/int (np.int64 and "
-          "int alike); no builtin it calls is rebound; corroborated by a probe of that consumer on the installed "
+          "allocation or is the argument of range()/int()/float(), which convert it with operator.index/int/float "
+          "(np.int64 and int alike); no builtin it calls is rebound; corroborated by a probe of that consumer on the installed "
           "numpy and torch with np.int64 and int")
     np_names, torch_names = _module_aliases(tree, "numpy"), _module_aliases(tree, "torch")
     where = parents.get(id(call))
@@ -506,16 +510,17 @@ def _consumer_outcome(ob: dict, call: ast.Call, parents: dict, tree: ast.Module)
         if None in got_all:
             bad = reads[got_all.index(None)]
             return check_refuted(by, f"`{bad.id}` (line {bad.lineno}) goes to `{type(parents.get(id(bad))).__name__}`, "
-                                 "not to an allocation's shape, range() or int(): an int there may differ from "
+                                 "not to an allocation's shape, range(), int() or float(): an int there may differ from "
                                  "np.int64")
         by += f" (through the local `{reads[0].id}`, bound once and read only there)"
     else:
         got_all = [consumer_of(call, parents, np_names, torch_names)]
     if None in got_all:
         return check_refuted(by, f"the guarded expression's value goes to `{type(where).__name__}`, not to an "
-                             "allocation's shape, range() or int(): an int there may differ from np.int64")
+                             "allocation's shape, range(), int() or float(): an int there may differ from np.int64")
     lambdas = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)]
-    rebound = _bound_builtins(tree, lambdas, _BUILTINS + (("range",) if ("builtins", "range") in got_all else ()))
+    rebound = _bound_builtins(tree, lambdas, _BUILTINS + tuple(b for b in ("range", "float")
+                                                              if ("builtins", b) in got_all))
     if rebound:
         return check_refuted(by, f"the module binds `{rebound[0]}`, which the guarded expression calls as a builtin")
     if ob.get("numpy") not in np_names:

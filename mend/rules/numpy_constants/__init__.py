@@ -50,7 +50,7 @@ Traps, each handled:
   alike are admitted: the shape of ``np.zeros/ones/empty/full`` and the size of
   ``torch.zeros/ones/empty/full``, an element of ``torch.reshape``'s shape sequence (perceiver's
   ``torch.reshape(x, [b, np.prod(x.shape[1:-1]), c])``; a bare number there declines),
-  ``range()``, ``int()``. Arithmetic (``np.int64`` wraps and
+  ``range()``, ``int()``, ``float()`` (both round the integer once: helper-64). Arithmetic (``np.int64`` wraps and
   divides by zero without raising), comparisons, assignments (later code may test
   ``isinstance(x, np.integer)``) and a returned value are declined.
 * a local: ``width = np.sum(plan)`` on one line, ``torch.zeros(n, width)`` on a later one (the
@@ -95,7 +95,7 @@ Proved: for the guard written in the mended source (its bounds read back from it
 accumulation of a sum or a product, and numpy's int64 lcm/gcd formula, cannot overflow, so they equal
 the exact integers Python computes (``numpy-int64-exact``, Z3 bit-vectors, unsat). Resting
 on checks: each replaced call still sits where its result only sizes an allocation, a
-``range()`` or an ``int()`` (a static screen of the mended source), and those consumers
+``range()``, an ``int()`` or a ``float()`` (a static screen of the mended source), and those consumers
 give identical results for np.int64 and int on the installed numpy and torch (observed:
 ``numpy-result-consumer``); the guard is decided by Dynamo at trace time (measured, and the
 pipeline's graph count). Both are required at every level.

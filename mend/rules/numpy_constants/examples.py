@@ -41,6 +41,11 @@ def flatten_index_dims(x):
         'import numpy as np\n\n\ndef rand_mask(num_blocks, num_heads, plan_num_rand_blocks, max_plan_idx):\n    rand_attn = [\n        np.zeros((num_blocks, (lambda v: sum(v) if type(v) is list and 0 < len(v) < 2**31 and all([type(e) is int and -2**31 < e < 2**31 for e in v]) else np.sum(v))(plan_num_rand_blocks[: max_plan_idx + 1])), dtype=np.int32)\n        for i in range(num_heads)\n    ]  # mend: numpy-constants (was: np.sum(plan_num_rand_blocks[: max_plan_idx + 1]))\n    return rand_attn\n',
         5,
     ),
+    # float() as the consumer: float(np.int64(k)) and float(k) round k once, alike (helper-64's c13)
+    (
+        'import numpy as np\n\n\ndef scale(h, lengths):\n    return h * float(np.sum(lengths))\n',
+        'import numpy as np\n\n\ndef scale(h, lengths):\n    return h * float((lambda v: sum(v) if type(v) is list and 0 < len(v) < 2**31 and all([type(e) is int and -2**31 < e < 2**31 for e in v]) else np.sum(v))(lengths))  # mend: numpy-constants (was: np.sum(lengths))\n',
+    ),
     # numpy under another name, and int() as the consumer (big_bird's training path, :926)
     (
         'import numpy as onp\n\n\ndef count(plan, k):\n    return int(onp.sum(plan[:k]))\n',

@@ -131,8 +131,8 @@ def _consumer(node: cst.CSTNode, parents: dict[int, cst.CSTNode], np_names: set[
                 return what, what
             name = dotted(call.func) or ""
             plain = parent.keyword is None and not parent.star
-            if name == "int" and len(call.args) == 1 and plain and "int" not in binds:
-                return "int()", "int()"
+            if name in ("int", "float") and len(call.args) == 1 and plain and name not in binds:
+                return f"{name}()", f"{name}()"   # float(np.int64(k)) == float(k): both round k once (helper-64)
             if name == "range" and plain and 1 <= len(call.args) <= 3 and all(
                     a.keyword is None and not a.star for a in call.args) and "range" not in binds:
                 return "range()", "range()"
@@ -277,7 +277,7 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
         if consumer is None:
             first_decline = first_decline or (
                 f"the result of `{code_of(call).strip()}` feeds {what}: the rewrite's result is an int where "
-                f"np.{func} gives np.int64, and only an allocation's shape, range() or int() are known to treat "
+                f"np.{func} gives np.int64, and only an allocation's shape, range(), int() or float() are known to treat "
                 "them alike")
             continue
         if repl.startswith("math.") and not (math_imported or math_free):
@@ -355,7 +355,7 @@ def _local_binding(node: cst.CSTNode, parents: dict[int, cst.CSTNode], function:
             if consumer is None:
                 return Decline(NAME, f"`{name}` (`{code_of(assign.value).strip()}`) is also read by {what}: the "
                                "rewrite's result is an int where the numpy call gives np.int64, and only an "
-                               "allocation's shape, range() or int() are known to treat them alike")
+                               "allocation's shape, range(), int() or float() are known to treat them alike")
             uses.append(consumer)
         return Local(assign, name, f"`{name}`, read only as " + ", ".join(dict.fromkeys(uses)))
     return None
