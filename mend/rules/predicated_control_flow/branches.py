@@ -86,7 +86,11 @@ def _arm(pred, smalls: list[cst.BaseSmallStatement]) -> _Arm:
                 arm.assigns.append((name, value))
             continue
         if isinstance(small, cst.AugAssign):  # `h += 1` updates a tensor in place, seen through aliases
-            raise _Declined(f"a branch mutates state (`{_code(small.target)} {_code(small.operator)} ...`)")
+            raise _Declined(f"a branch mutates state (`{_code(small.target)} {_code(small.operator)} ...`): an "
+                            "augmented assignment updates a tensor in place, which every alias of it sees, keeps its "
+                            "dtype and can fail autograd's version check, where `torch.where` makes a new tensor; "
+                            f"write `{_code(small.target)} = {_code(small.target)} "
+                            f"{_code(small.operator).strip().rstrip('=')} ...` if no alias needs the update")
         if (op := inplace_call(small)) is not None:
             raise _Declined(f"a branch mutates a tensor in place (`{op}`)")
         if isinstance(small, cst.Raise):
