@@ -194,3 +194,30 @@ def test_a_mismatch_hypothesis_cannot_replay_is_a_failure_not_a_crash():
 
     ev = differential_test(Same(), OnceOff(), (torch.ones(3),), max_examples=10, compiled=False)
     assert not ev.passed and "nondeterministic" in ev.reason, ev.reason
+
+
+def test_integer_inputs_at_their_dtype_limits_are_drawn_within_them():
+    """helper-66: a uint8 input of 200 crashed `mend fix` (randint's bound two past the example's
+    range, 257, is out of uint8's range). Bounds are clamped to the dtype's."""
+    import torch
+
+    for dtype, values in [(torch.uint8, [200, 1]), (torch.uint8, [0, 255]), (torch.int8, [-128, 127]),
+                          (torch.int64, [-2**63, 2**63 - 1])]:
+        _draw_within(dtype, values)
+
+
+def _draw_within(dtype, values):
+    import torch
+    from hypothesis import given, settings
+
+    from verifier.differential import inputs_strategy
+
+    example = (torch.tensor(values, dtype=dtype),)
+
+    @settings(max_examples=15, deadline=None, database=None)
+    @given(inputs_strategy(example, edge=True, vary_batch=False))
+    def check(drawn):
+        (t,) = drawn
+        assert t.dtype == dtype
+
+    check()

@@ -388,3 +388,28 @@ def test_a_sign_repair_is_fixed_and_selects_the_same_values(tmp_path):
     ra.sum().backward(), rb.sum().backward()
     for p, q in zip(a.parameters(), b.parameters()):
         assert torch.equal(p.grad.isnan(), q.grad.isnan()) and torch.equal(p.grad.nan_to_num(), q.grad.nan_to_num())
+
+
+def test_an_overlapping_view_keeps_the_original_update():
+    """helper-66: in a sliding window (`base.unfold(0, 3, 1)`, strides (1, 1), no zero stride) the
+    in-place `where` wrote the unselected elements back over memory the selected ones share. The
+    guard now asks that no two elements share memory; such a view runs the original statement."""
+    from mend.rules.mask_update.rewrite import no_overlap
+
+    src = "import torch\n\n\ndef f(x, m):\n    x[m] = x[m].sign() * 2.0\n    return x\n"
+    res = mu.rewrite(cst.parse_module(src), 5)
+    assert no_overlap("x") in res.code
+    mended, original = {}, {}
+    exec(compile(res.code, "<mended>", "exec"), mended)
+    exec(compile(src, "<original>", "exec"), original)
+    m = torch.tensor([[True, False, True]] * 3 + [[False, True, False]] * 4)
+    bases = []
+    for ns in (original, mended):
+        base = torch.tensor([3.0, -4, 3, -4, 5, 6, 7, 8, 9])
+        ns["f"](base.unfold(0, 3, 1), m)
+        bases.append(base)
+    assert torch.equal(bases[0], bases[1]), bases
+    for x, expected in [(torch.randn(4, 3), True), (torch.randn(3, 4).t(), True), (torch.randn(5, 6)[:, :3], True),
+                        (torch.randn(9).unfold(0, 3, 1), False), (torch.randn(2, 1, 3), True), (torch.tensor(1.0), True),
+                        (torch.randn(6).as_strided((2, 3), (2, 1)), False)]:
+        assert eval(no_overlap("x"), {"x": x}) is expected, (x.shape, x.stride())

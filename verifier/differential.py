@@ -570,17 +570,19 @@ def _values_strategy(example: tuple, edge: bool, extra_edge_values=()):
         if t.is_complex():   # random complex normals and the example (an adversarial review's crash: no min())
             return (st.builds(lambda s: torch.randn(t.shape, dtype=t.dtype, generator=torch.Generator().manual_seed(s)),
                               st.integers(0, 2**16)) | st.just(t.clone()))
-        lo, hi = int(t.min()) - 2, int(t.max()) + 2
+        # two past the example's range, within the dtype's (helper-66: a uint8 200 or 0 crashed randint)
+        info = torch.iinfo(t.dtype)
+        lo, hi = max(int(t.min()) - 2, info.min), min(int(t.max()) + 2, info.max)
         # random values, the example itself, and constant fills (an all-ones mask is
         # exactly the input that flips `if (mask == 0).any()`)
-        drawn = (st.builds(lambda s: torch.randint(lo, hi + 1, t.shape, generator=torch.Generator().manual_seed(s),
+        drawn = (st.builds(lambda s: torch.randint(lo, min(hi + 1, info.max), t.shape,
+                                                   generator=torch.Generator().manual_seed(s),
                                                    dtype=t.dtype), st.integers(0, 2**16))
                  | st.just(t.clone()) | st.just(torch.full_like(t, lo)) | st.just(torch.full_like(t, hi)))
         if t.numel():
             # one element out of an index's range (-1, or twice the largest value seen): class
             # targets and token ids of the example rarely reach the bound, and an input that makes
             # a later op raise is where a deferred effect can be lost (an adversarial helper's case)
-            info = torch.iinfo(t.dtype)
             far = sorted({min(max(v, info.min), info.max) for v in (-1, 2 * max(hi, 0) + 1)})
 
             def one_far(x, i, v):

@@ -190,14 +190,19 @@ def leading_shape(ob: dict, ctx: Ctx) -> Outcome:
 def expected_guard(t: str, x: str, mask: str, operands: list[str], rows: bool = False) -> str:
     """The guard under which ``x.copy_(where(...))`` writes what ``x[m] = f(x[m])`` writes, ``mask``
     a name (an expression mask is bound to a local first): a plain real floating ``x`` without
-    zero strides (``copy_`` refuses overlapping memory exactly there; ``index_put_`` writes), the
+    zero strides (``copy_`` refuses overlapping memory exactly there; ``index_put_`` writes) nor
+    other overlap (a sliding window: ``copy_`` writes unselected elements back, helper-66), the
     mask a bool tensor of ``x``'s shape (the row form: its leading sizes) on ``x``'s device, and
     every other operand of ``x``'s dtype, shape and device (``index_put_`` raises on a dtype
     mismatch, ``y[m]`` on a shape mismatch, where ``where`` promotes or broadcasts; complex
     products are not correctly rounded). Each clause answers a counterexample of helper-51's or
     helper-54's review."""
     shape = f"{x}.shape[:{mask}.dim()]" if rows else f"{x}.shape"
-    clauses = [f"type({x}) is {t}.Tensor", f"{x}.is_floating_point()", f"min({x}.stride(), default=1) > 0",
+    # no other overlap (helper-66: a sliding window's copy_ wrote unselected elements back over
+    # selected ones): the sizes > 1 by stride ascending, each stride past the smaller ones' extent
+    overlap = ("(lambda d: all(d[i][0] * d[i][1] <= d[i + 1][0] for i in range(len(d) - 1)))"
+               f"(sorted((s, n) for s, n in zip({x}.stride(), {x}.shape) if n > 1))")
+    clauses = [f"type({x}) is {t}.Tensor", f"{x}.is_floating_point()", f"min({x}.stride(), default=1) > 0", overlap,
                f"type({mask}) is {t}.Tensor", f"{mask}.dtype == {t}.bool", f"{mask}.device == {x}.device",
                f"{mask}.shape == {shape}"]
     for y in operands:

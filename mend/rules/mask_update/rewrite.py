@@ -15,6 +15,16 @@ from mend.rules.mask_update.screen import NAME, screen
 MASK = "_mend_mask"   # the local an expression mask is bound to (fresh in the function)
 
 
+def no_overlap(x: str) -> str:
+    """True when no two elements of ``x`` share memory: the dimensions of size > 1, by stride
+    ascending, each step past the extent of the smaller ones (``stride[k+1] >= stride[k] *
+    size[k]``, then by induction ``stride[k+1]`` exceeds every offset the smaller dimensions
+    reach). Sufficient, not necessary; decided by Dynamo on static sizes and strides (with dynamic
+    shapes the guard breaks the graph and runs eagerly, as ``min(..., default=)`` already does)."""
+    return ("(lambda d: all(d[i][0] * d[i][1] <= d[i + 1][0] for i in range(len(d) - 1)))"
+            f"(sorted((s, n) for s, n in zip({x}.stride(), {x}.shape) if n > 1))")
+
+
 def guard_text(t: str, x: str, m: str, others: list[str], rows: bool = False) -> str:
     """When the in-place ``torch.where`` writes what ``x[m] = f(x[m])`` writes (decided by
     Dynamo at trace time: types, dtypes, shapes, strides and devices are guarded, no break);
@@ -26,6 +36,9 @@ def guard_text(t: str, x: str, m: str, others: list[str], rows: bool = False) ->
       not correctly rounded, so ``f(x)[m]`` and ``f(x[m])`` differed by an ulp;
     * no zero stride (``min(x.stride(), default=1) > 0``): ``index_put_`` into an expanded tensor
       warns and writes, ``copy_`` raises (overlapping memory: exactly its check, zero strides);
+    * no other overlap (:func:`no_overlap`): in a sliding window (``base.unfold(0, 3, 1)``,
+      strides (1, 1)) ``copy_`` writes the unselected elements back over memory the selected ones
+      share, and its own overlap check does not see it (helper-66);
     * the mask a plain bool tensor of ``x``'s shape (the row form: its leading sizes) on ``x``'s
       device: a ``(B,)`` mask for a ``(B, B)`` ``x`` selects rows, ``where`` broadcast it over
       columns (also when written ``score > 0`` or ``~keep``); a long mask indexes positions;
@@ -36,7 +49,7 @@ def guard_text(t: str, x: str, m: str, others: list[str], rows: bool = False) ->
     same = "".join(f" and type({y}) is {t}.Tensor and {y}.dtype == {x}.dtype and {y}.shape == {x}.shape"
                    f" and {y}.device == {x}.device" for y in others)
     return (f"type({x}) is {t}.Tensor and {x}.is_floating_point() and min({x}.stride(), default=1) > 0"
-            f" and type({m}) is {t}.Tensor and {m}.dtype == {t}.bool and {m}.device == {x}.device"
+            f" and {no_overlap(x)} and type({m}) is {t}.Tensor and {m}.dtype == {t}.bool and {m}.device == {x}.device"
             f" and {m}.shape == {shape}{same}")
 
 
