@@ -147,6 +147,11 @@ in program order is reported
 (``first-failure-wins``: exact with one check in the file, otherwise measured on the
 eager, aot_eager and inductor backends, not a documented guarantee).
 
+Line numbers move: the trap table is inserted after the module's imports and the guarded check
+takes more lines than the ``if``/``raise`` it replaces, so a log record, a warning or a traceback
+from a line below either names a later line than eager's, even in eager mode (helper-64's c11:
+a ``logger.warning`` record's ``lineno`` went from 15 to 21). No obligation covers it.
+
 Never inference-only: a check has no gradient.
 """
 
