@@ -308,3 +308,23 @@ def test_the_mended_module_still_scripts(tmp_path):
     b.load_state_dict(a.state_dict())
     args = orig.get_inputs()
     assert torch.equal(torch.jit.script(b)(*args), a(*args))
+
+
+@pytest.mark.parametrize("numel, result", [(2048, "proved"), (2049, "refuted")])
+def test_a_count_of_nonzero_elements_is_bounded_by_the_observed_size(numel, result):
+    """helper-66: a count compared with a float16 tensor was refuted with e = -44537482, a count
+    no tensor has. The count is 0..numel(T) (T's observed sizes: tier observed); every count up to
+    2048 is exact in float16, 2049 is not (the counterexample)."""
+    source = "import torch\ndef f(t, x):\n    n = len(t.nonzero())\n    return x > n\n"
+    names = {"t": {**_F32, "shape": [numel]}, "x": {**_F32, "dtype": "float16", "shape": [4]},
+             "torch": {"kind": "pymodule", "value": "torch"}}
+    res = io.rewrite(cst.parse_module(source), 3)
+    (ex,) = [o for o in res.obligations if o["kind"] == "item-operand-exact"]
+    assert ex["count_of"] == "t"
+    got = {r["kind"]: r for r in O.discharge(res.obligations, facts={"names": names, "self": {}}, code=res.code,
+                                             before=source)}["item-operand-exact"]
+    assert got["result"] == result, got
+    if result == "proved":
+        assert got["tier"] == "observed" and any(f"0 to its {numel} elements" in a for a in got["assumptions"])
+    else:
+        assert "e = 2049" in got["counterexample"]

@@ -29,6 +29,7 @@ runs; :func:`verifier.facts.watched_lines`).
 from __future__ import annotations
 
 import ast
+import math
 
 import re
 
@@ -181,6 +182,22 @@ def _exact_in(dtype: str, target: str):
     return x, z3.fpToFP(RNE, to(RNE, x, fp_sort(target)), _WIDE) == to(RNE, x, _WIDE)
 
 
+def _count_bound(ctx: Ctx, ob: dict) -> int | None:
+    """The number of elements of T for a count of its nonzero elements (``count_of``, a name or
+    attribute), from its sizes observed where the count is read, else None."""
+    name = ob.get("count_of")
+    if not name or not _NAME.match(name):
+        return None
+    try:
+        fact = (_hc_view(ctx, name, ob.get("line")).get("names") or {}).get(name)
+    except _HcFacts:
+        return None
+    shape = (fact or {}).get("shape") if (fact or {}).get("kind") == "tensor" else None
+    if shape is None or not all(isinstance(d, int) for d in shape):
+        return None
+    return math.prod(shape)
+
+
 def exact(ob: dict, ctx: Ctx) -> Outcome:
     """For every use whose common dtype is float16/bfloat16: every value of T's dtype converts to
     it exactly (so the float32 'opmath' path and the cast-first path see one number)."""
@@ -210,20 +227,27 @@ def exact(ob: dict, ctx: Ctx) -> Outcome:
                        "operand is converted once, alike", texts)
     if dtype == "bool":
         return checked("0 and 1 are exact in every floating dtype", texts)
-    syms = []
+    syms, premises, tier = [], [], "every value"
+    numel = _count_bound(ctx, ob)
     for c in reduced:
         x, ok = _exact_in(dtype, c)
         claims.append(z3.Not(ok))
         syms.append((x, c))
+        if numel is not None:   # a count of nonzero elements: 0..numel(T), not every int64 (helper-66)
+            premises += [x >= 0, x <= numel]
+    if numel is not None:
+        tier = "observed"
+        texts = texts + [f"the value is a count of nonzero elements of `{ob['count_of']}`: 0 to its {numel} elements "
+                         "(the example's sizes)"]
 
     def build():
-        return Query([], [z3.Or(*claims)], texts + [f"a use computes in {', '.join(reduced)}"], syms)
+        return Query(premises, [z3.Or(*claims)], texts + [f"a use computes in {', '.join(reduced)}"], syms)
 
     def describe(model, extra):
         x, c = extra[0]
         return (f"e = {fmt_value(model.eval(x, model_completion=True))} ({dtype}) is not exact in {c}: the Python "
                 f"number meets a {c} tensor in float32 on some kernels, a 0-d {dtype} tensor may be cast to {c} first")
-    return decide("item-operand-exact", [("every value", build)], ctx,
+    return decide("item-operand-exact", [(tier, build)], ctx,
                   "IEEE 754 in Z3's FloatingPoint theory, RNE; integers as bit-vectors, exact in binary128",
                   describe)
 

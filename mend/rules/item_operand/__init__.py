@@ -43,7 +43,10 @@ and the taxonomy files the site under item-tolist. It is read as ``torch.count_n
 screen and obligations, so ``torch.count_nonzero(T)``, a 0-d int64 tensor, is kept. ``as_tuple=True``
 (one tensor per dimension: ``len`` is the rank), ``.shape[1]`` and a module that rebinds ``len``
 are left alone; a T that is not a torch.Tensor (a NumPy array's ``nonzero()`` is a tuple) fails
-``item-operand-tensor``.
+``item-operand-tensor``. ``item-operand-exact`` knows the count lies in 0..numel(T) when T is a
+name with observed sizes (tier ``observed``): every count of a 2048-element T is exact in
+float16, a 2049-element T's count 2049 is the counterexample (helper-66 had been shown a negative
+one).
 
 A read used in place (``return logits / self.log_t.exp().item()``, held-out review case 307)
 becomes ``logits / (self.log_t.exp().item() if <autocast on> else self.log_t.exp().detach().reshape(()).clone())``
