@@ -35,9 +35,9 @@ Traps, and how each is handled:
   AttributeError for a list container and compared a numpy or ``None`` element where
   ``__contains__`` raises. Its operands are read twice, so each must be a name or an attribute
   chain; the verifier does not encode the conditional (``raises-iff-original`` and
-  ``condition-is-tensor`` are unknown: declined at ``--verify strict``). Stated, not screened:
-  the restored exception carries no implicit context (``__context__`` of an ``except`` block
-  the check ran in, in a caller).
+  ``condition-is-tensor`` are unknown: declined at ``--verify strict``). The restored exception
+  is raised outside the restoring handler, so its ``__context__`` is eager's (the exception a
+  caller's ``except`` block was handling, if any; since 2026-12-06).
 * Not taken: a membership combined with other tests (``v in t and h.sum() > 0``), a
   membership whose Python bool is returned or stored (``return token in ids``: its callers
   would get a tensor), a membership inside a loop (the frame is skipped).
