@@ -328,3 +328,14 @@ def test_a_count_of_nonzero_elements_is_bounded_by_the_observed_size(numel, resu
         assert got["tier"] == "observed" and any(f"0 to its {numel} elements" in a for a in got["assumptions"])
     else:
         assert "e = 2049" in got["counterexample"]
+
+
+def test_a_count_of_something_not_a_tensor_is_refuted_saying_why():
+    """helper-66: a NumPy array's `len(a.nonzero())` is its rank; the decline said only that a
+    ndarray is not modelled."""
+    source = "import torch\ndef f(a, x):\n    n = len(a.nonzero())\n    return x * n\n"
+    names = {"a": {"kind": "other", "type": "ndarray"}, "x": _F32, "torch": {"kind": "pymodule", "value": "torch"}}
+    res = io.rewrite(cst.parse_module(source), 3)
+    got = {r["kind"]: r for r in O.discharge(res.obligations, facts={"names": names, "self": {}}, code=res.code,
+                                             before=source)}["item-operand-tensor"]
+    assert got["result"] == "refuted" and "whose `len` is the rank" in got["counterexample"], got

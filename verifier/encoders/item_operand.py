@@ -98,6 +98,11 @@ def tensor_read(ob: dict, ctx: Ctx) -> Outcome:
         # result, where the Python number gave a plain tensor
         return check_refuted(by, f"`{sub[0]}` is a tensor subclass ({sub[1]}) on the example run: kept a tensor, "
                                  "the read would carry the subclass into the result, where `.item()` gives a number")
+    counted = _counted_kind(ctx, ob)
+    if counted is not None:   # helper-66: "a ndarray, which is not modelled" did not say what goes wrong
+        return check_refuted(by, f"`{ob['count_of']}` is {counted} on the example run, not a torch.Tensor: its "
+                                 "`nonzero()` is no tensor of rows (a NumPy array's is a tuple of one index array per "
+                                 "dimension, whose `len` is the rank), so `torch.count_nonzero` would not count alike")
     try:
         mv, dtype, texts, se = _read(ctx, ob)
     except (_HcFacts, Unsupported) as exc:
@@ -180,6 +185,21 @@ def _exact_in(dtype: str, target: str):
     x = z3.BitVec("e", bits)
     to = z3.fpUnsignedToFP if dtype in ("uint8", "bool") else z3.fpSignedToFP
     return x, z3.fpToFP(RNE, to(RNE, x, fp_sort(target)), _WIDE) == to(RNE, x, _WIDE)
+
+
+def _counted_kind(ctx: Ctx, ob: dict) -> str | None:
+    """What the counted T (``count_of``, a name or attribute) was on the example run when it was
+    observed and is not a torch.Tensor, else None."""
+    name = ob.get("count_of")
+    if not name or not _NAME.match(name):
+        return None
+    try:
+        fact = (_hc_view(ctx, name, ob.get("line")).get("names") or {}).get(name)
+    except _HcFacts:
+        return None
+    if not fact or fact.get("kind") in ("tensor", "unavailable", None):
+        return None
+    return f"a {fact.get('type') or fact.get('cat') or fact.get('kind')}"
 
 
 def _count_bound(ctx: Ctx, ob: dict) -> int | None:

@@ -62,11 +62,11 @@ def _obligations(plan: Plan, line: int, pos) -> tuple[list[dict], list[dict]]:
     tensor = code_of(plan.tensor)
     uses = [{"value": code_of(u.other), "op": u.op, "line": pos[u.other].start.line} for u in plan.uses]
     counted = nonzero_count(plan.line.body[0].value) if plan.name is not None else None
+    count = {"count_of": code_of(counted)} if counted is not None else {}
     return uses, [
-        {"kind": "item-operand-tensor", "expr": tensor, "line": line},
+        {"kind": "item-operand-tensor", "expr": tensor, "line": line, **count},
         {"kind": "item-operand-keep-type", "expr": tensor, "line": line, "uses": uses},
-        {"kind": "item-operand-exact", "expr": tensor, "line": line, "uses": uses,
-         **({"count_of": code_of(counted)} if counted is not None else {})},
+        {"kind": "item-operand-exact", "expr": tensor, "line": line, "uses": uses, **count},
     ]
 
 
