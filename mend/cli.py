@@ -280,7 +280,8 @@ def _scan_summary(counted, comparison, written) -> None:
               "installed packages are never touched: their mended copies go to --out.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False),
               help="Write mended files and certificates under DIR (default mended/ with --write).")
-@click.option("--json", "as_json", is_flag=True, help='Print {"before", "after", "rewrites", "declined"}.')
+@click.option("--json", "as_json", is_flag=True,
+              help='Print {"before", "after", "rewrites", "declined", "unfixable"}.')
 @click.option("--seed", default=0, show_default=True, help="Hypothesis seed of the differential tests.")
 @click.option("--examples", default=30, show_default=True, type=click.IntRange(min=1),
               help="Hypothesis examples per candidate rewrite (strict raises it to its minimum).")
@@ -396,10 +397,11 @@ def _print_fix(res, target: str, verify: str, written, console) -> None:
         ev, obs, ver = rw.evidence, rw.obligations, rw.verification or {}
         proved = sum(1 for o in obs if o.get("result") == "proved")
         checked = sum(1 for o in obs if o.get("result") == "checked")
+        unknown = sum(1 for o in obs if o.get("result") == "unknown")   # an unsafe fix's (helper-67: uncounted)
         console.print(f"  fixed     {rw.site}  {rw.rule} [{rw.safety['label']}]: {rw.detail} "
                       f"({ev['examples']} examples, predicate outcomes {ev['predicate_outcomes'] or 'n/a'}; "
                       f"--verify {ver.get('level', verify)}: {proved}/{len(obs)} obligations proved"
-                      f"{f', {checked} checked' if checked else ''}"
+                      f"{f', {checked} checked' if checked else ''}{f', {unknown} unknown' if unknown else ''}"
                       f"{', ' + ver['use'] if ver.get('use') == 'inference-only' else ''})",
                       highlight=False, markup=False)
         if str(ev.get("torchscript") or "").startswith("lost"):

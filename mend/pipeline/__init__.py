@@ -377,6 +377,12 @@ def _try_site(ex, site, rel: str, current: str, original: str, files: dict[str, 
                           method=choose, verify=verify, unsafe_fixes=unsafe_fixes)
 
 
+def _clip(text: str, limit: int = 300) -> str:
+    """``text`` cut to about ``limit`` characters at a word boundary, marked when cut (helper-67
+    read a reason ending mid-word)."""
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " ..."
+
+
 def _fallback(rule, current: str, line: int, first: Verified, verify_one) -> Verified:
     """The rule's second form (``Rule.fallback``), verified, when its own rewrite was declined
     by verification: that form's outcome when it passes (or is withheld as an unsafe fix),
@@ -394,11 +400,11 @@ def _fallback(rule, current: str, line: int, first: Verified, verify_one) -> Ver
         if not isinstance(second.outcome, Declined):   # emitted: its record says why the first form was not
             rw, code = second.outcome
             second.outcome = (dataclasses.replace(rw, detail=f"{rw.detail} (the rule's first form was declined: "
-                                                             f"{first.outcome.reason[:300]})"), code)
+                                                             f"{_clip(first.outcome.reason)})"), code)
             return second
         if second.outcome.safety == "unsafe":   # withheld as an unsafe fix: its own record says so, and why not the first
             second.outcome = dataclasses.replace(second.outcome, reason=f"{second.outcome.reason} (the rule's first "
-                                                 f"form was declined: {first.outcome.reason[:300]})")
+                                                 f"form was declined: {_clip(first.outcome.reason)})")
             return second
         second_reason, detail = second.outcome.reason, f"its second form ({alt.detail})"
     first.outcome = dataclasses.replace(first.outcome, reason=f"{first.outcome.reason}; {detail}: {second_reason}")

@@ -86,11 +86,14 @@ def replayed_on_exception(ob: dict, ctx: Ctx) -> Outcome:
                                  "returns, so the replay never happens and the output eager showed before the "
                                  "error is lost; the ordered form (mend::capture) performs the call in place")
         assumes = ob.get("assumes", "no operator later in the same graph raises at run time")
+        # the risk in plain words first: fix_safety quotes this in an unsafe fix's reason (helper-67)
         return _runtime_check("replayed-on-exception", ok, text,
-                              "the source screen of the runtime: the store after the graph call performs the "
-                              "entries before any later Python of the frame runs (and a scope replays in `finally`)"
-                              + ("; no operator that can raise on tensor values follows the call in its graph, "
-                                 + seen if raisers is not None else ""),
+                              "the call's output would be lost if an operator after it in the same graph raised "
+                              "(the replay happens only when the graph returns); "
+                              + ("no operator that can raise on tensor values follows it in the traced graphs, "
+                                 + seen + "; " if raisers is not None else "")
+                              + "the source screen of the runtime: the store after the graph call performs the "
+                              "entries before any later Python of the frame runs (and a scope replays in `finally`)",
                               [assumes if raisers is None else
                                f"{assumes}: {seen}; operators are screened by name (verifier/replay_raisers.py), and "
                                "inputs compiled to other guards give other graphs, not traced",

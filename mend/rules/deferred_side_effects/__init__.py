@@ -74,9 +74,12 @@ from mend.rules.deferred_side_effects.rewrite import ordered, raiser_declined, r
 from mend.rules.deferred_side_effects.screen import ALIAS, NAME, RUNTIME, match
 
 FIX_SAFETY = """\
-An **unsafe** fix (applied with ``--unsafe-fixes``), since 2026-12-06: neither form is exact on
-every input. Emitted after the differential test (compiled without ``mend.runtime.install``, as
-users run it), with documented differences:
+An unsafe fix (applied with ``--unsafe-fixes``), since 2026-12-06: on a call that raises
+after the deferred call, the output shown can differ from eager's (lost, or under inductor shown
+where eager never reached it); neither form is exact on every input.
+
+Emitted after the differential test (compiled without ``mend.runtime.install``, as users run it),
+with these documented differences:
 
 * the replayed form (the default) loses the call's output when an operator later in the same graph
   raises at run time (an index out of range in ``gather``/``embedding``/``x[idx]``, an in-graph
