@@ -187,32 +187,31 @@ def _exact_in(dtype: str, target: str):
     return x, z3.fpToFP(RNE, to(RNE, x, fp_sort(target)), _WIDE) == to(RNE, x, _WIDE)
 
 
-def _counted_kind(ctx: Ctx, ob: dict) -> str | None:
-    """What the counted T (``count_of``, a name or attribute) was on the example run when it was
-    observed and is not a torch.Tensor, else None."""
+def _counted_fact(ctx: Ctx, ob: dict) -> dict | None:
+    """The fact of the counted T (``count_of``, a name or attribute) where the count is read, else None."""
     name = ob.get("count_of")
     if not name or not _NAME.match(name):
         return None
     try:
-        fact = (_hc_view(ctx, name, ob.get("line")).get("names") or {}).get(name)
+        return (_hc_view(ctx, name, ob.get("line")).get("names") or {}).get(name)
     except _HcFacts:
         return None
+
+
+def _counted_kind(ctx: Ctx, ob: dict) -> str | None:
+    """What the counted T was on the example run when it was observed and is not a torch.Tensor,
+    else None."""
+    fact = _counted_fact(ctx, ob)
     if not fact or fact.get("kind") in ("tensor", "unavailable", None):
         return None
     return f"a {fact.get('type') or fact.get('cat') or fact.get('kind')}"
 
 
 def _count_bound(ctx: Ctx, ob: dict) -> int | None:
-    """The number of elements of T for a count of its nonzero elements (``count_of``, a name or
-    attribute), from its sizes observed where the count is read, else None."""
-    name = ob.get("count_of")
-    if not name or not _NAME.match(name):
-        return None
-    try:
-        fact = (_hc_view(ctx, name, ob.get("line")).get("names") or {}).get(name)
-    except _HcFacts:
-        return None
-    shape = (fact or {}).get("shape") if (fact or {}).get("kind") == "tensor" else None
+    """The number of elements of T for a count of its nonzero elements, from its sizes observed
+    where the count is read, else None."""
+    fact = _counted_fact(ctx, ob) or {}
+    shape = fact.get("shape") if fact.get("kind") == "tensor" else None
     if shape is None or not all(isinstance(d, int) for d in shape):
         return None
     return math.prod(shape)
