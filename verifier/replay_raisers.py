@@ -167,7 +167,9 @@ def _replays(tx) -> bool:
     return False
 
 
-def _key(site: dict) -> str:
+def site_key(site: dict) -> str:
+    """``"<function>:<line>"`` (``"<function>"`` without a line): a deferred call's key in
+    :func:`replay_raisers`' ``raisers``, from the site or from its obligation."""
     return site["function"] + (f":{site['line']}" if site.get("line") else "")
 
 
@@ -186,26 +188,26 @@ def replay_raisers(model, args: tuple, kwargs: dict, sites: list[dict]) -> dict:
 
     replayed = [s for s in sites if s.get("mechanism", "replay") != "ordered"]
     ordered = [s for s in sites if s.get("mechanism") == "ordered"]
-    found: dict[str, list[str]] = {_key(s): [] for s in replayed}
+    found: dict[str, list[str]] = {site_key(s): [] for s in replayed}
     counts = {"graphs": 0, "replay_graphs": 0, "ordered_graphs": 0}
 
     def note(site, gm, node, fr, skip=frozenset()):
         why = _raiser(gm, node)
         if why and why not in skip:
             where = f"{fr[-1][0].rsplit('/', 1)[-1]}:{fr[-1][1]}" if fr else "?"
-            found.setdefault(_key(site), []).append(f"{why} ({where})")
+            found.setdefault(site_key(site), []).append(f"{why} ({where})")
 
     def backend(gm, _inputs):
         counts["graphs"] += 1
         nodes = list(gm.graph.nodes)
         frames = [_frames(n) for n in nodes]
-        at = {_key(s): _capture_at(nodes, frames, s) for s in ordered}
+        at = {site_key(s): _capture_at(nodes, frames, s) for s in ordered}
         if any(i is not None for i in at.values()):
             counts["ordered_graphs"] += 1
         for site in ordered:   # an operator that raises before the capture: eager never made the call
-            if at[_key(site)] is not None:
-                found.setdefault(_key(site), [])
-                for node, fr in zip(nodes[:at[_key(site)]], frames):
+            if at[site_key(site)] is not None:
+                found.setdefault(site_key(site), [])
+                for node, fr in zip(nodes[:at[site_key(site)]], frames):
                     note(site, gm, node, fr, skip=_CHECKS)
         if not replayed or not _replays(InstructionTranslator.current_tx()):
             return gm.forward

@@ -15,6 +15,7 @@ from __future__ import annotations
 from verifier.effects import capture_clones, capture_is_ordered, runtime_screen
 from verifier.encoders.base import Ctx
 from verifier.outcomes import Outcome, check_refuted, checked, unknown
+from verifier.replay_raisers import site_key
 
 LAZY = "mend.lazy"   # the runtime's lazy values (fmt, item), by name only
 
@@ -67,8 +68,7 @@ def _raisers(ob: dict, ctx: Ctx) -> tuple[list[str] | None, str]:
     elif not replay.get("replay_graphs"):   # no graph defers it: the call runs as written, nothing to lose
         return [], (f"observed: none of the {replay.get('graphs', 0)} compiled graph(s) replays a deferred call, so "
                     "the call runs in place")
-    key = ob["function"] + (f":{ob['line']}" if ob.get("line") else "")
-    found = (replay.get("raisers") or {}).get(key)
+    found = (replay.get("raisers") or {}).get(site_key(ob))
     graphs = (f"{replay.get('ordered_graphs', 0)} graph(s) holding an ordered capture" if not _replays(ob) else
               f"{replay['replay_graphs']} graph(s) replaying a deferred call")
     return (None, "not observed for this function") if found is None else (found, (
