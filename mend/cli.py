@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import io
 import os
 import sys
 import tempfile
@@ -399,7 +400,7 @@ def _print_fix(res, target: str, verify: str, written, console) -> None:
         checked = sum(1 for o in obs if o.get("result") == "checked")
         unknown = sum(1 for o in obs if o.get("result") == "unknown")   # an unsafe fix's (helper-67: uncounted)
         console.print(f"  fixed     {rw.site}  {rw.rule} [{rw.safety['label']}]: {rw.detail} "
-                      f"({ev['examples']} examples, predicate outcomes {ev['predicate_outcomes'] or 'n/a'}; "
+                      f"({ev['examples']} inputs compared: the example's and drawn ones; predicate outcomes {ev['predicate_outcomes'] or 'n/a'}; "
                       f"--verify {ver.get('level', verify)}: {proved}/{len(obs)} obligations proved"
                       f"{f', {checked} checked' if checked else ''}{f', {unknown} unknown' if unknown else ''}"
                       f"{', ' + ver['use'] if ver.get('use') == 'inference-only' else ''})",
@@ -562,7 +563,13 @@ def rules_command(name, debug):
         rule = RULES.get(name) or next((r for r in RULES.values() if r.module_name == name), None)
         if rule is None:
             raise MendError(f"unknown rule {name!r} (the rules: {', '.join(sorted(RULES))})")
-        console.print(Markdown(rule_page(rule)))
+        if sys.stdout.isatty():
+            console.print(Markdown(rule_page(rule)))
+            return
+        # a pipe or file: 100 columns, no trailing padding (helper-67 saw 200-column lines)
+        page = Console(file=io.StringIO(), width=100, color_system=None)
+        page.print(Markdown(rule_page(rule)))
+        print("\n".join(line.rstrip() for line in page.file.getvalue().splitlines()))
 
 
 def run() -> None:

@@ -1,3 +1,4 @@
+import pytest
 
 
 def test_compiled_tolerance_follows_the_least_precise_dtype_the_model_computes_in():
@@ -221,3 +222,25 @@ def _draw_within(dtype, values):
         assert t.dtype == dtype
 
     check()
+
+
+def test_a_gradient_present_on_one_side_only_is_named():
+    """helper-67: the message said "gradient 1"; it names the input or parameter."""
+    import torch
+    from verifier.differential import Mismatch, compare, observe
+
+    class Gated(torch.nn.Module):
+        def __init__(self, use_bias):
+            super().__init__()
+            self.use_bias = use_bias
+            self.bias = torch.nn.Parameter(torch.ones(3))
+
+        def forward(self, x):
+            return x * 2 + (self.bias if self.use_bias else 0)
+
+    x = torch.randn(3)
+    a = observe(Gated(False), (x,), {}, grad=True)
+    b = observe(Gated(True), (x,), {}, grad=True)
+    assert [n for n, _ in a[4]] == ["input 0", "parameter bias"]
+    with pytest.raises(Mismatch, match=r"the gradient of parameter bias is None in the original but a tensor"):
+        compare(a, b, exact=True)

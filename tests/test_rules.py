@@ -315,3 +315,12 @@ def test_a_matcher_that_raises_is_a_named_decline_not_a_crash(monkeypatch, tmp_p
     monkeypatch.setitem(RULES, rule.name, dataclasses.replace(rule, match=boom))
     got = match_site("data-dependent-branch", loc)
     assert isinstance(got, Decline) and got.rule == rule.name and "internal error" in got.reason and "boom" in got.reason
+
+
+def test_mend_rules_name_in_a_pipe_prints_unpadded_markdown():
+    """helper-67: piped, the page was rich's render padded to 200 columns; now its Markdown."""
+    res = CliRunner().invoke(main, ["rules", "item-operand"])
+    assert res.exit_code == 0, res.output
+    assert res.output.split()[0] == "item-operand"
+    assert max(len(line) for line in res.output.splitlines()) <= 100
+    assert not [line for line in res.output.splitlines() if line != line.rstrip()]

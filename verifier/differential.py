@@ -191,12 +191,15 @@ def observe(model, args, kwargs, grad: bool, rng_seed: int = 1234):
                 with torch.enable_grad() if grad else torch.no_grad():
                     result = model(*args, **kwargs)
                     if grad:
-                        leaves = [a for a in inputs if isinstance(a, torch.Tensor) and a.requires_grad]
-                        leaves += [p for p in model.parameters() if p.requires_grad]
+                        # named, so that a mismatch says whose gradient (helper-67: "gradient 1")
+                        named = [(f"input {k}", a) for k, a in enumerate(inputs)
+                                 if isinstance(a, torch.Tensor) and a.requires_grad]
+                        named += [(f"parameter {n}", p) for n, p in target.named_parameters() if p.requires_grad]
                         flat = [t for t in flatten(result) if t.is_floating_point() and t.requires_grad]
-                        if flat and leaves:
+                        if flat and named:
                             total = sum(t.sum() for t in flat)
-                            grads = torch.autograd.grad(total, leaves, allow_unused=True)
+                            grads = tuple(zip([n for n, _ in named], torch.autograd.grad(
+                                total, [leaf for _, leaf in named], allow_unused=True)))
             except Exception as exc:  # behaviour to compare, not a failure of the test
                 result = ("raised", type(exc).__name__, exception_message(exc))
         # a warning torch raises while Dynamo traces (a fake-tensor op, once per compile) is
@@ -429,12 +432,13 @@ def compare(a, b, exact: bool, any_error: bool = False, grad_stats: dict | None 
     if sa != sb:
         raise Mismatch(f"the outputs' non-tensor parts differ: original {str(sa)[:200]}, mended {str(sb)[:200]}")
     ga, gb = list(a[4] or ()), list(b[4] or ())
-    if len(ga) != len(gb):
+    if [n for n, _ in ga] != [n for n, _ in gb]:
         raise Mismatch("gradient structure differs")
-    for i, (x, y) in enumerate(zip(ga, gb)):
+    for (name, x), (_, y) in zip(ga, gb):
         if (x is None) != (y is None):
-            raise Mismatch(f"gradient {i} is {'None' if x is None else 'a tensor'} in the original but "
+            raise Mismatch(f"the gradient of {name} is {'None' if x is None else 'a tensor'} in the original but "
                            f"{'None' if y is None else 'a tensor'} in the mended code (the untaken side now runs)")
+    ga, gb = [g for _, g in ga], [g for _, g in gb]
     grads = [(x, y) for x, y in zip(ga, gb) if x is not None]
     _compare_state(a, b)
     for kind, seq in (("output", pairs), ("gradient", grads)):
