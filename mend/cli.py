@@ -28,6 +28,11 @@ err_console = Console(stderr=True, soft_wrap=True)
 # Hypothesis keeps a `.hypothesis/` folder in the working directory (its example database is
 # off, but it still caches there): mend keeps the user's folder clean (new-user trial)
 os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tempfile.gettempdir(), "mend-hypothesis"))
+# Dynamo's and Inductor's own warnings ("Graph break from `Tensor.item()`, consider setting ...")
+# come from mend's analysis and verification compiles, whose breaks mend reports itself: ERROR
+# and above only, unless the user sets TORCH_LOGS (read once, when torch is imported; the
+# worker and sandbox processes inherit it; helper-67 saw them on stderr)
+os.environ.setdefault("TORCH_LOGS", "-dynamo,-inductor")
 
 
 def out_console() -> Console:

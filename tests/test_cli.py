@@ -119,3 +119,25 @@ def test_the_command_keeps_exit_codes_output_and_exit_handlers(tmp_path, args, c
                          timeout=300)
     assert run.returncode == code and text in getattr(run, where)
     assert run.stdout.rstrip().endswith("handler ran")
+
+
+def test_fix_keeps_dynamos_own_warnings_off_stderr_and_reads_a_torch_alias(tmp_path):
+    """helper-67: Dynamo's "Graph break from `Tensor.item()`, consider setting ..." warning,
+    from mend's verification compiles, reached the user's stderr; `mend` sets
+    TORCH_LOGS=-dynamo,-inductor unless the user set it. The fixture counts nonzero's rows
+    under `import torch as th`, which item-operand rewrites to `th.count_nonzero`."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    model = tmp_path / "model.py"
+    shutil.copy(Path(__file__).parent / "fixtures" / "nonzero_count_torch_alias.py", model)
+    env = {k: v for k, v in os.environ.items() if k != "TORCH_LOGS"}
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parents[1]), env.get("PYTHONPATH", "")])
+    run = subprocess.run([sys.executable, "-c", _RUN, "fix", str(model), "--unsafe-fixes"], capture_output=True,
+                         text=True, cwd=tmp_path, env=env, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "breaks 1 -> 0" in run.stdout and "th.count_nonzero(mask)" in run.stdout
+    assert "consider setting" not in run.stderr and "torch/_dynamo" not in run.stderr, run.stderr

@@ -7,7 +7,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from mend.rules._base import Decline, RewriteResult
 from mend.rules._common import Replace, add_import, annotated_line, autocast_on, code_of, torch_name
-from mend.rules.item_operand.screen import NAME, Plan, inline_screen, nonzero_count, screen
+from mend.rules.item_operand.screen import NAME, Plan, inline_screen, screen
 
 
 def new_value(plan: Plan, torch_name: str = "torch") -> str:
@@ -61,8 +61,7 @@ def _obligations(plan: Plan, line: int, pos) -> tuple[list[dict], list[dict]]:
     """(uses, obligations): each use's other operand, observed where it is read (its line)."""
     tensor = code_of(plan.tensor)
     uses = [{"value": code_of(u.other), "op": u.op, "line": pos[u.other].start.line} for u in plan.uses]
-    counted = nonzero_count(plan.line.body[0].value) if plan.name is not None else None
-    count = {"count_of": code_of(counted)} if counted is not None else {}
+    count = {"count_of": code_of(plan.counted)} if plan.counted is not None else {}
     return uses, [
         {"kind": "item-operand-tensor", "expr": tensor, "line": line, **count},
         {"kind": "item-operand-keep-type", "expr": tensor, "line": line, "uses": uses},

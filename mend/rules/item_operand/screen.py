@@ -40,6 +40,7 @@ class Plan:
     tensor: cst.BaseExpression   # T in `x = T.item()`
     uses: list[Use]
     call: cst.Call | None = None  # the inline `T.item()`
+    counted: cst.BaseExpression | None = None  # T of a count of `nonzero`'s rows (read as count_nonzero(T))
 
 
 def _generic() -> Decline:
@@ -173,7 +174,7 @@ def screen(wrapper: MetadataWrapper, line: int) -> Plan | Decline:
     if len(binds) != 1 or {p.name.value for p in _params(function)} & {name}:
         return Decline(NAME, f"`{name}` is bound more than once in the function (or is a parameter): each later "
                              "read must see this value")
-    return Plan(stmt, name, tensor, uses)
+    return Plan(stmt, name, tensor, uses, counted=nonzero_count(stmt.body[0].value, torch))
 
 
 def inline_screen(wrapper: MetadataWrapper, line: int) -> Plan | Decline | None:
@@ -183,7 +184,7 @@ def inline_screen(wrapper: MetadataWrapper, line: int) -> Plan | Decline | None:
     pos = wrapper.resolve(PositionProvider)
     parents = wrapper.resolve(ParentNodeProvider)
     stmt = next((n for n in m.findall(wrapper.module, m.SimpleStatementLine()) if pos[n].start.line == line), None)
-    if stmt is None or not stmt.body or item_assignment(stmt.body[0]):
+    if stmt is None or not stmt.body or item_assignment(stmt.body[0], torch_name(wrapper.module)[0]):
         return None
     calls = m.findall(stmt, m.Call(func=m.Attribute(attr=m.Name("item")), args=[]))
     if len(calls) != 1:
@@ -330,7 +331,7 @@ def _binds_name(t: cst.CSTNode, name: str) -> bool:
 
 
 def match(loc: Located) -> Match | Decline:
-    if item_assignment(loc.node) is None:
+    if item_assignment(loc.node, torch_name(loc.module)[0]) is None:
         plan = inline_screen(MetadataWrapper(loc.module, unsafe_skip_copy=True), loc.line)
         if plan is None:
             return _generic()
