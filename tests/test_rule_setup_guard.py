@@ -211,6 +211,8 @@ def test_a_rewrite_away_from_its_break_must_lower_a_graph_count():
                          site_line=1) is None
     why = _still_breaks(_Ex, _Scan(2, 2), _Scan(2, 2), "f.py", code, code, (3, 3), "hook-or-lock", site_line=1)
     assert why and "away from the break at line 1" in why
+    # ... and says what does help for a one-time setup (an eager call before compiling)
+    assert "call the model once eagerly before torch.compile" in why
     # a rewrite at its own site keeps the old rule (no break left on its lines: accepted)
     assert _still_breaks(_Ex, _Scan(2, 2), _Scan(2, 2), "f.py", code, code, (1, 1), "hook-or-lock",
                          site_line=1) is None

@@ -283,6 +283,12 @@ def _in_runtime(site) -> bool:
     return path.name in _RUNTIME_FILES and path.resolve().parent == _RUNTIME_DIR
 
 
+# what a user can do where a one-time setup's break stays in the enclosing compiled frames
+_EAGER_SETUP_HINT = ("; what does help: call the model once eagerly before torch.compile, so that the first "
+                     "trace sees the setup done (hf:newest/llava, mended: 1 graph then, measured by "
+                     "docs/research/llava_hooks_probe.py)")
+
+
 def _still_breaks(ex, before, after, rel: str, current: str, mended: str, span, category: str,
                   gb_type: str | None = None, site_line: int | None = None) -> str | None:
     """Why a verified rewrite removes no graph break, else None: the graph counts (first and
@@ -309,7 +315,7 @@ def _still_breaks(ex, before, after, rel: str, current: str, mended: str, span, 
         return (f"the rewrite (lines {span[0]}-{span[1]}) is away from the break at line {site_line} and lowers "
                 f"neither the first call's graph count ({before.graph_count} -> {after.graph_count}) nor a second "
                 f"call's ({before.steady_graph_count} -> {after.steady_graph_count}): nothing is gained, so it is "
-                "not emitted")
+                "not emitted" + (_EAGER_SETUP_HINT if category == "hook-or-lock" else ""))
     ops = difflib.SequenceMatcher(None, current.splitlines(), mended.splitlines(), autojunk=False).get_opcodes()
     lo = hi = None
     for tag, i1, i2, j1, j2 in ops:
