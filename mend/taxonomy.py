@@ -321,6 +321,8 @@ def _debug_host_work(gb_type: str, loc: Located | None) -> bool:
     value = node.value if isinstance(node, cst.Assign) else None
     if gb_type in ("repr() on tensor", "Failed to trace builtin operator") and call_name(value) in ("repr", "str"):
         return True
+    if gb_type == "repr() on tensor" and isinstance(value, cst.FormattedString):
+        return True   # `msg = f"{t!r}"` (helper-68's c29); dead-host-work screens whether it is unused
     if gb_type == "Data dependent operator" and (call_name(value) or "").startswith(("np.random.", "numpy.random.",
                                                                                       "random.")):
         return True

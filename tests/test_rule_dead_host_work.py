@@ -258,3 +258,29 @@ def test_matcher_accepts_the_fixture_sites():
     for needle in ("torch.jit.isinstance(", "dbg = repr(h)"):
         line = next(i for i, t in enumerate(lines, 1) if needle in t)
         assert isinstance(RULE.match(locate(str(path), line)), Match)
+
+
+def test_a_fix_that_leaves_the_frame_wholly_eager_is_declined_then_retried(tmp_path):
+    """helper-68's c29: graphs 1 -> 0 is worse, not fewer; after the f-string's fix the
+    declined repr is tried again and fixed (graphs 1, breaks 2 -> 0)."""
+    from mend.pipeline import _still_breaks
+
+    path = FIXTURES / "adversarial" / "dhw4_repr_then_fstring_repr.py"
+    res = fix(str(path), max_examples=3)
+    assert (res.before.graph_break_count, res.after.graph_break_count) == (2, 0)
+    assert res.after.graph_count == 1 and res.after.frames_skipped == 0
+    assert sorted(r["site"].rsplit(":", 1)[1] for r in res.rewrites) == ["16", "17"] and not res.declined
+    mended = tmp_path / "dhw4.py"
+    mended.write_text(res.mended)
+    _, a, args, ref = _outputs(path, "_dhw4_a")
+    _, b, _, _ = _outputs(mended, "_dhw4_b")
+    b.load_state_dict(a.state_dict())
+    with torch.no_grad():
+        assert torch.equal(a(*args), b(*args))
+
+    class Scan:
+        def __init__(self, graphs):
+            self.graph_count, self.steady_graph_count, self.graph_break_count, self.sites = graphs, graphs, 2, []
+
+    why = _still_breaks(None, Scan(1), Scan(0), "f.py", "a = 1\n", "a = 1\n", (1, 1), "debug-host-work")
+    assert why and "compiles nothing of the function (graphs 1 -> 0" in why

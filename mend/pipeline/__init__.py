@@ -139,6 +139,11 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
     # accepted rewrite: another site planning the same text (a hoisted setup check reached
     # from two breaks) is declined without verifying it again
     rejected: dict[tuple[str, str], tuple[str, str]] = {}
+    # sites declined by a rescan (no gain, or graphs up), whose verdict depends on the other
+    # rewrites: tried once more after the next accepted one (helper-68's c29: dropping an unused
+    # repr gained nothing until the break after it was fixed)
+    by_rescan: dict = {}     # key -> its Declined, replaced by the retry's verdict
+    retry: dict = {}
     with tempfile.TemporaryDirectory(prefix="mend-") as tmpname:
         ex = executor_cls(target, spec, Path(tmpname), seed, n_examples)
         current_scan = ex.first_scan(before)
@@ -146,10 +151,13 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
             accepted = None
             for site in current_scan.sites:
                 key = _site_key(ex, site)
-                if not site.fixable_by or key in tried and (key not in accepted_keys or tried[key] >= RETRIES):
+                if not site.fixable_by or key in tried and (
+                        key not in accepted_keys and key not in retry or tried[key] >= RETRIES):
                     continue
                 tried[key] = tried.get(key, 0) + 1
                 accepted_keys.discard(key)
+                if key in retry:
+                    declined.remove(retry.pop(key))
                 skipped = _not_enabled(site, rules, exclude)
                 if skipped:
                     declined.append(Declined(f"{site.display_file}:{site.line}", site.fixable_by, skipped))
@@ -184,6 +192,7 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
                                              f"the rewrite raises the graph count from {_graphs_text(current_scan)} "
                                              f"to {_graphs_text(rescanned)}, so it is not emitted"))
                     rejected[(rel, outcome[1])] = (outcome[0].site, declined[-1].reason)
+                    by_rescan[key] = declined[-1]
                     continue
                 still = _still_breaks(ex, current_scan, rescanned, rel, files.get(rel, original), outcome[1],
                                       outcome[0].span, site.category, site.gb_type, site.line)
@@ -193,10 +202,13 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
                     ex.reject()
                     declined.append(Declined(outcome[0].site, site.fixable_by, still))
                     rejected[(rel, outcome[1])] = (outcome[0].site, still)
+                    by_rescan[key] = declined[-1]
                     continue
                 rewrites.append(outcome[0])
                 accepted_keys.add(key)
                 rejected.clear()   # what the model is changed: a rejected candidate may fare otherwise now
+                retry.update((k, d) for k, d in by_rescan.items() if k != key)
+                by_rescan.clear()
                 files = trial
                 ex.accept()
                 accepted, current_scan = outcome, rescanned
@@ -299,6 +311,13 @@ def _still_breaks(ex, before, after, rel: str, current: str, mended: str, span, 
     the fixed numpy call), does not count. A rewrite away from the break (``span`` not
     holding ``site_line``: a one-time setup's check hoisted into its callers) must lower a
     graph count: its site's line is not the one it changes."""
+    if after.graph_count == 0 < before.graph_count:
+        # fewer graphs, but none: a later break Dynamo cannot resume after now comes first, and
+        # the whole frame runs eagerly (helper-68: dropping `dbg = repr(h)` left `f"{h!r}"`
+        # first, graphs 1 -> 0, the Linear before it no longer compiled)
+        return (f"with the rewrite Dynamo compiles nothing of the function (graphs {before.graph_count} -> 0, "
+                f"breaks {before.graph_break_count} -> {after.graph_break_count}): a later break it cannot resume "
+                "after now comes first and the whole frame runs eagerly, which is worse, so it is not emitted")
     if after.graph_count < before.graph_count or (
             before.steady_graph_count is not None and after.steady_graph_count is not None and
             after.steady_graph_count < before.steady_graph_count):

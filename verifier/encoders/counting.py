@@ -353,7 +353,8 @@ def tolist_1d(ob: dict, ctx: Ctx) -> Outcome:
                                  "comparison differ", texts)
     if observed != 1:
         return check_refuted(by, f"`{expr}` is {observed}-D on the example run: its tolist() does not yield numbers "
-                                 "(the original raises TypeError comparing them), while the tensor count does not raise",
+                                 "(the original compares lists: an ordering raises TypeError, == or list.count "
+                                 "matches none), while the tensor count compares elements",
                              texts)
     return checked(by + " (1-D)", texts)
 

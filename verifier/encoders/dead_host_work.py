@@ -259,6 +259,17 @@ def _stmt_at(tree: ast.AST, line: int, kind):
     return None
 
 
+def _fstring_of(value, name: str, call: str) -> bool:
+    """``value`` is an f-string whose fields are all ``{name!r}`` (or ``{name!s}``, with
+    ``call`` "str"), no format spec: its text is ``repr(name)``/``str(name)`` pieces between
+    constants, and the conversions call the builtins whatever the module binds."""
+    allowed = {ord("r")} | ({ord("s")} if call == "str" else set())
+    fields = [v for v in value.values if not isinstance(v, ast.Constant)] if isinstance(value, ast.JoinedStr) else []
+    return bool(fields) and all(
+        isinstance(v, ast.FormattedValue) and v.conversion in allowed and v.format_spec is None
+        and isinstance(v.value, ast.Name) and v.value.id == name for v in fields)
+
+
 def plain_tensor_repr_pure(ob: dict, ctx: Ctx) -> Outcome:
     import torch
     import torch._tensor_str as tensor_str
@@ -284,8 +295,9 @@ def plain_tensor_repr_pure(ob: dict, ctx: Ctx) -> Outcome:
     ok_value = (isinstance(orig.value, ast.Call) and isinstance(orig.value.func, ast.Name)
                 and orig.value.func.id == call and len(orig.value.args) == 1 and not orig.value.keywords
                 and isinstance(orig.value.args[0], ast.Name) and orig.value.args[0].id == name)
-    if not ok_value:
-        return check_refuted(by, f"the statement at line {line} is not `... = {call}({name})`")
+    if not ok_value and not _fstring_of(orig.value, name, call):
+        return check_refuted(by, f"the statement at line {line} is not `... = {call}({name})`, nor an f-string whose "
+                                 f"every field is `{{{name}!r}}`" + (f" or `{{{name}!s}}`" if call == "str" else ""))
     aliases = _torch_aliases(code)
     test = guard.test
     ok_guard = (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot)

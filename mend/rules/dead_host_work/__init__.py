@@ -12,6 +12,7 @@ construct                                   break on torch 2.13 (gb_type)       
 ``r = str(t)``                              Failed to trace builtin operator                when r is
                                                                                             never read
 ``r = f"{t}"``                              none (traces)                                   --
+``r = f"...{t!r}..."``                      repr() on tensor                                as repr(t)
 ``p = np.random.uniform(0, 1)``             Data dependent operator (torch._numpy's         declined
                                             ``.item()``; in a layer loop: frame skipped)
 ``p = random.uniform(0, 1)``                none in eval; Data-dependent branching on       declined
@@ -42,7 +43,9 @@ function, nested functions included) becomes::
     if type(t) is not torch.Tensor:
         r = repr(t)
 
-For an exact ``torch.Tensor``, ``Tensor.__repr__`` formats under ``no_grad`` and writes no
+An f-string whose every field is ``{t!r}`` or ``{t!s}`` of one local ``t`` (no format spec,
+no ``=``) is the same text, ``repr(t)``/``str(t)`` between constants, and is taken alike
+(helper-68's c29). For an exact ``torch.Tensor``, ``Tensor.__repr__`` formats under ``no_grad`` and writes no
 state, and its text is never read, so skipping it changes nothing; the guard is decided by
 Dynamo at trace time (no break). A tensor subclass (whose ``__repr__`` may have effects: the
 trap), a Parameter or a non-tensor still runs the original statement. ``t`` must be a plain

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mend.rules._base import DeclineExample
 
-_SITES = ("jit.isinstance(", "repr(", "str(", "random.", ".bind(")
+_SITES = ("jit.isinstance(", "repr(", "str(", "random.", ".bind(", "!r")
 
 
 def example_line(source: str) -> int:
@@ -157,6 +157,23 @@ def f(x):
         dbg = repr(h)
     return h + 1
 '''),
+    # the same repr through an f-string's `!r` (helper-68's c29): `f"{h!r}"` is `repr(h)`
+    ('''import torch
+
+
+def f(x):
+    h = x * 2
+    msg = f"h = {h!r}"
+    return h + 1
+''', '''import torch
+
+
+def f(x):
+    h = x * 2
+    if type(h) is not torch.Tensor:  # mend: dead-host-work (a plain tensor's repr() is pure; `msg` is never read)
+        msg = f"h = {h!r}"
+    return h + 1
+'''),
     ('''import torch
 
 
@@ -300,6 +317,24 @@ def f(x):
     logger.debug(text)
     return h
 ''', "`text` is read"),
+    # an f-string field with a format spec can raise (a spec a tensor cannot take): not dropped
+    ('''import torch
+
+
+def f(x):
+    h = x * 2
+    msg = f"{h!r:>200}"
+    return h
+''', "format spec"),
+    # an f-string formatting two names: the guard would test one
+    ('''import torch
+
+
+def f(x, y):
+    h = x * 2
+    msg = f"{h!r} {y!r}"
+    return h
+''', "more than one name"),
     # TRAP: locals() can read the "unused" local
     ('''import torch
 

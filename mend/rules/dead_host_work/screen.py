@@ -267,13 +267,45 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
         value = node.value
         if isinstance(value, cst.Call) and dotted(value.func) in REPR_CALLS:
             return _screen_repr(node, value, ancestors, module, aliases)
+        if isinstance(value, cst.FormattedString):
+            return _screen_repr(node, value, ancestors, module, aliases)
     return Decline(NAME, "the statement is neither `torch.jit.isinstance(...)` nor an unused `repr`/`str` of a "
                    "tensor")
 
 
+def fstring_repr(value: cst.FormattedString) -> tuple[str, str] | str:
+    """``(tensor name, "repr" | "str")`` for an f-string whose every field is ``{t!r}`` or
+    ``{t!s}`` of one plain local ``t``, with no format spec and no ``=`` (``f"{t!r}"`` is
+    ``repr(t)``: a str formatted with an empty spec is itself; ``!s`` calls ``str``), else why
+    not. ``{t}`` alone calls ``Tensor.__format__`` (``.item()`` for a 0-d tensor), and Dynamo
+    traces it (no break); a format spec can raise (helper-68's c29: ``msg = f"{h!r}"``)."""
+    names, convs = set(), set()
+    for part in value.parts:
+        if isinstance(part, cst.FormattedStringText):
+            continue
+        if not isinstance(part.expression, cst.Name) or part.conversion not in ("r", "s") \
+                or part.format_spec is not None or part.equal is not None:
+            return ("a field of the f-string is not `{t!r}` or `{t!s}` of one plain local name (a format spec "
+                    "can raise; another object's formatting may have effects)")
+        names.add(part.expression.value)
+        convs.add(part.conversion)
+    if len(names) != 1:
+        return "the f-string formats no tensor, or more than one name"
+    return names.pop(), ("str" if "s" in convs else "repr")
+
+
 def _screen_repr(node, value, ancestors, module, aliases) -> Plan | Decline:
-    func = dotted(value.func)
-    if func in bound_names(module):
+    if isinstance(value, cst.FormattedString):
+        found = fstring_repr(value)
+        if isinstance(found, str):
+            return Decline(NAME, found)
+        arg, func = found
+        used = {func, "type"}
+    else:
+        func = dotted(value.func)
+        used = {func}
+    if used & bound_names(module):
+        func = sorted(used & bound_names(module))[0]
         return Decline(NAME, f"the name `{func}` is rebound in this module")
     if isinstance(node, cst.Assign) and (len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name)):
         return Decline(NAME, f"the `{func}(...)` result is not assigned to one plain local name")
@@ -281,10 +313,12 @@ def _screen_repr(node, value, ancestors, module, aliases) -> Plan | Decline:
         node.target.value if isinstance(node.target, cst.Name) else None)
     if target is None:
         return Decline(NAME, f"the `{func}(...)` result is not assigned to one plain local name")
-    args = list(value.args)
-    if len(args) != 1 or args[0].keyword is not None or args[0].star or not isinstance(args[0].value, cst.Name):
-        return Decline(NAME, f"the argument of `{func}` is not one plain local name (an attribute may be a property, "
-                       "which the guard would read twice)")
+    if isinstance(value, cst.Call):
+        args = list(value.args)
+        if len(args) != 1 or args[0].keyword is not None or args[0].star or not isinstance(args[0].value, cst.Name):
+            return Decline(NAME, f"the argument of `{func}` is not one plain local name (an attribute may be a "
+                           "property, which the guard would read twice)")
+        arg = args[0].value.value
     if isinstance(node, cst.AnnAssign):
         return Decline(NAME, "an annotated assignment")
     parent = ancestors[-1] if ancestors else None
@@ -299,7 +333,7 @@ def _screen_repr(node, value, ancestors, module, aliases) -> Plan | Decline:
                        "(a print/log of it is deferred-side-effects' job)")
     if not _imports_torch(module):
         return Decline(NAME, "the module does not import torch (the rewrite's guard names torch.Tensor)")
-    return Plan("unused-repr", node, parent, sorted(aliases)[0], name=target, arg=args[0].value.value, func=func,
+    return Plan("unused-repr", node, parent, sorted(aliases)[0], name=target, arg=arg, func=func,
                 function=function)
 
 

@@ -9,13 +9,43 @@ def example_line(source: str) -> int:
     """The line of an example's site: its first `for` line over `.tolist()`, else its first `for`
     or line summing a comprehension (`n = sum(1 for s in ...)`)."""
     lines = [(i, t) for i, t in enumerate(source.splitlines(), 1) if t.lstrip().startswith("for ")
-             or " for " in t and ("sum(" in t or "len([" in t)]
+             or " for " in t and ("sum(" in t or "len([" in t) or ".tolist().count(" in t]
     if not lines:
         raise ValueError("no loop in example")
     return next((i for i, t in lines if ".tolist()" in t), lines[0][0])
 
 
 FIX_EXAMPLES: list[tuple[str, str]] = [
+    # a number's truth is `!= 0` (NaN true in both): `if v` counts the nonzero elements
+    # (helper-68's c32)
+    ('''import torch
+
+
+def forward(self, x, keep):
+    k = sum(1 for v in keep.tolist() if v)
+    return x * k
+''', '''import torch
+
+
+def forward(self, x, keep):
+    k = (keep != 0).sum()
+    return x * k
+'''),
+    # list.count(C) of a literal C is the count of `s == C` (its `s is C` implies it); True is 1
+    # (helper-68's c33)
+    ('''import torch
+
+
+def forward(self, x, flags):
+    c = flags.tolist().count(True)
+    return x * c
+''', '''import torch
+
+
+def forward(self, x, flags):
+    c = (flags == 1).sum()
+    return x * c
+'''),
     # the count as one `sum` over a generator (a hidden-case probe): Python's sum starts at 0
     ('''import torch
 
@@ -250,6 +280,23 @@ def f(x, y):
 ]
 
 DECLINE_EXAMPLES: list[tuple[str, str]] = [
+    # list.count of a computed value (NaN is never a literal, but `float("nan")` is found by
+    # identity only): declined
+    ('''import torch
+
+
+def forward(self, x, ids, pad):
+    n = ids.tolist().count(pad)
+    return x * n
+''', "not a numeric literal, True or False"),
+    # the count returned: its callers would get a tensor where they got an int
+    ('''import torch
+
+
+def forward(self, x, ids):
+    n = ids.tolist().count(1)
+    return n
+''', "operand"),
     # a threshold that is a property: its getter ran once per element, the tensor count reads it
     # once (an adversarial review's getter had an effect)
     ("""import torch

@@ -173,6 +173,8 @@ def _screen_comprehension(line: cst.SimpleStatementLine, pos, parents) -> _Plan 
     statement, Python's ``sum`` starting at 0."""
     small = line.body[0] if len(line.body) == 1 else None
     value = small.value if isinstance(small, cst.Assign) else None
+    if _list_count(value) is not None:
+        return _screen_list_count(line, small, value, pos, parents)
     if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in ("sum", "len")
             and len(value.args) == 1 and value.args[0].keyword is None and not value.args[0].star
             and isinstance(value.args[0].value, (cst.GeneratorExp, cst.ListComp))):
@@ -226,6 +228,56 @@ def _screen_comprehension(line: cst.SimpleStatementLine, pos, parents) -> _Plan 
     return _Plan(line, counter, var, tensor, op, threshold, number, 0, step, uses, form="sum")
 
 
+# the loop variable of the count `T.tolist().count(C)` stands for (no such name is read)
+_COUNT_VAR = "_mend_s"
+
+
+def _list_count(value) -> cst.BaseExpression | None:
+    """C for ``T.tolist().count(C)`` (one positional argument), else None."""
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "count" \
+            and _is_tolist(value.func.value) and len(value.args) == 1 and value.args[0].keyword is None \
+            and not value.args[0].star:
+        return value.args[0].value
+    return None
+
+
+def _screen_list_count(line, small, value, pos, parents) -> _Plan | Decline:
+    """``N = T.tolist().count(C)`` (helper-68's c33: ``flags.tolist().count(True)``) is
+    ``N = sum(1 for s in T.tolist() if s == C)``: ``list.count`` tests ``s is C or s == C``, and
+    for a literal C (a number, True or False; never NaN) ``s is C`` implies ``s == C``. True and
+    False are the numbers 1 and 0 there (``1.0 == True``)."""
+    where = f"line {pos[line].start.line}"
+    c = _list_count(value)
+    named = {"True": 1, "False": 0}.get(c.value) if isinstance(c, cst.Name) else None
+    if named is None and _number(c) is None:
+        return Decline(NAME, f"`{_code(value)}` ({where}) counts `{_code(c)}`, not a numeric literal, True or False")
+    threshold = cst.Integer(str(named)) if named is not None else c
+    chain = _ancestry(line, parents)
+    function = next((a for a in reversed(chain) if isinstance(a, cst.FunctionDef)), None)
+    if function is None:
+        return Decline(NAME, f"the count ({where}) is not inside a function")
+    if any(isinstance(a, (cst.For, cst.While)) for a in chain[chain.index(function) + 1:]):
+        return Decline(NAME, f"the count ({where}) sits inside a loop")
+    if len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name):
+        return Decline(NAME, f"the count ({where}) is not assigned to one name")
+    tensor = value.func.value.func.value
+    why = _iterated_decline(tensor, where)
+    if why is not None:
+        return why
+    if m.findall(line.with_changes(leading_lines=[]), m.Comment()):
+        return Decline(NAME, f"the count ({where}) holds a comment the rewrite would drop")
+    test = cst.Comparison(cst.Name(_COUNT_VAR), [cst.ComparisonTarget(cst.Equal(), threshold)])
+    got = _comparison(test, _COUNT_VAR, chain, where)
+    if isinstance(got, Decline):
+        return got
+    op, threshold, number = got
+    counter = small.targets[0].target.value
+    uses = _rest_of_function(function, line, counter, None, tensor, pos[line].start.line, pos, parents)
+    if isinstance(uses, Decline):
+        return uses
+    return _Plan(line, counter, _COUNT_VAR, tensor, op, threshold, number, 0, 1, uses, form="sum")
+
+
 def _ancestry(node: cst.CSTNode, parents) -> list[cst.CSTNode]:
     """``node``'s ancestors, outermost first."""
     chain, cur = [], node
@@ -247,7 +299,13 @@ def _iterated_decline(tensor: cst.BaseExpression, where: str) -> Decline | None:
 
 def _comparison(test: cst.BaseExpression, var: str, chain: list, where: str):
     """``(op, threshold, value)`` for the test ``var <cmp> C`` (or ``C <cmp> var``, flipped), C a
-    finite numeric literal or a Python-number attribute of the module; else why not."""
+    finite numeric literal or a Python-number attribute of the module; else why not. A bare
+    ``var`` is ``var != 0`` and ``not var`` is ``var == 0``: the truth of a number (tolist()
+    gives int, float or bool) is ``!= 0``, NaN true in both (helper-68's c32: ``if v``)."""
+    if m.matches(test, m.Name(var)):
+        return "!=", cst.Integer("0"), 0
+    if m.matches(test, m.UnaryOperation(operator=m.Not(), expression=m.Name(var))):
+        return "==", cst.Integer("0"), 0
     if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1 or \
             type(test.comparisons[0].operator) not in _OPS:
         return Decline(NAME, f"the test `{_code(test)}` ({where}) is not one comparison `s <cmp> C` "

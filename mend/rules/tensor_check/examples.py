@@ -94,6 +94,15 @@ def f(x, m):
 ]
 
 DECLINE_EXAMPLES: list[DeclineExample | tuple] = [
+    # a string message, not a callable: torch 2.13 raises TypeError when the check fails
+    # (helper-68's c08), which the reason says, rather than calling it a non-constant callable
+    ('''import torch
+
+
+def f(x):
+    torch._check_tensor_all(x > 0, "x must be positive")
+    return x
+''', "the message is a string, not a callable"),
     # the message callable runs only when the check fails: its text is not known at trace time
     ('''import torch
 

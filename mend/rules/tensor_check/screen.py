@@ -103,6 +103,13 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
         return Decline(NAME, "the check passes arguments other than the condition and a message")
     if len(args) == 2:
         message = _constant_message(args[1])
+        if message is None and isinstance(args[1].value, (cst.SimpleString, cst.ConcatenatedString,
+                                                          cst.FormattedString)):
+            # helper-68's c08: torch 2.13 wants a callable; a failing check raises TypeError
+            # ("message must be a callable") in place of the intended error
+            return Decline(NAME, "the message is a string, not a callable: torch._check* calls it when the check "
+                                 "fails, so a failing check raises TypeError (\"message must be a callable\") where "
+                                 "the error was meant; write `lambda: \"...\"` (the rule then rewrites it)")
         if message is None:
             # a message callable runs only when the check fails, on the host; its text cannot be
             # known when the graph is traced unless it is a constant
