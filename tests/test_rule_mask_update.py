@@ -17,6 +17,7 @@ from mend.locate import locate
 from mend.rules import RULES, RewriteResult
 from mend.rules import mask_update as mu
 from mend.rules.mask_update.examples import example_line
+from mend.rules.mask_update.rewrite import no_overlap
 from mend.targets import load_file_module
 from mend.taxonomy import categorize
 from tests.conftest import FIXTURES
@@ -274,7 +275,8 @@ def test_guarded_form_is_read_back_and_tampering_refuted():
     assert guarded["result"] == "checked", guarded
     ob = next(o for o in res.obligations if o["kind"] == "mask-update-guarded")
     tampered = {
-        "stride": res.code.replace(" and min(x.stride(), default=1) > 0", ""),
+        "stride": res.code.replace(" and all(_mend_s > 0 for _mend_s in x.stride())", ""),
+        "overlap": res.code.replace(" and " + no_overlap("x"), ""),
         "dtype of y": res.code.replace(" and y.dtype == x.dtype", ""),
         "mask shape": res.code.replace(" and m.shape == x.shape", ""),
         "floating": res.code.replace(" and x.is_floating_point()", ""),
@@ -413,3 +415,31 @@ def test_an_overlapping_view_keeps_the_original_update():
                         (torch.randn(9).unfold(0, 3, 1), False), (torch.randn(2, 1, 3), True), (torch.tensor(1.0), True),
                         (torch.randn(6).as_strided((2, 3), (2, 1)), False)]:
         assert eval(no_overlap("x"), {"x": x}) is expected, (x.shape, x.stride())
+
+
+def test_the_guard_holds_under_dynamic_shapes_without_a_break():
+    """The guard once read ``min(x.stride(), default=1)`` and ``sorted(...)`` of the strides:
+    with dynamic shapes (Dynamo's automatic dynamic after a second size) Dynamo broke the graph
+    there ("sort with non-constant keys"), so the mended update ran eagerly from the second
+    size on. Pairwise comparisons become size guards: every size compiles, with the same
+    values as the original, and a sliding window still takes the original statement."""
+    from torch._dynamo.testing import CompileCounter
+
+    src = "import torch\n\n\ndef f(x, m):\n    x[m] = x[m] * 2.0\n    return x\n"
+    res = mu.rewrite(cst.parse_module(src), example_line(src))
+    scope: dict = {}
+    exec(compile(res.code, "mask_update_dynamic.py", "exec"), scope)
+    for dynamic in (None, True):
+        torch._dynamo.reset()
+        counter = CompileCounter()
+        compiled = torch.compile(scope["f"], dynamic=dynamic, backend=counter, fullgraph=True)
+        for n in (4, 5, 7):
+            x = torch.randn(n, 3)
+            ref = x.clone()
+            ref[x > 0] = ref[x > 0] * 2.0
+            assert torch.equal(compiled(x.clone(), x > 0), ref)
+        assert counter.frame_count >= 1 and counter.op_count >= 3
+    window = torch.arange(9.0).unfold(0, 3, 1)
+    guard = no_overlap("w")
+    assert eval(guard, {"w": window}) is False and eval(guard, {"w": torch.randn(3, 4).t()}) is True
+

@@ -200,9 +200,12 @@ def expected_guard(t: str, x: str, mask: str, operands: list[str], rows: bool = 
     shape = f"{x}.shape[:{mask}.dim()]" if rows else f"{x}.shape"
     # no other overlap (helper-66: a sliding window's copy_ wrote unselected elements back over
     # selected ones): the sizes > 1 by stride ascending, each stride past the smaller ones' extent
-    overlap = ("(lambda d: all(d[i][0] * d[i][1] <= d[i + 1][0] for i in range(len(d) - 1)))"
-               f"(sorted((s, n) for s, n in zip({x}.stride(), {x}.shape) if n > 1))")
-    clauses = [f"type({x}) is {t}.Tensor", f"{x}.is_floating_point()", f"min({x}.stride(), default=1) > 0", overlap,
+    # pairwise, so that Dynamo need not sort symbolic sizes under dynamic shapes
+    overlap = (f"all({x}.stride(_mend_i) * {x}.shape[_mend_i] <= {x}.stride(_mend_j) or {x}.stride(_mend_j) * "
+               f"{x}.shape[_mend_j] <= {x}.stride(_mend_i) for _mend_i in range({x}.dim()) for _mend_j in "
+               f"range(_mend_i) if {x}.shape[_mend_i] > 1 and {x}.shape[_mend_j] > 1)")
+    clauses = [f"type({x}) is {t}.Tensor", f"{x}.is_floating_point()", f"all(_mend_s > 0 for _mend_s in {x}.stride())",
+               overlap,
                f"type({mask}) is {t}.Tensor", f"{mask}.dtype == {t}.bool", f"{mask}.device == {x}.device",
                f"{mask}.shape == {shape}"]
     for y in operands:

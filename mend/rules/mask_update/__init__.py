@@ -8,7 +8,7 @@ operator", counted twice at the line; ``x[mask] *= 2`` once). ``x[mask] = 0.0`` 
 The rewrite computes ``f`` on the whole tensor and selects, in place, under a guard that
 keeps the original statement wherever the two could differ::
 
-    if type(x) is torch.Tensor and x.is_floating_point() and min(x.stride(), default=1) > 0
+    if type(x) is torch.Tensor and x.is_floating_point() and <no zero stride>
             and <no two elements of x share memory> and type(mask) is torch.Tensor and mask.dtype == torch.bool
             and mask.device == x.device and mask.shape == x.shape [and type(y) is torch.Tensor
             and y.dtype == x.dtype and y.shape == x.shape and y.device == x.device, for each other
@@ -22,9 +22,10 @@ A mask written as an expression (``score > 0``, ``~keep``) is bound to a fresh l
 Adversarial reviews found each clause's counterexample to a form without it: an expanded
 ``x`` (zero strides: ``index_put_`` warns and writes, ``copy_`` refuses overlapping memory),
 a sliding window ``base.unfold(0, 3, 1)`` (strides (1, 1): ``copy_`` wrote unselected elements
-back over memory selected ones share, helper-66; the clause, ``rewrite.no_overlap``, takes the
-dimensions of size > 1 by stride ascending and asks each stride to step past the smaller
-dimensions' extent),
+back over memory selected ones share, helper-66; the clause, ``rewrite.no_overlap``, asks of
+every two dimensions of size > 1 that one's stride step past the other's extent: pairwise, with
+no ``sorted`` nor ``min(default=)``, which broke the graph under dynamic shapes, Dynamo's
+automatic dynamic after a second size),
 an int ``x`` with a float ``f`` (``index_put_`` raises on the dtype mismatch, ``where``
 promoted and ``copy_`` truncated silently), a complex ``x`` (complex ``*`` is not correctly
 rounded: an ulp apart), a ``(B,)`` mask for a ``(B, B)`` ``x``, also written ``score > 0`` or

@@ -16,13 +16,22 @@ MASK = "_mend_mask"   # the local an expression mask is bound to (fresh in the f
 
 
 def no_overlap(x: str) -> str:
-    """True when no two elements of ``x`` share memory: the dimensions of size > 1, by stride
-    ascending, each step past the extent of the smaller ones (``stride[k+1] >= stride[k] *
-    size[k]``, then by induction ``stride[k+1]`` exceeds every offset the smaller dimensions
-    reach). Sufficient, not necessary; decided by Dynamo on static sizes and strides (with dynamic
-    shapes the guard breaks the graph and runs eagerly, as ``min(..., default=)`` already does)."""
-    return ("(lambda d: all(d[i][0] * d[i][1] <= d[i + 1][0] for i in range(len(d) - 1)))"
-            f"(sorted((s, n) for s, n in zip({x}.stride(), {x}.shape) if n > 1))")
+    """True when no two elements of ``x`` share memory: for every two dimensions of size > 1,
+    one's stride is at least the other's stride times its size (``stride[i] * size[i] <=
+    stride[j]`` or the reverse). That is the sorted chain ``stride[k+1] >= stride[k] *
+    size[k]`` (strides > 0: the reverse of an ascending pair cannot hold), from which by
+    induction ``stride[k+1]`` exceeds every offset the smaller dimensions reach. Sufficient,
+    not necessary. No ``sorted``/``min(default=)``: with dynamic shapes (Dynamo's automatic
+    dynamic, after a second size) Dynamo cannot sort symbolic sizes and broke the graph there;
+    pairwise comparisons become guards on the sizes (measured, torch 2.13)."""
+    return (f"all({x}.stride(_mend_i) * {x}.shape[_mend_i] <= {x}.stride(_mend_j) or {x}.stride(_mend_j) * "
+            f"{x}.shape[_mend_j] <= {x}.stride(_mend_i) for _mend_i in range({x}.dim()) for _mend_j in range(_mend_i) "
+            f"if {x}.shape[_mend_i] > 1 and {x}.shape[_mend_j] > 1)")
+
+
+def no_zero_stride(x: str) -> str:
+    """No zero stride (``min(default=)`` broke the graph under dynamic shapes)."""
+    return f"all(_mend_s > 0 for _mend_s in {x}.stride())"
 
 
 def guard_text(t: str, x: str, m: str, others: list[str], rows: bool = False) -> str:
@@ -34,7 +43,7 @@ def guard_text(t: str, x: str, m: str, others: list[str], rows: bool = False) ->
     * ``x`` a real floating tensor: an int ``x`` with ``f`` float made ``index_put_`` raise (a
       dtype mismatch) where ``where`` promotes and ``copy_`` truncates silently; complex ``*`` is
       not correctly rounded, so ``f(x)[m]`` and ``f(x[m])`` differed by an ulp;
-    * no zero stride (``min(x.stride(), default=1) > 0``): ``index_put_`` into an expanded tensor
+    * no zero stride (:func:`no_zero_stride`): ``index_put_`` into an expanded tensor
       warns and writes, ``copy_`` raises (overlapping memory: exactly its check, zero strides);
     * no other overlap (:func:`no_overlap`): in a sliding window (``base.unfold(0, 3, 1)``,
       strides (1, 1)) ``copy_`` writes the unselected elements back over memory the selected ones
@@ -48,7 +57,7 @@ def guard_text(t: str, x: str, m: str, others: list[str], rows: bool = False) ->
     shape = f"{x}.shape[:{m}.dim()]" if rows else f"{x}.shape"
     same = "".join(f" and type({y}) is {t}.Tensor and {y}.dtype == {x}.dtype and {y}.shape == {x}.shape"
                    f" and {y}.device == {x}.device" for y in others)
-    return (f"type({x}) is {t}.Tensor and {x}.is_floating_point() and min({x}.stride(), default=1) > 0"
+    return (f"type({x}) is {t}.Tensor and {x}.is_floating_point() and {no_zero_stride(x)}"
             f" and {no_overlap(x)} and type({m}) is {t}.Tensor and {m}.dtype == {t}.bool and {m}.device == {x}.device"
             f" and {m}.shape == {shape}{same}")
 
