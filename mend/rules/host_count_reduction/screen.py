@@ -187,12 +187,9 @@ def _screen_comprehension(line: cst.SimpleStatementLine, pos, parents) -> _Plan 
     if not _is_tolist(loop_.iter):
         return Decline(NAME, f"the comprehension ({where}) iterates `{_code(loop_.iter)}`, not `<tensor>.tolist()`; "
                              + _generic().reason)
-    if function is None:
-        return Decline(NAME, f"the count ({where}) is not inside a function")
-    if any(isinstance(a, (cst.For, cst.While)) for a in chain[chain.index(function) + 1:]):
-        return Decline(NAME, f"the count ({where}) sits inside a loop")
-    if len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name):
-        return Decline(NAME, f"the count ({where}) is not assigned to one name")
+    why = _statement_decline(chain, function, small, where)
+    if why is not None:
+        return why
     if loop_.inner_for_in is not None or loop_.asynchronous is not None or not isinstance(loop_.target, cst.Name):
         return Decline(NAME, f"the comprehension ({where}) is not one plain `for s in T.tolist()`")
     binds = bindings(next(a for a in chain if isinstance(a, cst.Module)))
@@ -254,12 +251,9 @@ def _screen_list_count(line, small, value, pos, parents) -> _Plan | Decline:
     threshold = cst.Integer(str(named)) if named is not None else c
     chain = _ancestry(line, parents)
     function = next((a for a in reversed(chain) if isinstance(a, cst.FunctionDef)), None)
-    if function is None:
-        return Decline(NAME, f"the count ({where}) is not inside a function")
-    if any(isinstance(a, (cst.For, cst.While)) for a in chain[chain.index(function) + 1:]):
-        return Decline(NAME, f"the count ({where}) sits inside a loop")
-    if len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name):
-        return Decline(NAME, f"the count ({where}) is not assigned to one name")
+    why = _statement_decline(chain, function, small, where)
+    if why is not None:
+        return why
     tensor = value.func.value.func.value
     why = _iterated_decline(tensor, where)
     if why is not None:
@@ -276,6 +270,17 @@ def _screen_list_count(line, small, value, pos, parents) -> _Plan | Decline:
     if isinstance(uses, Decline):
         return uses
     return _Plan(line, counter, _COUNT_VAR, tensor, op, threshold, number, 0, 1, uses, form="sum")
+
+
+def _statement_decline(chain: list, function, small, where: str) -> Decline | None:
+    """Why a one-statement count (``N = ...``) is not taken where it stands, else None."""
+    if function is None:
+        return Decline(NAME, f"the count ({where}) is not inside a function")
+    if any(isinstance(a, (cst.For, cst.While)) for a in chain[chain.index(function) + 1:]):
+        return Decline(NAME, f"the count ({where}) sits inside a loop")
+    if len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name):
+        return Decline(NAME, f"the count ({where}) is not assigned to one name")
+    return None
 
 
 def _ancestry(node: cst.CSTNode, parents) -> list[cst.CSTNode]:
