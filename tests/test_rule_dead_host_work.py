@@ -113,7 +113,8 @@ def test_local_never_read_is_refuted_when_read():
 def test_trap_an_isinstance_guard_would_skip_a_subclass_repr_and_is_refuted():
     res = _rw(_REPR)
     ob = res.obligations[1]
-    wrong = res.code.replace("if type(h) is not torch.Tensor:", "if not isinstance(h, torch.Tensor):")
+    wrong = res.code.replace("if type(h) is not torch.Tensor or", "if not isinstance(h, torch.Tensor) or")
+    assert wrong != res.code
     out = enc.plain_tensor_repr_pure(ob, Ctx({}, {}, code=wrong, before=_REPR))
     assert out.result == "refuted" and "guard" in out.counterexample
     body_changed = res.code.replace("        dbg = repr(h)", "        dbg = str(h)")
@@ -157,7 +158,7 @@ def test_fixture_mended_end_to_end(tmp_path):
     for r in res.rewrites:
         assert r["safety"]["label"] == "safe", r["safety"]
         assert all(o["result"] == "checked" for o in r["obligations"])
-    assert "torch.jit.isinstance(" not in res.mended and "if type(h) is not torch.Tensor:" in res.mended
+    assert "torch.jit.isinstance(" not in res.mended and "if type(h) is not torch.Tensor or h.layout" in res.mended
     mended = tmp_path / "dead_host_work.py"
     mended.write_text(res.mended)
     _, a, args, ref = _outputs(FIXTURES / "dead_host_work.py", "_dhw_a")
@@ -284,3 +285,38 @@ def test_a_fix_that_leaves_the_frame_wholly_eager_is_declined_then_retried(tmp_p
 
     why = _still_breaks(None, Scan(1), Scan(0), "f.py", "a = 1\n", "a = 1\n", (1, 1), "debug-host-work")
     assert why and "compiles nothing of the function (graphs 1 -> 0" in why
+
+
+def test_helper70_repr_raising_dtypes_star_imports_and_frame_readers(tmp_path):
+    """helper-70 against the safe unused-repr fix: a bits8/uint1..7 tensor's repr raises (the
+    guard now keeps the original for every dtype but the reviewed ones, and for a non-strided
+    layout); a star import may rebind `type`; a helper of the module may read the caller's
+    locals through `sys._getframe(1).f_locals`. The rule declines the last two, and the
+    verifier refutes each independently."""
+    import libcst as cst
+
+    from mend.rules.dead_host_work.rewrite import rewrite
+
+    base = "import torch\n\n\ndef f(x):\n    h = x * 2\n    msg = f\"h = {h!r}\"\n    return h + 1\n"
+    res = rewrite(cst.parse_module(base), 6)
+    ns: dict = {}
+    exec(compile(res.code, "dhw_bits.py", "exec"), ns)
+    bits = torch.zeros(3, dtype=torch.uint8).view(torch.bits8)
+    with pytest.raises(NotImplementedError):
+        repr(bits)
+    with pytest.raises(NotImplementedError):   # the mended code runs the original repr for it
+        ns["f"](bits)
+    assert torch.equal(ns["f"](torch.ones(2)), torch.full((2,), 3.0))
+    star = base.replace("import torch\n", "import torch\nfrom os.path import *\n")
+    assert "star-imports" in rewrite(cst.parse_module(star), 7).reason
+    frames = base + "\n\ndef peek():\n    import sys\n    return sys._getframe(1).f_locals\n"
+    assert "_getframe" in rewrite(cst.parse_module(frames), 6).reason
+    ob = res.obligations[0]
+    for before in (star, frames):
+        out = enc.local_never_read({**ob, "line": 7 if before is star else 6}, Ctx({}, {}, code=res.code,
+                                                                                  before=before))
+        assert out.result == "refuted", out
+    starred = res.code.replace("import torch\n", "import torch\nfrom os.path import *\n", 1)
+    out = enc.plain_tensor_repr_pure({**res.obligations[1], "line": 7}, Ctx({}, {}, code=starred, before=star))
+    assert out.result == "refuted" and "star import" in out.counterexample, out
+

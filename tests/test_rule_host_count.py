@@ -399,3 +399,15 @@ def test_an_attribute_threshold_inexact_in_bfloat16_is_refuted():
     (d,) = res.declined
     assert "count-compare-exact" in d.reason and "refuted" in d.reason, d.reason
     assert "bfloat16" in d.counterexample and "autocast" in d.counterexample, d.counterexample
+
+
+def test_trap_a_count_on_the_left_of_mul_with_bfloat16_is_rounded_first():
+    """helper-70's U4: why `n * h` is declined. A Python int meets a bfloat16 tensor as
+    `h.__rmul__(n)`, in float32; a 0-d int64 count on the left is cast to bfloat16 first
+    (1001 -> 1000); on the right (`h * n`) it agrees with the Python int."""
+    import torch
+
+    h = torch.randn(256, dtype=torch.bfloat16, generator=torch.Generator().manual_seed(0))
+    n = torch.tensor(1001)
+    assert torch.equal(h * n, h * 1001) and torch.equal(1001 * h, h * 1001)
+    assert not torch.equal(n * h, 1001 * h)

@@ -84,11 +84,11 @@ def build_pair(orig_path: Path, cand_path: Path, make):
 
 
 def _orig_line(original: str, source: str, fallback: int) -> int:
-    """The site's line in the original file (rewrites above it may have moved it)."""
-    for i, text in enumerate(original.splitlines(), 1):
-        if text.strip() == source.strip():
-            return i
-    return fallback
+    """The site's line in the original file (rewrites above it may have moved it): of the lines
+    holding the same statement, the nearest to its line now (helper-70: two identical f-strings
+    were both named by the first one's line)."""
+    hits = [i for i, text in enumerate(original.splitlines(), 1) if text.strip() == source.strip()]
+    return min(hits, key=lambda i: (abs(i - fallback), i)) if hits else fallback
 
 
 class InProcess:

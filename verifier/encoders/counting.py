@@ -66,7 +66,9 @@ def _hc_view(ctx: Ctx, text: str, line) -> dict:
     key = str(line)
     at = facts["at"].get(key)
     if not at or not (facts.get("at_hits") or {}).get(key):
-        raise _HcFacts(f"line {line} did not run on the example run: nothing is observed where `{text}` is read")
+        raise _HcFacts(f"line {line} of the rewritten code did not run on the example run: nothing is observed where "
+                       f"`{text}` is read (where the rewrite keeps the original under a guard, such as the count of a "
+                       "float16/bfloat16 tensor against a threshold not exact there, the example took the original)")
     names = {}
     for name in sorted(names_in([text])):
         obs = at.get(name) or []

@@ -13,9 +13,13 @@ solver queries (every outcome is ``checked``, ``check_refuted`` or ``unknown``).
 * ``local-never-read``: the local assigned at the line is never read in its function (a
   load, ``del``, ``global``/``nonlocal``, ``locals()``/``vars()``/``eval``/``exec``/
   ``dir()``/``sys._getframe``/``inspect.currentframe``, nested scopes included), by a screen
-  of the original source with :mod:`ast` (independent of the rule's LibCST screen).
+  of the original source with :mod:`ast` (independent of the rule's LibCST screen); nor,
+  anywhere in the module, a frame attribute, ``inspect.stack``/``trace``, an introspection
+  builtin or a star import (a helper reading ``sys._getframe(1).f_locals``: helper-70).
 * ``plain-tensor-repr-pure``: the mended statement is exactly ``if type(t) is not
-  <torch>.Tensor:`` around the original statement, ``type``/``repr``/``str`` are not rebound,
+  <torch>.Tensor or t.layout is not <torch>.strided or t.dtype not in (<reviewed dtypes>):``
+  around the original statement (bits8 and uint1..uint7 tensors' repr raises, complex32's
+  warns: helper-70), no star import, ``type``/``repr``/``str`` are not rebound,
   and the installed ``Tensor.__repr__`` and ``torch/_tensor_str.py`` are the ones reviewed
   (formatting under ``no_grad``, no state written); for ``str``, ``Tensor.__str__`` is
   ``object.__str__`` (it calls ``__repr__``).
@@ -232,7 +236,8 @@ def local_never_read(ob: dict, ctx: Ctx) -> Outcome:
     if fn is None:
         return unknown(f"no function `{ob.get('function')}` covers line {line} of the source before the rewrite")
     by = ("a screen of the source before the rewrite (ast): no load or del of the local, no global/nonlocal of it, "
-          "no locals()/vars()/eval/exec/dir()/frame introspection anywhere in its function, nested scopes included")
+          "no locals()/vars()/eval/exec/dir()/frame introspection anywhere in its function, nested scopes included, "
+          "nor a frame attribute, introspection builtin or star import anywhere in the module")
     assigned = False
     for node in ast.walk(fn):
         if isinstance(node, ast.Name) and node.id == name:
@@ -247,7 +252,40 @@ def local_never_read(ob: dict, ctx: Ctx) -> Outcome:
             return check_refuted(by, f"`{_dotted(node.func)}()` at line {node.lineno} can read every local")
     if not assigned:
         return unknown(f"`{name}` is not assigned at line {line}")
-    return checked(by, [f"`{name}` is never read in `{fn.name}`"])
+    reader = module_reads_frames(tree)
+    if reader:
+        return check_refuted(by, f"the module can read a caller's locals or rebind names: {reader}")
+    return checked(by, [f"`{name}` is never read in `{fn.name}`",
+                        "no callee in another module reads the caller's frame (sys._getframe(1).f_locals): assumed, "
+                        "not checked"])
+
+
+# read a frame's locals from elsewhere in the module (a helper reading the caller's frame:
+# helper-70); the rule screens the same, independently (LibCST there, ast here)
+_FRAME_ATTRS = {"_getframe", "currentframe", "f_locals", "f_back", "tb_frame", "gi_frame", "cr_frame", "ag_frame",
+                "getouterframes", "getinnerframes"}
+_INTROSPECTION = {"locals", "vars", "eval", "exec", "__builtins__"}
+
+
+def module_reads_frames(tree: ast.Module) -> str | None:
+    """Where the module can read a caller's locals by name (a frame attribute, inspect's
+    stack/trace, an introspection builtin named at all), or star-imports (which may rebind
+    the guard's `type` or `torch`), else None."""
+    inspect_names = {a.asname or "inspect" for n in ast.walk(tree) if isinstance(n, ast.Import)
+                     for a in n.names if a.name == "inspect"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and (node.attr in _FRAME_ATTRS or node.attr in ("stack", "trace")
+                                                and _dotted(node.value) in inspect_names):
+            return f"`.{node.attr}` (line {node.lineno})"
+        if isinstance(node, ast.Name) and node.id in _INTROSPECTION:
+            return f"`{node.id}` (line {node.lineno})"
+        if isinstance(node, ast.ImportFrom):
+            if any(a.name == "*" for a in node.names):
+                return f"a star import (line {node.lineno})"
+            if any(a.name in _FRAME_ATTRS or node.module == "inspect" and a.name in ("stack", "trace")
+                   for a in node.names):
+                return f"an import from {node.module} (line {node.lineno})"
+    return None
 
 
 # -- plain-tensor-repr-pure ---------------------------------------------------------------
@@ -270,6 +308,18 @@ def _fstring_of(value, name: str, call: str) -> bool:
         and isinstance(v.value, ast.Name) and v.value.id == name for v in fields)
 
 
+# dtypes whose repr was reviewed to format without raising or warning on torch 2.13 (bits8 and
+# uint1..uint7 raise NotImplementedError, complex32 warns: helper-70); the rule's guard keeps
+# the original repr for every other dtype and for a layout other than strided
+REPR_DTYPES = ("float16", "bfloat16", "float32", "float64", "complex64", "complex128", "uint8", "int8", "int16",
+               "int32", "int64", "bool")
+
+
+def _repr_kept(name: str, t: str) -> str:
+    dtypes = ", ".join(f"{t}.{d}" for d in REPR_DTYPES)
+    return f"type({name}) is not {t}.Tensor or {name}.layout is not {t}.strided or {name}.dtype not in ({dtypes})"
+
+
 def plain_tensor_repr_pure(ob: dict, ctx: Ctx) -> Outcome:
     import torch
     import torch._tensor_str as tensor_str
@@ -285,7 +335,8 @@ def plain_tensor_repr_pure(ob: dict, ctx: Ctx) -> Outcome:
             return unknown(f"torch/_tensor_str.py on torch {torch.__version__} is not the one reviewed (torch 2.13)")
     if call == "str" and torch.Tensor.__str__ is not object.__str__:
         return unknown("Tensor.__str__ is not object.__str__ on the installed torch")
-    by = ("a screen: the mended statement is `if type(t) is not torch.Tensor:` around the original statement; "
+    by = ("a screen: the mended statement is `if type(t) is not torch.Tensor or t.layout is not torch.strided or "
+          "t.dtype not in (<reviewed dtypes>):` around the original statement; "
           "type/repr/str are not rebound; the installed Tensor.__repr__ and torch/_tensor_str.py are the reviewed "
           "ones (formatting under no_grad, no state written); for str, Tensor.__str__ is object.__str__")
     orig = _stmt_at(before, line, ast.Assign)
@@ -299,15 +350,14 @@ def plain_tensor_repr_pure(ob: dict, ctx: Ctx) -> Outcome:
         return check_refuted(by, f"the statement at line {line} is not `... = {call}({name})`, nor an f-string whose "
                                  f"every field is `{{{name}!r}}`" + (f" or `{{{name}!s}}`" if call == "str" else ""))
     aliases = _torch_aliases(code)
-    test = guard.test
-    ok_guard = (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot)
-                and isinstance(test.left, ast.Call) and isinstance(test.left.func, ast.Name)
-                and test.left.func.id == "type" and len(test.left.args) == 1 and not test.left.keywords
-                and isinstance(test.left.args[0], ast.Name) and test.left.args[0].id == name
-                and isinstance(test.comparators[0], ast.Attribute) and test.comparators[0].attr == "Tensor"
-                and isinstance(test.comparators[0].value, ast.Name) and test.comparators[0].value.id in aliases)
+    ok_guard = any(ast.dump(guard.test) == ast.dump(ast.parse(_repr_kept(name, t), mode="eval").body)
+                   for t in aliases)
     if not ok_guard:
-        return check_refuted(by, f"the guard at line {line} is not `type({name}) is not torch.Tensor`")
+        return check_refuted(by, f"the guard at line {line} is not `type({name}) is not torch.Tensor or "
+                                 f"{name}.layout is not torch.strided or {name}.dtype not in (<the reviewed dtypes>)`")
+    reader = module_reads_frames(code)
+    if reader and reader.startswith("a star import"):
+        return check_refuted(by, f"{reader}: it may rebind `type` or `torch`, which the guard reads")
     if guard.orelse or len(guard.body) != 1 or ast.dump(guard.body[0]) != ast.dump(orig):
         return check_refuted(by, "the guarded body is not exactly the original statement")
     rebound = _bound(code) & {"type", "repr", "str"}

@@ -40,12 +40,18 @@ typing alias). It declines where ``isinstance`` itself is rebound in the module.
 ``global``/``nonlocal``, nor ``locals()``/``vars()``/``eval``/``exec``/``sys._getframe`` in the
 function, nested functions included) becomes::
 
-    if type(t) is not torch.Tensor:
+    if type(t) is not torch.Tensor or t.layout is not torch.strided or t.dtype not in (<12 dtypes>):
         r = repr(t)
 
 An f-string whose every field is ``{t!r}`` or ``{t!s}`` of one local ``t`` (no format spec,
 no ``=``) is the same text, ``repr(t)``/``str(t)`` between constants, and is taken alike
-(helper-68's c29). For an exact ``torch.Tensor``, ``Tensor.__repr__`` formats under ``no_grad`` and writes no
+(helper-68's c29). The dtypes are those whose repr formats without raising or warning (float16/bfloat16/32/64,
+complex64/128, uint8, int8/16/32/64, bool): a bits8 or uint1..uint7 tensor's repr raises
+NotImplementedError, complex32's warns (helper-70). Declined too: a module that star-imports
+(``type`` or ``torch`` may be rebound) or can read a caller's locals anywhere (a frame attribute
+such as ``sys._getframe(1).f_locals``, ``inspect.stack``, an introspection builtin: a helper
+the forward calls would see the local; helper-70); a callee in another module doing so is an
+assumption, recorded. For an exact ``torch.Tensor``, ``Tensor.__repr__`` formats under ``no_grad`` and writes no
 state, and its text is never read, so skipping it changes nothing; the guard is decided by
 Dynamo at trace time (no break). A tensor subclass (whose ``__repr__`` may have effects: the
 trap), a Parameter or a non-tensor still runs the original statement. ``t`` must be a plain

@@ -153,7 +153,7 @@ def f(x):
 
 def f(x):
     h = x * 2
-    if type(h) is not torch.Tensor:  # mend: dead-host-work (a plain tensor's repr() is pure; `dbg` is never read)
+    if type(h) is not torch.Tensor or h.layout is not torch.strided or h.dtype not in (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64, torch.complex128, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.bool):  # mend: dead-host-work (a plain tensor's repr() is pure; `dbg` is never read)
         dbg = repr(h)
     return h + 1
 '''),
@@ -170,7 +170,7 @@ def f(x):
 
 def f(x):
     h = x * 2
-    if type(h) is not torch.Tensor:  # mend: dead-host-work (a plain tensor's repr() is pure; `msg` is never read)
+    if type(h) is not torch.Tensor or h.layout is not torch.strided or h.dtype not in (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64, torch.complex128, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.bool):  # mend: dead-host-work (a plain tensor's repr() is pure; `msg` is never read)
         msg = f"h = {h!r}"
     return h + 1
 '''),
@@ -188,7 +188,7 @@ def f(x):
 def f(x):
     h = x * 2
     # a comment kept above
-    if type(h) is not torch.Tensor:  # mend: dead-host-work (a plain tensor's str() is pure; `text` is never read)
+    if type(h) is not torch.Tensor or h.layout is not torch.strided or h.dtype not in (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64, torch.complex128, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.bool):  # mend: dead-host-work (a plain tensor's str() is pure; `text` is never read)
         text = str(h)  # debugging
     return h + 1
 '''),

@@ -154,7 +154,7 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     start, end = pos[stmt_line].start.line, pos[stmt_line].end.line
     t, arg = plan.torch_name, plan.arg
     inner = stmt_line.with_changes(leading_lines=())
-    guard = cst.parse_statement(f"if type({arg}) is not {t}.Tensor:  {MARK} (a plain tensor's {plan.func}() is pure; "
+    guard = cst.parse_statement(f"if {repr_kept(arg, t)}:  {MARK} (a plain tensor's {plan.func}() is pure; "
                                 f"`{plan.name}` is never read)\n    pass\n")
     guard = guard.with_changes(body=guard.body.with_changes(body=[inner]), leading_lines=stmt_line.leading_lines)
     new_module = wrapper.module.visit(Replace(stmt_line, guard))
@@ -163,8 +163,21 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
         {"kind": "plain-tensor-repr-pure", "name": arg, "call": plan.func, "line": start},
     ]
     return RewriteResult(new_module.code, (start, end),
-                         f"unused `{plan.name} = {plan.func}({arg})` runs only when `{arg}` is not a plain "
-                         "torch.Tensor", obligations)
+                         f"unused `{code_of(plan.stmt).strip()}` runs only when `{arg}` is not a plain strided "
+                         "torch.Tensor of a standard dtype", obligations)
+
+
+# dtypes whose repr formats without raising or warning (helper-70: bits8 and uint1..uint7
+# raise NotImplementedError; complex32 warns that it is experimental)
+REPR_DTYPES = ("float16", "bfloat16", "float32", "float64", "complex64", "complex128", "uint8", "int8", "int16",
+               "int32", "int64", "bool")
+
+
+def repr_kept(arg: str, t: str) -> str:
+    """When the original ``repr``/``str`` still runs: ``arg`` is not a plain strided tensor of a
+    dtype in REPR_DTYPES. Dynamo decides each clause at trace time (no break)."""
+    dtypes = ", ".join(f"{t}.{d}" for d in REPR_DTYPES)
+    return f"type({arg}) is not {t}.Tensor or {arg}.layout is not {t}.strided or {arg}.dtype not in ({dtypes})"
 
 
 def _rewrite_bind(wrapper: MetadataWrapper, plan, pos) -> RewriteResult:

@@ -183,6 +183,35 @@ def _function(ancestors: list[cst.CSTNode]) -> cst.FunctionDef | None:
     return next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), None)
 
 
+# what reads a frame's locals by name from elsewhere in the module (a helper the forward calls:
+# `sys._getframe(1).f_locals`, helper-70); a callee in another module stays an assumption
+FRAME_ATTRS = frozenset({"_getframe", "currentframe", "f_locals", "f_back", "tb_frame", "gi_frame", "cr_frame",
+                         "ag_frame", "getouterframes", "getinnerframes"})
+INTROSPECTION = frozenset({"locals", "vars", "eval", "exec", "__builtins__"})
+
+
+def module_frame_reader(module: cst.Module) -> str | None:
+    """Where the module names a frame attribute (or ``inspect.stack``/``inspect.trace``, under
+    any name inspect is imported as), imports one by name, or names an introspection builtin
+    (``grab = locals`` too), else None."""
+    attr_names = {id(a.attr) for a in m.findall(module, m.Attribute())}
+    inspect_names = {(a.asname.name.value if a.asname is not None else "inspect")
+                     for imp in m.findall(module, m.Import()) for a in imp.names
+                     if dotted(a.name) == "inspect" and (a.asname is None or isinstance(a.asname.name, cst.Name))}
+    for node in m.findall(module, m.Attribute() | m.Name() | m.ImportFrom()):
+        if isinstance(node, cst.Attribute) and (node.attr.value in FRAME_ATTRS or node.attr.value in (
+                "stack", "trace") and dotted(node.value) in inspect_names):
+            return f"`.{node.attr.value}`"
+        if isinstance(node, cst.Name) and node.value in INTROSPECTION and id(node) not in attr_names:
+            return f"`{node.value}`"
+        if isinstance(node, cst.ImportFrom) and not isinstance(node.names, cst.ImportStar):
+            inspect_ = (dotted(node.module) or "") == "inspect"
+            if any(isinstance(a.name, cst.Name) and (a.name.value in FRAME_ATTRS or inspect_ and a.name.value in (
+                    "stack", "trace")) for a in node.names):
+                return f"an import from {dotted(node.module)}"
+    return None
+
+
 def reads_of(function: cst.FunctionDef, name: str, skip: cst.CSTNode) -> list[str]:
     """Why ``name`` may be read in ``function`` (outside ``skip``): a load, a ``del``, a
     ``global``/``nonlocal``, ``locals()``/``vars()``/``eval``/``exec``/``dir()``."""
@@ -331,6 +360,13 @@ def _screen_repr(node, value, ancestors, module, aliases) -> Plan | Decline:
     if reads:
         return Decline(NAME, f"{reads[0]} in `{function.name.value}`: the {func}() text is used, not dead "
                        "(a print/log of it is deferred-side-effects' job)")
+    if m.findall(module, m.ImportFrom(names=m.ImportStar())):
+        # helper-70: a star import rebound `type`, which the guard then called
+        return Decline(NAME, "the module star-imports, which may rebind `type` or `torch`, both read by the guard")
+    reader = module_frame_reader(module)
+    if reader:
+        return Decline(NAME, f"the module can read a caller's locals ({reader}): a helper reading "
+                       f"`sys._getframe(1).f_locals` would see `{target}` (helper-70)")
     if not _imports_torch(module):
         return Decline(NAME, "the module does not import torch (the rewrite's guard names torch.Tensor)")
     return Plan("unused-repr", node, parent, sorted(aliases)[0], name=target, arg=arg, func=func,

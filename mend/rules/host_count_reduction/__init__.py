@@ -75,7 +75,9 @@ function, the loop variable is read after the loop (Python leaves it bound), ``n
 initialised to an int literal in the same block before the loop or is assigned between,
 ``n`` or the loop variable is captured by a nested function or declared global/nonlocal,
 a later use of ``n`` is anything but an operand of ``+``/``-``/``*`` with a non-literal
-other operand (returned, compared, formatted, passed to a call, stored, reassigned...), a
+other operand (returned, compared, formatted, passed to a call, stored, reassigned...) or is
+the left operand of ``*`` (``n * h``: a 0-d tensor there is cast to a float16/bfloat16 ``h``'s
+dtype first, 1001 becoming 1000, where a Python ``n`` met ``h`` in float32; helper-70), a
 use shares its line with another statement or its statement binds with ``:=`` (facts are
 observed per line), the loop holds a comment the rewrite would drop, T goes through NumPy
 (``.numpy()``: the count would be a NumPy integer), or a name T reads (a ``self.``

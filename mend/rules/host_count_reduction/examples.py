@@ -267,7 +267,7 @@ def f(x, y):
         if s < 2:
             small += 1
     a = x * small
-    return a + small * y
+    return a + y * small
 ''', '''import torch
 
 
@@ -275,11 +275,20 @@ def f(x, y):
     small = 0
     small = small + (x < 2).sum()
     a = x * small
-    return a + small * y
+    return a + y * small
 '''),
 ]
 
 DECLINE_EXAMPLES: list[tuple[str, str]] = [
+    # TRAP (helper-70): the count on the left of `*`: a 0-d int64 tensor there is cast to a
+    # bfloat16 operand's dtype first (1001 becomes 1000), where the Python int met it in float32
+    ('''import torch
+
+
+def f(mask, h):
+    n = sum(1 for v in mask.tolist() if v)
+    return n * h
+''', "on the left of `*`"),
     # list.count of a computed value (NaN is never a literal, but `float("nan")` is found by
     # identity only): declined
     ('''import torch

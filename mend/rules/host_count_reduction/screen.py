@@ -373,6 +373,12 @@ def _rest_of_function(function: cst.FunctionDef, loop: cst.CSTNode, counter: str
             return Decline(NAME, f"`{counter}` is {_use_kind(node, parents)} after the count (line {ln}); the count "
                                  "becomes a 0-d int64 tensor, so only operands of +, - and * keep their meaning")
         other = parent.right if parent.left is node else parent.left
+        if parent.left is node and isinstance(parent.operator, cst.Multiply):
+            # helper-70: `n * h` with h bfloat16 casts a 0-d int64 n to bfloat16 first (1001 becomes
+            # 1000), where a Python n meets h as `h.__rmul__(n)`, in float32; `h * n` agrees
+            return Decline(NAME, f"`{_code(parent)}` (line {ln}) has `{counter}` on the left of `*`: a 0-d tensor "
+                                 "there is cast to a float16/bfloat16 operand's dtype before multiplying, a Python "
+                                 f"number is not; written `{_code(other)} * {counter}` it would be taken")
         if _number(other) is not None or isinstance(other, (cst.SimpleString, cst.ConcatenatedString)):
             return Decline(NAME, f"`{_code(parent)}` (line {ln}) combines `{counter}` with a Python literal: the "
                                  "result would become a tensor instead of a Python number")
