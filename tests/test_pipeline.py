@@ -153,3 +153,14 @@ def test_fix_json_stays_parseable_with_a_noisy_target(run_mend):
     assert code == 0, err
     doc = json.loads(out)
     assert set(doc) == {"before", "after", "rewrites", "declined", "unfixable"}
+
+
+def test_identical_statements_keep_their_own_original_lines():
+    """helper-70: two identical `msg = f"{h!r}"` (lines 13 and 15) were both reported as :13
+    once a rewrite above had moved the second; the nearest original line is taken."""
+    from mend.pipeline.executors import _orig_line
+
+    original = "a\nmsg = f'{h!r}'\nb\nmsg = f'{h!r}'\n"
+    assert _orig_line(original, "msg = f'{h!r}'", 5) == 4   # moved down one line by a rewrite above
+    assert _orig_line(original, "msg = f'{h!r}'", 2) == 2
+    assert _orig_line(original, "gone = 1", 7) == 7

@@ -81,8 +81,8 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     c = _code(plan.threshold)
     detail = (f"host counting loop over `{tensor}.tolist()` -> `{n} = {n} + {_count_expr(plan)}` "
               f"({n} becomes a 0-d int64 tensor)") if plan.form == "loop" else (
-        f"host count `sum(...)` over `{tensor}.tolist()` -> `{n} = {_count_expr(plan)}` ({n} becomes a 0-d int64 "
-        "tensor)")
+        f"host count `{' '.join(_code(plan.loop).split())[:80]}` -> `{n} = {_count_expr(plan)}` ({n} becomes a "
+        "0-d int64 tensor)")
     obligations = [
         {"kind": "count-tolist-1d", "expr": tensor, "line": line},
         {"kind": "count-compare-exact", "expr": tensor, "op": plan.op, "threshold": c,
