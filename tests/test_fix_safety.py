@@ -53,7 +53,8 @@ def test_observed_kinds_are_checks_and_include_the_example_run_observations():
 
 
 def _obs(out, grad):
-    return (out, "", [], [], grad)
+    """An observation (verifier.differential.observe's shape): gradients named by their input."""
+    return (out, "", [], [], [(f"input {i}", g) for i, g in enumerate(grad)])
 
 
 def test_gradients_within_a_few_ulps_pass_and_are_reported():

@@ -69,6 +69,18 @@ FIX_EXAMPLES: list[tuple[str, str]] = [
 ]
 
 DECLINE_EXAMPLES: list[DeclineExample | tuple] = [
+    # TRAP (helper-71): the read buffer written in place after the read; eager keeps the copy,
+    # aot_eager and inductor in training gave backward the written value (x.grad doubled)
+    (_HEAD + '''    def forward(self, x):
+        t = self.temp.item()
+        self.temp.mul_(0.5)
+        return x / t
+''', "written in place"),
+    (_HEAD + '''    def forward(self, x):
+        y = x / self.temp.item()
+        self.temp[...] = 1.0
+        return y
+''', "written in place"),
     # read under autocast(enabled=False), used outside it, where autocast may be on (helper-38:
     # the guard saw autocast off and kept a 0-d float32 tensor; bfloat16 logits met it)
     (_HEAD + '''    def forward(self, h, t):

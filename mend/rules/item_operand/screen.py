@@ -174,7 +174,40 @@ def screen(wrapper: MetadataWrapper, line: int) -> Plan | Decline:
     if len(binds) != 1 or {p.name.value for p in _params(function)} & {name}:
         return Decline(NAME, f"`{name}` is bound more than once in the function (or is a parameter): each later "
                              "read must see this value")
+    written = written_after(function, tensor, line, pos)
+    if written:
+        return written
     return Plan(stmt, name, tensor, uses, counted=nonzero_count(stmt.body[0].value, torch))
+
+
+def written_after(function: cst.FunctionDef, tensor: cst.BaseExpression, line: int, pos) -> Decline | None:
+    """Why a tensor T reads is written in place after the read on ``line`` (``self.temp.mul_(0.5)``,
+    ``self.temp += 1``, ``self.temp[0] = 1``), else None. The kept copy should not see it, and in
+    eager it does not; under aot_eager and inductor in training, backward read the written value
+    through it (helper-71: ``x / t`` gave x.grad doubled after ``self.temp.mul_(0.5)``)."""
+    chains = {dotted(n) for n in m.findall(tensor, m.Name() | m.Attribute())} - {None}
+
+    def hits(node) -> bool:
+        d = dotted(node)
+        return d is not None and any(d == c or c.startswith(d + ".") or d.startswith(c + ".") for c in chains
+                                     if d != "self")
+    for node in m.findall(function.body, m.Call(func=m.Attribute()) | m.AugAssign() | m.AssignTarget()):
+        if pos[node].start.line <= line:
+            continue
+        if isinstance(node, cst.Call):
+            method = node.func.attr.value
+            target = node.func.value if method.endswith("_") and not method.startswith("_") else None
+        else:
+            target = node.target
+            while isinstance(target, cst.Subscript):
+                target = target.value
+            if isinstance(node, cst.AssignTarget) and target is node.target:
+                target = None   # a plain rebinding makes a new object; the kept copy is unaffected
+        if target is not None and hits(target):
+            return Decline(NAME, f"`{code_of(target).strip()}` is written in place at line {pos[node].start.line}, "
+                                 f"after the read (line {line}): under aot_eager and inductor in training, backward "
+                                 "read the written value through the kept copy (helper-71: a gradient doubled)")
+    return None
 
 
 def inline_screen(wrapper: MetadataWrapper, line: int) -> Plan | Decline | None:
@@ -200,6 +233,9 @@ def inline_screen(wrapper: MetadataWrapper, line: int) -> Plan | Decline | None:
         return Decline(NAME, f"`{label}` (line {line}) is not in a function's own body")
     if m.findall(tensor, m.NamedExpr() | m.Lambda() | m.Yield() | m.Await()):
         return Decline(NAME, f"`{code_of(tensor)}` (line {line}) binds a name or defines/awaits a function")
+    written = written_after(scope, tensor, line, pos)
+    if written:
+        return written
     use = _operand_use(call, label, "read in place", parents, pos)
     return use if isinstance(use, Decline) else Plan(stmt, None, tensor, [use], call)
 
