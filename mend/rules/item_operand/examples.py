@@ -102,6 +102,12 @@ DECLINE_EXAMPLES: list[DeclineExample | tuple] = [
             h = h * 2
         return h
 ''', "used as a truth value"),
+    # divided by a literal: the quotient would become a tensor (helper-71: once explained as a
+    # division by a tensor)
+    (_HEAD + '''    def forward(self, h, t):
+        n = t.sum().item()
+        return h * (n / 3)
+''', "with a Python literal"),
     # x / tensor: Tensor.__rtruediv__ is reciprocal() * x, torch.div rounds once
     (_HEAD + '''    def forward(self, h, t):
         s = t.sum().item()

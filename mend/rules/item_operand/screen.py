@@ -274,7 +274,8 @@ def _operand_use(node, name: str, kind: str, parents, pos) -> Use | Decline:
         op = _ARITH[type(parent.operator)]
         left = parent.left is node
         other = parent.right if left else parent.left
-        if op == "/" and left:
+        if op == "/" and left and not isinstance(other, (cst.Integer, cst.Float, cst.Imaginary)):
+            # (a literal divisor is declined below, as a literal: helper-71's `n / 3`)
             return Decline(NAME, f"`{code_of(parent)}` (line {ln}) divides by a tensor: with a Python number "
                                  "on the left, Tensor.__rtruediv__ computes `t.reciprocal() * x` (two "
                                  "roundings), with a 0-d tensor torch.div rounds once")
