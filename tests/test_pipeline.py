@@ -164,3 +164,21 @@ def test_identical_statements_keep_their_own_original_lines():
     assert _orig_line(original, "msg = f'{h!r}'", 5) == 4   # moved down one line by a rewrite above
     assert _orig_line(original, "msg = f'{h!r}'", 2) == 2
     assert _orig_line(original, "gone = 1", 7) == 7
+
+
+def test_a_rewrite_that_frees_an_eager_frame_is_provisional(tmp_path):
+    """helper-70's W2: fixing the break Dynamo could not resume after raises the graph count
+    from 0 (+1 eager frame) to 2; it is kept only if the rewrites after it bring the count back
+    to the original's (with --unsafe-fixes: 1 graph), and undone, with the reason, otherwise."""
+    from tests.conftest import FIXTURES
+
+    path = str(FIXTURES / "frame_skip_then_count.py")
+    res = fix(path, unsafe_fixes=True, max_examples=3)
+    assert (res.before.graph_count, res.before.frames_skipped) == (0, 1)
+    assert (res.after.graph_count, res.after.graph_break_count) == (1, 0)
+    assert sorted(r.rule for r in res.rewrites) == ["dead-host-work", "host-count-reduction"]
+    kept = fix(path, max_examples=3)
+    assert kept.rewrites == [] and kept.mended == kept.original
+    assert (kept.after.graph_count, kept.after.frames_skipped) == (0, 1)
+    (undone,) = [d for d in kept.declined if d.rule == "dead-host-work"]
+    assert "let a frame Dynamo ran eagerly compile again" in undone.reason

@@ -144,9 +144,11 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
     # repr gained nothing until the break after it was fixed)
     by_rescan: dict = {}     # key -> its Declined, replaced by the retry's verdict
     retry: dict = {}
+    rewrite_keys: list = []   # each accepted rewrite's site key
     with tempfile.TemporaryDirectory(prefix="mend-") as tmpname:
         ex = executor_cls(target, spec, Path(tmpname), seed, n_examples)
         current_scan = ex.first_scan(before)
+        best = ({}, 0, current_scan, ex.state())   # the last state whose graph count is not above the original's
         for _ in range(max_rounds):
             accepted = None
             for site in current_scan.sites:
@@ -184,7 +186,7 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
                     continue
                 trial = {**files, rel: outcome[1]}
                 rescanned = ex.rescan(trial)
-                if _graphs(rescanned) > _graphs(current_scan):
+                if _graphs(rescanned) > _graphs(current_scan) and not _frees_frame(current_scan, rescanned):
                     # a rewrite must never split the model into more graphs (a break fixed can
                     # expose code that breaks worse: measured on switch_transformers)
                     ex.reject()
@@ -205,6 +207,7 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
                     by_rescan[key] = declined[-1]
                     continue
                 rewrites.append(outcome[0])
+                rewrite_keys.append(key)
                 accepted_keys.add(key)
                 rejected.clear()   # what the model is changed: a rejected candidate may fare otherwise now
                 retry.update((k, d) for k, d in by_rescan.items() if k != key)
@@ -212,11 +215,27 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
                 files = trial
                 ex.accept()
                 accepted, current_scan = outcome, rescanned
+                if _graphs(current_scan) <= _graphs(before):
+                    best = (dict(files), len(rewrites), current_scan, ex.state())
                 break  # line numbers moved: plan again from the new scan
             if accepted is None:
                 break
         else:
             declined += _untried(ex, current_scan, tried, max_rounds)
+        if _graphs(current_scan) > _graphs(before):
+            # a rewrite that let an eagerly run frame compile again was taken provisionally
+            # (helper-70: fixing the break Dynamo could not resume after exposed the next one,
+            # graphs 0 -> 2); the later rewrites did not bring the count back: back to the last
+            # state that did not raise it
+            raised = _graphs_text(current_scan)
+            files, n, current_scan, state = best
+            ex.set_state(state)
+            for r, k in zip(rewrites[n:], rewrite_keys[n:]):
+                accepted_keys.discard(k)
+                declined.append(Declined(r.site, r.rule, f"the rewrite let a frame Dynamo ran eagerly compile again, "
+                                         f"and with the rewrites after it the graph count rose from "
+                                         f"{_graphs_text(before)} to {raised}, so it is not emitted"))
+            rewrites = rewrites[:n]
         still = _still_fixable(ex, current_scan, tried, accepted_keys)
         after = ex.after(current_scan)
     # a site declined in one round (the graph count rose then) may be fixed in a later one:
@@ -250,6 +269,15 @@ def _graphs(scan_) -> int:
     of the frame: 0 graphs there is worse than 1, and a rewrite that lets the frame compile
     as one graph does not raise the count)."""
     return scan_.graph_count + scan_.frames_skipped
+
+
+def _frees_frame(current, rescanned) -> bool:
+    """A rewrite that raises the graph count only because a frame Dynamo ran eagerly now compiles,
+    with no more breaks than before (helper-70: the break it could not resume after fixed, graphs
+    0 (+1 eager frame) -> 2): taken provisionally, and undone at the end unless the rewrites after
+    it bring the count back to the original's."""
+    return (rescanned.frames_skipped < current.frames_skipped
+            and rescanned.graph_break_count <= current.graph_break_count)
 
 
 def _graphs_text(scan_) -> str:

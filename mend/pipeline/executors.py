@@ -217,6 +217,14 @@ class InProcess:
     def accept(self) -> None:
         self.cur_path, self.scan_file = self.cand_path, self.cand_path
 
+    def state(self) -> tuple:
+        """What :meth:`accept` changes, to :meth:`set_state` back (the pipeline undoes
+        provisional rewrites that did not pay off)."""
+        return self.cur_path, self.scan_file
+
+    def set_state(self, state: tuple) -> None:
+        self.cur_path, self.scan_file = state
+
     def reject(self) -> None:
         pass
 
@@ -531,6 +539,12 @@ class Overlay:
                 "counterexample": None, "reason": None}
 
     def accept(self) -> None:
+        pass
+
+    def state(self) -> tuple:
+        return ()   # nothing is kept per accepted rewrite: the files are the pipeline's
+
+    def set_state(self, state: tuple) -> None:
         pass
 
     def reject(self) -> None:
