@@ -180,11 +180,26 @@ def screen(wrapper: MetadataWrapper, line: int) -> Plan | Decline:
     return Plan(stmt, name, tensor, uses, counted=nonzero_count(stmt.body[0].value, torch))
 
 
+# methods (and torch functions) whose result is always a new tensor, never a view of an input
+# (``.to``/``.float``/``.contiguous`` may return the input itself, a view op shares its storage)
+_FRESH = frozenset({"max", "min", "sum", "mean", "prod", "amax", "amin", "norm", "std", "var", "exp", "log",
+                    "abs", "sqrt", "neg", "sigmoid", "tanh", "clone", "argmax", "argmin", "all", "any",
+                    "count_nonzero", "logsumexp", "median", "nansum", "nanmean", "square", "reciprocal"})
+
+
+def _fresh(tensor: cst.BaseExpression) -> bool:
+    """``tensor`` is a call of a method or torch function in _FRESH (its result owns its storage)."""
+    return isinstance(tensor, cst.Call) and isinstance(tensor.func, cst.Attribute) \
+        and tensor.func.attr.value in _FRESH
+
+
 def written_after(function: cst.FunctionDef, tensor: cst.BaseExpression, line: int, pos) -> Decline | None:
     """Why a tensor T reads is written in place after the read on ``line`` (``self.temp.mul_(0.5)``,
     ``self.temp += 1``, ``self.temp[0] = 1``), else None. The kept copy should not see it, and in
     eager it does not; under aot_eager and inductor in training, backward read the written value
     through it (helper-71: ``x / t`` gave x.grad doubled after ``self.temp.mul_(0.5)``)."""
+    if _fresh(tensor):
+        return None   # `t.max()`, `self.temp.exp()`: a new tensor, which no later write reaches
     chains = {dotted(n) for n in m.findall(tensor, m.Name() | m.Attribute())} - {None}
 
     def hits(node) -> bool:
