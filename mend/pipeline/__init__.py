@@ -145,6 +145,7 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
     by_rescan: dict = {}     # key -> its Declined, replaced by the retry's verdict
     retry: dict = {}
     rewrite_keys: list = []   # each accepted rewrite's site key
+    provisional: set = set()  # indices into rewrites of those kept provisionally (_frees_frame)
     with tempfile.TemporaryDirectory(prefix="mend-") as tmpname:
         ex = executor_cls(target, spec, Path(tmpname), seed, n_examples)
         current_scan = ex.first_scan(before)
@@ -206,6 +207,8 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
                     rejected[(rel, outcome[1])] = (outcome[0].site, still)
                     by_rescan[key] = declined[-1]
                     continue
+                if _graphs(rescanned) > _graphs(current_scan):
+                    provisional.add(len(rewrites))   # taken only because it frees an eager frame
                 rewrites.append(outcome[0])
                 rewrite_keys.append(key)
                 accepted_keys.add(key)
@@ -230,11 +233,14 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
             raised = _graphs_text(current_scan)
             files, n, current_scan, state = best
             ex.set_state(state)
-            for r, k in zip(rewrites[n:], rewrite_keys[n:]):
+            first = next((r.site for i, r in enumerate(rewrites) if i >= n and i in provisional), "an earlier site")
+            for i, (r, k) in enumerate(zip(rewrites[n:], rewrite_keys[n:]), n):
                 accepted_keys.discard(k)
-                declined.append(Declined(r.site, r.rule, f"the rewrite let a frame Dynamo ran eagerly compile again, "
-                                         f"and with the rewrites after it the graph count rose from "
-                                         f"{_graphs_text(before)} to {raised}, so it is not emitted"))
+                why = ("the rewrite let a frame Dynamo ran eagerly compile again, and with the rewrites after it"
+                       if i in provisional else f"undone with the provisional rewrite at {first} before it: with"
+                       " them")
+                declined.append(Declined(r.site, r.rule, f"{why} the graph count rose from {_graphs_text(before)} "
+                                         f"to {raised}, so it is not emitted"))
             rewrites = rewrites[:n]
         still = _still_fixable(ex, current_scan, tried, accepted_keys)
         after = ex.after(current_scan)
