@@ -73,6 +73,11 @@ CATEGORIES = {
     "other": "other graph break",
 }
 
+# What helps where a one-time setup (a hook registered, a lock taken) breaks on the first call:
+# also said where setup-guard's hoisted check is declined as gaining nothing (mend.pipeline)
+EAGER_SETUP_ADVICE = ("call the model once eagerly before torch.compile, so the first trace sees the setup done "
+                      "(hf:newest/llava, mended: 1 graph then, measured by docs/research/llava_hooks_probe.py)")
+
 # Why a category is out of reach of every rule, in words a user understands.
 UNFIXABLE_REASONS = {
     "data-dependent-loop": "the loop's trip count depends on tensor values; no local rewrite keeps it in one graph "
@@ -99,9 +104,8 @@ UNFIXABLE_REASONS = {
     "isinstance-type-check": "Dynamo cannot decide the isinstance check statically",
     "hook-or-lock": "Dynamo cannot trace registering a module hook or taking a threading lock; where this is "
                     "setup done once, on the first call (transformers 5 installs its output-capturing hooks so, "
-                    "utils/output_capturing.py), the compiled frames keep the break on every later call too: call "
-                    "the model once eagerly before torch.compile, so the first trace sees the setup done "
-                    "(hf:newest/llava, mended: 1 graph then, measured by docs/research/llava_hooks_probe.py)",
+                    "utils/output_capturing.py), the compiled frames keep the break on every later call too: "
+                    + EAGER_SETUP_ADVICE,
     "traced-exception": "an exception was raised while Dynamo traced this function, here or in a call it reaches "
                         "(a `finally` block is reported with the exception of the code it guards), and nothing in "
                         "the compiled function catches it, so Dynamo ran the whole function eagerly (gb0088, "

@@ -27,6 +27,7 @@ from mend.pipeline.executors import Failed, InProcess, Overlay, Skip, build_pair
 from mend.pipeline.records import Declined, FixResult, Rewrite
 from mend.rules import RULES, Decline
 from mend.scan import scan
+from mend.taxonomy import EAGER_SETUP_ADVICE
 from mend.targets import load_target
 from mend.worker import start_early
 from verifier.forcing import instrument
@@ -187,7 +188,8 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
                     continue
                 trial = {**files, rel: outcome[1]}
                 rescanned = ex.rescan(trial)
-                if _graphs(rescanned) > _graphs(current_scan) and not _frees_frame(current_scan, rescanned):
+                raises = _graphs(rescanned) > _graphs(current_scan)
+                if raises and not _frees_frame(current_scan, rescanned):
                     # a rewrite must never split the model into more graphs (a break fixed can
                     # expose code that breaks worse: measured on switch_transformers)
                     ex.reject()
@@ -207,7 +209,7 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
                     rejected[(rel, outcome[1])] = (outcome[0].site, still)
                     by_rescan[key] = declined[-1]
                     continue
-                if _graphs(rescanned) > _graphs(current_scan):
+                if raises:
                     provisional.add(len(rewrites))   # taken only because it frees an eager frame
                 rewrites.append(outcome[0])
                 rewrite_keys.append(key)
@@ -329,12 +331,6 @@ def _in_runtime(site) -> bool:
     return path.name in _RUNTIME_FILES and path.resolve().parent == _RUNTIME_DIR
 
 
-# what a user can do where a one-time setup's break stays in the enclosing compiled frames
-_EAGER_SETUP_HINT = ("; what does help: call the model once eagerly before torch.compile, so that the first "
-                     "trace sees the setup done (hf:newest/llava, mended: 1 graph then, measured by "
-                     "docs/research/llava_hooks_probe.py)")
-
-
 def _still_breaks(ex, before, after, rel: str, current: str, mended: str, span, category: str,
                   gb_type: str | None = None, site_line: int | None = None) -> str | None:
     """Why a verified rewrite removes no graph break, else None: the graph counts (first and
@@ -368,7 +364,7 @@ def _still_breaks(ex, before, after, rel: str, current: str, mended: str, span, 
         return (f"the rewrite (lines {span[0]}-{span[1]}) is away from the break at line {site_line} and lowers "
                 f"neither the first call's graph count ({before.graph_count} -> {after.graph_count}) nor a second "
                 f"call's ({before.steady_graph_count} -> {after.steady_graph_count}): nothing is gained, so it is "
-                "not emitted" + (_EAGER_SETUP_HINT if category == "hook-or-lock" else ""))
+                "not emitted" + (f"; what does help: {EAGER_SETUP_ADVICE}" if category == "hook-or-lock" else ""))
     ops = difflib.SequenceMatcher(None, current.splitlines(), mended.splitlines(), autojunk=False).get_opcodes()
     lo = hi = None
     for tag, i1, i2, j1, j2 in ops:
