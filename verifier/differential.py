@@ -647,7 +647,7 @@ def differential_test(original, mended, example: tuple, *, example_kwargs: dict 
 
 def _differential_test(original, mended, example: tuple, *, example_kwargs, emitted, reference, force_lines,
                        extra_inputs, seed, max_examples, compiled, edge, train, extra_edge_values, prepare) -> Evidence:
-    from verifier.legs import under_autocast   # it imports this module
+    from verifier.legs import under_aot_autograd, under_autocast   # it imports this module
 
     forcing.reset()
     prepare = prepare or (lambda m: m)
@@ -839,6 +839,8 @@ def _differential_test(original, mended, example: tuple, *, example_kwargs, emit
                 mod.eval()
             state["worst"] = max(state["worst"], under_autocast(original, mended, ref_c, inductor, split(values), modes,
                                                                 grads, settings_, eager=False))
+        if compiled and train:   # and in training through AOTAutograd (functionalized in-place writes)
+            state["worst"] = max(state["worst"], under_aot_autograd(emit, ref_c, models, fixed, split, modes, floor))
     except Mismatch as exc:
         return Evidence(False, seed, state["n"], modes, outcomes(), state["worst"], describe(values), str(exc),
                         grads.get("max", 0.0))

@@ -4,6 +4,7 @@ still compiles the mended module. Split out of that module to keep it readable."
 from __future__ import annotations
 
 import contextlib
+import copy
 import warnings
 
 import torch
@@ -75,3 +76,46 @@ def torchscript_kept(original, mended) -> str | None:
         return None
     lost = error(mended)
     return "kept" if lost is None else f"lost: {lost}"
+
+
+def under_aot_autograd(emit, ref_c, models, fixed, split, modes: list, floor) -> float:
+    """The fixed inputs in training mode, with gradients, through
+    ``torch.compile(emit, backend="aot_eager")`` against the eager reference ``ref_c``
+    (the compiled-vs-eager tolerance; where that differs, the original under aot_eager too,
+    as against Inductor). AOTAutograd traces forward and backward together and functionalizes
+    in-place writes, which neither eager nor the eager backend does: a kept copy of a buffer
+    written in place later in the call was read by backward after the write there
+    (helper-71: ``x / t`` after ``self.temp.mul_(0.5)`` doubled ``x.grad`` under aot_eager and
+    Inductor, exact in eager). PyTorch doc: "torch.compile backends" (aot_eager: AOTAutograd
+    with no code generation). ``models`` are set to training mode and back to eval. Raises
+    Mismatch, its message starting "in training under torch.compile (aot_eager)"."""
+    aot = torch.compile(emit, backend="aot_eager")
+    modes.append("compiled:aot_eager/train")
+    worst = 0.0
+    try:
+        for values in fixed:
+            args, kwargs = split(values)
+            for mod in models:
+                mod.train(True)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                got = observe(aot, args, kwargs, grad=True)
+            before = copy.deepcopy(ref_c)   # the reference's state before this call
+            ref = observe(ref_c, args, kwargs, grad=True)
+            try:
+                worst = max(worst, compare(ref, got, exact=False, any_error=True, floor=floor))
+            except Mismatch:
+                # AOTAutograd's decompositions may depart from eager themselves: then the
+                # reference is the original under aot_eager, from the same state
+                compiled_ref = torch.compile(before.train(True), backend="aot_eager")
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    ref = observe(compiled_ref, args, kwargs, grad=True)
+                try:
+                    worst = max(worst, compare(ref, got, exact=False, any_error=True, floor=floor))
+                except Mismatch as exc:
+                    raise Mismatch(f"in training under torch.compile (aot_eager): {exc}") from exc
+    finally:
+        for mod in models:
+            mod.eval()
+    return worst
