@@ -339,3 +339,40 @@ def test_a_count_of_something_not_a_tensor_is_refuted_saying_why():
     got = {r["kind"]: r for r in O.discharge(res.obligations, facts={"names": names, "self": {}}, code=res.code,
                                              before=source)}["item-operand-tensor"]
     assert got["result"] == "refuted" and "whose `len` is the rank" in got["counterexample"], got
+
+
+# --- a Python number a tensor test chooses (helper-72's b05) ---------------------------------
+@pytest.mark.parametrize("name, kept", [("choice_float64.py", "torch.float64"), ("choice_if_int.py", "torch.int64")])
+def test_a_chosen_number_is_fixed(name, kept, tmp_path):
+    res = fix(str(CASES / name), unsafe_fixes=True, verify="standard", max_examples=10)
+    assert res.before.graph_count == 2 and res.after.graph_count == 1
+    (rw,) = res.rewrites
+    assert rw["rule"] == io.NAME and rw["safety"]["label"] == "unsafe" and not res.declined
+    assert "torch.where(" in res.mended and f"dtype={kept})" in res.mended
+    assert_one_graph_and_same_outputs(CASES / name, res.mended, tmp_path, f"io_{name[:-3]}")
+
+
+@pytest.mark.parametrize("name, kind, words", [
+    ("choice_scalar_loss.py", "item-operand-keep-type", "but in float64 with a 0-d float64 tensor"),
+    ("choice_half.py", "item-operand-exact", "not exact in float16"),
+])
+def test_a_chosen_number_trap_is_refuted(name, kind, words):
+    res = fix(str(CASES / name), unsafe_fixes=True, verify="standard", max_examples=5)
+    assert res.rewrites == [] and res.mended == res.original
+    (d,) = res.declined
+    assert d["rule"] == io.NAME and kind in d["reason"] and "refuted" in d["reason"] and words in d["reason"]
+
+
+def test_a_chosen_number_keeps_float32_only_for_float32_values():
+    """float32 where both literals are float32 values (no wider result beside a 0-d float32
+    operand), float64 otherwise; the encoder checks the literals against the kept dtype."""
+    def kept(source):
+        res = io.rewrite(cst.parse_module(source), 3)
+        return next(o for o in res.obligations if o["kind"] == "item-operand-exact")
+    assert kept(_SOURCE.replace("s = t.sum().item()", "s = 0.5 if t.sum() > 0 else -1.0"))["kept"] == "float32"
+    ob = kept(_SOURCE.replace("s = t.sum().item()", "s = 0.1 if t.sum() > 0 else 0.5"))
+    assert ob["kept"] == "float64" and ob["values"] == ["0.1", "0.5"]
+    # a certificate claiming float32 for 0.1 is not accepted by the encoder
+    (got,) = O.discharge([{**ob, "kept": "float32"}], facts={"names": {"h": _F32, "t": _F32}, "self": {}}, code="",
+                         before="")
+    assert got["result"] == "unknown" and "the literal 0.1 is not held exactly by a 0-d float32" in got["reason"]

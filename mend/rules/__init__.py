@@ -81,7 +81,10 @@ def match_site(category: str, loc: Located | None) -> Match | Decline:
             return verdict
         declines.append(verdict)
     generic = UNFIXABLE_REASONS.get(category)
-    return min(declines, key=lambda d: (d.rule is None, d.reason == generic))
+    # a rule serving several categories answers a site it does not take with its own
+    # category's generic reason: after every specific one, and after this category's
+    generics = set(UNFIXABLE_REASONS.values())
+    return min(declines, key=lambda d: (d.rule is None, d.reason in generics, d.reason != generic))
 
 
 __all__ = ["RULES", "RULE_FOR_CATEGORY", "Decline", "DeclineExample", "FixExample", "Match", "RewriteResult", "Rule",

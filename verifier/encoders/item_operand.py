@@ -133,6 +133,7 @@ def keep_type(ob: dict, ctx: Ctx) -> Outcome:
         _, dtype, texts, _ = _read(ctx, ob)
         uses = use_operands(ctx, ob.get("uses") or [])
         dev_t = _hc_devices(ctx, ob.get("expr", ""), ob.get("line"))
+        dtype, texts = _kept(ob, dtype, texts)
     except (_HcFacts, Unsupported) as exc:
         return unknown(str(exc))
     wrapped = _wrapped(dtype)
@@ -145,7 +146,8 @@ def keep_type(ob: dict, ctx: Ctx) -> Outcome:
                              "last bit", texts)
     results: list = []
     premises, differs, more, bad = keep_type_terms(uses, wrapped, dtype, dev_t, "the value", results)
-    texts = texts + [f"`.item()` of a {dtype} tensor is a Python {_category(dtype)}; ATen types it as {wrapped} "
+    number = f"`.item()` of a {dtype} tensor" if "kept" not in ob else "the chosen literal"
+    texts = texts + [f"{number} is a Python {_category(dtype)}; ATen types it as {wrapped} "
                      "(a wrapped number: the default dtype of its category)"] + more
     if _category(dtype) == "float":
         texts.append(f"torch's default dtype is {wrapped} where the model runs, as at verification "
@@ -173,6 +175,51 @@ def keep_type(ob: dict, ctx: Ctx) -> Outcome:
                   "PyTorch type promotion (torch.promote_types table, ATen combine_categories) over a DType datatype",
                   describe, fixed_by="the dtype model gives every use the same result dtype term with the Python "
                                      "number and with the 0-d tensor")
+
+
+def _kept(ob: dict, dtype: str, texts: list) -> tuple[str, list]:
+    """The kept tensor's dtype: the read tensor's, or for ``x = A if P else B`` (``kept``: the
+    literals' 0-d tensor dtype; P is the read tensor) the one the rewrite names, checked
+    against the literals: float64 holds every Python float, float32 only its own values,
+    int64 every Python int the screen admits. Raises Unsupported otherwise."""
+    kept = ob.get("kept")
+    if kept is None:
+        return dtype, texts
+    if kept not in ("float64", "float32", "int64"):
+        raise Unsupported(f"a choice kept as {kept} is not modelled")
+    _values(ob, kept)
+    return kept, texts + [f"the value is one of the literals {', '.join(map(str, ob.get('values') or []))}, "
+                          f"chosen by `{ob.get('expr')}` (bool of a one-element tensor: nonzero, NaN included, as "
+                          f"`.bool()` casts) and kept as a 0-d {kept} tensor"]
+
+
+def _values(ob: dict, kept: str) -> list | None:
+    """The chosen literals (``values``: their Python reprs) when ``kept`` holds each exactly
+    (float64 every float, float32 those a binary32 round trip keeps, int64 ints within
+    range); None without ``values``. Raises Unsupported otherwise."""
+    if "values" not in ob:
+        return None
+    out = []
+    for text in ob["values"]:
+        value = ast.literal_eval(text) if text not in ("inf", "-inf") else float(text)
+        ok = isinstance(value, int) and kept == "int64" and -2 ** 63 <= value < 2 ** 63 or \
+            isinstance(value, float) and (kept == "float64" or kept == "float32" and _f32_exact(value))
+        if not ok or isinstance(value, bool):
+            raise Unsupported(f"the literal {text} is not held exactly by a 0-d {kept} tensor")
+        out.append(value)
+    return out
+
+
+def _f32_exact(value: float) -> bool:
+    fp = z3.FPVal(value, z3.Float64())
+    return z3.is_true(z3.simplify(z3.fpToFP(RNE, z3.fpToFP(RNE, fp, z3.Float32()), z3.Float64()) == fp))
+
+
+def _const(value, sym):
+    """``value`` as a Z3 constant of ``sym``'s sort (a float sort or a bit-vector)."""
+    if z3.is_fp(sym):
+        return z3.FPVal(value, sym.sort())
+    return z3.BitVecVal(value, sym.size())
 
 
 def _exact_in(dtype: str, target: str):
@@ -223,6 +270,8 @@ def exact(ob: dict, ctx: Ctx) -> Outcome:
     try:
         _, dtype, texts, _ = _read(ctx, ob)
         uses = use_operands(ctx, ob.get("uses") or [])
+        dtype, texts = _kept(ob, dtype, texts)
+        values = _values(ob, dtype)
     except (_HcFacts, Unsupported) as exc:
         return unknown(str(exc))
     wrapped = _wrapped(dtype)
@@ -237,7 +286,8 @@ def exact(ob: dict, ctx: Ctx) -> Outcome:
         common = str(s.model().eval(combine(mv.dtype, DTC[wrapped]), model_completion=True))
         if common in _REDUCED and common not in reduced:
             reduced.append(common)
-    texts = texts + [f"`.item()` gives the exact value of the {dtype} element",
+    texts = texts + [f"`.item()` gives the exact value of the {dtype} element" if values is None else
+                     f"the kept 0-d {dtype} tensor holds the chosen literal ({', '.join(ob['values'])}) exactly",
                      "ATen converts a Python-number operand and a 0-d tensor operand to the common dtype with one "
                      "rounding each, or reads them in float32 ('opmath') where the common dtype is float16 or "
                      "bfloat16; the opmath of float32, float64 and integer dtypes is the dtype itself"]
@@ -254,6 +304,10 @@ def exact(ob: dict, ctx: Ctx) -> Outcome:
         syms.append((x, c))
         if numel is not None:   # a count of nonzero elements: 0..numel(T), not every int64 (helper-66)
             premises += [x >= 0, x <= numel]
+        if values is not None:   # a choice of two literals: those values only
+            premises.append(z3.Or(*[x == _const(v, x) for v in values]))
+    if values is not None:
+        tier = "the chosen literals"
     if numel is not None:
         tier = "observed"
         texts = texts + [f"the value is a count of nonzero elements of `{ob['count_of']}`: 0 to its {numel} elements "

@@ -48,6 +48,19 @@ name with observed sizes (tier ``observed``): every count of a 2048-element T is
 float16, a 2049-element T's count 2049 is the counterexample (helper-66 had been shown a negative
 one).
 
+A number a tensor test chooses, ``x = A if P else B`` or its statement form ``if P: x = A`` /
+``else: x = B`` with A and B numeric literals of one kind (helper-72's b05: ``scale = 0.1 if
+h.mean() > 0 else 0.3``), breaks the graph at ``bool(P)`` (a data-dependent branch; the taxonomy
+files it there, and this rule serves that category too). Under the same screen of its uses it
+becomes ``torch.where(P.reshape(()).bool(), torch.tensor(A, dtype=D), torch.tensor(B, dtype=D))``:
+``bool`` of a one-element tensor is ``!= 0`` with NaN true, as the ``.bool()`` cast gives.
+D is int64 for ints, float32 where both floats are float32 values, else float64 (a Python
+float is a double; ``torch.where(P, 0.1, 0.3)`` would be float32 and round 0.1: the trap). The
+same obligations apply, with P as the read tensor (``item-operand-tensor``: one element) and
+D as the kept dtype; ``item-operand-exact`` is proved over the two literals. A 0-d float32
+loss times a chosen 0.1 is refuted (two 0-d tensors promote to float64); the statement form
+with a comment inside is declined (one line would drop it).
+
 A read used in place (``return logits / self.log_t.exp().item()``, held-out review case 307)
 becomes ``logits / (self.log_t.exp().item() if <autocast on> else self.log_t.exp().detach().reshape(()).clone())``
 on its own line, under the
@@ -103,7 +116,7 @@ OBLIGATION_KINDS = frozenset({"item-operand-tensor", "item-operand-keep-type", "
 
 RULE = Rule(
     name=NAME,
-    categories=(CATEGORY,),
+    categories=(CATEGORY, "data-dependent-branch"),   # a Python number a tensor test chooses
     match=match,
     rewrite=rewrite,
     example_line=example_line,

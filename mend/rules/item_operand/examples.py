@@ -66,6 +66,26 @@ FIX_EXAMPLES: list[tuple[str, str]] = [
         total = h.sum()
         return total / n
 ''', 7),
+    # a Python number a tensor test chooses (helper-72's b05): a 0-d tensor chosen by torch.where,
+    # float64 since 0.1 is no float32 (torch.where(c, 0.1, 0.3) would be float32: the trap)
+    (_HEAD + '''    def forward(self, h):
+        scale = 0.1 if h.mean() > 0 else 0.3
+        return h * scale
+''', _HEAD + '''    def forward(self, h):
+        scale = (0.1 if h.mean() > 0 else 0.3) if torch.jit.is_scripting() else ((0.1 if h.mean() > 0 else 0.3) if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda") or torch.is_autocast_enabled("xpu") or torch.is_autocast_enabled("mps") or torch.get_default_dtype() != torch.float32 else torch.where((h.mean() > 0).reshape(()).bool(), torch.tensor(0.1, dtype=torch.float64), torch.tensor(0.3, dtype=torch.float64)))  # mend: item-operand (was: scale = 0.1 if h.mean() > 0 else 0.3)
+        return h * scale
+''', 7),
+    # its statement form, with ints: one line (float32 where both values are float32 values)
+    (_HEAD + '''    def forward(self, h):
+        if torch.isnan(h).any():
+            k = 2
+        else:
+            k = -3
+        return h * k
+''', _HEAD + '''    def forward(self, h):
+        k = (2 if torch.isnan(h).any() else -3) if torch.jit.is_scripting() else ((2 if torch.isnan(h).any() else -3) if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda") or torch.is_autocast_enabled("xpu") or torch.is_autocast_enabled("mps") or torch.get_default_dtype() != torch.float32 else torch.where((torch.isnan(h).any()).reshape(()).bool(), torch.tensor(2, dtype=torch.int64), torch.tensor(-3, dtype=torch.int64)))  # mend: item-operand (was: if torch.isnan(h).any(): k = 2 / else: k = -3)
+        return h * k
+''', 7),
 ]
 
 DECLINE_EXAMPLES: list[DeclineExample | tuple] = [
@@ -160,6 +180,19 @@ DECLINE_EXAMPLES: list[DeclineExample | tuple] = [
         n = len(mask.nonzero())
         return h * n
 ''', "binds `len`", 8),
+    # a chosen number used as a Python number (a call's argument): no tensor may take its place
+    (_HEAD + '''    def forward(self, h):
+        p = 0.1 if h.mean() > 0 else 0.0
+        return nn.functional.dropout(h, p)
+''', "is passed to a call", 7),
+    # the statement form with a comment inside, which the one line would drop
+    (_HEAD + '''    def forward(self, h):
+        if h.mean() > 0:
+            k = 2  # positive
+        else:
+            k = 1
+        return h * k
+''', "has comments inside", 7),
 ]
 
 NOOP_EXAMPLES: list[str] = [

@@ -7,7 +7,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from mend.rules._base import Decline, RewriteResult
 from mend.rules._common import Replace, add_import, annotated_line, autocast_on, code_of, torch_name
-from mend.rules.item_operand.screen import NAME, Plan, inline_screen, screen
+from mend.rules.item_operand.screen import NAME, Plan, choice_text, inline_screen, screen
 
 
 def new_value(plan: Plan, torch_name: str = "torch") -> str:
@@ -24,6 +24,12 @@ def new_value(plan: Plan, torch_name: str = "torch") -> str:
     (``torch.jit.script`` of the mended module scripts the original read)."""
     t = code_of(plan.tensor)
     on = f"{autocast_on(torch_name)} or {torch_name}.get_default_dtype() != {torch_name}.float32"
+    if plan.choice is not None:   # `x = A if P else B`: bool(P) is `P != 0` (NaN is true), as `.bool()` casts
+        was = f"({choice_text(plan.name, plan.tensor, plan.choice).split(' = ', 1)[1]})"
+        a, b = (f"{torch_name}.tensor({code_of(v).strip()}, dtype={torch_name}.{plan.choice.dtype})"
+                for v in plan.choice.sides)
+        return f"{was} if {torch_name}.jit.is_scripting() else ({was} if {on} else " \
+               f"{torch_name}.where(({t}).reshape(()).bool(), {a}, {b}))"
     # TorchScript compiles only the taken side of `is_scripting()` (a ternary's test, not an
     # `or` operand) and rejects is_autocast_enabled("cpu"): it scripts the original read
     return (f"{t}.item() if {torch_name}.jit.is_scripting() else "
@@ -44,12 +50,24 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     pos = wrapper.resolve(PositionProvider)
     torch, add = torch_name(module)
     value = new_value(plan, torch)
-    new_line, old = annotated_line(plan.line, f"{plan.name} = {value}", NAME)
+    end = line
+    if isinstance(plan.line, cst.If):   # the statement form becomes the one line of its ternary
+        end = pos[plan.line].end.line
+        old = choice_text(plan.name, plan.tensor, plan.choice)
+        yes, no = (code_of(v).strip() for v in plan.choice.sides)
+        was = f"if {' '.join(code_of(plan.tensor).split())}: {plan.name} = {yes} / else: {plan.name} = {no}"
+        new_line = cst.SimpleStatementLine(
+            body=[cst.parse_statement(f"{plan.name} = {value}\n").body[0]], leading_lines=plan.line.leading_lines,
+            trailing_whitespace=cst.TrailingWhitespace(whitespace=cst.SimpleWhitespace("  "),
+                                                       comment=cst.Comment(f"# mend: {NAME} (was: {was})")))
+    else:
+        new_line, old = annotated_line(plan.line, f"{plan.name} = {value}", NAME)
     tree = _imported(wrapper.module.visit(Replace(plan.line, new_line)), add)
     uses, obligations = _obligations(plan, line, pos)
-    detail = (f"`{old}` -> `{plan.name} = {value}` ({plan.name} stays a 0-d tensor outside torch.autocast; "
-              f"{len(uses)} use(s))")
-    return RewriteResult(tree.code, (line, line), detail, obligations)
+    kept = "stays a 0-d tensor" if plan.choice is None else f"is a 0-d {plan.choice.dtype} tensor chosen by torch.where"
+    detail = f"`{old}` -> `{plan.name} = {value}` ({plan.name} {kept} outside torch.autocast; {len(uses)} use(s))"
+
+    return RewriteResult(tree.code, (line, end), detail, obligations)
 
 
 def _imported(tree: cst.Module, add: bool) -> cst.Module:
@@ -60,12 +78,17 @@ def _imported(tree: cst.Module, add: bool) -> cst.Module:
 def _obligations(plan: Plan, line: int, pos) -> tuple[list[dict], list[dict]]:
     """(uses, obligations): each use's other operand, observed where it is read (its line)."""
     tensor = code_of(plan.tensor)
-    uses = [{"value": code_of(u.other), "op": u.op, "line": pos[u.other].start.line} for u in plan.uses]
+    # the facts are observed on the rewritten code, where an `if`/`else` choice is one line
+    shift = pos[plan.line].end.line - line if isinstance(plan.line, cst.If) else 0
+    uses = [{"value": code_of(u.other), "op": u.op, "line": pos[u.other].start.line - shift} for u in plan.uses]
     count = {"count_of": code_of(plan.counted)} if plan.counted is not None else {}
+    # a choice: the value is one of two literals, kept in `kept` (the read tensor is the test P)
+    chosen = {"kept": plan.choice.dtype, "values": [repr(v) for v in plan.choice.values]} \
+        if plan.choice is not None else {}
     return uses, [
         {"kind": "item-operand-tensor", "expr": tensor, "line": line, **count},
-        {"kind": "item-operand-keep-type", "expr": tensor, "line": line, "uses": uses},
-        {"kind": "item-operand-exact", "expr": tensor, "line": line, "uses": uses, **count},
+        {"kind": "item-operand-keep-type", "expr": tensor, "line": line, "uses": uses, **chosen},
+        {"kind": "item-operand-exact", "expr": tensor, "line": line, "uses": uses, **count, **chosen},
     ]
 
 

@@ -34,13 +34,23 @@ class Use:
 
 
 @dataclass
+class Choice:
+    """``x = A if P else B`` with A and B numeric literals of one kind: the number a tensor
+    test chooses. Kept as ``torch.where(P, A, B)`` over 0-d tensors of ``dtype``."""
+    sides: tuple[cst.BaseExpression, cst.BaseExpression]   # A (P true), B
+    values: tuple[int | float, int | float]
+    dtype: str   # "int64"; "float32" where both values are exact there, else "float64"
+
+
+@dataclass
 class Plan:
-    line: cst.SimpleStatementLine
+    line: cst.SimpleStatementLine | cst.If   # an `if`/`else` for the statement form of a choice
     name: str | None             # None: the read is used in place (inline_screen)
     tensor: cst.BaseExpression   # T in `x = T.item()`
     uses: list[Use]
     call: cst.Call | None = None  # the inline `T.item()`
     counted: cst.BaseExpression | None = None  # T of a count of `nonzero`'s rows (read as count_nonzero(T))
+    choice: Choice | None = None  # `x = A if P else B` (tensor = P): the number is one of two literals
 
 
 def _generic() -> Decline:
@@ -63,6 +73,81 @@ def item_assignment(node: cst.CSTNode, torch: str = "torch") -> tuple[str, cst.B
     if counted is not None:
         return node.targets[0].target.value, cst.parse_expression(f"{torch}.count_nonzero({code_of(counted)})")
     return None
+
+
+def _literal(node: cst.BaseExpression) -> int | float | None:
+    """The value of a numeric literal, negated or not (``3``, ``-0.5``, ``1e-4``), else None."""
+    sign = 1
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        sign, node = -1, node.expression
+    if isinstance(node, (cst.Integer, cst.Float)):
+        value = node.evaluated_value
+        return -value if sign < 0 else value   # -(0.0) is -0.0, as Python gives
+    return None
+
+
+def choice_text(name: str, test: cst.BaseExpression, choice: Choice) -> str:
+    """``x = A if P else B`` on one line, whichever form the source has."""
+    a, b = (code_of(v).strip() for v in choice.sides)
+    return f"{name} = {a} if {' '.join(code_of(test).split())} else {b}"
+
+
+def _exact_float32(value: float) -> bool:
+    """Whether the double ``value`` is a float32 value (IEEE binary32 round trip)."""
+    import struct
+
+    try:
+        return struct.unpack("f", struct.pack("f", value))[0] == value
+    except OverflowError:   # beyond float32's range on some Python builds
+        return False
+
+
+def constant_choice(node: cst.CSTNode) -> tuple[str, cst.BaseExpression, Choice] | None:
+    """``(x, P, choice)`` when ``node`` is ``x = A if P else B`` (one plain name target) with A
+    and B numeric literals, both ints (within int64) or both floats, else None. A Python float
+    is a double: the 0-d tensor is float64 unless both values are exact in float32, where a
+    float32 tensor gives every use the same value and, unlike float64, no wider result dtype
+    beside a 0-d float32 operand (a loss)."""
+    if isinstance(node, cst.If):
+        return _if_choice(node)
+    if not (isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name)
+            and isinstance(node.value, cst.IfExp)):
+        return None
+    value = node.value
+    return _choice(node.targets[0].target.value, value.test, value.body, value.orelse)
+
+
+def _only_assign(block) -> cst.Assign | None:
+    """The one ``x = ...`` statement of an indented block (alone on its line), else None."""
+    body = getattr(block, "body", ())
+    if len(body) != 1 or not isinstance(body[0], cst.SimpleStatementLine) or len(body[0].body) != 1:
+        return None
+    stmt = body[0].body[0]
+    ok = isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0].target, cst.Name)
+    return stmt if ok else None
+
+
+def _if_choice(node: cst.If) -> tuple[str, cst.BaseExpression, Choice] | None:
+    """``if P: x = A`` / ``else: x = B`` (no ``elif``), the statement form of the ternary."""
+    if not isinstance(node.orelse, cst.Else):
+        return None
+    yes, no = _only_assign(node.body), _only_assign(node.orelse.body)
+    if yes is None or no is None or yes.targets[0].target.value != no.targets[0].target.value:
+        return None
+    return _choice(yes.targets[0].target.value, node.test, yes.value, no.value)
+
+
+def _choice(name: str, test, yes, no) -> tuple[str, cst.BaseExpression, Choice] | None:
+    a, b = _literal(yes), _literal(no)
+    if a is None or b is None or type(a) is not type(b):
+        return None
+    if isinstance(a, int):
+        if not all(-2 ** 63 <= v < 2 ** 63 for v in (a, b)):
+            return None
+        dtype = "int64"
+    else:
+        dtype = "float32" if all(_exact_float32(v) for v in (a, b)) else "float64"
+    return name, test, Choice((yes, no), (a, b), dtype)
 
 
 def _nonzero_of(node: cst.BaseExpression, torch: str) -> cst.BaseExpression | None:
@@ -120,22 +205,32 @@ def screen(wrapper: MetadataWrapper, line: int) -> Plan | Decline:
     parents = wrapper.resolve(ParentNodeProvider)
     lines = [n for n in m.findall(wrapper.module, m.SimpleStatementLine()) if pos[n].start.line == line]
     torch = torch_name(wrapper.module)[0]
-    found = [(sl, item_assignment(sl.body[0], torch)) for sl in lines
+    found = [(sl, item_assignment(sl.body[0], torch), None) for sl in lines
              if sl.body and item_assignment(sl.body[0], torch)]
+    found += [(sl, choice[:2], choice[2]) for sl in lines if sl.body and (choice := constant_choice(sl.body[0]))]
+    found += [(n, choice[:2], choice[2]) for n in m.findall(wrapper.module, m.If())
+              if pos[n].start.line == line and (choice := constant_choice(n))]
     if not found:
         return _generic()
-    stmt, (name, tensor) = found[0]
+    stmt, (name, tensor), choice = found[0]
     where = f"line {line}"
-    if nonzero_count(stmt.body[0].value, torch) is not None and "len" in bindings(wrapper.module):
+    what = f"`{name} = ....item()`" if choice is None else f"`{choice_text(name, tensor, choice)}`"
+    if isinstance(stmt, cst.If):   # the statement form: two one-line sides, no comment the one line would drop
+        targets = [stmt.body.body[0].body[0].targets[0].target, stmt.orelse.body.body[0].body[0].targets[0].target]
+        if m.findall(stmt, m.Comment()) or m.findall(stmt, m.EmptyLine(comment=m.Comment())):
+            return Decline(NAME, f"{what} ({where}) has comments inside its `if`/`else`, which one line would drop")
+    else:
+        targets = [stmt.body[0].targets[0].target]
+    if choice is None and nonzero_count(stmt.body[0].value, torch) is not None and "len" in bindings(wrapper.module):
         return Decline(NAME, f"the module binds `len` ({where}): `len(...)` may not be the builtin that counts rows")
-    if len(stmt.body) != 1:
-        return Decline(NAME, f"`{name} = ....item()` ({where}) shares its line with other statements")
-    if pos[stmt].end.line != pos[stmt].start.line:
-        return Decline(NAME, f"`{name} = ....item()` ({where}) spans several lines: the facts are observed per line")
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) != 1:
+        return Decline(NAME, f"{what} ({where}) shares its line with other statements")
+    if isinstance(stmt, cst.SimpleStatementLine) and pos[stmt].end.line != pos[stmt].start.line:
+        return Decline(NAME, f"{what} ({where}) spans several lines: the facts are observed per line")
     scope = next((a for a in _ancestors(stmt, parents) if isinstance(a, (cst.FunctionDef, cst.ClassDef, cst.Lambda))),
                  None)
     if not isinstance(scope, cst.FunctionDef):
-        return Decline(NAME, f"`{name} = ....item()` ({where}) is not in a function's own body")
+        return Decline(NAME, f"{what} ({where}) is not in a function's own body")
     function = scope
     if m.findall(tensor, m.NamedExpr() | m.Lambda() | m.Yield() | m.Await()):
         return Decline(NAME, f"`{code_of(tensor)}` ({where}) binds a name or defines/awaits a function")
@@ -157,7 +252,7 @@ def screen(wrapper: MetadataWrapper, line: int) -> Plan | Decline:
         ln = pos[node].start.line
         if nested:
             return Decline(NAME, f"`{name}` is captured by a nested function or class (line {ln})")
-        if node is stmt.body[0].targets[0].target:
+        if any(node is t for t in targets):
             continue
         if block is not None and not _within(node, block, parents):
             return Decline(NAME, f"`{name}` is read inside `with {code_of(block.items[0].item)}:` ({where}) and used "
@@ -171,13 +266,15 @@ def screen(wrapper: MetadataWrapper, line: int) -> Plan | Decline:
                                   | m.WithItem() | m.NamedExpr() | m.Del() | m.CompFor() | m.ExceptHandler()
                                   | m.ImportAlias() | m.FunctionDef() | m.ClassDef())
              if _binds_name(t, name)]
-    if len(binds) != 1 or {p.name.value for p in _params(function)} & {name}:
+    if len(binds) != len(targets) or {p.name.value for p in _params(function)} & {name}:
         return Decline(NAME, f"`{name}` is bound more than once in the function (or is a parameter): each later "
                              "read must see this value")
-    written = written_after(function, tensor, line, pos)
+    # (a choice keeps a new tensor, which no later write reaches)
+    written = written_after(function, tensor, line, pos) if choice is None else None
     if written:
         return written
-    return Plan(stmt, name, tensor, uses, counted=nonzero_count(stmt.body[0].value, torch))
+    counted = nonzero_count(stmt.body[0].value, torch) if choice is None else None
+    return Plan(stmt, name, tensor, uses, counted=counted, choice=choice)
 
 
 # methods (and torch functions) whose result is always a new tensor, never a view of an input
@@ -383,6 +480,13 @@ def _binds_name(t: cst.CSTNode, name: str) -> bool:
 
 
 def match(loc: Located) -> Match | Decline:
+    choice = constant_choice(loc.node)
+    if choice is not None:
+        plan = screen(MetadataWrapper(loc.module, unsafe_skip_copy=True), loc.line)
+        if isinstance(plan, Decline):
+            return plan
+        return Match(NAME, f"`{choice_text(plan.name, plan.tensor, plan.choice)}` -> a 0-d tensor chosen by "
+                           f"torch.where: {len(plan.uses)} later use(s), each a tensor operand")
     if item_assignment(loc.node, torch_name(loc.module)[0]) is None:
         plan = inline_screen(MetadataWrapper(loc.module, unsafe_skip_copy=True), loc.line)
         if plan is None:
