@@ -410,6 +410,10 @@ def _print_fix(res, target: str, verify: str, written, console) -> None:
                       f"{f', {checked} checked' if checked else ''}{f', {unknown} unknown' if unknown else ''}"
                       f"{', ' + ver['use'] if ver.get('use') == 'inference-only' else ''})",
                       highlight=False, markup=False)
+        if "without autograd" in rw.detail:   # helper-73: the count is the no_grad one (eval + no_grad, as the paper)
+            console.print(f"  note      {rw.site}  the graph counts are taken in eval mode under torch.no_grad (the "
+                          "paper's setting); this rewrite takes effect only there: with autograd on, the `if` runs "
+                          "as before and its graph break stays", highlight=False, markup=False)
         if str(ev.get("torchscript") or "").startswith("lost"):
             console.print(f"  note      {rw.site}  torch.jit.script compiled the original module, not the mended one "
                           f"({ev['torchscript'][6:]}); TorchScript is deprecated, torch.compile runs it",

@@ -469,6 +469,10 @@ def categorize(gb_type: str, loc: Located | None) -> str:
     if gb_type in _SKIPPED or gb_type in {"Tensor.random_ op", "torch.Generator method"} or "random" in low or \
             "data pointer" in low:   # `if t.data_ptr() != self._ptr:` -- a host address, not a value
         return "unsupported-builtin"
+    if loc is not None and re.search(r"(?<![\w.])(np\.|numpy\.)?random\.\w+\(", loc.code()):
+        # helper-72: `1.0 + random.uniform(-0.1, 0.1)` broke as "unimplemented builtin op on tensor
+        # arguments" (torch 2.13), the frame skipped: a draw from Python's RNG all the same
+        return "unsupported-builtin"
     if _self_attribute_write(node):
         return "module-attribute-write"
     if _hook_or_lock(gb_type, node):
