@@ -376,3 +376,31 @@ def test_a_chosen_number_keeps_float32_only_for_float32_values():
     (got,) = O.discharge([{**ob, "kept": "float32"}], facts={"names": {"h": _F32, "t": _F32}, "self": {}}, code="",
                          before="")
     assert got["result"] == "unknown" and "the literal 0.1 is not held exactly by a 0-d float32" in got["reason"]
+
+
+def test_an_elif_chain_of_chosen_numbers_is_fixed(tmp_path):
+    """helper-73's c05: `if m > 10: s = 0.125 / elif m > 1: s = 0.5 / else: s = 1.0`, two breaks."""
+    res = fix(str(CASES / "choice_elif.py"), unsafe_fixes=True, verify="standard", max_examples=10)
+    assert (res.before.graph_count, res.after.graph_count) == (3, 1)
+    (rw,) = res.rewrites
+    assert rw["rule"] == io.NAME and res.mended.count("torch.where(") == 2
+    tested = [o["expr"] for o in rw["obligations"] if o["kind"] == "item-operand-tensor"]
+    assert tested == ["m > 10", "m > 1"]   # each test is observed to be one element
+    assert_one_graph_and_same_outputs(CASES / "choice_elif.py", res.mended, tmp_path, "io_choice_elif")
+
+
+def test_an_elif_is_not_a_choice_of_its_own():
+    """Only the chain's `if` is: replacing the `elif` node alone by a statement would leave the
+    outer `if` without its `orelse` (an invalid tree)."""
+    source = '''import torch
+def f(h, m):
+    if m > 10:
+        y = 0.5
+    elif m > 1:
+        s = 0.5
+    else:
+        s = 1.0
+    return h * s
+'''
+    assert isinstance(io.rewrite(cst.parse_module(source), 5), io.Decline)
+    assert isinstance(io.rewrite(cst.parse_module(source), 3), io.Decline)   # the sides assign different names

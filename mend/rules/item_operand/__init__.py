@@ -59,7 +59,11 @@ float is a double; ``torch.where(P, 0.1, 0.3)`` would be float32 and round 0.1: 
 same obligations apply, with P as the read tensor (``item-operand-tensor``: one element) and
 D as the kept dtype; ``item-operand-exact`` is proved over the two literals. A 0-d float32
 loss times a chosen 0.1 is refuted (two 0-d tensors promote to float64); the statement form
-with a comment inside is declined (one line would drop it).
+with a comment inside is declined (one line would drop it). An ``if``/``elif``/``else`` chain
+(or ``A if P else B if Q else C``) becomes nested ``torch.where``: every test then runs, so
+each ``elif`` test must be one comparison of names, attributes and numeric literals (it runs no
+code of its own), and each test is observed to be a one-element tensor; an ``elif`` is never
+rewritten apart from its chain.
 
 A read used in place (``return logits / self.log_t.exp().item()``, held-out review case 307)
 becomes ``logits / (self.log_t.exp().item() if <autocast on> else self.log_t.exp().detach().reshape(()).clone())``

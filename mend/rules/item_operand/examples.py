@@ -86,6 +86,22 @@ FIX_EXAMPLES: list[tuple[str, str]] = [
         k = (2 if torch.isnan(h).any() else -3) if torch.jit.is_scripting() else ((2 if torch.isnan(h).any() else -3) if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda") or torch.is_autocast_enabled("xpu") or torch.is_autocast_enabled("mps") or torch.get_default_dtype() != torch.float32 else torch.where((torch.isnan(h).any()).reshape(()).bool(), torch.tensor(2, dtype=torch.int64), torch.tensor(-3, dtype=torch.int64)))  # mend: item-operand (was: if torch.isnan(h).any(): k = 2 / else: k = -3)
         return h * k
 ''', 7),
+    # an if/elif/else chain of constants (helper-73's c05): nested torch.where; the elif's test is a
+    # comparison of a name with a literal, which may run where the original did not reach it
+    (_HEAD + '''    def forward(self, h):
+        m = h.abs().amax()
+        if m > 10:
+            s = 0.125
+        elif m > 1:
+            s = 0.5
+        else:
+            s = 1.0
+        return h * s
+''', _HEAD + '''    def forward(self, h):
+        m = h.abs().amax()
+        s = (0.125 if m > 10 else 0.5 if m > 1 else 1.0) if torch.jit.is_scripting() else ((0.125 if m > 10 else 0.5 if m > 1 else 1.0) if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda") or torch.is_autocast_enabled("xpu") or torch.is_autocast_enabled("mps") or torch.get_default_dtype() != torch.float32 else torch.where((m > 10).reshape(()).bool(), torch.tensor(0.125, dtype=torch.float32), torch.where((m > 1).reshape(()).bool(), torch.tensor(0.5, dtype=torch.float32), torch.tensor(1.0, dtype=torch.float32))))  # mend: item-operand (was: if m > 10: s = 0.125 / elif m > 1: s = 0.5 / else: s = 1.0)
+        return h * s
+''', 8),
 ]
 
 DECLINE_EXAMPLES: list[DeclineExample | tuple] = [
@@ -193,6 +209,16 @@ DECLINE_EXAMPLES: list[DeclineExample | tuple] = [
             k = 1
         return h * k
 ''', "has comments inside", 7),
+    # an elif test that calls something: it would run where the original did not reach it
+    (_HEAD + '''    def forward(self, h):
+        if h.abs().amax() > 10:
+            s = 0.125
+        elif h.sum() > 0:
+            s = 0.5
+        else:
+            s = 1.0
+        return h * s
+''', "would run even where the original did not reach it", 7),
 ]
 
 NOOP_EXAMPLES: list[str] = [

@@ -26,10 +26,12 @@ def new_value(plan: Plan, torch_name: str = "torch") -> str:
     on = f"{autocast_on(torch_name)} or {torch_name}.get_default_dtype() != {torch_name}.float32"
     if plan.choice is not None:   # `x = A if P else B`: bool(P) is `P != 0` (NaN is true), as `.bool()` casts
         was = f"({choice_text(plan.name, plan.tensor, plan.choice).split(' = ', 1)[1]})"
-        a, b = (f"{torch_name}.tensor({code_of(v).strip()}, dtype={torch_name}.{plan.choice.dtype})"
-                for v in plan.choice.sides)
-        return f"{was} if {torch_name}.jit.is_scripting() else ({was} if {on} else " \
-               f"{torch_name}.where(({t}).reshape(()).bool(), {a}, {b}))"
+        kept = [f"{torch_name}.tensor({code_of(v).strip()}, dtype={torch_name}.{plan.choice.dtype})"
+                for v in plan.choice.sides]
+        where = kept[-1]
+        for test, side in reversed(list(zip(plan.choice.tests or (plan.tensor,), kept))):
+            where = f"{torch_name}.where(({' '.join(code_of(test).split())}).reshape(()).bool(), {side}, {where})"
+        return f"{was} if {torch_name}.jit.is_scripting() else ({was} if {on} else {where})"
     # TorchScript compiles only the taken side of `is_scripting()` (a ternary's test, not an
     # `or` operand) and rejects is_autocast_enabled("cpu"): it scripts the original read
     return (f"{t}.item() if {torch_name}.jit.is_scripting() else "
@@ -54,8 +56,9 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     if isinstance(plan.line, cst.If):   # the statement form becomes the one line of its ternary
         end = pos[plan.line].end.line
         old = choice_text(plan.name, plan.tensor, plan.choice)
-        yes, no = (code_of(v).strip() for v in plan.choice.sides)
-        was = f"if {' '.join(code_of(plan.tensor).split())}: {plan.name} = {yes} / else: {plan.name} = {no}"
+        arms = [f"{'if' if i == 0 else 'elif'} {' '.join(code_of(t).split())}: {plan.name} = {code_of(v).strip()}"
+                for i, (t, v) in enumerate(zip(plan.choice.tests, plan.choice.sides))]
+        was = " / ".join(arms + [f"else: {plan.name} = {code_of(plan.choice.sides[-1]).strip()}"])
         new_line = cst.SimpleStatementLine(
             body=[cst.parse_statement(f"{plan.name} = {value}\n").body[0]], leading_lines=plan.line.leading_lines,
             trailing_whitespace=cst.TrailingWhitespace(whitespace=cst.SimpleWhitespace("  "),
@@ -85,8 +88,11 @@ def _obligations(plan: Plan, line: int, pos) -> tuple[list[dict], list[dict]]:
     # a choice: the value is one of two literals, kept in `kept` (the read tensor is the test P)
     chosen = {"kept": plan.choice.dtype, "values": [repr(v) for v in plan.choice.values]} \
         if plan.choice is not None else {}
+    # each elif's test too: the nested torch.where reshapes every one of them
+    later = [{"kind": "item-operand-tensor", "expr": " ".join(code_of(t).split()), "line": line}
+             for t in (plan.choice.tests[1:] if plan.choice is not None else ())]
     return uses, [
-        {"kind": "item-operand-tensor", "expr": tensor, "line": line, **count},
+        {"kind": "item-operand-tensor", "expr": tensor, "line": line, **count}, *later,
         {"kind": "item-operand-keep-type", "expr": tensor, "line": line, "uses": uses, **chosen},
         {"kind": "item-operand-exact", "expr": tensor, "line": line, "uses": uses, **count, **chosen},
     ]

@@ -36,10 +36,12 @@ class Use:
 @dataclass
 class Choice:
     """``x = A if P else B`` with A and B numeric literals of one kind: the number a tensor
-    test chooses. Kept as ``torch.where(P, A, B)`` over 0-d tensors of ``dtype``."""
-    sides: tuple[cst.BaseExpression, cst.BaseExpression]   # A (P true), B
-    values: tuple[int | float, int | float]
-    dtype: str   # "int64"; "float32" where both values are exact there, else "float64"
+    test chooses. Kept as ``torch.where(P, A, B)`` over 0-d tensors of ``dtype``. An
+    ``if``/``elif``/``else`` chain has one test per side but the last (nested ``torch.where``)."""
+    sides: tuple[cst.BaseExpression, ...]   # A (P true), ..., the else side
+    values: tuple[int | float, ...]
+    dtype: str   # "int64"; "float32" where all values are exact there, else "float64"
+    tests: tuple[cst.BaseExpression, ...] = ()   # P, then each elif's test
 
 
 @dataclass
@@ -87,9 +89,13 @@ def _literal(node: cst.BaseExpression) -> int | float | None:
 
 
 def choice_text(name: str, test: cst.BaseExpression, choice: Choice) -> str:
-    """``x = A if P else B`` on one line, whichever form the source has."""
-    a, b = (code_of(v).strip() for v in choice.sides)
-    return f"{name} = {a} if {' '.join(code_of(test).split())} else {b}"
+    """``x = A if P else B`` on one line, whichever form the source has (an elif chain:
+    ``x = A if P else B if Q else C``)."""
+    tests = choice.tests or (test,)
+    text = code_of(choice.sides[-1]).strip()
+    for t, v in reversed(list(zip(tests, choice.sides))):
+        text = f"{code_of(v).strip()} if {' '.join(code_of(t).split())} else {text}"
+    return f"{name} = {text}"
 
 
 def _exact_float32(value: float) -> bool:
@@ -113,8 +119,35 @@ def constant_choice(node: cst.CSTNode) -> tuple[str, cst.BaseExpression, Choice]
     if not (isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name)
             and isinstance(node.value, cst.IfExp)):
         return None
-    value = node.value
-    return _choice(node.targets[0].target.value, value.test, value.body, value.orelse)
+    tests, sides, value = [], [], node.value
+    while isinstance(value, cst.IfExp):   # `A if P else B if Q else C`: a chain, as elif
+        tests.append(value.test)
+        sides.append(value.body)
+        value = value.orelse
+    return _choice(node.targets[0].target.value, tests, sides + [value])
+
+
+def _is_elif(node: cst.If, parents) -> bool:
+    parent = parents.get(node)
+    return isinstance(parent, cst.If) and parent.orelse is node
+
+
+def _later_test_decline(choice: Choice, name: str, where: str) -> Decline | None:
+    """Why an ``elif``'s test may not run where the original did not reach it, else None. The
+    nested torch.where evaluates every test: each must be one comparison of names, attributes
+    and numeric literals (no call, nothing that binds), which cannot run code of its own; that
+    each is a one-element tensor is observed (``item-operand-tensor``, per test)."""
+    for test in choice.tests[1:]:
+        text = " ".join(code_of(test).split())
+        parts = [test.left, *(c.comparator for c in test.comparisons)] if isinstance(test, cst.Comparison) else []
+        simple = len(parts) == 2 and type(test.comparisons[0].operator) in _CMP and all(
+            dotted(p) is not None or _literal(p) is not None for p in parts)
+        if not simple:
+            return Decline(NAME, f"the `elif {text}` test ({where}) would run even where the original did not reach "
+                                 "it; only a comparison of names, attributes and numeric literals is taken there")
+        if m.findall(test, m.Name(name)):
+            return Decline(NAME, f"the `elif {text}` test ({where}) reads `{name}` itself")
+    return None
 
 
 def _only_assign(block) -> cst.Assign | None:
@@ -128,26 +161,32 @@ def _only_assign(block) -> cst.Assign | None:
 
 
 def _if_choice(node: cst.If) -> tuple[str, cst.BaseExpression, Choice] | None:
-    """``if P: x = A`` / ``else: x = B`` (no ``elif``), the statement form of the ternary."""
-    if not isinstance(node.orelse, cst.Else):
+    """``if P: x = A`` / [``elif Q: x = B`` ...] / ``else: x = C``, the statement form of the
+    ternary: each side one assignment to the same name, ending in an ``else``."""
+    tests, assigns = [], []
+    while isinstance(node, cst.If):
+        tests.append(node.test)
+        assigns.append(_only_assign(node.body))
+        node = node.orelse
+    if not isinstance(node, cst.Else):
         return None
-    yes, no = _only_assign(node.body), _only_assign(node.orelse.body)
-    if yes is None or no is None or yes.targets[0].target.value != no.targets[0].target.value:
+    assigns.append(_only_assign(node.body))
+    if any(a is None for a in assigns) or len({a.targets[0].target.value for a in assigns}) != 1:
         return None
-    return _choice(yes.targets[0].target.value, node.test, yes.value, no.value)
+    return _choice(assigns[0].targets[0].target.value, tests, [a.value for a in assigns])
 
 
-def _choice(name: str, test, yes, no) -> tuple[str, cst.BaseExpression, Choice] | None:
-    a, b = _literal(yes), _literal(no)
-    if a is None or b is None or type(a) is not type(b):
+def _choice(name: str, tests, sides) -> tuple[str, cst.BaseExpression, Choice] | None:
+    values = [_literal(v) for v in sides]
+    if any(v is None for v in values) or len({type(v) for v in values}) != 1:
         return None
-    if isinstance(a, int):
-        if not all(-2 ** 63 <= v < 2 ** 63 for v in (a, b)):
+    if isinstance(values[0], int):
+        if not all(-2 ** 63 <= v < 2 ** 63 for v in values):
             return None
         dtype = "int64"
     else:
-        dtype = "float32" if all(_exact_float32(v) for v in (a, b)) else "float64"
-    return name, test, Choice((yes, no), (a, b), dtype)
+        dtype = "float32" if all(_exact_float32(v) for v in values) else "float64"
+    return name, tests[0], Choice(tuple(sides), tuple(values), dtype, tuple(tests))
 
 
 def _nonzero_of(node: cst.BaseExpression, torch: str) -> cst.BaseExpression | None:
@@ -209,18 +248,21 @@ def screen(wrapper: MetadataWrapper, line: int) -> Plan | Decline:
              if sl.body and item_assignment(sl.body[0], torch)]
     found += [(sl, choice[:2], choice[2]) for sl in lines if sl.body and (choice := constant_choice(sl.body[0]))]
     found += [(n, choice[:2], choice[2]) for n in m.findall(wrapper.module, m.If())
-              if pos[n].start.line == line and (choice := constant_choice(n))]
+              if pos[n].start.line == line and not _is_elif(n, parents) and (choice := constant_choice(n))]
     if not found:
         return _generic()
     stmt, (name, tensor), choice = found[0]
     where = f"line {line}"
     what = f"`{name} = ....item()`" if choice is None else f"`{choice_text(name, tensor, choice)}`"
-    if isinstance(stmt, cst.If):   # the statement form: two one-line sides, no comment the one line would drop
-        targets = [stmt.body.body[0].body[0].targets[0].target, stmt.orelse.body.body[0].body[0].targets[0].target]
+    if isinstance(stmt, cst.If):   # the statement form: one-line sides, no comment the one line would drop
+        targets = [a.targets[0].target for a in m.findall(stmt, m.Assign())]
         if m.findall(stmt, m.Comment()) or m.findall(stmt, m.EmptyLine(comment=m.Comment())):
             return Decline(NAME, f"{what} ({where}) has comments inside its `if`/`else`, which one line would drop")
     else:
         targets = [stmt.body[0].targets[0].target]
+    later = _later_test_decline(choice, name, where) if choice is not None else None
+    if later:
+        return later
     if choice is None and nonzero_count(stmt.body[0].value, torch) is not None and "len" in bindings(wrapper.module):
         return Decline(NAME, f"the module binds `len` ({where}): `len(...)` may not be the builtin that counts rows")
     if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) != 1:
@@ -481,6 +523,9 @@ def _binds_name(t: cst.CSTNode, name: str) -> bool:
 
 def match(loc: Located) -> Match | Decline:
     choice = constant_choice(loc.node)
+    parent = loc.ancestors[-1] if loc.ancestors else None
+    if choice is not None and isinstance(parent, cst.If) and parent.orelse is loc.node:
+        choice = None   # an `elif`: its chain is taken (or not) at the `if`
     if choice is not None:
         plan = screen(MetadataWrapper(loc.module, unsafe_skip_copy=True), loc.line)
         if isinstance(plan, Decline):
