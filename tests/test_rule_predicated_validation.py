@@ -584,3 +584,67 @@ def test_a_restored_exception_has_the_context_eager_gave_it(tmp_path):
         with pytest.raises(ValueError) as info:
             wrapped(-torch.ones(3))
     assert info.value.__context__ is outer and str(info.value) == "negative input"
+
+
+# --- a message formatted from sizes (helper-72: r09, n21) --------------------------------------
+FORMATTED = Path(__file__).parent / "fixtures" / "formatted_check"
+
+
+def test_a_message_formatted_from_sizes_is_restored(tmp_path):
+    from mend.fix import fix
+    from mend.targets import load_file_module
+
+    res = fix(str(FORMATTED / "shape_message.py"), unsafe_fixes=True, verify="standard", max_examples=8)
+    assert (res.before.graph_count, res.after.graph_count) == (3, 1) and len(res.rewrites) == 2
+    assert "|{h.shape[0]}" in res.mended and "|{x.numel()}|{x.size(-1)}" in res.mended
+    assert all(any("validation_runtime.install" in r for r in rw["safety"]["reasons"]) for rw in res.rewrites)
+    path = tmp_path / "shape_message.py"
+    path.write_text(res.mended)
+    a, b = (load_file_module(p, f"_pv_fmt_{i}").Model() for i, p in enumerate((FORMATTED / "shape_message.py", path)))
+    b.load_state_dict(a.state_dict())
+    vr.install(b)
+    for bad, want in [(torch.full((4, 6), -2e3), "24 inputs of 6 features, some below -1e3"),
+                      (torch.full((5, 6), 1e6), "activation overflow in a batch of 5 rows")]:
+        for model in (a, b, torch.compile(b, backend="eager"), torch.compile(b, backend="aot_eager")):
+            with pytest.raises(ValueError) as got:
+                model(bad)
+            assert str(got.value) == want
+
+
+def test_a_message_term_undefined_on_passing_calls_is_declined():
+    from mend.fix import fix
+
+    res = fix(str(FORMATTED / "undefined_term.py"), unsafe_fixes=True, verify="standard", max_examples=5)
+    assert res.rewrites == [] and res.mended == res.original
+    (d,) = res.declined
+    assert "message-terms-defined" in d["reason"] and "IndexError" in d["reason"]
+
+
+def test_restore_formats_from_the_marker_values(monkeypatch):
+    mod = _table_module("pv_fmt_mod", lambda n, k: ValueError(f"{n} rows of {k}"))
+    monkeypatch.setitem(sys.modules, "pv_fmt_mod", mod)
+    got = vr.restore(RuntimeError("mend-trap:pv_fmt_mod:_MEND_TRAPS.0123456789ab|7|3"))
+    assert type(got) is ValueError and str(got) == "7 rows of 3"
+    # formatting that fails fails as the raise's own formatting would: that error is the original's
+    mod = _table_module("pv_fmt_bad", lambda n: ValueError("%c" % n))
+    monkeypatch.setitem(sys.modules, "pv_fmt_bad", mod)
+    got = vr.restore(RuntimeError("mend-trap:pv_fmt_bad:_MEND_TRAPS.0123456789ab|99999999"))
+    assert type(got) is OverflowError
+
+
+def test_guarded_check_refutes_a_factory_that_reads_a_local():
+    """The factory runs at module level: a term left in it (not passed in the marker) would be a
+    NameError at the boundary. The verifier re-derives the substitution from the mended file."""
+    from verifier.encoders.assert_async import guarded_check
+    from verifier.encoders.base import Ctx
+
+    example = next(e for e in pv.FIX_EXAMPLES if "_mend_v0" in e[1])
+    src = example[1]
+    ob = next(o for o in pv.rewrite(cst.parse_module(example[0]), 5).obligations
+              if o["kind"] == "guarded-check")
+    assert guarded_check(ob, Ctx(facts={}, defs={}, code=src, before="")).result == "checked"
+    tampered = src.replace("rows of {_mend_v1}", "rows of {x.size(-1)}")
+    out = guarded_check(ob, Ctx(facts={}, defs={}, code=tampered, before=""))
+    assert out.result == "refuted" and "a local of the checking function" in out.counterexample
+    swapped = src.replace("|{x.shape[0]}|{x.size(-1)}", "|{x.size(-1)}|{x.shape[0]}")
+    assert guarded_check(ob, Ctx(facts={}, defs={}, code=swapped, before="")).result == "refuted"
