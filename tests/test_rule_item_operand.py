@@ -404,3 +404,16 @@ def f(h, m):
 '''
     assert isinstance(io.rewrite(cst.parse_module(source), 5), io.Decline)
     assert isinstance(io.rewrite(cst.parse_module(source), 3), io.Decline)   # the sides assign different names
+
+
+def test_int_of_an_integer_read_is_the_read_and_of_a_float_is_refuted():
+    """helper-73's c08: `n = int(mask.sum().item())` is the int `.item()` gives for an integer
+    tensor; for a float tensor int() truncates (and raises on NaN), which a kept tensor would not."""
+    source = _SOURCE.replace("s = t.sum().item()", "s = int(t.sum().item())")
+    got = _discharge({"h": _F32, "t": {**_F32, "dtype": "int64"}}, source.replace("t.sum()", "t.max()"))
+    assert got["item-operand-tensor"]["result"] == "checked", got["item-operand-tensor"]
+    res = io.rewrite(cst.parse_module(source), 3)
+    assert next(o for o in res.obligations if o["kind"] == "item-operand-tensor")["int_of"] is True
+    got = _discharge({"h": _F32, "t": _F32}, source.replace("t.sum()", "t.max()"))
+    assert got["item-operand-tensor"]["result"] == "refuted"
+    assert "truncates toward zero" in got["item-operand-tensor"]["counterexample"]

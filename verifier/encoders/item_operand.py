@@ -114,7 +114,13 @@ def tensor_read(ob: dict, ctx: Ctx) -> Outcome:
     s.add(*[a for a, _ in se.assume])
     s.add(*[d == n for d, n, _ in se.sym_dims])     # the sizes observed on the example run
     s.add(numel != 1)
+    if ob.get("int_of") and dtype not in INT_BITS:   # `int(T.item())`
+        return check_refuted(by, f"`{expr}` is {dtype} on the example run: `int()` of its `.item()` "
+                                 + ("turns a bool into 0 or 1" if dtype == "bool" else "truncates toward zero (and "
+                                    "raises on NaN and inf)") + ", which the kept 0-d tensor would not", texts)
     texts = texts + [f"`{expr}` is a {mv.rank}-D {dtype} tensor with one element where it is read (observed)"]
+    if ob.get("int_of"):
+        texts.append(f"`int()` of the `.item()` of a {dtype} tensor is that same Python int")
     if s.check() != z3.unsat:
         return check_refuted(by, f"`{expr}` does not have exactly one element on the example run: `.item()` raises "
                                  "there, the kept tensor would broadcast", texts)

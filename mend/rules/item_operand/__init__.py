@@ -48,6 +48,10 @@ name with observed sizes (tier ``observed``): every count of a 2048-element T is
 float16, a 2049-element T's count 2049 is the counterexample (helper-66 had been shown a negative
 one).
 
+``x = int(T.item())`` is read as ``x = T.item()`` (helper-73's c08): for an integer T (not bool)
+``int()`` returns the int ``.item()`` gives; ``item-operand-tensor`` refutes a float T (int()
+truncates toward zero and raises on NaN and inf) or a bool T (0 or 1) from the observed dtype.
+
 A number a tensor test chooses, ``x = A if P else B`` or its statement form ``if P: x = A`` /
 ``else: x = B`` with A and B numeric literals of one kind (helper-72's b05: ``scale = 0.1 if
 h.mean() > 0 else 0.3``), breaks the graph at ``bool(P)`` (a data-dependent branch; the taxonomy

@@ -7,11 +7,11 @@ import re
 
 from mend.rules._base import DeclineExample
 
-_READ = re.compile(r"^\w+\s*=\s*.*\.item\(\)\s*(#.*)?$")
+_READ = re.compile(r"^\w+\s*=\s*.*\.item\(\)\)?\s*(#.*)?$")   # `int(T.item())` too
 
 
 def example_line(source: str) -> int:
-    """The line of an example's site: its first ``x = T.item()``."""
+    """The line of an example's site: its first ``x = T.item()`` (or ``x = int(T.item())``)."""
     for i, text in enumerate(source.splitlines(), 1):
         if _READ.match(text.strip()):
             return i
@@ -102,6 +102,17 @@ FIX_EXAMPLES: list[tuple[str, str]] = [
         s = (0.125 if m > 10 else 0.5 if m > 1 else 1.0) if torch.jit.is_scripting() else ((0.125 if m > 10 else 0.5 if m > 1 else 1.0) if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda") or torch.is_autocast_enabled("xpu") or torch.is_autocast_enabled("mps") or torch.get_default_dtype() != torch.float32 else torch.where((m > 10).reshape(()).bool(), torch.tensor(0.125, dtype=torch.float32), torch.where((m > 1).reshape(()).bool(), torch.tensor(0.5, dtype=torch.float32), torch.tensor(1.0, dtype=torch.float32))))  # mend: item-operand (was: if m > 10: s = 0.125 / elif m > 1: s = 0.5 / else: s = 1.0)
         return h * s
 ''', 8),
+    # `int(T.item())` (helper-73's c08): the same int for an integer T; a float T is refuted from
+    # its observed dtype (int() truncates)
+    (_HEAD + '''    def forward(self, h, mask):
+        n = int(mask.sum().item())
+        total = h.sum(dim=1)
+        return total / n
+''', _HEAD + '''    def forward(self, h, mask):
+        n = int(mask.sum().item()) if torch.jit.is_scripting() else (int(mask.sum().item()) if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda") or torch.is_autocast_enabled("xpu") or torch.is_autocast_enabled("mps") or torch.get_default_dtype() != torch.float32 else mask.sum().detach().reshape(()).clone())  # mend: item-operand (was: n = int(mask.sum().item()))
+        total = h.sum(dim=1)
+        return total / n
+''', 7),
 ]
 
 DECLINE_EXAMPLES: list[DeclineExample | tuple] = [
@@ -219,6 +230,14 @@ DECLINE_EXAMPLES: list[DeclineExample | tuple] = [
             s = 1.0
         return h * s
 ''', "would run even where the original did not reach it", 7),
+    # `int` rebound in the module: `int(...)` may not be the builtin
+    (_HEAD + '''    def forward(self, h, mask):
+        n = int(mask.sum().item())
+        return h * n
+
+
+int = float
+''', "binds `int`", 7),
 ]
 
 NOOP_EXAMPLES: list[str] = [

@@ -34,8 +34,9 @@ def new_value(plan: Plan, torch_name: str = "torch") -> str:
         return f"{was} if {torch_name}.jit.is_scripting() else ({was} if {on} else {where})"
     # TorchScript compiles only the taken side of `is_scripting()` (a ternary's test, not an
     # `or` operand) and rejects is_autocast_enabled("cpu"): it scripts the original read
-    return (f"{t}.item() if {torch_name}.jit.is_scripting() else "
-            f"({t}.item() if {on} else {t}.detach().reshape(()).clone())")
+    read = f"int({t}.item())" if plan.int_of else f"{t}.item()"
+    return (f"{read} if {torch_name}.jit.is_scripting() else "
+            f"({read} if {on} else {t}.detach().reshape(()).clone())")
 
 
 def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
@@ -92,7 +93,8 @@ def _obligations(plan: Plan, line: int, pos) -> tuple[list[dict], list[dict]]:
     later = [{"kind": "item-operand-tensor", "expr": " ".join(code_of(t).split()), "line": line}
              for t in (plan.choice.tests[1:] if plan.choice is not None else ())]
     return uses, [
-        {"kind": "item-operand-tensor", "expr": tensor, "line": line, **count}, *later,
+        {"kind": "item-operand-tensor", "expr": tensor, "line": line, **count,
+         **({"int_of": True} if plan.int_of else {})}, *later,
         {"kind": "item-operand-keep-type", "expr": tensor, "line": line, "uses": uses, **chosen},
         {"kind": "item-operand-exact", "expr": tensor, "line": line, "uses": uses, **count, **chosen},
     ]

@@ -52,6 +52,7 @@ class Plan:
     uses: list[Use]
     call: cst.Call | None = None  # the inline `T.item()`
     counted: cst.BaseExpression | None = None  # T of a count of `nonzero`'s rows (read as count_nonzero(T))
+    int_of: bool = False         # `x = int(T.item())`
     choice: Choice | None = None  # `x = A if P else B` (tensor = P): the number is one of two literals
 
 
@@ -68,6 +69,8 @@ def item_assignment(node: cst.CSTNode, torch: str = "torch") -> tuple[str, cst.B
     if not (isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name)):
         return None
     value = node.value
+    if int_of_item(value):   # `n = int(T.item())`: the same int where T is an integer tensor (observed)
+        value = value.args[0].value
     if isinstance(value, cst.Call) and not value.args and isinstance(value.func, cst.Attribute) \
             and value.func.attr.value == "item":
         return node.targets[0].target.value, value.func.value
@@ -75,6 +78,14 @@ def item_assignment(node: cst.CSTNode, torch: str = "torch") -> tuple[str, cst.B
     if counted is not None:
         return node.targets[0].target.value, cst.parse_expression(f"{torch}.count_nonzero({code_of(counted)})")
     return None
+
+
+def int_of_item(value: cst.BaseExpression) -> bool:
+    """``int(T.item())``: for an integer T (not bool) the int ``.item()`` already gives; for a
+    float T a truncation, refuted by ``item-operand-tensor`` from the observed dtype."""
+    return isinstance(value, cst.Call) and m.matches(value.func, m.Name("int")) and len(value.args) == 1 \
+        and value.args[0].keyword is None and not value.args[0].star \
+        and m.matches(value.args[0].value, m.Call(func=m.Attribute(attr=m.Name("item")), args=[]))
 
 
 def _literal(node: cst.BaseExpression) -> int | float | None:
@@ -263,6 +274,9 @@ def screen(wrapper: MetadataWrapper, line: int) -> Plan | Decline:
     later = _later_test_decline(choice, name, where) if choice is not None else None
     if later:
         return later
+    int_of = choice is None and int_of_item(stmt.body[0].value)
+    if int_of and "int" in bindings(wrapper.module):
+        return Decline(NAME, f"the module binds `int` ({where}): `int(...)` may not be the builtin")
     if choice is None and nonzero_count(stmt.body[0].value, torch) is not None and "len" in bindings(wrapper.module):
         return Decline(NAME, f"the module binds `len` ({where}): `len(...)` may not be the builtin that counts rows")
     if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) != 1:
@@ -316,7 +330,7 @@ def screen(wrapper: MetadataWrapper, line: int) -> Plan | Decline:
     if written:
         return written
     counted = nonzero_count(stmt.body[0].value, torch) if choice is None else None
-    return Plan(stmt, name, tensor, uses, counted=counted, choice=choice)
+    return Plan(stmt, name, tensor, uses, counted=counted, choice=choice, int_of=int_of)
 
 
 # methods (and torch functions) whose result is always a new tensor, never a view of an input
