@@ -417,3 +417,36 @@ def test_int_of_an_integer_read_is_the_read_and_of_a_float_is_refuted():
     got = _discharge({"h": _F32, "t": _F32}, source.replace("t.sum()", "t.max()"))
     assert got["item-operand-tensor"]["result"] == "refuted"
     assert "truncates toward zero" in got["item-operand-tensor"]["counterexample"]
+
+
+# --- helper-74's attack on the chosen number ---------------------------------------------------
+def test_a_chosen_number_whose_test_is_a_python_value_takes_the_original(tmp_path):
+    """`0.5 if self.gate_on and h.std() > 1 else 1.0` is the Python False with the flag off, and a
+    float argument compared with a literal is a Python bool: `.reshape` raised AttributeError."""
+    from mend.targets import load_file_module
+
+    res = fix(str(CASES / "choice_flag_and.py"), unsafe_fixes=True, verify="standard", max_examples=8)
+    assert res.after.graph_count == 1 and len(res.rewrites) == 1
+    path = tmp_path / "choice_flag_and.py"
+    path.write_text(res.mended)
+    a, b = (load_file_module(p, f"_io_flag_{i}").Model() for i, p in enumerate((CASES / "choice_flag_and.py", path)))
+    x = torch.randn(4, 16) * 3
+    for on in (True, False):
+        a.gate_on = b.gate_on = on
+        for model in (b, torch.compile(b, backend="eager")):
+            assert torch.equal(a(x), model(x))
+
+
+def test_the_statement_form_keeps_every_line():
+    """helper-74's c23/c24: a warning or log record after the choice named a line 3 lower."""
+    from mend.rules.item_operand.examples import FIX_EXAMPLES
+
+    for before, after, *_ in FIX_EXAMPLES:
+        assert len(before.splitlines()) == len(after.splitlines())
+
+
+def test_an_exact_example_does_not_hide_inductors_dropped_rounding():
+    res = fix(str(CASES / "choice_bf16_exact_example.py"), unsafe_fixes=True, verify="standard", max_examples=5)
+    assert res.rewrites == [] and res.mended == res.original
+    (d,) = res.declined
+    assert "under torch.compile (inductor)" in d["reason"]

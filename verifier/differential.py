@@ -647,7 +647,7 @@ def differential_test(original, mended, example: tuple, *, example_kwargs: dict 
 
 def _differential_test(original, mended, example: tuple, *, example_kwargs, emitted, reference, force_lines,
                        extra_inputs, seed, max_examples, compiled, edge, train, extra_edge_values, prepare) -> Evidence:
-    from verifier.legs import under_aot_autograd, under_autocast   # it imports this module
+    from verifier.legs import jittered, under_aot_autograd, under_autocast   # it imports this module
 
     forcing.reset()
     prepare = prepare or (lambda m: m)
@@ -811,7 +811,7 @@ def _differential_test(original, mended, example: tuple, *, example_kwargs, emit
         modes.append("compiled:inductor/eval")
         floor = least_precise_float(emit, example)
         try:
-            for values in fixed + raising:
+            for values in fixed + [jittered(fixed[0])] + raising:   # jittered: helper-74's bf16 rounding
                 args, kwargs = split(values)
                 for mod in models:
                     mod.eval()

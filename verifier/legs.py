@@ -125,3 +125,19 @@ def under_aot_autograd(emit, ref_c, models, fixed, split, modes: list, floor) ->
         for mod in models:
             mod.eval()
     return worst
+
+
+def jittered(values: tuple) -> tuple:
+    """``values`` with each floating tensor scaled by ``1 + 1e-3 * N(0, 1)`` (a fixed seed; same
+    shapes and dtypes, so a compiled model does not recompile). An example of exactly
+    representable values (``randint(..) / 4``) hides a rounding Inductor drops once the break is
+    gone: ``x.bfloat16() > 0.5`` fused into one kernel compares the float32 value (helper-74:
+    0.5000001 gave True where eager gives False). Other values pass through unchanged."""
+    gen = torch.Generator().manual_seed(0)
+
+    def one(v):
+        if isinstance(v, torch.Tensor) and v.is_floating_point() and not v.is_complex() and v.device.type != "meta":
+            noise = torch.randn(v.shape, generator=gen, dtype=torch.float64).to(v.device)
+            return (v.double() * (1 + 1e-3 * noise)).to(v.dtype)
+        return v
+    return tuple(one(v) for v in values)

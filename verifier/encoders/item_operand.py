@@ -92,7 +92,10 @@ def tensor_read(ob: dict, ctx: Ctx) -> Outcome:
     """T is a 1-element torch.Tensor where the read runs (observed: every hit and call alike)."""
     expr = ob.get("expr", "")
     by = f"the observation on the example run: `{expr}` where `.item()` reads it, on every hit and call"
-    sub = _subclass_read(expr, ctx, ob.get("line"))
+    try:
+        sub = _subclass_read(expr, ctx, ob.get("line"))
+    except _HcFacts as exc:   # the observations at the line disagree: nothing to decide from
+        return unknown(str(exc))
     if sub:
         # helper-35: the kept 0-d tensor carried the subclass (its __torch_function__) into the
         # result, where the Python number gave a plain tensor

@@ -56,14 +56,19 @@ A number a tensor test chooses, ``x = A if P else B`` or its statement form ``if
 ``else: x = B`` with A and B numeric literals of one kind (helper-72's b05: ``scale = 0.1 if
 h.mean() > 0 else 0.3``), breaks the graph at ``bool(P)`` (a data-dependent branch; the taxonomy
 files it there, and this rule serves that category too). Under the same screen of its uses it
-becomes ``torch.where(P.reshape(()).bool(), torch.tensor(A, dtype=D), torch.tensor(B, dtype=D))``:
-``bool`` of a one-element tensor is ``!= 0`` with NaN true, as the ``.bool()`` cast gives.
+becomes ``torch.where(_mend_p.reshape(()).bool(), torch.tensor(A, dtype=D), torch.tensor(B, dtype=D))
+if type(_mend_p := P) is torch.Tensor and _mend_p.numel() == 1 else (A if _mend_p else B)``:
+``bool`` of a one-element tensor is ``!= 0`` with NaN true, as the ``.bool()`` cast gives, and a
+test that is a Python value at run time (``flag and t > 0`` with the flag off, a float argument:
+helper-74) takes the original choice. The statement form keeps its lines: the ``if`` becomes
+comments and the statement sits on its last line (warnings and log records name lines).
 D is int64 for ints, float32 where both floats are float32 values, else float64 (a Python
 float is a double; ``torch.where(P, 0.1, 0.3)`` would be float32 and round 0.1: the trap). The
 same obligations apply, with P as the read tensor (``item-operand-tensor``: one element) and
 D as the kept dtype; ``item-operand-exact`` is proved over the two literals. A 0-d float32
 loss times a chosen 0.1 is refuted (two 0-d tensors promote to float64); the statement form
-with a comment inside is declined (one line would drop it). An ``if``/``elif``/``else`` chain
+with a comment inside, or a test over several lines, is declined. TorchScript cannot parse ``:=``:
+``torch.jit.script`` then compiles the original module (reported; TorchScript is deprecated). An ``if``/``elif``/``else`` chain
 (or ``A if P else B if Q else C``) becomes nested ``torch.where``: every test then runs, so
 each ``elif`` test must be one comparison of names, attributes and numeric literals (it runs no
 code of its own), and each test is observed to be a one-element tensor; an ``elif`` is never

@@ -72,7 +72,7 @@ FIX_EXAMPLES: list[tuple[str, str]] = [
         scale = 0.1 if h.mean() > 0 else 0.3
         return h * scale
 ''', _HEAD + '''    def forward(self, h):
-        scale = (0.1 if h.mean() > 0 else 0.3) if torch.jit.is_scripting() else ((0.1 if h.mean() > 0 else 0.3) if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda") or torch.is_autocast_enabled("xpu") or torch.is_autocast_enabled("mps") or torch.get_default_dtype() != torch.float32 else torch.where((h.mean() > 0).reshape(()).bool(), torch.tensor(0.1, dtype=torch.float64), torch.tensor(0.3, dtype=torch.float64)))  # mend: item-operand (was: scale = 0.1 if h.mean() > 0 else 0.3)
+        scale = (0.1 if h.mean() > 0 else 0.3) if torch.jit.is_scripting() else ((0.1 if h.mean() > 0 else 0.3) if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda") or torch.is_autocast_enabled("xpu") or torch.is_autocast_enabled("mps") or torch.get_default_dtype() != torch.float32 else (torch.where(_mend_p.reshape(()).bool(), torch.tensor(0.1, dtype=torch.float64), torch.tensor(0.3, dtype=torch.float64)) if type(_mend_p := h.mean() > 0) is torch.Tensor and _mend_p.numel() == 1 else (0.1 if _mend_p else 0.3)))  # mend: item-operand (was: scale = 0.1 if h.mean() > 0 else 0.3)
         return h * scale
 ''', 7),
     # its statement form, with ints: one line (float32 where both values are float32 values)
@@ -83,7 +83,10 @@ FIX_EXAMPLES: list[tuple[str, str]] = [
             k = -3
         return h * k
 ''', _HEAD + '''    def forward(self, h):
-        k = (2 if torch.isnan(h).any() else -3) if torch.jit.is_scripting() else ((2 if torch.isnan(h).any() else -3) if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda") or torch.is_autocast_enabled("xpu") or torch.is_autocast_enabled("mps") or torch.get_default_dtype() != torch.float32 else torch.where((torch.isnan(h).any()).reshape(()).bool(), torch.tensor(2, dtype=torch.int64), torch.tensor(-3, dtype=torch.int64)))  # mend: item-operand (was: if torch.isnan(h).any(): k = 2 / else: k = -3)
+        # if torch.isnan(h).any():
+        #     k = 2
+        # else:
+        k = (2 if torch.isnan(h).any() else -3) if torch.jit.is_scripting() else ((2 if torch.isnan(h).any() else -3) if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda") or torch.is_autocast_enabled("xpu") or torch.is_autocast_enabled("mps") or torch.get_default_dtype() != torch.float32 else (torch.where(_mend_p.reshape(()).bool(), torch.tensor(2, dtype=torch.int64), torch.tensor(-3, dtype=torch.int64)) if type(_mend_p := torch.isnan(h).any()) is torch.Tensor and _mend_p.numel() == 1 else (2 if _mend_p else -3)))  # mend: item-operand (was: the `if` above)
         return h * k
 ''', 7),
     # an if/elif/else chain of constants (helper-73's c05): nested torch.where; the elif's test is a
@@ -99,7 +102,12 @@ FIX_EXAMPLES: list[tuple[str, str]] = [
         return h * s
 ''', _HEAD + '''    def forward(self, h):
         m = h.abs().amax()
-        s = (0.125 if m > 10 else 0.5 if m > 1 else 1.0) if torch.jit.is_scripting() else ((0.125 if m > 10 else 0.5 if m > 1 else 1.0) if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda") or torch.is_autocast_enabled("xpu") or torch.is_autocast_enabled("mps") or torch.get_default_dtype() != torch.float32 else torch.where((m > 10).reshape(()).bool(), torch.tensor(0.125, dtype=torch.float32), torch.where((m > 1).reshape(()).bool(), torch.tensor(0.5, dtype=torch.float32), torch.tensor(1.0, dtype=torch.float32))))  # mend: item-operand (was: if m > 10: s = 0.125 / elif m > 1: s = 0.5 / else: s = 1.0)
+        # if m > 10:
+        #     s = 0.125
+        # elif m > 1:
+        #     s = 0.5
+        # else:
+        s = (0.125 if m > 10 else 0.5 if m > 1 else 1.0) if torch.jit.is_scripting() else ((0.125 if m > 10 else 0.5 if m > 1 else 1.0) if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda") or torch.is_autocast_enabled("xpu") or torch.is_autocast_enabled("mps") or torch.get_default_dtype() != torch.float32 else (torch.where(_mend_p0.reshape(()).bool(), torch.tensor(0.125, dtype=torch.float32), torch.where(_mend_p1.reshape(()).bool(), torch.tensor(0.5, dtype=torch.float32), torch.tensor(1.0, dtype=torch.float32))) if type(_mend_p0 := m > 10) is torch.Tensor and _mend_p0.numel() == 1 and type(_mend_p1 := m > 1) is torch.Tensor and _mend_p1.numel() == 1 else (0.125 if _mend_p0 else 0.5 if m > 1 else 1.0)))  # mend: item-operand (was: the `if` above)
         return h * s
 ''', 8),
     # `int(T.item())` (helper-73's c08): the same int for an integer T; a float T is refuted from

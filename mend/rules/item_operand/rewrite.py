@@ -24,19 +24,42 @@ def new_value(plan: Plan, torch_name: str = "torch") -> str:
     (``torch.jit.script`` of the mended module scripts the original read)."""
     t = code_of(plan.tensor)
     on = f"{autocast_on(torch_name)} or {torch_name}.get_default_dtype() != {torch_name}.float32"
-    if plan.choice is not None:   # `x = A if P else B`: bool(P) is `P != 0` (NaN is true), as `.bool()` casts
-        was = f"({choice_text(plan.name, plan.tensor, plan.choice).split(' = ', 1)[1]})"
-        kept = [f"{torch_name}.tensor({code_of(v).strip()}, dtype={torch_name}.{plan.choice.dtype})"
-                for v in plan.choice.sides]
-        where = kept[-1]
-        for test, side in reversed(list(zip(plan.choice.tests or (plan.tensor,), kept))):
-            where = f"{torch_name}.where(({' '.join(code_of(test).split())}).reshape(()).bool(), {side}, {where})"
-        return f"{was} if {torch_name}.jit.is_scripting() else ({was} if {on} else {where})"
+    if plan.choice is not None:
+        return _choice_value(plan, torch_name, on)
     # TorchScript compiles only the taken side of `is_scripting()` (a ternary's test, not an
     # `or` operand) and rejects is_autocast_enabled("cpu"): it scripts the original read
     read = f"int({t}.item())" if plan.int_of else f"{t}.item()"
     return (f"{read} if {torch_name}.jit.is_scripting() else "
             f"({read} if {on} else {t}.detach().reshape(()).clone())")
+
+
+def _choice_value(plan: Plan, torch: str, on: str) -> str:
+    """``x = A if P else B`` kept as ``torch.where(P.reshape(()).bool(), A_t, B_t)`` (``bool`` of
+    a one-element tensor is ``!= 0``, NaN true, as the ``.bool()`` cast gives), where P is a
+    plain one-element tensor at run time; anything else (a Python bool from ``flag and t > 0``,
+    a float argument, a subclass, several elements) takes the original choice, decided by Dynamo
+    at trace time (helper-74: a test that was a Python ``False`` on a later call met
+    ``.reshape``). Each test is bound once with ``:=`` to ``_mend_p<i>`` in the guard (a lambda
+    would be a second frame on the line, where the facts are observed per line); an elif
+    chain's later tests are evaluated by the guard (screened: comparisons of names, attributes
+    and literals), and again by the fallback where the guard fails."""
+    tests = [code_of(t).strip() for t in (plan.choice.tests or (plan.tensor,))]
+    sides = [code_of(v).strip() for v in plan.choice.sides]
+    ps = ["_mend_p"] if len(tests) == 1 else [f"_mend_p{i}" for i in range(len(tests))]
+
+    def chain(conds):
+        text = sides[-1]
+        for c, v in reversed(list(zip(conds, sides))):
+            text = f"{v} if {c} else {text}"
+        return text
+    kept = [f"{torch}.tensor({v}, dtype={torch}.{plan.choice.dtype})" for v in sides]
+    where = kept[-1]
+    for p, side in reversed(list(zip(ps, kept))):
+        where = f"{torch}.where({p}.reshape(()).bool(), {side}, {where})"
+    guard = " and ".join(f"type({p} := {t}) is {torch}.Tensor and {p}.numel() == 1" for p, t in zip(ps, tests))
+    was = f"({chain(tests)})"
+    fallback = f"({chain([ps[0], *tests[1:]])})"   # the first test is bound; later ones run as before
+    return f"{was} if {torch}.jit.is_scripting() else ({was} if {on} else ({where} if {guard} else {fallback}))"
 
 
 def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
@@ -54,20 +77,24 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     torch, add = torch_name(module)
     value = new_value(plan, torch)
     end = line
-    if isinstance(plan.line, cst.If):   # the statement form becomes the one line of its ternary
+    if isinstance(plan.line, cst.If):
+        # the statement form becomes one statement on the `if`'s last line, its other lines
+        # comments (the original, as written): no later line moves (helper-74: a warning's
+        # and a log record's line moved up by 3)
         end = pos[plan.line].end.line
+        col = pos[plan.line].start.column
         old = choice_text(plan.name, plan.tensor, plan.choice)
-        arms = [f"{'if' if i == 0 else 'elif'} {' '.join(code_of(t).split())}: {plan.name} = {code_of(v).strip()}"
-                for i, (t, v) in enumerate(zip(plan.choice.tests, plan.choice.sides))]
-        was = " / ".join(arms + [f"else: {plan.name} = {code_of(plan.choice.sides[-1]).strip()}"])
+        kept = [cst.EmptyLine(comment=cst.Comment(f"# {text[col:]}".rstrip()))
+                for text in module.code.splitlines()[line - 1:end - 1]]
         new_line = cst.SimpleStatementLine(
-            body=[cst.parse_statement(f"{plan.name} = {value}\n").body[0]], leading_lines=plan.line.leading_lines,
+            body=[cst.parse_statement(f"{plan.name} = {value}\n").body[0]],
+            leading_lines=[*plan.line.leading_lines, *kept],
             trailing_whitespace=cst.TrailingWhitespace(whitespace=cst.SimpleWhitespace("  "),
-                                                       comment=cst.Comment(f"# mend: {NAME} (was: {was})")))
+                                                       comment=cst.Comment(f"# mend: {NAME} (was: the `if` above)")))
     else:
         new_line, old = annotated_line(plan.line, f"{plan.name} = {value}", NAME)
     tree = _imported(wrapper.module.visit(Replace(plan.line, new_line)), add)
-    uses, obligations = _obligations(plan, line, pos)
+    uses, obligations = _obligations(plan, end, pos)
     kept = "stays a 0-d tensor" if plan.choice is None else f"is a 0-d {plan.choice.dtype} tensor chosen by torch.where"
     detail = f"`{old}` -> `{plan.name} = {value}` ({plan.name} {kept} outside torch.autocast; {len(uses)} use(s))"
 
@@ -82,15 +109,14 @@ def _imported(tree: cst.Module, add: bool) -> cst.Module:
 def _obligations(plan: Plan, line: int, pos) -> tuple[list[dict], list[dict]]:
     """(uses, obligations): each use's other operand, observed where it is read (its line)."""
     tensor = code_of(plan.tensor)
-    # the facts are observed on the rewritten code, where an `if`/`else` choice is one line
-    shift = pos[plan.line].end.line - line if isinstance(plan.line, cst.If) else 0
-    uses = [{"value": code_of(u.other), "op": u.op, "line": pos[u.other].start.line - shift} for u in plan.uses]
+    # (the facts are observed on the rewritten code: a choice's statement is on the `if`'s last line)
+    uses = [{"value": code_of(u.other), "op": u.op, "line": pos[u.other].start.line} for u in plan.uses]
     count = {"count_of": code_of(plan.counted)} if plan.counted is not None else {}
     # a choice: the value is one of two literals, kept in `kept` (the read tensor is the test P)
     chosen = {"kept": plan.choice.dtype, "values": [repr(v) for v in plan.choice.values]} \
         if plan.choice is not None else {}
     # each elif's test too: the nested torch.where reshapes every one of them
-    later = [{"kind": "item-operand-tensor", "expr": " ".join(code_of(t).split()), "line": line}
+    later = [{"kind": "item-operand-tensor", "expr": code_of(t).strip(), "line": line}
              for t in (plan.choice.tests[1:] if plan.choice is not None else ())]
     return uses, [
         {"kind": "item-operand-tensor", "expr": tensor, "line": line, **count,

@@ -269,6 +269,9 @@ def screen(wrapper: MetadataWrapper, line: int) -> Plan | Decline:
         targets = [a.targets[0].target for a in m.findall(stmt, m.Assign())]
         if m.findall(stmt, m.Comment()) or m.findall(stmt, m.EmptyLine(comment=m.Comment())):
             return Decline(NAME, f"{what} ({where}) has comments inside its `if`/`else`, which one line would drop")
+        if any(pos[t].start.line != pos[t].end.line for t in choice.tests):
+            return Decline(NAME, f"{what} ({where}): a test spans several lines; the one statement would move the "
+                                 "lines after it")
     else:
         targets = [stmt.body[0].targets[0].target]
     later = _later_test_decline(choice, name, where) if choice is not None else None
