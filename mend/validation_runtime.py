@@ -72,8 +72,7 @@ def order_checks() -> None:
 
 
 # the module is any `__name__` (`mended-model`, `01_model` load by path: a review found them unrestored)
-MARKER_RE = re.compile(r"mend-trap:(?P<module>[^:\s]+):(?P<table>_MEND_TRAPS\w*)\.(?P<key>[0-9a-f]{12})"
-                       r"(?P<values>(?:\|-?\d+)*)")   # a formatted message's shape terms, in order
+MARKER_RE = re.compile(r"mend-trap:(?P<module>[^:\s]+):(?P<table>_MEND_TRAPS\w*)\.(?P<key>[0-9a-f]{12})")
 _INSTALLED = "_mend_validation_base"
 
 
@@ -142,21 +141,17 @@ def restore(err: BaseException, model: Any = None) -> BaseException | None:
     if match is None:
         return None
     module, table, key = match.group("module", "table", "key")
-    values = [int(v) for v in match.group("values").split("|")[1:]]
     restored, why = [], None
     for tab in _candidates(module, table, err, model):
         factory = tab.get(key)
         if factory is None:
             continue
         try:
-            exc = factory(*values)
+            exc = factory()
             if isinstance(exc, type) and issubclass(exc, BaseException):
                 exc = exc()
-        except Exception as exc_err:  # the factory itself failed
-            if values:   # formatting the message from the raise's own sizes failed: so would the raise
-                restored.append(exc_err)
-                continue
-            why = f"building the original exception failed: {type(exc_err).__name__}: {exc_err}"   # do not guess
+        except Exception as exc_err:  # the factory itself failed: do not guess
+            why = f"building the original exception failed: {type(exc_err).__name__}: {exc_err}"
             continue
         if isinstance(exc, BaseException):
             restored.append(exc)

@@ -12,7 +12,6 @@ pure by the effect analysis) and ``cpu-only`` (devices observed at the check).
 from __future__ import annotations
 
 import ast
-import copy
 import json
 
 import z3
@@ -391,11 +390,6 @@ def guarded_check(ob: dict, ctx: Ctx) -> Outcome:
     failing = ast.parse(local if raise_if_true else f"not {local}", mode="eval").body
     restored = _trap_exception(tree, trap)
     entry = _entry(restored)
-    made = _formatted(tree, trap, call, fn)   # a message made at the boundary from the marker's shape terms
-    if isinstance(made, str):
-        problems.append(made)
-    elif made is not None:
-        restored = made
     orelse = test.orelse[0] if len(test.orelse) == 1 else None
     if isinstance(orelse, ast.If):       # `elif L: raise E(msg)`
         exc = orelse.body[0].exc if len(orelse.body) == 1 and isinstance(orelse.body[0], ast.Raise) else None
@@ -422,119 +416,19 @@ def guarded_check(ob: dict, ctx: Ctx) -> Outcome:
                     "it adds no break (measured on torch 2.13; the pipeline's graph count)"])
 
 
-def _trap_lambda(tree: ast.Module, trap: str) -> ast.Lambda | None:
-    """``trap``'s lambda in the mended file's table."""
+def _trap_exception(tree: ast.Module, trap: str) -> ast.AST | None:
+    """The exception expression of ``trap``'s lambda in the mended file's table."""
     table, _, key = trap.partition(".")
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == table for t in node.targets) \
                 and isinstance(node.value, ast.Dict):
             for k, v in zip(node.value.keys, node.value.values):
                 if isinstance(k, ast.Constant) and k.value == key and isinstance(v, ast.Lambda):
-                    return v
+                    return v.body
     return None
 
 
-def _trap_exception(tree: ast.Module, trap: str) -> ast.AST | None:
-    """The exception expression of ``trap``'s lambda in the mended file's table."""
-    fn = _trap_lambda(tree, trap)
-    return fn.body if fn is not None else None
-
-
-def _shape_term(node: ast.AST) -> bool:
-    """``N.shape[k]``, ``N.size(k)``, ``N.numel()``, ``N.dim()``, ``N.ndim`` (N a name or attribute
-    chain, k an int literal): an int, formatted in the marker as its digits."""
-    def k_ok(n):
-        return isinstance(n, ast.Constant) and type(n.value) is int or (
-            isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub) and k_ok(n.operand))
-    if isinstance(node, ast.Subscript):
-        return isinstance(node.value, ast.Attribute) and node.value.attr == "shape" \
-            and _dotted(node.value.value) is not None and k_ok(node.slice)
-    if isinstance(node, ast.Attribute):
-        return node.attr == "ndim" and _dotted(node.value) is not None
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _dotted(node.func.value) \
-            and not node.keywords:
-        if node.func.attr in ("numel", "dim"):
-            return not node.args
-        return node.func.attr == "size" and len(node.args) == 1 and k_ok(node.args[0])
-    return False
-
-
-def _formatted(tree: ast.Module, trap: str, call, function) -> ast.AST | str | None:
-    """For a trap whose factory takes parameters (a message formatted from sizes): the exception
-    expression with each parameter replaced by the shape term the marker passes in its place,
-    which must then be the fallback's raise exactly; a problem (str) when the marker and the
-    factory do not correspond, or the factory names a local of ``function`` (it runs at module
-    level, where that name is not the local); None for a factory without parameters."""
-    fn = _trap_lambda(tree, trap)
-    if fn is None or not (fn.args.args or fn.args.vararg or fn.args.kwarg or fn.args.kwonlyargs):
-        return None
-    local = {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)} | {
-        n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    params_ = {a.arg for a in fn.args.args}
-    free = {n.id for n in ast.walk(fn.body) if isinstance(n, ast.Name)} - params_
-    if free & local:
-        return (f"the trap's factory names `{sorted(free & local)[0]}`, a local of the checking function, which "
-                "it cannot see at the boundary")
-    params = [a.arg for a in fn.args.args]
-    marker = call.args[1] if isinstance(call, ast.Call) and len(call.args) == 2 else None
-    parts = marker.values if isinstance(marker, ast.JoinedStr) else []
-    # f"mend-trap:{__name__}:TABLE.KEY|{t0}|{t1}": the terms follow `|` separators, no conversion or spec
-    terms = [p.value for p in parts[2:] if isinstance(p, ast.FormattedValue)]
-    texts = [p.value for p in parts[2:] if isinstance(p, ast.Constant)]
-    ok = (fn.args.vararg is None and fn.args.kwarg is None and not fn.args.kwonlyargs and not fn.args.defaults
-          and len(terms) == len(params) and all(_shape_term(t) for t in terms)
-          and all(p.conversion == -1 and p.format_spec is None for p in parts[2:] if isinstance(p, ast.FormattedValue))
-          and len(texts) == len(terms) and texts[0].endswith(f"{trap}|") and all(t == "|" for t in texts[1:]))
-    if not ok:
-        return ("the trap's factory takes parameters, but the marker does not pass one shape term (`x.shape[0]`, "
-                "`x.numel()`...) for each, in order, after `|`")
-
-    class Put(ast.NodeTransformer):
-        def visit_Name(self, node):
-            return terms[params.index(node.id)] if node.id in params else node
-    return Put().visit(copy.deepcopy(fn.body))
-
-
-def message_terms_defined(ob: dict, ctx: Ctx) -> Outcome:
-    """``message-terms-defined``: each shape term a formatted message passes in the marker is
-    defined where the check runs (observed): its receiver a tensor with the dimension it indexes.
-    The marker is made on every call, where the original formatted its message only on failure,
-    so ``x.shape[1]`` of a 1-D ``x`` would raise IndexError on calls the original passes."""
-    by = "the observation on the example run: each term's tensor and its rank where the check runs"
-    terms = ob.get("terms") or []
-    ev = ShapeEval(ctx.facts, ctx.defs, "observed", strict_dtypes=True)
-    seen = []
-    for text in terms:
-        try:
-            node = _expr(text)
-        except SyntaxError:
-            return unknown(f"could not parse the term `{text}`")
-        if not _shape_term(node):
-            return check_refuted(by, f"`{text}` is not a shape term (`x.shape[k]`, `x.size(k)`, `x.numel()`, "
-                                     "`x.dim()`, `x.ndim`)")
-        recv = node.value.value if isinstance(node, ast.Subscript) else node.value if isinstance(
-            node, ast.Attribute) else node.func.value
-        try:
-            v = ev.eval(recv)
-        except Exception as exc:   # noqa: BLE001 - the model raises its own errors on unknown names
-            return unknown(f"`{ast.unparse(recv)}` is not observed where the check runs ({exc})")
-        if v.kind != "tensor":
-            return check_refuted(by, f"`{ast.unparse(recv)}` is {v.kind}, not a tensor, where the check runs: "
-                                     f"`{text}` would raise on calls the original passes")
-        index = node.slice if isinstance(node, ast.Subscript) else node.args[0] if node.args else None
-        if index is not None:
-            k = ast.literal_eval(index)
-            if not -v.rank <= k < v.rank:
-                return check_refuted(by, f"`{ast.unparse(recv)}` has {v.rank} dimension(s) where the check runs: "
-                                         f"`{text}` raises IndexError on every call, not only a failing one")
-        seen.append(f"`{ast.unparse(recv)}` is a {v.rank}-D tensor where the check runs (observed)")
-    if not terms:
-        return unknown("no term recorded")
-    return checked(by, seen)
-
-
 ENCODERS = {
-    "message-terms-defined": message_terms_defined,
     "raises-iff-original": raises_iff,
     "same-result-when-passing": same_result_when_passing,
     "first-failure-wins": first_failure,
@@ -545,5 +439,5 @@ ENCODERS = {
     "guarded-check": guarded_check,
 }
 CHECKS = frozenset({"same-result-when-passing", "first-failure-wins", "state-unchanged-on-raise", "cpu-only",
-                    "restore-at-boundary", "guarded-check", "message-terms-defined"})
-OBSERVED = frozenset({"state-unchanged-on-raise", "cpu-only", "message-terms-defined"})   # rest on the example run
+                    "restore-at-boundary", "guarded-check"})
+OBSERVED = frozenset({"state-unchanged-on-raise", "cpu-only"})   # rest on the example run

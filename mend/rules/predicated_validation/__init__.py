@@ -55,19 +55,9 @@ comparison, a receiver that calls anything but pure tensor methods, a chain with
 
 Declined, with the reason, when:
 
-* the message is formatted at run time from anything but literals and shape terms (a
-  tensor's values, a name, an attribute: shared case 023). A message built only from literals
-  and ``N.shape[k]``, ``N.size(k)``, ``N.numel()``, ``N.dim()``, ``N.ndim`` (f-string, ``%``,
-  ``+``, ``"...".format``; helper-72's r09/n21) is taken: the marker carries the terms' values,
-  ``f"mend-trap:...KEY|{x.shape[0]}"`` (Dynamo formats a size, dynamic ones included, into the
-  constant), and the trap table's factory takes them as parameters, ``lambda _mend_v0:
-  ValueError("... %d" % _mend_v0)``, so the boundary formats the message as the raise would (a
-  formatting error there is the raise's own, restored as such). The marker is made on every
-  call, so each term must be defined where the check runs (``message-terms-defined``, observed:
-  ``x.shape[2]`` of a 2-D ``x`` raises IndexError on calls the original passes, refuted);
-  ``guarded-check`` re-derives the factory from the fallback raise and the marker's terms, and
-  refutes a factory naming a local of the function. ``if``/``raise`` only (not ``assert``,
-  ``torch._assert`` or a condition read through ``.item()``);
+* the message is formatted at run time, not a literal (f-string, ``%``, ``.format``, a
+  name): restoring it needs the values it reads, tensors or sizes, at the boundary (shared
+  case 023);
 * the function containing the check also changes state anywhere (in-place tensor ops,
   ``out=``, attribute/item writes, ``x += ...``, container mutators): with the check
   inside the graph, inductor runs later in-place updates before the failed assert
@@ -167,7 +157,7 @@ Never inference-only: a check has no gradient.
 
 OBLIGATION_KINDS = frozenset({"raises-iff-original", "same-result-when-passing", "first-failure-wins",
                               "restore-at-boundary", "state-unchanged-on-raise", "condition-is-tensor", "cpu-only",
-                              "guarded-check", "message-terms-defined"})
+                              "guarded-check"})
 
 RULE = Rule(
     name=NAME,
@@ -176,7 +166,7 @@ RULE = Rule(
     rewrite=rewrite,
     example_line=example_line,
     obligation_kinds=OBLIGATION_KINDS,
-    required_kinds=frozenset({"state-unchanged-on-raise", "guarded-check", "message-terms-defined"}),
+    required_kinds=frozenset({"state-unchanged-on-raise", "guarded-check"}),
     needs_facts=True,
     fix_safety=FIX_SAFETY,
     doc=__doc__,

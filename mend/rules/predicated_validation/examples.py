@@ -419,38 +419,6 @@ def check(loss):
     return loss
 ''',
     ),
-    # a message formatted from sizes (helper-72's r09/n21): the marker passes the terms' values, and
-    # the factory formats the message from them as the raise would, at the boundary
-    (
-        '''import torch
-
-
-def f(x):
-    if (x.abs() > 1e4).any():
-        raise ValueError(f"overflow in a batch of {x.shape[0]} rows of {x.size(-1)}")
-    return x + 1
-''',
-        '''import torch
-
-# mend: exceptions of checks rewritten into torch._assert_async, restored where the call returns
-# by mend.validation_runtime.install(model).
-_MEND_TRAPS = {
-    "be61ebac5576": lambda _mend_v0, _mend_v1: ValueError(f"overflow in a batch of {_mend_v0} rows of {_mend_v1}"),
-}
-
-
-def f(x):
-    _mend_cond = (x.abs() > 1e4).any()
-    if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu':
-        torch._assert_async(
-            torch.logical_not(_mend_cond),
-            f"mend-trap:{__name__}:_MEND_TRAPS.be61ebac5576|{x.shape[0]}|{x.size(-1)}",
-        )
-    elif _mend_cond:
-        raise ValueError(f"overflow in a batch of {x.shape[0]} rows of {x.size(-1)}")
-    return x + 1
-''',
-    ),
 ]
 
 DECLINE_EXAMPLES: list[tuple[str, str] | DeclineExample] = [
@@ -745,13 +713,6 @@ def f(x):
     assert h.max().item() <= 10.0
     return h
 ''', "changes state"),
-    # a message formatted from a tuple of sizes: only int shape terms travel in the marker
-    ('''import torch
-def f(h):
-    if not torch.isfinite(h).all():
-        raise ValueError(f"non-finite activations, shape={tuple(h.shape)}")
-    return h
-''', "from something other than literals and shape terms"),
     # ... while an in-place update of a tensor the function allocated is not a state change
 ]
 

@@ -2,7 +2,6 @@
 a decline."""
 from __future__ import annotations
 
-import ast
 import hashlib
 
 import libcst as cst
@@ -108,17 +107,6 @@ def _insert_table(module: cst.Module, stmt: cst.SimpleStatementLine) -> cst.Modu
     return module.with_changes(body=body)
 
 
-class _Params(cst.CSTTransformer):
-    """Each node whose id is a key replaced by the name it maps to (a factory's parameter)."""
-
-    def __init__(self, names: dict[int, str]):
-        self.names = names
-
-    def on_leave(self, original_node, updated_node):
-        name = self.names.get(id(original_node))
-        return cst.Name(name) if name is not None else updated_node
-
-
 GUARDED = "_mend_cond"   # the local the guarded forms bind the condition to (fresh in the function)
 
 
@@ -196,12 +184,7 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     if table is None:
         table = TABLE if TABLE not in global_scope.assignments else next(
             f"{TABLE}_{i}" for i in range(1, 1000) if f"{TABLE}_{i}" not in global_scope.assignments)
-    # a formatted message: its shape terms' values follow the marker (`|3|4`), and the table's
-    # factory takes them in order and formats the message as the raise would (lazily: a
-    # formatting error is the original's too)
-    terms = plan.terms or []
-    params = [f"_mend_v{i}" for i in range(len(terms))]
-    marker = f'f"{MARKER}:{{__name__}}:{table}.{key}' + "".join(f"|{{{_code(t).strip()}}}" for t in terms) + '"'
+    marker = f'f"{MARKER}:{{__name__}}:{table}.{key}"'
     indent = pos[plan.stmt].start.column + (4 if plan.form == "assert" else 0)
     holds = _code(plan.holds)
     local = None
@@ -235,10 +218,7 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     else:
         tree = tree.visit(Replace(plan.stmt, cst.FlattenSentinel(new) if isinstance(new, list) else new))
 
-    factory = exc_code
-    if terms:   # every term at once, by identity (one Replace a term left a later one unreplaced)
-        factory = _code(exc.visit(_Params({id(t): p for t, p in zip(terms, params)})))
-    entry = (f'"{key}"', f"lambda {', '.join(params)}: {factory}" if params else f"lambda: {factory}")
+    entry = (f'"{key}"', f"lambda: {exc_code}")
     existing = _tables(tree).get(table)
     if existing is not None:
         entries = [(_code(e.key), _code(e.value)) for e in existing.body[0].value.elements]
@@ -254,9 +234,7 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     if existing is None:
         tree = _insert_table(tree, _table_stmt(table, [entry]))
 
-    # the message of a formatted one is its expression over the factory's parameters (the
-    # verifier's guarded-check re-derives it from the fallback raise and the marker)
-    message = _message(plan.args) if not terms else ast.unparse(ast.parse(factory, mode="eval").body)
+    message = _message(plan.args)
     what = "assert" if plan.form == "assert" else "if/raise"
     detail = (f"{what} -> torch._assert_async(..., marker {table}.{key}); {plan.exc_name} restored outside the "
               f"graph by mend.validation_runtime.install(model)" + (
@@ -292,8 +270,6 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
             "raise_if_true": plan.raise_if_true, "trap": f"{table}.{key}"}] if local else []),
         {"kind": "cpu-only",
          "note": "on CUDA _assert_async drops the message and raises a fatal device-side assert (pytorch#131491)"},
-        *([{"kind": "message-terms-defined", "terms": [" ".join(_code(t).split()) for t in terms], "line": span[0]}]
-          if terms else []),
     ]
     return RewriteResult(tree.code, span, detail, obligations)
 

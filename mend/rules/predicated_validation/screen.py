@@ -41,7 +41,6 @@ class _Plan:
     core: cst.BaseExpression | None = None  # the condition without its `not`s (what the guarded local holds)
     raise_if_true: bool = True     # the check fails when `core` is truthy (`if C: raise`, `assert not C`)
     chain_top: cst.If | None = None  # the first `if` of the if/elif chain the check is an arm of, to split
-    terms: list | None = None      # a message formatted from shape terms (`x.shape[0]`): passed in the marker
 
 
 
@@ -78,70 +77,10 @@ def _exception(exc: cst.BaseExpression | None) -> tuple[str, list] | str:
         try:
             values.append(_literal(arg.value))
         except (ValueError, SyntaxError):
-            if message_terms(arg.value) is None:
-                return ("the exception message is formatted at run time from something other than literals and "
-                        "shape terms (`x.shape[0]`, `x.size(1)`, `x.numel()`, `x.dim()`, `x.ndim`): the rewrite "
-                        "passes only such ints to the boundary, where the message is formatted as the raise would")
-            values.append(None)   # formatted: the message is made at the boundary (message_terms)
+            return ("the exception message is formatted at run time (an f-string or expression), not a literal; "
+                    "the rewrite restores only a literal message outside the graph (a formatted one would need "
+                    "the values it reads, tensors or sizes, at the boundary)")
     return name, values
-
-
-def _int_literal(node: cst.BaseExpression) -> bool:
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
-        node = node.expression
-    return isinstance(node, cst.Integer)
-
-
-def shape_term(node: cst.BaseExpression) -> bool:
-    """An int a tensor's sizes give: ``N.shape[k]``, ``N.size(k)``, ``N.numel()``, ``N.dim()``,
-    ``N.ndim`` with N a name or attribute chain and k an int literal."""
-    if isinstance(node, cst.Subscript):
-        return isinstance(node.value, cst.Attribute) and node.value.attr.value == "shape" \
-            and _dotted(node.value.value) is not None and len(node.slice) == 1 \
-            and isinstance(node.slice[0].slice, cst.Index) and _int_literal(node.slice[0].slice.value)
-    if isinstance(node, cst.Attribute):
-        return node.attr.value == "ndim" and _dotted(node.value) is not None
-    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and _dotted(node.func.value) is not None:
-        plain = all(a.keyword is None and not a.star for a in node.args)
-        if node.func.attr.value in ("numel", "dim"):
-            return not node.args
-        return node.func.attr.value == "size" and len(node.args) == 1 and plain and _int_literal(node.args[0].value)
-    return False
-
-
-def message_terms(node: cst.BaseExpression) -> list | None:
-    """The shape terms (:func:`shape_term`) of a message built only from them and string/number
-    literals by f-strings, ``%``, ``+``, tuples and ``"...".format(...)`` (positional), in the
-    order they appear; None for anything else. Such a message is the same function of those
-    ints wherever it is made, so the boundary can make it from their values (and raises, as the
-    raise would, where formatting fails)."""
-    terms: list = []
-
-    def ok(n) -> bool:
-        if shape_term(n):
-            terms.append(n)
-            return True
-        if isinstance(n, (cst.SimpleString, cst.Integer, cst.Float)):
-            return True
-        if isinstance(n, cst.ConcatenatedString):
-            return ok(n.left) and ok(n.right)
-        if isinstance(n, cst.FormattedString):
-            return all(ok(p) for p in n.parts)
-        if isinstance(n, cst.FormattedStringText):
-            return True
-        if isinstance(n, cst.FormattedStringExpression):
-            return ok(n.expression) and all(ok(p) for p in (n.format_spec or ()))
-        if isinstance(n, cst.Tuple):
-            return all(isinstance(e, cst.Element) and ok(e.value) for e in n.elements)
-        if isinstance(n, cst.BinaryOperation) and isinstance(n.operator, (cst.Modulo, cst.Add)):
-            return ok(n.left) and ok(n.right)
-        if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "format" \
-                and isinstance(n.func.value, (cst.SimpleString, cst.ConcatenatedString)):
-            return all(a.keyword is None and not a.star and ok(a.value) for a in n.args)
-        return False
-    if m.findall(node, m.Name(value=m.MatchIfTrue(lambda v: v.startswith("_mend_")))):
-        return None
-    return terms if ok(node) and terms else None
 
 
 def _message(args: list) -> str:
@@ -443,16 +382,11 @@ def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
         form, exc, via_call = "if-raise", cst.Call(cst.Name("AssertionError"), [cst.Arg(call.args[1].value)]), True
     else:
         return Decline(NAME, "the check is not an `if ...: raise`, `assert` or `torch._assert` statement")
-    terms = None
     if form == "if-raise":
         parsed = _exception(exc)
         if isinstance(parsed, str):
             return Decline(NAME, parsed)
         exc_name, args = parsed
-        if None in args:   # a formatted message: its shape terms go to the boundary in the marker
-            terms = [t for a in exc.args for t in (message_terms(a.value) or ())]
-            if via_call:
-                return Decline(NAME, "the torch._assert message is formatted: only a literal is restored there")
     else:
         exc_name, args = "AssertionError", [] if node.msg is None else [_literal(node.msg)]
         exc = cst.parse_expression("AssertionError()")
@@ -519,11 +453,8 @@ def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
     if form == "assert":  # `assert C` raises when C is false; `assert not C` when C is true
         fails_when = core if negated else cst.UnaryOperation(cst.Not(), core.with_changes(
             lpar=[cst.LeftParen()], rpar=[cst.RightParen()]))
-    if terms and items is not None:
-        return Decline(NAME, "the exception message is formatted and the condition reads `.item()`: only a literal "
-                             "message is restored in that form")
     return _Plan(stmt, function, form, test, fails_when, holds, exc, exc_name, args, items, numbers,
-                 node.value if via_call else None, core, fails_is_true, chain_top, terms)
+                 node.value if via_call else None, core, fails_is_true, chain_top)
 
 
 _GLOBAL_SETTERS = {"set_grad_enabled", "_set_grad_enabled", "set_autocast_enabled", "set_default_dtype",
