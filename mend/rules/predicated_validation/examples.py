@@ -713,6 +713,14 @@ def f(x):
     assert h.max().item() <= 10.0
     return h
 ''', "changes state"),
+    # a message formatted from a size (helper-72's r09): formatting the size into the graph's
+    # message on every call would specialize it under dynamic shapes (helper-75)
+    ('''import torch
+def f(x):
+    if (x.abs() > 1e4).any():
+        raise ValueError("activation overflow in a batch of %d rows" % x.shape[0])
+    return x + 1
+''', "makes Dynamo specialize the size"),
     # ... while an in-place update of a tensor the function allocated is not a state change
 ]
 

@@ -78,8 +78,10 @@ def _exception(exc: cst.BaseExpression | None) -> tuple[str, list] | str:
             values.append(_literal(arg.value))
         except (ValueError, SyntaxError):
             return ("the exception message is formatted at run time (an f-string or expression), not a literal; "
-                    "the rewrite restores only a literal message outside the graph (a formatted one would need "
-                    "the values it reads, tensors or sizes, at the boundary)")
+                    "the rewrite restores only a literal message outside the graph. A formatted one would need "
+                    "the values it reads at the boundary, and even a size cannot travel there: formatted into "
+                    "the graph's message on every call, it makes Dynamo specialize the size (a recompile per "
+                    "batch size, and ConstraintViolationError under mark_dynamic: helper-75)")
     return name, values
 
 
