@@ -519,7 +519,9 @@ class ShapeEval:
         if x is None or x.kind != "tensor":
             seq_op = x is not None and x.kind == "seq" and name in ("cat", "concat", "concatenate", "stack")
             if not (name in _COMPARE or name in _BINARY or seq_op):
-                raise Unsupported(f"`{name}` on a {x.kind if x else 'missing argument'}")
+                kind = {"num": "Python number", "seq": "sequence"}.get(x.kind, x.kind) if x else "missing argument"
+                raise Unsupported(f"`{what or name}` with a {kind} as its first argument is not modelled (only tensor "
+                                  "operations are)")
         for group in (self._elementwise, self._conversion, self._reduction, self._structural):
             out = group(name, x, args, kwargs, what, method)
             if out is not None:
