@@ -244,3 +244,50 @@ def test_a_gradient_present_on_one_side_only_is_named():
     assert [n for n, _ in a[4]] == ["input 0", "parameter bias"]
     with pytest.raises(Mismatch, match=r"the gradient of parameter bias is None in the original but a tensor"):
         compare(a, b, exact=True)
+
+
+def test_a_kept_copy_read_by_backward_after_an_inplace_write_fails_under_aot_eager_in_training():
+    """helper-71's i11, written out by hand: `t = self.temp.item(); self.temp.mul_(0.5); x / t`
+    kept as a cloned 0-d tensor is exact in eager and under the eager backend, but AOTAutograd
+    (aot_eager, inductor) functionalizes the in-place write and backward read the written value:
+    x.grad doubled. The differential test's aot_eager training leg must see it."""
+    import torch
+    from torch import nn
+
+    from verifier.differential import differential_test
+
+    class Original(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("temp", torch.tensor(2.0))
+            self.fc = nn.Linear(4, 4)
+
+        def forward(self, x):
+            t = self.temp.item()
+            self.temp.mul_(0.5)
+            return self.fc(x) / t
+
+    class Mended(Original):
+        def forward(self, x):
+            t = self.temp.detach().reshape(()).clone()
+            self.temp.mul_(0.5)
+            return self.fc(x) / t
+
+    def make(cls):
+        torch.manual_seed(0)
+        return cls()
+    ev = differential_test(make(Original), make(Mended), (torch.randn(3, 4),), emitted=make(Mended),
+                           reference=make(Original), max_examples=3)
+    assert not ev.passed and "compiled:aot_eager/train" in ev.modes
+    assert ev.reason.startswith("in training under torch.compile (aot_eager): gradient values differ")
+
+
+def test_the_jittered_example_keeps_shapes_and_moves_every_float():
+    import torch
+
+    from verifier.legs import jittered
+
+    x, n = torch.arange(8, dtype=torch.float32).reshape(2, 4) / 4 + 1, torch.tensor([1, 2])
+    jx, jn = jittered((x, n))
+    assert jx.shape == x.shape and jx.dtype == x.dtype and jn is n
+    assert bool((jx != x).all()) and float(((jx - x) / x).abs().max()) < 1e-2
