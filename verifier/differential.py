@@ -714,7 +714,8 @@ def _differential_test(original, mended, example: tuple, *, example_kwargs, emit
             for mod in models:
                 mod.train(phase == "train")
             for setting in settings_:
-                line = next(reversed(setting), None)
+                line = next(reversed(setting), None)   # the counterexample names the phase and forcing (helper-72)
+                state["at"] = f" ({phase} mode{', predicates forced ' + str(setting) if setting else ''})"
                 with contextlib.ExitStack() as stack:
                     for forced_line, value in setting.items():
                         stack.enter_context(forcing.forced(forced_line, value))
@@ -743,6 +744,7 @@ def _differential_test(original, mended, example: tuple, *, example_kwargs, emit
                                              compiled_compare(pair_c[0], ref_f, got_f, args, kwargs, grad))
         for mod in models:
             mod.eval()
+        state["at"] = ""
         # every input (fixed and drawn) under autocast too, eager (helper-39: a dtype another
         # data-dependent `if` decides under autocast differed only on a path the example did not take)
         state["worst"] = max(state["worst"], under_autocast(original, mended, ref_c, None, (args, kwargs), modes,
@@ -751,7 +753,7 @@ def _differential_test(original, mended, example: tuple, *, example_kwargs, emit
 
     def describe(args):
         return ", ".join(f"{tuple(a.shape)} {a.dtype} {a.flatten()[:6].tolist()}" if isinstance(a, torch.Tensor) else repr(a)
-                         for a in args)
+                         for a in args) + state.get("at", "")
 
     def outcomes():
         return {str(line): {"natural": sorted(forcing.seen(line) - {None}), "forced": [False, True]}
