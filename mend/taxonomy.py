@@ -308,6 +308,10 @@ def _item_assert(node) -> bool:
                for o in operands)
 
 
+# a draw from numpy's or Python's random number generator, by the callee's dotted name
+_RANDOM_CALLS = ("np.random.", "numpy.random.", "random.")
+
+
 def _debug_host_work(gb_type: str, loc: Located | None) -> bool:
     """Dead or debug-only host work (issue 10, kind 8), by the gb_types measured on torch 2.13:
     ``torch.jit.isinstance`` (a skipped function), ``r = repr(t)`` / ``r = str(t)``, a
@@ -327,8 +331,7 @@ def _debug_host_work(gb_type: str, loc: Located | None) -> bool:
         return True
     if gb_type == "repr() on tensor" and isinstance(value, cst.FormattedString):
         return True   # `msg = f"{t!r}"` (helper-68's c29); dead-host-work screens whether it is unused
-    if gb_type == "Data dependent operator" and (call_name(value) or "").startswith(("np.random.", "numpy.random.",
-                                                                                      "random.")):
+    if gb_type == "Data dependent operator" and (call_name(value) or "").startswith(_RANDOM_CALLS):
         return True
     if gb_type in _SKIPPED:
         return any((call_name(c) or "").endswith("jit.isinstance") for p in header_parts(node)
@@ -469,7 +472,8 @@ def categorize(gb_type: str, loc: Located | None) -> str:
     if gb_type in _SKIPPED or gb_type in {"Tensor.random_ op", "torch.Generator method"} or "random" in low or \
             "data pointer" in low:   # `if t.data_ptr() != self._ptr:` -- a host address, not a value
         return "unsupported-builtin"
-    if loc is not None and re.search(r"(?<![\w.])(np\.|numpy\.)?random\.\w+\(", loc.code()):
+    if node is not None and any((call_name(c) or "").startswith(_RANDOM_CALLS)
+                                for p in header_parts(node) for c in m.findall(p, m.Call())):
         # helper-72: `1.0 + random.uniform(-0.1, 0.1)` broke as "unimplemented builtin op on tensor
         # arguments" (torch 2.13), the frame skipped: a draw from Python's RNG all the same
         return "unsupported-builtin"

@@ -107,20 +107,18 @@ def under_aot_autograd(emit, ref_c, models, fixed, split, modes: list, floor) ->
             ref = observe(ref_c, args, kwargs, grad=True)
             try:
                 worst = max(worst, compare(ref, got, exact=False, any_error=True, floor=floor))
-            except Mismatch as exc:
+            except Mismatch:
                 # AOTAutograd's decompositions may depart from eager themselves: then the
                 # reference is the original under aot_eager, from the same state (without a
                 # copy of that state, the difference stands: declined)
                 if before is None:
-                    raise Mismatch(f"in training under torch.compile (aot_eager): {exc}") from exc
-                compiled_ref = torch.compile(before.train(True), backend="aot_eager")
+                    raise
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    ref = observe(compiled_ref, args, kwargs, grad=True)
-                try:
-                    worst = max(worst, compare(ref, got, exact=False, any_error=True, floor=floor))
-                except Mismatch as exc:
-                    raise Mismatch(f"in training under torch.compile (aot_eager): {exc}") from exc
+                    ref = observe(torch.compile(before.train(True), backend="aot_eager"), args, kwargs, grad=True)
+                worst = max(worst, compare(ref, got, exact=False, any_error=True, floor=floor))
+    except Mismatch as exc:
+        raise Mismatch(f"in training under torch.compile (aot_eager): {exc}") from exc
     finally:
         for mod in models:
             mod.eval()

@@ -142,7 +142,7 @@ def keep_type(ob: dict, ctx: Ctx) -> Outcome:
         _, dtype, texts, _ = _read(ctx, ob)
         uses = use_operands(ctx, ob.get("uses") or [])
         dev_t = _hc_devices(ctx, ob.get("expr", ""), ob.get("line"))
-        dtype, texts = _kept(ob, dtype, texts)
+        dtype, texts, _ = _kept(ob, dtype, texts)
     except (_HcFacts, Unsupported) as exc:
         return unknown(str(exc))
     wrapped = _wrapped(dtype)
@@ -186,20 +186,21 @@ def keep_type(ob: dict, ctx: Ctx) -> Outcome:
                                      "number and with the 0-d tensor")
 
 
-def _kept(ob: dict, dtype: str, texts: list) -> tuple[str, list]:
-    """The kept tensor's dtype: the read tensor's, or for ``x = A if P else B`` (``kept``: the
-    literals' 0-d tensor dtype; P is the read tensor) the one the rewrite names, checked
-    against the literals: float64 holds every Python float, float32 only its own values,
-    int64 every Python int the screen admits. Raises Unsupported otherwise."""
+def _kept(ob: dict, dtype: str, texts: list) -> tuple[str, list, list | None]:
+    """(the kept tensor's dtype, texts, the chosen literals or None): the read tensor's dtype, or
+    for ``x = A if P else B`` (``kept``: the literals' 0-d tensor dtype; P is the read tensor)
+    the one the rewrite names, checked against the literals (:func:`_values`): float64 holds
+    every Python float, float32 only its own values, int64 every Python int the screen admits.
+    Raises Unsupported otherwise."""
     kept = ob.get("kept")
     if kept is None:
-        return dtype, texts
+        return dtype, texts, _values(ob, dtype)
     if kept not in ("float64", "float32", "int64"):
         raise Unsupported(f"a choice kept as {kept} is not modelled")
-    _values(ob, kept)
+    values = _values(ob, kept)
     return kept, texts + [f"the value is one of the literals {', '.join(map(str, ob.get('values') or []))}, "
                           f"chosen by `{ob.get('expr')}` (bool of a one-element tensor: nonzero, NaN included, as "
-                          f"`.bool()` casts) and kept as a 0-d {kept} tensor"]
+                          f"`.bool()` casts) and kept as a 0-d {kept} tensor"], values
 
 
 def _values(ob: dict, kept: str) -> list | None:
@@ -279,8 +280,7 @@ def exact(ob: dict, ctx: Ctx) -> Outcome:
     try:
         _, dtype, texts, _ = _read(ctx, ob)
         uses = use_operands(ctx, ob.get("uses") or [])
-        dtype, texts = _kept(ob, dtype, texts)
-        values = _values(ob, dtype)
+        dtype, texts, values = _kept(ob, dtype, texts)
     except (_HcFacts, Unsupported) as exc:
         return unknown(str(exc))
     wrapped = _wrapped(dtype)
@@ -313,7 +313,7 @@ def exact(ob: dict, ctx: Ctx) -> Outcome:
         syms.append((x, c))
         if numel is not None:   # a count of nonzero elements: 0..numel(T), not every int64 (helper-66)
             premises += [x >= 0, x <= numel]
-        if values is not None:   # a choice of two literals: those values only
+        if values is not None:   # a choice of literals: those values only
             premises.append(z3.Or(*[x == _const(v, x) for v in values]))
     if values is not None:
         tier = "the chosen literals"

@@ -65,7 +65,7 @@ comments and the statement sits on its last line (warnings and log records name 
 D is int64 for ints, float32 where both floats are float32 values, else float64 (a Python
 float is a double; ``torch.where(P, 0.1, 0.3)`` would be float32 and round 0.1: the trap). The
 same obligations apply, with P as the read tensor (``item-operand-tensor``: one element) and
-D as the kept dtype; ``item-operand-exact`` is proved over the two literals. A 0-d float32
+D as the kept dtype; ``item-operand-exact`` is proved over the literals. A 0-d float32
 loss times a chosen 0.1 is refuted (two 0-d tensors promote to float64); the statement form
 with a comment inside, or a test over several lines, is declined. TorchScript cannot parse ``:=``:
 ``torch.jit.script`` then compiles the original module (reported; TorchScript is deprecated). An ``if``/``elif``/``else`` chain

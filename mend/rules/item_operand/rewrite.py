@@ -84,11 +84,11 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
         end = pos[plan.line].end.line
         col = pos[plan.line].start.column
         old = choice_text(plan.name, plan.tensor, plan.choice)
-        kept = [cst.EmptyLine(comment=cst.Comment(f"# {text[col:]}".rstrip()))
-                for text in module.code.splitlines()[line - 1:end - 1]]
+        commented = [cst.EmptyLine(comment=cst.Comment(f"# {text[col:]}".rstrip()))
+                     for text in module.code.splitlines()[line - 1:end - 1]]
         new_line = cst.SimpleStatementLine(
             body=[cst.parse_statement(f"{plan.name} = {value}\n").body[0]],
-            leading_lines=[*plan.line.leading_lines, *kept],
+            leading_lines=[*plan.line.leading_lines, *commented],
             trailing_whitespace=cst.TrailingWhitespace(whitespace=cst.SimpleWhitespace("  "),
                                                        comment=cst.Comment(f"# mend: {NAME} (was: the `if` above)")))
     else:
@@ -97,7 +97,6 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     uses, obligations = _obligations(plan, end, pos)
     kept = "stays a 0-d tensor" if plan.choice is None else f"is a 0-d {plan.choice.dtype} tensor chosen by torch.where"
     detail = f"`{old}` -> `{plan.name} = {value}` ({plan.name} {kept} outside torch.autocast; {len(uses)} use(s))"
-
     return RewriteResult(tree.code, (line, end), detail, obligations)
 
 
@@ -112,7 +111,7 @@ def _obligations(plan: Plan, line: int, pos) -> tuple[list[dict], list[dict]]:
     # (the facts are observed on the rewritten code: a choice's statement is on the `if`'s last line)
     uses = [{"value": code_of(u.other), "op": u.op, "line": pos[u.other].start.line} for u in plan.uses]
     count = {"count_of": code_of(plan.counted)} if plan.counted is not None else {}
-    # a choice: the value is one of two literals, kept in `kept` (the read tensor is the test P)
+    # a choice: the value is one of its literals, kept as a 0-d `kept` tensor (the read tensor is the test P)
     chosen = {"kept": plan.choice.dtype, "values": [repr(v) for v in plan.choice.values]} \
         if plan.choice is not None else {}
     # each elif's test too: the nested torch.where reshapes every one of them

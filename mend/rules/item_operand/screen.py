@@ -53,7 +53,7 @@ class Plan:
     call: cst.Call | None = None  # the inline `T.item()`
     counted: cst.BaseExpression | None = None  # T of a count of `nonzero`'s rows (read as count_nonzero(T))
     int_of: bool = False         # `x = int(T.item())`
-    choice: Choice | None = None  # `x = A if P else B` (tensor = P): the number is one of two literals
+    choice: Choice | None = None  # `x = A if P else B` (tensor = P): the number is one of the literals
 
 
 def _generic() -> Decline:
@@ -539,11 +539,7 @@ def _binds_name(t: cst.CSTNode, name: str) -> bool:
 
 
 def match(loc: Located) -> Match | Decline:
-    choice = constant_choice(loc.node)
-    parent = loc.ancestors[-1] if loc.ancestors else None
-    if choice is not None and isinstance(parent, cst.If) and parent.orelse is loc.node:
-        choice = None   # an `elif`: its chain is taken (or not) at the `if`
-    if choice is not None:
+    if constant_choice(loc.node) is not None:   # (an `elif` alone is no choice: the screen says so)
         plan = screen(MetadataWrapper(loc.module, unsafe_skip_copy=True), loc.line)
         if isinstance(plan, Decline):
             return plan
