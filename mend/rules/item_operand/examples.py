@@ -246,6 +246,11 @@ DECLINE_EXAMPLES: list[DeclineExample | tuple] = [
 
 int = float
 ''', "binds `int`", 7),
+    # a star import may rebind `int` too (helper-76: a helper module's `int` differed for |v| >= 100)
+    (_HEAD.replace("from torch import nn", "from torch import nn\nfrom helpers import *") + '''    def forward(self, h, mask):
+        n = int(mask.sum().item())
+        return h * n
+''', "star-imports", 8),
 ]
 
 NOOP_EXAMPLES: list[str] = [

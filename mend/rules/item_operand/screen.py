@@ -264,7 +264,7 @@ def screen(wrapper: MetadataWrapper, line: int) -> Plan | Decline:
         return _generic()
     stmt, (name, tensor), choice = found[0]
     where = f"line {line}"
-    what = f"`{name} = ....item()`" if choice is None else f"`{choice_text(name, tensor, choice)}`"
+    what = f"`{code_of(stmt.body[0]).strip()}`" if choice is None else f"`{choice_text(name, tensor, choice)}`"
     if isinstance(stmt, cst.If):   # the statement form: one-line sides, no comment the one line would drop
         targets = [a.targets[0].target for a in m.findall(stmt, m.Assign())]
         if m.findall(stmt, m.Comment()) or m.findall(stmt, m.EmptyLine(comment=m.Comment())):
@@ -278,10 +278,12 @@ def screen(wrapper: MetadataWrapper, line: int) -> Plan | Decline:
     if later:
         return later
     int_of = choice is None and int_of_item(stmt.body[0].value)
-    if int_of and "int" in bindings(wrapper.module):
-        return Decline(NAME, f"the module binds `int` ({where}): `int(...)` may not be the builtin")
-    if choice is None and nonzero_count(stmt.body[0].value, torch) is not None and "len" in bindings(wrapper.module):
-        return Decline(NAME, f"the module binds `len` ({where}): `len(...)` may not be the builtin that counts rows")
+    if int_of and {"int", "*"} & set(bindings(wrapper.module)):   # helper-76: `from m import *` rebound it
+        return Decline(NAME, f"the module binds `int` or star-imports ({where}): `int(...)` may not be the builtin")
+    if choice is None and nonzero_count(stmt.body[0].value, torch) is not None \
+            and {"len", "*"} & set(bindings(wrapper.module)):
+        return Decline(NAME, f"the module binds `len` or star-imports ({where}): `len(...)` may not be the builtin "
+                             "that counts rows")
     if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) != 1:
         return Decline(NAME, f"{what} ({where}) shares its line with other statements")
     if isinstance(stmt, cst.SimpleStatementLine) and pos[stmt].end.line != pos[stmt].start.line:
