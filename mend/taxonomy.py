@@ -11,8 +11,9 @@ raise-assert           a tensor-guarded ``raise`` or ``assert``, ``torch._assert
 print-logging          ``print``, a ``logging``/transformers logger call, ``warnings.warn``
 item-tolist            scalar extraction: ``.item()``, ``.tolist()``, ``float(t)``, ``int(t)``
 tensor-check           a check that reads its tensor on the host (``torch._check_tensor_all``)
-numpy-constant         ``np.sum``/``np.prod``/``np.lcm``/``np.gcd`` of Python constants traced as arrays (a
-                       "Data dependent operator" at the call's statement)
+numpy-constant         ``np.sum``/``np.prod``/``np.lcm``/``np.gcd``/``np.max``/``np.min`` of Python constants
+                       traced as arrays (a "Data dependent operator" at the call's statement, or a branch
+                       on a comparison with one)
 scalar-tensor          a Python int wrapped in ``torch.tensor()`` read back as a slice bound
 constant-buffer        a branch or scalar read on a value made from a module's 0-d int buffers (encodec's
                        stride/kernel/padding buffers, ``if length <= max_pad``)
@@ -55,7 +56,7 @@ CATEGORIES = {
     "print-logging": "print, logging or warnings call",
     "item-tolist": "scalar extraction (.item(), .tolist())",
     "tensor-check": "tensor check read on the host (torch._check_tensor_all)",
-    "numpy-constant": "numpy sum/prod/lcm/gcd of Python constants traced as arrays",
+    "numpy-constant": "numpy sum/prod/lcm/gcd/max/min of Python constants traced as arrays",
     "scalar-tensor": "Python scalar wrapped in a tensor, used as a Python number (slice bound)",
     "constant-buffer": "a module's 0-d int buffers used as Python numbers (a pad, a branch, a slice bound)",
     "module-attribute-write": "module attribute written in forward (self.X = self.X.to(...))",
@@ -245,11 +246,11 @@ def _self_attribute_write(node) -> bool:
             and target.value.value == "self")
 
 
-_NUMPY_CONSTANT_FUNCS = ("sum", "prod", "lcm", "gcd")
+_NUMPY_CONSTANT_FUNCS = ("sum", "prod", "lcm", "gcd", "max", "min")
 
 
 def _numpy_constant_call(loc: Located | None) -> bool:
-    """The statement (a compound statement's header) calls ``np.sum``/``np.prod``/``np.lcm``/``np.gcd``,
+    """The statement (a compound statement's header) calls ``np.sum``/``np.prod``/``np.lcm``/``np.gcd``/``max``/``min``,
     spelled through ``numpy`` or a top-level ``import numpy as NAME``."""
     if loc is None:
         return False
@@ -401,6 +402,8 @@ def categorize(gb_type: str, loc: Located | None) -> str:
     """The taxonomy category of a break from its gb_type and the statement at its site."""
     node = loc.node if loc is not None else None
     if gb_type in _BRANCH or gb_type.startswith("Data-dependent assertion"):
+        if _numpy_constant_call(loc):
+            return "numpy-constant"   # `if np.sum(plan) > 2:`: the test reads a constant traced as an array
         if isinstance(node, cst.While):
             return "data-dependent-loop"
         if isinstance(node, cst.Assert):

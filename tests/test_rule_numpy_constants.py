@@ -461,3 +461,89 @@ def test_the_verifier_checks_every_occurrence_and_frame_readers():
     reader = res.code.replace("import torch\n", "import torch\nimport inspect\n")
     out = result_consumer(ob, Ctx({}, {}, reader))
     assert out.result == "refuted" and "inspect" in out.counterexample
+
+
+# -- np.max / np.min, and comparisons tested for truth only --------------------------------------
+
+MAX_SHAPE = ('import numpy as np\n\n\ndef f(n, x):\n    return np.zeros((n, np.{op}(x)))\n', 5)
+TRUTH = ('import numpy as np\n\n\ndef f(n, x):\n    if np.{op}(x) > len(n) and not -3 >= np.{op}(x):\n        return 1\n'
+         '    return 0\n', 5)
+EXTREME_OPERANDS = [
+    [3, 1, 2], [5], [-4, 7], [2 ** 31 - 1, -2 ** 31 + 1],           # the guard's path
+    [], (3, 1), [2 ** 40, 1], [2 ** 64, 1], [True, 3], [np.int64(3), 4], [2.5, 1], ["a", "b"],
+    np.array([2, 3]), torch.tensor([2, 3]),
+]
+
+
+@pytest.mark.parametrize("op", ["max", "min", "sum"])
+@pytest.mark.parametrize("template", [MAX_SHAPE, TRUTH])
+def test_guarded_max_min_and_truth_tests_identical_to_numpy(op, template):
+    source, line = template[0].format(op=op), template[1]
+    before, after = _load(source, "before"), _load(_mended(source, line), "after")
+    for operand in EXTREME_OPERANDS:
+        for n in ([], [0, 0], [0] * 3):
+            want = _outcome(before["f"], n if template is TRUTH else 2, operand)
+            assert _outcome(after["f"], n if template is TRUTH else 2, operand) == want, (operand, n)
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_max_min_proved_and_a_weakened_guard_refuted(op):
+    code, obs = _obligations(MAX_SHAPE[0].format(op=op), MAX_SHAPE[1])
+    by_kind = {o["kind"]: o for o in obs}
+    proved = int64_exact(by_kind["numpy-int64-exact"], Ctx({}, {}, code))
+    assert proved.result == "proved" and proved.status == "unsat"
+    assert result_consumer(by_kind["numpy-result-consumer"], Ctx({}, {}, code)).result == "checked"
+    ob = by_kind["numpy-int64-exact"]
+    weak = {**ob, "mended": ob["mended"].replace("-2**31 < e < 2**31", "-2**64 < e < 2**64")}
+    out = int64_exact(weak, Ctx({}, {}, code.replace("-2**31 < e < 2**31", "-2**64 < e < 2**64")))
+    assert out.result == "refuted" and out.counterexample
+    empty = {**ob, "mended": ob["mended"].replace("0 < len(v)", "-1 < len(v)")}
+    assert int64_exact(empty, Ctx({}, {}, code.replace("0 < len(v)", "-1 < len(v)"))).result == "refuted"
+
+
+@pytest.mark.parametrize("edit, why", [
+    # the comparison's result becomes a value (returned): np.bool_ and bool are other types
+    (lambda c: c.replace("    if (", "    return (").replace(" > len(n) and", " > len(n)\n    if"), "Compare"),
+    # compared with a name of unknown type, not an int term
+    (lambda c: c.replace(" > len(n)", " > n"), "Compare"),
+    # `is` compares identity
+    (lambda c: c.replace(" > len(n)", " is len(n)"), "Compare"),
+])
+def test_the_verifier_refutes_a_comparison_that_is_not_a_truth_test_with_ints(edit, why):
+    code, obs = _obligations(TRUTH[0].format(op="sum"), TRUTH[1])
+    ob = next(o for o in obs if o["kind"] == "numpy-result-consumer")
+    assert result_consumer(ob, Ctx({}, {}, code)).result == "checked"
+    moved = edit(code)
+    assert moved != code
+    out = result_consumer(ob, Ctx({}, {}, moved))
+    assert out.result == "refuted" and why in out.counterexample, out.counterexample
+
+
+def test_a_branch_on_a_numpy_constant_is_filed_and_fixed_end_to_end(tmp_path):
+    from mend.locate import locate
+    from mend.pipeline import fix
+
+    path = tmp_path / "branch_np.py"
+    path.write_text('import numpy as np\nimport torch\nfrom torch import nn\n\n\nclass Model(nn.Module):\n'
+                    '    def __init__(self):\n        super().__init__()\n        self.plan = [2, 3, 1]\n'
+                    '        self.fc = nn.Linear(8, 8)\n\n    def forward(self, x):\n        h = self.fc(x)\n'
+                    '        if np.sum(self.plan) > x.shape[1]:\n            h = h * 2\n        return h.relu()\n\n\n'
+                    'def get_inputs():\n    return (torch.randn(4, 8),)\n')
+    assert categorize("Data-dependent branching", locate(str(path), 14)) == "numpy-constant"
+    res = fix(str(path), verify="strict", max_examples=5)
+    assert (res.before.graph_count, res.after.graph_count) == (2, 1)
+    (rw,) = res.rewrites
+    assert rw["rule"] == "numpy-constants"
+    assert {o["kind"]: o["result"] for o in rw["obligations"]} == {"numpy-int64-exact": "proved",
+                                                                   "numpy-result-consumer": "checked"}
+    (mended,) = res.files.values()
+    before, after = _load(path.read_text(), "b"), _load(mended, "a")
+    torch.manual_seed(0)
+    m0 = before["Model"]().eval()
+    m1 = after["Model"]().eval()
+    m1.load_state_dict(m0.state_dict())
+    for cols in (8, 5, 7):     # the test's outcome flips with the size it compares with
+        fc = torch.nn.Linear(cols, 8)
+        m0.fc, m1.fc = fc, fc
+        x = torch.randn(3, cols)
+        assert torch.equal(m0(x), m1(x))

@@ -482,7 +482,7 @@ def _verify(ex, rule, site, rel: str, current: str, files: dict[str, str], verif
     rewrite = rewrite_fn or (rule.rewrite if form is None else (lambda module, line: rule.rewrite(module, line, form=form)))
     # verify on instrumented copies: the predicate at the site can be forced both ways
     inst_cur, inst_cand, force = instrumented_pair(rewrite, current, site.line)
-    if not inst_cur and _is_branch(current, site.line):
+    if not inst_cur and rule.branch_outcomes and _is_branch(current, site.line):
         return decline(UNFORCEABLE)
     ex.stage(rel, current, res.code, inst_cur, inst_cand, files)
     costs = {"costs": res.cost_parts} if res.cost_parts else {}

@@ -96,7 +96,10 @@ class Rule:
     is none (mask-update's row-mask form, for a mask the rule cannot tell apart by reading).
     ``fallback_when(reason)``: whether the fallback can answer a decline with that reason
     (None: any; predicated control flow's autocast-guarded form answers only the autocast
-    leg's refutation).
+    leg's refutation). ``branch_outcomes``: whether a rewrite at an ``if`` is verified with
+    the test forced both ways (the pipeline declines it when the test cannot be instrumented);
+    False for a rule that keeps every branch and proves the test's value unchanged (numpy on
+    constants in the test: the outcome is the original's on every input).
     The examples (Fixit / pyupgrade style) generate ``tests/test_rules.py``; plain tuples
     are accepted and stored as :class:`FixExample` / :class:`DeclineExample`; a no-op
     example is source the rule leaves unchanged on every line."""
@@ -117,6 +120,7 @@ class Rule:
     alternatives: Callable[[cst.Module, int], list[RewriteResult]] | None = None
     fallback: Callable[[cst.Module, int], RewriteResult | Decline | None] | None = None
     fallback_when: Callable[[str], bool] | None = None
+    branch_outcomes: bool = True
 
     def __post_init__(self) -> None:
         put = object.__setattr__  # frozen: normalise once, here

@@ -1,6 +1,6 @@
 """Encoders for numpy on Python constants made exact Python arithmetic under a guard
-(``np.sum`` -> ``sum``, ``np.prod`` -> ``math.prod``, ``np.lcm`` / ``np.gcd`` -> ``math.lcm`` /
-``math.gcd``).
+(``np.sum`` / ``np.max`` / ``np.min`` -> ``sum`` / ``max`` / ``min``, ``np.prod`` -> ``math.prod``,
+``np.lcm`` / ``np.gcd`` -> ``math.lcm`` / ``math.gcd``).
 
 The guarded expression is read back from the mended source (an immediately called lambda
 that computes the Python result when its guard holds and calls the numpy function
@@ -12,7 +12,9 @@ otherwise); its bounds are the constants written in that guard, not the rewrite'
   ``((x + 2**63) mod 2**64) - 2**63``: if the running sum of ``k`` elements is within
   ``k * M`` (``M`` the guard's element bound), adding one more guarded element wraps to the
   exact sum and stays within ``(k + 1) * M``, for every ``k`` below the guard's length bound;
-  the list is non-empty (``np.sum([])`` is float64). For ``prod``: every element is a
+  the list is non-empty (``np.sum([])`` is float64). For ``max``/``min``: every admitted element
+  converts to int64 exactly and the list is non-empty, so numpy picks the same element by the
+  same order. For ``prod``: every element is a
   positive int below the guard's bound and the exact product below the guard's product
   bound (at most ``2**63``); a step multiplies a partial product ``p >= 1`` that is an int64
   exactly by an element ``e``, with the rest of the product ``r >= 1``, so
@@ -25,7 +27,9 @@ otherwise); its bounds are the constants written in that guard, not the rewrite'
 * ``numpy-result-consumer`` (check): the rewrite returns an ``int`` where numpy returned an
   ``np.int64``. A static screen of the mended source checks that the guarded expression sits
   where its value only sizes ``np.zeros/ones/empty/full`` or ``torch.zeros/ones/empty/full``,
-  or is the argument of ``range()``, ``int()`` or ``float()``, and that the module binds none of the
+  is the argument of ``range()``, ``int()`` or ``float()``, or is compared (``==``, ``<``, ...) with
+  ints (literals, sizes, ``len()``) where only the comparison's truth is used (an if, while,
+  assert or conditional test: np.bool_ and bool test alike), and that the module binds none of the
   builtins the expression calls; then the consumer is run on the installed numpy and torch
   with ``np.int64(3)`` and ``3`` and the results compared (shape, dtype, values, type).
 """
@@ -39,7 +43,8 @@ from verifier.encoders.base import names_bound_by, Ctx, Query, decide
 from verifier.outcomes import Outcome, check_refuted, checked, unknown
 
 INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
-_BUILTINS = ("sum", "type", "list", "tuple", "int", "len", "all")
+_BUILTINS = ("sum", "type", "list", "tuple", "int", "len", "all", "max", "min")
+_LIST_OPS = ("sum", "max", "min")     # reductions of a list of ints under sum's guard
 _TIMEOUT_FLOOR_MS = 10000   # the lcm query is non-linear: give it room over the default
 
 
@@ -105,14 +110,14 @@ def read_guard(call: ast.Call, op: str, np_name: str) -> dict:
         raise _Unreadable("the lambda takes more than plain parameters")
     body, test, orelse = lam.body.body, lam.body.test, lam.body.orelse
     terms = _and_terms(test)
-    if op in ("sum", "prod"):
+    if op in (*_LIST_OPS, "prod"):
         if len(params) != 1 or len(call.args) != 1:
             raise _Unreadable(f"{op} takes one operand")
         v = params[0]
-        python = "sum" if op == "sum" else "math.prod"
+        python = "math.prod" if op == "prod" else op
         if not _is_call(body, python, [v]) or not _is_call(orelse, f"{np_name}.{op}", [v]):
             raise _Unreadable(f"the branches are not `{python}(v)` / `np.{op}(v)`")
-    if op == "sum":
+    if op in _LIST_OPS:
         if len(terms) != 3 or not _type_is(terms[0], v, "list"):
             raise _Unreadable("the guard is not `type(v) is list and LO < len(v) < N and all([...])`")
         len_lo, len_hi = _open_range(terms[1], f"len({v})")
@@ -214,6 +219,18 @@ def _sum_query(g: dict) -> Query:
     return Query(premises, [claim], texts)
 
 
+def _extreme_query(g: dict, op: str) -> Query:
+    e, n = z3.Ints("element length")
+    premises = [n > g["len_lo"], n < g["len_hi"], e > g["lo"], e < g["hi"]]   # what the guard admits
+    claim = z3.Or(n < 1,               # empty: np.max([]) raises, with another message than max([])
+                  wrap64(e) != e)      # an element does not convert to int64 exactly
+    texts = [f"guard read from the mended source: a list, {g['len_lo']} < len < {g['len_hi']}, every element of "
+             f"type int with {g['lo']} < e < {g['hi']}",
+             f"np.asarray of Python ints in int64 range is int64 (observed); np.{op} then picks one element by the "
+             f"int64 order, which is the integers' order when every element is an int64 exactly: the query"]
+    return Query(premises, [claim], texts)
+
+
 def _prod_query(g: dict) -> Query:
     p, e, r, n = z3.Ints("partial_product element rest length")
     premises = [n > g["len_lo"], n < g["len_hi"],                          # the length the guard admits
@@ -254,14 +271,14 @@ def _numpy_int64_observed() -> str | None:
     import numpy as np
 
     if np.asarray([1, -1]).dtype != np.int64 or np.sum([1, 2]).dtype != np.int64 \
-            or np.prod((2, 3)).dtype != np.int64:
-        return f"numpy {np.__version__}: a list of Python ints is not summed or multiplied in int64 here"
+            or np.prod((2, 3)).dtype != np.int64 or np.max([1, 2]).dtype != np.int64 or np.min([1, 2]).dtype != np.int64:
+        return f"numpy {np.__version__}: a list of Python ints is not reduced in int64 here"
     return None
 
 
 def int64_exact(ob: dict, ctx: Ctx) -> Outcome:
     op, np_name, mended = ob.get("op"), ob.get("numpy"), ob.get("mended")
-    if not ctx.code or not mended or op not in ("sum", "prod", "lcm", "gcd") or not np_name:
+    if not ctx.code or not mended or op not in (*_LIST_OPS, "prod", "lcm", "gcd") or not np_name:
         return unknown("the mended source or the guarded expression is not recorded")
     hit = find_guarded(ctx.code, mended)
     if hit is None:
@@ -282,7 +299,8 @@ def int64_exact(ob: dict, ctx: Ctx) -> Outcome:
     env = _numpy_int64_observed()
     if env:
         return unknown(env)
-    build = {"sum": lambda: _sum_query(g), "prod": lambda: _prod_query(g)}.get(op, lambda: _lcm_query(g, op))
+    build = {"sum": lambda: _sum_query(g), "prod": lambda: _prod_query(g), "max": lambda: _extreme_query(g, op),
+             "min": lambda: _extreme_query(g, op)}.get(op, lambda: _lcm_query(g, op))
     slow = ctx.timeout_ms if op == "sum" else max(ctx.timeout_ms, _TIMEOUT_FLOOR_MS)
     local = Ctx(ctx.facts, ctx.defs, ctx.code, ctx.before, slow, ctx.obligations)
     return decide("numpy-int64-exact", [("guard", build)], local,
@@ -334,9 +352,50 @@ def _bound_builtins(tree: ast.Module, lambdas: list[ast.AST], builtins=_BUILTINS
 _ALLOC = ("zeros", "ones", "empty", "full")
 
 
+_ORDER_OPS = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+
+
+def _int_term(node: ast.AST) -> bool:
+    """An int by its spelling: a signed integer literal, ``X.shape[k]``, ``X.ndim``,
+    ``X.size(k)``/``X.dim()``/``X.numel()``, ``len(X)``."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    if isinstance(node, ast.Constant):
+        return type(node.value) is int
+    if isinstance(node, ast.Subscript):
+        return isinstance(node.value, ast.Attribute) and node.value.attr == "shape" and not isinstance(
+            node.slice, (ast.Slice, ast.Tuple))
+    if isinstance(node, ast.Attribute):
+        return node.attr == "ndim"
+    if isinstance(node, ast.Call) and not node.keywords and not any(isinstance(a, ast.Starred) for a in node.args):
+        if isinstance(node.func, ast.Name):
+            return node.func.id == "len" and len(node.args) == 1
+        return isinstance(node.func, ast.Attribute) and node.func.attr in ("size", "dim", "numel") \
+            and len(node.args) <= 1
+    return False
+
+
+def truth_comparison(node: ast.AST, parents: dict) -> bool:
+    """``node`` is an operand of ``==``/``!=``/``<``/``<=``/``>``/``>=`` comparisons with int terms
+    only, whose result is only tested for truth: the test of an if, while, assert or
+    conditional expression, possibly under ``not``/``and``/``or``."""
+    comp = parents.get(id(node))
+    if not (isinstance(comp, ast.Compare) and all(isinstance(o, _ORDER_OPS) for o in comp.ops)):
+        return False
+    if not all(_int_term(e) for e in (comp.left, *comp.comparators) if e is not node):
+        return False
+    child, up = comp, parents.get(id(comp))
+    while isinstance(up, ast.BoolOp) or (isinstance(up, ast.UnaryOp) and isinstance(up.op, ast.Not)):
+        child, up = up, parents.get(id(up))
+    return isinstance(up, (ast.If, ast.While, ast.IfExp, ast.Assert)) and up.test is child
+
+
 def consumer_of(call: ast.Call, parents: dict, np_names: set[str], torch_names: set[str]) -> tuple[str, str] | None:
     """(library, consumer) when the guarded ``call`` only sizes an allocation, is an element of
-    ``torch.reshape``'s shape sequence, or is the argument of ``range()`` / ``int()`` / ``float()``, else None."""
+    ``torch.reshape``'s shape sequence, is the argument of ``range()`` / ``int()`` / ``float()``, or
+    is compared with ints for truth only (:func:`truth_comparison`), else None."""
+    if truth_comparison(call, parents):
+        return "builtins", "compare"
     parent = parents.get(id(call))
     holder, node = None, call
     if isinstance(parent, (ast.Tuple, ast.List)):
@@ -456,6 +515,15 @@ def _observe(lib: str, fn: str) -> str | None:
         elif lib == "torch":
             f = getattr(torch, fn)
             pairs = [(f((2, n), 1.5), f((2, i), 1.5))] if fn == "full" else [(f((2, n)), f((2, i))), (f(2, n), f(2, i))]
+        elif fn == "compare":
+            # only the truth is used: bool() of np.bool_ and of bool, for every operator, both orders
+            import operator as op
+            ks = (i - 1, i, i + 1, -1, 2 ** 40, 2 ** 70, -2 ** 70)
+            for f in (op.eq, op.ne, op.lt, op.le, op.gt, op.ge):
+                for k in ks:
+                    if bool(f(n, k)) != bool(f(i, k)) or bool(f(k, n)) != bool(f(k, i)):
+                        return f"{f.__name__}(np.int64({i}), {k}) is not {f(i, k)} as for {i}"
+            pairs = []
         elif fn in ("int", "float"):
             cast = int if fn == "int" else float
             pairs = [(cast(n), cast(i))]
@@ -492,9 +560,9 @@ def result_consumer(ob: dict, ctx: Ctx) -> Outcome:
 def _consumer_outcome(ob: dict, call: ast.Call, parents: dict, tree: ast.Module) -> Outcome:
     mended = ob.get("mended")
     by = ("static screen of the mended source: the guarded expression's value only sizes a numpy/torch "
-          "allocation or is the argument of range()/int()/float(), which convert it with operator.index/int/float "
-          "(np.int64 and int alike); no builtin it calls is rebound; corroborated by a probe of that consumer on the installed "
-          "numpy and torch with np.int64 and int")
+          "allocation, is the argument of range()/int()/float(), which convert it with operator.index/int/float "
+          "(np.int64 and int alike), or is compared with ints for truth only; no builtin it calls is rebound; "
+          "corroborated by a probe of that consumer on the installed numpy and torch with np.int64 and int")
     np_names, torch_names = _module_aliases(tree, "numpy"), _module_aliases(tree, "torch")
     where = parents.get(id(call))
     if isinstance(where, ast.Assign):
@@ -510,14 +578,15 @@ def _consumer_outcome(ob: dict, call: ast.Call, parents: dict, tree: ast.Module)
         if None in got_all:
             bad = reads[got_all.index(None)]
             return check_refuted(by, f"`{bad.id}` (line {bad.lineno}) goes to `{type(parents.get(id(bad))).__name__}`, "
-                                 "not to an allocation's shape, range(), int() or float(): an int there may differ from "
-                                 "np.int64")
+                                 "not to an allocation's shape, range(), int(), float() or a comparison with ints "
+                                 "tested for truth only: an int there may differ from np.int64")
         by += f" (through the local `{reads[0].id}`, bound once and read only there)"
     else:
         got_all = [consumer_of(call, parents, np_names, torch_names)]
     if None in got_all:
         return check_refuted(by, f"the guarded expression's value goes to `{type(where).__name__}`, not to an "
-                             "allocation's shape, range(), int() or float(): an int there may differ from np.int64")
+                             "allocation's shape, range(), int(), float() or a comparison with ints tested for truth "
+                             "only: an int there may differ from np.int64")
     lambdas = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)]
     rebound = _bound_builtins(tree, lambdas, _BUILTINS + tuple(b for b in ("range", "float")
                                                               if ("builtins", b) in got_all))

@@ -1,8 +1,8 @@
 """Rule: numpy on Python constants (issue 10, kind 3).
 
-``np.sum`` of a Python list of ints, ``np.prod`` of a list or tuple of ints (a patch size's
-flatten width, ``int(np.prod(self.patch_size))``), ``np.lcm`` / ``np.gcd`` of two Python
-ints: Dynamo traces numpy as tensors, so a constant becomes a 0-d tensor, and a shape built from it
+``np.sum`` / ``np.max`` / ``np.min`` of a Python list of ints, ``np.prod`` of a list or tuple of
+ints (a patch size's flatten width, ``int(np.prod(self.patch_size))``), ``np.lcm`` / ``np.gcd``
+of two Python ints: Dynamo traces numpy as tensors, so a constant becomes a 0-d tensor, and a shape built from it
 (``np.zeros((n, np.sum(plan[: k + 1])))`` in big_bird's and bigbird_pegasus'
 ``_bigbird_block_rand_mask_with_head``) breaks the graph ("Data dependent operator"). The
 exact Python function on the same operands is a constant Dynamo folds: big_bird 11 -> 1
@@ -19,6 +19,10 @@ module binds ``torch`` by ``import torch`` alone)::
                else np.prod(v))(X)
     (lambda a, b: math.lcm(a, b) if type(a) is int and type(b) is int
                   and -2**31 < a < 2**31 and -2**31 < b < 2**31 else np.lcm(a, b))(A, B)
+
+``np.max`` / ``np.min`` take sum's guard (a non-empty list of ints in ``(-2**31, 2**31)``):
+``np.max([])`` raises a ValueError with numpy's message, ``max([])`` with another, and a float
+element makes numpy's result float64 where ``max`` keeps the element.
 
 ``math`` is the standard library's: bound by ``import math`` alone, or unbound, in which
 case ``import math`` is appended to the module's last top-level import line (no line moves);
@@ -50,8 +54,16 @@ Traps, each handled:
   alike are admitted: the shape of ``np.zeros/ones/empty/full`` and the size of
   ``torch.zeros/ones/empty/full``, an element of ``torch.reshape``'s shape sequence (perceiver's
   ``torch.reshape(x, [b, np.prod(x.shape[1:-1]), c])``; a bare number there declines),
-  ``range()``, ``int()``, ``float()`` (both round the integer once: helper-64). Arithmetic (``np.int64`` wraps and
-  divides by zero without raising), comparisons, assignments (later code may test
+  ``range()``, ``int()``, ``float()`` (both round the integer once: helper-64), and a comparison
+  (``==``, ``!=``, ``<``, ``<=``, ``>``, ``>=``) with integer literals, sizes (``x.shape[k]``,
+  ``x.size(k)``, ``x.ndim``, ``x.dim()``, ``x.numel()``) or ``len()`` whose result is only tested for
+  truth: an ``if``/``elif``/``while``/``assert`` test or a conditional expression's, under
+  ``not``/``and``/``or`` at most (``if np.sum(plan) > x.shape[1]:``; np.bool_ and bool test alike,
+  and equal integers compare alike). Such a test is not forced both ways by the verifier: no
+  branch changes, and its outcome is the original's on every input. A comparison kept as a value
+  (``big = np.sum(plan) > 4`` read later, or returned), by ``is``/``in``, or with an operand of
+  unknown type (``> x.sum()``, ``> n``) is declined. Arithmetic (``np.int64`` wraps and
+  divides by zero without raising), assignments (later code may test
   ``isinstance(x, np.integer)``) and a returned value are declined.
 * a local: ``width = np.sum(plan)`` on one line, ``torch.zeros(n, width)`` on a later one (the
   break is reported at the read). The binding's call is rewritten only when it is the name's
@@ -95,8 +107,9 @@ Proved: for the guard written in the mended source (its bounds read back from it
 accumulation of a sum or a product, and numpy's int64 lcm/gcd formula, cannot overflow, so they equal
 the exact integers Python computes (``numpy-int64-exact``, Z3 bit-vectors, unsat). Resting
 on checks: each replaced call still sits where its result only sizes an allocation, a
-``range()``, an ``int()`` or a ``float()`` (a static screen of the mended source), and those consumers
-give identical results for np.int64 and int on the installed numpy and torch (observed:
+``range()``, an ``int()`` or a ``float()``, or is compared with ints for truth only (a static
+screen of the mended source), and those consumers give identical results for np.int64 and int
+on the installed numpy and torch (observed:
 ``numpy-result-consumer``); the guard is decided by Dynamo at trace time (measured, and the
 pipeline's graph count). Both are required at every level.
 
@@ -112,6 +125,7 @@ RULE = Rule(
     obligation_kinds=frozenset({"numpy-int64-exact", "numpy-result-consumer"}),
     required_kinds=frozenset({"numpy-int64-exact", "numpy-result-consumer"}),
     needs_facts=False,
+    branch_outcomes=False,     # a test's numpy call becomes its exact Python value: no branch changes
     fix_safety=FIX_SAFETY,
     doc=__doc__,
     fix_examples=FIX_EXAMPLES,

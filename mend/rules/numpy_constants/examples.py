@@ -10,7 +10,7 @@ def example_line(source: str) -> int:
     """The line of an example's site: its first line calling a numpy sum, prod, lcm or gcd (an
     example whose site is a statement starting on an earlier line gives it explicitly)."""
     for i, text in enumerate(source.splitlines(), 1):
-        if any(f".{f}(" in text for f in ("sum", "prod", "lcm", "gcd")) and "import" not in text:
+        if any(f".{f}(" in text for f in ("sum", "prod", "lcm", "gcd", "max", "min")) and "import" not in text:
             return i
     raise ValueError("no numpy call in example")
 
@@ -76,6 +76,22 @@ def flatten_index_dims(x):
     (
         'import numpy as np\n\n\ndef rows(plan):\n    out = []\n    for i in range(np.sum(plan)):\n        out.append(i)\n    return out\n',
         'import numpy as np\n\n\ndef rows(plan):\n    out = []\n    for i in range((lambda v: sum(v) if type(v) is list and 0 < len(v) < 2**31 and all([type(e) is int and -2**31 < e < 2**31 for e in v]) else np.sum(v))(plan)):\n        out.append(i)\n    return out\n',
+    ),
+    # a comparison with a size in an `if` test: only its truth is used (np.bool_ and bool alike)
+    (
+        'import numpy as np\n\n\ndef f(x, plan):\n    if np.sum(plan) > x.shape[1]:\n        x = x * 2\n    return x\n',
+        'import numpy as np\n\n\ndef f(x, plan):\n    if (lambda v: sum(v) if type(v) is list and 0 < len(v) < 2**31 and all([type(e) is int and -2**31 < e < 2**31 for e in v]) else np.sum(v))(plan) > x.shape[1]:\n        x = x * 2\n    return x\n',
+    ),
+    # np.max of a list of window sizes sizing an allocation
+    (
+        'import numpy as np\nimport torch\n\n\ndef pad(h, windows):\n    return torch.zeros(h.shape[0], np.max(windows))\n',
+        'import numpy as np\nimport torch\n\n\ndef pad(h, windows):\n    return torch.zeros(h.shape[0], (lambda v: max(v) if type(v) is list and 0 < len(v) < 2**31 and all([type(e) is int and -2**31 < e < 2**31 for e in v]) else np.max(v))(windows))  # mend: numpy-constants (was: np.max(windows))\n',
+    ),
+    # a local read only in tests (a conditional expression's, under `and`; a `while`'s, under `not`)
+    (
+        'import numpy as np\n\n\ndef f(h, sizes):\n    smallest = np.min(sizes)\n    scale = 0.5 if smallest >= 3 and h.ndim == 2 else 1.0\n    while not smallest < -1:\n        break\n    return h * scale\n',
+        'import numpy as np\n\n\ndef f(h, sizes):\n    smallest = (lambda v: min(v) if type(v) is list and 0 < len(v) < 2**31 and all([type(e) is int and -2**31 < e < 2**31 for e in v]) else np.min(v))(sizes)  # mend: numpy-constants (was: np.min(sizes))\n    scale = 0.5 if smallest >= 3 and h.ndim == 2 else 1.0\n    while not smallest < -1:\n        break\n    return h * scale\n',
+        6,
     ),
     # a local bound once by the numpy call and read only as an allocation's size: the break is
     # reported where it is read (line 7); the binding's line is rewritten, the span covers both
@@ -162,6 +178,55 @@ def f(t, n):
 def f(plan):
     return np.sum(plan) * 2**40
 ''', "feeds arithmetic"),
+    # trap: the comparison's np.bool_ is kept as a value (returned), not only tested
+    ('''import numpy as np
+
+
+def f(x, plan):
+    big = np.sum(plan) > 4
+    return x * 2, big
+''', "kept as a value"),
+    # trap: compared with a tensor, np.int64 and int may give other types (or raise otherwise)
+    ('''import numpy as np
+
+
+def f(x, plan):
+    if np.sum(plan) > x.sum():
+        x = x * 2
+    return x
+''', "not an integer literal, a size"),
+    # `is` compares identity: an int and an np.int64 are never the same object
+    ('''import numpy as np
+
+
+def f(x, plan):
+    if np.max(plan) is 3:
+        x = x * 2
+    return x
+''', "by `is`, `in`"),
+    # trap: np.max([]) and max([]) both raise ValueError, with other messages
+    ('''import numpy as np
+
+
+def f(n):
+    return np.zeros((n, np.max([])))
+''', "empty list"),
+    # trap: np.min of floats returns float64 where min keeps the element
+    ('''import numpy as np
+
+
+def f(n):
+    return np.zeros((n, np.min([2.5, 3])))
+''', "not an integer"),
+    # the guard calls `max`, rebound here
+    ('''import numpy as np
+
+max = np.amax
+
+
+def f(plan, n):
+    return np.zeros((n, np.max(plan)))
+''', "binds `max`"),
     # trap: a later `isinstance(total, np.integer)` would see int
     ('''import numpy as np
 

@@ -14,16 +14,17 @@ from libcst.metadata import PositionProvider
 
 from mend.rules._base import Decline, RewriteResult
 from mend.rules._common import add_import, code_of, statement_at
-from mend.rules.numpy_constants.screen import BOUND_TEXT, FUNCS, MAX_LEN_TEXT, NAME, PROD_BOUND_TEXT, Site, screen
+from mend.rules.numpy_constants.screen import (BOUND_TEXT, FUNCS, LIST_FUNCS, MAX_LEN_TEXT, NAME, PROD_BOUND_TEXT,
+                                              Site, screen)
 
 
 def guarded(site: Site) -> str:
     """The guarded replacement of one numpy call, as source."""
     np_, b = site.np_name, BOUND_TEXT
     ops = ", ".join(code_of(o).strip() for o in site.operands)
-    if site.func == "sum":
-        return (f"(lambda v: sum(v) if type(v) is list and 0 < len(v) < {MAX_LEN_TEXT} and "
-                f"all([type(e) is int and -{b} < e < {b} for e in v]) else {np_}.sum(v))({ops})")
+    if site.func in LIST_FUNCS:
+        return (f"(lambda v: {site.func}(v) if type(v) is list and 0 < len(v) < {MAX_LEN_TEXT} and "
+                f"all([type(e) is int and -{b} < e < {b} for e in v]) else {np_}.{site.func}(v))({ops})")
     if site.func == "prod":
         # a shape (`h.shape[1:]`) is a torch.Size, a tuple subclass: admitted by its exact type
         kinds = "type(v) is list or type(v) is tuple" + (f" or type(v) is {site.size_type}" if site.size_type else "")

@@ -15,7 +15,10 @@ from mend.rules._common import _same_line_host, code_of, dotted, import_block
 NAME = "numpy-constants"
 
 # numpy function -> (number of positional operands, the exact Python replacement)
-FUNCS = {"sum": (1, "sum"), "prod": (1, "math.prod"), "lcm": (2, "math.lcm"), "gcd": (2, "math.gcd")}
+FUNCS = {"sum": (1, "sum"), "prod": (1, "math.prod"), "lcm": (2, "math.lcm"), "gcd": (2, "math.gcd"),
+         "max": (1, "max"), "min": (1, "min")}
+# the reductions over a list of ints whose guard is sum's (a non-empty list of bounded ints)
+LIST_FUNCS = ("sum", "max", "min")
 
 # the guard's bounds: every operand (every list element for sum) in (-BOUND, BOUND), a
 # list's length in (0, MAX_LEN); the verifier proves int64 cannot overflow under them.
@@ -27,7 +30,7 @@ PROD_BOUND_TEXT = "2**63"
 
 # builtins the rewritten expression calls: a module that binds any of these names anywhere
 # would change what the guard or the replacement means
-GUARD_BUILTINS = ("sum", "type", "list", "tuple", "int", "len", "all")
+GUARD_BUILTINS = ("sum", "type", "list", "tuple", "int", "len", "all", "max", "min")
 
 # allocations whose shape may hold a np.int64 or an int alike (observed by the verifier)
 NUMPY_ALLOC = ("zeros", "ones", "empty", "full")
@@ -105,6 +108,62 @@ def _alloc(call: cst.Call, arg: cst.Arg, np_names: set[str], torch_names: set[st
     return None
 
 
+# the consumers known to treat np.int64 and int alike, in words
+ALIKE = ("an allocation's shape, range(), int(), float() and a comparison with an int tested only for truth are "
+         "known to treat them alike")
+
+# a comparison whose truth alone is used: np.int64 and int of one value compare alike with an int
+TRUTH_TEST = "a comparison with an int, used only as a truth value (if/while/assert/conditional test)"
+_ORDER_OPS = (cst.Equal, cst.NotEqual, cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
+_SIZE_METHODS = ("size", "dim", "numel")
+
+
+def int_term(expr: cst.BaseExpression, binds: dict) -> bool:
+    """``expr`` is an int by its spelling: an integer literal (signed), a size read
+    (``X.shape[k]``, ``X.size(k)``, ``X.ndim``, ``X.dim()``, ``X.numel()``) or ``len(X)``."""
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
+        expr = expr.expression
+    if isinstance(expr, cst.Integer):
+        return True
+    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute) and expr.value.attr.value == "shape":
+        return len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index)
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value == "ndim"
+    if isinstance(expr, cst.Call) and not any(a.star or a.keyword is not None for a in expr.args):
+        name = dotted(expr.func) or ""
+        if name == "len":
+            return "len" not in binds and len(expr.args) == 1
+        return isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _SIZE_METHODS and len(expr.args) <= 1
+    return False
+
+
+def _truth_comparison(node: cst.CSTNode, parents: dict[int, cst.CSTNode], binds: dict) -> str | None:
+    """None when ``node`` is an operand of a comparison with ints (``==``, ``!=``, ``<``, ``<=``,
+    ``>``, ``>=``) whose result is only tested for truth: the test of an ``if``/``elif``,
+    ``while``, ``assert`` or conditional expression, possibly under ``not``/``and``/``or``
+    (np.bool_ and bool test alike; the other operands' values decide nothing else). Else why not."""
+    comp = parents.get(id(node))
+    if isinstance(comp, cst.ComparisonTarget):
+        comp = parents.get(id(comp))
+    if not isinstance(comp, cst.Comparison):
+        return "a comparison"
+    if not all(isinstance(t.operator, _ORDER_OPS) for t in comp.comparisons):
+        return "a comparison by `is`, `in` or their negation"
+    others = [e for e in (comp.left, *(t.comparator for t in comp.comparisons)) if e is not node]
+    bad = next((e for e in others if not int_term(e, binds)), None)
+    if bad is not None:
+        return (f"a comparison with `{code_of(bad).strip()}`, which is not an integer literal, a size "
+                "(`.shape[k]`, `.size(k)`, `.ndim`, `.dim()`, `.numel()`) or `len()`: np.int64 and int may compare "
+                "differently with it")
+    child, up = comp, parents.get(id(comp))
+    while isinstance(up, cst.BooleanOperation) or (isinstance(up, cst.UnaryOperation) and isinstance(up.operator,
+                                                                                                     cst.Not)):
+        child, up = up, parents.get(id(up))
+    if isinstance(up, (cst.If, cst.While, cst.IfExp, cst.Assert)) and up.test is child:
+        return None
+    return "a comparison whose result is kept as a value (not only tested in an if, while, assert or conditional)"
+
+
 def _consumer(node: cst.CSTNode, parents: dict[int, cst.CSTNode], np_names: set[str], torch_names: set[str],
               binds: dict) -> tuple[str | None, str]:
     """(the consumer when it treats np.int64 and int alike, else None; what it is, in words)."""
@@ -139,7 +198,12 @@ def _consumer(node: cst.CSTNode, parents: dict[int, cst.CSTNode], np_names: set[
             return None, f"an argument of `{code_of(call.func).strip()}`"
     if isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation)):
         return None, "arithmetic"
-    if isinstance(parent, (cst.Comparison, cst.ComparisonTarget, cst.BooleanOperation)):
+    if isinstance(parent, (cst.Comparison, cst.ComparisonTarget)):
+        why = _truth_comparison(node, parents, binds)
+        if why is None:
+            return TRUTH_TEST, TRUTH_TEST
+        return None, why
+    if isinstance(parent, cst.BooleanOperation):
         return None, "a comparison or boolean test"
     if isinstance(parent, cst.Return):
         return None, "the return value"
@@ -179,10 +243,13 @@ def _operand_decline(func: str, operands: list[cst.BaseExpression], function: cs
                     f"ints: np.{func} of it is array arithmetic, not a constant")
         if isinstance(expr, (cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
             return f"the operand `{code_of(expr).strip()}` is not an integer constant"
-        if func == "sum" and isinstance(expr, cst.Tuple):
+        if func in LIST_FUNCS and isinstance(expr, cst.Tuple):
             return "the operand is a tuple: the guard admits only a list of Python ints"
-        if func in ("sum", "prod") and isinstance(expr, (cst.List, cst.Tuple)):
+        if func in ("sum", "prod", "max", "min") and isinstance(expr, (cst.List, cst.Tuple)):
             kind = "list" if isinstance(expr, cst.List) else "tuple"
+            if not expr.elements and func in ("max", "min"):
+                return (f"the operand is an empty {kind}: np.{func} of it raises ValueError with numpy's message, "
+                        f"{func}([]) with another")
             if not expr.elements:
                 empty = {"sum": ("0.0", "sum([])", "the int 0"), "prod": ("1.0", "math.prod([])", "the int 1")}[func]
                 return (f"the operand is an empty {kind}: np.{func} of it is float64 {empty[0]} while {empty[1]} is "
@@ -190,8 +257,9 @@ def _operand_decline(func: str, operands: list[cst.BaseExpression], function: cs
             bad = next((el.value for el in expr.elements if isinstance(el.value, (
                 cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))), None)
             if bad is not None:
-                return (f"the {kind} holds `{code_of(bad).strip()}`, not an integer: np.{func} of floats rounds and "
-                        f"returns float64, unlike Python's {FUNCS[func][1]}")
+                return (f"the {kind} holds `{code_of(bad).strip()}`, not an integer: np.{func} of floats "
+                        f"{'rounds and ' if func in ('sum', 'prod') else ''}returns float64, unlike Python's "
+                        f"{FUNCS[func][1]}")
     return None
 
 
@@ -212,6 +280,7 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
     finder = _Parents()
     for part in header_parts(node):
         part.visit(finder)
+        finder.parent[id(part)] = node     # an if/while test's statement: a truth-test consumer
     function = next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), None)
     local = None
     if not any(_numpy_call(c, np_names) for c in finder.calls) and function is not None:
@@ -277,8 +346,7 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
         if consumer is None:
             first_decline = first_decline or (
                 f"the result of `{code_of(call).strip()}` feeds {what}: the rewrite's result is an int where "
-                f"np.{func} gives np.int64, and only an allocation's shape, range(), int() or float() are known to treat "
-                "them alike")
+                f"np.{func} gives np.int64, and only {ALIKE}")
             continue
         if repl.startswith("math.") and not (math_imported or math_free):
             first_decline = first_decline or (f"the module binds `math` otherwise than by a top-level `import math` "
@@ -354,8 +422,7 @@ def _local_binding(node: cst.CSTNode, parents: dict[int, cst.CSTNode], function:
             consumer, what = _consumer(n, finder.parent, np_names, torch_names, binds)
             if consumer is None:
                 return Decline(NAME, f"`{name}` (`{code_of(assign.value).strip()}`) is also read by {what}: the "
-                               "rewrite's result is an int where the numpy call gives np.int64, and only an "
-                               "allocation's shape, range(), int() or float() are known to treat them alike")
+                               "rewrite's result is an int where the numpy call gives np.int64, and only " + ALIKE)
             uses.append(consumer)
         return Local(assign, name, f"`{name}`, read only as " + ", ".join(dict.fromkeys(uses)))
     return None
