@@ -508,6 +508,8 @@ def test_max_min_proved_and_a_weakened_guard_refuted(op):
     (lambda c: c.replace(" > len(n)", " > n"), "Compare"),
     # `is` compares identity
     (lambda c: c.replace(" > len(n)", " is len(n)"), "Compare"),
+    # a torch.Size (`x.size()` without a dim): numpy compares it elementwise, an int raises
+    (lambda c: c.replace(" > len(n)", " > n.size()"), "Compare"),
 ])
 def test_the_verifier_refutes_a_comparison_that_is_not_a_truth_test_with_ints(edit, why):
     code, obs = _obligations(TRUTH[0].format(op="sum"), TRUTH[1])

@@ -370,8 +370,9 @@ def _int_term(node: ast.AST) -> bool:
     if isinstance(node, ast.Call) and not node.keywords and not any(isinstance(a, ast.Starred) for a in node.args):
         if isinstance(node.func, ast.Name):
             return node.func.id == "len" and len(node.args) == 1
+        # `x.size()` alone is a torch.Size, which numpy compares elementwise where int raises
         return isinstance(node.func, ast.Attribute) and node.func.attr in ("size", "dim", "numel") \
-            and len(node.args) <= 1
+            and len(node.args) == (1 if node.func.attr == "size" else 0)
     return False
 
 

@@ -195,6 +195,15 @@ def f(x, plan):
         x = x * 2
     return x
 ''', "not an integer literal, a size"),
+    # trap: `x.size()` alone is a torch.Size: numpy compares it elementwise, an int raises TypeError
+    ('''import numpy as np
+
+
+def f(x, plan):
+    if np.sum(plan) > x.size():
+        x = x * 2
+    return x
+''', "not an integer literal, a size"),
     # `is` compares identity: an int and an np.int64 are never the same object
     ('''import numpy as np
 

@@ -120,7 +120,7 @@ _SIZE_METHODS = ("size", "dim", "numel")
 
 def int_term(expr: cst.BaseExpression, binds: dict) -> bool:
     """``expr`` is an int by its spelling: an integer literal (signed), a size read
-    (``X.shape[k]``, ``X.size(k)``, ``X.ndim``, ``X.dim()``, ``X.numel()``) or ``len(X)``."""
+    (``X.shape[k]``, ``X.size(k)``, ``X.ndim``, ``X.dim()``, ``X.numel()``; not ``X.size()``) or ``len(X)``."""
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
         expr = expr.expression
     if isinstance(expr, cst.Integer):
@@ -133,7 +133,9 @@ def int_term(expr: cst.BaseExpression, binds: dict) -> bool:
         name = dotted(expr.func) or ""
         if name == "len":
             return "len" not in binds and len(expr.args) == 1
-        return isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _SIZE_METHODS and len(expr.args) <= 1
+        # `x.size()` alone is a torch.Size, which numpy compares elementwise where int raises
+        want = 1 if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "size" else 0
+        return isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _SIZE_METHODS and len(expr.args) == want
     return False
 
 
