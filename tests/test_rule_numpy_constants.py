@@ -127,7 +127,8 @@ def test_guarded_lcm_gcd_identical_to_numpy():
      "assignment"),
     ('import numpy as np\n\n\ndef f(plan):\n    return isinstance(np.sum(plan), np.integer)\n', "argument of `isinstance`"),
     ('import numpy as np\n\n\ndef f(plan):\n    return np.sum(plan) / 0\n', "arithmetic"),
-    ('import numpy as np\n\n\ndef f(plan, n):\n    return np.zeros((n, np.sum(plan) + 1))\n', "arithmetic"),
+    # int arithmetic, then a consumer that is not one treating both alike (a true division)
+    ('import numpy as np\n\n\ndef f(plan, n):\n    return np.zeros((n, (np.sum(plan) + 1) / 2))\n', "arithmetic"),
     ('import numpy as np\n\n\ndef f(plan, n):\n    return np.full((n, 2), np.sum(plan))\n', "an argument of `np.full`"),
     ('import numpy as np\n\n\ndef f(plan, n):\n    return str(np.sum(plan))\n', "an argument of `str`"),
     ('import numpy as np\n\n\ndef f(plan, n):\n    if np.sum(plan) > n:\n        return 1\n    return 0\n',
@@ -200,7 +201,7 @@ def test_a_weakened_lcm_guard_is_refuted():
 def test_a_moved_consumer_or_a_rebound_builtin_is_refuted():
     code, obs = _obligations(*GUARDED_SUM)
     ob = next(o for o in obs if o["kind"] == "numpy-result-consumer")
-    moved = code.replace(f"np.zeros((n, {ob['mended']})", f"np.zeros((n, 1 + {ob['mended']})")
+    moved = code.replace(f"np.zeros((n, {ob['mended']})", f"np.zeros((n, 1.5 * {ob['mended']})")   # a float
     assert moved != code
     assert result_consumer(ob, Ctx({}, {}, moved)).result == "refuted"
     rebound = code.replace("def f(n, x):", "len = None\n\n\ndef f(n, x):")
@@ -548,4 +549,85 @@ def test_a_branch_on_a_numpy_constant_is_filed_and_fixed_end_to_end(tmp_path):
         fc = torch.nn.Linear(cols, 8)
         m0.fc, m1.fc = fc, fc
         x = torch.randn(3, cols)
+        assert torch.equal(m0(x), m1(x))
+
+
+# -- int arithmetic on the way to a consumer (helper-78's c12: padding to a multiple of an lcm) ---
+
+PAD = ('import math\n\nimport numpy as np\nimport torch\n\n\ndef f(h, window, chunk):\n'
+       '    multiple = np.lcm(window, chunk)\n    pad = (multiple - h.shape[1] % multiple) % multiple\n'
+       '    return torch.zeros(h.shape[0], int(pad))\n', 10)
+
+
+def test_an_lcm_through_int_arithmetic_keeps_numpy_behaviour_on_every_operand():
+    before, after = _load(PAD[0], "before"), _load(_mended(*PAD), "after")
+    assert "0 < a < 2**31 and 0 < b < 2**31" in _mended(*PAD)   # positive operands: the divisor is >= 1
+    import warnings
+    for window, chunk in [(4, 6), (3, 3), (1, 7), (0, 5), (-4, 6), (2 ** 31, 3), (2 ** 40, 3), (True, 4),
+                          (np.int64(4), 6), (4.0, 6)]:
+        for length in (1, 5, 12, 13):
+            h = torch.zeros(2, length)
+            with warnings.catch_warnings(record=True) as w0:
+                warnings.simplefilter("always")
+                want = _outcome(before["f"], h, window, chunk)
+            with warnings.catch_warnings(record=True) as w1:
+                warnings.simplefilter("always")
+                got = _outcome(after["f"], h, window, chunk)
+            assert got == want, (window, chunk, length)
+            assert [str(x.message) for x in w1] == [str(x.message) for x in w0], (window, chunk, length)
+
+
+@pytest.mark.parametrize("edit, why", [
+    # a sum may be 0: as a divisor numpy gives 0 and a RuntimeWarning, Python raises
+    (lambda c: c.replace("np.lcm(window, chunk)", "np.sum(window)"), "may be 0"),
+    # the guard's operands widened to admit 0 again: lcm may be 0
+    (lambda c: c.replace("0 < a < 2**31 and 0 < b < 2**31", "-2**31 < a < 2**31 and -2**31 < b < 2**31"),
+     "may be 0"),
+    # a size times the lcm may leave int64 (sizes are bounded only by int64)
+    (lambda c: c.replace("% multiple) % multiple", "% multiple) * h.shape[0] * multiple"), "may leave int64"),
+    # a literal beyond int64: numpy cannot convert it
+    (lambda c: c.replace("% multiple) % multiple", "% multiple) + 2**70"), "not built from"),
+    # the derived local is also returned
+    (lambda c: c.replace("    return torch.zeros(h.shape[0], int(pad))", "    return pad"), "Return"),
+])
+def test_the_verifier_bounds_every_arithmetic_step(edit, why):
+    code, obs = _obligations(*PAD)
+    ob = next(o for o in obs if o["kind"] == "numpy-result-consumer")
+    out = result_consumer(ob, Ctx({}, {}, code))
+    assert out.result == "checked" and "interval arithmetic" in out.checked_by, out
+    moved = edit(code)
+    assert moved != code
+    if "np.sum(window)" in moved:   # another guarded expression: rebuild its obligation from the rule
+        moved_code, moved_obs = _obligations(edit(PAD[0]), PAD[1])
+        ob2 = next(o for o in moved_obs if o["kind"] == "numpy-result-consumer")
+        out = result_consumer(ob2, Ctx({}, {}, moved_code))
+    else:
+        ob2 = {**ob, "mended": edit(ob["mended"])}
+        out = result_consumer(ob2, Ctx({}, {}, moved))
+    assert out.result == "refuted" and why in out.counterexample, out.counterexample
+
+
+def test_an_lcm_padding_is_fixed_end_to_end(tmp_path):
+    from mend.pipeline import fix
+
+    path = tmp_path / "lcm_pad.py"
+    path.write_text('import numpy as np\nimport torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n\n'
+                    'class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n'
+                    '        self.attention_window = 4\n        self.chunk_length = 6\n        self.fc = nn.Linear(3, 3)\n\n'
+                    '    def forward(self, h):\n        multiple = np.lcm(self.attention_window, self.chunk_length)\n'
+                    '        pad = (multiple - h.shape[1] % multiple) % multiple\n'
+                    '        h = F.pad(h, (0, 0, 0, int(pad)))\n        return self.fc(h)\n\n\n'
+                    'def get_inputs():\n    return (torch.randn(2, 7, 3),)\n')
+    res = fix(str(path), verify="strict", max_examples=5)
+    assert (res.before.graph_count, res.after.graph_count) == (2, 1)
+    (rw,) = res.rewrites
+    assert {o["kind"]: o["result"] for o in rw["obligations"]} == {"numpy-int64-exact": "proved",
+                                                                   "numpy-result-consumer": "checked"}
+    (mended,) = res.files.values()
+    before, after = _load(path.read_text(), "b"), _load(mended, "a")
+    m0 = before["Model"]().eval()
+    m1 = after["Model"]().eval()
+    m1.load_state_dict(m0.state_dict())
+    for length in (7, 12, 13, 1):
+        x = torch.randn(2, length, 3)
         assert torch.equal(m0(x), m1(x))

@@ -391,6 +391,101 @@ def truth_comparison(node: ast.AST, parents: dict) -> bool:
     return isinstance(up, (ast.If, ast.While, ast.IfExp, ast.Assert)) and up.test is child
 
 
+# int arithmetic between the value and its consumer (``pad = (m - n % m) % m``): np.int64 and
+# int agree where no int64 step overflows and no divisor is 0, decided on intervals
+_ARITH = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%"}
+_MAX_DEPTH = 3
+
+
+def value_interval(g: dict, op: str) -> tuple[int, int]:
+    """The closed interval the guarded result lies in, from the guard's bounds ``g``."""
+    if op in ("sum", "max", "min"):
+        lo, hi = g["lo"] + 1, g["hi"] - 1
+        if op != "sum":
+            return lo, hi
+        n = [g["len_lo"] + 1, g["len_hi"] - 1]
+        return min(k * lo for k in n), max(k * hi for k in n)
+    if op == "prod":
+        return 1, g["prod_hi"] - 1
+    a, b = max(abs(g["a_lo"] + 1), abs(g["a_hi"] - 1)), max(abs(g["b_lo"] + 1), abs(g["b_hi"] - 1))
+    positive = g["a_lo"] >= 0 and g["b_lo"] >= 0     # both operands >= 1: the result is >= 1
+    return (1 if positive else 0), (a * b if op == "lcm" else max(a, b))
+
+
+def _interval(node: ast.AST, names: dict, leaves: dict) -> tuple[int, int] | str:
+    """The closed interval of an int expression over the value (``leaves``: node id -> interval;
+    ``names``: its locals -> interval), integer literals and sizes (a size or ``len()`` is a
+    non-negative int64); a str saying why not, where a step may leave int64 or divide by 0."""
+    if id(node) in leaves:
+        return leaves[id(node)]
+    if isinstance(node, ast.Name) and node.id in names:
+        return names[node.id]
+    if isinstance(node, ast.BinOp) and type(node.op) in _ARITH:
+        a, b = _interval(node.left, names, leaves), _interval(node.right, names, leaves)
+        if isinstance(a, str) or isinstance(b, str):
+            return a if isinstance(a, str) else b
+        op = _ARITH[type(node.op)]
+        if op in ("//", "%") and b[0] <= 0 <= b[1]:
+            return (f"the divisor `{ast.unparse(node.right)}` may be 0 (bounds [{b[0]}, {b[1]}]): numpy gives 0 with a "
+                    "RuntimeWarning where Python raises ZeroDivisionError")
+        corners = [(x, y) for x in a for y in b]
+        if op == "+":
+            r = (a[0] + b[0], a[1] + b[1])
+        elif op == "-":
+            r = (a[0] - b[1], a[1] - b[0])
+        elif op == "*":
+            r = (min(x * y for x, y in corners), max(x * y for x, y in corners))
+        elif op == "//":   # monotone in each operand where the divisor keeps one sign: the corners bound it
+            r = (min(x // y for x, y in corners), max(x // y for x, y in corners))
+        else:              # Python's and numpy's remainder take the divisor's sign
+            r = (0, b[1] - 1) if b[0] > 0 else (b[0] + 1, 0)
+        for lo, hi in (a, b, r):
+            if lo < INT64_MIN or hi > INT64_MAX:
+                return (f"`{ast.unparse(node)}` may leave int64 (bounds [{r[0]}, {r[1]}]): numpy wraps around or "
+                        "raises where Python computes the exact integer")
+        return r
+    if _int_term(node):
+        inner = node.operand if isinstance(node, ast.UnaryOp) else node
+        if isinstance(inner, ast.Constant):
+            v = -inner.value if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) else inner.value
+            return v, v
+        return 0, INT64_MAX
+    return f"`{ast.unparse(node)}` is not built from integer literals, sizes, len() and the value"
+
+
+def follow(node: ast.AST, parents: dict, np_names: set[str], torch_names: set[str], names: dict, leaves: dict,
+           depth: int = 0) -> list[tuple[str, str]] | str:
+    """The consumers the value at ``node`` reaches (:func:`consumer_of`), through int arithmetic
+    (each step bounded by :func:`_interval`) and locals bound to it once; a str saying why not."""
+    parent = parents.get(id(node))
+    if isinstance(parent, ast.BinOp) and type(parent.op) in _ARITH:
+        bounds = _interval(parent, names, leaves)
+        if isinstance(bounds, str):
+            return bounds
+        got = follow(parent, parents, np_names, torch_names, names, {**leaves, id(parent): bounds}, depth)
+        return got if isinstance(got, str) else [("builtins", "arith"), *got]
+    if isinstance(parent, ast.Assign) and isinstance(node, ast.BinOp) and parent.value is node:
+        reads = local_reads(parent, node, parents)
+        if isinstance(reads, str):
+            return reads
+        if depth >= _MAX_DEPTH:
+            return f"`{reads[0].id}` is more than {_MAX_DEPTH} locals away from the numpy call"
+        inner = {**names, reads[0].id: leaves[id(node)]}
+        out = []
+        for read in reads:
+            got = follow(read, parents, np_names, torch_names, inner, leaves, depth + 1)
+            if isinstance(got, str):
+                return got
+            out += got
+        return out
+    got = consumer_of(node, parents, np_names, torch_names)
+    if got is None:
+        return (f"`{ast.unparse(node)}` (line {getattr(node, 'lineno', '?')}) goes to `{type(parent).__name__}`, not to "
+                "an allocation's shape, range(), int(), float(), a comparison with ints tested for truth only, or int "
+                "arithmetic on the way to one: an int there may differ from np.int64")
+    return [got]
+
+
 def consumer_of(call: ast.Call, parents: dict, np_names: set[str], torch_names: set[str]) -> tuple[str, str] | None:
     """(library, consumer) when the guarded ``call`` only sizes an allocation, is an element of
     ``torch.reshape``'s shape sequence, is the argument of ``range()`` / ``int()`` / ``float()``, or
@@ -516,6 +611,17 @@ def _observe(lib: str, fn: str) -> str | None:
         elif lib == "torch":
             f = getattr(torch, fn)
             pairs = [(f((2, n), 1.5), f((2, i), 1.5))] if fn == "full" else [(f((2, n)), f((2, i))), (f(2, n), f(2, i))]
+        elif fn == "arith":
+            # +, -, *, //, % of np.int64 and int, either side, in int64 range: the same integer
+            import operator as op
+            for f in (op.add, op.sub, op.mul, op.floordiv, op.mod):
+                for k in (2, -3, 7):
+                    for x, y, ix, iy in ((n, k, i, k), (k, n, k, i)):
+                        if iy == 0:
+                            continue
+                        if int(f(x, y)) != f(ix, iy):
+                            return f"{f.__name__}({x!r}, {y!r}) is {f(x, y)!r}, not {f(ix, iy)} as for ints"
+            pairs = []
         elif fn == "compare":
             # only the truth is used: bool() of np.bool_ and of bool, for every operator, both orders
             import operator as op
@@ -566,6 +672,10 @@ def _consumer_outcome(ob: dict, call: ast.Call, parents: dict, tree: ast.Module)
           "corroborated by a probe of that consumer on the installed numpy and torch with np.int64 and int")
     np_names, torch_names = _module_aliases(tree, "numpy"), _module_aliases(tree, "torch")
     where = parents.get(id(call))
+    try:
+        bounds = value_interval(read_guard(call, ob.get("op"), ob.get("numpy")), ob.get("op"))
+    except (_Unreadable, KeyError) as exc:
+        return check_refuted(by, f"the guard's bounds cannot be read from the mended source: {exc}")
     if isinstance(where, ast.Assign):
         # `width = <guarded>`: every read of the local is the consumer
         reads = local_reads(where, call, parents)
@@ -575,19 +685,20 @@ def _consumer_outcome(ob: dict, call: ast.Call, parents: dict, tree: ast.Module)
         if reader:
             return check_refuted(by, f"the module can read the local `{reads[0].id}` through {reader}, which sees "
                                  "the int where it saw np.int64")
-        got_all = [consumer_of(n, parents, np_names, torch_names) for n in reads]
-        if None in got_all:
-            bad = reads[got_all.index(None)]
-            return check_refuted(by, f"`{bad.id}` (line {bad.lineno}) goes to `{type(parents.get(id(bad))).__name__}`, "
-                                 "not to an allocation's shape, range(), int(), float() or a comparison with ints "
-                                 "tested for truth only: an int there may differ from np.int64")
+        got_all = []
+        for n in reads:
+            got = follow(n, parents, np_names, torch_names, {n.id: bounds}, {})
+            if isinstance(got, str):
+                return check_refuted(by, got)
+            got_all += got
         by += f" (through the local `{reads[0].id}`, bound once and read only there)"
     else:
-        got_all = [consumer_of(call, parents, np_names, torch_names)]
-    if None in got_all:
-        return check_refuted(by, f"the guarded expression's value goes to `{type(where).__name__}`, not to an "
-                             "allocation's shape, range(), int(), float() or a comparison with ints tested for truth "
-                             "only: an int there may differ from np.int64")
+        got_all = follow(call, parents, np_names, torch_names, {}, {id(call): bounds})
+        if isinstance(got_all, str):
+            return check_refuted(by, got_all)
+    if ("builtins", "arith") in got_all:
+        by += ("; every int arithmetic step on the way is bounded from the guard's bounds (interval arithmetic, "
+               "sizes and len() taken as non-negative int64 values): no step leaves int64 and no divisor can be 0")
     lambdas = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)]
     rebound = _bound_builtins(tree, lambdas, _BUILTINS + tuple(b for b in ("range", "float")
                                                               if ("builtins", b) in got_all))

@@ -62,8 +62,18 @@ Traps, each handled:
   and equal integers compare alike). Such a test is not forced both ways by the verifier: no
   branch changes, and its outcome is the original's on every input. A comparison kept as a value
   (``big = np.sum(plan) > 4`` read later, or returned), by ``is``/``in``, or with an operand of
-  unknown type (``> x.sum()``, ``> n``) is declined. Arithmetic (``np.int64`` wraps and
-  divides by zero without raising), assignments (later code may test
+  unknown type (``> x.sum()``, ``> n``) is declined.
+* int arithmetic on the way to such a consumer: ``+``, ``-``, ``*``, ``//``, ``%`` with integer
+  literals, sizes, ``len()`` and the value itself, into a local bound once (at most 3 locals
+  deep): ``multiple = np.lcm(w, c)``, ``pad = (multiple - h.shape[1] % multiple) % multiple``,
+  ``F.pad(h, (0, 0, 0, int(pad)))`` (helper-78's c12). ``np.int64`` wraps around and divides by
+  zero with a RuntimeWarning (giving 0) where Python is exact or raises ZeroDivisionError, so
+  the verifier bounds every step by interval arithmetic from the guard's bounds (a size or
+  ``len()`` taken as any non-negative int64) and refutes a step that may leave int64 or a
+  divisor that may be 0; ``np.lcm``/``np.gcd`` whose result reaches arithmetic take positive
+  operands only (``0 < a < 2**31``), so the result is at least 1. A size times the value is
+  therefore refuted (sizes are bounded by int64 alone). Other arithmetic (``/``, ``**``, a
+  name of unknown type), assignments (later code may test
   ``isinstance(x, np.integer)``) and a returned value are declined.
 * a local: ``width = np.sum(plan)`` on one line, ``torch.zeros(n, width)`` on a later one (the
   break is reported at the read). The binding's call is rewritten only when it is the name's

@@ -93,6 +93,14 @@ def flatten_index_dims(x):
         'import numpy as np\n\n\ndef f(h, sizes):\n    smallest = (lambda v: min(v) if type(v) is list and 0 < len(v) < 2**31 and all([type(e) is int and -2**31 < e < 2**31 for e in v]) else np.min(v))(sizes)  # mend: numpy-constants (was: np.min(sizes))\n    scale = 0.5 if smallest >= 3 and h.ndim == 2 else 1.0\n    while not smallest < -1:\n        break\n    return h * scale\n',
         6,
     ),
+    # padding to a multiple of lcm(window, chunk) (longformer/reformer style): the value goes through int
+    # arithmetic with a size into a local read by int(); lcm's guard then takes positive operands only (a
+    # divisor of 0 gives numpy 0 and a RuntimeWarning, Python a ZeroDivisionError)
+    (
+        'import math\n\nimport numpy as np\nimport torch.nn.functional as F\n\n\ndef pad_to_chunks(h, window, chunk):\n    multiple = np.lcm(window, chunk)\n    pad = (multiple - h.shape[1] % multiple) % multiple\n    return F.pad(h, (0, 0, 0, int(pad)))\n',
+        'import math\n\nimport numpy as np\nimport torch.nn.functional as F\n\n\ndef pad_to_chunks(h, window, chunk):\n    multiple = (lambda a, b: math.lcm(a, b) if type(a) is int and type(b) is int and 0 < a < 2**31 and 0 < b < 2**31 else np.lcm(a, b))(window, chunk)  # mend: numpy-constants (was: np.lcm(window, chunk))\n    pad = (multiple - h.shape[1] % multiple) % multiple\n    return F.pad(h, (0, 0, 0, int(pad)))\n',
+        10,
+    ),
     # a local bound once by the numpy call and read only as an allocation's size: the break is
     # reported where it is read (line 7); the binding's line is rewritten, the span covers both
     (
@@ -236,6 +244,34 @@ max = np.amax
 def f(plan, n):
     return np.zeros((n, np.max(plan)))
 ''', "binds `max`"),
+    # arithmetic with a name of unknown type on the way to int()
+    ('''import numpy as np
+
+
+def f(h, window, chunk, n):
+    multiple = np.lcm(window, chunk)
+    pad = (multiple - h.shape[1] % multiple) % n
+    return int(pad)
+''', "arithmetic with `n`", 7),
+    # the derived local is returned: np.int64 and int would leave the function
+    ('''import numpy as np
+
+
+def f(h, window, chunk):
+    multiple = np.lcm(window, chunk)
+    pad = (multiple - h.shape[1] % multiple) % multiple
+    return pad
+''', "read by the return value", 7),
+    # the derived local is bound twice
+    ('''import numpy as np
+
+
+def f(h, window, chunk):
+    multiple = np.lcm(window, chunk)
+    pad = (multiple - h.shape[1] % multiple) % multiple
+    pad = pad + 1
+    return int(pad)
+''', "bound more than once", 8),
     # trap: a later `isinstance(total, np.integer)` would see int
     ('''import numpy as np
 
@@ -310,7 +346,7 @@ def f(n):
 
 def f(shape):
     return np.prod(shape) * 4
-''', "feeds arithmetic"),
+''', "feeds the return value"),
     # the prod guard calls `tuple`, rebound here
     ('''import numpy as np
 

@@ -32,8 +32,9 @@ def guarded(site: Site) -> str:
                 f"and all([type(e) is int and 0 < e < {b} for e in v]) and math.prod(v) < {PROD_BOUND_TEXT} "
                 f"else {np_}.prod(v))({ops})")
     repl = FUNCS[site.func][1]
-    return (f"(lambda a, b: {repl}(a, b) if type(a) is int and type(b) is int and -{b} < a < {b} and "
-            f"-{b} < b < {b} else {np_}.{site.func}(a, b))({ops})")
+    lo = "0" if site.positive else f"-{b}"     # positive operands: the result (>= 1) may divide
+    return (f"(lambda a, b: {repl}(a, b) if type(a) is int and type(b) is int and {lo} < a < {b} and "
+            f"{lo} < b < {b} else {np_}.{site.func}(a, b))({ops})")
 
 
 class _ReplaceCalls(cst.CSTTransformer):
@@ -97,7 +98,7 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
         where = wrapper.resolve(PositionProvider)[plan.statement]
         line, end = min(line, where.start.line), max(end, where.end.line)
     detail = "; ".join(f"`{w}` -> `{FUNCS[s.func][1]}` when every operand is a Python int in "
-                       f"{'(0, 2**31) with a product below 2**63' if s.func == 'prod' else '(-2**31, 2**31)'}, "
+                       f"{'(0, 2**31) with a product below 2**63' if s.func == 'prod' else '(0, 2**31)' if s.positive else '(-2**31, 2**31)'}, "
                        f"else the numpy call ({s.consumer})" for w, s in zip(was, plan.sites))
     if plan.import_math:
         detail += "; `import math` added to the last top-level import line"

@@ -41,6 +41,24 @@ _ARRAY_MAKERS = ("array", "asarray", "arange", "tensor", "as_tensor", "from_nump
 
 
 @dataclass
+class Flow:
+    """Where a numpy result may flow before its consumer: the function, the locals that hold it
+    (the numpy local, and locals derived from it by int arithmetic), how many locals deep."""
+    function: cst.FunctionDef
+    module: cst.Module
+    names: frozenset[str]
+    depth: int = 0
+    fparents: dict | None = None      # the function's parent map, made when first needed
+
+    def parents(self) -> dict[int, cst.CSTNode]:
+        if self.fparents is None:
+            finder = _Parents()
+            self.function.visit(finder)
+            self.fparents = finder.parent
+        return self.fparents
+
+
+@dataclass
 class Site:
     call: cst.Call                  # the numpy call to replace
     func: str                       # sum | lcm | gcd
@@ -49,6 +67,8 @@ class Site:
     consumer: str                   # what uses the result (`np.zeros shape`, `range`, `int`)
     size_type: str | None = None    # prod: `torch.Size` admitted too (`np.prod(h.shape[1:])`), when the
     #                                 module binds `torch` by `import torch` alone
+    positive: bool = False          # lcm/gcd: the guard admits positive operands only (the result, >= 1,
+    #                                 then reaches int arithmetic, where it may divide)
 
 
 @dataclass
@@ -110,7 +130,7 @@ def _alloc(call: cst.Call, arg: cst.Arg, np_names: set[str], torch_names: set[st
 
 # the consumers known to treat np.int64 and int alike, in words
 ALIKE = ("an allocation's shape, range(), int(), float() and a comparison with an int tested only for truth are "
-         "known to treat them alike")
+         "known to treat them alike (reached through int arithmetic with literals, sizes and len(), too)")
 
 # a comparison whose truth alone is used: np.int64 and int of one value compare alike with an int
 TRUTH_TEST = "a comparison with an int, used only as a truth value (if/while/assert/conditional test)"
@@ -166,10 +186,71 @@ def _truth_comparison(node: cst.CSTNode, parents: dict[int, cst.CSTNode], binds:
     return "a comparison whose result is kept as a value (not only tested in an if, while, assert or conditional)"
 
 
+# int arithmetic the value may pass through before its consumer: np.int64 and int agree on
+# +, -, *, //, % wherever no int64 step overflows and no divisor is 0 (the verifier bounds
+# every step from the guard and decides both); a chain of at most _MAX_DEPTH locals
+_ARITH_OPS = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)
+ARITH = "int arithmetic (+, -, *, //, %)"
+_MAX_DEPTH = 3
+
+
+def int_expr(expr: cst.BaseExpression, binds: dict, names: frozenset[str]) -> bool:
+    """``expr`` is an int by its spelling: :func:`int_term`, a local in ``names`` (holding the
+    numpy result), or ``+ - * // %`` of those."""
+    if int_term(expr, binds) or (isinstance(expr, cst.Name) and expr.value in names):
+        return True
+    return isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, _ARITH_OPS) and int_expr(
+        expr.left, binds, names) and int_expr(expr.right, binds, names)
+
+
+def _derived(assign: cst.Assign, flow: Flow, np_names: set[str], torch_names: set[str],
+             binds: dict) -> tuple[str | None, str]:
+    """The consumers of a local bound to int arithmetic on the numpy result (``pad = (m - n % m)
+    % m``): every read of it, as :func:`_consumer` answers; else None and why."""
+    if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+        return None, "an assignment to other than one plain name"
+    name = assign.targets[0].target.value
+    if flow.depth >= _MAX_DEPTH:
+        return None, f"`{name}`, a chain of more than {_MAX_DEPTH} locals"
+    fbinds = _Bindings(cst.Module(body=[]))
+    flow.function.visit(fbinds)
+    if len(fbinds.names.get(name, [])) != 1 or _nested_scope(flow.function, assign):
+        return None, f"`{name}`, bound more than once in the function (or in a nested scope)"
+    reader = _frame_reader(flow.module)
+    if reader:
+        return None, f"`{name}`, a local the module can read by name through {reader}"
+    parents = flow.parents()
+    inner = Flow(flow.function, flow.module, flow.names | {name}, flow.depth + 1, parents)
+    uses = []
+    for n in _walk(flow.function.body):
+        if not _is_read(n, parents) or n.value != name or n is assign.targets[0].target:
+            continue
+        got, what = _consumer(n, parents, np_names, torch_names, binds, inner)
+        if got is None:
+            return None, f"`{name}`, which is read by {what}"
+        uses.append(got)
+    if not uses:
+        return None, f"`{name}`, which is never read"
+    return f"`{name}`, read only as " + ", ".join(dict.fromkeys(uses)), ""
+
+
 def _consumer(node: cst.CSTNode, parents: dict[int, cst.CSTNode], np_names: set[str], torch_names: set[str],
-              binds: dict) -> tuple[str | None, str]:
-    """(the consumer when it treats np.int64 and int alike, else None; what it is, in words)."""
+              binds: dict, flow: Flow | None = None) -> tuple[str | None, str]:
+    """(the consumer when it treats np.int64 and int alike, else None; what it is, in words).
+    With ``flow``, int arithmetic with int terms and the value's own locals is followed, into
+    a local it is bound to."""
     parent = parents.get(id(node))
+    if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, _ARITH_OPS) and flow is not None:
+        other = parent.right if parent.left is node else parent.left
+        if not int_expr(other, binds, flow.names):
+            return None, (f"arithmetic with `{code_of(other).strip()}`, which is not built from integer literals, "
+                          "sizes, len() and the value itself")
+        got, what = _consumer(parent, parents, np_names, torch_names, binds, flow)
+        return (got if got is None or got.startswith(ARITH) else f"{ARITH}, then {got}"), what
+    if isinstance(parent, cst.Assign) and isinstance(node, cst.BinaryOperation) and flow is not None \
+            and parent.value is node:
+        got, what = _derived(parent, flow, np_names, torch_names, binds)
+        return got, what or got
     if isinstance(parent, cst.Element):
         seq = parents.get(id(parent))
         arg = parents.get(id(seq)) if isinstance(seq, (cst.Tuple, cst.List)) else None
@@ -344,7 +425,8 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
         if local is not None and call is local.assign.value:
             consumer, what = local.consumer, local.consumer
         else:
-            consumer, what = _consumer(call, finder.parent, np_names, torch_names, binds)
+            flow = Flow(function, module, frozenset()) if function is not None else None
+            consumer, what = _consumer(call, finder.parent, np_names, torch_names, binds, flow)
         if consumer is None:
             first_decline = first_decline or (
                 f"the result of `{code_of(call).strip()}` feeds {what}: the rewrite's result is an int where "
@@ -355,7 +437,8 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
                                                f"alone (or has no import line to add it to), which `{repl}` needs")
             continue
         sites.append(Site(call, func, np_name, operands, consumer,
-                          "torch.Size" if func == "prod" and "torch" in torch_names else None))
+                          "torch.Size" if func == "prod" and "torch" in torch_names else None,
+                          positive=func in ("lcm", "gcd") and ARITH in consumer))
     if not sites:
         return Decline(NAME, first_decline)
     return Plan(local.assign if local is not None else node, sites, import_math=not math_imported and any(FUNCS[s.func][1].startswith("math.")
@@ -418,10 +501,11 @@ def _local_binding(node: cst.CSTNode, parents: dict[int, cst.CSTNode], function:
             return Decline(NAME, f"the module can read the local `{name}` by name through {reader} (locals(), a "
                            "frame or a closure cell), where it would see an int instead of the np.int64 it was")
         uses = []
+        flow = Flow(function, module, frozenset({name}), 0, finder.parent)
         for n in _walk(function.body):
             if not _is_read(n, finder.parent) or n.value != name or n is assign.targets[0].target:
                 continue
-            consumer, what = _consumer(n, finder.parent, np_names, torch_names, binds)
+            consumer, what = _consumer(n, finder.parent, np_names, torch_names, binds, flow)
             if consumer is None:
                 return Decline(NAME, f"`{name}` (`{code_of(assign.value).strip()}`) is also read by {what}: the "
                                "rewrite's result is an int where the numpy call gives np.int64, and only " + ALIKE)
@@ -441,13 +525,28 @@ def _is_read(node: cst.CSTNode, parents: dict[int, cst.CSTNode]) -> bool:
 def _numpy_locals(node: cst.CSTNode, parents: dict[int, cst.CSTNode], function: cst.FunctionDef,
                   np_names: set[str]) -> list[tuple[str, list[cst.Assign]]]:
     """The locals the statement ``node`` reads that its function binds by ``NAME = np.f(...)``,
-    each with those assignments, in the order the statement reads them."""
+    directly or through locals bound to int arithmetic on them (``m = np.lcm(a, b)``, ``pad = (m
+    - n % m) % m``, ``int(pad)`` read here: ``m``), each with those assignments, in the order the
+    statement reads them."""
     read = [n.value for part in header_parts(node) for n in _walk(part) if _is_read(n, parents)]
-    assigns = [s for s in _walk(function.body) if isinstance(s, cst.Assign) and len(s.targets) == 1
-               and isinstance(s.targets[0].target, cst.Name) and isinstance(s.value, cst.Call)
-               and _numpy_call(s.value, np_names)]
-    out = [(name, [a for a in assigns if a.targets[0].target.value == name]) for name in dict.fromkeys(read)]
-    return [(name, mine) for name, mine in out if mine]
+    plain = [s for s in _walk(function.body) if isinstance(s, cst.Assign) and len(s.targets) == 1
+             and isinstance(s.targets[0].target, cst.Name)]
+    assigns = [s for s in plain if isinstance(s.value, cst.Call) and _numpy_call(s.value, np_names)]
+    arith = {}
+    for s in plain:
+        if isinstance(s.value, cst.BinaryOperation):
+            arith.setdefault(s.targets[0].target.value, []).extend(
+                n.value for n in _walk(s.value) if isinstance(n, cst.Name))
+
+    def sources(name: str, depth: int) -> list[str]:
+        if any(a.targets[0].target.value == name for a in assigns):
+            return [name]
+        if depth >= _MAX_DEPTH:
+            return []
+        return [src for n in dict.fromkeys(arith.get(name, ())) if n != name for src in sources(n, depth + 1)]
+
+    found = dict.fromkeys(src for name in dict.fromkeys(read) for src in sources(name, 0))
+    return [(name, [a for a in assigns if a.targets[0].target.value == name]) for name in found]
 
 
 def reads_numpy_local(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> bool:
@@ -491,5 +590,6 @@ def match(loc: Located) -> Match | Decline:
     if isinstance(plan, Decline):
         return plan
     done = ", ".join(f"np.{s.func} -> {FUNCS[s.func][1]} ({s.consumer})" for s in plan.sites)
+    bounds = "(0, 2**31)" if all(s.positive for s in plan.sites) else "(-2**31, 2**31)"
     return Match(NAME, f"{done}, under a guard that keeps the numpy call unless every operand is a Python int "
-                 "in (-2**31, 2**31)")
+                 f"in {bounds}")
