@@ -185,9 +185,12 @@ def _lambda(body: cst.BaseExpression) -> cst.Lambda:
 
 
 def _rewrite_cond(node: cst.If, arms: list[_Arm], selected: list[str], order_seen: list[str], returns: bool,
-                  preds, pred_codes: list[str], hazards: list[dict], env: _Env, positions, span_end: int):
+                  preds, pred_codes: list[str], hazards: list[dict], env: _Env, positions, span_end: int,
+                  temps: tuple[list[tuple[str, cst.BaseExpression]], list[dict]] = ([], [])):
     """``if p: y = a else: y = b`` -> under torch.compile ``y = torch.cond(p, lambda: a,
     lambda: b)``; in eager the original if/else runs unchanged (see the comment emitted).
+    ``temps``: setup temporaries bound before the cond, which the branch lambdas read through
+    their closures, with the obligations of running them on every path (``where._cond_temps``).
 
     Declines (the caller then keeps torch.where) what torch.cond cannot take: a predicate
     that is not statically a bool tensor expression, a side value that aliases an input
@@ -198,6 +201,7 @@ def _rewrite_cond(node: cst.If, arms: list[_Arm], selected: list[str], order_see
     scope = env.function or env.module
     obligations = [o for o in env.obligations if o["kind"] in ("single-element-predicate", "bool-operand")]
     obligations.append({"kind": "cond-predicate", "pred": pred_codes[0]})
+    obligations += temps[1]   # the setup temporaries run on every path: their screens' obligations stay
     names = ["return"] if returns else [n for n in _order(arms, order_seen) if n in selected]
     emitted: list[tuple[str, list[cst.BaseExpression]]] = []
     clones: set[str] = set()
@@ -252,7 +256,8 @@ def _rewrite_cond(node: cst.If, arms: list[_Arm], selected: list[str], order_see
                         "exprs": [h.get("expr") or h.get("call") for h in hazards],
                         "why": COND_TAKEN_SIDE_ONLY.format(waived=", ".join(waived))})
 
-    stmts: list[cst.SimpleStatementLine] = []
+    stmts: list[cst.SimpleStatementLine] = [_line(cst.Assign([cst.AssignTarget(cst.Name(n))], v))
+                                            for n, v in temps[0]]
     pred_expr = pred
     if len(emitted) > 1:  # one cond per name (a tuple-valued cond's backward fails on torch 2.13)
         pname = env.fresh()
@@ -275,7 +280,7 @@ def _rewrite_cond(node: cst.If, arms: list[_Arm], selected: list[str], order_see
     one = cst.Comparison(left=cst.Call(func=cst.Attribute(boxed, cst.Name("numel"))),
                          comparisons=[cst.ComparisonTarget(cst.Equal(), cst.Integer("1"))])
     compiling = cst.BooleanOperation(left=compiling, operator=cst.And(), right=one)
-    grad_why = _grad_sensitive([(t, f) for _, (t, f) in emitted], env)
+    grad_why = _grad_sensitive([(t, f) for _, (t, f) in emitted] + [(v, v) for _, v in temps[0]], env)
     if grad_why is not None:  # cond only where no gradient exists (inference); with autograd the if runs
         compiling = cst.BooleanOperation(left=compiling, operator=cst.And(), right=cst.UnaryOperation(
             operator=cst.Not(), expression=cst.Call(func=cst.Attribute(cst.Name(env.torch), cst.Name("is_grad_enabled")))))

@@ -20,7 +20,8 @@ from mend.rules.predicated_control_flow.branches import (
     branches,
 )
 from mend.rules.predicated_control_flow.cond import _CondNotApplicable, _rewrite_cond, _speculation_hazards
-from mend.rules.predicated_control_flow.env import _code, _Declined, _Env, _is_literal, _occurrences_outside, _strip
+from mend.rules.predicated_control_flow.env import (_code, _Declined, _Env, _is_literal, _occurrences_outside,
+                                                    _read_names, _strip)
 from mend.rules.predicated_control_flow.gate import gate, gateable, keep_condition
 from mend.rules.predicated_control_flow.hoisting import _plan_setup
 from mend.rules.predicated_control_flow.scalars import finiteness_obligations, scalar_temps
@@ -125,20 +126,21 @@ def _rewrite_if(node: cst.If, ancestors: list[cst.CSTNode], env: _Env, positions
         env.cost_parts = {"pred": _code(preds[0]), "sides": [
             [_code(r) for r in _ret_parts(a.ret)] if returns else [_code(dict(a.assigns).get(n, cst.Name(n))) for n in
                                             _order(arms, order_seen) if n in selected] for a in arms]}
-    no_cond = _why_not_cond(arms, elif_site, guard, setup, extra_return, temps) or (
+    cond_temps = _cond_temps(arms, temps, order_seen, env, pred_codes, preds) if temps else ([], [])
+    no_cond = _why_not_cond(arms, elif_site, guard, setup, extra_return, cond_temps) or (
         "the sides return tuples" if width is not None else None)
     if env.want == "cond":  # asked for torch.cond (mend fix's alternatives): it applies, or the site declines
         if no_cond:
             raise _Declined(f"torch.cond does not apply: {no_cond}")
         try:
             return _rewrite_cond(node, arms, selected, order_seen, returns, preds, pred_codes, hazards, env,
-                                 positions, span_end)
+                                 positions, span_end, cond_temps)
         except _CondNotApplicable as why:
             raise _Declined(f"torch.cond does not apply: {why}") from None
     if hazards and not no_cond and env.want is None:
         try:
             return _rewrite_cond(node, arms, selected, order_seen, returns, preds, pred_codes, hazards, env,
-                                 positions, span_end)
+                                 positions, span_end, cond_temps)
         except _CondNotApplicable:
             pass  # today's torch.where candidate; verification judges it
     env.form = "where"
@@ -250,6 +252,39 @@ def _ret_parts(ret: cst.BaseExpression) -> list[cst.BaseExpression]:
     return [ret]
 
 
+def _cond_temps(arms, temps: set[str], order_seen: list[str], env: _Env, pred_codes: list[str],
+                preds) -> tuple[list[tuple[str, cst.BaseExpression]], list[dict]] | str:
+    """The setup temporaries a torch.cond form binds before the cond (in order, each with its
+    value) and the obligations of running each on every path, or why it cannot: a temporary
+    read by a branch lambda through its closure runs whether or not its side is taken, as in
+    the torch.where form, so it must not read a name its side assigns before it, and its
+    screen must raise no speculation hazard (a submodule call, a gradient non-finite off the
+    tested domain), which torch.cond waives only for what runs inside a branch."""
+    out, obligations = [], []
+    for n in _order(arms, order_seen):
+        if n not in temps:
+            continue
+        i, arm = next((i, a) for i, a in enumerate(arms) if n in dict(a.assigns))
+        before = [t for t, _ in arm.assigns[:[t for t, _ in arm.assigns].index(n)]]
+        value = dict(arm.assigns)[n]
+        early = sorted(_read_names(value) & set(before))
+        if early:
+            return f"the setup temporary `{n}` reads `{early[0]}`, which its side assigns before it"
+        saved, env.obligations = env.obligations, []   # its own screen (oblige() skips what is already there)
+        try:
+            _screen(value, env, side=_guard_text(pred_codes, i))
+        finally:
+            new, env.obligations = env.obligations, saved
+        hazard = _speculation_hazards(new, preds)
+        if hazard:
+            what = hazard[0].get("call") or hazard[0].get("expr")
+            return (f"the setup temporary `{n}` would run on both paths before the cond, and it holds `{what}`, "
+                    "which must run only where its side is taken")
+        out.append((n, value))
+        obligations += new
+    return out, obligations
+
+
 def _why_not_cond(arms, elif_site: bool, guard, setup, extra_return, temps) -> str | None:
     """Why the branch cannot become ``torch.cond`` (the planner takes one if/else, or an if
     whose untouched names are its else), else None."""
@@ -263,8 +298,8 @@ def _why_not_cond(arms, elif_site: bool, guard, setup, extra_return, temps) -> s
         return "the sides end with a paired call (its value is selected, not returned by a branch)"
     if extra_return is not None:
         return "the false side is the `return` after the if"
-    if temps:
-        return f"a side assigns a setup temporary (`{sorted(temps)[0]}`), which a cond branch cannot bind"
+    if isinstance(temps, str):
+        return temps
     return None
 
 
