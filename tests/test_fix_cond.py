@@ -156,3 +156,40 @@ def test_the_unguarded_where_is_refuted_by_the_forced_autocast_leg():
     assert res.rewrites == [] and res.mended == res.original
     (d,) = res.declined
     assert "under autocast(cpu, bfloat16), eager, forced" in d.reason and "bfloat16" in d.reason, d.reason
+
+
+def test_cond_binds_a_setup_temporary_before_the_cond(tmp_path):
+    """helper-78's c21 (a VLM's image-token merge): `mask` is bound on the true side only and read
+    there; the cond form binds it first and the branch lambda reads it through its closure."""
+    src = ('import torch\nfrom torch import nn\n\n\nclass Model(nn.Module):\n    def __init__(self):\n'
+           '        super().__init__()\n        self.image_token_id = 5\n        self.emb = nn.Embedding(8, 4)\n'
+           '        self.img_proj = nn.Linear(4, 4)\n\n    def forward(self, input_ids, pixel_feats):\n'
+           '        h = self.emb(input_ids)\n        if (input_ids == self.image_token_id).any():\n'
+           '            mask = (input_ids == self.image_token_id).unsqueeze(-1)\n'
+           '            h = torch.where(mask, self.img_proj(pixel_feats), h)\n        else:\n            h = h * 1.0\n'
+           '        return h\n\n\ndef get_inputs():\n    g = torch.Generator().manual_seed(21)\n'
+           '    return (torch.tensor([[1, 5, 2], [3, 4, 5]]), torch.randn(2, 3, 4, generator=g))\n')
+    path = tmp_path / "token_merge.py"
+    path.write_text(src)
+    res = fix(str(path), unsafe_fixes=True, max_examples=8, choose="always")
+    (rw,) = res.rewrites
+    assert "torch.cond" in rw["detail"] and "without autograd" in rw["detail"]
+    assert ("            mask = (input_ids == self.image_token_id).unsqueeze(-1)\n            h = torch.cond("
+            in res.mended)
+    assert "refuted" not in {o["result"] for o in rw["obligations"]}
+    new_path = tmp_path / "token_merge_mended.py"
+    new_path.write_text(res.mended)
+    orig = load_file_module(path, "_cond_temp_orig")
+    new = load_file_module(new_path, "_cond_temp_new")
+    ids, feats = orig.get_inputs()
+    for args in [(ids, feats), (torch.zeros_like(ids), feats)]:   # both outcomes
+        torch.manual_seed(0)
+        a, b = orig.Model(), new.Model()
+        b.load_state_dict(a.state_dict())
+        torch._dynamo.reset()
+        with torch.no_grad():
+            explained = torch._dynamo.explain(b)(*args)
+            assert explained.graph_count == 1 and explained.graph_break_count == 0, explained.break_reasons
+            torch._dynamo.reset()
+            assert torch.equal(a(*args), torch.compile(b, backend="eager", fullgraph=True)(*args))
+    torch._dynamo.reset()
