@@ -90,9 +90,10 @@ UNFIXABLE_REASONS = {
     "dynamic-shape-op": "the operator's output shape depends on tensor values; it traces only with "
                         "capture_dynamic_output_shape_ops=True, which changes every shape downstream",
     "numpy": "Dynamo traces NumPy as tensors and this call's value leaves the graph (or NumPy draws from its own "
-             "random stream); no rule rewrites this call: numpy-constants takes np.sum/prod/lcm/gcd of Python ints "
-             "whose result sizes an allocation, a reshape's shape, range() or int(), and dead-host-work a draw "
-             "whose value is unused in eval",
+             "random stream); no rule rewrites this call: numpy-constants takes np.sum/prod/lcm/gcd/max/min of Python ints "
+             "whose result sizes an allocation, a reshape's shape, range(), int() or float(), or is compared with "
+             "ints for truth only (through int arithmetic too), and dead-host-work a draw whose value is unused "
+             "in eval",
     "generator": "Dynamo cannot step this iterator or generator: one kept on the module advances per call, which "
                  "the graph cannot own, and a C-implemented iterator Dynamo has no model for (gb 'Missing "
                  "tp_iternext': e.g. the one a comprehension's frame receives when Dynamo resumes inside it "

@@ -450,3 +450,28 @@ def test_an_exact_example_does_not_hide_inductors_dropped_rounding():
     assert res.rewrites == [] and res.mended == res.original
     (d,) = res.declined
     assert "under torch.compile (inductor)" in d["reason"]
+
+
+@pytest.mark.parametrize("body, sized", [
+    # split sizes read back with .tolist() (llava_next's image sizes, mistral3's split sizes: helper-77)
+    ("        sizes = lengths.tolist()\n        parts = torch.split(h, sizes, dim=0)\n        return parts[0]\n",
+     "`torch.split(h, sizes, dim=0)`"),
+    # a slice bound, through a name bound from the value
+    ("        n = lengths.max().item()\n        m = n + 1\n        return h[:m]\n", "`:m`"),
+    # a tuple target, then an allocation's shape
+    ("        a, b = lengths.tolist()\n        return h.new_zeros(a, b)\n", "`h.new_zeros(a, b)`"),
+    # only arithmetic and a return: not a size
+    ("        n = lengths.max().item()\n        return h * n, n\n", None),
+])
+def test_a_value_that_sizes_tensors_is_reported_as_a_data_dependent_shape(tmp_path, body, sized):
+    from mend.locate import locate
+    from mend.rules import match_site
+
+    path = tmp_path / "m.py"
+    path.write_text("import torch\n\n\ndef f(h, lengths):\n" + body)
+    verdict = match_site("item-tolist", locate(str(path), 5))
+    if sized is None:
+        assert "size tensors" not in verdict.reason
+    else:
+        assert verdict.reason.startswith("the values read here") and sized in verdict.reason, verdict.reason
+        assert "the output shape depends on tensor data" in verdict.reason

@@ -67,3 +67,73 @@ def use_kind(name: cst.Name, parents) -> str:
     if isinstance(parent, cst.UnaryOperation):
         return "negated or inverted on its own"
     return f"used as part of a {type(parent).__name__}" if parent is not None else "used"
+
+
+# calls whose arguments are sizes: a value read there gives a data-dependent output shape
+SIZE_CALLS = {"split", "split_with_sizes", "tensor_split", "arange", "zeros", "ones", "empty", "full", "rand", "randn",
+              "randint", "reshape", "view", "expand", "repeat", "narrow", "new_zeros", "new_ones", "new_empty",
+              "new_full", "unflatten", "interpolate", "repeat_interleave", "linspace", "pad"}
+
+
+def _size_use(node: cst.CSTNode, parents: dict[int, cst.CSTNode], stop: cst.CSTNode) -> cst.CSTNode | None:
+    """The slice or sizing call a value read at ``node`` reaches, through arithmetic, indexing
+    into it, ``int()``/``math`` calls and sequence displays; None if it reaches none."""
+    cur, up = node, parents.get(id(node))
+    while up is not None and up is not stop:
+        if isinstance(up, cst.Slice):
+            return up
+        if isinstance(up, cst.Call) and isinstance(cur, cst.Arg):
+            func = up.func.attr.value if isinstance(up.func, cst.Attribute) else getattr(up.func, "value", "")
+            if func in SIZE_CALLS:
+                return up
+            if func not in ("int", "ceil", "floor", "max", "min", "round", "tuple", "list"):
+                return None
+        elif isinstance(up, cst.Subscript) and up.value is not cur:
+            return None   # used as an index, not indexed into
+        elif not isinstance(up, (cst.BinaryOperation, cst.UnaryOperation, cst.Subscript, cst.SubscriptElement,
+                                 cst.Index, cst.Arg, cst.Element, cst.Tuple, cst.List, cst.Call,
+                                 cst.Attribute)):
+            return None
+        cur, up = up, parents.get(id(up))
+    return None
+
+
+def sizing_use(function: cst.FunctionDef, names: set[str], node: cst.CSTNode) -> cst.CSTNode | None:
+    """Where values read by the statement ``node`` size a tensor: ``node`` itself passing one to a
+    sizing call or slice, or a read of ``names`` (the names it binds, and names bound from those
+    on later lines, two steps deep) that does; None if nowhere."""
+    parents: dict[int, cst.CSTNode] = {}
+
+    class _P(cst.CSTVisitor):
+        def on_visit(self, n):
+            for c in n.children:
+                parents[id(c)] = n
+            return True
+    function.visit(_P())
+    for call in _walk_calls(node):
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value in ("item", "tolist"):
+            hit = _size_use(call, parents, function)
+            if hit is not None:
+                return hit
+    tracked = set(names)
+    for _ in range(2):   # names bound from the tracked ones (`h, w = image_size`, `n = size[0] * 2`)
+        for small in _walk(function):
+            if isinstance(small, cst.Assign) and any(isinstance(x, cst.Name) and x.value in tracked
+                                                     for x in _walk(small.value)):
+                tracked |= {x.value for t in small.targets for x in _walk(t.target) if isinstance(x, cst.Name)}
+    for n in _walk(function.body):
+        if isinstance(n, cst.Name) and n.value in tracked:
+            hit = _size_use(n, parents, function)
+            if hit is not None:
+                return hit
+    return None
+
+
+def _walk(node: cst.CSTNode):
+    yield node
+    for child in node.children:
+        yield from _walk(child)
+
+
+def _walk_calls(node: cst.CSTNode):
+    return [n for n in _walk(node) if isinstance(n, cst.Call)]
