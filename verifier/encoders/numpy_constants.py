@@ -355,6 +355,12 @@ _ALLOC = ("zeros", "ones", "empty", "full")
 _ORDER_OPS = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 
 
+def _int_literal(node: ast.AST) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    return isinstance(node, ast.Constant) and type(node.value) is int
+
+
 def _int_term(node: ast.AST) -> bool:
     """An int by its spelling: a signed integer literal, ``X.shape[k]``, ``X.ndim``,
     ``X.size(k)``/``X.dim()``/``X.numel()``, ``len(X)``."""
@@ -362,9 +368,8 @@ def _int_term(node: ast.AST) -> bool:
         node = node.operand
     if isinstance(node, ast.Constant):
         return type(node.value) is int
-    if isinstance(node, ast.Subscript):
-        return isinstance(node.value, ast.Attribute) and node.value.attr == "shape" and not isinstance(
-            node.slice, (ast.Slice, ast.Tuple))
+    if isinstance(node, ast.Subscript):   # a literal index: `x.shape[i]` may be a slice (helper-79)
+        return isinstance(node.value, ast.Attribute) and node.value.attr == "shape" and _int_literal(node.slice)
     if isinstance(node, ast.Attribute):
         return node.attr == "ndim"
     if isinstance(node, ast.Call) and not node.keywords and not any(isinstance(a, ast.Starred) for a in node.args):
@@ -372,7 +377,7 @@ def _int_term(node: ast.AST) -> bool:
             return node.func.id == "len" and len(node.args) == 1
         # `x.size()` alone is a torch.Size, which numpy compares elementwise where int raises
         return isinstance(node.func, ast.Attribute) and node.func.attr in ("size", "dim", "numel") \
-            and len(node.args) == (1 if node.func.attr == "size" else 0)
+            and len(node.args) == (1 if node.func.attr == "size" else 0) and all(_int_literal(a) for a in node.args)
     return False
 
 
@@ -385,7 +390,13 @@ def truth_comparison(node: ast.AST, parents: dict) -> bool:
         return False
     if not all(_int_term(e) for e in (comp.left, *comp.comparators) if e is not node):
         return False
-    child, up = comp, parents.get(id(comp))
+    return truth_only(comp, parents)
+
+
+def truth_only(node: ast.AST, parents: dict) -> bool:
+    """``node``'s value is only tested for truth: the test of an if, while, assert or conditional
+    expression, possibly under ``not``/``and``/``or``."""
+    child, up = node, parents.get(id(node))
     while isinstance(up, ast.BoolOp) or (isinstance(up, ast.UnaryOp) and isinstance(up.op, ast.Not)):
         child, up = up, parents.get(id(up))
     return isinstance(up, (ast.If, ast.While, ast.IfExp, ast.Assert)) and up.test is child
@@ -492,6 +503,8 @@ def consumer_of(call: ast.Call, parents: dict, np_names: set[str], torch_names: 
     is compared with ints for truth only (:func:`truth_comparison`), else None."""
     if truth_comparison(call, parents):
         return "builtins", "compare"
+    if truth_only(call, parents):
+        return "builtins", "truth"
     parent = parents.get(id(call))
     holder, node = None, call
     if isinstance(parent, (ast.Tuple, ast.List)):
@@ -622,6 +635,10 @@ def _observe(lib: str, fn: str) -> str | None:
                         if int(f(x, y)) != f(ix, iy):
                             return f"{f.__name__}({x!r}, {y!r}) is {f(x, y)!r}, not {f(ix, iy)} as for ints"
             pairs = []
+        elif fn == "truth":
+            if bool(n) != bool(i):
+                return f"bool(np.int64({i})) is {bool(n)}, bool({i}) is {bool(i)}"
+            pairs = []
         elif fn == "compare":
             # only the truth is used: bool() of np.bool_ and of bool, for every operator, both orders
             import operator as op
@@ -668,7 +685,8 @@ def _consumer_outcome(ob: dict, call: ast.Call, parents: dict, tree: ast.Module)
     mended = ob.get("mended")
     by = ("static screen of the mended source: the guarded expression's value only sizes a numpy/torch "
           "allocation, is the argument of range()/int()/float(), which convert it with operator.index/int/float "
-          "(np.int64 and int alike), or is compared with ints for truth only; no builtin it calls is rebound; "
+          "(np.int64 and int alike), or is compared with ints or tested for truth only; no builtin it calls is "
+          "rebound; "
           "corroborated by a probe of that consumer on the installed numpy and torch with np.int64 and int")
     np_names, torch_names = _module_aliases(tree, "numpy"), _module_aliases(tree, "torch")
     where = parents.get(id(call))
@@ -722,5 +740,18 @@ def _consumer_outcome(ob: dict, call: ast.Call, parents: dict, tree: ast.Module)
                         f"observed on numpy {np.__version__}, torch {torch.__version__}"])
 
 
-ENCODERS = {"numpy-int64-exact": int64_exact, "numpy-result-consumer": result_consumer}
+def size_operands(ob: dict, ctx: Ctx) -> Outcome:
+    """``numpy-size-operands``: the size reads a comparison or arithmetic step meets
+    (``x.shape[1]``, ``x.size(0)``, ``x.ndim``, ``x.numel()``) are ints only where ``x`` is a
+    tensor or an array; nothing here establishes that (an object whose ``.shape[1]`` is a
+    torch.Size compares with np.int64 elementwise and with int not at all: helper-79), so the
+    obligation stays unknown and the fix is labelled unsafe."""
+    sizes = ", ".join(f"`{s}`" for s in ob.get("sizes") or ()) or "size reads"
+    return unknown(f"{sizes} taken to be ints (tensor sizes) by their spelling alone: an object whose size read is "
+                   "not an int (a torch.Size, a tensor, a float) would compare or combine differently with np.int64 "
+                   "than with int; the differential test observed the example inputs only")
+
+
+ENCODERS = {"numpy-int64-exact": int64_exact, "numpy-result-consumer": result_consumer,
+            "numpy-size-operands": size_operands}
 CHECKS = frozenset({"numpy-result-consumer"})

@@ -63,6 +63,14 @@ Traps, each handled:
   branch changes, and its outcome is the original's on every input. A comparison kept as a value
   (``big = np.sum(plan) > 4`` read later, or returned), by ``is``/``in``, or with an operand of
   unknown type (``> x.sum()``, ``> n``) is declined.
+* a truth value only: ``if np.min(sizes):``, ``if not m:`` (np.int64 and int of one value test
+  alike; helper-79).
+* a size read (``x.shape[k]``, ``x.size(k)``, ``x.ndim``, ``x.dim()``, ``x.numel()``, ``k`` an
+  integer literal: ``x.shape[i]`` may be a slice, a torch.Size that np.int64 compares
+  elementwise and int not at all, helper-79) is an int only where ``x`` is a tensor or an array,
+  which its spelling cannot show: a fix that compares or combines the value with one carries a
+  ``numpy-size-operands`` obligation left unknown, so it is an unsafe fix (``--unsafe-fixes``);
+  integer literals and ``len()`` (always an int) need nothing.
 * int arithmetic on the way to such a consumer: ``+``, ``-``, ``*``, ``//``, ``%`` with integer
   literals, sizes, ``len()`` and the value itself, into a local bound once (at most 3 locals
   deep): ``multiple = np.lcm(w, c)``, ``pad = (multiple - h.shape[1] % multiple) % multiple``,
@@ -83,7 +91,8 @@ Traps, each handled:
   included; a frame or closure attribute such as ``sys._getframe``, ``f_locals``,
   ``__closure__``, ``cell_contents``; an import of ``inspect``, ``builtins`` or
   ``traceback``: an adversarial review read the local through each; a callee in another
-  module doing so stays an assumption), and every read of the name is one of the consumers
+  module doing so, and a frame reached through ``getattr`` with a computed name, stay
+  assumptions), and every read of the name is one of the consumers
   above; one other read (``type(width)``, arithmetic, a return) declines. The verifier
   re-derives the reads from the mended source, at every occurrence of the guarded
   expression. The span runs from the binding to the site.
@@ -132,7 +141,7 @@ RULE = Rule(
     match=match,
     rewrite=rewrite,
     example_line=example_line,
-    obligation_kinds=frozenset({"numpy-int64-exact", "numpy-result-consumer"}),
+    obligation_kinds=frozenset({"numpy-int64-exact", "numpy-result-consumer", "numpy-size-operands"}),
     required_kinds=frozenset({"numpy-int64-exact", "numpy-result-consumer"}),
     needs_facts=False,
     branch_outcomes=False,     # a test's numpy call becomes its exact Python value: no branch changes

@@ -87,6 +87,9 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
                             "expr": original, "operands": ops, "mended": text})
         obligations.append({"kind": "numpy-result-consumer", "op": site.func, "numpy": site.np_name,
                             "expr": original, "mended": text, "consumer": site.consumer})
+        if site.sizes:   # taken to be ints (tensor sizes) by their spelling alone: left unknown, an unsafe fix
+            obligations.append({"kind": "numpy-size-operands", "op": site.func, "expr": original,
+                                "sizes": list(site.sizes)})
     new = wrapper.module.visit(_ReplaceCalls(table, "; ".join(was)))
     if plan.import_math:
         new = add_import(new, "import math", same_line=True)

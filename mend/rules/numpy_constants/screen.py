@@ -3,7 +3,7 @@ statement at a break site whose result only sizes an allocation, a ``range`` or 
 why it declines the others, and :func:`match`, a scan's verdict on a located site."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import libcst as cst
 
@@ -49,6 +49,7 @@ class Flow:
     names: frozenset[str]
     depth: int = 0
     fparents: dict | None = None      # the function's parent map, made when first needed
+    sizes: list[str] = field(default_factory=list)   # the size reads the value meets (int_term)
 
     def parents(self) -> dict[int, cst.CSTNode]:
         if self.fparents is None:
@@ -69,6 +70,7 @@ class Site:
     #                                 module binds `torch` by `import torch` alone
     positive: bool = False          # lcm/gcd: the guard admits positive operands only (the result, >= 1,
     #                                 then reaches int arithmetic, where it may divide)
+    sizes: tuple[str, ...] = ()     # size reads the value is compared or combined with (assumed ints)
 
 
 @dataclass
@@ -134,32 +136,48 @@ ALIKE = ("an allocation's shape, range(), int(), float() and a comparison with a
 
 # a comparison whose truth alone is used: np.int64 and int of one value compare alike with an int
 TRUTH_TEST = "a comparison with an int, used only as a truth value (if/while/assert/conditional test)"
+TRUTH = "a truth value only (an if/while/assert/conditional test, under not/and/or at most)"
 _ORDER_OPS = (cst.Equal, cst.NotEqual, cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
 _SIZE_METHODS = ("size", "dim", "numel")
 
 
-def int_term(expr: cst.BaseExpression, binds: dict) -> bool:
-    """``expr`` is an int by its spelling: an integer literal (signed), a size read
-    (``X.shape[k]``, ``X.size(k)``, ``X.ndim``, ``X.dim()``, ``X.numel()``; not ``X.size()``) or ``len(X)``."""
+def _int_literal(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
         expr = expr.expression
-    if isinstance(expr, cst.Integer):
+    return isinstance(expr, cst.Integer)
+
+
+def int_term(expr: cst.BaseExpression, binds: dict, sizes: list[str] | None = None) -> bool:
+    """``expr`` is an int by its spelling: an integer literal (signed), ``len(X)`` (always an
+    int), or a size read with a literal index (``X.shape[k]``, ``X.size(k)``, ``X.ndim``,
+    ``X.dim()``, ``X.numel()``; not ``X.size()``, a torch.Size, nor ``X.shape[i]`` for a
+    non-literal ``i``, which may be a slice: helper-79). A size read is an int only where ``X``
+    is a tensor or an array, which the spelling cannot show: each is appended to ``sizes``
+    (the rewrite's ``numpy-size-operands`` obligation, left unknown: an unsafe fix)."""
+    if _int_literal(expr):
         return True
     if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute) and expr.value.attr.value == "shape":
-        return len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index)
-    if isinstance(expr, cst.Attribute):
-        return expr.attr.value == "ndim"
-    if isinstance(expr, cst.Call) and not any(a.star or a.keyword is not None for a in expr.args):
+        ok = len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) and _int_literal(
+            expr.slice[0].slice.value)
+    elif isinstance(expr, cst.Attribute):
+        ok = expr.attr.value == "ndim"
+    elif isinstance(expr, cst.Call) and not any(a.star or a.keyword is not None for a in expr.args):
         name = dotted(expr.func) or ""
         if name == "len":
             return "len" not in binds and len(expr.args) == 1
         # `x.size()` alone is a torch.Size, which numpy compares elementwise where int raises
         want = 1 if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "size" else 0
-        return isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _SIZE_METHODS and len(expr.args) == want
-    return False
+        ok = isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _SIZE_METHODS and len(
+            expr.args) == want and all(_int_literal(a.value) for a in expr.args)
+    else:
+        ok = False
+    if ok and sizes is not None:
+        sizes.append(code_of(expr).strip())
+    return ok
 
 
-def _truth_comparison(node: cst.CSTNode, parents: dict[int, cst.CSTNode], binds: dict) -> str | None:
+def _truth_comparison(node: cst.CSTNode, parents: dict[int, cst.CSTNode], binds: dict,
+                      sizes: list[str] | None = None) -> str | None:
     """None when ``node`` is an operand of a comparison with ints (``==``, ``!=``, ``<``, ``<=``,
     ``>``, ``>=``) whose result is only tested for truth: the test of an ``if``/``elif``,
     ``while``, ``assert`` or conditional expression, possibly under ``not``/``and``/``or``
@@ -172,18 +190,25 @@ def _truth_comparison(node: cst.CSTNode, parents: dict[int, cst.CSTNode], binds:
     if not all(isinstance(t.operator, _ORDER_OPS) for t in comp.comparisons):
         return "a comparison by `is`, `in` or their negation"
     others = [e for e in (comp.left, *(t.comparator for t in comp.comparisons)) if e is not node]
-    bad = next((e for e in others if not int_term(e, binds)), None)
+    bad = next((e for e in others if not int_term(e, binds, sizes)), None)
     if bad is not None:
         return (f"a comparison with `{code_of(bad).strip()}`, which is not an integer literal, a size "
                 "(`.shape[k]`, `.size(k)`, `.ndim`, `.dim()`, `.numel()`) or `len()`: np.int64 and int may compare "
                 "differently with it")
-    child, up = comp, parents.get(id(comp))
+    if _truth_only(comp, parents):
+        return None
+    return "a comparison whose result is kept as a value (not only tested in an if, while, assert or conditional)"
+
+
+def _truth_only(node: cst.CSTNode, parents: dict[int, cst.CSTNode]) -> bool:
+    """``node``'s value is only tested for truth: it is the test of an if/elif, while, assert or
+    conditional expression, possibly under ``not``/``and``/``or`` (np.int64 and int, np.bool_
+    and bool of one value test alike)."""
+    child, up = node, parents.get(id(node))
     while isinstance(up, cst.BooleanOperation) or (isinstance(up, cst.UnaryOperation) and isinstance(up.operator,
                                                                                                      cst.Not)):
         child, up = up, parents.get(id(up))
-    if isinstance(up, (cst.If, cst.While, cst.IfExp, cst.Assert)) and up.test is child:
-        return None
-    return "a comparison whose result is kept as a value (not only tested in an if, while, assert or conditional)"
+    return isinstance(up, (cst.If, cst.While, cst.IfExp, cst.Assert)) and up.test is child
 
 
 # int arithmetic the value may pass through before its consumer: np.int64 and int agree on
@@ -194,13 +219,13 @@ ARITH = "int arithmetic (+, -, *, //, %)"
 _MAX_DEPTH = 3
 
 
-def int_expr(expr: cst.BaseExpression, binds: dict, names: frozenset[str]) -> bool:
+def int_expr(expr: cst.BaseExpression, binds: dict, names: frozenset[str], sizes: list[str] | None = None) -> bool:
     """``expr`` is an int by its spelling: :func:`int_term`, a local in ``names`` (holding the
     numpy result), or ``+ - * // %`` of those."""
-    if int_term(expr, binds) or (isinstance(expr, cst.Name) and expr.value in names):
+    if int_term(expr, binds, sizes) or (isinstance(expr, cst.Name) and expr.value in names):
         return True
     return isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, _ARITH_OPS) and int_expr(
-        expr.left, binds, names) and int_expr(expr.right, binds, names)
+        expr.left, binds, names, sizes) and int_expr(expr.right, binds, names, sizes)
 
 
 def _derived(assign: cst.Assign, flow: Flow, np_names: set[str], torch_names: set[str],
@@ -220,7 +245,7 @@ def _derived(assign: cst.Assign, flow: Flow, np_names: set[str], torch_names: se
     if reader:
         return None, f"`{name}`, a local the module can read by name through {reader}"
     parents = flow.parents()
-    inner = Flow(flow.function, flow.module, flow.names | {name}, flow.depth + 1, parents)
+    inner = Flow(flow.function, flow.module, flow.names | {name}, flow.depth + 1, parents, flow.sizes)
     uses = []
     for n in _walk(flow.function.body):
         if not _is_read(n, parents) or n.value != name or n is assign.targets[0].target:
@@ -242,7 +267,7 @@ def _consumer(node: cst.CSTNode, parents: dict[int, cst.CSTNode], np_names: set[
     parent = parents.get(id(node))
     if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, _ARITH_OPS) and flow is not None:
         other = parent.right if parent.left is node else parent.left
-        if not int_expr(other, binds, flow.names):
+        if not int_expr(other, binds, flow.names, flow.sizes):
             return None, (f"arithmetic with `{code_of(other).strip()}`, which is not built from integer literals, "
                           "sizes, len() and the value itself")
         got, what = _consumer(parent, parents, np_names, torch_names, binds, flow)
@@ -279,10 +304,12 @@ def _consumer(node: cst.CSTNode, parents: dict[int, cst.CSTNode], np_names: set[
                     a.keyword is None and not a.star for a in call.args) and "range" not in binds:
                 return "range()", "range()"
             return None, f"an argument of `{code_of(call.func).strip()}`"
+    if _truth_only(node, parents):   # `if np.min(sizes):`, `if not m:` (helper-79)
+        return TRUTH, TRUTH
     if isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation)):
         return None, "arithmetic"
     if isinstance(parent, (cst.Comparison, cst.ComparisonTarget)):
-        why = _truth_comparison(node, parents, binds)
+        why = _truth_comparison(node, parents, binds, flow.sizes if flow is not None else None)
         if why is None:
             return TRUTH_TEST, TRUTH_TEST
         return None, why
@@ -391,7 +418,7 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
                            f"(it is bound otherwise, or also otherwise), so `{root}.{rest}` may not be numpy's")
         other = sorted({(dotted(c.func) or "").rpartition(".")[2] for c in finder.calls
                         if (dotted(c.func) or "").rpartition(".")[0] in np_names})
-        return Decline(NAME, "the statement calls no numpy sum, prod, lcm or gcd" + (
+        return Decline(NAME, "the statement calls no numpy sum, prod, lcm, gcd, max or min" + (
             f" (it calls numpy's {', '.join(other)}, which the rule does not rewrite: its Python form, such as "
             "`list(itertools.accumulate(X))` for `np.cumsum(X).tolist()` of a list of ints, is not implemented)"
             if other else ""))
@@ -423,10 +450,11 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
             first_decline = first_decline or why
             continue
         if local is not None and call is local.assign.value:
-            consumer, what = local.consumer, local.consumer
+            consumer, what, sizes = local.consumer, local.consumer, local.sizes
         else:
             flow = Flow(function, module, frozenset()) if function is not None else None
             consumer, what = _consumer(call, finder.parent, np_names, torch_names, binds, flow)
+            sizes = tuple(flow.sizes) if flow is not None else ()
         if consumer is None:
             first_decline = first_decline or (
                 f"the result of `{code_of(call).strip()}` feeds {what}: the rewrite's result is an int where "
@@ -438,7 +466,7 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
             continue
         sites.append(Site(call, func, np_name, operands, consumer,
                           "torch.Size" if func == "prod" and "torch" in torch_names else None,
-                          positive=func in ("lcm", "gcd") and ARITH in consumer))
+                          positive=func in ("lcm", "gcd") and ARITH in consumer, sizes=tuple(dict.fromkeys(sizes))))
     if not sites:
         return Decline(NAME, first_decline)
     return Plan(local.assign if local is not None else node, sites, import_math=not math_imported and any(FUNCS[s.func][1].startswith("math.")
@@ -450,6 +478,7 @@ class Local:
     assign: cst.Assign      # `NAME = np.f(...)`, the local's only binding in the function
     name: str
     consumer: str           # its reads, in words (`the size of torch.zeros`, ...)
+    sizes: tuple[str, ...] = ()   # the size reads its flow meets
 
 
 # what can read a function's locals by name, where the rewrite's int would show: these
@@ -510,7 +539,7 @@ def _local_binding(node: cst.CSTNode, parents: dict[int, cst.CSTNode], function:
                 return Decline(NAME, f"`{name}` (`{code_of(assign.value).strip()}`) is also read by {what}: the "
                                "rewrite's result is an int where the numpy call gives np.int64, and only " + ALIKE)
             uses.append(consumer)
-        return Local(assign, name, f"`{name}`, read only as " + ", ".join(dict.fromkeys(uses)))
+        return Local(assign, name, f"`{name}`, read only as " + ", ".join(dict.fromkeys(uses)), tuple(flow.sizes))
     return None
 
 
