@@ -16,7 +16,7 @@ from mend import __version__
 from mend.detect import BreakEvent, DetectResult, detect, display_path, gb_registry, site_packages_root
 from mend.locate import Located, locate
 from mend.rules import Decline, match_site
-from mend.taxonomy import categorize
+from mend.taxonomy import OTHER_REASONS, categorize
 from mend.targets import Target
 
 SCHEMA_VERSION = "1.0"
@@ -229,7 +229,8 @@ def _site_from_event(ev: BreakEvent) -> Site:
     category = categorize(ev.gb_type, loc)
     verdict = match_site(category, loc)
     if isinstance(verdict, Decline):
-        fixable_by, reason = None, verdict.reason
+        fixable_by, reason = None, OTHER_REASONS.get(ev.gb_type, verdict.reason) if category == "other" else \
+            verdict.reason
         if verdict.rule:
             reason = f"{verdict.rule} declines: {reason}"
     else:

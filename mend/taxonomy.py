@@ -119,6 +119,15 @@ UNFIXABLE_REASONS = {
     "other": "no rule handles this kind of graph break",
 }
 
+# Why a break of category `other` stays, by its gb_type, where the kind is known (helper-78)
+OTHER_REASONS = {
+    "Failed to mutate tensor data attribute to different dtype":
+        "forward assigns a tensor of another dtype to an existing tensor's `.data` (`p.data = p.data.to(dtype)`): "
+        "Dynamo cannot trace changing a tensor's dtype in place, and the change persists in the module after the "
+        "call (its state_dict dtype), so no local rewrite keeps it; cast once outside forward (`model.to(dtype)`), "
+        "or use a cast copy in forward without writing `.data`",
+}
+
 _BRANCH = {"Data-dependent branching", "Data-dependent branching with non-constant __bool__",
            "torch.fx.experimental.symbolic_shapes.guard_scalar branch not supported"}
 _ITEM = {"Unsupported Tensor.item() call with capture_scalar_outputs=False",

@@ -285,3 +285,16 @@ def test_a_data_pointer_comparison_is_an_unsupported_builtin_with_its_reason(tmp
     loc = locate(str(path), 2)
     assert categorize("Data pointer comparison", loc) == "unsupported-builtin"
     assert "data_ptr()" in match_site("unsupported-builtin", loc).reason
+
+
+def test_a_dtype_swap_through_data_says_why_it_stays(tmp_path):
+    """helper-78's c18: `self.pos.data = self.pos.data.to(x.dtype)` in forward was reported as
+    'no rule handles this kind of graph break'."""
+    path = tmp_path / "data_swap.py"
+    path.write_text("import torch\nfrom torch import nn\n\n\nclass Model(nn.Module):\n    def __init__(self):\n"
+                    "        super().__init__()\n        self.pos = nn.Parameter(torch.ones(6, 1, dtype=torch.float64), "
+                    "requires_grad=False)\n\n    def forward(self, x):\n        self.pos.data = self.pos.data.to(x.dtype)\n"
+                    "        return x + self.pos\n\n\ndef get_inputs():\n    return (torch.randn(2, 6, 4),)\n")
+    (site,) = scan(load_target(str(path))).sites
+    assert site.category == "other" and site.line == 11
+    assert "`.data`" in site.reason and "persists in the module" in site.reason
