@@ -193,3 +193,20 @@ def test_cond_binds_a_setup_temporary_before_the_cond(tmp_path):
             torch._dynamo.reset()
             assert torch.equal(a(*args), torch.compile(b, backend="eager", fullgraph=True)(*args))
     torch._dynamo.reset()
+
+
+def test_a_setup_temporary_named_like_a_module_is_not_bound_before_a_cond():
+    """helper-80's p18: a temporary named `math` (here a tensor read from a global leaf) hid its
+    reads from the gradient screen, so the cond lost its no-autograd guard: `W.grad` became
+    tensor(0.) where the if leaves None."""
+    import libcst as cst
+
+    from mend.rules.predicated_control_flow import RULE
+
+    src = ("import math\nimport torch\nfrom torch import nn\n\nW = torch.tensor(2.0, requires_grad=True)\n\n\n"
+           "class Model(nn.Module):\n    def forward(self, x):\n        if x.min() > 0:\n            {t} = W * 2\n"
+           "            y = torch.log(x) * {t}\n        else:\n            y = x * 3\n        return y\n")
+    shadow = RULE.rewrite(cst.parse_module(src.format(t="math")), 10)
+    assert "torch.cond" not in getattr(shadow, "code", "")
+    plain = RULE.rewrite(cst.parse_module(src.format(t="t")), 10)
+    assert "torch.cond(" in plain.code and "not torch.is_grad_enabled()" in plain.code

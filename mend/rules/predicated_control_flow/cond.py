@@ -71,7 +71,7 @@ def _grad_sensitive(values: list[tuple[cst.BaseExpression, cst.BaseExpression]],
     ``self.`` state), or a side holds an op through which no gradient flows. Under
     autograd, cond's backward gives every tensor the branches read a gradient (zeros for the
     untaken side), so optimizers would update parameters the if never touched."""
-    modules = set(env.aliases) | {"torch", "math", "F"}
+    modules = set(env.aliases)   # names the module binds by import only: `math` may be a tensor elsewhere
     for t, f in values:
         for v in (t, f):
             if m.findall(v, m.Attribute(value=m.Name("self"))):

@@ -264,6 +264,9 @@ def _cond_temps(arms, temps: set[str], order_seen: list[str], env: _Env, pred_co
     for n in _order(arms, order_seen):
         if n not in temps:
             continue
+        if n in env.aliases or n in ("torch", "math", "F"):
+            # a local that shadows a module name hides its reads from the gradient screen (helper-80)
+            return f"the setup temporary `{n}` shadows a module name"
         i, arm = next((i, a) for i, a in enumerate(arms) if n in dict(a.assigns))
         before = [t for t, _ in arm.assigns[:[t for t, _ in arm.assigns].index(n)]]
         value = dict(arm.assigns)[n]
