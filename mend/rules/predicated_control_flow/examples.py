@@ -8,6 +8,7 @@ from textwrap import dedent
 
 from mend.rules.predicated_control_flow.fp16_examples import FP16_GUARD_EXAMPLES
 from mend.rules.predicated_control_flow.form_examples import STATEMENT_FORM_EXAMPLES
+from mend.rules.predicated_control_flow.cond_examples import COND_TEMP_EXAMPLES
 from mend.rules.predicated_control_flow.gate_examples import GATE_EXAMPLES
 
 FIX_EXAMPLES: list[tuple[str, str]] = [
@@ -658,52 +659,6 @@ FIX_EXAMPLES: list[tuple[str, str]] = [
                     return y + h
         '''),
     ),
-    # torch.cond with a setup temporary (a VLM's image-token merge, helper-78's c21): `mask` is bound before the
-    # cond, on every path as in the torch.where form, and the branch lambda reads it through its closure
-    (
-        dedent('''\
-            import torch
-            from torch import nn
-
-
-            class Model(nn.Module):
-                def __init__(self, dim: int = 4):
-                    super().__init__()
-                    self.proj = nn.Linear(dim, dim)
-
-                def forward(self, h, feats):
-                    if h.mean() > 0:
-                        mask = (h > 0).any(-1, keepdim=True)
-                        h = torch.where(mask, self.proj(feats), h)
-                    else:
-                        h = h * 2.0
-                    return h
-        '''),
-        dedent('''\
-            import torch
-            from torch import nn
-
-
-            class Model(nn.Module):
-                def __init__(self, dim: int = 4):
-                    super().__init__()
-                    self.proj = nn.Linear(dim, dim)
-
-                def forward(self, h, feats):
-                    # torch.cond under torch.compile only: in eager it costs ~1.5 s on the first call and ~16 ms
-                    # per call (torch 2.13); both paths compute the same value (the sides are pure, only the taken one runs)
-                    if torch.compiler.is_compiling() and (h.mean() > 0).numel() == 1 and not torch.is_grad_enabled():  # mend: predicated-control-flow (was: if h.mean() > 0)
-                        mask = (h > 0).any(-1, keepdim=True)
-                        h = torch.cond(h.mean() > 0, lambda: torch.where(mask, self.proj(feats), h), lambda: h * 2.0)
-                    else:
-                        if h.mean() > 0:
-                            mask = (h > 0).any(-1, keepdim=True)
-                            h = torch.where(mask, self.proj(feats), h)
-                        else:
-                            h = h * 2.0
-                    return h
-        '''),
-    ),
     # torch.cond: shared/cases 012's kind -- the test guards sqrt's domain; `else: y = t` is cloned (never mutated, never escapes)
     (
         dedent('''\
@@ -851,3 +806,4 @@ def rescale(layers, h):
 FIX_EXAMPLES += FP16_GUARD_EXAMPLES
 FIX_EXAMPLES += STATEMENT_FORM_EXAMPLES
 FIX_EXAMPLES += GATE_EXAMPLES
+FIX_EXAMPLES += COND_TEMP_EXAMPLES
