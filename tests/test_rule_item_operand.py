@@ -475,3 +475,15 @@ def test_a_value_that_sizes_tensors_is_reported_as_a_data_dependent_shape(tmp_pa
     else:
         assert verdict.reason.startswith("the values read here") and sized in verdict.reason, verdict.reason
         assert "the output shape depends on tensor data" in verdict.reason
+
+
+def test_a_flag_passed_to_a_layer_is_not_reported_as_sizing_tensors(tmp_path):
+    """helper-77/newest: longformer's `is_global_attn = ....any().item()` goes to a layer whose
+    output is sliced by its own `.shape`: the flag sizes nothing."""
+    from mend.locate import locate
+    from mend.rules import match_site
+
+    path = tmp_path / "m.py"
+    path.write_text("import torch\n\n\ndef f(layer, h, mask):\n    g = mask.any().item()\n    out = layer(h, g)\n"
+                    "    h2 = out[0]\n    return h2[:, : h2.shape[1] - 3]\n")
+    assert "size tensors" not in match_site("item-tolist", locate(str(path), 5)).reason

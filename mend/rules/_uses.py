@@ -91,9 +91,8 @@ def _size_use(node: cst.CSTNode, parents: dict[int, cst.CSTNode], stop: cst.CSTN
         elif isinstance(up, cst.Subscript) and up.value is not cur:
             return None   # used as an index, not indexed into
         elif not isinstance(up, (cst.BinaryOperation, cst.UnaryOperation, cst.Subscript, cst.SubscriptElement,
-                                 cst.Index, cst.Arg, cst.Element, cst.Tuple, cst.List, cst.Call,
-                                 cst.Attribute)):
-            return None
+                                 cst.Index, cst.Arg, cst.Element, cst.Tuple, cst.List)):
+            return None   # an attribute (`h.shape`) or a call's result is not the number itself
         cur, up = up, parents.get(id(up))
     return None
 
@@ -116,10 +115,10 @@ def sizing_use(function: cst.FunctionDef, names: set[str], node: cst.CSTNode) ->
             if hit is not None:
                 return hit
     tracked = set(names)
-    for _ in range(2):   # names bound from the tracked ones (`h, w = image_size`, `n = size[0] * 2`)
+    for _ in range(2):   # names bound from the tracked ones by arithmetic (`h, w = image_size`, `n = size[0] * 2`)
         for small in _walk(function):
-            if isinstance(small, cst.Assign) and any(isinstance(x, cst.Name) and x.value in tracked
-                                                     for x in _walk(small.value)):
+            if isinstance(small, cst.Assign) and _numeric(small.value) and any(
+                    isinstance(x, cst.Name) and x.value in tracked for x in _walk(small.value)):
                 tracked |= {x.value for t in small.targets for x in _walk(t.target) if isinstance(x, cst.Name)}
     for n in _walk(function.body):
         if isinstance(n, cst.Name) and n.value in tracked:
@@ -127,6 +126,32 @@ def sizing_use(function: cst.FunctionDef, names: set[str], node: cst.CSTNode) ->
             if hit is not None:
                 return hit
     return None
+
+
+_NUMERIC_CALLS = ("int", "float", "min", "max", "round", "abs", "math.ceil", "math.floor", "math.prod")
+
+
+def _numeric(expr: cst.BaseExpression) -> bool:
+    """``expr`` computes Python numbers from its names: names, literals, indexing, arithmetic,
+    tuples and lists, and int/float/min/max/round/abs/math calls (not a tensor op or a layer,
+    whose result is not the number read: helper-77's longformer flag was passed to a layer)."""
+    if isinstance(expr, (cst.Name, cst.Integer, cst.Float)):
+        return True
+    if isinstance(expr, (cst.BinaryOperation,)):
+        return _numeric(expr.left) and _numeric(expr.right)
+    if isinstance(expr, cst.UnaryOperation):
+        return _numeric(expr.expression)
+    if isinstance(expr, cst.Subscript):
+        return _numeric(expr.value)
+    if isinstance(expr, (cst.Tuple, cst.List)):
+        return all(_numeric(e.value) for e in expr.elements)
+    if isinstance(expr, cst.Call):
+        func = expr.func
+        name = func.value if isinstance(func, cst.Name) else (
+            f"{func.value.value}.{func.attr.value}" if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
+            else "")
+        return name in _NUMERIC_CALLS and all(_numeric(a.value) for a in expr.args)
+    return False
 
 
 def _walk(node: cst.CSTNode):
