@@ -43,20 +43,55 @@ _ARRAY_MAKERS = ("array", "asarray", "arange", "tensor", "as_tensor", "from_nump
 @dataclass
 class Flow:
     """Where a numpy result may flow before its consumer: the function, the locals that hold it
-    (the numpy local, and locals derived from it by int arithmetic), how many locals deep."""
+    (the numpy local, and locals derived from it by int arithmetic), how many locals deep.
+    The function's parent map, its bindings and the module's frame reader are computed once,
+    when first asked, and shared by the deeper flows."""
     function: cst.FunctionDef
     module: cst.Module
     names: frozenset[str]
     depth: int = 0
-    fparents: dict | None = None      # the function's parent map, made when first needed
     sizes: list[str] = field(default_factory=list)   # the size reads the value meets (int_term)
+    cache: dict = field(default_factory=dict)
 
     def parents(self) -> dict[int, cst.CSTNode]:
-        if self.fparents is None:
+        if "parents" not in self.cache:
             finder = _Parents()
             self.function.visit(finder)
-            self.fparents = finder.parent
-        return self.fparents
+            self.cache["parents"] = finder.parent
+        return self.cache["parents"]
+
+    def bound(self, name: str) -> int:
+        """How many times the function binds ``name`` (a parameter counts)."""
+        if "binds" not in self.cache:
+            fbinds = _Bindings(cst.Module(body=[]))
+            self.function.visit(fbinds)
+            self.cache["binds"] = fbinds.names
+        return len(self.cache["binds"].get(name, []))
+
+    def reader(self) -> str | None:
+        """:func:`_frame_reader` of the module."""
+        if "reader" not in self.cache:
+            self.cache["reader"] = _frame_reader(self.module)
+        return self.cache["reader"]
+
+    def deeper(self, name: str) -> Flow:
+        """The flow into the local ``name``, bound to int arithmetic on the value."""
+        return Flow(self.function, self.module, self.names | {name}, self.depth + 1, self.sizes, self.cache)
+
+    def reads(self, name: str, target: cst.Name, np_names: set[str], torch_names: set[str],
+              binds: dict) -> list[str] | str:
+        """The consumer of every read of the local ``name`` in the function (its binding
+        ``target`` aside), as :func:`_consumer` answers; what the first other read is, in words."""
+        parents = self.parents()
+        uses = []
+        for n in _walk(self.function.body):
+            if not _is_read(n, parents) or n.value != name or n is target:
+                continue
+            got, what = _consumer(n, parents, np_names, torch_names, binds, self)
+            if got is None:
+                return what
+            uses.append(got)
+        return uses
 
 
 @dataclass
@@ -237,26 +272,17 @@ def _derived(assign: cst.Assign, flow: Flow, np_names: set[str], torch_names: se
     name = assign.targets[0].target.value
     if flow.depth >= _MAX_DEPTH:
         return None, f"`{name}`, a chain of more than {_MAX_DEPTH} locals"
-    fbinds = _Bindings(cst.Module(body=[]))
-    flow.function.visit(fbinds)
-    if len(fbinds.names.get(name, [])) != 1 or _nested_scope(flow.function, assign):
+    if flow.bound(name) != 1 or _nested_scope(flow.function, assign):
         return None, f"`{name}`, bound more than once in the function (or in a nested scope)"
-    reader = _frame_reader(flow.module)
-    if reader:
-        return None, f"`{name}`, a local the module can read by name through {reader}"
-    parents = flow.parents()
-    inner = Flow(flow.function, flow.module, flow.names | {name}, flow.depth + 1, parents, flow.sizes)
-    uses = []
-    for n in _walk(flow.function.body):
-        if not _is_read(n, parents) or n.value != name or n is assign.targets[0].target:
-            continue
-        got, what = _consumer(n, parents, np_names, torch_names, binds, inner)
-        if got is None:
-            return None, f"`{name}`, which is read by {what}"
-        uses.append(got)
+    if flow.reader():
+        return None, f"`{name}`, a local the module can read by name through {flow.reader()}"
+    uses = flow.deeper(name).reads(name, assign.targets[0].target, np_names, torch_names, binds)
+    if isinstance(uses, str):
+        return None, f"`{name}`, which is read by {uses}"
     if not uses:
         return None, f"`{name}`, which is never read"
-    return f"`{name}`, read only as " + ", ".join(dict.fromkeys(uses)), ""
+    read_as = f"`{name}`, read only as " + ", ".join(dict.fromkeys(uses))
+    return read_as, read_as
 
 
 def _consumer(node: cst.CSTNode, parents: dict[int, cst.CSTNode], np_names: set[str], torch_names: set[str],
@@ -274,8 +300,7 @@ def _consumer(node: cst.CSTNode, parents: dict[int, cst.CSTNode], np_names: set[
         return (got if got is None or got.startswith(ARITH) else f"{ARITH}, then {got}"), what
     if isinstance(parent, cst.Assign) and isinstance(node, cst.BinaryOperation) and flow is not None \
             and parent.value is node:
-        got, what = _derived(parent, flow, np_names, torch_names, binds)
-        return got, what or got
+        return _derived(parent, flow, np_names, torch_names, binds)
     if isinstance(parent, cst.Element):
         seq = parents.get(id(parent))
         arg = parents.get(id(seq)) if isinstance(seq, (cst.Tuple, cst.List)) else None
@@ -514,31 +539,23 @@ def _local_binding(node: cst.CSTNode, parents: dict[int, cst.CSTNode], function:
     walrus, ``del``, parameter or ``global``), and every read of it, anywhere in the function,
     a consumer that treats np.int64 and int alike. None when the statement reads no such
     local; a Decline, naming the read or binding, when it reads one the rule cannot take."""
-    fbinds = _Bindings(cst.Module(body=[]))
-    function.visit(fbinds)
+    facts = Flow(function, module, frozenset())   # the function's bindings and parents, the module's reader
     for name, mine in _numpy_locals(node, parents, function, np_names):
         assign = mine[0]
-        if len(fbinds.names.get(name, [])) != 1 or len(mine) != 1:
+        if facts.bound(name) != 1 or len(mine) != 1:
             return Decline(NAME, f"`{name}`, the result of `{code_of(assign.value).strip()}`, is bound more than "
                            "once in the function (or is a parameter): which value a read sees is not one call's")
         if _nested_scope(function, assign):
             return Decline(NAME, f"`{name} = ...` sits in a nested function, lambda or class")
-        finder = _Parents()
-        function.visit(finder)
-        reader = _frame_reader(module)
-        if reader:
-            return Decline(NAME, f"the module can read the local `{name}` by name through {reader} (locals(), a "
-                           "frame or a closure cell), where it would see an int instead of the np.int64 it was")
-        uses = []
-        flow = Flow(function, module, frozenset({name}), 0, finder.parent)
-        for n in _walk(function.body):
-            if not _is_read(n, finder.parent) or n.value != name or n is assign.targets[0].target:
-                continue
-            consumer, what = _consumer(n, finder.parent, np_names, torch_names, binds, flow)
-            if consumer is None:
-                return Decline(NAME, f"`{name}` (`{code_of(assign.value).strip()}`) is also read by {what}: the "
-                               "rewrite's result is an int where the numpy call gives np.int64, and only " + ALIKE)
-            uses.append(consumer)
+        if facts.reader():
+            return Decline(NAME, f"the module can read the local `{name}` by name through {facts.reader()} "
+                           "(locals(), a frame or a closure cell), where it would see an int instead of the np.int64 "
+                           "it was")
+        flow = Flow(function, module, frozenset({name}), cache=facts.cache)
+        uses = flow.reads(name, assign.targets[0].target, np_names, torch_names, binds)
+        if isinstance(uses, str):
+            return Decline(NAME, f"`{name}` (`{code_of(assign.value).strip()}`) is also read by {uses}: the "
+                           "rewrite's result is an int where the numpy call gives np.int64, and only " + ALIKE)
         return Local(assign, name, f"`{name}`, read only as " + ", ".join(dict.fromkeys(uses)), tuple(flow.sizes))
     return None
 
