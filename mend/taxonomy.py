@@ -256,12 +256,14 @@ def _self_attribute_write(node) -> bool:
             and target.value.value == "self")
 
 
-_NUMPY_CONSTANT_FUNCS = ("sum", "prod", "lcm", "gcd", "max", "min")
 
 
 def _numpy_constant_call(loc: Located | None) -> bool:
-    """The statement (a compound statement's header) calls ``np.sum``/``np.prod``/``np.lcm``/``np.gcd``/``max``/``min``,
-    spelled through ``numpy`` or a top-level ``import numpy as NAME``."""
+    """The statement (a compound statement's header) calls a numpy function numpy-constants
+    knows (``np.sum``/``prod``/``lcm``/``gcd``/``max``/``min``: its ``FUNCS``), spelled through
+    ``numpy`` or a top-level ``import numpy as NAME``."""
+    from mend.rules.numpy_constants.screen import FUNCS, reads_numpy_local
+
     if loc is None:
         return False
     names = {"numpy"}
@@ -274,9 +276,8 @@ def _numpy_constant_call(loc: Located | None) -> bool:
     for part in header_parts(node):
         for call in m.findall(part, m.Call()):
             root, _, last = (call_name(call) or "").rpartition(".")
-            if root in names and last in _NUMPY_CONSTANT_FUNCS:
+            if root in names and last in FUNCS:
                 return True
-    from mend.rules.numpy_constants.screen import reads_numpy_local
     return reads_numpy_local(node, loc.ancestors)   # `width = np.sum(plan)` on an earlier line, read here
 
 

@@ -15,6 +15,7 @@ import pkgutil
 
 from mend.locate import Located
 from mend.rules._base import Decline, DeclineExample, FixExample, Match, RewriteResult, Rule
+from mend.rules._uses import sizes_tensors
 
 
 def discover() -> dict[str, Rule]:
@@ -85,44 +86,10 @@ def match_site(category: str, loc: Located | None) -> Match | Decline:
     # category's generic reason: after every specific one, and after this category's
     generics = set(UNFIXABLE_REASONS.values())
     best = min(declines, key=lambda d: (d.rule is None, d.reason in generics, d.reason != generic))
-    sized = _sizes_tensors(loc) if category == "item-tolist" else None
+    sized = sizes_tensors(loc) if category == "item-tolist" else None
     if sized:   # the decisive fact first: the values size tensors (helper-77: split sizes, slice bounds)
         return Decline(best.rule, sized + ("" if best.reason in generics else f"; {best.reason}"))
     return best
-
-
-def _sizes_tensors(loc: Located) -> str | None:
-    """Why the values a ``.item()``/``.tolist()`` statement reads must stay Python numbers: they
-    size tensors (a split size, a slice bound, an allocation's shape), else None."""
-    import libcst as cst
-
-    from mend.rules._common import code_of
-    from mend.rules._uses import sizing_use
-
-    function = next((a for a in reversed(loc.ancestors) if isinstance(a, cst.FunctionDef)), None)
-    if function is None:
-        return None
-    node = loc.node.body[0] if isinstance(loc.node, cst.SimpleStatementLine) and loc.node.body else loc.node
-    targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else (
-        [node.target] if isinstance(node, (cst.For, cst.AnnAssign)) else [])
-    names = {n.value for t in targets for n in _names(t)}
-    hit = sizing_use(function, names, loc.node)
-    if hit is None:
-        return None
-    what = " ".join(code_of(hit).split())
-    return (f"the values read here{' (`' + '`, `'.join(sorted(names)) + '`)' if names else ''} size tensors "
-            f"(`{what[:70]}{'...' if len(what) > 70 else ''}`): the output shape depends on tensor data, so no local "
-            "rewrite keeps it in one graph (capture_scalar_outputs=True traces it with unbacked symbolic sizes, a "
-            "global setting that changes every shape downstream)")
-
-
-def _names(node):
-    import libcst as cst
-
-    if isinstance(node, cst.Name):
-        yield node
-    for child in node.children:
-        yield from _names(child)
 
 
 __all__ = ["RULES", "RULE_FOR_CATEGORY", "Decline", "DeclineExample", "FixExample", "Match", "RewriteResult", "Rule",

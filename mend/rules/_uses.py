@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import libcst as cst
 
+from mend.locate import Located
+from mend.rules._common import code_of
+from mend.rules._scalars import bound_names, walk
+
 # calls that read a function's locals by name: a screen of the names' reads cannot see them
 DYNAMIC_SCOPE = {"locals", "vars", "eval", "exec", "globals"}
 
@@ -97,30 +101,44 @@ def _size_use(node: cst.CSTNode, parents: dict[int, cst.CSTNode], stop: cst.CSTN
     return None
 
 
+def sizes_tensors(loc: Located) -> str | None:
+    """Why the values a ``.item()``/``.tolist()`` statement reads must stay Python numbers: they
+    size tensors (a split size, a slice bound, an allocation's shape; helper-77), else None."""
+    function = next((a for a in reversed(loc.ancestors) if isinstance(a, cst.FunctionDef)), None)
+    if function is None:
+        return None
+    node = loc.node.body[0] if isinstance(loc.node, cst.SimpleStatementLine) and loc.node.body else loc.node
+    targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else (
+        [node.target] if isinstance(node, (cst.For, cst.AnnAssign)) else [])
+    names = set().union(*(bound_names(t) for t in targets))
+    hit = sizing_use(function, names, loc.node)
+    if hit is None:
+        return None
+    what = " ".join(code_of(hit).split())
+    return (f"the values read here{' (`' + '`, `'.join(sorted(names)) + '`)' if names else ''} size tensors "
+            f"(`{what[:70]}{'...' if len(what) > 70 else ''}`): the output shape depends on tensor data, so no local "
+            "rewrite keeps it in one graph (capture_scalar_outputs=True traces it with unbacked symbolic sizes, a "
+            "global setting that changes every shape downstream)")
+
+
 def sizing_use(function: cst.FunctionDef, names: set[str], node: cst.CSTNode) -> cst.CSTNode | None:
     """Where values read by the statement ``node`` size a tensor: ``node`` itself passing one to a
     sizing call or slice, or a read of ``names`` (the names it binds, and names bound from those
     on later lines, two steps deep) that does; None if nowhere."""
-    parents: dict[int, cst.CSTNode] = {}
-
-    class _P(cst.CSTVisitor):
-        def on_visit(self, n):
-            for c in n.children:
-                parents[id(c)] = n
-            return True
-    function.visit(_P())
-    for call in _walk_calls(node):
-        if isinstance(call.func, cst.Attribute) and call.func.attr.value in ("item", "tolist"):
+    parents = {id(c): n for n in walk(function) for c in n.children}
+    for call in walk(node):
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and \
+                call.func.attr.value in ("item", "tolist"):
             hit = _size_use(call, parents, function)
             if hit is not None:
                 return hit
     tracked = set(names)
     for _ in range(2):   # names bound from the tracked ones by arithmetic (`h, w = image_size`, `n = size[0] * 2`)
-        for small in _walk(function):
+        for small in walk(function):
             if isinstance(small, cst.Assign) and _numeric(small.value) and any(
-                    isinstance(x, cst.Name) and x.value in tracked for x in _walk(small.value)):
-                tracked |= {x.value for t in small.targets for x in _walk(t.target) if isinstance(x, cst.Name)}
-    for n in _walk(function.body):
+                    isinstance(x, cst.Name) and x.value in tracked for x in walk(small.value)):
+                tracked |= set().union(*(bound_names(t.target) for t in small.targets))
+    for n in walk(function.body):
         if isinstance(n, cst.Name) and n.value in tracked:
             hit = _size_use(n, parents, function)
             if hit is not None:
@@ -137,7 +155,7 @@ def _numeric(expr: cst.BaseExpression) -> bool:
     whose result is not the number read: helper-77's longformer flag was passed to a layer)."""
     if isinstance(expr, (cst.Name, cst.Integer, cst.Float)):
         return True
-    if isinstance(expr, (cst.BinaryOperation,)):
+    if isinstance(expr, cst.BinaryOperation):
         return _numeric(expr.left) and _numeric(expr.right)
     if isinstance(expr, cst.UnaryOperation):
         return _numeric(expr.expression)
@@ -152,13 +170,3 @@ def _numeric(expr: cst.BaseExpression) -> bool:
             else "")
         return name in _NUMERIC_CALLS and all(_numeric(a.value) for a in expr.args)
     return False
-
-
-def _walk(node: cst.CSTNode):
-    yield node
-    for child in node.children:
-        yield from _walk(child)
-
-
-def _walk_calls(node: cst.CSTNode):
-    return [n for n in _walk(node) if isinstance(n, cst.Call)]

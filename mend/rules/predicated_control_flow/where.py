@@ -268,9 +268,9 @@ def _cond_temps(arms, temps: set[str], order_seen: list[str], env: _Env, pred_co
             # a local that shadows a module name hides its reads from the gradient screen (helper-80)
             return f"the setup temporary `{n}` shadows a module name"
         i, arm = next((i, a) for i, a in enumerate(arms) if n in dict(a.assigns))
-        before = [t for t, _ in arm.assigns[:[t for t, _ in arm.assigns].index(n)]]
+        names = [t for t, _ in arm.assigns]
         value = dict(arm.assigns)[n]
-        early = sorted(_read_names(value) & set(before))
+        early = sorted(_read_names(value) & set(names[:names.index(n)]))
         if early:
             return f"the setup temporary `{n}` reads `{early[0]}`, which its side assigns before it"
         saved, env.obligations = env.obligations, []   # its own screen (oblige() skips what is already there)
