@@ -36,6 +36,7 @@ otherwise); its bounds are the constants written in that guard, not the rewrite'
 from __future__ import annotations
 
 import ast
+import operator
 
 import z3
 
@@ -364,10 +365,8 @@ def _int_literal(node: ast.AST) -> bool:
 def _int_term(node: ast.AST) -> bool:
     """An int by its spelling: a signed integer literal, ``X.shape[k]``, ``X.ndim``,
     ``X.size(k)``/``X.dim()``/``X.numel()``, ``len(X)``."""
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        node = node.operand
-    if isinstance(node, ast.Constant):
-        return type(node.value) is int
+    if _int_literal(node):
+        return True
     if isinstance(node, ast.Subscript):   # a literal index: `x.shape[i]` may be a slice (helper-79)
         return isinstance(node.value, ast.Attribute) and node.value.attr == "shape" and _int_literal(node.slice)
     if isinstance(node, ast.Attribute):
@@ -455,11 +454,10 @@ def _interval(node: ast.AST, names: dict, leaves: dict) -> tuple[int, int] | str
                 return (f"`{ast.unparse(node)}` may leave int64 (bounds [{r[0]}, {r[1]}]): numpy wraps around or "
                         "raises where Python computes the exact integer")
         return r
+    if _int_literal(node):
+        v = ast.literal_eval(node)
+        return v, v
     if _int_term(node):
-        inner = node.operand if isinstance(node, ast.UnaryOp) else node
-        if isinstance(inner, ast.Constant):
-            v = -inner.value if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) else inner.value
-            return v, v
         return 0, INT64_MAX
     return f"`{ast.unparse(node)}` is not built from integer literals, sizes, len() and the value"
 
@@ -626,8 +624,7 @@ def _observe(lib: str, fn: str) -> str | None:
             pairs = [(f((2, n), 1.5), f((2, i), 1.5))] if fn == "full" else [(f((2, n)), f((2, i))), (f(2, n), f(2, i))]
         elif fn == "arith":
             # +, -, *, //, % of np.int64 and int, either side, in int64 range: the same integer
-            import operator as op
-            for f in (op.add, op.sub, op.mul, op.floordiv, op.mod):
+            for f in (operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod):
                 for k in (2, -3, 7):
                     for x, y, ix, iy in ((n, k, i, k), (k, n, k, i)):
                         if iy == 0:
@@ -641,9 +638,8 @@ def _observe(lib: str, fn: str) -> str | None:
             pairs = []
         elif fn == "compare":
             # only the truth is used: bool() of np.bool_ and of bool, for every operator, both orders
-            import operator as op
             ks = (i - 1, i, i + 1, -1, 2 ** 40, 2 ** 70, -2 ** 70)
-            for f in (op.eq, op.ne, op.lt, op.le, op.gt, op.ge):
+            for f in (operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge):
                 for k in ks:
                     if bool(f(n, k)) != bool(f(i, k)) or bool(f(k, n)) != bool(f(k, i)):
                         return f"{f.__name__}(np.int64({i}), {k}) is not {f(i, k)} as for {i}"
