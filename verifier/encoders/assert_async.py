@@ -151,10 +151,30 @@ def assert_async_references(code: str) -> int:
 
 def first_failure(ob: dict, ctx: Ctx) -> Outcome:
     n = ob.get("checks_in_file")
+    same = _one_exception(ctx.code, n) if n and n > 1 and ctx.code else None
+    if same is not None:   # a split `assert A and B`: every check restores the same exception
+        return checked("the static screen of the mended file: its trap table has one entry per check and every "
+                       f"entry is `{same}`, so whichever check fails first, the same exception is restored",
+                       [f"{n} torch._assert_async calls in the mended file, each with its own trap entry"])
     if n != 1:
         return unknown(f"{n} checks in the mended file: which failure is reported first is measured, not proved")
     return checked("the static count of torch._assert_async calls in the mended file: one check, so the first "
                    "failure is the only one", ["one torch._assert_async in the mended file"])
+
+
+def _one_exception(code: str, checks: int) -> str | None:
+    """The exception every trap entry of ``code`` makes, when there are ``checks`` entries and
+    they are all the same expression; else None."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    bodies = [v.body for node in tree.body if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)
+              and any(isinstance(t, ast.Name) and t.id.startswith("_MEND_TRAPS") for t in node.targets)
+              for v in node.value.values if isinstance(v, ast.Lambda)]
+    if len(bodies) != checks or len({ast.dump(b) for b in bodies}) != 1:
+        return None
+    return ast.unparse(bodies[0])
 
 
 def restore_at_boundary(ob: dict, ctx: Ctx) -> Outcome:
@@ -396,13 +416,13 @@ def guarded_check(ob: dict, ctx: Ctx) -> Outcome:
         if not (ast.dump(orelse.test) == ast.dump(failing) and not orelse.orelse and exc is not None
                 and restored is not None and ast.dump(exc) == ast.dump(restored)):
             problems.append(f"the fallback is not `elif {ast.unparse(failing)}: raise` the trap table's exception")
-    elif isinstance(orelse, ast.Assert):  # `else: assert not L, msg`
-        want = ast.UnaryOp(ast.Not(), ast.Name(local, ast.Load()))
+    elif isinstance(orelse, ast.Assert):  # `else: assert not L, msg` (an operand of `assert A and B`: `assert L`)
+        want = failing if raise_if_true else ast.Name(local, ast.Load())
         msg = "" if orelse.msg is None else ast.literal_eval(orelse.msg) if isinstance(orelse.msg, ast.Constant) \
             else None
-        if not (raise_if_true and ast.dump(orelse.test) == ast.dump(want) and entry is not None
+        if not (ast.dump(orelse.test) == ast.dump(want) and entry is not None
                 and entry[0] == "AssertionError" and msg == entry[1]):
-            problems.append(f"the fallback is not `assert not {local}` with the trap table's message")
+            problems.append(f"the fallback is not `assert {ast.unparse(want)}` with the trap table's message")
     else:
         problems.append("the guard has no fallback running the original check")
     uses = sum(1 for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == local)
@@ -414,6 +434,58 @@ def guarded_check(ob: dict, ctx: Ctx) -> Outcome:
                    f"`{ast.unparse(test.test)}`, the original check otherwise",
                    ["Dynamo decides the guard at trace time (type, element count and device are guarded), so "
                     "it adds no break (measured on torch 2.13; the pipeline's graph count)"])
+
+
+_SPECULABLE = {"all", "any", "isfinite", "isnan", "isinf", "isposinf", "isneginf", "signbit", "logical_not",
+               "logical_and", "logical_or", "logical_xor", "eq", "ne", "lt", "le", "gt", "ge", "abs", "neg",
+               "bool", "float", "double", "half", "long", "int", "sum", "count_nonzero"}
+_SPECULABLE_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.BitAnd, ast.BitOr, ast.BitXor)
+
+
+def _hazard(expr: ast.AST) -> str | None:
+    """What in ``expr`` may raise or have an effect when computed where Python skipped it."""
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Call):
+            name = _dotted(node.func) or ""
+            last = node.func.attr if isinstance(node.func, ast.Attribute) else ""
+            via_torch = name.count(".") == 1 and name.startswith("torch.")
+            if last not in _SPECULABLE or not (via_torch or isinstance(node.func, ast.Attribute)):
+                return f"it calls `{ast.unparse(node.func)}`"
+            if node.keywords or any(isinstance(a, ast.Starred) for a in node.args) or \
+                    (not via_torch and node.args and last in ("all", "any", "sum", "count_nonzero")):
+                return f"`{ast.unparse(node)}` passes a dim, a keyword or an unpacked argument"
+        elif isinstance(node, ast.BinOp) and not isinstance(node.op, _SPECULABLE_OPS):
+            return f"its operator in `{ast.unparse(node)}` may raise"
+        elif isinstance(node, ast.Compare) and any(isinstance(o, (ast.In, ast.NotIn)) for o in node.ops):
+            return "a membership test calls `__contains__`"
+        elif not isinstance(node, (ast.Name, ast.Attribute, ast.Constant, ast.UnaryOp, ast.BinOp, ast.Compare,
+                                   ast.Call, ast.expr_context, ast.unaryop, ast.operator, ast.cmpop)):
+            return f"it holds a `{type(node).__name__}` (`{ast.unparse(node)[:50]}`)"
+    return None
+
+
+def speculated_operands(ob: dict, ctx: Ctx) -> Outcome:
+    """``speculated-operands``: in one graph, the later operands of a split ``assert A and B``
+    are computed even where an earlier check fails, which Python skipped. A static screen of
+    each operand (parsed anew): names, attributes, literals, arithmetic, comparisons, and total
+    tensor predicates and reductions without a dim -- nothing that indexes, calls anything
+    else, or takes a dim that may be out of range."""
+    by = "the static screen of the speculated operands (verifier/encoders/assert_async.py)"
+    ops = ob.get("operands")
+    if not isinstance(ops, list) or not ops:
+        return unknown("the speculated operands are not recorded")
+    for src in ops:
+        try:
+            expr = ast.parse(src, mode="eval").body
+        except SyntaxError as exc:
+            return unknown(f"could not parse `{src}`: {exc}")
+        why = _hazard(expr)
+        if why is not None:
+            return check_refuted(by, f"`{src}` runs inside the graph where Python skipped it, and {why}")
+    return checked(by, [f"screened: {', '.join(ops)}",
+                        "their names are tensors (or Python numbers) of shapes that combine: observed on the example "
+                        "run, where the original computed them too; a shape that fails only where an earlier operand "
+                        "also fails is not screened"])
 
 
 def _trap_exception(tree: ast.Module, trap: str) -> ast.AST | None:
@@ -437,7 +509,8 @@ ENCODERS = {
     "condition-is-tensor": condition_is_tensor,
     "restore-at-boundary": restore_at_boundary,
     "guarded-check": guarded_check,
+    "speculated-operands": speculated_operands,
 }
 CHECKS = frozenset({"same-result-when-passing", "first-failure-wins", "state-unchanged-on-raise", "cpu-only",
-                    "restore-at-boundary", "guarded-check"})
+                    "restore-at-boundary", "guarded-check", "speculated-operands"})
 OBSERVED = frozenset({"state-unchanged-on-raise", "cpu-only"})   # rest on the example run

@@ -68,7 +68,7 @@ Declined, with the reason, when:
   ``global``), or the check runs under a grad-mode context (``with torch.no_grad()``,
   ``@torch.no_grad()``: failing inside the graph under the eager backend, it left grad mode
   off for the process, helper-50);
-* the condition is an ``and``/``or`` (short-circuit evaluation), binds a name (walrus),
+* the condition is an ``or``, or an ``if``'s ``and`` (short-circuit evaluation), binds a name (walrus),
   or is computed from shapes and literals only (Dynamo already decides it at trace time);
 * the statement is ``assert <cond>[, "literal"]`` without a leading ``not``: Dynamo lowers
   that form to ``_assert_async`` itself (no break; shared cases 021/024), so only
@@ -77,6 +77,18 @@ Declined, with the reason, when:
   see a RuntimeError instead of ``E``), the check sits in a loop or outside a function,
   the raise has a ``from`` clause, the ``if`` does more than raise, the exception is built
   from a local name, or a comment would be dropped.
+
+``assert A and B, msg`` (helper-78's c02; Dynamo breaks on ``A``'s truth) is ``assert A, msg`` then
+``assert B, msg``: Python evaluates ``B`` only when ``A`` held, and both raise the same
+``AssertionError``. Each tensor operand takes the guarded form with its own local and trap id (the
+same exception restored, so ``first-failure-wins`` is checked), a Python-level one (shapes, ``is
+None``, ``isinstance``) stays a plain ``assert`` that Dynamo decides at trace time. Inside one graph
+a later operand is computed even where an earlier check fails (the assert is asynchronous), so
+every operand after a tensor one must pass a static screen (``speculated-operands``, re-checked by
+the verifier): names, attributes, literals, arithmetic, comparisons and total tensor predicates and
+reductions without a ``dim``; indexing (``table[idx]``, guarded by the first operand), another
+call, a ``dim``, ``@`` or ``in`` declines. Measured (c02): 2 -> 1 graphs, each operand failing
+raises the same AssertionError eager and under eager/aot_eager/inductor (tests/test_assert_and.py).
 
 An arm of an ``if``/``elif``/``else`` chain is taken when every arm above it only raises: the
 chain is first split (``screen.split_chain``), ``elif`` becoming a second ``if`` and a final
@@ -157,7 +169,7 @@ Never inference-only: a check has no gradient.
 
 OBLIGATION_KINDS = frozenset({"raises-iff-original", "same-result-when-passing", "first-failure-wins",
                               "restore-at-boundary", "state-unchanged-on-raise", "condition-is-tensor", "cpu-only",
-                              "guarded-check"})
+                              "guarded-check", "speculated-operands"})
 
 RULE = Rule(
     name=NAME,

@@ -5,6 +5,7 @@ NOOP (source the rule leaves unchanged on every line). The site is the line
 from __future__ import annotations
 
 from mend.rules._base import DeclineExample
+from mend.rules.predicated_validation.and_examples import AND_DECLINE_EXAMPLES, AND_FIX_EXAMPLES
 
 
 def example_line(source: str) -> int:
@@ -723,6 +724,9 @@ def f(x):
 ''', "makes Dynamo specialize the size"),
     # ... while an in-place update of a tensor the function allocated is not a state change
 ]
+
+FIX_EXAMPLES += AND_FIX_EXAMPLES
+DECLINE_EXAMPLES += AND_DECLINE_EXAMPLES
 
 # No-op examples: source left unchanged on every line: checks Dynamo already handles (an
 # `assert` without `not` it lowers itself, a shape check it decides at trace time), and the

@@ -135,7 +135,7 @@ def _guarded(plan, local: str, marker: str, indent: int) -> list | cst.If:
         fallback = f"elif {failing}:\n    raise _\n"
     else:
         msg = plan.stmt.body[0].msg
-        fallback = f"else:\n    assert not {local}" + (f", {_code(msg)}" if msg is not None else "") + "\n"
+        fallback = f"else:\n    assert {'not ' * plan.raise_if_true}{local}" + (f", {_code(msg)}" if msg is not None else "") + "\n"
     bind = cst.parse_statement(f"{local} = {_code(plan.core)}\n")
     test = cst.parse_statement(f"if {guard_text(local)}:\n    {call}\n{fallback}")
     if plan.form == "if-raise":   # the original raise statement, layout kept
@@ -143,6 +143,89 @@ def _guarded(plan, local: str, marker: str, indent: int) -> list | cst.If:
         return [bind.with_changes(leading_lines=plan.stmt.leading_lines), test]
     return cst.If(test=cst.Name("__debug__"), body=cst.IndentedBlock([bind, test]),
                   leading_lines=plan.stmt.leading_lines)
+
+
+def _split(plan, chain: list[cst.CSTNode], exc_code: str, table: str, indent: int) -> tuple[cst.If, list]:
+    """``assert A and B, msg`` as one check per operand, in order, inside ``if __debug__:``:
+    a Python-level operand stays ``assert A, msg`` (Dynamo decides it at trace time), a tensor
+    one takes the guarded form with its own local and trap id (the same exception restored)."""
+    msg = plan.stmt.body[0].msg
+    tail = f", {_code(msg)}" if msg is not None else ""
+    body, split, taken = [], [], set()
+    for i, (core, negated, static, written) in enumerate(plan.parts):
+        if static:
+            body.append(cst.parse_statement(f"assert {_code(written).strip()}{tail}\n"))
+            continue
+        local = fresh_local(plan.function, GUARDED)
+        local = next(n for n in (local, *(f"{GUARDED}_{j}" for j in range(2, 10_000)))
+                     if n not in taken and n not in {x.value for x in m.findall(plan.function, m.Name())})
+        taken.add(local)
+        key = hashlib.sha1("\n".join([_qualname(chain), _code(written), exc_code, str(i)]).encode()).hexdigest()[:12]
+        marker = f'f"{MARKER}:{{__name__}}:{table}.{key}"'
+        part = _PartPlan(plan.stmt, negated, core)
+        body.extend(_guarded(part, local, marker, indent).body.body)
+        split.append((local, key, part))
+    return cst.If(test=cst.Name("__debug__"), body=cst.IndentedBlock(body), leading_lines=plan.stmt.leading_lines), split
+
+
+class _PartPlan:
+    """One operand of a split ``assert A and B`` as :func:`_guarded` reads a plan."""
+    form = "assert"
+
+    def __init__(self, stmt, raise_if_true: bool, core: cst.BaseExpression):
+        self.stmt, self.raise_if_true, self.core = stmt, raise_if_true, core
+
+    @property
+    def raises_when(self) -> str:
+        return _code(self.core) if self.raise_if_true else f"not ({_code(self.core)})"
+
+    @property
+    def asserts(self) -> str:
+        return f"torch.logical_not({_code(self.core)})" if self.raise_if_true else _code(self.core)
+
+
+def _split_detail(split: list, table: str, guard) -> str:
+    return (f"assert A and B -> one check per operand ({len(split)} in the graph: "
+            + ", ".join(f"`{local}` marker {table}.{key}" for local, key, _ in split)
+            + "), each torch._assert_async under a one-element CPU tensor guard, the original assert otherwise; "
+            "AssertionError restored outside the graph by mend.validation_runtime.install(model)"
+            + (f"; only when `{guard.name}` is made in this call" if guard is not None else ""))
+
+
+def _split_obligations(plan, split: list, table: str, message: str, guard) -> list[dict]:
+    """Per tensor operand: its raise condition against its assert, its guarded form and its
+    one-element condition; for the statement: the obligations of one check, plus the operands
+    computed speculatively inside the graph (``speculated-operands``, the rule's static screen)."""
+    obs = []
+    for local, key, part in split:
+        trap = f"{table}.{key}"
+        obs += [{"kind": "raises-iff-original", "exception": "AssertionError", "message": message, "args": plan.args,
+                 "raises_when": part.raises_when, "asserts": part.asserts, "trap": trap, "guarded": local},
+                {"kind": "guarded-check", "local": local, "condition": _code(part.core),
+                 "raises_when": part.raises_when, "raise_if_true": part.raise_if_true, "trap": trap},
+                {"kind": "condition-is-tensor", "asserts": part.asserts,
+                 "note": "the operand must be a one-element tensor; elsewhere the runtime guard keeps the original "
+                         "assert"}]
+    later = [_code(w).strip() for _, _, _, w in plan.parts[1:]]
+    return obs + [
+        {"kind": "same-result-when-passing"},
+        {"kind": "first-failure-wins",
+         "note": "every operand raises the same AssertionError and message, so which one fails first does not show"},
+        {"kind": "restore-at-boundary", "runtime": "mend.validation_runtime.install", "trap": f"{table}.{split[0][1]}",
+         "note": "without the runtime the mended code raises RuntimeError('mend-trap:...')"},
+        {"kind": "state-unchanged-on-raise",
+         "note": "module buffers/attributes after a failing call equal eager's; the function was screened, "
+                 "callees and callers in the same graph were not",
+         **({"fresh": {"name": guard.name, "made": guard.made, "flag": guard.flag, "keywords": guard.keywords}}
+            if guard is not None else {})},
+        {"kind": "cpu-only",
+         "note": "on CUDA _assert_async drops the message and raises a fatal device-side assert (pytorch#131491)"},
+        {"kind": "speculated-operands", "operands": later,
+         "note": "inside the graph each later operand is computed even where an earlier check fails (Python skipped "
+                 "it): the rule's static screen admits only names, attributes, literals, arithmetic, comparisons "
+                 "and total tensor predicates and reductions without a dim, which neither raise nor have an effect "
+                 "on tensors; that the operands are tensors of compatible shapes is observed on the example run"},
+    ]
 
 
 def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
@@ -188,7 +271,12 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     indent = pos[plan.stmt].start.column + (4 if plan.form == "assert" else 0)
     holds = _code(plan.holds)
     local = None
-    if plan.call is not None:   # torch._assert: anything but a one-element plain CPU tensor keeps the call
+    entries = [(f'"{key}"', f"lambda: {exc_code}")]
+    split = []      # `assert A and B`: (local, trap key, part) of each tensor operand, checked in turn
+    if plan.parts is not None:
+        new, split = _split(plan, site[1], exc_code, table, indent)
+        entries = [(f'"{k}"', f"lambda: {exc_code}") for _, k, _ in split]
+    elif plan.call is not None:   # torch._assert: anything but a one-element plain CPU tensor keeps the call
         kept = plan.call.with_changes(args=[plan.call.args[0].with_changes(value=cst.Name("_mend_c")),
                                             plan.call.args[1]])
         call = cst.parse_expression(
@@ -218,23 +306,26 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     else:
         tree = tree.visit(Replace(plan.stmt, cst.FlattenSentinel(new) if isinstance(new, list) else new))
 
-    entry = (f'"{key}"', f"lambda: {exc_code}")
     existing = _tables(tree).get(table)
     if existing is not None:
-        entries = [(_code(e.key), _code(e.value)) for e in existing.body[0].value.elements]
-        if entry[0] in (k for k, _ in entries):
-            if entry not in entries:
-                return Decline(NAME, f"the trap id {key} is already used for another exception")
-        else:
-            entries.append(entry)
-        replacement = _table_stmt(table, entries).with_changes(leading_lines=existing.leading_lines)
+        kept = [(_code(e.key), _code(e.value)) for e in existing.body[0].value.elements]
+        for entry in entries:
+            if entry[0] in (k for k, _ in kept):
+                if entry not in kept:
+                    return Decline(NAME, f"the trap id {entry[0]} is already used for another exception")
+            else:
+                kept.append(entry)
+        replacement = _table_stmt(table, kept).with_changes(leading_lines=existing.leading_lines)
         tree = tree.visit(Replace(existing, replacement))
     if binding == "none":
         tree = add_import(tree, "import torch")
     if existing is None:
-        tree = _insert_table(tree, _table_stmt(table, [entry]))
+        tree = _insert_table(tree, _table_stmt(table, entries))
 
     message = _message(plan.args)
+    if split:
+        return RewriteResult(tree.code, span, _split_detail(split, table, guard), _split_obligations(
+            plan, split, table, message, guard))
     what = "assert" if plan.form == "assert" else "if/raise"
     detail = (f"{what} -> torch._assert_async(..., marker {table}.{key}); {plan.exc_name} restored outside the "
               f"graph by mend.validation_runtime.install(model)" + (

@@ -13,6 +13,7 @@ from mend.rules._base import Decline, Match
 from mend.rules._common import code_of as _code, dotted as _dotted, enclosing_handler, locals_readers, state_change
 from mend.rules._bindings import bindings, module_alias
 from mend.rules._in_graph_checks import surroundings
+from mend.rules._scalars import walk
 from mend.rules.predicated_control_flow.screen import FORCING_HOOK
 
 NAME = "predicated-validation"
@@ -41,6 +42,7 @@ class _Plan:
     core: cst.BaseExpression | None = None  # the condition without its `not`s (what the guarded local holds)
     raise_if_true: bool = True     # the check fails when `core` is truthy (`if C: raise`, `assert not C`)
     chain_top: cst.If | None = None  # the first `if` of the if/elif chain the check is an arm of, to split
+    parts: list | None = None      # `assert A and B, msg`: its operands, checked one after another (_and_parts)
 
 
 
@@ -419,9 +421,13 @@ def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
     if form == "assert" and not negated and not isinstance(core, cst.BooleanOperation) and items is None:
         return Decline(NAME, "Dynamo already compiles `assert <tensor>` with a literal or no message into "
                              "torch._assert_async without a break; nothing to rewrite")
+    parts = None
     if isinstance(core, cst.BooleanOperation):
-        return Decline(NAME, "the condition is an `and`/`or`: short-circuit evaluation has no single "
-                             "tensor predicate")
+        parts = _and_parts(core) if form == "assert" and not negated else \
+            "the condition is an `and`/`or`: short-circuit evaluation has no single tensor predicate (only " \
+            "`assert A and B` is split, into one check per operand)"
+        if isinstance(parts, str):
+            return Decline(NAME, parts)
     if m.findall(test, m.NamedExpr() | m.Lambda() | m.Yield() | m.Await()):
         return Decline(NAME, "the condition binds a name or defines/awaits a function")
     if _shape_only(core):
@@ -456,7 +462,90 @@ def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
         fails_when = core if negated else cst.UnaryOperation(cst.Not(), core.with_changes(
             lpar=[cst.LeftParen()], rpar=[cst.RightParen()]))
     return _Plan(stmt, function, form, test, fails_when, holds, exc, exc_name, args, items, numbers,
-                 node.value if via_call else None, core, fails_is_true, chain_top)
+                 node.value if via_call else None, core, fails_is_true, chain_top, parts)
+
+
+def _static_part(expr: cst.BaseExpression) -> bool:
+    """A Python-level test Dynamo decides at trace time: shapes and literals, ``x is None``,
+    ``isinstance(...)``."""
+    if _shape_only(expr) or (isinstance(expr, cst.Call) and _dotted(expr.func) in ("isinstance", "hasattr")):
+        return True
+    return isinstance(expr, cst.Comparison) and all(isinstance(c.operator, (cst.Is, cst.IsNot))
+                                                    for c in expr.comparisons)
+
+
+# what an operand may compute when it runs speculatively: total, pure tensor functions and
+# methods (a reduction without a `dim`, which could be out of range)
+_SPECULABLE = {"all", "any", "isfinite", "isnan", "isinf", "isposinf", "isneginf", "signbit", "logical_not",
+               "logical_and", "logical_or", "logical_xor", "eq", "ne", "lt", "le", "gt", "ge", "abs", "neg",
+               "bool", "float", "double", "half", "long", "int", "sum", "count_nonzero"}
+_SPECULABLE_OPS = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.BitAnd, cst.BitOr, cst.BitXor)
+
+
+def speculation_hazard(expr: cst.BaseExpression) -> str | None:
+    """Why ``expr`` may raise or have an effect when it runs where it used to be skipped, or
+    None. Allowed: names, attribute reads, number literals, ``not``/``-``/``~``, arithmetic and
+    bitwise operators, comparisons (not ``in``), and the calls of ``_SPECULABLE`` -- as
+    ``torch.f(...)`` or a method -- with positional arguments only, none for a method reduction."""
+    for node in walk(expr):
+        if isinstance(node, cst.Subscript):
+            return f"its indexing (`{_code(node).strip()[:50]}`) may raise"
+        if isinstance(node, cst.BinaryOperation) and not isinstance(node.operator, _SPECULABLE_OPS):
+            return f"its operator `{_code(node.operator).strip()}` may raise on shapes or values"
+        if isinstance(node, cst.Comparison) and any(isinstance(c.operator, (cst.In, cst.NotIn))
+                                                    for c in node.comparisons):
+            return "its membership test (`in`) calls `__contains__`, which may raise"
+        if isinstance(node, (cst.Lambda, cst.NamedExpr, cst.Yield, cst.Await, cst.ListComp, cst.GeneratorExp,
+                             cst.DictComp, cst.SetComp, cst.FormattedString)):
+            return f"it holds `{_code(node).strip()[:50]}`"
+        if isinstance(node, cst.Call):
+            func, name = node.func, _dotted(node.func) or ""
+            last = func.attr.value if isinstance(func, cst.Attribute) else ""
+            via_torch = name.count(".") == 1 and name.startswith("torch.")
+            if last not in _SPECULABLE or not (via_torch or isinstance(func, cst.Attribute)):
+                return f"it calls `{(name or _code(func).strip())[:50]}`, which may raise or have an effect"
+            if any(a.keyword is not None or a.star for a in node.args):
+                return f"`{_code(node).strip()[:50]}` passes a keyword or unpacked argument (a `dim` may be out of range)"
+            if not via_torch and node.args and last in ("all", "any", "sum", "count_nonzero"):
+                return f"`{_code(node).strip()[:50]}` reduces over a `dim`, which may be out of range"
+    return None
+
+
+def _and_parts(core: cst.BooleanOperation) -> list | str:
+    """``assert A and B and C, msg`` is ``assert A, msg``, ``assert B, msg``, ``assert C, msg``
+    run in turn (Python evaluates B only when A held, and both raise the same AssertionError):
+    each operand as (its core without ``not``, negated, a Python-level test), or why not.
+
+    Inside one graph a later operand is computed even where an earlier tensor check fails
+    (the assert is asynchronous; Dynamo traces on), so every operand after a tensor one must
+    be safe to compute there (:func:`speculation_hazard`). Dynamo itself compiles ``A and B``
+    when only the last operand is a tensor test."""
+    flat, todo = [], [core]
+    while todo:
+        e = todo.pop()
+        if isinstance(e, cst.BooleanOperation) and isinstance(e.operator, cst.And):
+            todo += [e.right, e.left]
+        else:
+            flat.append(e)
+    if isinstance(core.operator, cst.Or) or any(isinstance(_strip_not(e)[0], cst.BooleanOperation) for e in flat):
+        return ("the condition is an `or`: short-circuit evaluation has no single tensor predicate (only "
+                "`assert A and B` is split, into one check per operand)")
+    parts, tensor_before = [], None
+    for e in flat:
+        c, neg = _strip_not(e)
+        if tensor_before is not None:
+            why = speculation_hazard(e)
+            if why is not None:
+                return (f"the operand `{_code(e).strip()[:50]}` would be computed inside the graph even when "
+                        f"`{_code(tensor_before).strip()[:50]}` fails the assert (Python skips it then), and {why}")
+        static = _static_part(c)
+        parts.append((c, neg, static, e))
+        if not static and tensor_before is None:
+            tensor_before = e
+    if all(static for _, _, static, _ in parts[:-1]):
+        return ("only the last operand of the `and` is a tensor test: Dynamo decides the others at trace time and "
+                "compiles the assert without a break")
+    return parts
 
 
 _GLOBAL_SETTERS = {"set_grad_enabled", "_set_grad_enabled", "set_autocast_enabled", "set_default_dtype",

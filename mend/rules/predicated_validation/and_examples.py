@@ -1,0 +1,106 @@
+"""predicated-validation's examples of ``assert A and B, msg``, split into one check per operand
+(helper-78's c02); added to :data:`~mend.rules.predicated_validation.examples.FIX_EXAMPLES` and
+``DECLINE_EXAMPLES``."""
+from __future__ import annotations
+
+AND_FIX_EXAMPLES: list[tuple[str, str]] = [
+    # two tensor tests: each its own guarded check, the same AssertionError restored
+    (
+        '''import torch
+
+
+def f(x, p):
+    assert torch.all(p >= 0) and torch.all(p <= 1), "p must be in [0, 1]"
+    return x * p
+''',
+        '''import torch
+
+# mend: exceptions of checks rewritten into torch._assert_async, restored where the call returns
+# by mend.validation_runtime.install(model).
+_MEND_TRAPS = {
+    "a49d1118f01a": lambda: AssertionError("p must be in [0, 1]"),
+    "9f951ad960bc": lambda: AssertionError("p must be in [0, 1]"),
+}
+
+
+def f(x, p):
+    if __debug__:
+        _mend_cond = torch.all(p >= 0)
+        if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu':
+            torch._assert_async(_mend_cond, f"mend-trap:{__name__}:_MEND_TRAPS.a49d1118f01a")
+        else:
+            assert _mend_cond, "p must be in [0, 1]"
+        _mend_cond_2 = torch.all(p <= 1)
+        if type(_mend_cond_2) is torch.Tensor and _mend_cond_2.numel() == 1 and _mend_cond_2.device.type == 'cpu':
+            torch._assert_async(_mend_cond_2, f"mend-trap:{__name__}:_MEND_TRAPS.9f951ad960bc")
+        else:
+            assert _mend_cond_2, "p must be in [0, 1]"
+    return x * p
+''',
+    ),
+    # a Python-level operand stays a plain assert (Dynamo decides it at trace time); a `not`
+    # operand asserts its negation; no message: none restored
+    (
+        '''import torch
+
+
+def f(ids, vocab):
+    assert ids is not None and (ids >= 0).all() and not (ids >= vocab).any()
+    return ids * 2
+''',
+        '''import torch
+
+# mend: exceptions of checks rewritten into torch._assert_async, restored where the call returns
+# by mend.validation_runtime.install(model).
+_MEND_TRAPS = {
+    "bbc62b584630": lambda: AssertionError(),
+    "38141777c5b1": lambda: AssertionError(),
+}
+
+
+def f(ids, vocab):
+    if __debug__:
+        assert ids is not None
+        _mend_cond = (ids >= 0).all()
+        if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu':
+            torch._assert_async(_mend_cond, f"mend-trap:{__name__}:_MEND_TRAPS.bbc62b584630")
+        else:
+            assert _mend_cond
+        _mend_cond_2 = (ids >= vocab).any()
+        if type(_mend_cond_2) is torch.Tensor and _mend_cond_2.numel() == 1 and _mend_cond_2.device.type == 'cpu':
+            torch._assert_async(
+                torch.logical_not(_mend_cond_2),
+                f"mend-trap:{__name__}:_MEND_TRAPS.38141777c5b1",
+            )
+        else:
+            assert not _mend_cond_2
+    return ids * 2
+''',
+    ),
+]
+
+AND_DECLINE_EXAMPLES: list[tuple[str, str]] = [
+    # the second operand indexes: Python skips it when the first fails, the graph computes it
+    ('''import torch
+def f(idx, table):
+    assert (idx < table.shape[0]).all() and (table[idx] > 0).all(), "bad index"
+    return table[idx]
+''', "its indexing (`table[idx]`) may raise"),
+    # a reduction over a dim that may be out of range
+    ('''import torch
+def f(p):
+    assert torch.all(p >= 0) and (p <= 1).all(1).all(), "p must be in [0, 1]"
+    return p
+''', "reduces over a `dim`"),
+    # a call the screen cannot show total
+    ('''import torch
+def f(p):
+    assert torch.all(p >= 0) and torch.all(p.max() <= 1), "p must be in [0, 1]"
+    return p
+''', "it calls `p.max`"),
+    ('''import torch
+def f(p):
+    assert torch.all(p >= 0) or torch.all(p <= 1), "p"
+    return p
+''', "the condition is an `or`"),
+]

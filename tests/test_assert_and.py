@@ -1,0 +1,159 @@
+"""predicated-validation on ``assert A and B, msg`` (helper-78's c02): split into one guarded
+check per operand, in order, each restoring the same AssertionError; a later operand computed
+inside the graph where Python skipped it must pass the speculation screen."""
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+
+import libcst as cst
+import pytest
+import torch
+
+from mend import validation_runtime as vr
+from mend.fix import fix
+from mend.rules import Decline
+from mend.rules import predicated_validation as pv
+from mend.rules.predicated_validation.screen import speculation_hazard
+from tests.conftest import FIXTURES
+from verifier import obligations as O
+
+MSG = "keep_prob must be in [0, 1]"
+
+
+def _load(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _rewrite(src: str):
+    line = next(i for i, t in enumerate(src.splitlines(), 1) if t.strip().startswith("assert"))
+    return pv.rewrite(cst.parse_module(src), line)
+
+
+@pytest.fixture(scope="module")
+def mended(tmp_path_factory):
+    src = (FIXTURES / "assert_and.py").read_text()
+    res = _rewrite(src)
+    assert isinstance(res, pv.RewriteResult), res
+    tmp = tmp_path_factory.mktemp("assert_and")
+    (tmp / "orig_and.py").write_text(src)
+    (tmp / "mended_and.py").write_text(res.code)
+    return tmp, res, _load(tmp / "orig_and.py", "_and_orig"), _load(tmp / "mended_and.py", "_and_mended")
+
+
+def _outcome(fn, *args):
+    try:
+        return "ok", fn(*args)
+    except Exception as exc:  # behaviour under comparison
+        return "raised", type(exc), str(exc)
+
+
+@pytest.mark.parametrize("backend", [None, "eager", "aot_eager", "inductor"])
+def test_each_operand_failing_raises_the_same(mended, backend):
+    _, _, orig_mod, mended_mod = mended
+    torch.manual_seed(0)
+    orig, new = orig_mod.Model().eval(), mended_mod.Model().eval()
+    new.load_state_dict(orig.state_dict())
+    vr.install(new)
+    torch._dynamo.reset()
+    fn = new if backend is None else torch.compile(new, backend=backend)
+    x = torch.randn(2, 4)
+    cases = {"passes": torch.full((2, 4), 0.5), "first fails": torch.full((2, 4), -0.5),
+             "second fails": torch.full((2, 4), 1.5), "both fail": torch.tensor([[-1.0, 2.0, 0.5, 0.5]] * 2),
+             "NaN": torch.full((2, 4), float("nan"))}
+    for name, p in cases.items():
+        a, b = _outcome(orig, x, p), _outcome(fn, x, p)
+        assert a[0] == b[0], (name, a, b)
+        if a[0] == "ok":
+            assert torch.equal(a[1], b[1]), name
+        else:
+            assert a[1:] == b[1:] == (AssertionError, MSG), (name, a, b)
+
+
+def test_a_python_number_and_a_multi_element_condition_keep_the_original_check(mended):
+    # the guard keeps the original assert for anything but a one-element CPU tensor:
+    # a Python float gives TypeError in torch.all both ways
+    _, _, orig_mod, mended_mod = mended
+    orig, new = orig_mod.Model().eval(), mended_mod.Model().eval()
+    new.load_state_dict(orig.state_dict())
+    vr.install(new)
+    a, b = _outcome(orig, torch.randn(2, 4), 0.5), _outcome(new, torch.randn(2, 4), 0.5)
+    assert a[:2] == b[:2] and a[0] == "raised", (a, b)
+
+
+def test_one_graph_and_python_O_strips_every_check(mended):
+    tmp, _, _, mended_mod = mended
+    model = mended_mod.Model().eval()
+    torch._dynamo.reset()
+    assert torch._dynamo.explain(model)(torch.randn(2, 4), torch.full((2, 4), 0.5)).graph_count == 1
+    for name in ("orig_and", "mended_and"):
+        code = (f"import sys; sys.path.insert(0, {str(tmp)!r}); import torch, {name} as m\n"
+                "print(m.Model()(torch.randn(2, 4), torch.full((2, 4), 3.0)).shape)\n")
+        out = subprocess.run([sys.executable, "-O", "-c", code], capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert "torch.Size([2, 4])" in out.stdout
+
+
+FACTS = {"names": {"torch": {"kind": "pymodule", "value": "torch"},
+                   "keep_prob": {"kind": "tensor", "dtype": "float32", "shape": [2, 4], "device": "cpu",
+                                 "param": False}}, "self": {}}
+
+
+def test_obligations_per_operand(mended):
+    _, res, _, _ = mended
+    out = O.discharge(res.obligations, facts=FACTS, code=res.code)
+    by_kind = {}
+    for r in out:
+        by_kind.setdefault(r["kind"], []).append(r["result"])
+    assert by_kind["raises-iff-original"] == ["proved", "proved"]
+    assert by_kind["guarded-check"] == ["checked", "checked"]
+    assert by_kind["speculated-operands"] == ["checked"]
+    assert by_kind["first-failure-wins"] == ["checked"]   # every trap restores the same exception
+
+
+def test_guarded_check_refutes_a_fallback_that_drops_the_operand(mended):
+    _, res, _, _ = mended
+    broken = res.code.replace("assert _mend_cond_2, ", "assert True, ", 1)
+    out = O.discharge(res.obligations, facts=FACTS, code=broken)
+    second = [r for r in out if r["kind"] == "guarded-check"][1]
+    assert second["result"] == "refuted", second
+
+
+def test_speculation_screen():
+    parse = cst.parse_expression
+    assert speculation_hazard(parse("torch.all(p <= 1)")) is None
+    assert speculation_hazard(parse("(ids < self.vocab).all() & ~torch.isnan(h).any()")) is None
+    assert "indexing" in speculation_hazard(parse("(t[i] > 0).all()"))
+    assert "dim" in speculation_hazard(parse("p.all(1).all()"))
+    assert "keyword" in speculation_hazard(parse("torch.all(p, dim=0)"))
+    assert "p.max" in speculation_hazard(parse("torch.all(p.max() <= 1)"))
+    assert "operator" in speculation_hazard(parse("torch.all(a @ b > 0)"))
+    assert "`in`" in speculation_hazard(parse("torch.all(p > 0) in s"))
+    # the verifier's own screen agrees (it re-parses the operands; verifier never imports mend)
+    ob = {"kind": "speculated-operands", "operands": ["(t[i] > 0).all()"]}
+    assert O.discharge([ob], facts=None, code="")[0]["result"] == "refuted"
+    ob = {"kind": "speculated-operands", "operands": ["torch.all(p <= 1)", "not (q >= 2).any()"]}
+    assert O.discharge([ob], facts=None, code="")[0]["result"] == "checked"
+
+
+@pytest.mark.parametrize("cond, why", [
+    ("torch.all(p >= 0) or torch.all(p <= 1)", "is an `or`"),
+    ("torch.all(p >= 0) and (torch.all(p <= 1) or p.ndim == 0)", "is an `or`"),
+    ("p.ndim == 2 and torch.all(p <= 1)", "only the last operand"),
+    ("torch.all(p >= 0) and p.shape[0] == 2", "indexing"),
+])
+def test_declines(cond, why):
+    res = _rewrite(f'import torch\n\n\ndef f(p):\n    assert {cond}, "m"\n    return p\n')
+    assert isinstance(res, Decline) and why in res.reason, res
+
+
+def test_mend_fix_end_to_end():
+    res = fix(str(FIXTURES / "assert_and.py"), unsafe_fixes=True, max_examples=5)
+    assert [rw["rule"] for rw in res.rewrites] == ["predicated-validation"], [d.to_json() for d in res.declined]
+    assert (res.before.graph_count, res.after.graph_count) == (2, 1)
+    assert res.after.graph_break_count == 0
