@@ -48,3 +48,48 @@ def test_the_verifier_rechecks_the_hoisted_condition_and_the_message():
     assert no_device != res.mended
     got = check_equivalent(ob, Ctx({}, {}, no_device))
     assert got.result == "refuted" and "meta" in got.counterexample, got
+
+
+def test_an_fstring_message_of_attributes_is_fixed_end_to_end(tmp_path):
+    # helper-78's c01: `lambda: f"input_ids must be < {self.vocab}"` is formatted inside the graph
+    # under a guard on the attribute's exact type; Dynamo folds it (a changed value recompiles)
+    from mend.pipeline import fix
+
+    res = fix(str(FIXTURES / "tensor_check_fstring.py"), unsafe_fixes=True, max_examples=5)
+    assert [rw["rule"] for rw in res.rewrites] == ["tensor-check"], [d.to_json() for d in res.declined]
+    assert (res.before.graph_count, res.after.graph_count) == (2, 1)
+    check = next(o for o in res.rewrites[0]["obligations"] if o["kind"] == "check-equivalent")
+    assert check["result"] == "checked" and check["message_fields"] == ["self.vocab"]
+    (tmp_path / "m.py").write_text(res.mended)
+    mod = _load(tmp_path / "m.py", "_tc_fstring")
+    bad = (torch.tensor([[1, 2, 40]]), torch.ones(1, 3, 1))
+    for backend in ("eager", "aot_eager", "inductor"):
+        torch._dynamo.reset()
+        model = mod.Model().eval()
+        compiled = torch.compile(model, backend=backend)
+        with pytest.raises(RuntimeError, match="^input_ids must be < 16$"):
+            compiled(*bad)
+        model.vocab = 8   # a changed attribute: recompiled, the new text
+        with pytest.raises(RuntimeError, match="^input_ids must be < 8$"):
+            compiled(*bad)
+        model.vocab = [16]   # not an int: the original call, with its lazily formatted message
+        with pytest.raises(TypeError):
+            compiled(*bad)
+
+
+def test_the_verifier_refutes_a_weaker_type_guard_for_the_message():
+    from mend.pipeline import fix
+
+    res = fix(str(FIXTURES / "tensor_check_fstring.py"), unsafe_fixes=True, max_examples=3)
+    ob = dict(next(o for o in res.rewrites[0]["obligations"] if o["kind"] == "check-equivalent"))
+    ob.pop("result", None)
+    assert check_equivalent(ob, Ctx({}, {}, res.mended)).result == "checked"
+    # isinstance admits an int subclass whose formatting raises: a passing check would raise
+    weak = res.mended.replace("type(self.vocab) in (int, float, str, bool)", "isinstance(self.vocab, int)")
+    assert weak != res.mended
+    got = check_equivalent(ob, Ctx({}, {}, weak))
+    assert got.result == "refuted" and "subclass" in got.counterexample, got
+    # no type guard at all: a list attribute is formatted in the graph's message on a passing call
+    loose = res.mended.replace(" and type(self.vocab) in (int, float, str, bool)", "")
+    got = check_equivalent(ob, Ctx({}, {}, loose))
+    assert got.result == "refuted", got

@@ -31,22 +31,43 @@ def _probes():
             ("Python True", True), ("[True, False] on the meta device", torch.tensor([True, False], device="meta"))]
 
 
-class _Placeholder(ast.NodeTransformer):
-    """Every occurrence of the checked expression (a name or attribute chain) becomes one name."""
+def _field(i: int) -> str:
+    return f"__mend_field_{i}__"
 
-    def __init__(self, expr: str) -> None:
-        self.expr = expr
+
+class _Placeholder(ast.NodeTransformer):
+    """Every occurrence of the checked expression (a name or attribute chain) becomes one name,
+    and so does each attribute a formatted message reads (``names``: source -> placeholder)."""
+
+    def __init__(self, expr: str, fields: list[str] = ()) -> None:
+        self.names = {expr: PLACEHOLDER, **{f: _field(i) for i, f in enumerate(fields)}}
 
     def visit_Attribute(self, node):
-        return ast.Name(PLACEHOLDER, ast.Load()) if ast.unparse(node) == self.expr else self.generic_visit(node)
+        name = self.names.get(ast.unparse(node))
+        return ast.Name(name, ast.Load()) if name else self.generic_visit(node)
 
     def visit_Name(self, node):
-        return ast.Name(PLACEHOLDER, ast.Load()) if node.id == self.expr else node
+        return ast.Name(self.names[node.id], ast.Load()) if node.id in self.names else node
 
 
-def _mended_block(code: str, expr: str) -> str | None:
+def _field_probes():
+    import torch
+
+    return [("int 16", 16), ("str 'x'", "x"), ("float 0.5", 0.5), ("bool True", True), ("a list [1, 2]", [1, 2]),
+            ("None", None), ("a 0-d tensor", torch.tensor(3)),
+            # formatting it raises: a check passing must not format it (only exact types are formatted)
+            ("an int subclass whose formatting raises", type("IntSub", (int,), {
+                "__format__": _raise_on_format, "__repr__": _raise_on_format, "__str__": _raise_on_format})(7))]
+
+
+def _raise_on_format(self, *args):
+    raise ValueError("formatting raised")
+
+
+def _mended_block(code: str, expr: str, fields: list[str] = ()) -> str | None:
     """The ``if`` statement in ``code`` that guards the new ``_assert_async`` on ``expr`` and
-    falls back to ``_check_tensor_all``, with ``expr`` replaced by a placeholder name."""
+    falls back to ``_check_tensor_all``, with ``expr`` (and the message's ``fields``) replaced by
+    placeholder names."""
     try:
         tree = ast.parse(code)
     except SyntaxError:
@@ -56,7 +77,7 @@ def _mended_block(code: str, expr: str) -> str | None:
             continue
         body, other = ast.unparse(node.body[0]), ast.unparse(node.orelse)
         if "._assert_async(" in body and "_check_tensor_all(" in other and expr in ast.unparse(node.test):
-            return ast.unparse(_Placeholder(expr).visit(ast.parse(ast.unparse(node))))
+            return ast.unparse(_Placeholder(expr, fields).visit(ast.parse(ast.unparse(node))))
     return None
 
 
@@ -98,9 +119,9 @@ def _torch_names(code: str) -> dict:
     return names
 
 
-def _outcome(fn, value) -> tuple:
+def _outcome(fn, *args) -> tuple:
     try:
-        fn(value)
+        fn(*args)
     except Exception as exc:  # the behaviour compared, not a failure
         return (type(exc).__name__, str(exc))
     return ("passed",)
@@ -123,42 +144,70 @@ def check_equivalent(ob: dict, ctx: Ctx) -> Outcome:
     callable_message = bool(ob.get("message_callable"))
     if callable_message and not isinstance(text, str):
         return unknown("the message callable's text is not recorded")
+    fields = list(ob.get("message_fields") or []) if ob.get("message_is_format") else []
+    if ob.get("message_is_format"):   # the original's f-string, reading the same placeholders
+        if block is not None and fields:
+            block = _mended_block(ctx.code, expr, fields)
+        try:
+            fmt = compile(ast.unparse(_Placeholder(expr, fields).visit(ast.parse(text, mode="eval"))), "<message>",
+                          "eval")
+        except SyntaxError as exc:
+            return unknown(f"the recorded message format does not parse: {exc}")
     env = _torch_names(ctx.code)
+    params = [PLACEHOLDER, *(_field(i) for i in range(len(fields)))]
     compiled_code = compile(block, "<mended check>", "exec")
 
-    def mended(value):
-        exec(compiled_code, dict(env), {PLACEHOLDER: value})
+    def mended(value, *vals):
+        # one namespace: the fallback's lambda reads the placeholders as globals
+        exec(compiled_code, {**env, **dict(zip(params, (value, *vals)))})
 
-    def original(value):
-        # the original call: with its constant message callable, when it had one
-        torch._check_tensor_all(value, (lambda: text) if callable_message else None)
+    def original(value, *vals):
+        # the original call: with its message callable (constant text, or the f-string on the same values)
+        message = None
+        if ob.get("message_is_format"):
+            def message():
+                return eval(fmt, {**env, **dict(zip(params[1:], vals))})
+        elif callable_message:
+            def message():
+                return text
+        torch._check_tensor_all(value, message)
 
     by = ("translation validation by observation on the installed torch: the mended statement, taken from the "
           "mended source, against torch._check_tensor_all on probe conditions (raises or not, exception type, "
           "message), eager and under torch.compile (inductor)")
     probes = _probes()
-    for name, value in probes:
-        a, b = _outcome(original, value), _outcome(mended, value)
-        if a != b:
-            return check_refuted(by, f"on {name}: the original gives {a!r}, the mended statement {b!r}")
+    values = [(n, [v] * len(fields)) for n, v in _field_probes()] if fields else [("", [])]
+    for vname, vals in values:
+        for name, value in probes:
+            a, b = _outcome(original, value, *vals), _outcome(mended, value, *vals)
+            if a != b:
+                where = f" with the message's attributes {vname}" if vname else ""
+                return check_refuted(by, f"on {name}{where}: the original gives {a!r}, the mended statement {b!r}")
 
     def as_function(value):
         ns = dict(env)
-        exec(compile("def _mend_check(" + PLACEHOLDER + "):\n" + textwrap.indent(block, "    ") + "\n    return 0\n",
-                     "<mended check>", "exec"), ns)
+        exec(compile("def _mend_check(" + ", ".join(params) + "):\n" + textwrap.indent(block, "    ")
+                     + "\n    return 0\n", "<mended check>", "exec"), ns)
         return ns["_mend_check"]
 
     fn = torch.compile(as_function(None), backend="inductor", fullgraph=False)
-    for name, value in [(n, v) for n, v in probes if n in ("[True, True]", "[[True, False]]")]:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            a, b = _outcome(original, value), _outcome(fn, value)
-        if a != b:
-            return check_refuted(by, f"compiled, on {name}: the original gives {a!r}, the mended statement {b!r}")
+    for vname, vals in values[:2]:
+        for name, value in [(n, v) for n, v in probes if n in ("[True, True]", "[[True, False]]")]:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                a, b = _outcome(original, value, *vals), _outcome(fn, value, *vals)
+            if a != b:
+                return check_refuted(by, f"compiled, on {name} {vname}: the original gives {a!r}, the mended "
+                                         f"statement {b!r}")
     torch._dynamo.reset()
-    return checked(by, [f"probes: {', '.join(n for n, _ in probes)}; compiled: [True, True], [[True, False]]",
+    return checked(by, [f"probes: {', '.join(n for n, _ in probes)}; compiled: [True, True], [[True, False]]"
+                        + (f"; the message's attributes ({', '.join(fields)}) as {', '.join(n for n, _ in values)} "
+                           "(compiled: the first two)" if fields else ""),
                         f"torch {torch.__version__}: the exception and message are what this torch raises "
-                        "(torch._check_with's default message)"])
+                        "(torch._check_with's default message)"]
+                   + (["the message's attributes exist on every call, passing or failing (the mended check reads "
+                       "them on every call, the original only when it fails): observed on the example run"]
+                      if fields else []))
 
 
 ENCODERS = {"check-equivalent": check_equivalent}

@@ -52,6 +52,15 @@ same function) on the line before, evaluated once where the call
 evaluated it (the rewrite reads the condition three times); the verifier re-checks that the
 local is bound to the call's expression right before the check. A message callable
 ``lambda: "<constant text>"`` becomes the message (its text is known); the fallback keeps it.
+So does ``lambda: f"... {self.vocab} ... {self.config.name!r}"`` (helper-78's c01), fields of
+``self.<a>`` or ``self.<a>.<b>`` without a format spec: it is formatted inside the graph under a
+guard on each attribute's exact type (``type(self.vocab) in (int, float, str, bool)``), whose
+formatting runs no user code and cannot raise; Dynamo folds it to a constant and guards the values
+(measured on torch 2.13: one graph, a changed value recompiles with the new text). Another type
+keeps the original call. The verifier's probes give each attribute an int, str, float, bool, a
+list, None, a tensor and an int subclass whose formatting raises (a check that passes must not
+format it). The mended check reads the attributes on every call where the original read them only
+on failure: that they exist is observed on the example run.
 
 Also declined: any other message callable (its text exists only when the check fails), a
 keyword condition, a function that reads its own locals (``locals()``...), other statements

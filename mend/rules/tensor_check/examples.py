@@ -383,6 +383,68 @@ def f(x, valid):
     ),
 ]
 
+# helper-78's c01: a message formatting attributes is formatted inside the graph, under a guard on
+# each attribute's exact type (an int, float, str or bool formats without running user code)
+FIX_EXAMPLES += [
+    (
+        '''import torch
+
+
+class Embed(torch.nn.Module):
+    def forward(self, ids):
+        torch._check_tensor_all(ids < self.vocab, lambda: f"ids must be < {self.vocab} ({self.config.name!r})")
+        return ids * 2
+''',
+        '''import torch
+
+
+class Embed(torch.nn.Module):
+    def forward(self, ids):
+        _mend_check_cond = ids < self.vocab
+        if isinstance(_mend_check_cond, torch.Tensor) and _mend_check_cond.dtype == torch.bool and _mend_check_cond.device.type == 'cpu' and type(self.vocab) in (int, float, str, bool) and type(self.config.name) in (int, float, str, bool):
+            torch._assert_async(_mend_check_cond._is_all_true(), f"ids must be < {self.vocab} ({self.config.name!r})")  # mend: tensor-check (was: torch._check_tensor_all(ids < self.vocab, lambda: f"ids must be < {self.vocab} ({self.config.name!r})"))
+        else:
+            torch._check_tensor_all(_mend_check_cond, lambda: f"ids must be < {self.vocab} ({self.config.name!r})")
+        return ids * 2
+''',
+    ),
+]
+
+DECLINE_EXAMPLES += [
+    # a format spec may raise for some types (`{s:.2f}` of a str)
+    ('''import torch
+
+
+class Embed(torch.nn.Module):
+    def forward(self, ids):
+        torch._check_tensor_all(ids < 3, lambda: f"scale {self.scale:.2f}")
+        return ids
+''', "with a format spec"),
+    # a property would run on every call
+    ('''import torch
+
+
+class Embed(torch.nn.Module):
+    @property
+    def vocab(self):
+        return 16
+
+    def forward(self, ids):
+        torch._check_tensor_all(ids < 3, lambda: f"ids must be < {self.vocab}")
+        return ids
+''', "the class defines `vocab`"),
+    # a local's value may be a tensor
+    ('''import torch
+
+
+class Embed(torch.nn.Module):
+    def forward(self, ids):
+        n = ids.max()
+        torch._check_tensor_all(ids < 3, lambda: f"max id {n}")
+        return ids
+''', "not an attribute `self.<name>`"),
+]
+
 NOOP_EXAMPLES: list[str] = [
     # torch._check on a Python bool/SymBool traces: nothing to rewrite
     '''import torch

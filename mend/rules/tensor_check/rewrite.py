@@ -9,7 +9,7 @@ import libcst as cst
 
 from mend.rules._base import Decline, RewriteResult
 from mend.rules._common import Replace, code_of, statement_at
-from mend.rules.tensor_check.screen import DEFAULT_MESSAGE, NAME, screen
+from mend.rules.tensor_check.screen import DEFAULT_MESSAGE, MESSAGE_TYPES, NAME, screen
 
 
 def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
@@ -26,14 +26,16 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     hoisted = not isinstance(plan.cond, cst.Name)
     cond = plan.hoisted if hoisted else source
     message = DEFAULT_MESSAGE if plan.message is None else plan.message
+    text = plan.message_format or repr(message)
+    typed = "".join(f" and type({f}) in {MESSAGE_TYPES}" for f in plan.fields)   # formatting them cannot raise
     extra = "" if plan.message_arg is None else ", " + code_of(plan.message_arg).strip().rstrip(",")
     callee = code_of(plan.call.func).strip()
     call = f"{callee}({cond}{extra})"   # the original call, on the (hoisted) condition
     was = f"{callee}({source}{extra})"
     # `_is_all_true()` is what `_check_tensor_all` reduces with (a subclass may override `all()`)
     block = cst.parse_statement(
-        f"if isinstance({cond}, {t}.Tensor) and {cond}.dtype == {t}.bool and {cond}.device.type == 'cpu':\n"
-        f"    {t}._assert_async({cond}._is_all_true(), {message!r})  # mend: tensor-check (was: {was})\n"
+        f"if isinstance({cond}, {t}.Tensor) and {cond}.dtype == {t}.bool and {cond}.device.type == 'cpu'{typed}:\n"
+        f"    {t}._assert_async({cond}._is_all_true(), {text})  # mend: tensor-check (was: {was})\n"
         f"else:\n"
         f"    {call}\n")
     if hoisted:   # evaluated once, where the call evaluated it
@@ -43,8 +45,10 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
         replacement = block.with_changes(leading_lines=plan.line.leading_lines)
     new_module = wrapper.module.visit(Replace(plan.line, replacement))
     check = {"kind": "check-equivalent", "call": "torch._check_tensor_all", "expr": cond, "message": message}
-    if plan.message is not None:
+    if plan.message is not None or plan.fields:
         check["message_callable"] = True
+    if plan.message_format is not None:
+        check.update(message=plan.message_format, message_fields=list(plan.fields), message_is_format=True)
     if hoisted:
         check["hoisted"] = source
     obligations = [check, {"kind": "state-unchanged-on-raise", "expr": cond}, {"kind": "cpu-only", "expr": cond}]

@@ -34,6 +34,8 @@ class Plan:
     message: str | None = None      # the text of a constant message callable (`lambda: "text"`)
     message_arg: cst.Arg | None = None
     hoisted: str = HOISTED          # the local an inline condition is bound to (fresh in the function)
+    fields: tuple = ()              # a message ``lambda: f"... {self.n}"``: the attributes it formats
+    message_format: str | None = None  # ... and its f-string, formatted inside the graph under a type guard
 
 
 def fresh_name(function: cst.FunctionDef) -> str:
@@ -53,6 +55,47 @@ def _constant_message(arg: cst.Arg) -> str | None:
         return None
     text = body.evaluated_value
     return text if isinstance(text, str) else None
+
+
+MESSAGE_TYPES = "(int, float, str, bool)"   # field types whose formatting is pure and cannot raise
+
+
+def _formatted_message(arg: cst.Arg, function: cst.FunctionDef | None,
+                       cls: cst.ClassDef | None) -> tuple[str, ...] | str:
+    """The attributes ``lambda: f"... {self.n} ... {self.config.v!r}"`` formats (fields of
+    ``self.<a>`` or ``self.<a>.<b>``, no format spec), or why the message is not that form.
+
+    The text exists only when the check fails, but formatting an int, float, str or bool
+    is pure and cannot raise without a spec, so under a guard on those exact types it may
+    be formatted on every call (Dynamo folds it to a constant, guarding the values:
+    measured on torch 2.13, one graph, a changed value recompiles). helper-78's c01."""
+    value = arg.value
+    if not isinstance(value, cst.Lambda) or value.params.params or value.params.star_arg != cst.MaybeSentinel.DEFAULT \
+            or value.params.kwonly_params or value.params.star_kwarg or value.params.posonly_params:
+        return "the message callable takes parameters"
+    body = value.body
+    if not isinstance(body, cst.FormattedString):
+        return "the message callable does not return a string literal or an f-string"
+    params = function.params.params if function is not None else ()
+    if not params or params[0].name.value != "self" or m.findall(function, m.AssignTarget(target=m.Name("self"))):
+        return "the f-string message is not in a method whose first parameter is `self`, never rebound"
+    defined = {s.name.value for s in (cls.body.body if cls is not None else ()) if isinstance(s, cst.FunctionDef)}
+    fields = []
+    for part in body.parts:
+        if not isinstance(part, cst.FormattedStringExpression):
+            continue
+        src = dotted(part.expression) or ""
+        if not src.startswith("self.") or src.count(".") > 2:
+            return (f"the message formats `{code_of(part.expression).strip()[:40]}`, not an attribute `self.<name>` "
+                    "or `self.<name>.<name>`: its value may be a tensor or an object whose formatting runs code")
+        if part.format_spec is not None:
+            return f"the message formats `{src}` with a format spec, which may raise for some types"
+        attr = src.split(".")[1]
+        if attr in defined or {"__getattr__", "__getattribute__"} & defined:
+            return f"the class defines `{attr}` or `__getattr__`: reading `{src}` on every call may run code"
+        if src not in fields:
+            fields.append(src)
+    return tuple(fields)
 
 
 def _check_call(node: cst.CSTNode, aliases: set[str], bare: set[str] = frozenset()) -> cst.Call | None:
@@ -110,13 +153,18 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
             return Decline(NAME, "the message is a string, not a callable: torch._check* calls it when the check "
                                  "fails, so a failing check raises TypeError (\"message must be a callable\") where "
                                  "the error was meant; write `lambda: \"...\"` (the rule then rewrites it)")
-        if message is None:
-            # a message callable runs only when the check fails, on the host; its text cannot be
-            # known when the graph is traced unless it is a constant
-            return Decline(NAME, "the check has a message callable that is not `lambda: \"<constant text>\"`: its "
-                           "text is computed only when the check fails")
     cond = args[0].value
     function = next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), None)
+    cls = next((a for a in reversed(ancestors) if isinstance(a, cst.ClassDef)), None)
+    fields, message_format = (), None
+    if len(args) == 2 and message is None:
+        # a message callable runs only when the check fails, on the host; its text is known at
+        # trace time for a constant, and for an f-string of plain attributes under a type guard
+        fields = _formatted_message(args[1], function, cls)
+        if isinstance(fields, str):
+            return Decline(NAME, "the check has a message callable that is not `lambda: \"<constant text>\"` or an "
+                           f"f-string of attributes: its text is computed only when the check fails ({fields})")
+        message_format = code_of(args[1].value.body).strip()
     if function is None:
         return Decline(NAME, "the check is not inside a function")
     if not isinstance(cond, cst.Name):
@@ -154,7 +202,8 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
         if missing:
             return Decline(NAME, "the module binds `_check_tensor_all` from torch but does not `import torch`, "
                                  "which the rewrite's `torch._assert_async` needs")
-    return Plan(parent, call, cond, root, message, args[1] if len(args) == 2 else None, fresh_name(function))
+    return Plan(parent, call, cond, root, message, args[1] if len(args) == 2 else None, fresh_name(function),
+                fields, message_format)
 
 
 def match(loc: Located) -> Match | Decline:
