@@ -126,6 +126,14 @@ OTHER_REASONS = {
         "Dynamo cannot trace changing a tensor's dtype in place, and the change persists in the module after the "
         "call (its state_dict dtype), so no local rewrite keeps it; cast once outside forward (`model.to(dtype)`), "
         "or use a cast copy in forward without writing `.data`",
+    # encodec's 15 left breaks (benchmarks/results/newest.md); the issue keeps nn.LSTM declined
+    "Attempted to wrap RNN, GRU, or LSTM":
+        "Dynamo does not trace torch.nn.RNN, GRU or LSTM modules by default (gb0014): the module runs eagerly, "
+        "with a break on each side of it, and in a loop the whole frame. No source rewrite removes it; the "
+        "global setting `torch._dynamo.config.allow_rnn = True` lets Dynamo trace the module (measured on torch "
+        "2.13, CPU: a one-layer LSTM between two layers compiled to one graph with outputs bit-equal to eager "
+        "under the eager, aot_eager and inductor backends; it changes every RNN the process compiles, so it is "
+        "yours to set)",
 }
 
 _BRANCH = {"Data-dependent branching", "Data-dependent branching with non-constant __bool__",

@@ -67,3 +67,27 @@ def test_json_matches_schema(name):
     doc = _scan(name).to_json()
     jsonschema.validate(doc, schema("scan"))
     assert doc["graph_break_count"] == sum(s["count"] for s in doc["sites"])
+
+
+def test_an_lstm_break_says_why_it_stays_and_what_setting_traces_it():
+    import torch
+
+    r = _scan("lstm_between.py")
+    (site,) = r.sites
+    assert site.gb_type == "Attempted to wrap RNN, GRU, or LSTM" and site.category == "other"
+    assert site.fixable_by is None and "allow_rnn = True" in site.reason and "gb0014" in site.reason
+    # the reason's claim, re-measured: with the setting, one graph and the same outputs
+    target = load_target(str(FIXTURES / "lstm_between.py"))
+    with torch.no_grad():
+        ref = target.model(*target.args)
+        old = torch._dynamo.config.allow_rnn
+        try:
+            torch._dynamo.config.allow_rnn = True
+            torch._dynamo.reset()
+            assert torch._dynamo.explain(target.model)(*target.args).graph_count == 1
+            for backend in ("eager", "aot_eager"):
+                torch._dynamo.reset()
+                assert torch.equal(torch.compile(target.model, backend=backend)(*target.args), ref), backend
+        finally:
+            torch._dynamo.config.allow_rnn = old
+            torch._dynamo.reset()
