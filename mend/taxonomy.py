@@ -470,6 +470,8 @@ def categorize(gb_type: str, loc: Located | None) -> str:
             #                       only where state-write's analysis takes the site)
         if gb_type == "Unsupported Tensor.item() call with capture_scalar_outputs=False" and _scalar_tensor_bound(loc):
             return "scalar-tensor"
+        if _constant_buffer(loc):
+            return "constant-buffer"   # `h[:, ::self.hop]`: a slice bound read from the class's int buffers (c08)
         return "item-tolist"
     if gb_type.startswith("Dynamic shape operator") and _mask_update(node):
         return "mask-update"

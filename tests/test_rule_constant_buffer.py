@@ -627,3 +627,17 @@ def test_fifth_review_model_is_emitted_and_computes_the_same(name, tmp_path):
     args = a.get_inputs()
     with torch.no_grad():
         assert torch.equal(ma(*args), mb(*args))
+
+
+def test_a_buffer_read_as_a_slice_step_is_routed_here_and_fixed(tmp_path):
+    # helper-78's c08: `h[:, ::self.hop]` breaks as a `.item()` read (the tensor's `__index__`),
+    # which the taxonomy filed as item-tolist before it asked this rule's analysis
+    path = FIXTURES / "constant_buffer_slice_step.py"
+    line = next(i for i, t in enumerate(path.read_text().splitlines(), 1) if "::" in t)
+    gb = "Unsupported Tensor.item() call with capture_scalar_outputs=False"
+    assert categorize(gb, locate(str(path), line)) == "constant-buffer"
+    res = fix(str(path), max_examples=5)
+    assert [rw["rule"] for rw in res.rewrites] == ["constant-buffer"], [d.to_json() for d in res.declined]
+    assert res.rewrites[0]["safety"]["label"] == "safe"
+    assert (res.before.graph_count, res.after.graph_count) == (0, 1)   # the frame was skipped
+    assert_one_graph_and_same_outputs(path, res.mended, tmp_path, "cb_step")
