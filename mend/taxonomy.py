@@ -254,6 +254,12 @@ def _constant_buffer(loc: Located | None) -> bool:
     return takes(loc)
 
 
+def _reads_int_buffers(loc: Located | None) -> bool:
+    """The site's statement reads one of its class's 0-d int buffers (mend/rules/constant_buffer)."""
+    from mend.rules.constant_buffer.screen import reads_int_buffers
+    return reads_int_buffers(loc)
+
+
 def _self_attribute_write(node) -> bool:
     """An assignment to one ``self.`` attribute (``self.X = self.X.to(...)``: the store runs
     ``nn.Module.__setattr__``)."""
@@ -452,8 +458,10 @@ def categorize(gb_type: str, loc: Located | None) -> str:
         return "numpy-constant"
     if _debug_host_work(gb_type, loc):
         return "debug-host-work"  # torch.jit.isinstance, an unused tensor repr, an RNG draw, Signature.bind
-    if gb_type == "Data dependent operator" and _constant_buffer(loc):
-        return "constant-buffer"   # F.pad with pads made from the class's int buffers (mimi's `_pad1d`)
+    if gb_type == "Data dependent operator" and (_constant_buffer(loc) or _reads_int_buffers(loc)):
+        # F.pad with pads made from the class's int buffers (mimi's `_pad1d`); where the rule
+        # declines the class, its reason, not a dynamic-shape one (helper-78's c07)
+        return "constant-buffer"
     if gb_type == "Data dependent operator" and loc is not None and not any(
             k in loc.code() for k in (".item(", ".tolist(", "int(", "float(", "bool(")):
         return "dynamic-shape-op"  # e.g. torch.nonzero: the op, not a scalar read, breaks
@@ -470,7 +478,7 @@ def categorize(gb_type: str, loc: Located | None) -> str:
             #                       only where state-write's analysis takes the site)
         if gb_type == "Unsupported Tensor.item() call with capture_scalar_outputs=False" and _scalar_tensor_bound(loc):
             return "scalar-tensor"
-        if _constant_buffer(loc):
+        if _constant_buffer(loc) or _reads_int_buffers(loc):
             return "constant-buffer"   # `h[:, ::self.hop]`: a slice bound read from the class's int buffers (c08)
         return "item-tolist"
     if gb_type.startswith("Dynamic shape operator") and _mask_update(node):

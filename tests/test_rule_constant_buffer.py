@@ -641,3 +641,26 @@ def test_a_buffer_read_as_a_slice_step_is_routed_here_and_fixed(tmp_path):
     assert res.rewrites[0]["safety"]["label"] == "safe"
     assert (res.before.graph_count, res.after.graph_count) == (0, 1)   # the frame was skipped
     assert_one_graph_and_same_outputs(path, res.mended, tmp_path, "cb_step")
+
+
+def test_an_inline_ceil_is_declined_with_this_rules_reason_and_its_hand_form_is_fixed(tmp_path):
+    # helper-78's c07: the F.pad break was filed dynamic-shape-op ("the output shape depends on
+    # tensor values"), misleading: the pad is made from the class's int buffers
+    path = FIXTURES / "constant_buffer_inline_ceil.py"
+    src = path.read_text()
+    line = next(i for i, t in enumerate(src.splitlines(), 1) if "F.pad(" in t)
+    assert categorize("Data dependent operator", locate(str(path), line)) == "constant-buffer"
+    res = fix(str(path), max_examples=3)
+    assert not res.rewrites
+    (why,) = [site.reason for site in res.before.sites]
+    assert "the ceil of a ratio is used outside" in why and "on a statement of its own" in why
+    # the form the reason suggests is fixed
+    hand = tmp_path / "hand_ceil.py"
+    hand.write_text(src.replace(
+        "        ideal_length = (torch.ceil(n_frames).to(torch.int64) - 1) * self.stride + self.padding_total\n",
+        "        n_frames = torch.ceil(n_frames).to(torch.int64) - 1\n"
+        "        ideal_length = n_frames * self.stride + self.padding_total\n"))
+    assert hand.read_text() != src
+    res = fix(str(hand), max_examples=5)
+    assert [rw["rule"] for rw in res.rewrites] == ["constant-buffer"], [d.to_json() for d in res.declined]
+    assert res.after.graph_count == 1

@@ -469,7 +469,10 @@ class Typer:
                 self._ratio_site = None
                 if not _ceil_value(small.value, node):
                     raise Why(f"`{code_of(small).strip()}`: the ceil of a ratio is used outside "
-                              "`name = torch.ceil(...).to(torch.int64) [+- k]`")
+                              "`name = torch.ceil(...).to(torch.int64) [+- k]`, the only form whose exact int "
+                              "mirror is proved (proofs/cb_ceil_ratio.smt2); by hand: bind `n = torch.ceil(...)"
+                              ".to(torch.int64) - 1` on a statement of its own, then use `n` (encodec's "
+                              "`_get_extra_padding_for_conv1d` is written so)")
                 self._ratio(fn, node, q, line)
             if isinstance(target, cst.Name):
                 if isinstance(value, Q):

@@ -38,6 +38,7 @@ import libcst.matchers as m
 from mend.locate import Located
 from mend.rules._base import Decline, Match
 from mend.rules._common import code_of, dotted, imports_torch, locals_readers, torch_aliases
+from mend.rules._scalars import walk
 from mend.rules.constant_buffer.domain import (_INT64, OTHER, Ratio, Typer, Why, bound_names,
                                               check_ratio_locals, self_attr)
 
@@ -529,6 +530,34 @@ def takes(loc: Located | None) -> bool:
         return False
     part = loc.node.test if isinstance(loc.node, (cst.If, cst.While)) else loc.node
     return any(id(n) in plan.sink_nodes for n in [part, *m.findall(part, m.Comparison() | m.Subscript() | m.Call())])
+
+
+def reads_int_buffers(loc: Located | None) -> bool:
+    """Whether the site's statement reads one of its class's 0-d int buffers, directly or
+    through locals of its method bound from them (to a fixpoint), whether or not the class has
+    a plan: a scalar read there is the buffer's, and the user is better served by this rule's
+    reason for declining than by a generic one (helper-78's c07: "the output shape depends on
+    tensor values" was misleading)."""
+    klass = class_at(loc.ancestors) if loc is not None else None
+    method = next((a for a in reversed(loc.ancestors) if isinstance(a, cst.FunctionDef)), None) if klass else None
+    if method is None:
+        return False
+    plan = int_buffers(klass, torch_aliases(loc.module), buffer_classes(loc.module))
+    if isinstance(plan, str):
+        return False
+
+    def reads(node: cst.CSTNode, names: set[str]) -> bool:
+        return any(m.matches(n, m.Attribute(value=m.Name("self"))) and n.attr.value in plan.twins
+                   or isinstance(n, cst.Name) and n.value in names for n in walk(node))
+    tainted: set[str] = set()
+    assigns = m.findall(method, m.Assign() | m.AugAssign() | m.AnnAssign())
+    while True:
+        more = {n for a in assigns if a.value is not None and reads(a.value, tainted)
+                for n in bound_names(a)} - tainted
+        if not more:
+            break
+        tainted |= more
+    return reads(loc.node, tainted)
 
 
 def match(loc: Located) -> Match | Decline:
