@@ -128,9 +128,15 @@ def test_speculation_screen():
     parse = cst.parse_expression
     assert speculation_hazard(parse("torch.all(p <= 1)")) is None
     assert speculation_hazard(parse("(ids < self.vocab).all() & ~torch.isnan(h).any()")) is None
+    assert speculation_hazard(parse("torch.all(-1 <= p * 2 <= self.cfg.limit)")) is None
     assert "indexing" in speculation_hazard(parse("(t[i] > 0).all()"))
     assert "dim" in speculation_hazard(parse("p.all(1).all()"))
-    assert "keyword" in speculation_hazard(parse("torch.all(p, dim=0)"))
+    assert "dim" in speculation_hazard(parse("torch.all(p, dim=0)"))
+    assert "broadcast" in speculation_hazard(parse("torch.all(x * mask >= 0)"))
+    assert "broadcast" in speculation_hazard(parse("(a < b).all()"))
+    assert "broadcast" in speculation_hazard(parse("torch.all(0 < a < b)"))
+    assert "attribute of a value" in speculation_hazard(parse("torch.all(x.mT <= 1)"))
+    assert "torch.logical_and" in speculation_hazard(parse("torch.logical_and(a, b).all()"))
     assert "p.max" in speculation_hazard(parse("torch.all(p.max() <= 1)"))
     assert "operator" in speculation_hazard(parse("torch.all(a @ b > 0)"))
     assert "`in`" in speculation_hazard(parse("torch.all(p > 0) in s"))
@@ -139,6 +145,14 @@ def test_speculation_screen():
     assert O.discharge([ob], facts=None, code="")[0]["result"] == "refuted"
     ob = {"kind": "speculated-operands", "operands": ["torch.all(p <= 1)", "not (q >= 2).any()"]}
     assert O.discharge([ob], facts=None, code="")[0]["result"] == "checked"
+    # a `self` attribute combined with a tensor: a Python number on the example run, or refuted
+    ob = {"kind": "speculated-operands", "operands": ["(ids < self.vocab).all()"]}
+    num = {"names": {"self.vocab": {"kind": "num", "cat": "int", "value": 8}}, "self": {}}
+    ten = {"names": {"self.vocab": {"kind": "tensor", "dtype": "int64", "shape": [3], "device": "cpu"}}, "self": {}}
+    got = O.discharge([ob], facts=num, code="")[0]
+    assert got["result"] == "checked" and any("self.vocab" in a for a in got["assumptions"]), got
+    assert O.discharge([dict(ob)], facts=ten, code="")[0]["result"] == "refuted"
+    assert O.discharge([ob | {"operands": ["torch.all(x * mask >= 0)"]}], facts=num, code="")[0]["result"] == "refuted"
 
 
 @pytest.mark.parametrize("cond, why", [
@@ -157,3 +171,66 @@ def test_mend_fix_end_to_end():
     assert [rw["rule"] for rw in res.rewrites] == ["predicated-validation"], [d.to_json() for d in res.declined]
     assert (res.before.graph_count, res.after.graph_count) == (2, 1)
     assert res.after.graph_break_count == 0
+
+
+# --- helper-81's findings, each a regression test ----------------------------------------------
+
+_PARENT_TRY = '''import torch
+from torch import nn
+
+
+class Scaler(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("s", torch.full((4,), 2.0))
+
+    def forward(self, x):
+        assert torch.all(self.s > 0) and torch.all(self.s < 100), "scale out of range"
+        return x * self.s
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scaler = Scaler()
+
+    def forward(self, x):
+        try:
+            y = self.scaler(x)
+        except AssertionError:
+            y = x
+        return y + 1
+'''
+
+
+@pytest.mark.parametrize("check", ["assert torch.all(self.s > 0) and torch.all(self.s < 100), \"scale out of range\"",
+                                   "assert not torch.isnan(self.s).any(), \"nan scale\"",
+                                   "if torch.isnan(self.s).any():\n            raise ValueError(\"nan scale\")"])
+def test_a_try_in_a_parent_module_declines_every_form(check):
+    # c01b: the parent's `except AssertionError` would see RuntimeError('mend-trap:...'), eager included
+    src = _PARENT_TRY.replace('assert torch.all(self.s > 0) and torch.all(self.s < 100), "scale out of range"', check)
+    line = next(i for i, t in enumerate(src.splitlines(), 1) if t.strip().startswith(("assert", "if torch")))
+    res = pv.rewrite(cst.parse_module(src), line)
+    assert isinstance(res, Decline) and "`forward` has a `try` with a handler" in res.reason, res
+
+
+def test_a_sparse_or_quantized_operand_keeps_the_original_assert(tmp_path):
+    # c13: a one-element sparse tensor passed `type is Tensor`, `numel() == 1` and the CPU test,
+    # and `_assert_async` has no sparse kernel (NotImplementedError)
+    src = ("import torch\n\n\ndef f(x, gate):\n    assert torch.all(x >= 0) and gate, \"closed gate\"\n"
+           "    return x * 2\n")
+    res = _rewrite(src)
+    assert isinstance(res, pv.RewriteResult), res
+    (tmp_path / "orig_sp.py").write_text(src)
+    (tmp_path / "mended_sp.py").write_text(res.code)
+    orig, new = _load(tmp_path / "orig_sp.py", "_sp_orig").f, _load(tmp_path / "mended_sp.py", "_sp_mended").f
+    new = vr.restoring(new)
+    closed = torch.sparse_coo_tensor(torch.zeros(1, 1, dtype=torch.long), torch.tensor([0.0]), (1,))
+    gates = {"sparse open": torch.tensor([1.0]).to_sparse(), "sparse closed": closed,
+             "quantized": torch.quantize_per_tensor(torch.tensor([1.0]), 0.1, 0, torch.quint8)}
+    for name, gate in gates.items():
+        x = torch.rand(2, 4)
+        a, b = _outcome(orig, x, gate), _outcome(new, x, gate)
+        assert a[0] == b[0], (name, a, b)
+        assert torch.equal(a[1], b[1]) if a[0] == "ok" else a[1:] == b[1:], (name, a, b)
+    assert _outcome(orig, torch.rand(2, 4), closed)[1] is AssertionError   # the trap input fails

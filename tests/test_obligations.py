@@ -433,6 +433,7 @@ CHECKS_TESTED_WITH_THEIR_RULE = {
     "scalar-local-screened": "test_rule_scalar_tensor.py",
     "scalar-index-guarded": "test_rule_scalar_tensor.py", "scalar-index-slice-only": "test_rule_scalar_tensor.py",
     "scalar-index-receivers-observed": "test_rule_scalar_tensor.py",
+    "speculated-operands": "test_assert_and.py",
 }
 
 

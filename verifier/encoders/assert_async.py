@@ -345,8 +345,11 @@ def cpu_only(ob: dict, ctx: Ctx) -> Outcome:
 
 
 def _guard_ok(test: ast.AST, local: str) -> bool:
-    """``type(L) is torch.Tensor and L.numel() == 1 and L.device.type == 'cpu'``, exactly."""
-    want = ast.parse(f"type({local}) is torch.Tensor and {local}.numel() == 1 and {local}.device.type == 'cpu'",
+    """``type(L) is torch.Tensor and L.numel() == 1 and L.device.type == 'cpu' and L.layout ==
+    torch.strided and not L.is_quantized``, exactly (helper-81: a sparse or quantized tensor passed
+    the first three, and ``_assert_async`` raised NotImplementedError)."""
+    want = ast.parse(f"type({local}) is torch.Tensor and {local}.numel() == 1 and {local}.device.type == 'cpu' and "
+                     f"{local}.layout == torch.strided and not {local}.is_quantized",
                      mode="eval").body
     return ast.dump(test) == ast.dump(want)
 
@@ -401,7 +404,8 @@ def guarded_check(ob: dict, ctx: Ctx) -> Outcome:
                         f"(`{ob.get('raises_when')}`)")
     if not _guard_ok(test.test, local):
         problems.append(f"the guard is not `type({local}) is torch.Tensor and {local}.numel() == 1 and "
-                        f"{local}.device.type == 'cpu'`")
+                        f"{local}.device.type == 'cpu' and {local}.layout == torch.strided and not "
+                        f"{local}.is_quantized`")
     call = test.body[0].value if isinstance(test.body[0], ast.Expr) else None
     holds = ast.parse(f"torch.logical_not({local})" if raise_if_true else local, mode="eval").body
     if not (isinstance(call, ast.Call) and _dotted(call.func) == "torch._assert_async" and call.args
@@ -417,7 +421,7 @@ def guarded_check(ob: dict, ctx: Ctx) -> Outcome:
                 and restored is not None and ast.dump(exc) == ast.dump(restored)):
             problems.append(f"the fallback is not `elif {ast.unparse(failing)}: raise` the trap table's exception")
     elif isinstance(orelse, ast.Assert):  # `else: assert not L, msg` (an operand of `assert A and B`: `assert L`)
-        want = failing if raise_if_true else ast.Name(local, ast.Load())
+        want = ast.UnaryOp(ast.Not(), ast.Name(local, ast.Load())) if raise_if_true else ast.Name(local, ast.Load())
         msg = "" if orelse.msg is None else ast.literal_eval(orelse.msg) if isinstance(orelse.msg, ast.Constant) \
             else None
         if not (ast.dump(orelse.test) == ast.dump(want) and entry is not None
@@ -426,8 +430,8 @@ def guarded_check(ob: dict, ctx: Ctx) -> Outcome:
     else:
         problems.append("the guard has no fallback running the original check")
     uses = sum(1 for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == local)
-    if uses != 6:   # bound once, three times in the guard, once asserted, once in the fallback
-        problems.append(f"`{local}` is named {uses} times in the function, not only by the guarded form (6)")
+    if uses != 8:   # bound once, five times in the guard, once asserted, once in the fallback
+        problems.append(f"`{local}` is named {uses} times in the function, not only by the guarded form (8)")
     if problems:
         return check_refuted(by, "; ".join(problems))
     return checked(by + f": `{local} = {cond}`, then the check inside the graph only under "
@@ -437,13 +441,31 @@ def guarded_check(ob: dict, ctx: Ctx) -> Outcome:
 
 
 _SPECULABLE = {"all", "any", "isfinite", "isnan", "isinf", "isposinf", "isneginf", "signbit", "logical_not",
-               "logical_and", "logical_or", "logical_xor", "eq", "ne", "lt", "le", "gt", "ge", "abs", "neg",
-               "bool", "float", "double", "half", "long", "int", "sum", "count_nonzero"}
+               "abs", "neg", "bool", "float", "double", "half", "long", "int", "sum", "count_nonzero"}
+_FULL = {"all", "any", "sum", "count_nonzero"}
 _SPECULABLE_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.BitAnd, ast.BitOr, ast.BitXor)
 
 
-def _hazard(expr: ast.AST) -> str | None:
-    """What in ``expr`` may raise or have an effect when computed where Python skipped it."""
+def _scalar(node: ast.AST, names: dict) -> str | None:
+    """"literal" for a signed number literal or a full reduction (0-d); "observed" for an attribute chain of ``self`` the
+    example run saw as a Python number; else None (a value that may be a tensor)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.Invert, ast.Not)):
+        node = node.operand
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return "literal"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _FULL:
+        return "literal"   # a full reduction: 0-d (its call is screened on its own)
+    src = _dotted(node) if isinstance(node, ast.Attribute) else None
+    if src and src.startswith("self.") and (names.get(src) or {}).get("kind") == "num":
+        return "observed"
+    return None
+
+
+def _hazard(expr: ast.AST, names: dict, observed: list) -> str | None:
+    """What in ``expr`` may raise, warn or have an effect when computed where Python skipped it
+    (each pair of values it combines must hold a number: a literal, or a ``self`` attribute
+    observed as one, recorded in ``observed``)."""
+    funcs = {id(c.func) for c in ast.walk(expr) if isinstance(c, ast.Call)}
     for node in ast.walk(expr):
         if isinstance(node, ast.Call):
             name = _dotted(node.func) or ""
@@ -451,41 +473,55 @@ def _hazard(expr: ast.AST) -> str | None:
             via_torch = name.count(".") == 1 and name.startswith("torch.")
             if last not in _SPECULABLE or not (via_torch or isinstance(node.func, ast.Attribute)):
                 return f"it calls `{ast.unparse(node.func)}`"
-            if node.keywords or any(isinstance(a, ast.Starred) for a in node.args) or \
-                    (not via_torch and node.args and last in ("all", "any", "sum", "count_nonzero")):
-                return f"`{ast.unparse(node)}` passes a dim, a keyword or an unpacked argument"
-        elif isinstance(node, ast.BinOp) and not isinstance(node.op, _SPECULABLE_OPS):
-            return f"its operator in `{ast.unparse(node)}` may raise"
-        elif isinstance(node, ast.Compare) and any(isinstance(o, (ast.In, ast.NotIn)) for o in node.ops):
-            return "a membership test calls `__contains__`"
-        elif not isinstance(node, (ast.Name, ast.Attribute, ast.Constant, ast.UnaryOp, ast.BinOp, ast.Compare,
-                                   ast.Call, ast.expr_context, ast.unaryop, ast.operator, ast.cmpop)):
+            if node.keywords or any(isinstance(a, ast.Starred) for a in node.args) or len(node.args) != int(via_torch):
+                return f"`{ast.unparse(node)}` passes other arguments than its one tensor"
+        elif isinstance(node, ast.Attribute) and id(node) not in funcs and \
+                not (_dotted(node) or "").startswith(("self.", "torch.")):
+            return f"it reads `{ast.unparse(node)}`, an attribute of a value"
+        elif isinstance(node, (ast.BinOp, ast.Compare)):
+            if isinstance(node, ast.BinOp) and not isinstance(node.op, _SPECULABLE_OPS):
+                return f"its operator in `{ast.unparse(node)}` may raise"
+            if isinstance(node, ast.Compare) and any(isinstance(o, (ast.In, ast.NotIn)) for o in node.ops):
+                return "a membership test calls `__contains__`"
+            sides = [node.left, node.right] if isinstance(node, ast.BinOp) else [node.left, *node.comparators]
+            for a, b in zip(sides, sides[1:]):
+                kinds = [_scalar(a, names), _scalar(b, names)]
+                if kinds == [None, None]:
+                    return (f"`{ast.unparse(node)}` combines two values neither of which is a number literal or a "
+                            "`self` attribute observed as a Python number: two tensors may not broadcast")
+                observed += [ast.unparse(x) for x, k in zip((a, b), kinds) if k == "observed"]
+        elif not isinstance(node, (ast.Name, ast.Attribute, ast.Constant, ast.UnaryOp, ast.expr_context, ast.unaryop,
+                                   ast.operator, ast.cmpop)):
             return f"it holds a `{type(node).__name__}` (`{ast.unparse(node)[:50]}`)"
     return None
 
 
 def speculated_operands(ob: dict, ctx: Ctx) -> Outcome:
     """``speculated-operands``: in one graph, the later operands of a split ``assert A and B``
-    are computed even where an earlier check fails, which Python skipped. A static screen of
-    each operand (parsed anew): names, attributes, literals, arithmetic, comparisons, and total
-    tensor predicates and reductions without a dim -- nothing that indexes, calls anything
-    else, or takes a dim that may be out of range."""
+    are computed even where an earlier check fails, which Python skipped, and Dynamo traces them
+    on every call, so a failure there is a hard error (helper-81). A static screen of each operand
+    (parsed anew): names, attribute chains of ``self``/``torch``, literals, arithmetic and
+    comparisons with a number on one side (a literal, or a ``self`` attribute the example run saw
+    as a Python number), and total one-tensor predicates and reductions without a dim."""
     by = "the static screen of the speculated operands (verifier/encoders/assert_async.py)"
     ops = ob.get("operands")
     if not isinstance(ops, list) or not ops:
         return unknown("the speculated operands are not recorded")
+    names = (ctx.facts or {}).get("names") or {}
+    observed: list[str] = []
     for src in ops:
         try:
             expr = ast.parse(src, mode="eval").body
         except SyntaxError as exc:
             return unknown(f"could not parse `{src}`: {exc}")
-        why = _hazard(expr)
+        why = _hazard(expr, names, observed)
         if why is not None:
             return check_refuted(by, f"`{src}` runs inside the graph where Python skipped it, and {why}")
-    return checked(by, [f"screened: {', '.join(ops)}",
-                        "their names are tensors (or Python numbers) of shapes that combine: observed on the example "
-                        "run, where the original computed them too; a shape that fails only where an earlier operand "
-                        "also fails is not screened"])
+    return checked(by + (", with the observation of the example run" if observed else ""),
+                   [f"screened: {', '.join(ops)}"]
+                   + ([f"{', '.join(sorted(set(observed)))}: a Python number on the example run (observed), assumed "
+                       "on every call"] if observed else [])
+                   + ["a name the operands read holds a tensor or a Python number, as on the example run"])
 
 
 def _trap_exception(tree: ast.Module, trap: str) -> ast.AST | None:

@@ -11,7 +11,8 @@ The condition is bound to a local where the check read it, and only a one-elemen
 tensor goes into the graph; anything else runs the original check, unchanged::
 
     _mend_cond = C
-    if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu':
+    if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' \
+            and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized:
         torch._assert_async(torch.logical_not(_mend_cond), MARKER)   # `if not C`: (_mend_cond, MARKER)
     elif _mend_cond:                                                  # `if not C`: elif not _mend_cond:
         raise E(msg)                                                  # the original raise, as written
@@ -21,7 +22,8 @@ msg``). Dynamo decides the guard at trace time, so it adds no break. helper-50 f
 unguarded form changed behaviour on inputs unlike the example: a Python number (``if scale < 0``
 called with ``0.5``: ``_assert_async`` raised TypeError) and a condition of several elements
 (Python raised "Boolean value of Tensor with more than one value is ambiguous", Inductor's
-``_assert_async`` returned). ``guarded-check`` (a static screen of the mended file) re-reads
+``_assert_async`` returned); helper-81 a one-element sparse or quantized tensor (``_assert_async``
+has no kernel for it: NotImplementedError), now kept out by its layout. ``guarded-check`` (a static screen of the mended file) re-reads
 the local, the guard, the asserted truth and the fallback from it.
 
 Measured on torch 2.13 (CPU): ``_assert_async`` raises ``RuntimeError(msg)`` with the
@@ -33,7 +35,7 @@ the restore is CPU-only (an obligation of every fix).
 ``torch._assert(C, "literal")`` on a tensor ``C`` is ``if not C: raise AssertionError("literal")``
 (torch/__init__.py, not stripped by ``python -O``); Dynamo breaks on the call ("Data dependent
 operator"). It becomes ``(lambda _mend_c: torch._assert_async(_mend_c, MARKER) if type(_mend_c)
-is torch.Tensor and _mend_c.numel() == 1 and _mend_c.device.type == 'cpu' else torch._assert(_mend_c,
+is torch.Tensor and _mend_c.numel() == 1 and _mend_c.device.type == 'cpu' and _mend_c.layout == torch.strided and not _mend_c.is_quantized else torch._assert(_mend_c,
 "literal"))(C)``: a Python bool, a tensor subclass (``__torch_function__``), a tensor of several
 elements or one off the CPU keeps the call (an adversarial review found each changed by a first version, which had also assumed
 ``-O`` stripped it). Positional arguments only; a message that is not a string literal declines.
@@ -73,6 +75,10 @@ Declined, with the reason, when:
 * the statement is ``assert <cond>[, "literal"]`` without a leading ``not``: Dynamo lowers
   that form to ``_assert_async`` itself (no break; shared cases 021/024), so only
   ``assert not <cond>[, "literal"]`` is rewritten;
+* a ``try`` with a handler around a call in another function of the file (a parent module calling
+  ``self.child(x)``): until ``mend.validation_runtime`` restores the exception at the outermost
+  module, the mended check raises ``RuntimeError('mend-trap:...')``, eager mode included, which an
+  ``except AssertionError`` there no longer catches (helper-81's c01b, c09b);
 * a ``try``/non-torch ``with`` encloses the check in the function (a local handler would
   see a RuntimeError instead of ``E``), the check sits in a loop or outside a function,
   the raise has a ``from`` clause, the ``if`` does more than raise, the exception is built

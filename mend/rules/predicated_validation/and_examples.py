@@ -26,12 +26,12 @@ _MEND_TRAPS = {
 def f(x, p):
     if __debug__:
         _mend_cond = torch.all(p >= 0)
-        if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu':
+        if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized:
             torch._assert_async(_mend_cond, f"mend-trap:{__name__}:_MEND_TRAPS.a49d1118f01a")
         else:
             assert _mend_cond, "p must be in [0, 1]"
         _mend_cond_2 = torch.all(p <= 1)
-        if type(_mend_cond_2) is torch.Tensor and _mend_cond_2.numel() == 1 and _mend_cond_2.device.type == 'cpu':
+        if type(_mend_cond_2) is torch.Tensor and _mend_cond_2.numel() == 1 and _mend_cond_2.device.type == 'cpu' and _mend_cond_2.layout == torch.strided and not _mend_cond_2.is_quantized:
             torch._assert_async(_mend_cond_2, f"mend-trap:{__name__}:_MEND_TRAPS.9f951ad960bc")
         else:
             assert _mend_cond_2, "p must be in [0, 1]"
@@ -44,8 +44,8 @@ def f(x, p):
         '''import torch
 
 
-def f(ids, vocab):
-    assert ids is not None and (ids >= 0).all() and not (ids >= vocab).any()
+def f(ids):
+    assert ids is not None and (ids >= 0).all() and not (ids >= 1024).any()
     return ids * 2
 ''',
         '''import torch
@@ -54,23 +54,23 @@ def f(ids, vocab):
 # by mend.validation_runtime.install(model).
 _MEND_TRAPS = {
     "bbc62b584630": lambda: AssertionError(),
-    "38141777c5b1": lambda: AssertionError(),
+    "1cac51d3ff75": lambda: AssertionError(),
 }
 
 
-def f(ids, vocab):
+def f(ids):
     if __debug__:
         assert ids is not None
         _mend_cond = (ids >= 0).all()
-        if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu':
+        if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized:
             torch._assert_async(_mend_cond, f"mend-trap:{__name__}:_MEND_TRAPS.bbc62b584630")
         else:
             assert _mend_cond
-        _mend_cond_2 = (ids >= vocab).any()
-        if type(_mend_cond_2) is torch.Tensor and _mend_cond_2.numel() == 1 and _mend_cond_2.device.type == 'cpu':
+        _mend_cond_2 = (ids >= 1024).any()
+        if type(_mend_cond_2) is torch.Tensor and _mend_cond_2.numel() == 1 and _mend_cond_2.device.type == 'cpu' and _mend_cond_2.layout == torch.strided and not _mend_cond_2.is_quantized:
             torch._assert_async(
                 torch.logical_not(_mend_cond_2),
-                f"mend-trap:{__name__}:_MEND_TRAPS.38141777c5b1",
+                f"mend-trap:{__name__}:_MEND_TRAPS.1cac51d3ff75",
             )
         else:
             assert not _mend_cond_2
@@ -91,7 +91,7 @@ def f(idx, table):
 def f(p):
     assert torch.all(p >= 0) and (p <= 1).all(1).all(), "p must be in [0, 1]"
     return p
-''', "reduces over a `dim`"),
+''', "passes other arguments than the one tensor"),
     # a call the screen cannot show total
     ('''import torch
 def f(p):
@@ -103,4 +103,17 @@ def f(p):
     assert torch.all(p >= 0) or torch.all(p <= 1), "p"
     return p
 ''', "the condition is an `or`"),
+    # helper-81's c07b: the first operand guards the shapes the second combines; traced on every
+    # call, `x * mask` of shapes that do not broadcast is a hard error where Python raised the assert
+    ('''import torch
+def f(x, mask):
+    assert (torch.tensor(mask.shape) == torch.tensor(x.shape)).all() and torch.all(x * mask >= 0), "shapes"
+    return x * mask
+''', "combines two values that may be tensors"),
+    # helper-81: `x.mT` of a 1-D tensor raises, `x.T` warns
+    ('''import torch
+def f(x):
+    assert torch.all(x >= 0) and torch.all(x.mT <= 1), "x"
+    return x
+''', "an attribute of a value"),
 ]

@@ -42,7 +42,7 @@ _MEND_TRAPS = {
 def check(shapes, seq_len):
     # the encoder must see every level
     _mend_cond = (shapes[:, 0] * shapes[:, 1]).sum() != seq_len
-    if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu':
+    if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized:
         torch._assert_async(
             torch.logical_not(_mend_cond),
             f"mend-trap:{__name__}:_MEND_TRAPS.a95c7a120d13",
@@ -80,7 +80,7 @@ _MEND_TRAPS = {
 class Scale:
     def forward(self, x):
         _mend_cond = (x >= 0).all()
-        if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu':
+        if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized:
             torch._assert_async(_mend_cond, f"mend-trap:{__name__}:_MEND_TRAPS.5a336280999b")
         elif not _mend_cond:
             raise ValueError("inputs must be non-negative")
@@ -108,7 +108,7 @@ _MEND_TRAPS = {
 def forward(x):
     if __debug__:
         _mend_cond = torch.isnan(x).any()
-        if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu':
+        if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized:
             torch._assert_async(
                 torch.logical_not(_mend_cond),
                 f"mend-trap:{__name__}:_MEND_TRAPS.df2b3e53d6cf",
@@ -143,7 +143,7 @@ _MEND_TRAPS = 3
 
 def forward(x):
     _mend_cond = x.abs().max() > 1e4
-    if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu':
+    if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized:
         torch._assert_async(
             torch.logical_not(_mend_cond),
             f"mend-trap:{__name__}:_MEND_TRAPS_1.dcd377fca00b",
@@ -183,7 +183,7 @@ _MEND_TRAPS = {
 class Block(torch.nn.Module):
     def forward(self, x, mask):
         _mend_cond = mask.sum() == 0
-        if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu':
+        if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized:
             torch._assert_async(
                 torch.logical_not(_mend_cond),
                 f"mend-trap:{__name__}:_MEND_TRAPS.cfb23de8c9ea",
@@ -310,7 +310,7 @@ class Encoder(nn.Module):
     # ("Data dependent operator"); anything but a one-element plain tensor keeps the call
     (
         'import torch\n\n\ndef check_lengths(x, lengths):\n    torch._assert((lengths > 0).all(), "lengths must be positive")\n    return x.sum(1) / lengths\n',
-        'import torch\n\n# mend: exceptions of checks rewritten into torch._assert_async, restored where the call returns\n# by mend.validation_runtime.install(model).\n_MEND_TRAPS = {\n    "6bee0e236287": lambda: AssertionError("lengths must be positive"),\n}\n\n\ndef check_lengths(x, lengths):\n    (lambda _mend_c: torch._assert_async(_mend_c, f"mend-trap:{__name__}:_MEND_TRAPS.6bee0e236287") if type(_mend_c) is torch.Tensor and _mend_c.numel() == 1 and _mend_c.device.type == \'cpu\' else torch._assert(_mend_c, "lengths must be positive"))((lengths > 0).all())\n    return x.sum(1) / lengths\n',
+        'import torch\n\n# mend: exceptions of checks rewritten into torch._assert_async, restored where the call returns\n# by mend.validation_runtime.install(model).\n_MEND_TRAPS = {\n    "6bee0e236287": lambda: AssertionError("lengths must be positive"),\n}\n\n\ndef check_lengths(x, lengths):\n    (lambda _mend_c: torch._assert_async(_mend_c, f"mend-trap:{__name__}:_MEND_TRAPS.6bee0e236287") if type(_mend_c) is torch.Tensor and _mend_c.numel() == 1 and _mend_c.device.type == \'cpu\' and _mend_c.layout == torch.strided and not _mend_c.is_quantized else torch._assert(_mend_c, "lengths must be positive"))((lengths > 0).all())\n    return x.sum(1) / lengths\n',
         5,
     ),
     # if/elif/else: a raise always leaves, so `elif` is a second `if` and `else:` its statements
@@ -338,7 +338,7 @@ _MEND_TRAPS = {
 
 def f(x):
     _mend_cond = x.sum() > 0
-    if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu':
+    if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized:
         torch._assert_async(
             torch.logical_not(_mend_cond),
             f"mend-trap:{__name__}:_MEND_TRAPS.2031ff3b8316",
@@ -379,7 +379,7 @@ def f(x, n):
     if x.dim() != 2:
         raise ValueError("2-d only")
     _mend_cond = x.isnan().any()
-    if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu':
+    if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized:
         torch._assert_async(
             torch.logical_not(_mend_cond),
             f"mend-trap:{__name__}:_MEND_TRAPS.418fec3e6a5b",

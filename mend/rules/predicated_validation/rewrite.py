@@ -113,7 +113,10 @@ GUARDED = "_mend_cond"   # the local the guarded forms bind the condition to (fr
 def guard_text(local: str) -> str:
     """The runtime test under which the check runs inside the graph (decided by Dynamo at trace
     time: type, element count and device are guarded, so it adds no break)."""
-    return f"type({local}) is torch.Tensor and {local}.numel() == 1 and {local}.device.type == 'cpu'"
+    # a sparse, mkldnn or quantized one-element CPU tensor passes the rest, and _assert_async has no
+    # kernel for it (NotImplementedError, helper-81's c13): its layout and quantization keep it out
+    return (f"type({local}) is torch.Tensor and {local}.numel() == 1 and {local}.device.type == 'cpu' and "
+            f"{local}.layout == torch.strided and not {local}.is_quantized")
 
 
 def _guarded(plan, local: str, marker: str, indent: int) -> list | cst.If:
@@ -121,7 +124,7 @@ def _guarded(plan, local: str, marker: str, indent: int) -> list | cst.If:
     ``assert not C, msg`` (the same inside ``if __debug__:``)::
 
         L = C
-        if type(L) is torch.Tensor and L.numel() == 1 and L.device.type == 'cpu':
+        if type(L) is torch.Tensor and L.numel() == 1 and L.device.type == 'cpu' and L.layout == torch.strided and not L.is_quantized:
             torch._assert_async(torch.logical_not(L), MARKER)    # `if not C`: (L, MARKER)
         elif L:                                                  # `if not C`: elif not L:
             raise E(msg)                                         # the original raise, verbatim
@@ -281,7 +284,8 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
                                             plan.call.args[1]])
         call = cst.parse_expression(
             f"(lambda _mend_c: torch._assert_async(_mend_c, {marker}) if type(_mend_c) is torch.Tensor and "
-            f"_mend_c.numel() == 1 and _mend_c.device.type == 'cpu' else {_code(kept)})({holds})")
+            f"_mend_c.numel() == 1 and _mend_c.device.type == 'cpu' and _mend_c.layout == torch.strided and "
+            f"not _mend_c.is_quantized else {_code(kept)})({holds})")
         new: cst.CSTNode | list = cst.SimpleStatementLine([cst.Expr(call)], leading_lines=plan.stmt.leading_lines)
     elif plan.items is None:
         # `if C: raise E(msg)`, `assert not C`: C is bound to a local where the check read it, and

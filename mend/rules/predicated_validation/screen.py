@@ -448,7 +448,7 @@ def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
         return Decline(NAME, f"the function also changes state (`{effect[:60]}`): with the check inside the "
                              "graph, inductor runs later in-place updates before the failed assert surfaces and "
                              "aot_eager drops earlier ones, so a failing call would leave different state")
-    why = surroundings(function, ancestors, inner, module)
+    why = surroundings(function, ancestors, inner, module) or _catching_try(module, function)
     if why is not None:
         return Decline(NAME, why)
     if items is None and not via_call and locals_readers(function):
@@ -465,6 +465,24 @@ def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
                  node.value if via_call else None, core, fails_is_true, chain_top, parts)
 
 
+def _catching_try(module: cst.Module | None, function: cst.FunctionDef) -> str | None:
+    """A ``try`` with a handler, in another function of the file, around a call: it may reach
+    the check (a parent module calling ``self.child(x)`` reaches ``forward`` without naming it),
+    and until ``mend.validation_runtime`` restores the exception at the outermost module the
+    mended check raises ``RuntimeError('mend-trap:...')``, eager mode included, which an
+    ``except AssertionError`` no longer catches (helper-81's c01b, c09b)."""
+    for fn in m.findall(module, m.FunctionDef()) if module is not None else ():
+        if fn is function:
+            continue
+        for t in m.findall(fn, m.Try() | m.TryStar()):
+            if t.handlers and m.findall(t.body, m.Call()):
+                return (f"`{fn.name.value}` has a `try` with a handler around a call, which may reach the check: "
+                        "inside the model the mended check raises RuntimeError('mend-trap:...') until "
+                        "mend.validation_runtime restores the original exception where the outermost module "
+                        "returns, so that handler would no longer see the original exception")
+    return None
+
+
 def _static_part(expr: cst.BaseExpression) -> bool:
     """A Python-level test Dynamo decides at trace time: shapes and literals, ``x is None``,
     ``isinstance(...)``."""
@@ -474,27 +492,52 @@ def _static_part(expr: cst.BaseExpression) -> bool:
                                                     for c in expr.comparisons)
 
 
-# what an operand may compute when it runs speculatively: total, pure tensor functions and
-# methods (a reduction without a `dim`, which could be out of range)
+# what an operand may compute when it runs speculatively: total, pure tensor functions of one
+# tensor (a method without arguments, ``torch.f(x)``; a reduction without a ``dim``)
 _SPECULABLE = {"all", "any", "isfinite", "isnan", "isinf", "isposinf", "isneginf", "signbit", "logical_not",
-               "logical_and", "logical_or", "logical_xor", "eq", "ne", "lt", "le", "gt", "ge", "abs", "neg",
-               "bool", "float", "double", "half", "long", "int", "sum", "count_nonzero"}
+               "abs", "neg", "bool", "float", "double", "half", "long", "int", "sum", "count_nonzero"}
+_FULL = {"all", "any", "sum", "count_nonzero"}
 _SPECULABLE_OPS = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.BitAnd, cst.BitOr, cst.BitXor)
 
 
+def _scalar_side(node: cst.BaseExpression) -> bool:
+    """A number literal (signed), an attribute chain of ``self`` (the verifier requires it to be
+    observed as a Python number) or a full reduction (0-d): combined with one tensor, it always
+    broadcasts."""
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.BitInvert, cst.Not)):
+        node = node.expression
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _FULL:
+        return True   # a full reduction is 0-d (or raises on its own, screened as a call)
+    return isinstance(node, (cst.Integer, cst.Float)) or (
+        isinstance(node, cst.Attribute) and (_dotted(node) or "").startswith("self."))
+
+
 def speculation_hazard(expr: cst.BaseExpression) -> str | None:
-    """Why ``expr`` may raise or have an effect when it runs where it used to be skipped, or
-    None. Allowed: names, attribute reads, number literals, ``not``/``-``/``~``, arithmetic and
-    bitwise operators, comparisons (not ``in``), and the calls of ``_SPECULABLE`` -- as
-    ``torch.f(...)`` or a method -- with positional arguments only, none for a method reduction."""
+    """Why ``expr`` may raise, warn or have an effect when it runs where it used to be skipped,
+    or None. Inside one graph Dynamo traces it on every call, so a failure there is a hard
+    error at trace time (helper-81: two tensors that do not broadcast, ``x.mT`` of a 1-D
+    tensor, ``x.T``'s warning). Allowed: names, attribute chains of ``self`` or ``torch``,
+    number literals, ``not``/``-``/``~``, arithmetic and bitwise operators and comparisons (not
+    ``in``) with a number literal or a ``self`` attribute on one side, and the calls of
+    ``_SPECULABLE`` of one tensor: ``torch.f(x)``, or a method without arguments."""
+    funcs = {id(c.func) for c in m.findall(expr, m.Call())}
     for node in walk(expr):
         if isinstance(node, cst.Subscript):
             return f"its indexing (`{_code(node).strip()[:50]}`) may raise"
-        if isinstance(node, cst.BinaryOperation) and not isinstance(node.operator, _SPECULABLE_OPS):
-            return f"its operator `{_code(node.operator).strip()}` may raise on shapes or values"
-        if isinstance(node, cst.Comparison) and any(isinstance(c.operator, (cst.In, cst.NotIn))
-                                                    for c in node.comparisons):
-            return "its membership test (`in`) calls `__contains__`, which may raise"
+        if isinstance(node, cst.Attribute) and id(node) not in funcs and \
+                not (_dotted(node) or "").startswith(("self.", "torch.")):
+            return f"it reads `{_code(node).strip()[:50]}`, an attribute of a value, which may raise or warn"
+        if isinstance(node, cst.BinaryOperation):
+            if not isinstance(node.operator, _SPECULABLE_OPS):
+                return f"its operator `{_code(node.operator).strip()}` may raise on shapes or values"
+            if not (_scalar_side(node.left) or _scalar_side(node.right)):
+                return f"`{_code(node).strip()[:50]}` combines two values that may be tensors which do not broadcast"
+        if isinstance(node, cst.Comparison):
+            if any(isinstance(c.operator, (cst.In, cst.NotIn)) for c in node.comparisons):
+                return "its membership test (`in`) calls `__contains__`, which may raise"
+            sides = [node.left, *(c.comparator for c in node.comparisons)]
+            if any(not (_scalar_side(a) or _scalar_side(b)) for a, b in zip(sides, sides[1:])):
+                return f"`{_code(node).strip()[:50]}` compares two values that may be tensors which do not broadcast"
         if isinstance(node, (cst.Lambda, cst.NamedExpr, cst.Yield, cst.Await, cst.ListComp, cst.GeneratorExp,
                              cst.DictComp, cst.SetComp, cst.FormattedString)):
             return f"it holds `{_code(node).strip()[:50]}`"
@@ -504,10 +547,9 @@ def speculation_hazard(expr: cst.BaseExpression) -> str | None:
             via_torch = name.count(".") == 1 and name.startswith("torch.")
             if last not in _SPECULABLE or not (via_torch or isinstance(func, cst.Attribute)):
                 return f"it calls `{(name or _code(func).strip())[:50]}`, which may raise or have an effect"
-            if any(a.keyword is not None or a.star for a in node.args):
-                return f"`{_code(node).strip()[:50]}` passes a keyword or unpacked argument (a `dim` may be out of range)"
-            if not via_torch and node.args and last in ("all", "any", "sum", "count_nonzero"):
-                return f"`{_code(node).strip()[:50]}` reduces over a `dim`, which may be out of range"
+            if any(a.keyword is not None or a.star for a in node.args) or len(node.args) != int(via_torch):
+                return (f"`{_code(node).strip()[:50]}` passes other arguments than the one tensor (a `dim` may be "
+                        "out of range, a second tensor may not broadcast)")
     return None
 
 
