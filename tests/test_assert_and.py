@@ -160,10 +160,20 @@ def test_speculation_screen():
     ("torch.all(p >= 0) and (torch.all(p <= 1) or p.ndim == 0)", "is an `or`"),
     ("p.ndim == 2 and torch.all(p <= 1)", "only the last operand"),
     ("torch.all(p >= 0) and p.shape[0] == 2", "indexing"),
+    ("torch.all(p >= 0) and not (torch.all(p > 1) and torch.all(p < 3))", "negates an `and`/`or`"),
 ])
 def test_declines(cond, why):
     res = _rewrite(f'import torch\n\n\ndef f(p):\n    assert {cond}, "m"\n    return p\n')
     assert isinstance(res, Decline) and why in res.reason, res
+
+
+@pytest.mark.parametrize("cond", ["torch.all(p >= 0) and p.dim() == 2",
+                                  "torch.all(p >= 0) and isinstance(p, torch.Tensor) and (p <= 1).all()"])
+def test_a_total_python_level_operand_after_a_tensor_one_is_kept_as_a_plain_assert(cond):
+    # helper-81 (b): decided at trace time, it cannot raise a tensor error where Python skipped it
+    res = _rewrite(f'import torch\n\n\ndef f(p):\n    assert {cond}, "m"\n    return p\n')
+    assert isinstance(res, pv.RewriteResult), res
+    assert '        assert p.dim() == 2, "m"\n' in res.code or '        assert isinstance(p, torch.Tensor), "m"\n' in res.code
 
 
 def test_mend_fix_end_to_end():
@@ -234,3 +244,29 @@ def test_a_sparse_or_quantized_operand_keeps_the_original_assert(tmp_path):
         assert a[0] == b[0], (name, a, b)
         assert torch.equal(a[1], b[1]) if a[0] == "ok" else a[1:] == b[1:], (name, a, b)
     assert _outcome(orig, torch.rand(2, 4), closed)[1] is AssertionError   # the trap input fails
+
+
+def test_the_verifier_checks_a_negated_operand_and_a_python_level_one():
+    src = ('import torch\n\n\ndef f(p):\n    assert torch.all(p >= 0) and not torch.isnan(p).any() and p.dim() == 2, '
+           '"m"\n    return p\n')
+    res = _rewrite(src)
+    assert isinstance(res, pv.RewriteResult), res
+    facts = {"names": {"torch": {"kind": "pymodule", "value": "torch"},
+                       "p": {"kind": "tensor", "dtype": "float32", "shape": [2, 4], "device": "cpu", "param": False}},
+             "self": {}}
+    out = O.discharge(res.obligations, facts=facts, code=res.code)
+    by_kind = {}
+    for r in out:
+        by_kind.setdefault(r["kind"], []).append(r)
+    assert [r["result"] for r in by_kind["guarded-check"]] == ["checked", "checked"]
+    assert [r["raise_if_true"] for r in by_kind["guarded-check"]] == [False, True]
+    (spec,) = by_kind["speculated-operands"]
+    assert spec["result"] == "checked" and spec["python_level"] == ["p.dim() == 2"], spec
+    # the negated operand's fallback tampered: `assert not L` -> `assert L` is refuted
+    tampered = res.code.replace("assert not _mend_cond_2", "assert _mend_cond_2")
+    assert tampered != res.code
+    second = [r for r in O.discharge(res.obligations, facts=facts, code=tampered) if r["kind"] == "guarded-check"][1]
+    assert second["result"] == "refuted", second
+    # a Python-level operand that indexes is refuted by the verifier's own screen
+    bad = {"kind": "speculated-operands", "operands": [], "python_level": ["p.shape[3] == 2"]}
+    assert O.discharge([bad], facts=facts, code="")[0]["result"] == "refuted"

@@ -496,6 +496,20 @@ def _hazard(expr: ast.AST, names: dict, observed: list) -> str | None:
     return None
 
 
+def _python_level(expr: ast.AST) -> str | None:
+    """Why ``expr`` is not a Python-level test that cannot raise on a tensor (shapes without
+    indexing, ``is``, ``isinstance``/``hasattr``/``len``, ``dim()``/``numel()``/``size()``)."""
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Subscript):
+            return f"its indexing `{ast.unparse(node)}` may raise"
+        if isinstance(node, ast.Call) and not (
+                (isinstance(node.func, ast.Name) and node.func.id in ("isinstance", "hasattr", "len"))
+                or (isinstance(node.func, ast.Attribute) and node.func.attr in ("dim", "numel", "size")
+                    and not node.args and not node.keywords)):
+            return f"it calls `{ast.unparse(node.func)}`"
+    return None
+
+
 def speculated_operands(ob: dict, ctx: Ctx) -> Outcome:
     """``speculated-operands``: in one graph, the later operands of a split ``assert A and B``
     are computed even where an earlier check fails, which Python skipped, and Dynamo traces them
@@ -504,21 +518,23 @@ def speculated_operands(ob: dict, ctx: Ctx) -> Outcome:
     comparisons with a number on one side (a literal, or a ``self`` attribute the example run saw
     as a Python number), and total one-tensor predicates and reductions without a dim."""
     by = "the static screen of the speculated operands (verifier/encoders/assert_async.py)"
-    ops = ob.get("operands")
-    if not isinstance(ops, list) or not ops:
+    ops, python_level = ob.get("operands"), ob.get("python_level") or []
+    if not isinstance(ops, list) or not isinstance(python_level, list) or not ops + python_level:
         return unknown("the speculated operands are not recorded")
     names = (ctx.facts or {}).get("names") or {}
     observed: list[str] = []
-    for src in ops:
+    for src in ops + python_level:
         try:
             expr = ast.parse(src, mode="eval").body
         except SyntaxError as exc:
             return unknown(f"could not parse `{src}`: {exc}")
-        why = _hazard(expr, names, observed)
+        why = _python_level(expr) if src in python_level else _hazard(expr, names, observed)
         if why is not None:
             return check_refuted(by, f"`{src}` runs inside the graph where Python skipped it, and {why}")
     return checked(by + (", with the observation of the example run" if observed else ""),
-                   [f"screened: {', '.join(ops)}"]
+                   [f"screened: {', '.join(ops) or 'none'}"]
+                   + ([f"decided by Python at trace time, raising nothing on a tensor: {', '.join(python_level)}"]
+                      if python_level else [])
                    + ([f"{', '.join(sorted(set(observed)))}: a Python number on the example run (observed), assumed "
                        "on every call"] if observed else [])
                    + ["a name the operands read holds a tensor or a Python number, as on the example run"])

@@ -12,7 +12,8 @@ from libcst.metadata import (BuiltinScope, ClassScope, GlobalScope, MetadataWrap
 from mend.rules._base import Decline, RewriteResult
 from mend.rules._common import Replace, add_import, code_of as _code, dotted as _dotted, fresh_local
 from mend.rules.predicated_validation.fresh import fresh_guard, guarded_body
-from mend.rules.predicated_validation.screen import MARKER, NAME, TABLE, _message, _screen, split_chain
+from mend.rules.predicated_validation.screen import (MARKER, NAME, TABLE, _message, _screen, _total_static,
+                                                      split_chain)
 
 
 def _site(wrapper: MetadataWrapper, line: int):
@@ -209,7 +210,10 @@ def _split_obligations(plan, split: list, table: str, message: str, guard) -> li
                 {"kind": "condition-is-tensor", "asserts": part.asserts,
                  "note": "the operand must be a one-element tensor; elsewhere the runtime guard keeps the original "
                          "assert"}]
-    later = [_code(w).strip() for _, _, _, w in plan.parts[1:]]
+    first = next(i for i, (_, _, static, _) in enumerate(plan.parts) if not static)
+    later = [(w, static and _total_static(c)) for c, _, static, w in plan.parts[first + 1:]]
+    screened = [_code(w).strip() for w, python_level in later if not python_level]
+    python_level = [_code(w).strip() for w, python_level in later if python_level]
     return obs + [
         {"kind": "same-result-when-passing"},
         {"kind": "first-failure-wins",
@@ -223,7 +227,7 @@ def _split_obligations(plan, split: list, table: str, message: str, guard) -> li
             if guard is not None else {})},
         {"kind": "cpu-only",
          "note": "on CUDA _assert_async drops the message and raises a fatal device-side assert (pytorch#131491)"},
-        {"kind": "speculated-operands", "operands": later,
+        {"kind": "speculated-operands", "operands": screened, "python_level": python_level,
          "note": "inside the graph each later operand is computed even where an earlier check fails (Python skipped "
                  "it): the rule's static screen admits only names, attributes, literals, arithmetic, comparisons "
                  "and total tensor predicates and reductions without a dim, which neither raise nor have an effect "

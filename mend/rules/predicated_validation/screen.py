@@ -553,6 +553,22 @@ def speculation_hazard(expr: cst.BaseExpression) -> str | None:
     return None
 
 
+def _total_static(expr: cst.BaseExpression) -> bool:
+    """A Python-level test that cannot raise on a tensor: no indexing (``x.shape[3]``), and calls
+    only of ``isinstance``/``hasattr``/``len`` or ``dim()``/``numel()``/``size()`` without a dim.
+    Traced after a failing tensor check, it is decided at trace time like any Python code."""
+    if m.findall(expr, m.Subscript()):
+        return False
+    for call in m.findall(expr, m.Call()):
+        name = _dotted(call.func) or ""
+        if name in ("isinstance", "hasattr", "len"):
+            continue
+        if not (isinstance(call.func, cst.Attribute) and call.func.attr.value in ("dim", "numel", "size")
+                and not call.args):
+            return False
+    return True
+
+
 def _and_parts(core: cst.BooleanOperation) -> list | str:
     """``assert A and B and C, msg`` is ``assert A, msg``, ``assert B, msg``, ``assert C, msg``
     run in turn (Python evaluates B only when A held, and both raise the same AssertionError):
@@ -569,18 +585,22 @@ def _and_parts(core: cst.BooleanOperation) -> list | str:
             todo += [e.right, e.left]
         else:
             flat.append(e)
-    if isinstance(core.operator, cst.Or) or any(isinstance(_strip_not(e)[0], cst.BooleanOperation) for e in flat):
+    if isinstance(core.operator, cst.Or) or any(isinstance(e, cst.BooleanOperation) for e in flat):
         return ("the condition is an `or`: short-circuit evaluation has no single tensor predicate (only "
                 "`assert A and B` is split, into one check per operand)")
+    nested = next((e for e in flat if isinstance(_strip_not(e)[0], cst.BooleanOperation)), None)
+    if nested is not None:
+        return (f"the operand `{_code(nested).strip()[:60]}` negates an `and`/`or`: short-circuit evaluation "
+                "has no single tensor predicate (only the top-level `and` of an assert is split)")
     parts, tensor_before = [], None
     for e in flat:
         c, neg = _strip_not(e)
-        if tensor_before is not None:
+        static = _static_part(c)
+        if tensor_before is not None and not (static and _total_static(c)):
             why = speculation_hazard(e)
             if why is not None:
                 return (f"the operand `{_code(e).strip()[:50]}` would be computed inside the graph even when "
                         f"`{_code(tensor_before).strip()[:50]}` fails the assert (Python skips it then), and {why}")
-        static = _static_part(c)
         parts.append((c, neg, static, e))
         if not static and tensor_before is None:
             tensor_before = e
