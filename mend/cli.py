@@ -307,12 +307,15 @@ def _scan_summary(counted, comparison, written) -> None:
 @click.option("--max-rounds", default=32, show_default=True, type=click.IntRange(min=1),
               help="Accept at most this many rewrites per target (one per round, each followed by a rescan); "
               "fixable sites left untried are declined, saying so.")
+@click.option("--time-limit", type=click.FloatRange(min=1), default=None, metavar="SECONDS",
+              help="Try no further candidate rewrite once SECONDS have passed (checked between candidates): what was "
+              "verified is kept, and the fixable sites left untried are declined, saying so.")
 @click.option("--html", "html_file", type=click.Path(dir_okay=False), help="Also write a self-contained HTML review "
               "page (diffs, obligations, evidence, certificates, declines) to FILE.")
 @ray_option
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
-def fix(targets, write, out_dir, as_json, seed, examples, verify, unsafe_fixes, choose, max_rounds, html_file, ray,
-        debug):
+def fix(targets, write, out_dir, as_json, seed, examples, verify, unsafe_fixes, choose, max_rounds, time_limit,
+        html_file, ray, debug):
     """Rewrite the fixable graph breaks of TARGET, verifying each rewrite differentially
     before it is emitted. Prints a unified diff unless --write or --out is given.
 
@@ -360,7 +363,7 @@ def fix(targets, write, out_dir, as_json, seed, examples, verify, unsafe_fixes, 
             with contextlib.redirect_stdout(sys.stderr):
                 res = run_fix(spec, seed=seed, max_examples=examples, verify=verify, unsafe_fixes=unsafe_fixes,
                               rules=conf.rules, exclude=cfg.rooted(conf.exclude, conf.path and conf.path.parent),
-                              choose=choose, max_rounds=max_rounds)
+                              choose=choose, max_rounds=max_rounds, time_limit=time_limit)
             res.seconds = round(time.perf_counter() - start, 2)  # a batch report's per-target time
             written = emit(res, write=write, out_dir=out)
             if html:

@@ -182,3 +182,19 @@ def test_sites_past_the_round_limit_are_declined_not_dropped():
     assert len(left) == 2 and all("--max-rounds" in d["reason"] for d in left)
     done = {rw["site"] for rw in res.rewrites}
     assert not done & {d["site"] for d in left}
+
+
+def test_sites_past_the_time_limit_are_declined_not_dropped():
+    """A limit already passed when the first candidate would be tried: nothing is verified, and
+    each of mixed.py's four fixable sites is declined as not attempted, naming the limit."""
+    res = fix(str(FIXTURES / "mixed.py"), unsafe_fixes=True, max_examples=3, time_limit=1e-6)
+    assert res.rewrites == [] and res.mended == res.original
+    left = [d for d in res.declined if "time limit was reached" in d["reason"]]
+    assert len(left) == 4 and all("--time-limit" in d["reason"] for d in left), res.declined
+
+
+def test_the_time_limit_option_is_checked_and_documented(run_mend):
+    code, out, err = run_mend("fix", str(FIXTURES / "mixed.py"), "--time-limit", "0.5")
+    assert code == 2 and "0.5" in err   # below its minimum: click names the option
+    code, out, err = run_mend("fix", "--help")
+    assert "--time-limit SECONDS" in out

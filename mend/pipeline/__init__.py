@@ -15,6 +15,7 @@ import dataclasses
 import difflib
 import re
 import tempfile
+import time
 from pathlib import Path
 
 import libcst as cst
@@ -91,7 +92,7 @@ def _is_branch(code: str, line: int) -> bool:
 
 def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds: int = 32,
         verify: str = "standard", unsafe_fixes: bool = False, rules: list[str] | None = None,
-        exclude: list[str] = (), choose: str = "model") -> FixResult:
+        exclude: list[str] = (), choose: str = "model", time_limit: float | None = None) -> FixResult:
     """Rewrite the fixable graph breaks of the target ``spec`` and verify each rewrite.
 
     ``spec``: FILE.py, FILE.py:FACTORY (in-process executor; the factory may return
@@ -111,7 +112,11 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
     rule's own rewrite, GraphMend's policy), ``measure``); the choice is recorded on the
     rewrite (``choice``), and a kept break is a decline that says why. ``max_rounds``: at most
     this many rewrites are accepted (one per round, each followed by a rescan); a fixable
-    site left untried when the limit is reached is declined, saying so.
+    site left untried when the limit is reached is declined, saying so. ``time_limit`` (s,
+    wall clock from the start of the call): no further candidate is tried once it has passed,
+    and the fixable sites left untried are declined, saying so; what was verified by then is
+    kept. It is checked between candidates, so one candidate's verification runs to its end
+    (helper-77: `mend fix` gave nothing within 300 s on idefics2 and llava_next).
     Raises MendError for an unknown level or choice method and TargetError for a target
     that cannot be built.
     """
@@ -119,6 +124,7 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
         raise MendError(f"--verify {verify}: choose one of {', '.join(LEVELS)}")
     if choose not in METHODS:
         raise MendError(f"--choose {choose}: choose one of {', '.join(METHODS)}")
+    deadline = None if time_limit is None else time.monotonic() + time_limit
     start_early([spec])  # the warm workers' imports overlap the build and the first scan
     target = load_target(spec)
     overlay = spec.startswith("hf:") or target.user_file is None
@@ -151,6 +157,7 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
         ex = executor_cls(target, spec, Path(tmpname), seed, n_examples)
         current_scan = ex.first_scan(before)
         best = ({}, 0, current_scan, ex.state())   # the last state whose graph count is not above the original's
+        timed_out = False
         for _ in range(max_rounds):
             accepted = None
             for site in current_scan.sites:
@@ -158,6 +165,9 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
                 if not site.fixable_by or key in tried and (
                         key not in accepted_keys and key not in retry or tried[key] >= RETRIES):
                     continue
+                if deadline is not None and time.monotonic() > deadline:
+                    timed_out = True
+                    break
                 tried[key] = tried.get(key, 0) + 1
                 accepted_keys.discard(key)
                 if key in retry:
@@ -226,7 +236,12 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
             if accepted is None:
                 break
         else:
-            declined += _untried(ex, current_scan, tried, max_rounds)
+            declined += _untried(ex, current_scan, tried, f"the round limit was reached ({max_rounds} rewrites, one "
+                                 "per round); run `mend fix` again on the mended file, or raise --max-rounds")
+        if timed_out:
+            declined += _untried(ex, current_scan, tried, f"the time limit was reached ({time_limit:g} s, --time-limit);"
+                                 " what was verified before it is kept: run `mend fix` again on the mended file, or "
+                                 "raise the limit")
         if _graphs(current_scan) > _graphs(before):
             # a rewrite that let an eagerly run frame compile again was taken provisionally
             # (helper-70: fixing the break Dynamo could not resume after exposed the next one,
@@ -312,11 +327,9 @@ def _still_fixable(ex, scan_, tried: dict, accepted_keys: set) -> list[Declined]
             for s in scan_.sites if s.fixable_by and _site_key(ex, s) in accepted_keys]
 
 
-def _untried(ex, scan_, tried: dict, max_rounds: int) -> list[Declined]:
+def _untried(ex, scan_, tried: dict, why: str) -> list[Declined]:
     """The fixable sites of ``scan_`` no round reached: declined, not silently dropped."""
-    return [Declined(f"{s.display_file}:{s.line}", s.fixable_by,
-                     f"not attempted: the round limit was reached ({max_rounds} rewrites, one per round); "
-                     "run `mend fix` again on the mended file, or raise --max-rounds")
+    return [Declined(f"{s.display_file}:{s.line}", s.fixable_by, f"not attempted: {why}")
             for s in scan_.sites
             if s.fixable_by and _site_key(ex, s) not in tried]
 
