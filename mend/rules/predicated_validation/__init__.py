@@ -91,9 +91,14 @@ same exception restored, so ``first-failure-wins`` is checked), a Python-level o
 None``, ``isinstance``) stays a plain ``assert`` that Dynamo decides at trace time. Inside one graph
 a later operand is computed even where an earlier check fails (the assert is asynchronous), so
 every operand after a tensor one must pass a static screen (``speculated-operands``, re-checked by
-the verifier): names, attributes, literals, arithmetic, comparisons and total tensor predicates and
-reductions without a ``dim``; indexing (``table[idx]``, guarded by the first operand), another
-call, a ``dim``, ``@`` or ``in`` declines. Measured (c02): 2 -> 1 graphs, each operand failing
+the verifier): Dynamo traces it on every call, so a tensor error there is a hard error at trace
+time. Admitted: names, attribute chains of ``self``/``torch``, number literals, arithmetic and
+comparisons with a number on one side (a literal, a full reduction, or a ``self`` attribute the
+example run saw as a Python number: two tensors may not broadcast, helper-81's c07b), and
+one-tensor predicates and reductions without a ``dim``; indexing (``table[idx]``, guarded by the
+first operand), an attribute of a value (``x.mT``), another call, a ``dim``, ``@`` or ``in``
+declines. A total Python-level operand (``p.dim() == 2``, ``isinstance``, ``is None``; no indexing)
+is decided at trace time like any Python code and stays a plain ``assert``. Measured (c02): 2 -> 1 graphs, each operand failing
 raises the same AssertionError eager and under eager/aot_eager/inductor (tests/test_assert_and.py).
 
 An arm of an ``if``/``elif``/``else`` chain is taken when every arm above it only raises: the

@@ -229,9 +229,10 @@ def _split_obligations(plan, split: list, table: str, message: str, guard) -> li
          "note": "on CUDA _assert_async drops the message and raises a fatal device-side assert (pytorch#131491)"},
         {"kind": "speculated-operands", "operands": screened, "python_level": python_level,
          "note": "inside the graph each later operand is computed even where an earlier check fails (Python skipped "
-                 "it): the rule's static screen admits only names, attributes, literals, arithmetic, comparisons "
-                 "and total tensor predicates and reductions without a dim, which neither raise nor have an effect "
-                 "on tensors; that the operands are tensors of compatible shapes is observed on the example run"},
+                 "it), and Dynamo traces it on every call: the rule's static screen admits names, attribute chains "
+                 "of self/torch, literals, arithmetic and comparisons with a number on one side, and one-tensor "
+                 "predicates and reductions without a dim; a total Python-level test (python_level) is decided at "
+                 "trace time"},
     ]
 
 
