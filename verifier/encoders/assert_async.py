@@ -440,16 +440,19 @@ def guarded_check(ob: dict, ctx: Ctx) -> Outcome:
                     "it adds no break (measured on torch 2.13; the pipeline's graph count)"])
 
 
-_SPECULABLE = {"all", "any", "isfinite", "isnan", "isinf", "isposinf", "isneginf", "signbit", "logical_not",
-               "abs", "neg", "bool", "float", "double", "half", "long", "int", "sum", "count_nonzero"}
+# one-tensor functions that raise and warn for no dtype (measured, torch 2.13: bool, uint8, int8/32/64,
+# float16/bfloat16/32/64, complex64), and the operators that do so with a number
+_SPECULABLE = {"all", "any", "isfinite", "isnan", "isinf", "logical_not", "bool", "long", "int", "sum",
+               "count_nonzero"}
 _FULL = {"all", "any", "sum", "count_nonzero"}
-_SPECULABLE_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.BitAnd, ast.BitOr, ast.BitXor)
+_SPECULABLE_OPS = (ast.Add, ast.Mult, ast.Div)
+_ORDER = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 
 
 def _scalar(node: ast.AST, names: dict) -> str | None:
     """"literal" for a signed number literal or a full reduction (0-d); "observed" for an attribute chain of ``self`` the
     example run saw as a Python number; else None (a value that may be a tensor)."""
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.Invert, ast.Not)):
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
         node = node.operand
     if isinstance(node, ast.Constant) and type(node.value) in (int, float):
         return "literal"
@@ -475,6 +478,9 @@ def _hazard(expr: ast.AST, names: dict, observed: list) -> str | None:
                 return f"it calls `{ast.unparse(node.func)}`"
             if node.keywords or any(isinstance(a, ast.Starred) for a in node.args) or len(node.args) != int(via_torch):
                 return f"`{ast.unparse(node)}` passes other arguments than its one tensor"
+        elif isinstance(node, ast.UnaryOp) and not (isinstance(node.op, ast.USub) and
+                                                     isinstance(node.operand, ast.Constant)):
+            return f"its operator in `{ast.unparse(node)}` raises for some dtypes"
         elif isinstance(node, ast.Attribute) and id(node) not in funcs and \
                 not (_dotted(node) or "").startswith(("self.", "torch.")):
             return f"it reads `{ast.unparse(node)}`, an attribute of a value"
@@ -483,6 +489,8 @@ def _hazard(expr: ast.AST, names: dict, observed: list) -> str | None:
                 return f"its operator in `{ast.unparse(node)}` may raise"
             if isinstance(node, ast.Compare) and any(isinstance(o, (ast.In, ast.NotIn)) for o in node.ops):
                 return "a membership test calls `__contains__`"
+            if isinstance(node, ast.Compare) and any(isinstance(o, _ORDER) for o in node.ops):
+                observed.append("<order>")
             sides = [node.left, node.right] if isinstance(node, ast.BinOp) else [node.left, *node.comparators]
             for a, b in zip(sides, sides[1:]):
                 kinds = [_scalar(a, names), _scalar(b, names)]
@@ -531,8 +539,12 @@ def speculated_operands(ob: dict, ctx: Ctx) -> Outcome:
         why = _python_level(expr) if src in python_level else _hazard(expr, names, observed)
         if why is not None:
             return check_refuted(by, f"`{src}` runs inside the graph where Python skipped it, and {why}")
+    order = "<order>" in observed
+    observed = [o for o in observed if o != "<order>"]
     return checked(by + (", with the observation of the example run" if observed else ""),
                    [f"screened: {', '.join(ops) or 'none'}"]
+                   + (["an order comparison (<, <=, >, >=) raises on a complex tensor: the operands it compares are "
+                       "not complex (not screened)"] if order else [])
                    + ([f"decided by Python at trace time, raising nothing on a tensor: {', '.join(python_level)}"]
                       if python_level else [])
                    + ([f"{', '.join(sorted(set(observed)))}: a Python number on the example run (observed), assumed "

@@ -211,9 +211,9 @@ def _split_obligations(plan, split: list, table: str, message: str, guard) -> li
                  "note": "the operand must be a one-element tensor; elsewhere the runtime guard keeps the original "
                          "assert"}]
     first = next(i for i, (_, _, static, _) in enumerate(plan.parts) if not static)
-    later = [(w, static and _total_static(c)) for c, _, static, w in plan.parts[first + 1:]]
-    screened = [_code(w).strip() for w, python_level in later if not python_level]
-    python_level = [_code(w).strip() for w, python_level in later if python_level]
+    later = [(c, static and _total_static(c)) for c, _, static, _ in plan.parts[first + 1:]]
+    screened = [_code(c).strip() for c, python_level in later if not python_level]   # without a leading `not`
+    python_level = [_code(c).strip() for c, python_level in later if python_level]
     return obs + [
         {"kind": "same-result-when-passing"},
         {"kind": "first-failure-wins",

@@ -492,20 +492,22 @@ def _static_part(expr: cst.BaseExpression) -> bool:
                                                     for c in expr.comparisons)
 
 
-# what an operand may compute when it runs speculatively: total, pure tensor functions of one
-# tensor (a method without arguments, ``torch.f(x)``; a reduction without a ``dim``)
-_SPECULABLE = {"all", "any", "isfinite", "isnan", "isinf", "isposinf", "isneginf", "signbit", "logical_not",
-               "abs", "neg", "bool", "float", "double", "half", "long", "int", "sum", "count_nonzero"}
+# what an operand may compute when it runs speculatively: functions of one tensor that raise and
+# warn for no dtype (measured on torch 2.13 over bool, uint8, int8/32/64, float16/bfloat16/32/64,
+# complex64: helper-82 found `~`, unary `-` and `&` raising by dtype), a reduction without a `dim`
+_SPECULABLE = {"all", "any", "isfinite", "isnan", "isinf", "logical_not", "bool", "long", "int", "sum",
+               "count_nonzero"}
 _FULL = {"all", "any", "sum", "count_nonzero"}
-_SPECULABLE_OPS = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.BitAnd, cst.BitOr, cst.BitXor)
+_SPECULABLE_OPS = (cst.Add, cst.Multiply, cst.Divide)   # with a number: binary `-` raises on bool
 
 
 def _scalar_side(node: cst.BaseExpression) -> bool:
     """A number literal (signed), an attribute chain of ``self`` (the verifier requires it to be
     observed as a Python number) or a full reduction (0-d): combined with one tensor, it always
     broadcasts."""
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.BitInvert, cst.Not)):
-        node = node.expression
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) and \
+            isinstance(node.expression, (cst.Integer, cst.Float)):
+        return True
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _FULL:
         return True   # a full reduction is 0-d (or raises on its own, screened as a call)
     return isinstance(node, (cst.Integer, cst.Float)) or (
@@ -517,19 +519,23 @@ def speculation_hazard(expr: cst.BaseExpression) -> str | None:
     or None. Inside one graph Dynamo traces it on every call, so a failure there is a hard
     error at trace time (helper-81: two tensors that do not broadcast, ``x.mT`` of a 1-D
     tensor, ``x.T``'s warning). Allowed: names, attribute chains of ``self`` or ``torch``,
-    number literals, ``not``/``-``/``~``, arithmetic and bitwise operators and comparisons (not
-    ``in``) with a number literal or a ``self`` attribute on one side, and the calls of
-    ``_SPECULABLE`` of one tensor: ``torch.f(x)``, or a method without arguments."""
+    number literals (negative ones too), ``+ * /`` and comparisons (not ``in``) with a number on
+    one side, and the calls of ``_SPECULABLE`` of one tensor: ``torch.f(x)``, or a method without
+    arguments. An order comparison raises on a complex tensor: stated by the verifier."""
     funcs = {id(c.func) for c in m.findall(expr, m.Call())}
     for node in walk(expr):
         if isinstance(node, cst.Subscript):
             return f"its indexing (`{_code(node).strip()[:50]}`) may raise"
+        if isinstance(node, cst.UnaryOperation) and not (
+                isinstance(node.operator, cst.Minus) and isinstance(node.expression, (cst.Integer, cst.Float))):
+            return (f"its operator `{_code(node.operator).strip()}` raises for some dtypes (`~` on a float tensor, `-` "
+                    "on a bool one: helper-82)")
         if isinstance(node, cst.Attribute) and id(node) not in funcs and \
                 not (_dotted(node) or "").startswith(("self.", "torch.")):
             return f"it reads `{_code(node).strip()[:50]}`, an attribute of a value, which may raise or warn"
         if isinstance(node, cst.BinaryOperation):
             if not isinstance(node.operator, _SPECULABLE_OPS):
-                return f"its operator `{_code(node.operator).strip()}` may raise on shapes or values"
+                return f"its operator `{_code(node.operator).strip()}` may raise for some dtypes or shapes"
             if not (_scalar_side(node.left) or _scalar_side(node.right)):
                 return f"`{_code(node).strip()[:50]}` combines two values that may be tensors which do not broadcast"
         if isinstance(node, cst.Comparison):
@@ -597,7 +603,7 @@ def _and_parts(core: cst.BooleanOperation) -> list | str:
         c, neg = _strip_not(e)
         static = _static_part(c)
         if tensor_before is not None and not (static and _total_static(c)):
-            why = speculation_hazard(e)
+            why = speculation_hazard(c)   # a leading `not` is the guarded form's logical_not
             if why is not None:
                 return (f"the operand `{_code(e).strip()[:50]}` would be computed inside the graph even when "
                         f"`{_code(tensor_before).strip()[:50]}` fails the assert (Python skips it then), and {why}")

@@ -54,10 +54,14 @@ local is bound to the call's expression right before the check. A message callab
 ``lambda: "<constant text>"`` becomes the message (its text is known); the fallback keeps it.
 So does ``lambda: f"... {self.vocab} ... {self.config.name!r}"`` (helper-78's c01), fields of
 ``self.<a>`` or ``self.<a>.<b>`` without a format spec: it is formatted inside the graph under a
-guard on each attribute's exact type (``type(self.vocab) in (int, float, str, bool)``), whose
-formatting runs no user code and cannot raise; Dynamo folds it to a constant and guards the values
-(measured on torch 2.13: one graph, a changed value recompiles with the new text). Another type
-keeps the original call. The verifier's probes give each attribute an int, str, float, bool, a
+guard on each attribute's exact type (``type(self.vocab) in (int, bool)``), whose formatting runs
+no user code and cannot raise; Dynamo folds it to a constant and guards the values (measured on
+torch 2.13: one graph, a changed value recompiles with the new text). Another type keeps the
+original call: a str is pasted into inductor's C++ unescaped (a backslash garbled the message, a
+quote failed the compile) and a float may be traced as a symbolic float the f-string cannot format
+(helper-82). Each attribute must also be read by the function outside the message, so the message
+adds no guard the compiled function lacks (a step counter read only there recompiled at every
+call, helper-82). The verifier's probes give each attribute an int, str, float, bool, a
 list, None, a tensor and an int subclass whose formatting raises (a check that passes must not
 format it). The mended check reads the attributes on every call where the original read them only
 on failure: that they exist is observed on the example run.

@@ -392,8 +392,8 @@ FIX_EXAMPLES += [
 
 class Embed(torch.nn.Module):
     def forward(self, ids):
-        torch._check_tensor_all(ids < self.vocab, lambda: f"ids must be < {self.vocab} ({self.config.name!r})")
-        return ids * 2
+        torch._check_tensor_all(ids < self.vocab, lambda: f"ids must be < {self.vocab} ({self.config.strict!r})")
+        return ids * 2 if self.config.strict else ids
 ''',
         '''import torch
 
@@ -401,11 +401,11 @@ class Embed(torch.nn.Module):
 class Embed(torch.nn.Module):
     def forward(self, ids):
         _mend_check_cond = ids < self.vocab
-        if isinstance(_mend_check_cond, torch.Tensor) and _mend_check_cond.dtype == torch.bool and _mend_check_cond.device.type == 'cpu' and type(self.vocab) in (int, float, str, bool) and type(self.config.name) in (int, float, str, bool):
-            torch._assert_async(_mend_check_cond._is_all_true(), f"ids must be < {self.vocab} ({self.config.name!r})")  # mend: tensor-check (was: torch._check_tensor_all(ids < self.vocab, lambda: f"ids must be < {self.vocab} ({self.config.name!r})"))
+        if isinstance(_mend_check_cond, torch.Tensor) and _mend_check_cond.dtype == torch.bool and _mend_check_cond.device.type == 'cpu' and type(self.vocab) in (int, bool) and type(self.config.strict) in (int, bool):
+            torch._assert_async(_mend_check_cond._is_all_true(), f"ids must be < {self.vocab} ({self.config.strict!r})")  # mend: tensor-check (was: torch._check_tensor_all(ids < self.vocab, lambda: f"ids must be < {self.vocab} ({self.config.strict!r})"))
         else:
-            torch._check_tensor_all(_mend_check_cond, lambda: f"ids must be < {self.vocab} ({self.config.name!r})")
-        return ids * 2
+            torch._check_tensor_all(_mend_check_cond, lambda: f"ids must be < {self.vocab} ({self.config.strict!r})")
+        return ids * 2 if self.config.strict else ids
 ''',
     ),
 ]
@@ -433,6 +433,16 @@ class Embed(torch.nn.Module):
         torch._check_tensor_all(ids < 3, lambda: f"ids must be < {self.vocab}")
         return ids
 ''', "the class defines `vocab`"),
+    # helper-82's A2: a field read only by the message (a step counter) would add a guard on its
+    # value, recompiling at every call where the original compiled once
+    ('''import torch
+
+
+class Embed(torch.nn.Module):
+    def forward(self, ids):
+        torch._check_tensor_all(ids < 3, lambda: f"ids must be < 3 at step {self.step}")
+        return ids
+''', "reads nowhere else"),
     # a local's value may be a tensor
     ('''import torch
 

@@ -57,7 +57,10 @@ def _constant_message(arg: cst.Arg) -> str | None:
     return text if isinstance(text, str) else None
 
 
-MESSAGE_TYPES = "(int, float, str, bool)"   # field types whose formatting is pure and cannot raise
+# field types whose formatting is pure, cannot raise and Dynamo folds: a str is pasted into inductor's
+# C++ unescaped (a backslash or quote garbles the message or fails the compile), a float may be
+# traced as a symbolic float the f-string cannot format (helper-82's A1, A3)
+MESSAGE_TYPES = "(int, bool)"
 
 
 def _formatted_message(arg: cst.Arg, function: cst.FunctionDef | None,
@@ -65,10 +68,13 @@ def _formatted_message(arg: cst.Arg, function: cst.FunctionDef | None,
     """The attributes ``lambda: f"... {self.n} ... {self.config.v!r}"`` formats (fields of
     ``self.<a>`` or ``self.<a>.<b>``, no format spec), or why the message is not that form.
 
-    The text exists only when the check fails, but formatting an int, float, str or bool
-    is pure and cannot raise without a spec, so under a guard on those exact types it may
-    be formatted on every call (Dynamo folds it to a constant, guarding the values:
-    measured on torch 2.13, one graph, a changed value recompiles). helper-78's c01."""
+    The text exists only when the check fails, but formatting an int or a bool is pure and
+    cannot raise without a spec, so under a guard on those exact types it may be formatted on
+    every call (Dynamo folds it to a constant, guarding the value: measured on torch 2.13, one
+    graph). Each field must also be read by the function outside the message, so that the
+    message adds no guard the compiled function lacks: a field read only there (a step counter
+    advanced between calls) recompiled at every call until the recompile limit left the
+    forward eager (helper-82's A2). helper-78's c01."""
     value = arg.value
     if not isinstance(value, cst.Lambda) or value.params.params or value.params.star_arg != cst.MaybeSentinel.DEFAULT \
             or value.params.kwonly_params or value.params.star_kwarg or value.params.posonly_params:
@@ -95,6 +101,11 @@ def _formatted_message(arg: cst.Arg, function: cst.FunctionDef | None,
             return f"the class defines `{attr}` or `__getattr__`: reading `{src}` on every call may run code"
         if src not in fields:
             fields.append(src)
+    inside = {id(n) for n in m.findall(value, m.Attribute())}
+    for src in fields:
+        if not any(dotted(a) == src and id(a) not in inside for a in m.findall(function, m.Attribute())):
+            return (f"the message formats `{src}`, which the function reads nowhere else: formatted on every call, "
+                    "it would add a guard on its value (a recompile each time it changes)")
     return tuple(fields)
 
 
