@@ -3,7 +3,6 @@ check per operand, in order, each restoring the same AssertionError; a later ope
 inside the graph where Python skipped it must pass the speculation screen."""
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 
@@ -17,17 +16,10 @@ from mend.rules import Decline
 from mend.rules import predicated_validation as pv
 from mend.rules.predicated_validation.screen import speculation_hazard
 from tests.conftest import FIXTURES
+from tests.test_fresh_guard import _load
 from verifier import obligations as O
 
 MSG = "keep_prob must be in [0, 1]"
-
-
-def _load(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _rewrite(src: str):
