@@ -308,8 +308,8 @@ def _scan_summary(counted, comparison, written) -> None:
               help="Accept at most this many rewrites per target (one per round, each followed by a rescan); "
               "fixable sites left untried are declined, saying so.")
 @click.option("--time-limit", type=click.FloatRange(min=1), default=None, metavar="SECONDS",
-              help="Try no further candidate rewrite once SECONDS have passed (checked between candidates): what was "
-              "verified is kept, and the fixable sites left untried are declined, saying so.")
+              help="Per target: try no further candidate rewrite once SECONDS have passed (checked between "
+              "candidates): what was verified is kept, and the fixable sites left untried are declined, saying so.")
 @click.option("--html", "html_file", type=click.Path(dir_okay=False), help="Also write a self-contained HTML review "
               "page (diffs, obligations, evidence, certificates, declines) to FILE.")
 @ray_option

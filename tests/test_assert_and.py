@@ -216,12 +216,28 @@ class Model(nn.Module):
 @pytest.mark.parametrize("check", ["assert torch.all(self.s > 0) and torch.all(self.s < 100), \"scale out of range\"",
                                    "assert not torch.isnan(self.s).any(), \"nan scale\"",
                                    "if torch.isnan(self.s).any():\n            raise ValueError(\"nan scale\")"])
-def test_a_try_in_a_parent_module_declines_every_form(check):
+@pytest.mark.parametrize("catch, why", [
+    ("try", "`forward` has a `try` with a handler"),
+    # helper-83's n02, n03: a `with` that swallows the exception, a context manager's `try: yield`
+    ("suppress", "`forward` has a `with contextlib.suppress(AssertionError)` around a call"),
+    ("contextmanager", "`swallow` has a `try` with a handler"),
+])
+def test_a_handler_in_a_parent_module_declines_every_form(check, catch, why):
     # c01b: the parent's `except AssertionError` would see RuntimeError('mend-trap:...'), eager included
     src = _PARENT_TRY.replace('assert torch.all(self.s > 0) and torch.all(self.s < 100), "scale out of range"', check)
+    if catch == "suppress":
+        src = "import contextlib\n" + src.replace(
+            "        try:\n            y = self.scaler(x)\n        except AssertionError:\n            y = x\n",
+            "        y = x\n        with contextlib.suppress(AssertionError):\n            y = self.scaler(x)\n")
+    elif catch == "contextmanager":
+        src = ("import contextlib\n\n\n@contextlib.contextmanager\ndef swallow():\n    try:\n        yield\n"
+               "    except AssertionError:\n        pass\n" + src.replace(
+                   "        try:\n            y = self.scaler(x)\n        except AssertionError:\n            y = x\n",
+                   "        y = x\n        with swallow():\n            y = self.scaler(x)\n"))
+    assert ("try:\n            y = self.scaler" in src) == (catch == "try")
     line = next(i for i, t in enumerate(src.splitlines(), 1) if t.strip().startswith(("assert", "if torch")))
     res = pv.rewrite(cst.parse_module(src), line)
-    assert isinstance(res, Decline) and "`forward` has a `try` with a handler" in res.reason, res
+    assert isinstance(res, Decline) and why in res.reason, res
 
 
 def test_a_sparse_or_quantized_operand_keeps_the_original_assert(tmp_path):

@@ -237,11 +237,12 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
                 break
         else:
             declined += _untried(ex, current_scan, tried, f"the round limit was reached ({max_rounds} rewrites, one "
-                                 "per round); run `mend fix` again on the mended file, or raise --max-rounds")
+                                 "per round); run `mend fix` again on the mended file, or raise --max-rounds",
+                                 originals, files)
         if timed_out:
-            declined += _untried(ex, current_scan, tried, f"the time limit was reached ({time_limit:g} s, --time-limit);"
-                                 " what was verified before it is kept: run `mend fix` again on the mended file, or "
-                                 "raise the limit")
+            declined += _untried(ex, current_scan, tried, f"the time limit of this target was reached ({time_limit:g} "
+                                 "s, --time-limit); what was verified before it is kept: run `mend fix` again on the "
+                                 "mended file, or raise the limit", originals, files)
         if _graphs(current_scan) > _graphs(before):
             # a rewrite that let an eagerly run frame compile again was taken provisionally
             # (helper-70: fixing the break Dynamo could not resume after exposed the next one,
@@ -259,7 +260,7 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
                 declined.append(Declined(r.site, r.rule, f"{why} the graph count rose from {_graphs_text(before)} "
                                          f"to {raised}, so it is not emitted"))
             rewrites = rewrites[:n]
-        still = _still_fixable(ex, current_scan, tried, accepted_keys)
+        still = _still_fixable(ex, current_scan, tried, accepted_keys, originals, files)
         after = ex.after(current_scan)
     # a site declined in one round (the graph count rose then) may be fixed in a later one:
     # the record that stands is the rewrite
@@ -317,19 +318,28 @@ def _site_key(ex, site) -> tuple:
 RETRIES = 3   # rewrites accepted at one site (its key) in one run, at most
 
 
-def _still_fixable(ex, scan_, tried: dict, accepted_keys: set) -> list[Declined]:
+def _label(ex, site, originals: dict, files: dict) -> str:
+    """``FILE:LINE`` of a site of a rescan as the user's file names it: the display path, and
+    the line in the original file (a rescan's own path is a scratch copy, its lines the mended
+    file's: helper-83)."""
+    rel = ex.file_key(site)
+    return ex.site_label(site, rel, originals.get(rel, files.get(rel, ""))) if rel in originals or rel in files \
+        else f"{site.display_file}:{site.line}"
+
+
+def _still_fixable(ex, scan_, tried: dict, accepted_keys: set, originals: dict, files: dict) -> list[Declined]:
     """Sites the final scan still finds fixable although their last rewrite was accepted
     (the retry limit reached): declined with that said, not silently dropped."""
-    return [Declined(f"{s.display_file}:{s.line}", s.fixable_by,
+    return [Declined(_label(ex, s, originals, files), s.fixable_by,
                      f"still breaks after {tried[_site_key(ex, s)]} accepted rewrite(s) here (the retry or round "
                      "limit was reached); "
                      "run `mend fix` again on the mended file")
             for s in scan_.sites if s.fixable_by and _site_key(ex, s) in accepted_keys]
 
 
-def _untried(ex, scan_, tried: dict, why: str) -> list[Declined]:
+def _untried(ex, scan_, tried: dict, why: str, originals: dict, files: dict) -> list[Declined]:
     """The fixable sites of ``scan_`` no round reached: declined, not silently dropped."""
-    return [Declined(f"{s.display_file}:{s.line}", s.fixable_by, f"not attempted: {why}")
+    return [Declined(_label(ex, s, originals, files), s.fixable_by, f"not attempted: {why}")
             for s in scan_.sites
             if s.fixable_by and _site_key(ex, s) not in tried]
 

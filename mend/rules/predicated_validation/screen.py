@@ -470,16 +470,28 @@ def _catching_try(module: cst.Module | None, function: cst.FunctionDef) -> str |
     the check (a parent module calling ``self.child(x)`` reaches ``forward`` without naming it),
     and until ``mend.validation_runtime`` restores the exception at the outermost module the
     mended check raises ``RuntimeError('mend-trap:...')``, eager mode included, which an
-    ``except AssertionError`` no longer catches (helper-81's c01b, c09b)."""
+    ``except AssertionError`` no longer catches (helper-81's c01b, c09b). A ``with`` of anything but
+    a ``torch.`` context around a call too (``contextlib.suppress(AssertionError)``), and any ``try``
+    with a handler (a ``@contextmanager``'s ``try: yield`` catches its ``with`` body's exception:
+    helper-83's n02, n03)."""
     for fn in m.findall(module, m.FunctionDef()) if module is not None else ():
         if fn is function:
             continue
-        for t in m.findall(fn, m.Try() | m.TryStar()):
-            if t.handlers and m.findall(t.body, m.Call()):
-                return (f"`{fn.name.value}` has a `try` with a handler around a call, which may reach the check: "
-                        "inside the model the mended check raises RuntimeError('mend-trap:...') until "
-                        "mend.validation_runtime restores the original exception where the outermost module "
-                        "returns, so that handler would no longer see the original exception")
+        for t in m.findall(fn, m.Try() | m.TryStar() | m.With()):
+            if isinstance(t, cst.With):   # `contextlib.suppress(AssertionError)`, a context manager's `except`
+                ctx = next((item.item for item in t.items if not (_dotted(
+                    item.item.func if isinstance(item.item, cst.Call) else item.item) or "").startswith("torch.")), None)
+                if ctx is None or not m.findall(t.body, m.Call()):
+                    continue
+                what = f"a `with {_code(ctx).strip()[:50]}` around a call"
+            elif t.handlers:   # any handler: a context manager's `try: yield` catches what its `with` body raises
+                what = "a `try` with a handler"
+            else:
+                continue
+            return (f"`{fn.name.value}` has {what}, which may reach the check: inside the model the mended check "
+                    "raises RuntimeError('mend-trap:...') until mend.validation_runtime restores the original "
+                    "exception where the outermost module returns, so that handler would no longer see the original "
+                    "exception")
     return None
 
 

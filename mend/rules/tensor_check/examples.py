@@ -392,20 +392,20 @@ FIX_EXAMPLES += [
 
 class Embed(torch.nn.Module):
     def forward(self, ids):
-        torch._check_tensor_all(ids < self.vocab, lambda: f"ids must be < {self.vocab} ({self.config.strict!r})")
-        return ids * 2 if self.config.strict else ids
+        torch._check_tensor_all(ids < self.config.vocab, lambda: f"ids must be < {self.config.vocab!r}")
+        return ids * 2
 ''',
         '''import torch
 
 
 class Embed(torch.nn.Module):
     def forward(self, ids):
-        _mend_check_cond = ids < self.vocab
-        if isinstance(_mend_check_cond, torch.Tensor) and _mend_check_cond.dtype == torch.bool and _mend_check_cond.device.type == 'cpu' and type(self.vocab) in (int, bool) and type(self.config.strict) in (int, bool):
-            torch._assert_async(_mend_check_cond._is_all_true(), f"ids must be < {self.vocab} ({self.config.strict!r})")  # mend: tensor-check (was: torch._check_tensor_all(ids < self.vocab, lambda: f"ids must be < {self.vocab} ({self.config.strict!r})"))
+        _mend_check_cond = ids < self.config.vocab
+        if isinstance(_mend_check_cond, torch.Tensor) and _mend_check_cond.dtype == torch.bool and _mend_check_cond.device.type == 'cpu' and type(self.config.vocab) in (int, bool):
+            torch._assert_async(_mend_check_cond._is_all_true(), f"ids must be < {self.config.vocab!r}")  # mend: tensor-check (was: torch._check_tensor_all(ids < self.config.vocab, lambda: f"ids must be < {self.config.vocab!r}"))
         else:
-            torch._check_tensor_all(_mend_check_cond, lambda: f"ids must be < {self.vocab} ({self.config.strict!r})")
-        return ids * 2 if self.config.strict else ids
+            torch._check_tensor_all(_mend_check_cond, lambda: f"ids must be < {self.config.vocab!r}")
+        return ids * 2
 ''',
     ),
 ]
@@ -442,7 +442,7 @@ class Embed(torch.nn.Module):
     def forward(self, ids):
         torch._check_tensor_all(ids < 3, lambda: f"ids must be < 3 at step {self.step}")
         return ids
-''', "reads nowhere else"),
+''', "the check's condition does not read"),
     # a local's value may be a tensor
     ('''import torch
 

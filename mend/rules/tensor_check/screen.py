@@ -63,7 +63,7 @@ def _constant_message(arg: cst.Arg) -> str | None:
 MESSAGE_TYPES = "(int, bool)"
 
 
-def _formatted_message(arg: cst.Arg, function: cst.FunctionDef | None,
+def _formatted_message(arg: cst.Arg, cond: cst.BaseExpression, function: cst.FunctionDef | None,
                        cls: cst.ClassDef | None) -> tuple[str, ...] | str:
     """The attributes ``lambda: f"... {self.n} ... {self.config.v!r}"`` formats (fields of
     ``self.<a>`` or ``self.<a>.<b>``, no format spec), or why the message is not that form.
@@ -71,10 +71,11 @@ def _formatted_message(arg: cst.Arg, function: cst.FunctionDef | None,
     The text exists only when the check fails, but formatting an int or a bool is pure and
     cannot raise without a spec, so under a guard on those exact types it may be formatted on
     every call (Dynamo folds it to a constant, guarding the value: measured on torch 2.13, one
-    graph). Each field must also be read by the function outside the message, so that the
-    message adds no guard the compiled function lacks: a field read only there (a step counter
-    advanced between calls) recompiled at every call until the recompile limit left the
-    forward eager (helper-82's A2). helper-78's c01."""
+    graph). Each field must also be read by the check's condition (``ids < self.vocab``), which
+    the compiled function evaluates on every call, so the message adds no guard it lacks: a field
+    read only by the message (a step counter advanced between calls) recompiled at every call
+    until the recompile limit left the forward eager (helper-82's A2); a read elsewhere did not
+    do (another check's message, a branch never traced: helper-83). helper-78's c01."""
     value = arg.value
     if not isinstance(value, cst.Lambda) or value.params.params or value.params.star_arg != cst.MaybeSentinel.DEFAULT \
             or value.params.kwonly_params or value.params.star_kwarg or value.params.posonly_params:
@@ -101,11 +102,13 @@ def _formatted_message(arg: cst.Arg, function: cst.FunctionDef | None,
             return f"the class defines `{attr}` or `__getattr__`: reading `{src}` on every call may run code"
         if src not in fields:
             fields.append(src)
-    inside = {id(n) for n in m.findall(value, m.Attribute())}
+    read = {dotted(a) for a in m.findall(cond, m.Attribute())} | ({dotted(cond)} if isinstance(cond, cst.Attribute)
+                                                                    else set())
     for src in fields:
-        if not any(dotted(a) == src and id(a) not in inside for a in m.findall(function, m.Attribute())):
-            return (f"the message formats `{src}`, which the function reads nowhere else: formatted on every call, "
-                    "it would add a guard on its value (a recompile each time it changes)")
+        if src not in read:
+            return (f"the message formats `{src}`, which the check's condition does not read: formatted on every "
+                    "call, it would add a guard on its value the compiled function lacks (a recompile each time it "
+                    "changes)")
     return tuple(fields)
 
 
@@ -171,7 +174,7 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
     if len(args) == 2 and message is None:
         # a message callable runs only when the check fails, on the host; its text is known at
         # trace time for a constant, and for an f-string of plain attributes under a type guard
-        fields = _formatted_message(args[1], function, cls)
+        fields = _formatted_message(args[1], cond, function, cls)
         if isinstance(fields, str):
             return Decline(NAME, "the check has a message callable that is not `lambda: \"<constant text>\"` or an "
                            f"f-string of attributes: its text is computed only when the check fails ({fields})")
