@@ -161,6 +161,9 @@ hook registered from outside the file (``model.lin.register_forward_hook(lambda 
 seen.append(o))``) runs inside the check's graph, and Dynamo replays its Python effects after
 the graph returns, so on a compiled call whose check fails the hook's effect for that call is
 lost (eager and a passing call are unchanged); the example run has no such hook to observe.
+Under ``torch.func.vmap`` a batched tensor passes the guard (its type is ``torch.Tensor``) and
+``_assert_async`` has no batching rule: the original fails on every input ("data-dependent control
+flow"), the mended check too, with another message (helper-83's n04).
 For ``if``/``raise`` and ``assert not``, the check goes into the graph only for a one-element
 plain CPU tensor, the original check running otherwise (``guarded-check``, a static screen of
 the mended file). The code after a passing check computes the same result (``same-result-when-passing``); the
