@@ -128,8 +128,9 @@ OTHER_REASONS = {
         "or use a cast copy in forward without writing `.data`",
     # encodec's 15 left breaks (benchmarks/results/newest.md); the issue keeps nn.LSTM declined
     "Attempted to wrap RNN, GRU, or LSTM":
-        "Dynamo does not trace torch.nn.RNN, GRU or LSTM modules by default (gb0014): the module runs eagerly, "
-        "with a break on each side of it, and in a loop the whole frame. No source rewrite removes it; the "
+        "Dynamo does not trace torch.nn.RNN, GRU or LSTM modules by default (gb0014): the module runs eagerly "
+        "with a break on each side of it (where the call sits in a loop, the whole frame runs eagerly). No source "
+        "rewrite removes it; the "
         "global setting `torch._dynamo.config.allow_rnn = True` lets Dynamo trace the module (measured on torch "
         "2.13, CPU: a one-layer LSTM between two layers compiled to one graph with outputs bit-equal to eager "
         "under the eager, aot_eager and inductor backends; it changes every RNN the process compiles, so it is "

@@ -286,3 +286,22 @@ def test_the_verifier_checks_a_negated_operand_and_a_python_level_one():
     # a Python-level operand that indexes is refuted by the verifier's own screen
     bad = {"kind": "speculated-operands", "operands": [], "python_level": ["p.shape[3] == 2"]}
     assert O.discharge([bad], facts=facts, code="")[0]["result"] == "refuted"
+
+
+def test_a_candidate_declined_by_a_difference_elsewhere_is_tried_again():
+    # helper-84: the tensor-check at line 14 failed its differential test on the assert below it
+    # (compiled, Dynamo lowered that assert to a RuntimeError once the check's break was gone);
+    # after the assert's own rewrite is accepted, the check is tried again and fixed in one run
+    res = fix(str(FIXTURES / "check_then_assert.py"), unsafe_fixes=True, max_examples=3)
+    assert sorted(rw["rule"] for rw in res.rewrites) == ["predicated-validation", "predicated-validation",
+                                                         "tensor-check"], [d.to_json() for d in res.declined]
+    assert (res.before.graph_count, res.after.graph_count) == (4, 1) and not res.declined
+
+
+def test_the_fix_report_says_to_install_the_runtime(run_mend):
+    # helper-84: the runtime step was only inside each rewrite's long detail
+    code, out, err = run_mend("fix", str(FIXTURES / "assert_and.py"), "--unsafe-fixes", "--examples", "3")
+    assert code == 0, err
+    assert "  next      call mend.validation_runtime.install(model) on the module you call" in out
+    code, out, err = run_mend("fix", str(FIXTURES / "lstm_between.py"), "--examples", "3")
+    assert "mend.validation_runtime" not in out   # nothing rewritten, nothing to install

@@ -194,6 +194,7 @@ def test_sites_past_the_time_limit_are_declined_not_dropped():
     assert res.rewrites == [] and res.mended == res.original
     left = [d for d in res.declined if "time limit of this target was reached" in d["reason"]]
     assert len(left) == 4 and all("--time-limit" in d["reason"] for d in left), res.declined
+    assert all("nothing was rewritten before it" in d["reason"] for d in left)   # no mended file to rerun on
 
 
 def test_the_time_limit_option_is_checked_and_documented(run_mend):

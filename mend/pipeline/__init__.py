@@ -188,6 +188,11 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
                                     choose=choose, unsafe_fixes=unsafe_fixes, rejected=rejected)
                 if isinstance(outcome, Declined):
                     declined.append(outcome)
+                    if outcome.reason.startswith("differential test failed"):
+                        # the difference may come from code another rewrite changes (helper-84: a
+                        # check Dynamo lowers itself raised RuntimeError once this site's break was
+                        # gone): tried once more after the next accepted rewrite, like a rescan's
+                        by_rescan[key] = outcome
                     continue
                 safety = outcome[0].safety
                 if safety["label"] != "safe" and not unsafe_fixes:
@@ -239,10 +244,11 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
             declined += _untried(ex, current_scan, tried, f"the round limit was reached ({max_rounds} rewrites, one "
                                  "per round); run `mend fix` again on the mended file, or raise --max-rounds",
                                  originals, files)
-        if timed_out:
+        if timed_out:   # helper-84: with nothing rewritten there is no mended file to run again on
+            again = "what was verified before it is kept: run `mend fix` again on the mended file, or raise the " \
+                "limit" if rewrites else "nothing was rewritten before it: run `mend fix` again with a larger limit"
             declined += _untried(ex, current_scan, tried, f"the time limit of this target was reached ({time_limit:g} "
-                                 "s, --time-limit); what was verified before it is kept: run `mend fix` again on the "
-                                 "mended file, or raise the limit", originals, files)
+                                 f"s, --time-limit); {again}", originals, files)
         if _graphs(current_scan) > _graphs(before):
             # a rewrite that let an eagerly run frame compile again was taken provisionally
             # (helper-70: fixing the break Dynamo could not resume after exposed the next one,
