@@ -248,17 +248,13 @@ def _scalar_tensor_bound(loc) -> bool:
     return reads_indexed(loc.module, loc.node, function)
 
 
-def _constant_buffer(loc: Located | None) -> bool:
+def _constant_buffer(loc: Located | None, declined_too: bool = False) -> bool:
     """The site's class keeps 0-d int buffers that constant-buffer's analysis takes, and the
-    site reads a value made from them as a number (mend/rules/constant_buffer)."""
-    from mend.rules.constant_buffer.screen import takes
-    return takes(loc)
-
-
-def _reads_int_buffers(loc: Located | None) -> bool:
-    """The site's statement reads one of its class's 0-d int buffers (mend/rules/constant_buffer)."""
-    from mend.rules.constant_buffer.screen import reads_int_buffers
-    return reads_int_buffers(loc)
+    site reads a value made from them as a number (mend/rules/constant_buffer). ``declined_too``:
+    or the site's statement reads one of the class's int buffers, whether or not the rule takes
+    the class (its reason then shows, not a generic one: helper-78's c07)."""
+    from mend.rules.constant_buffer.screen import reads_int_buffers, takes
+    return takes(loc) or (declined_too and reads_int_buffers(loc))
 
 
 def _self_attribute_write(node) -> bool:
@@ -459,7 +455,7 @@ def categorize(gb_type: str, loc: Located | None) -> str:
         return "numpy-constant"
     if _debug_host_work(gb_type, loc):
         return "debug-host-work"  # torch.jit.isinstance, an unused tensor repr, an RNG draw, Signature.bind
-    if gb_type == "Data dependent operator" and (_constant_buffer(loc) or _reads_int_buffers(loc)):
+    if gb_type == "Data dependent operator" and _constant_buffer(loc, declined_too=True):
         # F.pad with pads made from the class's int buffers (mimi's `_pad1d`); where the rule
         # declines the class, its reason, not a dynamic-shape one (helper-78's c07)
         return "constant-buffer"
@@ -479,7 +475,7 @@ def categorize(gb_type: str, loc: Located | None) -> str:
             #                       only where state-write's analysis takes the site)
         if gb_type == "Unsupported Tensor.item() call with capture_scalar_outputs=False" and _scalar_tensor_bound(loc):
             return "scalar-tensor"
-        if _constant_buffer(loc) or _reads_int_buffers(loc):
+        if _constant_buffer(loc, declined_too=True):
             return "constant-buffer"   # `h[:, ::self.hop]`: a slice bound read from the class's int buffers (c08)
         return "item-tolist"
     if gb_type.startswith("Dynamic shape operator") and _mask_update(node):

@@ -30,11 +30,12 @@ def one_line(text: str) -> str:
     return text if "\n" not in text else ast.unparse(ast.parse(text, mode="eval"))
 
 
-def fresh_local(function: cst.FunctionDef, base: str) -> str:
+def fresh_local(function: cst.FunctionDef, base: str, taken: set[str] = frozenset()) -> str:
     """``base``, or ``base_2``, ``base_3``... : the first name the function (nested scopes
     included) never names, so a second rewrite in the same function gets its own local
-    (helper-47: a second check was declined, "already uses the name")."""
-    used = {n.value for n in m.findall(function, m.Name())}
+    (helper-47: a second check was declined, "already uses the name"); nor any of ``taken``
+    (names a rewrite has chosen but not yet written into the function)."""
+    used = {n.value for n in m.findall(function, m.Name())} | set(taken)
     return next(name for name in (base, *(f"{base}_{i}" for i in range(2, 10_000))) if name not in used)
 
 

@@ -464,10 +464,10 @@ def _scalar(node: ast.AST, names: dict) -> str | None:
     return None
 
 
-def _hazard(expr: ast.AST, names: dict, observed: list) -> str | None:
+def _hazard(expr: ast.AST, names: dict, observed: set, compares: set) -> str | None:
     """What in ``expr`` may raise, warn or have an effect when computed where Python skipped it
     (each pair of values it combines must hold a number: a literal, or a ``self`` attribute
-    observed as one, recorded in ``observed``)."""
+    observed as one, recorded in ``observed``; an order comparison's source goes to ``compares``)."""
     funcs = {id(c.func) for c in ast.walk(expr) if isinstance(c, ast.Call)}
     for node in ast.walk(expr):
         if isinstance(node, ast.Call):
@@ -490,14 +490,14 @@ def _hazard(expr: ast.AST, names: dict, observed: list) -> str | None:
             if isinstance(node, ast.Compare) and any(isinstance(o, (ast.In, ast.NotIn)) for o in node.ops):
                 return "a membership test calls `__contains__`"
             if isinstance(node, ast.Compare) and any(isinstance(o, _ORDER) for o in node.ops):
-                observed.append("<order>")
+                compares.add(ast.unparse(node))
             sides = [node.left, node.right] if isinstance(node, ast.BinOp) else [node.left, *node.comparators]
             for a, b in zip(sides, sides[1:]):
                 kinds = [_scalar(a, names), _scalar(b, names)]
                 if kinds == [None, None]:
                     return (f"`{ast.unparse(node)}` combines two values neither of which is a number literal or a "
                             "`self` attribute observed as a Python number: two tensors may not broadcast")
-                observed += [ast.unparse(x) for x, k in zip((a, b), kinds) if k == "observed"]
+                observed.update(ast.unparse(x) for x, k in zip((a, b), kinds) if k == "observed")
         elif not isinstance(node, (ast.Name, ast.Attribute, ast.Constant, ast.UnaryOp, ast.expr_context, ast.unaryop,
                                    ast.operator, ast.cmpop)):
             return f"it holds a `{type(node).__name__}` (`{ast.unparse(node)[:50]}`)"
@@ -530,24 +530,23 @@ def speculated_operands(ob: dict, ctx: Ctx) -> Outcome:
     if not isinstance(ops, list) or not isinstance(python_level, list) or not ops + python_level:
         return unknown("the speculated operands are not recorded")
     names = (ctx.facts or {}).get("names") or {}
-    observed: list[str] = []
+    observed: set[str] = set()
+    compares: set[str] = set()
     for src in ops + python_level:
         try:
             expr = ast.parse(src, mode="eval").body
         except SyntaxError as exc:
             return unknown(f"could not parse `{src}`: {exc}")
-        why = _python_level(expr) if src in python_level else _hazard(expr, names, observed)
+        why = _python_level(expr) if src in python_level else _hazard(expr, names, observed, compares)
         if why is not None:
             return check_refuted(by, f"`{src}` runs inside the graph where Python skipped it, and {why}")
-    order = "<order>" in observed
-    observed = [o for o in observed if o != "<order>"]
     return checked(by + (", with the observation of the example run" if observed else ""),
                    [f"screened: {', '.join(ops) or 'none'}"]
-                   + (["an order comparison (<, <=, >, >=) raises on a complex tensor: the operands it compares are "
-                       "not complex (not screened)"] if order else [])
+                   + ([f"an order comparison (<, <=, >, >=) raises on a complex tensor: the operands of "
+                       f"{', '.join(sorted(compares))} are not complex (not screened)"] if compares else [])
                    + ([f"decided by Python at trace time, raising nothing on a tensor: {', '.join(python_level)}"]
                       if python_level else [])
-                   + ([f"{', '.join(sorted(set(observed)))}: a Python number on the example run (observed), assumed "
+                   + ([f"{', '.join(sorted(observed))}: a Python number on the example run (observed), assumed "
                        "on every call"] if observed else [])
                    + ["a name the operands read holds a tensor or a Python number, as on the example run"])
 

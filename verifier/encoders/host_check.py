@@ -133,7 +133,8 @@ def check_equivalent(ob: dict, ctx: Ctx) -> Outcome:
     expr, call = ob.get("expr"), ob.get("call")
     if not ctx.code or not expr or call != "torch._check_tensor_all":
         return unknown("the mended source or the checked expression is not recorded")
-    block = _mended_block(ctx.code, expr)
+    fields = list(ob.get("message_fields") or []) if ob.get("message_is_format") else []
+    block = _mended_block(ctx.code, expr, fields)
     if block is None:
         return unknown(f"no guarded torch._assert_async on `{expr}` with a _check_tensor_all fallback was found in "
                        "the mended source")
@@ -144,10 +145,7 @@ def check_equivalent(ob: dict, ctx: Ctx) -> Outcome:
     callable_message = bool(ob.get("message_callable"))
     if callable_message and not isinstance(text, str):
         return unknown("the message callable's text is not recorded")
-    fields = list(ob.get("message_fields") or []) if ob.get("message_is_format") else []
     if ob.get("message_is_format"):   # the original's f-string, reading the same placeholders
-        if block is not None and fields:
-            block = _mended_block(ctx.code, expr, fields)
         try:
             fmt = compile(ast.unparse(_Placeholder(expr, fields).visit(ast.parse(text, mode="eval"))), "<message>",
                           "eval")

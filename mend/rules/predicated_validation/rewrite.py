@@ -160,9 +160,7 @@ def _split(plan, chain: list[cst.CSTNode], exc_code: str, table: str, indent: in
         if static:
             body.append(cst.parse_statement(f"assert {_code(written).strip()}{tail}\n"))
             continue
-        local = fresh_local(plan.function, GUARDED)
-        local = next(n for n in (local, *(f"{GUARDED}_{j}" for j in range(2, 10_000)))
-                     if n not in taken and n not in {x.value for x in m.findall(plan.function, m.Name())})
+        local = fresh_local(plan.function, GUARDED, taken)
         taken.add(local)
         key = hashlib.sha1("\n".join([_qualname(chain), _code(written), exc_code, str(i)]).encode()).hexdigest()[:12]
         marker = f'f"{MARKER}:{{__name__}}:{table}.{key}"'
@@ -196,6 +194,28 @@ def _split_detail(split: list, table: str, guard) -> str:
             + (f"; only when `{guard.name}` is made in this call" if guard is not None else ""))
 
 
+CPU_ONLY = {"kind": "cpu-only",
+            "note": "on CUDA _assert_async drops the message and raises a fatal device-side assert (pytorch#131491)"}
+
+
+def _boundary_obligations(guard, first_failure: str, trap: str | None = None) -> list[dict]:
+    """The obligations every form of the check shares: the rest of the forward unchanged when it
+    passes, which failure is reported first (``first_failure``: why), the exception restored at
+    the boundary (``trap``: the entry, when the verifier is not to take the first raise's), and no
+    state left different by a failing call (``guard``: the object made in this call, if any)."""
+    return [
+        {"kind": "same-result-when-passing"},
+        {"kind": "first-failure-wins", "note": first_failure},
+        {"kind": "restore-at-boundary", "runtime": "mend.validation_runtime.install", **({"trap": trap} if trap else {}),
+         "note": "without the runtime the mended code raises RuntimeError('mend-trap:...')"},
+        {"kind": "state-unchanged-on-raise",
+         "note": "module buffers/attributes after a failing call equal eager's; the function was screened, "
+                 "callees (e.g. BatchNorm in training) and callers in the same graph were not",
+         **({"fresh": {"name": guard.name, "made": guard.made, "flag": guard.flag, "keywords": guard.keywords}}
+            if guard is not None else {})},
+    ]
+
+
 def _split_obligations(plan, split: list, table: str, message: str, guard) -> list[dict]:
     """Per tensor operand: its raise condition against its assert, its guarded form and its
     one-element condition; for the statement: the obligations of one check, plus the operands
@@ -215,18 +235,9 @@ def _split_obligations(plan, split: list, table: str, message: str, guard) -> li
     screened = [_code(c).strip() for c, python_level in later if not python_level]   # without a leading `not`
     python_level = [_code(c).strip() for c, python_level in later if python_level]
     return obs + [
-        {"kind": "same-result-when-passing"},
-        {"kind": "first-failure-wins",
-         "note": "every operand raises the same AssertionError and message, so which one fails first does not show"},
-        {"kind": "restore-at-boundary", "runtime": "mend.validation_runtime.install", "trap": f"{table}.{split[0][1]}",
-         "note": "without the runtime the mended code raises RuntimeError('mend-trap:...')"},
-        {"kind": "state-unchanged-on-raise",
-         "note": "module buffers/attributes after a failing call equal eager's; the function was screened, "
-                 "callees and callers in the same graph were not",
-         **({"fresh": {"name": guard.name, "made": guard.made, "flag": guard.flag, "keywords": guard.keywords}}
-            if guard is not None else {})},
-        {"kind": "cpu-only",
-         "note": "on CUDA _assert_async drops the message and raises a fatal device-side assert (pytorch#131491)"},
+        *_boundary_obligations(guard, "every operand raises the same AssertionError and message, so which one fails "
+                               "first does not show", trap=f"{table}.{split[0][1]}"),
+        CPU_ONLY,
         {"kind": "speculated-operands", "operands": screened, "python_level": python_level,
          "note": "inside the graph each later operand is computed even where an earlier check fails (Python skipped "
                  "it), and Dynamo traces it on every call: the rule's static screen admits names, attribute chains "
@@ -352,24 +363,15 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
                      "with Python numbers (the number rounded to the tensor's dtype in eager, compared exactly by "
                      "some compiled lowerings): both semantics must give the original's truth"}
             if plan.items else {})},
-        {"kind": "same-result-when-passing"},
-        {"kind": "first-failure-wins",
-         "note": "when several checks of one graph fail, the first in program order is reported (measured on the "
-                 "eager, aot_eager and inductor backends, CPU; not a documented guarantee)"},
-        {"kind": "restore-at-boundary", "runtime": "mend.validation_runtime.install",
-         "note": "without the runtime the mended code raises RuntimeError('mend-trap:...')"},
-        {"kind": "state-unchanged-on-raise",
-         "note": "module buffers/attributes after a failing call equal eager's; the function was screened, "
-                 "callees (e.g. BatchNorm in training) and callers in the same graph were not",
-         **({"fresh": {"name": guard.name, "made": guard.made, "flag": guard.flag, "keywords": guard.keywords}}
-            if guard is not None else {})},
+        *_boundary_obligations(guard, "when several checks of one graph fail, the first in program order is "
+                               "reported (measured on the eager, aot_eager and inductor backends, CPU; not a "
+                               "documented guarantee)"),
         {"kind": "condition-is-tensor",
          "note": "the condition must be a one-element tensor; a Python bool makes _assert_async raise TypeError"
                  + ("; elsewhere the runtime guard keeps the original check" if local else "")},
         *([{"kind": "guarded-check", "local": local, "condition": _code(plan.core), "raises_when": _code(plan.fails_when),
             "raise_if_true": plan.raise_if_true, "trap": f"{table}.{key}"}] if local else []),
-        {"kind": "cpu-only",
-         "note": "on CUDA _assert_async drops the message and raises a fatal device-side assert (pytorch#131491)"},
+        CPU_ONLY,
     ]
     return RewriteResult(tree.code, span, detail, obligations)
 
