@@ -387,8 +387,45 @@ def fix(targets, write, out_dir, as_json, seed, examples, verify, unsafe_fixes, 
         if not written:
             click.echo(res.diff(), nl=False)
         _print_fix(res, target, verify, written, console)
+        if not written and (out_dir or write):   # helper-84: an --out that wrote nothing was silent
+            console.print("  wrote     nothing: no rewrite was applied, so "
+                          + (f"nothing was written to {out_dir}" if out_dir else "no file was changed"),
+                          highlight=False, markup=False)
         if html_file:
             console.print(f"  wrote {html_file}", highlight=False, markup=False)
+
+
+def _outcomes_phrase(outcomes: dict) -> str:
+    """The predicate outcomes the differential test covered, in words (helper-84: the raw dict,
+    keyed by lines of a scratch copy, read as noise)."""
+    if not outcomes:
+        return ""
+    natural = sorted({v for o in outcomes.values() if isinstance(o, dict) for v in o.get("natural", [])}, key=str)
+    seen = "natural runs: " + (" and ".join(map(str, natural)) if natural else "none") if len(outcomes) == 1 else ""
+    what = "the predicate" if len(outcomes) == 1 else f"each of {len(outcomes)} predicates"
+    return f", {what} forced True and False" + (f" ({seen})" if seen else "")
+
+
+def _evidence_line(rw, verify: str) -> str:
+    """One rewrite's evidence, by kind: the differential test's inputs and forced outcomes, then
+    the obligations proved by Z3, checked statically (a screen of the code, a cited lemma) and
+    checked by an observation, and the unknown ones (an unsafe fix's)."""
+    from verifier.encoders import OBSERVED
+
+    ev, obs, ver = rw.evidence, rw.obligations, rw.verification or {}
+    count = {k: sum(1 for o in obs if o.get("result") == k) for k in ("proved", "checked", "unknown")}
+    observed = sum(1 for o in obs if o.get("result") == "checked" and o.get("kind") in OBSERVED)
+    parts = [f"{count['proved']} proved by Z3"]
+    if count["checked"] - observed:
+        parts.append(f"{count['checked'] - observed} checked statically")
+    if observed:
+        parts.append(f"{observed} observed (on the example run or the installed torch)")
+    if count["unknown"]:
+        parts.append(f"{count['unknown']} unknown")
+    return (f"differential test: {ev['examples']} inputs, the example's and drawn ones"
+            f"{_outcomes_phrase(ev.get('predicate_outcomes') or {})}; "
+            f"--verify {ver.get('level', verify)}: {len(obs)} obligations, {', '.join(parts)}"
+            f"{', ' + ver['use'] if ver.get('use') == 'inference-only' else ''}")
 
 
 def _print_fix(res, target: str, verify: str, written, console) -> None:
@@ -403,16 +440,9 @@ def _print_fix(res, target: str, verify: str, written, console) -> None:
                   + (f"{withheld} unsafe fix(es) withheld (apply with --unsafe-fixes), " if withheld else "")
                   + f"{len(res.declined) - withheld} declined", highlight=False)
     for rw in res.rewrites:
-        ev, obs, ver = rw.evidence, rw.obligations, rw.verification or {}
-        proved = sum(1 for o in obs if o.get("result") == "proved")
-        checked = sum(1 for o in obs if o.get("result") == "checked")
-        unknown = sum(1 for o in obs if o.get("result") == "unknown")   # an unsafe fix's (helper-67: uncounted)
+        ev = rw.evidence
         console.print(f"  fixed     {rw.site}  {rw.rule} [{rw.safety['label']}]: {rw.detail} "
-                      f"({ev['examples']} inputs compared: the example's and drawn ones; predicate outcomes {ev['predicate_outcomes'] or 'n/a'}; "
-                      f"--verify {ver.get('level', verify)}: {proved}/{len(obs)} obligations proved"
-                      f"{f', {checked} checked' if checked else ''}{f', {unknown} unknown' if unknown else ''}"
-                      f"{', ' + ver['use'] if ver.get('use') == 'inference-only' else ''})",
-                      highlight=False, markup=False)
+                      f"({_evidence_line(rw, verify)})", highlight=False, markup=False)
         if "without autograd" in rw.detail:   # helper-73: the count is the no_grad one (eval + no_grad, as the paper)
             console.print(f"  note      {rw.site}  the graph counts are taken in eval mode under torch.no_grad (the "
                           "paper's setting); this rewrite takes effect only there: with autograd on, the `if` runs "

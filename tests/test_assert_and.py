@@ -303,5 +303,37 @@ def test_the_fix_report_says_to_install_the_runtime(run_mend):
     code, out, err = run_mend("fix", str(FIXTURES / "assert_and.py"), "--unsafe-fixes", "--examples", "3")
     assert code == 0, err
     assert "  next      call mend.validation_runtime.install(model) on the module you call" in out
+    # helper-84: the evidence in words, by kind, without trap markers or a dict keyed by scratch lines
+    report = out[out.index("  fixed "):].replace("\n", " ")
+    assert "_MEND_TRAPS" not in report and "predicate outcomes" not in report, report
+    assert "(differential test: " in report and " proved by Z3" in report, report
     code, out, err = run_mend("fix", str(FIXTURES / "lstm_between.py"), "--examples", "3")
     assert "mend.validation_runtime" not in out   # nothing rewritten, nothing to install
+
+
+def test_the_evidence_line_counts_obligations_by_kind():
+    from types import SimpleNamespace
+
+    from mend.cli import _evidence_line
+
+    obs = [{"kind": "raises-iff-original", "result": "proved"}, {"kind": "guarded-check", "result": "checked"},
+           {"kind": "cpu-only", "result": "checked"}, {"kind": "first-failure-wins", "result": "unknown"}]
+    rw = SimpleNamespace(evidence={"examples": 7, "predicate_outcomes": {"38": {"natural": [False],
+                                                                                "forced": [False, True]}}},
+                         obligations=obs, verification={"level": "standard"})
+    assert _evidence_line(rw, "fast") == (
+        "differential test: 7 inputs, the example's and drawn ones, the predicate forced True and False (natural "
+        "runs: False); --verify standard: 4 obligations, 1 proved by Z3, 1 checked statically, 1 observed (on the "
+        "example run or the installed torch), 1 unknown")
+    rw.evidence["predicate_outcomes"]["40"] = {"natural": [], "forced": [False, True]}
+    rw.obligations = obs[:1]
+    assert _evidence_line(rw, "fast").endswith(
+        "drawn ones, each of 2 predicates forced True and False; --verify standard: 1 obligations, 1 proved by Z3")
+
+
+def test_an_out_that_wrote_nothing_says_so(run_mend, tmp_path):
+    # helper-84: `--out DIR` with no rewrite applied exited 0 without a word
+    code, out, err = run_mend("fix", str(FIXTURES / "lstm_between.py"), "--examples", "3", "--out", str(tmp_path / "o"))
+    assert code == 0, err
+    assert f"  wrote     nothing: no rewrite was applied, so nothing was written to {tmp_path / 'o'}" in out
+    assert not (tmp_path / "o").exists()

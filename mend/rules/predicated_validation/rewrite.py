@@ -186,9 +186,9 @@ class _PartPlan:
         return f"torch.logical_not({_code(self.core)})" if self.raise_if_true else _code(self.core)
 
 
-def _split_detail(split: list, table: str, guard) -> str:
+def _split_detail(split: list, guard) -> str:
     return (f"assert A and B -> one check per operand ({len(split)} in the graph: "
-            + ", ".join(f"`{local}` marker {table}.{key}" for local, key, _ in split)
+            + ", ".join(f"`{local}`" for local, _, _ in split)
             + "), each torch._assert_async under a one-element CPU tensor guard, the original assert otherwise; "
             "AssertionError restored outside the graph by mend.validation_runtime.install(model)"
             + (f"; only when `{guard.name}` is made in this call" if guard is not None else ""))
@@ -344,10 +344,10 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
 
     message = _message(plan.args)
     if split:
-        return RewriteResult(tree.code, span, _split_detail(split, table, guard), _split_obligations(
+        return RewriteResult(tree.code, span, _split_detail(split, guard), _split_obligations(
             plan, split, table, message, guard))
     what = "assert" if plan.form == "assert" else "if/raise"
-    detail = (f"{what} -> torch._assert_async(..., marker {table}.{key}); {plan.exc_name} restored outside the "
+    detail = (f"{what} -> torch._assert_async(...); {plan.exc_name} restored outside the "
               f"graph by mend.validation_runtime.install(model)" + (
                   f"; the condition bound to `{local}`, the original check kept unless it is a one-element CPU "
                   "tensor" if local else "") + (
