@@ -669,3 +669,61 @@ def test_a_value_tested_for_truth_only_is_fixed_without_size_obligations(test):
     before, after = _load(src, "b"), _load(code, "a")
     for widths in ([0, 0], [0, 3], [-1, 1], [5], [], [2.5], (1, 0)):
         assert _outcome(after["f"], None, widths) == _outcome(before["f"], None, widths), widths
+
+
+# -- a size of `.view()` / `.reshape()` (helper-78's c14) ---------------------------------------
+
+def test_a_view_size_is_fixed_as_an_unsafe_fix_resting_on_the_receiver(tmp_path):
+    from mend.pipeline import fix
+
+    path = tmp_path / "split_view.py"
+    path.write_text('import numpy as np\nimport torch\nfrom torch import nn\n\n\nclass Model(nn.Module):\n'
+                    '    def __init__(self):\n        super().__init__()\n        self.split_sizes = [2, 3, 3]\n'
+                    '        self.fc = nn.Linear(8, 8)\n\n    def forward(self, x):\n        h = self.fc(x)\n'
+                    '        total = np.sum(self.split_sizes)\n'
+                    '        parts = torch.split(h.view(-1, total), self.split_sizes, dim=-1)\n'
+                    '        return torch.cat([p.softmax(-1) for p in parts], -1)\n\n\n'
+                    'def get_inputs():\n    return (torch.randn(2, 3, 8),)\n')
+    res = fix(str(path), max_examples=3)
+    assert not res.rewrites and "numpy-method-receiver" in res.declined[0].reason   # unsafe: withheld
+    res = fix(str(path), max_examples=3, unsafe_fixes=True)
+    assert (res.before.graph_count, res.after.graph_count) == (2, 1)
+    (rw,) = res.rewrites
+    assert {o["kind"]: o["result"] for o in rw["obligations"]} == {"numpy-int64-exact": "proved",
+                                                                   "numpy-result-consumer": "checked",
+                                                                   "numpy-method-receiver": "unknown"}
+    (mended,) = res.files.values()
+    m0, m1 = _load(path.read_text(), "b")["Model"]().eval(), _load(mended, "a")["Model"]().eval()
+    m1.load_state_dict(m0.state_dict())
+    x = torch.randn(4, 8)
+    assert torch.equal(m0(x), m1(x))
+
+
+def test_an_arrays_view_reads_np_int64_as_a_dtype_so_view_is_probed_on_tensors_only():
+    # the fact behind taking `.view`'s receiver to be a tensor: found by the verifier's probe,
+    # which refuted the first version of this consumer (an array's view of a tuple of sizes)
+    from verifier.encoders.numpy_constants import _observe
+
+    a = np.arange(6.0)
+    assert a.view(np.int64(3)).shape == (6,)
+    with pytest.raises(TypeError):
+        a.view(3)
+    assert _observe("method", "view") is None and _observe("method", "reshape") is None
+
+
+@pytest.mark.parametrize("edit", [
+    ("h.view(-1, (lambda", "h.view(-1, shape=(lambda"),          # a keyword: not a size argument
+    ("h.view(-1, (lambda", "h.view((-1, 2), (lambda"),           # beside a tuple of sizes
+    ("h.view(-1, (lambda", "h.view(h.shape, (lambda"),           # beside a torch.Size: TypeError names both types
+    ("h.view(-1, (lambda", "h.view(2.5, (lambda"),                # beside a float, the same
+])
+def test_the_verifier_rereads_the_view_consumer(edit):
+    src = ('import numpy as np\nimport torch\n\n\ndef f(h, sizes):\n    return h.view(-1, np.sum(sizes))\n')
+    res = RULES["numpy-constants"].rewrite(cst.parse_module(src), 6)
+    assert isinstance(res, RewriteResult), res
+    ob = next(o for o in res.obligations if o["kind"] == "numpy-result-consumer")
+    assert result_consumer(ob, Ctx({}, {}, res.code)).result == "checked"
+    assert [o["kind"] for o in res.obligations if o["kind"] == "numpy-method-receiver"] == ["numpy-method-receiver"]
+    tampered = res.code.replace(*edit)
+    assert tampered != res.code
+    assert result_consumer(ob, Ctx({}, {}, tampered)).result == "refuted"

@@ -351,6 +351,7 @@ def _bound_builtins(tree: ast.Module, lambdas: list[ast.AST], builtins=_BUILTINS
 
 
 _ALLOC = ("zeros", "ones", "empty", "full")
+_RESHAPE_METHODS = ("view", "reshape")
 
 
 _ORDER_OPS = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
@@ -519,6 +520,14 @@ def consumer_of(call: ast.Call, parents: dict, np_names: set[str], torch_names: 
         return None
     name = ast.unparse(call_node.func)
     root, _, last = name.rpartition(".")
+    if isinstance(call_node.func, ast.Attribute) and last in _RESHAPE_METHODS and not call_node.keywords \
+            and root.partition(".")[0] not in np_names | torch_names and kw is None:
+        # a size of a method call `h.view(-1, n)`, every other argument an int by its spelling (a
+        # TypeError names each argument's type), or `h.view((-1, n))`, the tuple alone (the
+        # receiver's type is the rewrite's numpy-method-receiver obligation, not decided here)
+        if holder is None:
+            return ("method", last) if all(a is node or _int_term(a) for a in call_node.args) else None
+        return ("method", last) if len(call_node.args) == 1 else None
     if root in np_names and last in _ALLOC and (position == 0 or kw == "shape"):
         return "numpy", last
     if root in torch_names and last == "reshape":
@@ -615,6 +624,21 @@ def _observe(lib: str, fn: str) -> str | None:
             f = getattr(np, fn)
             extra = (1.5,) if fn == "full" else ()
             pairs = [(f((2, n), *extra), f((2, i), *extra)), (f(n, *extra), f(i, *extra))]
+        elif lib == "method":
+            # a tensor's method, and a numpy array's `reshape`, sizes as arguments and as one tuple
+            # (an array's `view` reads its argument as a dtype: `a.view(np.int64(3))` is a view,
+            # `a.view(3)` a TypeError; the rule takes `.view`'s receiver to be a tensor)
+            pairs = []
+            for obj in (torch.arange(2.0 * i), *((np.arange(2.0 * i),) if fn == "reshape" else ())):
+                m = getattr(obj, fn)
+                for args_n, args_i in (((2, n), (2, i)), (((n, 2),), ((i, 2),)), ((-1, n), (-1, i))):
+                    got = []
+                    for args in (args_n, args_i):
+                        try:
+                            got.append(m(*args))
+                        except Exception as exc:  # the same error both ways is what is compared
+                            got.append((type(exc), str(exc)))
+                    pairs.append(tuple(got))
         elif lib == "torch" and fn == "reshape":
             t = torch.arange(2.0 * i)
             pairs = [(torch.reshape(t, (2, n)), torch.reshape(t, (2, i))), (torch.reshape(t, [n, 2]),
@@ -680,7 +704,7 @@ def result_consumer(ob: dict, ctx: Ctx) -> Outcome:
 def _consumer_outcome(ob: dict, call: ast.Call, parents: dict, tree: ast.Module) -> Outcome:
     mended = ob.get("mended")
     by = ("static screen of the mended source: the guarded expression's value only sizes a numpy/torch "
-          "allocation, is the argument of range()/int()/float(), which convert it with operator.index/int/float "
+          "allocation or a `.view()`/`.reshape()` call, is the argument of range()/int()/float(), which convert it with operator.index/int/float "
           "(np.int64 and int alike), or is compared with ints or tested for truth only; no builtin it calls is "
           "rebound; "
           "corroborated by a probe of that consumer on the installed numpy and torch with np.int64 and int")
@@ -736,6 +760,18 @@ def _consumer_outcome(ob: dict, call: ast.Call, parents: dict, tree: ast.Module)
                         f"observed on numpy {np.__version__}, torch {torch.__version__}"])
 
 
+def method_receiver(ob: dict, ctx: Ctx) -> Outcome:
+    """``numpy-method-receiver``: the value sizes ``X.view(...)``/``X.reshape(...)``, which a
+    tensor (and an array's ``reshape``) takes np.int64 and int alike (the consumer obligation
+    observes it); that ``X`` is one is read from the method's name alone, so this stays unknown
+    and the fix is labelled unsafe."""
+    receivers = ", ".join(f"`{r}`" for r in ob.get("receivers") or ()) or "the receiver"
+    return unknown(f"{receivers} taken to be a tensor (or, for `.reshape`, a numpy array) by the method's name "
+                   "alone: an object of another type whose method tells np.int64 from int would behave differently "
+                   "(a numpy array's `.view` reads np.int64(3) as a dtype and raises TypeError on 3); the "
+                   "differential test observed the example inputs only")
+
+
 def size_operands(ob: dict, ctx: Ctx) -> Outcome:
     """``numpy-size-operands``: the size reads a comparison or arithmetic step meets
     (``x.shape[1]``, ``x.size(0)``, ``x.ndim``, ``x.numel()``) are ints only where ``x`` is a
@@ -749,5 +785,5 @@ def size_operands(ob: dict, ctx: Ctx) -> Outcome:
 
 
 ENCODERS = {"numpy-int64-exact": int64_exact, "numpy-result-consumer": result_consumer,
-            "numpy-size-operands": size_operands}
+            "numpy-size-operands": size_operands, "numpy-method-receiver": method_receiver}
 CHECKS = frozenset({"numpy-result-consumer"})

@@ -63,6 +63,14 @@ Traps, each handled:
   branch changes, and its outcome is the original's on every input. A comparison kept as a value
   (``big = np.sum(plan) > 4`` read later, or returned), by ``is``/``in``, or with an operand of
   unknown type (``> x.sum()``, ``> n``) is declined.
+* a size of a ``.view()``/``.reshape()`` method call (helper-78's c14, an MoE's
+  ``h.view(-1, np.sum(self.split_sizes))``): a tensor's take np.int64 and int alike (through
+  ``__index__``), and so does an array's ``reshape``; an array's ``view`` does not, it reads
+  ``np.int64(3)`` as a dtype (the verifier's probe refuted the first version of this consumer
+  on it). The sizes are separate arguments, every other one an integer literal, size or
+  ``len()`` (a TypeError names every argument's type: ``got (float, numpy.int64)``), or one
+  tuple or list, the only argument. That the receiver is a tensor rests on the method's name:
+  ``numpy-method-receiver`` is left unknown, an unsafe fix.
 * a truth value only: ``if np.min(sizes):``, ``if not m:`` (np.int64 and int of one value test
   alike; helper-79).
 * a size read (``x.shape[k]``, ``x.size(k)``, ``x.ndim``, ``x.dim()``, ``x.numel()``, ``k`` an
@@ -141,7 +149,8 @@ RULE = Rule(
     match=match,
     rewrite=rewrite,
     example_line=example_line,
-    obligation_kinds=frozenset({"numpy-int64-exact", "numpy-result-consumer", "numpy-size-operands"}),
+    obligation_kinds=frozenset({"numpy-int64-exact", "numpy-result-consumer", "numpy-size-operands",
+                                "numpy-method-receiver"}),
     required_kinds=frozenset({"numpy-int64-exact", "numpy-result-consumer"}),
     needs_facts=False,
     branch_outcomes=False,     # a test's numpy call becomes its exact Python value: no branch changes

@@ -51,6 +51,19 @@ def flatten_index_dims(x):
         'import numpy as onp\n\n\ndef count(plan, k):\n    return int(onp.sum(plan[:k]))\n',
         'import numpy as onp\n\n\ndef count(plan, k):\n    return int((lambda v: sum(v) if type(v) is list and 0 < len(v) < 2**31 and all([type(e) is int and -2**31 < e < 2**31 for e in v]) else onp.sum(v))(plan[:k]))  # mend: numpy-constants (was: onp.sum(plan[:k]))\n',
     ),
+    # a size of a tensor's `.view()` through a local (helper-78's c14, an MoE's split sizes): a tensor's and
+    # an array's view/reshape take np.int64 and int alike; the receiver's type rests on the method's name
+    # (numpy-method-receiver, unknown: an unsafe fix)
+    (
+        'import numpy as np\nimport torch\n\n\ndef f(h, split_sizes):\n    total = np.sum(split_sizes)\n    return torch.split(h.view(-1, total), split_sizes, dim=-1)\n',
+        'import numpy as np\nimport torch\n\n\ndef f(h, split_sizes):\n    total = (lambda v: sum(v) if type(v) is list and 0 < len(v) < 2**31 and all([type(e) is int and -2**31 < e < 2**31 for e in v]) else np.sum(v))(split_sizes)  # mend: numpy-constants (was: np.sum(split_sizes))\n    return torch.split(h.view(-1, total), split_sizes, dim=-1)\n',
+        7,
+    ),
+    # one tuple of sizes, the only argument of `.reshape()`
+    (
+        'import numpy as np\n\n\ndef f(h, sizes):\n    return h.reshape((h.shape[0], np.sum(sizes)))\n',
+        'import numpy as np\n\n\ndef f(h, sizes):\n    return h.reshape((h.shape[0], (lambda v: sum(v) if type(v) is list and 0 < len(v) < 2**31 and all([type(e) is int and -2**31 < e < 2**31 for e in v]) else np.sum(v))(sizes)))  # mend: numpy-constants (was: np.sum(sizes))\n',
+    ),
     # np.lcm sizing a torch allocation (not reformer's returned lcm, which is declined)
     (
         'import math\n\nimport numpy as np\nimport torch\n\n\ndef pad(x, a, b):\n    return torch.zeros(x.shape[0], np.lcm(a, b))\n',
@@ -110,6 +123,11 @@ def flatten_index_dims(x):
     ),
 ]
 DECLINE_EXAMPLES: list[DeclineExample | tuple] = [
+    # `.view()`/`.reshape()` given the sizes by keyword, or a tuple beside other arguments: not read as sizes
+    DeclineExample('import numpy as np\n\n\ndef f(h, sizes):\n    return h.reshape(shape=(-1, np.sum(sizes)))\n', "an element of a tuple or list that is not the shape", line=5),
+    DeclineExample('import numpy as np\n\n\ndef f(h, sizes):\n    return h.view((-1, np.sum(sizes)), 2)\n', "an element of a tuple or list that is not the shape", line=5),
+    # a bare size beside an argument of unknown type: a TypeError there names every argument's type
+    DeclineExample('import numpy as np\n\n\ndef f(h, sizes, k):\n    return h.view(k, np.sum(sizes))\n', "an argument of `h.view`", line=5),
     # torch.reshape's shape is a sequence: a bare number there is not what the rule admits
     DeclineExample('''import numpy as np
 import torch

@@ -90,6 +90,9 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
         if site.sizes:   # taken to be ints (tensor sizes) by their spelling alone: left unknown, an unsafe fix
             obligations.append({"kind": "numpy-size-operands", "op": site.func, "expr": original,
                                 "sizes": list(site.sizes)})
+        if site.receivers:   # taken to be tensors or arrays by the method's name alone: unknown, an unsafe fix
+            obligations.append({"kind": "numpy-method-receiver", "op": site.func, "expr": original,
+                                "receivers": list(site.receivers)})
     new = wrapper.module.visit(_ReplaceCalls(table, "; ".join(was)))
     if plan.import_math:
         new = add_import(new, "import math", same_line=True)

@@ -34,6 +34,8 @@ GUARD_BUILTINS = ("sum", "type", "list", "tuple", "int", "len", "all", "max", "m
 
 # allocations whose shape may hold a np.int64 or an int alike (observed by the verifier)
 NUMPY_ALLOC = ("zeros", "ones", "empty", "full")
+# methods of a tensor (and of a numpy array) whose sizes may hold a np.int64 or an int alike
+RESHAPE_METHODS = ("view", "reshape")
 TORCH_ALLOC = ("zeros", "ones", "empty", "full")
 
 _ARRAY_MAKERS = ("array", "asarray", "arange", "tensor", "as_tensor", "from_numpy", "stack", "cat", "concatenate",
@@ -52,6 +54,7 @@ class Flow:
     depth: int = 0
     sizes: list[str] = field(default_factory=list)   # the size reads the value meets (int_term)
     cache: dict = field(default_factory=dict)
+    receivers: list[str] = field(default_factory=list)   # of the `.view`/`.reshape` calls it sizes
 
     def parents(self) -> dict[int, cst.CSTNode]:
         if "parents" not in self.cache:
@@ -76,7 +79,8 @@ class Flow:
 
     def deeper(self, name: str) -> Flow:
         """The flow into the local ``name``, bound to int arithmetic on the value."""
-        return Flow(self.function, self.module, self.names | {name}, self.depth + 1, self.sizes, self.cache)
+        return Flow(self.function, self.module, self.names | {name}, self.depth + 1, self.sizes, self.cache,
+                    self.receivers)
 
     def reads(self, name: str, target: cst.Name, np_names: set[str], torch_names: set[str],
               binds: dict) -> list[str] | str:
@@ -106,6 +110,7 @@ class Site:
     positive: bool = False          # lcm/gcd: the guard admits positive operands only (the result, >= 1,
     #                                 then reaches int arithmetic, where it may divide)
     sizes: tuple[str, ...] = ()     # size reads the value is compared or combined with (assumed ints)
+    receivers: tuple[str, ...] = () # receivers of the `.view`/`.reshape` calls it sizes (assumed tensors or arrays)
 
 
 @dataclass
@@ -165,8 +170,31 @@ def _alloc(call: cst.Call, arg: cst.Arg, np_names: set[str], torch_names: set[st
     return None
 
 
+def _method_size(call: cst.Call, arg: cst.Arg, np_names: set[str], torch_names: set[str], binds: dict,
+                 flow: Flow | None) -> str | None:
+    """What ``arg`` of ``call`` is, when it holds a size of a ``.view``/``.reshape`` method call
+    (helper-78's c14, ``h.view(-1, total)``): a tensor's take np.int64 and int alike, through
+    ``__index__``, and so does an array's ``reshape`` (an array's ``view`` reads np.int64 as a
+    dtype). The sizes are separate arguments, every other one an int by its spelling (a
+    TypeError names every argument's type: ``got (float, numpy.int64)``), or one tuple or list,
+    the only argument. The receiver is appended to ``flow.receivers``: a tensor (an array too,
+    for ``reshape``) by the method's name alone."""
+    if flow is None or not isinstance(call.func, cst.Attribute) or call.func.attr.value not in RESHAPE_METHODS:
+        return None
+    if (dotted(call.func.value) or "").partition(".")[0] in np_names | torch_names or any(
+            a.keyword is not None or a.star for a in call.args):
+        return None
+    if isinstance(arg.value, (cst.Tuple, cst.List)):
+        if len(call.args) != 1:
+            return None
+    elif not all(a is arg or int_term(a.value, binds, flow.sizes) for a in call.args):
+        return None
+    flow.receivers.append(code_of(call.func.value).strip())
+    return f"a size of `.{call.func.attr.value}()`"
+
+
 # the consumers known to treat np.int64 and int alike, in words
-ALIKE = ("an allocation's shape, range(), int(), float() and a comparison with an int tested only for truth are "
+ALIKE = ("an allocation's shape, a size of a `.view()`/`.reshape()` call, range(), int(), float() and a comparison with an int tested only for truth are "
          "known to treat them alike (reached through int arithmetic with literals, sizes and len(), too)")
 
 # a comparison whose truth alone is used: np.int64 and int of one value compare alike with an int
@@ -306,14 +334,16 @@ def _consumer(node: cst.CSTNode, parents: dict[int, cst.CSTNode], np_names: set[
         arg = parents.get(id(seq)) if isinstance(seq, (cst.Tuple, cst.List)) else None
         call = parents.get(id(arg)) if isinstance(arg, cst.Arg) else None
         if isinstance(call, cst.Call) and call.args and any(a is arg for a in call.args):
-            what = _alloc(call, arg, np_names, torch_names)
+            what = _alloc(call, arg, np_names, torch_names) or _method_size(call, arg, np_names, torch_names,
+                                                                              binds, flow)
             if what:
                 return what, what
         return None, "an element of a tuple or list that is not the shape of a known allocation"
     if isinstance(parent, cst.Arg):
         call = parents.get(id(parent))
         if isinstance(call, cst.Call):
-            what = _alloc(call, parent, np_names, torch_names)
+            what = _alloc(call, parent, np_names, torch_names) or _method_size(call, parent, np_names, torch_names,
+                                                                                 binds, flow)
             # a bare number is a torch size only as a positional size of zeros/ones/empty: `full`'s
             # size and `size=` want a sequence, and their TypeError names the type (a review)
             bare_torch_ok = not (what or "").startswith(("the size of", "the shape sequence of")) or (
@@ -475,11 +505,11 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
             first_decline = first_decline or why
             continue
         if local is not None and call is local.assign.value:
-            consumer, what, sizes = local.consumer, local.consumer, local.sizes
+            consumer, what, sizes, receivers = local.consumer, local.consumer, local.sizes, local.receivers
         else:
             flow = Flow(function, module, frozenset()) if function is not None else None
             consumer, what = _consumer(call, finder.parent, np_names, torch_names, binds, flow)
-            sizes = tuple(flow.sizes) if flow is not None else ()
+            sizes, receivers = (tuple(flow.sizes), tuple(flow.receivers)) if flow is not None else ((), ())
         if consumer is None:
             first_decline = first_decline or (
                 f"the result of `{code_of(call).strip()}` feeds {what}: the rewrite's result is an int where "
@@ -491,7 +521,8 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
             continue
         sites.append(Site(call, func, np_name, operands, consumer,
                           "torch.Size" if func == "prod" and "torch" in torch_names else None,
-                          positive=func in ("lcm", "gcd") and ARITH in consumer, sizes=tuple(dict.fromkeys(sizes))))
+                          positive=func in ("lcm", "gcd") and ARITH in consumer, sizes=tuple(dict.fromkeys(sizes)),
+                          receivers=tuple(dict.fromkeys(receivers))))
     if not sites:
         return Decline(NAME, first_decline)
     return Plan(local.assign if local is not None else node, sites, import_math=not math_imported and any(FUNCS[s.func][1].startswith("math.")
@@ -504,6 +535,7 @@ class Local:
     name: str
     consumer: str           # its reads, in words (`the size of torch.zeros`, ...)
     sizes: tuple[str, ...] = ()   # the size reads its flow meets
+    receivers: tuple[str, ...] = ()   # the `.view`/`.reshape` receivers it sizes
 
 
 # what can read a function's locals by name, where the rewrite's int would show: these
@@ -556,7 +588,8 @@ def _local_binding(node: cst.CSTNode, parents: dict[int, cst.CSTNode], function:
         if isinstance(uses, str):
             return Decline(NAME, f"`{name}` (`{code_of(assign.value).strip()}`) is also read by {uses}: the "
                            "rewrite's result is an int where the numpy call gives np.int64, and only " + ALIKE)
-        return Local(assign, name, f"`{name}`, read only as " + ", ".join(dict.fromkeys(uses)), tuple(flow.sizes))
+        return Local(assign, name, f"`{name}`, read only as " + ", ".join(dict.fromkeys(uses)), tuple(flow.sizes),
+                     tuple(flow.receivers))
     return None
 
 
