@@ -103,3 +103,63 @@ def module_alias(binds: dict[str, list[tuple]], name: str, module_name: str) -> 
 
 def aliases(binds: dict[str, list[tuple]], module_name: str) -> set[str]:
     return {n for n in binds if module_alias(binds, n, module_name)}
+
+
+_FUNCTION_SCOPES = (cst.FunctionDef, cst.Lambda)
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+_SCOPES = (cst.Module, cst.ClassDef, *_FUNCTION_SCOPES, *_COMPREHENSIONS)
+
+
+class _ScopedBindings(_Bindings):
+    """:class:`_Bindings`, each binding with the scope it lands in (``None``: ``global`` or
+    ``nonlocal``, which reach another scope), and the ancestors of one node."""
+
+    def __init__(self, module: cst.Module, target: cst.CSTNode) -> None:
+        super().__init__(module)
+        self.target = target
+        self.scoped: list[tuple[str, cst.CSTNode | None]] = []
+        self.path: list[cst.CSTNode] = []
+
+    def _add(self, name: str, how: tuple) -> None:
+        super()._add(name, how)
+        node = self.stack[-1]
+        if isinstance(node, (cst.Global, cst.Nonlocal)):
+            self.scoped.append((name, None))
+            return
+        if isinstance(node, _FUNCTION_SCOPES + (cst.ClassDef,)):
+            outer = self.stack[:-1]       # a def's or class's name binds around it
+        else:
+            outer = self.stack
+        if isinstance(node, cst.Param):
+            scope = next(s for s in reversed(outer) if isinstance(s, _FUNCTION_SCOPES))
+        elif isinstance(node, cst.NamedExpr):   # PEP 572: a comprehension's walrus binds outside it
+            scope = next(s for s in reversed(outer) if isinstance(s, _SCOPES) and not isinstance(s, _COMPREHENSIONS))
+        else:
+            scope = next(s for s in reversed(outer) if isinstance(s, _SCOPES))
+        self.scoped.append((name, scope))
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if node is self.target:
+            self.path = list(self.stack)
+        return super().on_visit(node)
+
+
+def bound_in_reach(module: cst.Module, target: cst.CSTNode, names) -> list[str]:
+    """Of ``names`` (builtins a rewrite at ``target`` calls), those a binding could make mean
+    something else there: bound in the module's scope, in a function, lambda or comprehension
+    around ``target``, in a class around it with no function in between (a method does not see
+    its class's names), by ``global``/``nonlocal`` anywhere, or every name where the module
+    star-imports. A parameter or local of another function cannot reach it (helper-79's c09:
+    ``def clamp(x, min=0.0, max=1.0)`` elsewhere in the file declined every numpy site)."""
+    visitor = _ScopedBindings(module, target)
+    module.visit(visitor)
+    if "*" in visitor.names:
+        return sorted(set(names))
+    reach, crossed = {id(module)}, False
+    for up in reversed(visitor.path):
+        if isinstance(up, (*_FUNCTION_SCOPES, *_COMPREHENSIONS)):
+            reach.add(id(up))
+            crossed = crossed or isinstance(up, _FUNCTION_SCOPES)
+        elif isinstance(up, cst.ClassDef) and not crossed:
+            reach.add(id(up))
+    return sorted({name for name, scope in visitor.scoped if name in names and (scope is None or id(scope) in reach)})

@@ -202,3 +202,62 @@ def names_bound_by(node: ast.AST) -> list[str]:
     if isinstance(node, ast.MatchMapping) and node.rest:
         return [node.rest]
     return []
+
+
+_FUNCTION_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_SCOPES = (ast.Module, ast.ClassDef, *_FUNCTION_SCOPES, *_COMPREHENSIONS)
+
+
+def _binding_scope(node: ast.AST, parents: dict[int, ast.AST]) -> ast.AST | None:
+    """The scope ``node``'s binding lands in: a def's or class's name in the scope around it, a
+    parameter in its function, a comprehension's target in the comprehension, a walrus target
+    in the nearest function or module (PEP 572), anything else in the nearest scope."""
+    up = parents.get(id(node))
+    if isinstance(node, ast.arg):
+        while up is not None and not isinstance(up, _FUNCTION_SCOPES):
+            up = parents.get(id(up))
+        return up
+    walrus = isinstance(up, ast.NamedExpr) and up.target is node
+    while up is not None and not (isinstance(up, _SCOPES) and not (walrus and isinstance(up, _COMPREHENSIONS))):
+        up = parents.get(id(up))
+    return up
+
+
+def bound_in_reach(tree: ast.Module, targets: list[ast.AST], names) -> list[str]:
+    """Of ``names`` (builtins an expression calls), those a binding could make mean something
+    else at one of ``targets``: bound in the module's scope, in a function, lambda or
+    comprehension around a target (the target's own nodes aside: a guard lambda's parameters),
+    in a class around it with no function in between (a method does not see its class's
+    names), by ``global``/``nonlocal`` anywhere, or any name at all where the module
+    star-imports. A parameter or local of another function cannot reach the target (helper-79's
+    c09: ``def clamp(x, min=0.0, max=1.0)`` elsewhere declined every site)."""
+    parents = {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+    inside = {id(n) for t in targets for n in ast.walk(t)}
+    reach = {id(tree)}
+    for target in targets:
+        up, crossed = parents.get(id(target)), False
+        while up is not None:
+            if isinstance(up, (*_FUNCTION_SCOPES, *_COMPREHENSIONS)):
+                reach.add(id(up))
+                crossed = crossed or isinstance(up, _FUNCTION_SCOPES)
+            elif isinstance(up, ast.ClassDef) and not crossed:
+                reach.add(id(up))
+            up = parents.get(id(up))
+    out = set()
+    for node in ast.walk(tree):
+        if id(node) in inside:
+            continue
+        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            return sorted(set(names))
+        bound = [n for n in names_bound_by(node) if n in names]
+        if bound and (isinstance(node, (ast.Global, ast.Nonlocal)) or id(_binding_scope(node, parents)) in reach):
+            out |= set(bound)
+    return sorted(out)
+
+
+def in_tree(tree: ast.Module, node: ast.AST) -> list[ast.AST]:
+    """The nodes of ``tree`` of ``node``'s type at its position (``node`` from another parse of
+    the same source); empty when there are none."""
+    at = (type(node), getattr(node, "lineno", None), getattr(node, "col_offset", None))
+    return [n for n in ast.walk(tree) if (type(n), getattr(n, "lineno", None), getattr(n, "col_offset", None)) == at]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import ast
 
-from verifier.encoders.base import Ctx, names_bound_by
+from verifier.encoders.base import Ctx, bound_in_reach, in_tree
 from verifier.encoders.numpy_constants import _module_aliases, at_every_occurrence
 from verifier.outcomes import Outcome, check_refuted, checked, unknown
 
@@ -188,9 +188,10 @@ def _in_range_at(call: ast.Call, parents: dict, tree: ast.Module, t: str, method
     torch_names = _module_aliases(tree, "torch")
     if t not in torch_names:
         return check_refuted(BY, f"`{t}` is not bound by `import torch` alone in the mended source")
-    bound_names = {n for node in ast.walk(tree) for n in names_bound_by(node)}
-    if bound_names & {"type", "int"}:
-        return check_refuted(BY, f"the module binds `{sorted(bound_names & {'type', 'int'})[0]}`, which the guard "
+    # a binding the guard can see (another function's parameter cannot reach it)
+    rebound = bound_in_reach(tree, in_tree(tree, call.func) or [call], ("type", "int"))
+    if rebound:
+        return check_refuted(BY, f"the module binds `{rebound[0]}` where the guard sees it, which the guard "
                              "calls as a builtin")
     lam = call.func
     params = _params(lam)

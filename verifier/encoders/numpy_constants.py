@@ -40,7 +40,7 @@ import operator
 
 import z3
 
-from verifier.encoders.base import names_bound_by, Ctx, Query, decide
+from verifier.encoders.base import Ctx, Query, bound_in_reach, decide, in_tree, names_bound_by
 from verifier.outcomes import Outcome, check_refuted, checked, unknown
 
 INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
@@ -338,16 +338,10 @@ def _module_aliases(tree: ast.Module, module: str) -> set[str]:
 
 
 def _bound_builtins(tree: ast.Module, lambdas: list[ast.AST], builtins=_BUILTINS) -> list[str]:
-    """The builtins of the guarded expression that the module binds somewhere (the lambdas'
-    own parameters and comprehension variables aside)."""
-    inside = {id(n) for lam in lambdas for n in ast.walk(lam)}
-    out = set()
-    for node in ast.walk(tree):
-        if id(node) in inside:
-            continue
-        names = names_bound_by(node)
-        out |= {n for n in names if n in builtins}
-    return sorted(out)
+    """The builtins of the guarded expression that a binding in reach of the guard lambdas makes
+    mean something else (:func:`bound_in_reach`: the lambdas' own parameters and comprehension
+    variables aside, a parameter or local of another function too)."""
+    return bound_in_reach(tree, lambdas, builtins)
 
 
 _ALLOC = ("zeros", "ones", "empty", "full")
@@ -737,7 +731,8 @@ def _consumer_outcome(ob: dict, call: ast.Call, parents: dict, tree: ast.Module)
     if ("builtins", "arith") in got_all:
         by += ("; every int arithmetic step on the way is bounded from the guard's bounds (interval arithmetic, "
                "sizes and len() taken as non-negative int64 values): no step leaves int64 and no divisor can be 0")
-    lambdas = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)]
+    # the guard's own lambda in `tree` (a parse of its own: found by position), else every lambda
+    lambdas = in_tree(tree, call.func) or [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)]
     rebound = _bound_builtins(tree, lambdas, _BUILTINS + tuple(b for b in ("range", "float")
                                                               if ("builtins", b) in got_all))
     if rebound:

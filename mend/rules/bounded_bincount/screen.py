@@ -10,7 +10,7 @@ import libcst.matchers as m
 
 from mend.locate import Located
 from mend.rules._base import Decline, Match
-from mend.rules._bindings import aliases, bindings
+from mend.rules._bindings import aliases, bindings, bound_in_reach
 from mend.rules._common import code_of, dotted
 from mend.taxonomy import UNFIXABLE_REASONS
 
@@ -190,9 +190,10 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
     minlength = keywords["minlength"]
     if not _plain(minlength):
         return Decline(NAME, f"minlength `{code_of(minlength).strip()}` is not a literal, a name or an attribute")
-    rebound = [b for b in GUARD_BUILTINS if b in binds]
+    rebound = bound_in_reach(module, call, GUARD_BUILTINS)   # another function's `max=` cannot reach it
     if rebound:
-        return Decline(NAME, f"the module binds `{rebound[0]}`, a builtin the rewritten expression calls")
+        return Decline(NAME, f"the module binds `{rebound[0]}` where the rewritten expression would see it (at the "
+                       "top level, in this function or one around it, or by global/nonlocal), and calls it as a builtin")
     if any(n.value.startswith("_mend_") for n in _names(call)):
         return Decline(NAME, "the call names `_mend_...`, the rewrite's own lambda parameters")
     prov = provenance(indices, torch_names)

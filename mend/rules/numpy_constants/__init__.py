@@ -108,9 +108,13 @@ Traps, each handled:
   ``torch.full(n, v)`` and ``size=n`` want a sequence and raise a TypeError naming the
   argument's type (``numpy.int64`` before, ``int`` after), so they decline (a review).
 * names: ``np`` must be bound only by ``import numpy as np`` at the top level (``import
-  jax.numpy as np`` declines); ``sum``, ``type``, ``list``, ``tuple``, ``int``, ``len``, ``all``
-  must not be bound anywhere in the module; ``math`` must be bound only by ``import math``, or
-  not at all (the rewrite then imports it).
+  jax.numpy as np`` declines); ``sum``, ``type``, ``list``, ``tuple``, ``int``, ``len``, ``all``,
+  ``max``, ``min`` must not be bound where the guard would see them: at the top level, in the
+  site's function or a function, lambda or comprehension around it, in a class body around it
+  with no function between, by ``global``/``nonlocal`` anywhere, or through a star import. A
+  parameter or local of another function cannot reach the guard (helper-79's c09: ``def
+  clamp(x, min=0.0, max=1.0)`` elsewhere declined every site of the file). ``math`` must be
+  bound only by ``import math``, or not at all (the rewrite then imports it).
 
 Declined and left: reformer's ``_get_least_common_mult_chunk_len`` returns ``np.lcm(...)``:
 the break is reported at its callers (``input_shape[-1] % lcm != 0``, data-dependent

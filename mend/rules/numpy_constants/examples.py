@@ -64,6 +64,12 @@ def flatten_index_dims(x):
         'import numpy as np\n\n\ndef f(h, sizes):\n    return h.reshape((h.shape[0], np.sum(sizes)))\n',
         'import numpy as np\n\n\ndef f(h, sizes):\n    return h.reshape((h.shape[0], (lambda v: sum(v) if type(v) is list and 0 < len(v) < 2**31 and all([type(e) is int and -2**31 < e < 2**31 for e in v]) else np.sum(v))(sizes)))  # mend: numpy-constants (was: np.sum(sizes))\n',
     ),
+    # another function's `max=` parameter and a class attribute `min` cannot reach the guard in forward
+    # (helper-79's c09: every site of the file declined)
+    (
+        'import numpy as np\nimport torch\n\n\ndef clamp(x, min=0.0, max=1.0):\n    return x.clamp(min, max)\n\n\nclass Model(torch.nn.Module):\n    min = 0.0\n\n    def forward(self, x):\n        return torch.zeros(x.shape[0], np.max(self.widths))\n',
+        'import numpy as np\nimport torch\n\n\ndef clamp(x, min=0.0, max=1.0):\n    return x.clamp(min, max)\n\n\nclass Model(torch.nn.Module):\n    min = 0.0\n\n    def forward(self, x):\n        return torch.zeros(x.shape[0], (lambda v: max(v) if type(v) is list and 0 < len(v) < 2**31 and all([type(e) is int and -2**31 < e < 2**31 for e in v]) else np.max(v))(self.widths))  # mend: numpy-constants (was: np.max(self.widths))\n',
+    ),
     # np.lcm sizing a torch allocation (not reformer's returned lcm, which is declined)
     (
         'import math\n\nimport numpy as np\nimport torch\n\n\ndef pad(x, a, b):\n    return torch.zeros(x.shape[0], np.lcm(a, b))\n',
@@ -307,6 +313,10 @@ import numpy as np
 def least_common_mult_chunk_len(config):
     return np.lcm(config.lsh_attn_chunk_length, config.local_attn_chunk_length)
 ''', "feeds the return value"),
+    # `global sum` in another function rebinds the module's name, which the guard sees
+    DeclineExample('import numpy as np\n\n\ndef f(plan, n):\n    return np.zeros((n, np.sum(plan)))\n\n\ndef g():\n    global sum\n    sum = len\n', "binds `sum` where the rewritten expression would see it", line=5),
+    # a comprehension variable around the site
+    DeclineExample('import numpy as np\n\n\ndef f(plans, n):\n    return [np.zeros((n, np.max(plan))) for max in plans for plan in max]\n', "binds `max`", line=5),
     # a builtin the rewrite calls is rebound in the module
     ('''import numpy as np
 

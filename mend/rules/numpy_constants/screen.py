@@ -9,7 +9,7 @@ import libcst as cst
 
 from mend.locate import Located, header_parts
 from mend.rules._base import Decline, Match
-from mend.rules._bindings import _Bindings, _target_names, aliases, bindings, module_alias
+from mend.rules._bindings import _Bindings, _target_names, aliases, bindings, bound_in_reach, module_alias
 from mend.rules._common import _same_line_host, code_of, dotted, import_block
 
 NAME = "numpy-constants"
@@ -28,7 +28,7 @@ BOUND_TEXT = "2**31"
 MAX_LEN_TEXT = "2**31"
 PROD_BOUND_TEXT = "2**63"
 
-# builtins the rewritten expression calls: a module that binds any of these names anywhere
+# builtins the rewritten expression calls: a module that binds any of these names where the guard sees them
 # would change what the guard or the replacement means
 GUARD_BUILTINS = ("sum", "type", "list", "tuple", "int", "len", "all", "max", "min")
 
@@ -477,9 +477,11 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
             f" (it calls numpy's {', '.join(other)}, which the rule does not rewrite: its Python form, such as "
             "`list(itertools.accumulate(X))` for `np.cumsum(X).tolist()` of a list of ints, is not implemented)"
             if other else ""))
-    rebound = [b for b in GUARD_BUILTINS if b in binds]
+    # where each guard will sit (a comprehension's variable too); another function's `max=` cannot reach it
+    rebound = sorted({n for _, call in calls for n in bound_in_reach(module, call, GUARD_BUILTINS)})
     if rebound:
-        return Decline(NAME, f"the module binds `{rebound[0]}`, a builtin the rewritten expression calls")
+        return Decline(NAME, f"the module binds `{rebound[0]}` where the rewritten expression would see it (at the "
+                       "top level, in this function or one around it, or by global/nonlocal), and calls it as a builtin")
     # `math` unbound: the rewrite imports it on an existing import line (no line moves);
     # bound otherwise (a variable, `from x import math`): `math.lcm` may not be the stdlib's
     math_imported = module_alias(binds, "math", "math")
