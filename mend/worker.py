@@ -246,20 +246,21 @@ def _observe_all(request: dict) -> dict:
     if request.get("compiled"):
         model = torch.compile(model, backend=request.get("backend", "eager"))
     inputs = torch.load(request["inputs"], weights_only=False)[:request.get("limit")]
-    settings = [(None, None)] + [(line, v) for line in request.get("force", []) for v in (True, False)]
+    # natural, then each predicate forced both ways with what reaches it (verifier.forcing.settings)
+    settings = forcing.settings(request.get("force", []))
     out = []
     for item in inputs:
         args, kwargs = item if isinstance(item, (tuple, list)) else ((), item)  # (args, kwargs), or kwargs
         # the differential test's autocast leg (verifier.legs.under_autocast)
         device = next((t.device.type for t in flatten([args, kwargs])), "cpu")
         amp = torch.autocast(device, dtype=getattr(torch, request["autocast"])) if request.get("autocast") else _Null()
-        for line, value in settings:
-            with forcing.forced(line, value) if line is not None else _Null(), amp:
+        for setting in settings:
+            with forcing.forced_all(setting), amp:
                 result, stdout, warned, records, _, buffers, after, aliases, attrs, *py_state = observe(
                     model, tuple(args), kwargs, grad=False)
             if not (isinstance(result, tuple) and result and result[0] == "raised"):
                 result = [t.detach().clone() for t in flatten(result)]
-            out.append({"setting": [line, value],
+            out.append({"setting": [[k, v] for k, v in setting.items()],
                         "obs": (result, stdout, warned, records, None, buffers, after, aliases, attrs, *py_state)})
     return {"observations": out, "seen": {str(k): sorted(forcing.seen(k) - {None}) for k in request.get("force", [])}}
 

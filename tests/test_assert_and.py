@@ -337,3 +337,45 @@ def test_an_out_that_wrote_nothing_says_so(run_mend, tmp_path):
     assert code == 0, err
     assert f"  wrote     nothing: no rewrite was applied, so nothing was written to {tmp_path / 'o'}" in out
     assert not (tmp_path / "o").exists()
+
+
+def test_each_operand_is_forced_both_ways_in_the_differential_test():
+    # the split's operands were verified only on the outcomes the drawn inputs reached; now
+    # each operand is forced True and False, the ones before it held (verifier/forcing.py)
+    res = fix(str(FIXTURES / "assert_and.py"), unsafe_fixes=True, max_examples=3)
+    (rw,) = res.rewrites
+    outcomes = rw["evidence"]["predicate_outcomes"]
+    assert sorted(outcomes) == ["13&0", "13&1"], outcomes
+    assert all(o["forced"] == [False, True] for o in outcomes.values())
+
+
+def test_a_single_asserts_test_is_forced_and_its_natural_outcomes_recorded():
+    # the key is the str "15": an int one recorded no natural outcome (found while adding this)
+    res = fix(str(FIXTURES / "assert_item.py"), unsafe_fixes=True, max_examples=3)
+    (rw,) = res.rewrites
+    assert rw["evidence"]["predicate_outcomes"] == {"15": {"natural": [True], "forced": [False, True]}}
+
+
+def test_a_split_that_drops_an_operands_check_is_refuted_by_forcing(tmp_path):
+    from mend.pipeline.executors import install_runtimes
+    from verifier.differential import differential_test
+    from verifier.forcing import forced_keys, instrument
+
+    src = (FIXTURES / "assert_and.py").read_text()
+    line = next(i for i, t in enumerate(src.splitlines(), 1) if t.strip().startswith("assert"))
+    inst = instrument(src, line)
+    mended = pv.rewrite(cst.parse_module(inst), line).code
+    # the mutant: the second operand's check computed but never asserted
+    mutant = mended.replace("torch._assert_async(_mend_cond_2,", "(lambda *a: None)(_mend_cond_2,")
+    assert mutant != mended
+    (tmp_path / "inst_orig.py").write_text(inst)
+    (tmp_path / "inst_mutant.py").write_text(mutant)
+    orig_mod, mut_mod = _load(tmp_path / "inst_orig.py", "_and_inst_o"), _load(tmp_path / "inst_mutant.py", "_and_inst_m")
+    torch.manual_seed(0)
+    a, b = orig_mod.Model().eval(), mut_mod.Model().eval()
+    b.load_state_dict(a.state_dict())
+    install_runtimes(b)
+    example = (torch.randn(2, 4), torch.full((2, 4), 0.5))
+    ev = differential_test(a, b, example, force_lines=forced_keys(inst, line), max_examples=2, compiled=False,
+                           train=False)
+    assert not ev.passed and "13&1" in (ev.reason or "") + str(ev.counterexample), ev

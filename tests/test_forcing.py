@@ -85,3 +85,53 @@ def test_an_elif_outcome_no_input_reaches_is_still_verified():
     assert differential_test(Orig(), Wrong(), example, force_lines=[3], **kw).passed
     ev = differential_test(Orig(), Wrong(), example, force_lines=[3, 5], **kw)
     assert not ev.passed and "x * 3" not in ev.reason, ev.reason
+
+
+ASSERTS = textwrap.dedent("""\
+    def f(x, p):
+        assert (p >= 0).all() and (p <= 1).all() and x.dim() == 2, "msg"
+        assert (x > 0).all(), f"bad {x.shape}"
+        assert (a or b) and not c
+        return x
+    """)
+
+
+def test_an_asserts_test_is_wrapped_whole_or_operand_by_operand():
+    from verifier.forcing import forced_keys
+
+    out = instrument(ASSERTS, 2)
+    assert out.splitlines()[1] == ("    assert __mend_force__((p >= 0).all(), '2&0') and __mend_force__((p <= 1).all(), "
+                                   "'2&1') and __mend_force__(x.dim() == 2, '2&2'), \"msg\"")
+    assert forced_keys(out, 2) == ["2&0", "2&1", "2&2"]
+    out = instrument(ASSERTS, 3)
+    assert out.splitlines()[2] == "    assert __mend_force__((x > 0).all(), '3'), f\"bad {x.shape}\""
+    assert forced_keys(out, 3) == ["3"]
+    # an operand holding `or`, or `not`, is forced whole
+    assert "__mend_force__(a or b, '4&0') and __mend_force__(not c, '4&1')" in instrument(ASSERTS, 4)
+    assert instrument(ASSERTS, 2, last_and=True) is None   # `last_and` is an `if`'s form only
+    assert forced_keys(instrument(SRC, 3), 3) == [3]
+
+
+def test_settings_reach_each_operand_after_the_ones_before_it_held_and_each_elif_after_false_tests():
+    from verifier.forcing import settings
+
+    assert settings(["2&0", "2&1"]) == [{}, {"2&0": True}, {"2&0": False}, {"2&0": True, "2&1": True},
+                                        {"2&0": True, "2&1": False}]
+    assert settings([3, 5]) == [{}, {3: True}, {3: False}, {3: False, 5: True}, {3: False, 5: False}]
+    assert settings(["7"]) == [{}, {"7": True}, {"7": False}]
+
+
+def test_an_asserts_python_test_stays_a_python_bool():
+    # Dynamo compiles `assert <tensor>` itself, into a check raising RuntimeError: a Python
+    # test made a tensor by the hook would fail differently from the original under compile
+    import torch
+
+    from verifier import forcing
+
+    forcing.reset()
+    assert forcing.force(True, "9") is True and forcing.seen("9") == {True}
+    with forcing.forced("9", False):
+        assert forcing.force(True, "9") is False
+        t = forcing.force(torch.tensor(True), "9")
+        assert isinstance(t, torch.Tensor) and not t.item()
+    assert isinstance(forcing.force(True, 9), torch.Tensor)   # an `if`'s: a tensor, for the rewrite's ops

@@ -615,9 +615,11 @@ def differential_test(original, mended, example: tuple, *, example_kwargs: dict 
 
     ``example``: the target's example args (tensors of any shape/dtype). ``force_lines``:
     rewritten predicates, instrumented with :func:`verifier.forcing.force` in both models:
-    the tests of one ``if``/``elif`` chain, in order. Every input is run with the predicates
+    the tests of one ``if``/``elif`` chain, in order, or an ``assert``'s test (its ``and``
+    operands, :func:`verifier.forcing.and_key`). Every input is run with the predicates
     natural, and with each forced True and forced False, the tests before it forced False
-    (the only path that reaches it), so every outcome is always exercised. ``emitted``: the mended module exactly as it will be
+    (an ``and`` operand's: True), the only path that reaches it
+    (:func:`verifier.forcing.settings`), so every outcome is always exercised. ``emitted``: the mended module exactly as it will be
     written (no forcing hook; defaults to ``mended``), compiled with both runtimes
     installed as README tells users to; ``reference``: a separate copy of the original
     that sees exactly the calls ``emitted`` sees (stateful modules stay in step). Modes:
@@ -680,9 +682,9 @@ def _differential_test(original, mended, example: tuple, *, example_kwargs, emit
     grad = True
     state = {"n": 0, "worst": 0.0}
     grads: dict = {}   # the largest eager gradient difference (compare's grad_stats)
-    # test k of an if/elif chain is reached only when the tests before it are false: forced so
-    settings_ = [{}] + [{**{prev: False for prev in force_lines[:k]}, line: v}
-                        for k, line in enumerate(force_lines) for v in (True, False)]
+    # test k of an if/elif chain is reached only when the tests before it are false, operand j
+    # of an assert's `and` only when the ones before it held: forced so
+    settings_ = forcing.settings(list(force_lines))
     models = [original, mended, emit, ref_c] + (list(pair_c) if pair_c else [])
     # drawn inputs on which the original raised go to the Inductor pass too: Inductor orders
     # a deferred effect only against other effects, not against an op that raises

@@ -31,7 +31,7 @@ from mend.scan import scan
 from mend.taxonomy import EAGER_SETUP_ADVICE
 from mend.targets import load_target
 from mend.worker import start_early
-from verifier.forcing import instrument
+from verifier.forcing import forced_keys, instrument
 from verifier.obligations import LEVELS, examples_for, fix_safety, prove
 
 __all__ = ["fix", "FixResult", "Rewrite", "Declined", "build_pair", "factory_of", "model_maker", "UNFORCEABLE"]
@@ -73,12 +73,13 @@ def instrumented_pair(rewrite, current: str, line: int):
         inst = instrument(current, line, last_and)
         if inst is None:
             continue
-        chained, lines = inst, [line]
+        keys = forced_keys(inst, line)   # an assert's, one per operand of `A and B`; else [line]
+        chained, lines = inst, keys
         for elif_line in ([] if last_and else elif_lines(current, line)):
             more = instrument(chained, elif_line)
             if more is not None:
                 chained, lines = more, [*lines, elif_line]
-        for code, forced in ((chained, lines), (inst, [line])) if len(lines) > 1 else ((inst, [line]),):
+        for code, forced in ((chained, lines), (inst, keys)) if len(lines) > len(keys) else ((inst, keys),):
             res = rewrite(cst.parse_module(code), line)
             if not isinstance(res, Decline):
                 return code, res.code, forced
@@ -86,8 +87,11 @@ def instrumented_pair(rewrite, current: str, line: int):
 
 
 def _is_branch(code: str, line: int) -> bool:
-    """An ``if`` starts on ``line``: its rewrite must be verified on both outcomes."""
-    return instrument(code, line) is not None
+    """An ``if`` (or a conditional expression) starts on ``line``: its rewrite must be verified
+    on both outcomes. An ``assert`` is forced where the rule rewrites its instrumented copy,
+    and otherwise verified as before, on the outcomes its inputs reach."""
+    lines = code.splitlines()
+    return instrument(code, line) is not None and not lines[line - 1].lstrip().startswith("assert")
 
 
 def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds: int = 32,

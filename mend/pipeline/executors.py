@@ -288,7 +288,7 @@ def compare_runs(ref: dict, got: dict, exact: bool, natural_only: bool = False, 
     the largest absolute error (the largest gradient difference goes to ``grad_stats``).
     Raises Mismatch on the first difference."""
     worst = 0.0
-    ref_obs = [o for o in ref["observations"] if not natural_only or o["setting"][0] is None]
+    ref_obs = [o for o in ref["observations"] if not natural_only or not o["setting"]]
     got_obs = got["observations"]
     if len(ref_obs) != len(got_obs):
         raise MendError("internal: observation counts differ")

@@ -587,6 +587,14 @@ def _total_static(expr: cst.BaseExpression) -> bool:
     return True
 
 
+def _unhook(e: cst.BaseExpression) -> cst.BaseExpression:
+    """The operand inside the verifier's forcing hook ``__mend_force__(X, key)`` (its
+    instrumented copies, verifier/forcing.py), else ``e`` itself."""
+    if isinstance(e, cst.Call) and _dotted(e.func) == FORCING_HOOK.rstrip("(") and len(e.args) == 2:
+        return e.args[0].value
+    return e
+
+
 def _and_parts(core: cst.BooleanOperation) -> list | str:
     """``assert A and B and C, msg`` is ``assert A, msg``, ``assert B, msg``, ``assert C, msg``
     run in turn (Python evaluates B only when A held, and both raise the same AssertionError):
@@ -606,16 +614,20 @@ def _and_parts(core: cst.BooleanOperation) -> list | str:
     if isinstance(core.operator, cst.Or) or any(isinstance(e, cst.BooleanOperation) for e in flat):
         return ("the condition is an `or`: short-circuit evaluation has no single tensor predicate (only "
                 "`assert A and B` is split, into one check per operand)")
-    nested = next((e for e in flat if isinstance(_strip_not(e)[0], cst.BooleanOperation)), None)
+    nested = next((e for e in flat if isinstance(_strip_not(_unhook(e))[0], cst.BooleanOperation)), None)
     if nested is not None:
         return (f"the operand `{_code(nested).strip()[:60]}` negates an `and`/`or`: short-circuit evaluation "
                 "has no single tensor predicate (only the top-level `and` of an assert is split)")
     parts, tensor_before = [], None
     for e in flat:
-        c, neg = _strip_not(e)
-        static = _static_part(c)
-        if tensor_before is not None and not (static and _total_static(c)):
-            why = speculation_hazard(c)   # a leading `not` is the guarded form's logical_not
+        inner = _unhook(e)
+        # an operand inside the verifier's forcing hook (an instrumented copy) is checked as
+        # the operand it wraps, and kept whole, with its `not`, inside the hook
+        c, neg = _strip_not(e) if inner is e else (e, False)
+        inner_core = _strip_not(inner)[0]
+        static = _static_part(inner_core)
+        if tensor_before is not None and not (static and _total_static(inner_core)):
+            why = speculation_hazard(inner_core)   # a leading `not` is the guarded form's logical_not
             if why is not None:
                 return (f"the operand `{_code(e).strip()[:50]}` would be computed inside the graph even when "
                         f"`{_code(tensor_before).strip()[:50]}` fails the assert (Python skips it then), and {why}")
