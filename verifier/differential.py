@@ -615,11 +615,9 @@ def differential_test(original, mended, example: tuple, *, example_kwargs: dict 
 
     ``example``: the target's example args (tensors of any shape/dtype). ``force_lines``:
     rewritten predicates, instrumented with :func:`verifier.forcing.force` in both models:
-    the tests of one ``if``/``elif`` chain, in order, or an ``assert``'s test (its ``and``
-    operands, :func:`verifier.forcing.and_key`). Every input is run with the predicates
-    natural, and with each forced True and forced False, the tests before it forced False
-    (an ``and`` operand's: True), the only path that reaches it
-    (:func:`verifier.forcing.settings`), so every outcome is always exercised. ``emitted``: the mended module exactly as it will be
+    the tests of one ``if``/``elif`` chain, in order, or an ``assert``'s (each ``and`` operand).
+    Every input runs with the predicates natural, and each forced True and False with what
+    reaches it (:func:`verifier.forcing.settings`), so every outcome is always exercised. ``emitted``: the mended module exactly as it will be
     written (no forcing hook; defaults to ``mended``), compiled with both runtimes
     installed as README tells users to; ``reference``: a separate copy of the original
     that sees exactly the calls ``emitted`` sees (stateful modules stay in step). Modes:
