@@ -10,7 +10,11 @@ so what the surrounding code does around the check must not depend on when it fa
   into the same graph (helper-50: an attribute stashed by ``self._keep(h)`` before the check
   was lost when the check failed);
 * a caller in the module with a ``try``/``with`` around the call, a grad-mode context or a
-  state change (helper-47).
+  state change (helper-47);
+* a torch mode context in any other function of the module, around a call that may reach the
+  check (a parent module's ``with torch.no_grad(): h = self.enc(x)``, ``@torch.no_grad()`` on a
+  method, ``sdpa_kernel``): under the eager backend a check failing inside the graph leaves the
+  mode set for the process (helper-85: grad mode, flash SDPA disabled).
 
 Code in other modules rests on the observation of the example run (state-unchanged-on-raise)."""
 from __future__ import annotations
@@ -149,4 +153,48 @@ def caller_screen(module: cst.Module | None, function: cst.FunctionDef) -> str |
         if effect is not None:
             return (f"`{caller.name.value}`, which calls `{name}`, changes state (`{effect[:80]}`): with the check "
                     "inside the compiled graph, a failing call could leave different state than eager")
+    return None
+
+
+# torch contexts a check failing inside the graph was measured not to leave set (helper-85)
+_MODE_EXEMPT = frozenset({"autocast", "device"})
+
+
+def _torch_context(expr: cst.BaseExpression, torch_roots: set[str]) -> str | None:
+    """``expr`` (a ``with`` item or a decorator) as code when it is a torch context: named
+    through ``torch`` or a name imported from a torch module, other than :data:`_MODE_EXEMPT`."""
+    func = expr.func if isinstance(expr, cst.Call) else expr
+    name = dotted(func) or ""
+    if name.split(".")[0] in torch_roots and name.rsplit(".", 1)[-1] not in _MODE_EXEMPT:
+        return code_of(expr).strip()
+    return None
+
+
+def mode_context_elsewhere(module: cst.Module | None, function: cst.FunctionDef) -> str | None:
+    """Why a torch mode context in another function of the module may leave its mode set when
+    the mended check fails inside the graph, else None: a ``with`` of one around a call, or a
+    decorator (the call may reach the check: a parent module calls ``self.child(x)``, which
+    runs ``forward`` without naming it). Measured by helper-85 with the eager backend:
+    ``torch.no_grad``, ``set_grad_enabled`` and ``sdpa_kernel`` stay set after a failing call."""
+    if module is None:
+        return None
+    roots = {"torch"}
+    for imp in m.findall(module, m.ImportFrom()):
+        if (dotted(imp.module) or "").split(".")[0] == "torch" and not isinstance(imp.names, cst.ImportStar):
+            roots |= {(a.asname.name.value if a.asname else dotted(a.name) or "") for a in imp.names
+                      if not a.asname or isinstance(a.asname.name, cst.Name)}
+    for fn in m.findall(module, m.FunctionDef()):
+        if fn is function:
+            continue
+        found = next(filter(None, (_torch_context(d.decorator, roots) for d in fn.decorators)), None)
+        where = f"`@{found}` on `{fn.name.value}`" if found else None
+        for w in m.findall(fn.body, m.With()) if where is None else ():
+            found = next(filter(None, (_torch_context(i.item, roots) for i in w.items)), None)
+            if found and m.findall(w.body, m.Call()):
+                where = f"`with {found}` around a call in `{fn.name.value}`"
+                break
+        if where is not None:
+            return (f"{where[:120]} may run the check: when it fails inside the compiled graph, Dynamo's eager "
+                    "backend leaves that mode set for the rest of the process (measured by helper-85: grad mode "
+                    "off, flash attention disabled)")
     return None

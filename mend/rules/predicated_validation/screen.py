@@ -12,7 +12,7 @@ from mend.locate import Located
 from mend.rules._base import Decline, Match
 from mend.rules._common import code_of as _code, dotted as _dotted, enclosing_handler, locals_readers, state_change
 from mend.rules._bindings import bindings, module_alias
-from mend.rules._in_graph_checks import surroundings
+from mend.rules._in_graph_checks import mode_context_elsewhere, surroundings
 from mend.rules._scalars import walk
 from mend.rules.predicated_control_flow.screen import FORCING_HOOK
 
@@ -448,7 +448,8 @@ def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
         return Decline(NAME, f"the function also changes state (`{effect[:60]}`): with the check inside the "
                              "graph, inductor runs later in-place updates before the failed assert surfaces and "
                              "aot_eager drops earlier ones, so a failing call would leave different state")
-    why = surroundings(function, ancestors, inner, module) or _catching_try(module, function)
+    why = surroundings(function, ancestors, inner, module) or _catching_try(module, function) or \
+        mode_context_elsewhere(module, function)
     if why is not None:
         return Decline(NAME, why)
     if items is None and not via_call and locals_readers(function):
