@@ -512,7 +512,7 @@ def get_inputs():
 
 def test_a_nan_loss_check_read_through_item_moves_into_the_graph(tmp_path):
     """helper-61: `if math.isnan(loss.item()): raise` was left at item-tolist (no rule). It is
-    routed to predicated validation and rewritten to torch.isnan(loss), 2 graphs -> 1; the
+    routed to predicated validation and rewritten to torch.isnan(T) on a local bound to the tensor, 2 graphs -> 1; the
     check is not put under `if __debug__:` (python -O keeps an if/raise), and a tampered
     mapping (isinf for isnan) is refuted by raises-iff-original."""
     from mend.fix import fix
@@ -545,7 +545,7 @@ def get_inputs():
     res = fix(str(src), unsafe_fixes=True, verify="standard", max_examples=5)
     (rw,) = res.rewrites
     assert (res.before.graph_count, res.after.graph_count) == (2, 1) and "__debug__" not in res.mended
-    assert "torch.isnan(loss)" in res.mended
+    assert "_mend_item = loss" in res.mended and "torch.isnan(_mend_item)" in res.mended
     ob = next(o for o in rw["obligations"] if o["kind"] == "raises-iff-original")
     assert ob["result"] == "proved"
     out = tmp_path / "mended.py"

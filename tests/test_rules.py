@@ -163,7 +163,8 @@ def test_every_declared_obligation_kind_is_exercised_by_a_fix_example():
 def test_today_s_required_kinds_and_facts():
     assert RULES["host-count-reduction"].required_kinds == {"count-compare-exact", "count-tolist-1d",
                                                             "count-uses-keep-type"}
-    assert RULES["predicated-validation"].required_kinds == {"state-unchanged-on-raise", "guarded-check"}
+    assert RULES["predicated-validation"].required_kinds == {"state-unchanged-on-raise", "guarded-check",
+                                                                  "guarded-item-check"}
     assert RULES["predicated-control-flow"].required_kinds == {"fall-through-cannot-raise", "loop-facts-agree"}
     assert not RULES["deferred-side-effects"].required_kinds
     assert {n: RULES[n].needs_facts for n in ("predicated-control-flow", "predicated-validation",

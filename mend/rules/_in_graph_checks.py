@@ -156,6 +156,8 @@ def caller_screen(module: cst.Module | None, function: cst.FunctionDef) -> str |
     return None
 
 
+# methods that build or initialise a module: run when it is made, never inside a compiled forward
+_SETUP = frozenset({"__init__", "_init_weights", "init_weights", "reset_parameters"})
 # torch contexts a check failing inside the graph was measured not to leave set (helper-85)
 _MODE_EXEMPT = frozenset({"autocast", "device"})
 
@@ -184,7 +186,7 @@ def mode_context_elsewhere(module: cst.Module | None, function: cst.FunctionDef)
             roots |= {(a.asname.name.value if a.asname else dotted(a.name) or "") for a in imp.names
                       if not a.asname or isinstance(a.asname.name, cst.Name)}
     for fn in m.findall(module, m.FunctionDef()):
-        if fn is function:
+        if fn is function or fn.name.value in _SETUP:
             continue
         found = next(filter(None, (_torch_context(d.decorator, roots) for d in fn.decorators)), None)
         where = f"`@{found}` on `{fn.name.value}`" if found else None

@@ -344,14 +344,24 @@ def cpu_only(ob: dict, ctx: Ctx) -> Outcome:
     return checked(by + " (cpu)", assumptions)
 
 
-def _guard_ok(test: ast.AST, local: str) -> bool:
+# the dtypes with CPU kernels for logical_not, comparisons and isnan/isinf/isfinite (measured,
+# torch 2.13; helper-85: uint16/32/64, float8 and complex32 have none, complex no ordering)
+_CHECK_DTYPES = ("(torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, "
+                 "torch.bfloat16, torch.float32, torch.float64)")
+
+
+def _guard_text(local: str, dtype: bool) -> str:
+    return (f"type({local}) is torch.Tensor and {local}.numel() == 1 and {local}.device.type == 'cpu' and "
+            f"{local}.layout == torch.strided and not {local}.is_quantized"
+            + (f" and {local}.dtype in {_CHECK_DTYPES}" if dtype else ""))
+
+
+def _guard_ok(test: ast.AST, local: str, dtype: bool = False) -> bool:
     """``type(L) is torch.Tensor and L.numel() == 1 and L.device.type == 'cpu' and L.layout ==
     torch.strided and not L.is_quantized``, exactly (helper-81: a sparse or quantized tensor passed
-    the first three, and ``_assert_async`` raised NotImplementedError)."""
-    want = ast.parse(f"type({local}) is torch.Tensor and {local}.numel() == 1 and {local}.device.type == 'cpu' and "
-                     f"{local}.layout == torch.strided and not {local}.is_quantized",
-                     mode="eval").body
-    return ast.dump(test) == ast.dump(want)
+    the first three, and ``_assert_async`` raised NotImplementedError); with ``dtype``, ``and
+    L.dtype in`` the dtypes the check's ops have kernels for (helper-85)."""
+    return ast.dump(test) == ast.dump(ast.parse(_guard_text(local, dtype), mode="eval").body)
 
 
 def _function_of(tree: ast.Module, trap: str):
@@ -402,10 +412,8 @@ def guarded_check(ob: dict, ctx: Ctx) -> Outcome:
     if ast.dump(fails) != ast.dump(core if raise_if_true else ast.UnaryOp(ast.Not(), core)):
         problems.append(f"the bound condition `{cond}` is not what the original check raised on "
                         f"(`{ob.get('raises_when')}`)")
-    if not _guard_ok(test.test, local):
-        problems.append(f"the guard is not `type({local}) is torch.Tensor and {local}.numel() == 1 and "
-                        f"{local}.device.type == 'cpu' and {local}.layout == torch.strided and not "
-                        f"{local}.is_quantized`")
+    if not _guard_ok(test.test, local, dtype=raise_if_true):   # logical_not needs a kernel for the dtype
+        problems.append(f"the guard is not `{_guard_text(local, raise_if_true)}`")
     call = test.body[0].value if isinstance(test.body[0], ast.Expr) else None
     holds = ast.parse(f"torch.logical_not({local})" if raise_if_true else local, mode="eval").body
     if not (isinstance(call, ast.Call) and _dotted(call.func) == "torch._assert_async" and call.args
@@ -430,14 +438,107 @@ def guarded_check(ob: dict, ctx: Ctx) -> Outcome:
     else:
         problems.append("the guard has no fallback running the original check")
     uses = sum(1 for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == local)
-    if uses != 8:   # bound once, five times in the guard, once asserted, once in the fallback
-        problems.append(f"`{local}` is named {uses} times in the function, not only by the guarded form (8)")
+    want_uses = 8 + raise_if_true   # bound once, five (six) times in the guard, once asserted, once in the fallback
+    if uses != want_uses:
+        problems.append(f"`{local}` is named {uses} times in the function, not only by the guarded form "
+                        f"({want_uses})")
     if problems:
         return check_refuted(by, "; ".join(problems))
     return checked(by + f": `{local} = {cond}`, then the check inside the graph only under "
                    f"`{ast.unparse(test.test)}`, the original check otherwise",
                    ["Dynamo decides the guard at trace time (type, element count and device are guarded), so "
                     "it adds no break (measured on torch 2.13; the pipeline's graph count)"])
+
+
+class _SwapAst(ast.NodeTransformer):
+    """Each expression equal to one of ``swap``'s (by ``ast.dump``), replaced by that local."""
+
+    def __init__(self, swap: dict[str, str]):
+        self.swap = swap
+
+    def generic_visit(self, node):
+        local = self.swap.get(ast.dump(node)) if isinstance(node, ast.expr) else None
+        return ast.Name(local, ast.Load()) if local else super().generic_visit(node)
+
+
+def _item_guard_of(tree: ast.Module, trap: str):
+    """(function, statements of its block, index of the guard) where the mended file checks
+    ``trap`` in a guarded ``.item()`` form; None when there is none."""
+    key = trap.rpartition(".")[2]
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for block in ast.walk(fn):
+                body = getattr(block, "body", None)
+                for i, stmt in enumerate(body if isinstance(body, list) else ()):
+                    if isinstance(stmt, ast.If) and len(stmt.body) == 1 and key in ast.unparse(stmt.body[0]) \
+                            and "_assert_async" in ast.unparse(stmt.body[0]):
+                        return fn, body, i
+    return None
+
+
+def guarded_item_check(ob: dict, ctx: Ctx) -> Outcome:
+    """``guarded-item-check``: the mended ``T.item() <op> E`` check binds each tensor read
+    through ``.item()`` to a local, runs the tensor condition inside the graph only when every
+    local is a one-element plain CPU tensor of a dtype its comparison has a kernel for, and the
+    original test on the same locals otherwise (helper-85's F2: without the guard a two-element
+    tensor passed under inductor, and a Python int or uint16 raised other errors). A static screen
+    of the mended file, re-derived from it."""
+    by = "the static screen of the mended file (the guarded `.item()` form re-read from it)"
+    pairs, trap = [tuple(p) for p in ob.get("locals") or ()], ob.get("trap") or ""
+    if not (pairs and ob.get("asserts") and ob.get("test") and ctx.code):
+        return unknown("the locals, the conditions or the mended file are not recorded")
+    try:
+        tree = ast.parse(ctx.code)
+        receivers = [ast.parse(r, mode="eval").body for _, r in pairs]
+        swap = _SwapAst({ast.dump(r): local for (local, _), r in zip(pairs, receivers)})
+        holds = swap.visit(ast.parse(ob["asserts"], mode="eval").body)
+        test = swap.visit(ast.parse(ob["test"], mode="eval").body)
+    except SyntaxError as exc:
+        return unknown(f"could not parse: {exc}")
+    found = _item_guard_of(tree, trap)
+    if found is None:
+        return check_refuted(by, f"no guarded `_assert_async` with marker {trap}")
+    fn, body, i = found
+    guard, problems = body[i], []
+    binds = body[i - len(pairs):i] if i >= len(pairs) else []
+    if len(binds) != len(pairs) or not all(
+            isinstance(b, ast.Assign) and len(b.targets) == 1 and isinstance(b.targets[0], ast.Name)
+            and b.targets[0].id == local and ast.dump(b.value) == ast.dump(r)
+            for b, (local, _), r in zip(binds, pairs, receivers)):
+        problems.append("the statements before the guard do not bind " + ", ".join(f"`{lo} = {r}`" for lo, r in pairs))
+    want = " and ".join(_guard_text(local, True) for local, _ in pairs)
+    if ast.dump(guard.test) != ast.dump(ast.parse(want, mode="eval").body):
+        problems.append(f"the guard is not `{want}`")
+    call = guard.body[0].value if isinstance(guard.body[0], ast.Expr) else None
+    if not (isinstance(call, ast.Call) and _dotted(call.func) == "torch._assert_async" and call.args
+            and ast.dump(call.args[0]) == ast.dump(holds)):
+        problems.append(f"the guarded call does not assert `{ast.unparse(holds)}`")
+    restored = _trap_exception(tree, trap)
+    orelse = guard.orelse[0] if len(guard.orelse) == 1 else None
+    if ob.get("form") == "assert":
+        entry = _entry(restored)
+        msg = None if not isinstance(orelse, ast.Assert) else "" if orelse.msg is None else \
+            ast.literal_eval(orelse.msg) if isinstance(orelse.msg, ast.Constant) else None
+        if not (isinstance(orelse, ast.Assert) and ast.dump(orelse.test) == ast.dump(test) and entry is not None
+                and entry[0] == "AssertionError" and msg == entry[1]):
+            problems.append(f"the fallback is not `assert {ast.unparse(test)}` with the trap table's message")
+    else:
+        exc = orelse.body[0].exc if isinstance(orelse, ast.If) and len(orelse.body) == 1 and isinstance(
+            orelse.body[0], ast.Raise) else None
+        if not (exc is not None and not orelse.orelse and ast.dump(orelse.test) == ast.dump(test)
+                and restored is not None and ast.dump(exc) == ast.dump(restored)):
+            problems.append(f"the fallback is not `elif {ast.unparse(test)}: raise` the trap table's exception")
+    for local, _ in pairs:
+        named = sum(1 for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == local)
+        want_n = 7 + sum(1 for e in (holds, test) for n in ast.walk(e) if isinstance(n, ast.Name) and n.id == local)
+        if named != want_n:   # bound once, six times in the guard, then in the check and the fallback
+            problems.append(f"`{local}` is named {named} times in the function, not only by the guarded form ({want_n})")
+    if problems:
+        return check_refuted(by, "; ".join(problems))
+    return checked(by + ": " + ", ".join(f"`{lo} = {r}`" for lo, r in pairs) + f", then `{ast.unparse(holds)}` "
+                   "inside the graph only under the guard, the original test on the same values otherwise",
+                   ["Dynamo decides the guard at trace time (type, element count, device and dtype are guarded), "
+                    "so it adds no break (measured on torch 2.13; the pipeline's graph count)"])
 
 
 # one-tensor functions that raise and warn for no dtype (measured, torch 2.13: bool, uint8, int8/32/64,
@@ -572,8 +673,9 @@ ENCODERS = {
     "condition-is-tensor": condition_is_tensor,
     "restore-at-boundary": restore_at_boundary,
     "guarded-check": guarded_check,
+    "guarded-item-check": guarded_item_check,
     "speculated-operands": speculated_operands,
 }
 CHECKS = frozenset({"same-result-when-passing", "first-failure-wins", "state-unchanged-on-raise", "cpu-only",
-                    "restore-at-boundary", "guarded-check", "speculated-operands"})
+                    "restore-at-boundary", "guarded-check", "guarded-item-check", "speculated-operands"})
 OBSERVED = frozenset({"state-unchanged-on-raise", "cpu-only"})   # rest on the example run

@@ -183,7 +183,7 @@ Never inference-only: a check has no gradient.
 
 OBLIGATION_KINDS = frozenset({"raises-iff-original", "same-result-when-passing", "first-failure-wins",
                               "restore-at-boundary", "state-unchanged-on-raise", "condition-is-tensor", "cpu-only",
-                              "guarded-check", "speculated-operands"})
+                              "guarded-check", "guarded-item-check", "speculated-operands"})
 
 RULE = Rule(
     name=NAME,
@@ -192,7 +192,7 @@ RULE = Rule(
     rewrite=rewrite,
     example_line=example_line,
     obligation_kinds=OBLIGATION_KINDS,
-    required_kinds=frozenset({"state-unchanged-on-raise", "guarded-check"}),
+    required_kinds=frozenset({"state-unchanged-on-raise", "guarded-check", "guarded-item-check"}),
     needs_facts=True,
     fix_safety=FIX_SAFETY,
     doc=__doc__,

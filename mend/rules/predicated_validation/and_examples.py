@@ -67,7 +67,7 @@ def f(ids):
         else:
             assert _mend_cond
         _mend_cond_2 = (ids >= 1024).any()
-        if type(_mend_cond_2) is torch.Tensor and _mend_cond_2.numel() == 1 and _mend_cond_2.device.type == 'cpu' and _mend_cond_2.layout == torch.strided and not _mend_cond_2.is_quantized:
+        if type(_mend_cond_2) is torch.Tensor and _mend_cond_2.numel() == 1 and _mend_cond_2.device.type == 'cpu' and _mend_cond_2.layout == torch.strided and not _mend_cond_2.is_quantized and _mend_cond_2.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32, torch.float64):
             torch._assert_async(
                 torch.logical_not(_mend_cond_2),
                 f"mend-trap:{__name__}:_MEND_TRAPS.1cac51d3ff75",

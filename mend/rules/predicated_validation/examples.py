@@ -42,7 +42,7 @@ _MEND_TRAPS = {
 def check(shapes, seq_len):
     # the encoder must see every level
     _mend_cond = (shapes[:, 0] * shapes[:, 1]).sum() != seq_len
-    if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized:
+    if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized and _mend_cond.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32, torch.float64):
         torch._assert_async(
             torch.logical_not(_mend_cond),
             f"mend-trap:{__name__}:_MEND_TRAPS.a95c7a120d13",
@@ -108,7 +108,7 @@ _MEND_TRAPS = {
 def forward(x):
     if __debug__:
         _mend_cond = torch.isnan(x).any()
-        if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized:
+        if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized and _mend_cond.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32, torch.float64):
             torch._assert_async(
                 torch.logical_not(_mend_cond),
                 f"mend-trap:{__name__}:_MEND_TRAPS.df2b3e53d6cf",
@@ -143,7 +143,7 @@ _MEND_TRAPS = 3
 
 def forward(x):
     _mend_cond = x.abs().max() > 1e4
-    if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized:
+    if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized and _mend_cond.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32, torch.float64):
         torch._assert_async(
             torch.logical_not(_mend_cond),
             f"mend-trap:{__name__}:_MEND_TRAPS_1.dcd377fca00b",
@@ -183,7 +183,7 @@ _MEND_TRAPS = {
 class Block(torch.nn.Module):
     def forward(self, x, mask):
         _mend_cond = mask.sum() == 0
-        if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized:
+        if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized and _mend_cond.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32, torch.float64):
             torch._assert_async(
                 torch.logical_not(_mend_cond),
                 f"mend-trap:{__name__}:_MEND_TRAPS.cfb23de8c9ea",
@@ -223,10 +223,14 @@ def get_masks(slen, lengths, padding_mask=None):
         mask = padding_mask
     else:
         if __debug__:
-            torch._assert_async(
-                lengths.max() <= slen,
-                f"mend-trap:{__name__}:_MEND_TRAPS.cf71528b33bc",
-            )
+            _mend_item = lengths.max()
+            if type(_mend_item) is torch.Tensor and _mend_item.numel() == 1 and _mend_item.device.type == 'cpu' and _mend_item.layout == torch.strided and not _mend_item.is_quantized and _mend_item.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32, torch.float64):
+                torch._assert_async(
+                    _mend_item <= slen,
+                    f"mend-trap:{__name__}:_MEND_TRAPS.cf71528b33bc",
+                )
+            else:
+                assert _mend_item.item() <= slen
         mask = alen < lengths[:, None]
     return mask
 ''',
@@ -252,10 +256,14 @@ _MEND_TRAPS = {
 
 def check(t, lo, hi):
     if __debug__:
-        torch._assert_async(
-            torch.logical_and(lo <= t.float().mean(), t.float().mean() < hi),
-            f"mend-trap:{__name__}:_MEND_TRAPS.38418e5de728",
-        )
+        _mend_item = t.float().mean()
+        if type(_mend_item) is torch.Tensor and _mend_item.numel() == 1 and _mend_item.device.type == 'cpu' and _mend_item.layout == torch.strided and not _mend_item.is_quantized and _mend_item.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32, torch.float64):
+            torch._assert_async(
+                torch.logical_and(lo <= _mend_item, _mend_item < hi),
+                f"mend-trap:{__name__}:_MEND_TRAPS.38418e5de728",
+            )
+        else:
+            assert lo <= _mend_item.item() < hi, "mean out of range"
     return t
 ''',
     ),
@@ -295,10 +303,14 @@ class Encoder(nn.Module):
         if not _mend_fresh_cache:
             assert lengths.max().item() <= slen
         elif __debug__:
-            torch._assert_async(
-                lengths.max() <= slen,
-                f"mend-trap:{__name__}:_MEND_TRAPS.3906a76e693e",
-            )
+            _mend_item = lengths.max()
+            if type(_mend_item) is torch.Tensor and _mend_item.numel() == 1 and _mend_item.device.type == 'cpu' and _mend_item.layout == torch.strided and not _mend_item.is_quantized and _mend_item.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32, torch.float64):
+                torch._assert_async(
+                    _mend_item <= slen,
+                    f"mend-trap:{__name__}:_MEND_TRAPS.3906a76e693e",
+                )
+            else:
+                assert _mend_item.item() <= slen
         for i in range(len(self.layers)):
             x = self.layers[i](x, cache=cache)
         return x
@@ -338,7 +350,7 @@ _MEND_TRAPS = {
 
 def f(x):
     _mend_cond = x.sum() > 0
-    if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized:
+    if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized and _mend_cond.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32, torch.float64):
         torch._assert_async(
             torch.logical_not(_mend_cond),
             f"mend-trap:{__name__}:_MEND_TRAPS.2031ff3b8316",
@@ -379,7 +391,7 @@ def f(x, n):
     if x.dim() != 2:
         raise ValueError("2-d only")
     _mend_cond = x.isnan().any()
-    if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized:
+    if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized and _mend_cond.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32, torch.float64):
         torch._assert_async(
             torch.logical_not(_mend_cond),
             f"mend-trap:{__name__}:_MEND_TRAPS.418fec3e6a5b",
@@ -416,7 +428,14 @@ _MEND_TRAPS = {
 
 
 def check(loss):
-    torch._assert_async(torch.isfinite(loss), f"mend-trap:{__name__}:_MEND_TRAPS.1679b3f9cacb")
+    _mend_item = loss
+    if type(_mend_item) is torch.Tensor and _mend_item.numel() == 1 and _mend_item.device.type == 'cpu' and _mend_item.layout == torch.strided and not _mend_item.is_quantized and _mend_item.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32, torch.float64):
+        torch._assert_async(
+            torch.isfinite(_mend_item),
+            f"mend-trap:{__name__}:_MEND_TRAPS.1679b3f9cacb",
+        )
+    elif not math.isfinite(_mend_item.item()):
+        raise FloatingPointError("non-finite loss")
     return loss
 ''',
     ),

@@ -111,13 +111,24 @@ def _insert_table(module: cst.Module, stmt: cst.SimpleStatementLine) -> cst.Modu
 GUARDED = "_mend_cond"   # the local the guarded forms bind the condition to (fresh in the function)
 
 
-def guard_text(local: str) -> str:
+# the dtypes whose CPU kernels compute what the mended check needs (logical_not, < <= == != > >=,
+# isnan/isinf/isfinite: measured on torch 2.13); uint16/32/64, float8 and complex32 have no
+# logical_not or comparison kernel, and complex no ordering (helper-85's F1, F2)
+CHECK_DTYPES = ("(torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, "
+                "torch.bfloat16, torch.float32, torch.float64)")
+ITEM_LOCAL = "_mend_item"   # the local a guarded `.item()` form binds each tensor it reads to
+
+
+def guard_text(local: str, dtype: bool = False) -> str:
     """The runtime test under which the check runs inside the graph (decided by Dynamo at trace
-    time: type, element count and device are guarded, so it adds no break)."""
+    time: type, element count and device are guarded, so it adds no break). ``dtype``: the
+    check computes on the tensor (``logical_not``, a comparison), so its dtype must be one of
+    :data:`CHECK_DTYPES` too."""
     # a sparse, mkldnn or quantized one-element CPU tensor passes the rest, and _assert_async has no
     # kernel for it (NotImplementedError, helper-81's c13): its layout and quantization keep it out
     return (f"type({local}) is torch.Tensor and {local}.numel() == 1 and {local}.device.type == 'cpu' and "
-            f"{local}.layout == torch.strided and not {local}.is_quantized")
+            f"{local}.layout == torch.strided and not {local}.is_quantized"
+            + (f" and {local}.dtype in {CHECK_DTYPES}" if dtype else ""))
 
 
 def _guarded(plan, local: str, marker: str, indent: int) -> list | cst.If:
@@ -141,12 +152,81 @@ def _guarded(plan, local: str, marker: str, indent: int) -> list | cst.If:
         msg = plan.stmt.body[0].msg
         fallback = f"else:\n    assert {'not ' * plan.raise_if_true}{local}" + (f", {_code(msg)}" if msg is not None else "") + "\n"
     bind = cst.parse_statement(f"{local} = {_code(plan.core)}\n")
-    test = cst.parse_statement(f"if {guard_text(local)}:\n    {call}\n{fallback}")
+    test = cst.parse_statement(f"if {guard_text(local, dtype=plan.raise_if_true)}:\n    {call}\n{fallback}")
     if plan.form == "if-raise":   # the original raise statement, layout kept
         test = test.with_changes(orelse=test.orelse.with_changes(body=plan.stmt.body))
         return [bind.with_changes(leading_lines=plan.stmt.leading_lines), test]
     return cst.If(test=cst.Name("__debug__"), body=cst.IndentedBlock([bind, test]),
                   leading_lines=plan.stmt.leading_lines)
+
+
+class _Swap(cst.CSTTransformer):
+    """Every expression whose code is one of ``swap``'s keys, replaced by that local's name."""
+
+    def __init__(self, swap: dict[str, str]):
+        self.swap, self.names = swap, set()   # names that are not reads: `x.attr`'s attr, `f(k=...)`'s k
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.names.add(id(node.attr))
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None:
+            self.names.add(id(node.keyword))
+
+    def on_leave(self, original_node, updated_node):
+        if isinstance(original_node, cst.BaseExpression) and id(original_node) not in self.names:
+            local = self.swap.get(_code(original_node).strip())
+            if local is not None:
+                return cst.Name(local)
+        return updated_node
+
+
+def _guarded_items(plan, marker: str, indent: int) -> tuple[cst.CSTNode | list, list[tuple[str, str]]]:
+    """The guarded form of ``assert T.item() <op> E, msg`` / ``if T.item() <op> E: raise ...``
+    (``math.isnan(T.item())``, a bare ``T.item()``), and (local, tensor's source) for each
+    local it binds::
+
+        L = T                                   # each tensor read through `.item()`, once, in order
+        if <guard_text(L, dtype=True)>:         # for every L
+            torch._assert_async(<the tensor condition on L>, MARKER)
+        else:                                   # if/raise: `elif <its test on L>: raise ...`, verbatim
+            assert <the original test on L>, msg
+
+    Anything but a one-element plain CPU tensor of a dtype the comparison has a kernel for runs
+    the original check on the same values (helper-85's F2: several elements, a Python int or
+    uint16 raised other errors, and under inductor a two-element tensor passed). The tensors
+    and the compared values are pure (the rule's screen), so reading each tensor once, first,
+    changes no value."""
+    receivers = list(dict.fromkeys(_code(c.func.value).strip() for c in m.findall(
+        plan.test, m.Call(func=m.Attribute(attr=m.Name("item")), args=[]))))
+    nodes = {}
+    for c in m.findall(plan.test, m.Call(func=m.Attribute(attr=m.Name("item")), args=[])):
+        nodes.setdefault(_code(c.func.value).strip(), c.func.value)
+    taken, locals_ = set(), []
+    for _ in receivers:
+        locals_.append(fresh_local(plan.function, ITEM_LOCAL, taken))
+        taken.add(locals_[-1])
+    swap = _Swap(dict(zip(receivers, locals_)))
+    holds = _code(plan.holds.visit(swap))
+    test = _code(plan.test.visit(swap))
+    call = f"torch._assert_async({holds}, {marker})"
+    if indent + 4 + len(call) > 100:  # one argument a line, as black would
+        call = f"torch._assert_async(\n        {holds},\n        {marker},\n    )"
+    guard = " and ".join(guard_text(local, dtype=True) for local in locals_)
+    if plan.form == "assert":
+        msg = plan.stmt.body[0].msg
+        fallback = f"else:\n    assert {test}" + (f", {_code(msg)}" if msg is not None else "") + "\n"
+    else:
+        fallback = f"elif {test}:\n    raise _\n"
+    binds = [cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(local))], nodes[r])])
+             for r, local in zip(receivers, locals_)]
+    check = cst.parse_statement(f"if {guard}:\n    {call}\n{fallback}")
+    if plan.form != "assert":   # the original raise statement, layout kept
+        check = check.with_changes(orelse=check.orelse.with_changes(body=plan.stmt.body))
+        return [binds[0].with_changes(leading_lines=plan.stmt.leading_lines), *binds[1:], check], \
+            list(zip(locals_, receivers))
+    return cst.If(test=cst.Name("__debug__"), body=cst.IndentedBlock([*binds, check]),
+                  leading_lines=plan.stmt.leading_lines), list(zip(locals_, receivers))
 
 
 def _split(plan, chain: list[cst.CSTNode], exc_code: str, table: str, indent: int) -> tuple[cst.If, list]:
@@ -289,7 +369,7 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     marker = f'f"{MARKER}:{{__name__}}:{table}.{key}"'
     indent = pos[plan.stmt].start.column + (4 if plan.form == "assert" else 0)
     holds = _code(plan.holds)
-    local = None
+    local, item_locals = None, []
     entries = [(f'"{key}"', f"lambda: {exc_code}")]
     split = []      # `assert A and B`: (local, trap key, part) of each tensor operand, checked in turn
     if plan.parts is not None:
@@ -311,13 +391,7 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
         holds = f"torch.logical_not({_code(plan.core)})" if plan.raise_if_true else _code(plan.core)
         new = _guarded(plan, local, marker, indent)
     else:  # `T.item() <op> E`: `python -O` strips an assert, so `if __debug__:` wraps its check; an if/raise it keeps
-        call = cst.parse_expression(f"torch._assert_async(_, {marker})")
-        call = call.with_changes(args=[cst.Arg(plan.holds), *call.args[1:]])
-        if indent + len(_code(call)) > 100:  # one argument a line, as black would
-            call = cst.parse_expression(f"torch._assert_async(\n    {holds},\n    {marker},\n)")
-        line_ = cst.SimpleStatementLine([cst.Expr(call)])
-        new = cst.If(test=cst.Name("__debug__"), body=cst.IndentedBlock([line_]), leading_lines=plan.stmt.leading_lines) \
-            if plan.form == "assert" else line_.with_changes(leading_lines=plan.stmt.leading_lines)
+        new, item_locals = _guarded_items(plan, marker, indent)
     cls = next((a for a in reversed(site[1]) if isinstance(a, cst.ClassDef)), None)
     guard = fresh_guard(tree, plan.function, plan.stmt, cls)
     if guard is not None:
@@ -371,6 +445,8 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
                  + ("; elsewhere the runtime guard keeps the original check" if local else "")},
         *([{"kind": "guarded-check", "local": local, "condition": _code(plan.core), "raises_when": _code(plan.fails_when),
             "raise_if_true": plan.raise_if_true, "trap": f"{table}.{key}"}] if local else []),
+        *([{"kind": "guarded-item-check", "locals": item_locals, "asserts": holds, "test": _code(plan.test),
+            "form": plan.form, "trap": f"{table}.{key}"}] if item_locals else []),
         CPU_ONLY,
     ]
     return RewriteResult(tree.code, span, detail, obligations)

@@ -418,6 +418,10 @@ def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
         if isinstance(form_, str):
             return Decline(NAME, form_)
         tensor_core, items, numbers = form_
+        if any(i.startswith("_mend_") for i in items):
+            return Decline(NAME, f"the check reads `{next(i for i in items if i.startswith('_mend_'))}.item()`, a "
+                                 "local mend bound: it is the fallback of a guarded rewrite, run only where the "
+                                 "tensor is not a one-element CPU tensor")
     if form == "assert" and not negated and not isinstance(core, cst.BooleanOperation) and items is None:
         return Decline(NAME, "Dynamo already compiles `assert <tensor>` with a literal or no message into "
                              "torch._assert_async without a break; nothing to rewrite")
