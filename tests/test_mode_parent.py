@@ -54,3 +54,40 @@ def test_a_decorator_and_a_name_imported_from_torch_decline_too():
         "        with torch.no_grad():\n            h = self.enc(x)\n", "        with no_grad():\n            h = self.enc(x)\n")
     res = RULES["predicated-validation"].rewrite(cst.parse_module(imported), _line(imported, "if torch.isnan"))
     assert isinstance(res, Decline) and "with no_grad()" in res.reason, res
+
+
+def test_tensor_check_declines_a_parent_modules_try_around_the_child(tmp_path):
+    # helper-85's F9: the parent's `except RuntimeError` fell back to zeros in eager; with the
+    # check in the graph the mended model raised instead (eager, aot_eager, inductor backends)
+    src = (DIR / "tensor_check_parent_try.py").read_text()
+    res = RULES["tensor-check"].rewrite(cst.parse_module(src), _line(src, "torch._check_tensor_all"))
+    assert isinstance(res, Decline) and "`forward` has a `try` with a handler" in res.reason, res
+
+
+def test_tensor_check_in_a_utility_file_ignores_library_try_blocks_but_not_a_wrapper_calling_its_argument():
+    # transformers' import_utils.py holds torch_compilable_check beside 47 try/with blocks around
+    # library calls (`importlib.metadata.version(name)`, `x.jax()`): none runs model code
+    head = ("import importlib.metadata\n\nimport torch\n\n\ndef version(name):\n    try:\n"
+            "        return importlib.metadata.version(name)\n    except Exception:\n        return None\n\n\n"
+            "def is_jax(x):\n    try:\n        return x.jax() is not None\n    except Exception:\n        return False\n\n\n")
+    check = "def check(cond):\n    torch._check_tensor_all(cond, lambda: \"cond must hold\")\n"
+    src = head + check
+    res = RULES["tensor-check"].rewrite(cst.parse_module(src), _line(src, "torch._check_tensor_all"))
+    assert not isinstance(res, Decline), res.reason
+    wrapper = head + "def tolerant(fn):\n    def run(*a):\n        try:\n            return fn(*a)\n" \
+                     "        except RuntimeError:\n            return None\n    return run\n\n\n" + check
+    res = RULES["tensor-check"].rewrite(cst.parse_module(wrapper), _line(wrapper, "torch._check_tensor_all"))
+    assert isinstance(res, Decline) and "`tolerant` has a `try` with a handler" in res.reason, res
+
+
+def test_a_torch_mode_context_around_the_check_in_its_own_function_declines():
+    # helper-85: `@sdpa_kernel(...)` on the check's own function left flash SDPA disabled
+    src = (DIR / "nograd_parent.py").read_text()
+    src = src.replace("        with torch.no_grad():\n            return fn(*a)\n", "        return fn(*a)\n")
+    src = src.replace("        with torch.no_grad():\n            h = self.enc(x)\n", "        h = self.enc(x)\n")
+    own = src.replace("    def forward(self, x):\n        if torch.isnan(x).any():",
+                      "    @torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH)\n"
+                      "    def forward(self, x):\n        if torch.isnan(x).any():")
+    assert own != src
+    res = RULES["predicated-validation"].rewrite(cst.parse_module(own), _line(own, "if torch.isnan"))
+    assert isinstance(res, Decline) and "sdpa_kernel" in res.reason and "leaves the mode set" in res.reason, res

@@ -34,16 +34,23 @@ def _grad_mode(expr: cst.BaseExpression) -> str | None:
     return code_of(expr).strip() if name.rsplit(".", 1)[-1] in GRAD_MODES else None
 
 
-def grad_mode_context(functions: list[cst.FunctionDef], inner: list[cst.CSTNode]) -> str | None:
+def grad_mode_context(functions: list[cst.FunctionDef], inner: list[cst.CSTNode],
+                      module: cst.Module | None = None) -> str | None:
     """The grad-mode context around a check: a ``with`` item among ``inner`` (the nodes
-    between the function and the check) or a decorator of one of ``functions``, as code."""
+    between the function and the check) or a decorator of one of ``functions``, as code; with
+    ``module``, any torch mode context too (``sdpa_kernel``, helper-85), autocast and device aside."""
+    roots = _torch_roots(module) if module is not None else None
+
+    def mode(expr):
+        return _grad_mode(expr) or (_torch_context(expr, roots) if roots else None)
+
     for node in inner:
         if isinstance(node, cst.With):
-            found = next(filter(None, (_grad_mode(i.item) for i in node.items)), None)
+            found = next(filter(None, (mode(i.item) for i in node.items)), None)
             if found:
                 return found
     for fn in functions:
-        found = next(filter(None, (_grad_mode(d.decorator) for d in fn.decorators)), None)
+        found = next(filter(None, (mode(d.decorator) for d in fn.decorators)), None)
         if found:
             return f"@{found}"
     return None
@@ -92,9 +99,9 @@ def surroundings(function: cst.FunctionDef, ancestors: list[cst.CSTNode], inner:
     None: a grad-mode context around it (``inner``: the nodes between ``function`` and the
     check; the decorators of every function in ``ancestors``), or a state change in a function
     or method of the module that ``function`` calls. The same reason for both rules."""
-    mode = grad_mode_context([a for a in ancestors if isinstance(a, cst.FunctionDef)], inner)
+    mode = grad_mode_context([a for a in ancestors if isinstance(a, cst.FunctionDef)], inner, module)
     if mode is not None:
-        return (f"the check runs under `{mode}`: when it fails inside the compiled graph, Dynamo leaves the grad "
+        return (f"the check runs under `{mode}`: when it fails inside the compiled graph, Dynamo leaves the "
                 "mode set (measured with the eager backend, helper-50)")
     cls = next((a for a in reversed(ancestors) if isinstance(a, cst.ClassDef)), None)
     why = callee_state_change(function, module, cls)
@@ -139,10 +146,10 @@ def caller_screen(module: cst.Module | None, function: cst.FunctionDef) -> str |
         if caller is None or caller is function:
             continue
         inner = stack[stack.index(caller) + 1:]
-        mode = grad_mode_context([caller], inner)
+        mode = grad_mode_context([caller], inner, module)
         if mode is not None:
             return (f"`{caller.name.value}` calls `{name}` under `{mode}`: when the check fails inside the compiled "
-                    "graph, Dynamo leaves the grad mode set (measured with the eager backend, helper-50)")
+                    "graph, Dynamo leaves the mode set (measured with the eager backend, helper-50)")
         handler = enclosing_handler(inner)
         if handler is not None:
             return (f"`{caller.name.value}` calls `{name}` inside "
@@ -172,6 +179,16 @@ def _torch_context(expr: cst.BaseExpression, torch_roots: set[str]) -> str | Non
     return None
 
 
+def _torch_roots(module: cst.Module) -> set[str]:
+    """``torch`` and the names the module imports from a torch package."""
+    roots = {"torch"}
+    for imp in m.findall(module, m.ImportFrom()):
+        if (dotted(imp.module) or "").split(".")[0] == "torch" and not isinstance(imp.names, cst.ImportStar):
+            roots |= {(a.asname.name.value if a.asname else dotted(a.name) or "") for a in imp.names
+                      if not a.asname or isinstance(a.asname.name, cst.Name)}
+    return roots
+
+
 def mode_context_elsewhere(module: cst.Module | None, function: cst.FunctionDef) -> str | None:
     """Why a torch mode context in another function of the module may leave its mode set when
     the mended check fails inside the graph, else None: a ``with`` of one around a call, or a
@@ -180,16 +197,12 @@ def mode_context_elsewhere(module: cst.Module | None, function: cst.FunctionDef)
     ``torch.no_grad``, ``set_grad_enabled`` and ``sdpa_kernel`` stay set after a failing call."""
     if module is None:
         return None
-    roots = {"torch"}
-    for imp in m.findall(module, m.ImportFrom()):
-        if (dotted(imp.module) or "").split(".")[0] == "torch" and not isinstance(imp.names, cst.ImportStar):
-            roots |= {(a.asname.name.value if a.asname else dotted(a.name) or "") for a in imp.names
-                      if not a.asname or isinstance(a.asname.name, cst.Name)}
+    roots = _torch_roots(module)
     for fn in m.findall(module, m.FunctionDef()):
         if fn is function or fn.name.value in _SETUP:
             continue
         found = next(filter(None, (_torch_context(d.decorator, roots) for d in fn.decorators)), None)
-        where = f"`@{found}` on `{fn.name.value}`" if found else None
+        where = f"`@{found}` on `{fn.name.value}`" if found and m.findall(fn.body, m.Call()) else None
         for w in m.findall(fn.body, m.With()) if where is None else ():
             found = next(filter(None, (_torch_context(i.item, roots) for i in w.items)), None)
             if found and m.findall(w.body, m.Call()):
@@ -199,4 +212,81 @@ def mode_context_elsewhere(module: cst.Module | None, function: cst.FunctionDef)
             return (f"{where[:120]} may run the check: when it fails inside the compiled graph, Dynamo's eager "
                     "backend leaves that mode set for the rest of the process (measured by helper-85: grad mode "
                     "off, flash attention disabled)")
+    return None
+
+
+# bases of classes that are no nn.Module (a lazy module, an enum): their methods run no forward
+_PLAIN_BASES = frozenset({"object", "ModuleType", "types.ModuleType", "Exception", "Enum", "str", "dict",
+                          "NamedTuple", "ABC"})
+
+
+def _may_wrap_model(fn: cst.FunctionDef, body: cst.CSTNode, module: cst.Module) -> bool:
+    """tensor-check's reading of "a call that may reach the check": any call in a method of a
+    class that may be an nn.Module (a parent calls ``self.child(x)``), or a direct call of a
+    parameter of an enclosing function (a decorator's ``fn(*a)``). A module-level function's
+    calls of library code or of methods of its arguments (transformers' ``import_utils.py``:
+    ``x.jax()`` in ``is_jax_jitting``) are taken not to run model code: an assumption, as callers
+    in other files are."""
+    calls = m.findall(body, m.Call())
+    if not calls:
+        return False
+    owner = _owner_class(fn, module)
+    if owner is not None and not (owner.bases and all((dotted(b.value) or "") in _PLAIN_BASES for b in owner.bases)):
+        return True
+    params = {p.name.value for f in _enclosing_functions(fn, module) for p in m.findall(f.params, m.Param())}
+    return any(isinstance(c.func, cst.Name) and c.func.value in params for c in calls)
+
+
+def _owner_class(fn: cst.FunctionDef, module: cst.Module) -> cst.ClassDef | None:
+    for cls in m.findall(module, m.ClassDef()):
+        if isinstance(cls.body, cst.IndentedBlock) and any(s is fn for s in cls.body.body):
+            return cls
+    return None
+
+
+def _enclosing_functions(fn: cst.FunctionDef, module: cst.Module) -> list[cst.FunctionDef]:
+    """``fn`` and the functions it is nested in."""
+    out = [fn]
+    for outer in m.findall(module, m.FunctionDef()):
+        if outer is not fn and any(inner is fn for inner in m.findall(outer.body, m.FunctionDef())):
+            out.append(outer)
+    return out
+
+
+def catching_elsewhere(module: cst.Module | None, function: cst.FunctionDef, precise: bool = False) -> str | None:
+    """A ``try`` with a handler, or a ``with`` of anything but a torch context, in another
+    function of the file around a call that may reach the check (:func:`reaches`; a parent
+    module calling ``self.child(x)`` reaches ``forward`` without naming it): until
+    ``mend.validation_runtime`` restores the exception at the outermost module the mended check
+    raises ``RuntimeError('mend-trap:...')`` (tensor-check: its failure surfaces when the graph
+    has run), which that handler no longer sees as before (helper-81's c01b, c09b; helper-85's
+    F9 for tensor-check). A ``try: yield`` with a handler (a ``@contextmanager``) catches what
+    its ``with`` body raises, wherever that is (helper-83's n02, n03). ``precise``: only a call
+    :func:`_may_wrap_model` counts (tensor-check, whose check lives in library files too);
+    otherwise any call does (predicated-validation)."""
+    def reach(fn, body) -> bool:
+        return _may_wrap_model(fn, body, module) if precise else bool(m.findall(body, m.Call()))
+
+    for fn in m.findall(module, m.FunctionDef()) if module is not None else ():
+        if fn is function or fn.name.value in _SETUP:
+            continue
+        for t in m.findall(fn, m.Try() | m.TryStar() | m.With()):
+            if isinstance(t, cst.With):   # `contextlib.suppress(AssertionError)`, a context manager's `except`
+                ctx = next((item.item for item in t.items if not (dotted(
+                    item.item.func if isinstance(item.item, cst.Call) else item.item) or "").startswith("torch.")), None)
+                if ctx is None or not reach(fn, t.body):
+                    continue
+                what = f"a `with {code_of(ctx).strip()[:50]}` around a call"
+            elif t.handlers and (m.findall(t.body, m.Yield()) or reach(fn, t.body)):
+                what = "a `try` with a handler"
+            else:
+                continue
+            if precise:   # tensor-check: no trap; the failure surfaces when the compiled graph has run
+                return (f"`{fn.name.value}` has {what}, which may reach the check: with the check inside the "
+                        "compiled graph its failure surfaces when the graph has run, where that handler no longer "
+                        "sees it as before (helper-85: a parent's `except RuntimeError` fallback was skipped)")
+            return (f"`{fn.name.value}` has {what}, which may reach the check: inside the model the mended check "
+                    "raises RuntimeError('mend-trap:...') until mend.validation_runtime restores the original "
+                    "exception where the outermost module returns, so that handler would no longer see the original "
+                    "exception")
     return None

@@ -12,7 +12,7 @@ from mend.locate import Located
 from mend.rules._base import Decline, Match
 from mend.rules._common import code_of as _code, dotted as _dotted, enclosing_handler, locals_readers, state_change
 from mend.rules._bindings import bindings, module_alias
-from mend.rules._in_graph_checks import mode_context_elsewhere, surroundings
+from mend.rules._in_graph_checks import catching_elsewhere, mode_context_elsewhere, surroundings
 from mend.rules._scalars import walk
 from mend.rules.predicated_control_flow.screen import FORCING_HOOK
 
@@ -452,7 +452,7 @@ def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
         return Decline(NAME, f"the function also changes state (`{effect[:60]}`): with the check inside the "
                              "graph, inductor runs later in-place updates before the failed assert surfaces and "
                              "aot_eager drops earlier ones, so a failing call would leave different state")
-    why = surroundings(function, ancestors, inner, module) or _catching_try(module, function) or \
+    why = surroundings(function, ancestors, inner, module) or catching_elsewhere(module, function) or \
         mode_context_elsewhere(module, function)
     if why is not None:
         return Decline(NAME, why)
@@ -468,36 +468,6 @@ def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
             lpar=[cst.LeftParen()], rpar=[cst.RightParen()]))
     return _Plan(stmt, function, form, test, fails_when, holds, exc, exc_name, args, items, numbers,
                  node.value if via_call else None, core, fails_is_true, chain_top, parts)
-
-
-def _catching_try(module: cst.Module | None, function: cst.FunctionDef) -> str | None:
-    """A ``try`` with a handler, in another function of the file, around a call: it may reach
-    the check (a parent module calling ``self.child(x)`` reaches ``forward`` without naming it),
-    and until ``mend.validation_runtime`` restores the exception at the outermost module the
-    mended check raises ``RuntimeError('mend-trap:...')``, eager mode included, which an
-    ``except AssertionError`` no longer catches (helper-81's c01b, c09b). A ``with`` of anything but
-    a ``torch.`` context around a call too (``contextlib.suppress(AssertionError)``), and any ``try``
-    with a handler (a ``@contextmanager``'s ``try: yield`` catches its ``with`` body's exception:
-    helper-83's n02, n03)."""
-    for fn in m.findall(module, m.FunctionDef()) if module is not None else ():
-        if fn is function:
-            continue
-        for t in m.findall(fn, m.Try() | m.TryStar() | m.With()):
-            if isinstance(t, cst.With):   # `contextlib.suppress(AssertionError)`, a context manager's `except`
-                ctx = next((item.item for item in t.items if not (_dotted(
-                    item.item.func if isinstance(item.item, cst.Call) else item.item) or "").startswith("torch.")), None)
-                if ctx is None or not m.findall(t.body, m.Call()):
-                    continue
-                what = f"a `with {_code(ctx).strip()[:50]}` around a call"
-            elif t.handlers:   # any handler: a context manager's `try: yield` catches what its `with` body raises
-                what = "a `try` with a handler"
-            else:
-                continue
-            return (f"`{fn.name.value}` has {what}, which may reach the check: inside the model the mended check "
-                    "raises RuntimeError('mend-trap:...') until mend.validation_runtime restores the original "
-                    "exception where the outermost module returns, so that handler would no longer see the original "
-                    "exception")
-    return None
 
 
 def _static_part(expr: cst.BaseExpression) -> bool:

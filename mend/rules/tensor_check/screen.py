@@ -11,7 +11,7 @@ from mend.locate import Located
 from mend.rules._base import Decline, Match
 from mend.rules._common import (code_of, dotted, enclosing_handler, fresh_local, locals_readers, state_change,
                                 torch_aliases, torch_name)
-from mend.rules._in_graph_checks import caller_screen, mode_context_elsewhere, surroundings
+from mend.rules._in_graph_checks import caller_screen, catching_elsewhere, mode_context_elsewhere, surroundings
 
 NAME = "tensor-check"
 CHECK_CALLS = {"torch._check_tensor_all"}
@@ -208,7 +208,7 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
         return Decline(NAME, f"the function changes state (`{effect}`): with the check inside the compiled graph, "
                        "a failing call could leave different state than eager")
     why = surroundings(function, ancestors, inner, module) or caller_screen(module, function) or \
-        mode_context_elsewhere(module, function)
+        catching_elsewhere(module, function, precise=True) or mode_context_elsewhere(module, function)
     if why is not None:
         return Decline(NAME, why)
     root = dotted(call.func).split(".")[0]
