@@ -20,9 +20,10 @@ rather than inline it -- it first calls a disabled no-op (:func:`mend._wrap.barr
 the restoring ``try`` runs there too, at the price of a graph break at the call.
 
 Lookup is exact, never a guess: the marker names the module (``__name__``) and table; the
-table is found in ``sys.modules``, in the globals of the model's classes, or in the
-globals of a frame of the traceback, by that name. When no table, or two different ones,
-answer for the id, the RuntimeError is left as it is, with a note saying why.
+table is found, by that name, in the globals of a frame of the traceback (the mended
+check's own module), else in the globals of the model's classes, else in ``sys.modules``.
+When no table, or two different ones at the first of those that holds the id, answer for
+it, the RuntimeError is left as it is, with a note saying why.
 
 The restored exception is raised outside the handler of the RuntimeError, so its
 ``__context__`` is what eager's was; it carries one note naming the marker (shown in
@@ -71,8 +72,9 @@ def order_checks() -> None:
             _register_effectful_op(op, _EffectType.ORDERED)
 
 
-# the module is any `__name__` (`mended-model`, `01_model` load by path: a review found them unrestored)
-MARKER_RE = re.compile(r"mend-trap:(?P<module>[^:\s]+):(?P<table>_MEND_TRAPS\w*)\.(?P<key>[0-9a-f]{12})")
+# the module is any `__name__` (`mended-model`, `01_model` load by path: a review found them unrestored;
+# `my model`, `a:b`: helper-85), up to the first `:_MEND_TRAPS`
+MARKER_RE = re.compile(r"mend-trap:(?P<module>.+?):(?P<table>_MEND_TRAPS\w*)\.(?P<key>[0-9a-f]{12})")
 _INSTALLED = "_mend_validation_base"
 
 
@@ -99,25 +101,27 @@ def _globals_of(owner: Any) -> list[dict]:
     return out
 
 
-def _candidates(module: str, table: str, err: BaseException, model: Any) -> list[dict]:
-    """Distinct trap tables that the marker's (module, table) could name."""
-    found: list[dict] = []
+def _candidates(module: str, table: str, err: BaseException, model: Any) -> list[list[dict]]:
+    """The trap tables that the marker's (module, table) could name, most specific first: those
+    of the frames the error passed through (the mended check's own module), then those of the
+    model's code, then ``sys.modules``. A file loaded twice under one name has two tables whose
+    exception classes differ (helper-85's F3): the raising frame's is the one that answers."""
+    tiers: list[list[dict]] = [[], [], []]
 
-    def add(g: dict | None) -> None:
+    def add(tier: int, g: dict | None) -> None:
         if g is not None and g.get("__name__") == module and isinstance(g.get(table), dict):
-            if not any(g[table] is f for f in found):
-                found.append(g[table])
+            if not any(g[table] is f for f in tiers[tier]):
+                tiers[tier].append(g[table])
 
-    mod = sys.modules.get(module)
-    add(vars(mod) if isinstance(mod, ModuleType) else None)
-    if model is not None:
-        for g in _globals_of(model):
-            add(g)
     tb = err.__traceback__
     while tb is not None:
-        add(tb.tb_frame.f_globals)
+        add(0, tb.tb_frame.f_globals)
         tb = tb.tb_next
-    return found
+    for g in _globals_of(model) if model is not None else ():
+        add(1, g)
+    mod = sys.modules.get(module)
+    add(2, vars(mod) if isinstance(mod, ModuleType) else None)
+    return [t for t in tiers if t]
 
 
 def _describe(exc: BaseException) -> tuple:
@@ -142,19 +146,22 @@ def restore(err: BaseException, model: Any = None) -> BaseException | None:
         return None
     module, table, key = match.group("module", "table", "key")
     restored, why = [], None
-    for tab in _candidates(module, table, err, model):
-        factory = tab.get(key)
-        if factory is None:
-            continue
-        try:
-            exc = factory()
-            if isinstance(exc, type) and issubclass(exc, BaseException):
-                exc = exc()
-        except Exception as exc_err:  # the factory itself failed: do not guess
-            why = f"building the original exception failed: {type(exc_err).__name__}: {exc_err}"
-            continue
-        if isinstance(exc, BaseException):
-            restored.append(exc)
+    for tier in _candidates(module, table, err, model):
+        for tab in tier:
+            factory = tab.get(key)
+            if factory is None:
+                continue
+            try:
+                exc = factory()
+                if isinstance(exc, type) and issubclass(exc, BaseException):
+                    exc = exc()
+            except Exception as exc_err:  # the factory itself failed: do not guess
+                why = f"building the original exception failed: {type(exc_err).__name__}: {exc_err}"
+                continue
+            if isinstance(exc, BaseException):
+                restored.append(exc)
+        if restored or why:   # the most specific tier that holds the key decides
+            break
     if restored and len({_describe(e) for e in restored}) == 1:
         exc = restored[0]
         exc.add_note(f"(restored by mend.validation_runtime from torch._assert_async marker {match.group(0)})")

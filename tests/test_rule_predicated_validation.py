@@ -314,6 +314,10 @@ def test_restore_ambiguous_tables_are_not_guessed(monkeypatch):
     monkeypatch.setitem(sys.modules, "pv_dup_mod", a)
     marker = "mend-trap:pv_dup_mod:_MEND_TRAPS.0123456789ab"
     assert type(vr.restore(RuntimeError(marker))) is ValueError
+    # the model's code is more specific than sys.modules (a file loaded twice: helper-85's F3)
+    assert type(vr.restore(RuntimeError(marker), b.probe)) is KeyError
+    # two different tables at the same level (the model's code reaches both loads): not guessed
+    b.probe.__wrapped__ = a.probe
     err = RuntimeError(marker)
     assert vr.restore(err, b.probe) is None
     assert any("different exceptions" in n for n in err.__notes__)
