@@ -125,3 +125,12 @@ def test_a_lost_attribute_or_tensor_global_is_a_mismatch_compiled_too():
     # compiled against eager, the RNG entry and float values are left out
     rng = [("k", ("builtins", "float", "1.5")), ("rng", "a")]
     assert pystate.relaxed(rng, "rng") == [("k", ("builtins", "float"))]
+
+
+def test_an_int_past_python_s_str_digit_limit_is_compared_not_a_crash():
+    # helper-85: a module attribute holding an int of more than 4300 digits made `mend fix`
+    # fail with an internal error (repr raised ValueError in the differential test)
+    from verifier.differential import skeleton
+
+    big = 10 ** 5000
+    assert skeleton(big) == skeleton(10 ** 5000) != skeleton(big + 1)

@@ -353,7 +353,7 @@ def skeleton(obj, exact: bool = True):
             return (kind.__name__, "nan")
         if isinstance(obj, float) and not exact:
             return (kind.__name__,)
-        return (kind.__module__, kind.__name__, repr(obj))
+        return (kind.__module__, kind.__name__, hex(obj) if isinstance(obj, int) else repr(obj))  # repr: <= 4300 digits
     return (kind.__module__, kind.__qualname__)
 
 
