@@ -134,3 +134,31 @@ def test_an_int_past_python_s_str_digit_limit_is_compared_not_a_crash():
 
     big = 10 ** 5000
     assert skeleton(big) == skeleton(10 ** 5000) != skeleton(big + 1)
+
+
+def test_numpy_and_python_random_draws_are_seeded_alike_in_both_runs():
+    # helper-86's m6: a LayerDrop drawn with np.random skipped other layers in each run, so every
+    # candidate of its file failed on gradients; both runs now start from the same numpy and
+    # Python random state, as they do for torch's
+    import random
+
+    import numpy as np
+    import torch
+
+    from verifier.differential import differential_test
+
+    class Drop(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = torch.nn.Linear(4, 4), torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            x = self.a(x) if np.random.uniform() < 0.5 else x
+            return self.b(x) if random.random() < 0.5 else x
+
+    torch.manual_seed(0)
+    m1 = Drop()
+    m2 = Drop()
+    m2.load_state_dict(m1.state_dict())
+    ev = differential_test(m1, m2, (torch.randn(2, 4),), max_examples=4, compiled=False)
+    assert ev.passed, ev.reason

@@ -17,10 +17,12 @@ import copy
 import hashlib
 import io
 import logging
+import random
 import re
 import warnings
 from dataclasses import dataclass
 
+import numpy
 import torch
 from hypothesis import HealthCheck, Phase, given, seed as hyp_seed, settings, strategies as st
 from hypothesis.errors import Flaky
@@ -176,11 +178,12 @@ def observe(model, args, kwargs, grad: bool, rng_seed: int = 1234):
     spaces = pystate.global_spaces(target)
     globals_before = pystate.snapshot(spaces, skeleton)
     grads = None
-    torch.manual_seed(rng_seed)
-    # torch's own once-per-process warnings (TORCH_WARN_ONCE: "Converting a tensor with
-    # requires_grad=True to a scalar") would reach only whichever run came first in this
-    # process, hiding a lost warning from the comparison (an adversarial helper found it): each
-    # observation sees every one, as a fresh process would (torch.set_warn_always)
+    # numpy's and Python's generators too: a LayerDrop drawn with np.random skipped other layers
+    # in each run, and every candidate failed on gradients (helper-86's m6)
+    torch.manual_seed(rng_seed), random.seed(rng_seed), numpy.random.seed(rng_seed)
+    # torch's once-per-process warnings (TORCH_WARN_ONCE) would reach only the first run in this
+    # process, hiding a lost warning (an adversarial helper found it): each observation sees
+    # every one, as a fresh process would (torch.set_warn_always)
     warn_always = torch.is_warn_always_enabled()
     torch.set_warn_always(True)
     try:
@@ -437,7 +440,7 @@ def compare(a, b, exact: bool, any_error: bool = False, grad_stats: dict | None 
     for (name, x), (_, y) in zip(ga, gb):
         if (x is None) != (y is None):
             raise Mismatch(f"the gradient of {name} is {'None' if x is None else 'a tensor'} in the original but "
-                           f"{'None' if y is None else 'a tensor'} in the mended code (the untaken side now runs)")
+                           f"{'None' if y is None else 'a tensor'} in the mended code")
     ga, gb = [g for _, g in ga], [g for _, g in gb]
     grads = [(x, y) for x, y in zip(ga, gb) if x is not None]
     _compare_state(a, b)
@@ -666,9 +669,8 @@ def _differential_test(original, mended, example: tuple, *, example_kwargs, emit
     if compiled:
         prepare(emit)
     compiled_model = torch.compile(emit, backend="eager") if compiled else None
-    # the rewritten predicates forced both ways under torch.compile too, with gradients: a
-    # rewrite may take effect only when compiling (torch.cond keeps the `if` for eager), so
-    # eager runs alone would not see it. Private copies, so stateful modules stay in step.
+    # the rewritten predicates forced both ways under torch.compile too, with gradients: a rewrite may
+    # take effect only when compiling (torch.cond keeps the `if` for eager). Private copies.
     pair_c = None
     if compiled and force_lines:
         orig_f, mended_f = copy.deepcopy(original), copy.deepcopy(mended)
@@ -805,10 +807,8 @@ def _differential_test(original, mended, example: tuple, *, example_kwargs, emit
                         f"{failure['why']} (not repeated when Hypothesis replayed the input: nondeterministic)",
                         grads.get("max", 0.0))
     if compiled:
-        # once more under the default backend, on the fixed inputs and the first drawn ones
-        # that made the original raise: Inductor's code
-        # generation must accept the mended graph (graphs holding mend::capture have
-        # crashed it) and agree with eager
+        # once more under the default backend, on the fixed inputs and the first drawn ones that made
+        # the original raise: Inductor must accept the mended graph (mend::capture crashed it) and agree
         inductor = torch.compile(emit)
         modes.append("compiled:inductor/eval")
         floor = least_precise_float(emit, example)
