@@ -456,7 +456,7 @@ def _print_fix(res, target: str, verify: str, written, console) -> None:
         console.print(f"  {what} {d.site}  {d.rule}: {d.reason}", highlight=False, markup=False)
     for s in res.after.sites:
         if not s.fixable_by:
-            console.print(f"  unfixable {s.display_file}:{res.original_line(s)}  {s.category}: {s.reason}",
+            console.print(f"  unfixable {s.display_file}:{res.original_line(s)}  {s.category}: {res.original_reason(s)}",
                           highlight=False, markup=False)
     for w in written:
         console.print(f"  wrote {w}", highlight=False, markup=False)

@@ -141,3 +141,15 @@ def test_fix_keeps_dynamos_own_warnings_off_stderr_and_reads_a_torch_alias(tmp_p
     assert run.returncode == 0, run.stderr
     assert "breaks 1 -> 0" in run.stdout and "th.count_nonzero(mask)" in run.stdout
     assert "consider setting" not in run.stderr and "torch/_dynamo" not in run.stderr, run.stderr
+
+
+def test_a_reason_names_the_users_lines_not_the_partly_mended_files():
+    # helper-86: a reason from a later round said "line 28", the partly mended file's line,
+    # where the user's line 28 was another statement
+    from mend.pipeline.records import original_lines
+
+    original = "def f(x):\n    y = x.item()\n    return y\n"
+    current = "_T = {}\n\n\ndef f(x):\n    y = x.item()\n    return y\n"
+    assert original_lines("read in place (line 5); see line 99", current, original) == \
+        "read in place (line 2); see line 99"
+    assert original_lines("line 5", original, original) == "line 5"

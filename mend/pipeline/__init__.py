@@ -25,7 +25,7 @@ from mend.cost import METHODS
 from mend.errors import MendError
 from mend.pipeline.choice import Verified, choose_rewrite
 from mend.pipeline.executors import Failed, InProcess, Overlay, Skip, build_pair, factory_of, model_maker
-from mend.pipeline.records import Declined, FixResult, Rewrite
+from mend.pipeline.records import Declined, FixResult, Rewrite, original_lines
 from mend.rules import RULES, Decline
 from mend.scan import scan
 from mend.taxonomy import EAGER_SETUP_ADVICE
@@ -435,9 +435,19 @@ def _not_enabled(site, rules, exclude) -> str | None:
 
 def _try_site(ex, site, rel: str, current: str, original: str, files: dict[str, str], verify: str, *,
               choose: str = "always", unsafe_fixes: bool = False, rejected: dict | None = None):
-    """Plan and verify one site: ``(Rewrite, mended text)`` or a :class:`Declined`. For a
-    rule with alternative forms (predicated control flow), the rewrite is chosen among the
-    verified candidates and keeping the break (:mod:`mend.pipeline.choice`)."""
+    """Plan and verify one site: ``(Rewrite, mended text)`` or a :class:`Declined` (its reason's
+    line numbers the user's, :func:`~mend.pipeline.records.original_lines`). For a rule with alternative forms
+    (predicated control flow), the rewrite is chosen among the verified candidates and keeping
+    the break (:mod:`mend.pipeline.choice`)."""
+    out = _try_site_in(ex, site, rel, current, original, files, verify, choose=choose, unsafe_fixes=unsafe_fixes,
+                       rejected=rejected)
+    if isinstance(out, Declined):
+        out = dataclasses.replace(out, reason=original_lines(out.reason, current, original))
+    return out
+
+
+def _try_site_in(ex, site, rel: str, current: str, original: str, files: dict[str, str], verify: str, *,
+                 choose: str = "always", unsafe_fixes: bool = False, rejected: dict | None = None):
     rule = RULES[site.fixable_by]
     where = ex.site_label(site, rel, original)
     try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -175,10 +176,32 @@ class FixResult:
         """The breaks left that no rule fixes, each with the user's file, its original line and
         the reason (what the text report prints as ``unfixable``; a rule's own decline of a
         site it matched is in ``declined``)."""
-        return [{"site": f"{s.display_file}:{self.original_line(s)}", "category": s.category, "reason": s.reason,
-                 "count": s.count} for s in self.after.sites if not s.fixable_by]
+        return [{"site": f"{s.display_file}:{self.original_line(s)}", "category": s.category,
+                 "reason": self.original_reason(s), "count": s.count} for s in self.after.sites if not s.fixable_by]
+
+    def original_reason(self, site) -> str:
+        """The reason of a site of the ``after`` scan, its ``line N`` mentions the user's lines."""
+        rel = next((r for r in self.files if site.display_file in (r, str(self.sources.get(r)))), None)
+        return site.reason if rel is None else original_lines(site.reason, self.files[rel], self.originals[rel])
 
     def to_json(self) -> dict:
         return {"before": self.before.to_json(), "after": self.after.to_json(),
                 "rewrites": [r.to_json() for r in self.rewrites], "declined": [d.to_json() for d in self.declined],
                 "unfixable": self.unfixable()}
+
+
+def original_lines(reason: str, current: str, original: str) -> str:
+    """``reason`` with each ``line N`` of the partly mended ``current`` text named by its line in
+    the user's ``original`` (the nearest original line with the same text; left as it is when
+    none has it): a reason from a later round said "line 28" where the user's line 28 was
+    another statement (helper-86)."""
+    if current == original:
+        return reason
+    cur, orig = current.splitlines(), original.splitlines()
+
+    def one(found: re.Match) -> str:
+        n = int(found.group(2))
+        text = cur[n - 1].strip() if 0 < n <= len(cur) else None
+        hits = [i for i, t in enumerate(orig, 1) if text and t.strip() == text]
+        return found.group(1) + str(min(hits, key=lambda i: abs(i - n))) if hits else found.group(0)
+    return re.sub(r"\b(line )(\d+)\b", one, reason)
