@@ -91,3 +91,16 @@ def test_a_torch_mode_context_around_the_check_in_its_own_function_declines():
     assert own != src
     res = RULES["predicated-validation"].rewrite(cst.parse_module(own), _line(own, "if torch.isnan"))
     assert isinstance(res, Decline) and "sdpa_kernel" in res.reason and "leaves the mode set" in res.reason, res
+
+
+def test_an_item_write_to_a_tensor_made_in_the_call_is_no_state_change():
+    # helper-86's m9: `h[h.isnan()] = 0.0` on `h = text + audio` declined the check above it
+    from mend.rules._common import fresh_locals, state_change
+
+    fn = cst.parse_module("def forward(self, text, audio, buf):\n    h = text + audio\n    h[h.isnan()] = 0.0\n"
+                          "    buf[0] = 1.0\n    return h\n").body[0]
+    assert fresh_locals(fn) == {"h"}
+    assert state_change(fn) == "buf[0] = 1.0"   # a parameter's item write still is one
+    fn = cst.parse_module("def forward(self, text, audio):\n    h = text + audio\n    h[0] = log.append(1)\n"
+                          "    return h\n").body[0]
+    assert state_change(fn) == "h[0] = log.append(1)"

@@ -306,6 +306,17 @@ def submodules(cls: cst.ClassDef | None) -> set[str]:
     return out
 
 
+def _rebound(target: cst.BaseExpression) -> set[str]:
+    """The names an assignment target binds: ``a``, ``a, (b, *c)``; an item or attribute none."""
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return {n for el in target.elements for n in _rebound(el.value)}
+    if isinstance(target, cst.StarredElement):
+        return _rebound(target.value)
+    return set()
+
+
 def fresh_locals(function: cst.FunctionDef, cls: cst.ClassDef | None = None) -> set[str]:
     """Local names of ``function`` every binding of which is a tensor allocated in this
     call: an arithmetic result (``a + b``, ``-a``), or a call whose arguments are fresh
@@ -327,8 +338,8 @@ def fresh_locals(function: cst.FunctionDef, cls: cst.ClassDef | None = None) -> 
         if isinstance(node, cst.Assign):
             if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
                 bindings.setdefault(node.targets[0].target.value, []).append(node.value)
-            else:
-                blocked |= {n.value for t in node.targets for n in m.findall(t.target, m.Name())}
+            else:   # `a, b = ...` rebinds; `x[i] = v` and `x.a = v` bind nothing (helper-86's m9)
+                blocked |= {n for t in node.targets for n in _rebound(t.target)}
         elif isinstance(node, cst.AnnAssign):
             if isinstance(node.target, cst.Name) and node.value is not None:
                 bindings.setdefault(node.target.value, []).append(node.value)
@@ -394,7 +405,14 @@ def fresh_locals(function: cst.FunctionDef, cls: cst.ClassDef | None = None) -> 
 
 
 def _updates_fresh(small: cst.BaseSmallStatement, fresh: set[str]) -> bool:
-    """``x op= ...`` or ``x.add_(...)`` on a fresh local ``x``, with no other in-place call."""
+    """``x op= ...``, ``x.add_(...)`` or ``x[i] = v`` on a fresh local ``x``, with no other
+    in-place call (helper-86's m9: ``h[h.isnan()] = 0.0`` on ``h = text + audio``)."""
+    if isinstance(small, cst.Assign) and len(small.targets) == 1:
+        target = small.targets[0].target
+        mutates = any((dotted(c.func) or "") in ("setattr", "delattr", "object.__setattr__")
+                      or (dotted(c.func) or "").split(".")[-1] in PY_MUTATORS for c in m.findall(small, m.Call()))
+        return isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) \
+            and target.value.value in fresh and not inplace_call(small) and not has_out_kwarg(small) and not mutates
     if isinstance(small, cst.AugAssign):
         return isinstance(small.target, cst.Name) and small.target.value in fresh and not inplace_call(small.value) \
             and not has_out_kwarg(small)
