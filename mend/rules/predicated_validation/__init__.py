@@ -12,7 +12,8 @@ tensor goes into the graph; anything else runs the original check, unchanged::
 
     _mend_cond = C
     if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' \
-            and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized:
+            and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized \
+            and _mend_cond.dtype in (torch.bool, ..., torch.float64):   # only with logical_not
         torch._assert_async(torch.logical_not(_mend_cond), MARKER)   # `if not C`: (_mend_cond, MARKER)
     elif _mend_cond:                                                  # `if not C`: elif not _mend_cond:
         raise E(msg)                                                  # the original raise, as written
@@ -23,8 +24,11 @@ unguarded form changed behaviour on inputs unlike the example: a Python number (
 called with ``0.5``: ``_assert_async`` raised TypeError) and a condition of several elements
 (Python raised "Boolean value of Tensor with more than one value is ambiguous", Inductor's
 ``_assert_async`` returned); helper-81 a one-element sparse or quantized tensor (``_assert_async``
-has no kernel for it: NotImplementedError), now kept out by its layout. ``guarded-check`` (a static screen of the mended file) re-reads
-the local, the guard, the asserted truth and the fallback from it.
+has no kernel for it: NotImplementedError), now kept out by its layout; helper-85 a uint16/32/64,
+float8 or complex32 flag (``logical_not`` has no CPU kernel for it, where ``bool(C)`` works), kept
+out of the negated form by its dtype (bool, uint8, int8/16/32/64, float16/bfloat16/32/64).
+``guarded-check`` (a static screen of the mended file) re-reads the local, the guard, the asserted
+truth and the fallback from it.
 
 Measured on torch 2.13 (CPU): ``_assert_async`` raises ``RuntimeError(msg)`` with the
 message intact in eager and under the eager, aot_eager and inductor backends (also with
@@ -54,6 +58,13 @@ a ``T`` with more than one element (``.item()`` raises) -- ``condition-is-tensor
 NaN fails both forms; ``python -O`` strips both (``if __debug__:``); two ``T`` of different dtypes,
 or ``E`` a tensor: unknown. Declined statically: ``.item()`` used in arithmetic or outside a
 comparison, a receiver that calls anything but pure tensor methods, a chain with a computed bound.
+Guarded too (helper-85's F2: unguarded, a two-element ``T`` passed under inductor, and a Python
+int or a uint16 tensor raised other errors): each ``T`` read through ``.item()`` is bound once,
+``_mend_item = T`` (the receivers are pure, so reading it first changes nothing), and the tensor
+condition runs in the graph only when every such local is a one-element plain CPU tensor of a
+real dtype its comparison has a kernel for; the original test runs on the same locals otherwise
+(``else: assert _mend_item.item() <= slen``). ``guarded-item-check`` re-reads that form from the
+mended file.
 
 Declined, with the reason, when:
 
