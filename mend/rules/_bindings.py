@@ -5,17 +5,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from mend.rules._common import code_of, dotted
+from mend.rules._common import code_of, dotted, target_names
 
-def _target_names(node: cst.CSTNode | None) -> list[str]:
-    """Names bound by an assignment target (``a``, ``a, (b, *c)``); attributes and items bind none."""
-    if isinstance(node, cst.Name):
-        return [node.value]
-    if isinstance(node, (cst.Tuple, cst.List)):
-        return [n for el in node.elements for n in _target_names(el.value)]
-    if isinstance(node, cst.StarredElement):
-        return _target_names(node.value)
-    return []
+_target_names = target_names   # the rules import it from here too
 
 
 class _Bindings(cst.CSTVisitor):

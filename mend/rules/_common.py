@@ -306,15 +306,15 @@ def submodules(cls: cst.ClassDef | None) -> set[str]:
     return out
 
 
-def _rebound(target: cst.BaseExpression) -> set[str]:
-    """The names an assignment target binds: ``a``, ``a, (b, *c)``; an item or attribute none."""
-    if isinstance(target, cst.Name):
-        return {target.value}
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return {n for el in target.elements for n in _rebound(el.value)}
-    if isinstance(target, cst.StarredElement):
-        return _rebound(target.value)
-    return set()
+def target_names(node: cst.CSTNode | None) -> list[str]:
+    """Names bound by an assignment target (``a``, ``a, (b, *c)``); attributes and items bind none."""
+    if isinstance(node, cst.Name):
+        return [node.value]
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return [n for el in node.elements for n in target_names(el.value)]
+    if isinstance(node, cst.StarredElement):
+        return target_names(node.value)
+    return []
 
 
 def fresh_locals(function: cst.FunctionDef, cls: cst.ClassDef | None = None) -> set[str]:
@@ -339,7 +339,7 @@ def fresh_locals(function: cst.FunctionDef, cls: cst.ClassDef | None = None) -> 
             if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
                 bindings.setdefault(node.targets[0].target.value, []).append(node.value)
             else:   # `a, b = ...` rebinds; `x[i] = v` and `x.a = v` bind nothing (helper-86's m9)
-                blocked |= {n for t in node.targets for n in _rebound(t.target)}
+                blocked |= {n for t in node.targets for n in target_names(t.target)}
         elif isinstance(node, cst.AnnAssign):
             if isinstance(node.target, cst.Name) and node.value is not None:
                 bindings.setdefault(node.target.value, []).append(node.value)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from mend.rules._common import code_of, dotted
+from mend.rules._common import code_of, dotted, target_names
 
 
 _TENSOR_MAKERS = ("torch.", "nn.", "Parameter", "register_buffer")
@@ -93,13 +93,7 @@ def _self_attrs(target: cst.CSTNode) -> set[str]:
 
 def bound_names(target: cst.CSTNode) -> set[str]:
     """The local names a binding target binds (not the attributes or items it writes)."""
-    if isinstance(target, cst.Name):
-        return {target.value}
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return set().union(*(bound_names(e.value) for e in target.elements))
-    if isinstance(target, cst.StarredElement):
-        return bound_names(target.value)
-    return set()
+    return set(target_names(target))
 
 
 def walk(node: cst.CSTNode):

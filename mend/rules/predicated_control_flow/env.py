@@ -9,6 +9,8 @@ import libcst.matchers as m
 from mend.rules._scalars import bound_names
 from mend.taxonomy import call_name
 
+_bound_names = bound_names   # the names a binding target binds (hoisting, branches)
+
 NAME = "predicated-control-flow"
 
 
@@ -63,16 +65,6 @@ def _read_names(node: cst.CSTNode) -> set[str]:
 
     node.visit(V())
     return names
-
-
-def _bound_names(target: cst.BaseExpression) -> set[str]:
-    if isinstance(target, cst.Name):
-        return {target.value}
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return {n for el in target.elements for n in _bound_names(el.value)}
-    if isinstance(target, cst.StarredElement):
-        return _bound_names(target.value)
-    return set()
 
 
 class _Env:
