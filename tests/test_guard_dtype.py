@@ -49,9 +49,9 @@ def _same(a, b) -> bool:
 def mended(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("guard_dtype")
     out = {}
-    for name in ("u16flag", "itemle", "isfinite"):
+    for name in ("u16flag", "itemle", "isfinite", "f64_bound", "two_dtypes"):
         res = fix(str(DIR / f"{name}.py"), unsafe_fixes=True, max_examples=3)
-        assert len(res.rewrites) == 1, [d.reason for d in res.declined]
+        assert len(res.rewrites) == 1, (name, [d.reason for d in res.declined])
         out[name] = (_load((DIR / f"{name}.py").read_text(), f"gd_{name}_o", tmp),
                      _load(res.mended, f"gd_{name}_m", tmp), res)
     return out
@@ -65,6 +65,13 @@ CASES = {
                (torch.randn(2, 6), torch.tensor([9])), (torch.randn(2, 6), torch.tensor([4]))],
     "isfinite": [(torch.randn(2, 3, 4), torch.randn(2, 3, 4)), (torch.randn(3, 4), torch.full((3, 4), float("nan"))),
                  (torch.randn(3, 4), torch.randn(3, 4))],
+    # helper-87's F1, F2: torch compares a float32 tensor with a float bound, and an int64 one with a
+    # float, in float32; Python compares the .item() values exactly
+    "f64_bound": [(torch.full((2, 4), 0.1, dtype=torch.float32),), (torch.full((2, 4), 0.1, dtype=torch.float64),),
+                  (torch.full((2, 4), 0.05, dtype=torch.float64),), (torch.full((2, 4), 0.2, dtype=torch.float64),)],
+    "two_dtypes": [(torch.randn(2, 4), torch.tensor([16777219]), torch.tensor([16777220.0])),
+                   (torch.randn(2, 4), torch.tensor([1, 2]), torch.tensor([3, 4])),
+                   (torch.randn(2, 4), torch.tensor([5, 2]), torch.tensor([3, 4]))],
 }
 
 
@@ -92,9 +99,11 @@ def test_the_verifier_refutes_a_guard_without_its_dtypes_or_a_changed_fallback(m
         assert ob["result"] == "checked", ob
         code = res.mended
         assert check(ob, Ctx({}, {}, code)).result == "checked"
-        local = "_mend_cond" if name == "u16flag" else "_mend_item"
-        weak = code.replace(f" and {local}.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, "
-                            "torch.int64, torch.float16, torch.bfloat16, torch.float32, torch.float64)", "")
+        if name == "u16flag":
+            weak = code.replace(" and _mend_cond.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, "
+                                "torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32, torch.float64)", "")
+        else:   # the exact-comparison clause widened to a dtype torch compares otherwise (int32 wraps a bound)
+            weak = code.replace("_mend_item.dtype == torch.int64 and", "_mend_item.dtype in (torch.int64, torch.int32) and")
         assert weak != code and check(ob, Ctx({}, {}, weak)).result == "refuted"
     res = mended["itemle"][2]
     ob = next(o for o in res.rewrites[0]["obligations"] if o["kind"] == "guarded-item-check")
@@ -102,3 +111,25 @@ def test_the_verifier_refutes_a_guard_without_its_dtypes_or_a_changed_fallback(m
                      ("_mend_item = keep\n", "_mend_item = keep + 0\n")):
         tampered = res.mended.replace(old, new)
         assert tampered != res.mended and guarded_item_check(ob, Ctx({}, {}, tampered)).result == "refuted", old
+
+
+def test_a_chain_reading_item_after_its_first_comparison_is_declined():
+    # helper-87's F3: `0 <= lo.min().item() <= hi.max().item()`: Python skips `hi.max()` when the
+    # first comparison fails (an empty `hi` raised in the guarded form)
+    import libcst as cst
+
+    from mend.rules import Decline
+    from mend.rules import predicated_validation as pv
+
+    src = (DIR / "chain_short_circuit.py").read_text()
+    line = next(i for i, t in enumerate(src.splitlines(), 1) if t.strip().startswith("assert"))
+    res = pv.rewrite(cst.parse_module(src), line)
+    assert isinstance(res, Decline) and "after its first comparison" in res.reason, res
+
+
+def test_an_int_tensor_against_a_float_bound_is_never_compared_in_the_graph():
+    # helper-87's F2: `ids.max().item() >= 1e9` on int64 ids: torch compares in float32, so
+    # 999999990 passed as 1e9; the guard admits only int64 against ints (float64 against floats),
+    # so here the original test always runs and nothing is gained: not emitted, saying why
+    res = fix(str(DIR / "int_vs_float.py"), unsafe_fixes=True, max_examples=3)
+    assert not res.rewrites and "removes no graph break" in res.declined[0].reason, res.declined

@@ -476,6 +476,12 @@ def _item_guard_of(tree: ast.Module, trap: str):
     return None
 
 
+def _reads_item(node: ast.AST) -> bool:
+    """``X.item()`` (a local of the guarded form's, read through ``.item()``)."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "item" \
+        and not node.args
+
+
 def guarded_item_check(ob: dict, ctx: Ctx) -> Outcome:
     """``guarded-item-check``: the mended ``T.item() <op> E`` check binds each tensor read
     through ``.item()`` to a local, runs the tensor condition inside the graph only when every
@@ -506,7 +512,21 @@ def guarded_item_check(ob: dict, ctx: Ctx) -> Outcome:
             and b.targets[0].id == local and ast.dump(b.value) == ast.dump(r)
             for b, (local, _), r in zip(binds, pairs, receivers)):
         problems.append("the statements before the guard do not bind " + ", ".join(f"`{lo} = {r}`" for lo, r in pairs))
-    want = " and ".join(_guard_text(local, True) for local, _ in pairs)
+    locs = [local for local, _ in pairs]
+    if any(isinstance(n, ast.Compare) for n in ast.walk(test)):
+        # compared with Python numbers or each other: only where torch's comparison is Python's exact one
+        nums = list(ob.get("numbers") or ())
+        ints = " and ".join([f"{lo}.dtype == torch.int64" for lo in locs]
+                            + [f"type({n}) is int and -2**63 <= {n} < 2**63" for n in nums])
+        floats = " and ".join([f"{lo}.dtype == torch.float64" for lo in locs]
+                              + [f"(type({n}) is float or (type({n}) is int and -2**53 <= {n} <= 2**53))" for n in nums])
+        want = " and ".join([_guard_text(lo, False) for lo in locs] + [f"(({ints}) or ({floats}))"])
+        if {ast.unparse(ast.parse(n, mode="eval").body) for n in nums} != {
+                ast.unparse(n) for c in ast.walk(test) if isinstance(c, ast.Compare)
+                         for n in [c.left, *c.comparators] if not _reads_item(n)}:
+            problems.append("the compared values recorded are not the comparison's operands")
+    else:
+        want = " and ".join(_guard_text(lo, True) for lo in locs)
     if ast.dump(guard.test) != ast.dump(ast.parse(want, mode="eval").body):
         problems.append(f"the guard is not `{want}`")
     call = guard.body[0].value if isinstance(guard.body[0], ast.Expr) else None
@@ -528,10 +548,12 @@ def guarded_item_check(ob: dict, ctx: Ctx) -> Outcome:
         if not (exc is not None and not orelse.orelse and ast.dump(orelse.test) == ast.dump(test)
                 and restored is not None and ast.dump(exc) == ast.dump(restored)):
             problems.append(f"the fallback is not `elif {ast.unparse(test)}: raise` the trap table's exception")
+    want_ast = ast.parse(want, mode="eval").body
     for local, _ in pairs:
         named = sum(1 for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == local)
-        want_n = 7 + sum(1 for e in (holds, test) for n in ast.walk(e) if isinstance(n, ast.Name) and n.id == local)
-        if named != want_n:   # bound once, six times in the guard, then in the check and the fallback
+        want_n = 1 + sum(1 for e in (want_ast, holds, test) for n in ast.walk(e) if isinstance(n, ast.Name)
+                         and n.id == local)
+        if named != want_n:   # bound once, then in the guard, the check and the fallback only
             problems.append(f"`{local}` is named {named} times in the function, not only by the guarded form ({want_n})")
     if problems:
         return check_refuted(by, "; ".join(problems))

@@ -61,8 +61,13 @@ comparison, a receiver that calls anything but pure tensor methods, a chain with
 Guarded too (helper-85's F2: unguarded, a two-element ``T`` passed under inductor, and a Python
 int or a uint16 tensor raised other errors): each ``T`` read through ``.item()`` is bound once,
 ``_mend_item = T`` (the receivers are pure, so reading it first changes nothing), and the tensor
-condition runs in the graph only when every such local is a one-element plain CPU tensor of a
-real dtype its comparison has a kernel for; the original test runs on the same locals otherwise
+condition runs in the graph only when every such local is a one-element plain CPU tensor and,
+for a comparison, where torch's comparison is Python's exact one by construction: every tensor
+int64 against ints in int64, or every tensor float64 against floats (and ints of at most 2**53)
+-- elsewhere torch rounds (a float32 tensor against ``0.1``, an int64 one against ``1e9``: both
+compared in float32, helper-87); a truth value or ``math.isnan`` takes any real dtype. The
+original test runs on the same locals otherwise. A chain that reads ``.item()`` after its first
+comparison declines (Python skips it when that one fails: helper-87)
 (``else: assert _mend_item.item() <= slen``). ``guarded-item-check`` re-reads that form from the
 mended file.
 

@@ -119,6 +119,20 @@ CHECK_DTYPES = ("(torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32,
 ITEM_LOCAL = "_mend_item"   # the local a guarded `.item()` form binds each tensor it reads to
 
 
+def exact_compare_text(locals_: list[str], numbers: list[str]) -> str:
+    """When a tensor comparison with Python numbers is Python's exact comparison of the
+    ``.item()`` values, by construction: every tensor int64 and every number an int in int64
+    (computed in int64), or every tensor float64 and every number a float or an int of at most
+    2**53 (computed in double). Elsewhere torch rounds: an int64 tensor against a float, and a
+    float32 tensor against a float bound, compare in float32, an int8 tensor wraps an int bound
+    to int8 (helper-87: `x.max().item() <= 0.1` on a float32 input, `ids.max().item() >= 1e9`)."""
+    ints = " and ".join([f"{lo}.dtype == torch.int64" for lo in locals_]
+                        + [f"type({n}) is int and -2**63 <= {n} < 2**63" for n in numbers])
+    floats = " and ".join([f"{lo}.dtype == torch.float64" for lo in locals_]
+                          + [f"(type({n}) is float or (type({n}) is int and -2**53 <= {n} <= 2**53))" for n in numbers])
+    return f"(({ints}) or ({floats}))"
+
+
 def guard_text(local: str, dtype: bool = False) -> str:
     """The runtime test under which the check runs inside the graph (decided by Dynamo at trace
     time: type, element count and device are guarded, so it adds no break). ``dtype``: the
@@ -212,7 +226,11 @@ def _guarded_items(plan, marker: str, indent: int) -> tuple[cst.CSTNode | list, 
     call = f"torch._assert_async({holds}, {marker})"
     if indent + 4 + len(call) > 100:  # one argument a line, as black would
         call = f"torch._assert_async(\n        {holds},\n        {marker},\n    )"
-    guard = " and ".join(guard_text(local, dtype=True) for local in locals_)
+    if m.findall(plan.test, m.Comparison()):   # compared with numbers or each other: exact dtypes only
+        numbers = list(dict.fromkeys(plan.numbers or ()))
+        guard = " and ".join([guard_text(local) for local in locals_] + [exact_compare_text(locals_, numbers)])
+    else:   # a truth value or math.isnan/isinf/isfinite: any dtype those kernels take
+        guard = " and ".join(guard_text(local, dtype=True) for local in locals_)
     if plan.form == "assert":
         msg = plan.stmt.body[0].msg
         fallback = f"else:\n    assert {test}" + (f", {_code(msg)}" if msg is not None else "") + "\n"
@@ -446,7 +464,8 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
         *([{"kind": "guarded-check", "local": local, "condition": _code(plan.core), "raises_when": _code(plan.fails_when),
             "raise_if_true": plan.raise_if_true, "trap": f"{table}.{key}"}] if local else []),
         *([{"kind": "guarded-item-check", "locals": item_locals, "asserts": holds, "test": _code(plan.test),
-            "form": plan.form, "trap": f"{table}.{key}"}] if item_locals else []),
+            "numbers": list(dict.fromkeys(plan.numbers or ())), "form": plan.form, "trap": f"{table}.{key}"}]
+          if item_locals else []),
         CPU_ONLY,
     ]
     return RewriteResult(tree.code, span, detail, obligations)

@@ -220,7 +220,12 @@ def _item_form(core: cst.BaseExpression, module: cst.Module | None = None) -> tu
                 "== !=); only that form is rewritten")
     operands = [core.left] + [c.comparator for c in core.comparisons]
     out, items, numbers = [], [], []
-    for op in operands:
+    for i, op in enumerate(operands):
+        if _is_item(op) and i >= 2:
+            # `0 <= lo.item() <= hi.item()`: Python reads `hi` only when the first comparison held;
+            # the guarded form reads every tensor first (helper-87: `hi.max()` of an empty `hi` raised)
+            return ("a chained comparison reads `.item()` after its first comparison, which Python skips when that "
+                    "one fails; the tensor form would read it on every call")
         if _is_item(op):
             recv = op.func.value
             why = _item_receiver(recv)
