@@ -428,7 +428,7 @@ CHECKS_TESTED_WITH_THEIR_RULE = {
     "membership-any": "test_rule_tensor_membership.py",
     "autocast-keeps-original": "test_rule_predicated_control_flow.py",
     "guard-hoisted": "test_rule_setup_guard.py", "guard-read-plain": "test_rule_setup_guard.py",
-    "guarded-check": "test_rule_predicated_validation.py",
+    "guarded-check": "test_rule_predicated_validation.py", "guarded-item-check": "test_guard_dtype.py",
     "mask-update-guarded": "test_rule_mask_update.py",
     "scalar-local-screened": "test_rule_scalar_tensor.py",
     "scalar-index-guarded": "test_rule_scalar_tensor.py", "scalar-index-slice-only": "test_rule_scalar_tensor.py",

@@ -14,7 +14,7 @@ NAN = float("nan")
 
 
 def _obs(*values):
-    return {"observations": [{"setting": [None, None],
+    return {"observations": [{"setting": [],
                               "obs": ([torch.tensor(v)], "", [], [], None, [], [])} for v in values],
             "seen": {}}
 
