@@ -52,6 +52,18 @@ def forward(xs):
     ys = [(all := y) for y in xs]
     return np.sum(xs)
 ''', ["all"]),
+    # a computed name: `globals()["sum"] = ...`, `builtins.max = ...` (helper-87)
+    ('''import math
+import numpy as np
+globals()["sum"] = math.fsum
+def forward(x):
+    return np.sum(x)
+''', sorted(NAMES)),
+    ('''import builtins
+import numpy as np
+def forward(x):
+    return np.sum(x)
+''', sorted(NAMES)),
     # a star import may bring any name
     ('''from os import *
 import numpy as np

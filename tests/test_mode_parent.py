@@ -104,3 +104,18 @@ def test_an_item_write_to_a_tensor_made_in_the_call_is_no_state_change():
     fn = cst.parse_module("def forward(self, text, audio):\n    h = text + audio\n    h[0] = log.append(1)\n"
                           "    return h\n").body[0]
     assert state_change(fn) == "h[0] = log.append(1)"
+
+
+@pytest.mark.parametrize("name, rule, needle, words", [
+    # helper-87's F4: `import torch as T`, `with T.no_grad(): return enc.forward(x)` in a helper
+    ("h87_b1_tc_alias.py", "tensor-check", "torch._check_tensor_all", "with T.no_grad()"),
+    # F5: a parent's plain `torch.set_grad_enabled(False)` call, and one imported under another name
+    ("h87_g2_tc_setgrad.py", "tensor-check", "torch._check_tensor_all", "sets torch's global state"),
+    ("h87_f1_sge_alias.py", "predicated-validation", "if torch.isnan(x).any():", "sets torch's global state"),
+    # a module-level `try: return enc.forward(x)` in a file of nn.Modules (the differential test caught it)
+    ("h87_g1_tc_try.py", "tensor-check", "torch._check_tensor_all", "has a `try` with a handler"),
+])
+def test_helper_87s_spellings_of_a_parent_context_decline(name, rule, needle, words):
+    src = (DIR / name).read_text()
+    res = RULES[rule].rewrite(cst.parse_module(src), _line(src, needle))
+    assert isinstance(res, Decline) and words in res.reason, res

@@ -4,6 +4,7 @@ and that no builtin their rewrite calls is rebound."""
 from __future__ import annotations
 
 import libcst as cst
+import libcst.matchers as m
 
 from mend.rules._common import code_of, dotted, target_names
 
@@ -97,6 +98,8 @@ def aliases(binds: dict[str, list[tuple]], module_name: str) -> set[str]:
     return {n for n in binds if module_alias(binds, n, module_name)}
 
 
+# names through which a module can rebind any global or builtin by a computed name
+_NAMESPACE_WRITERS = frozenset({"globals", "vars", "locals", "__builtins__", "builtins"})
 _FUNCTION_SCOPES = (cst.FunctionDef, cst.Lambda)
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 _SCOPES = (cst.Module, cst.ClassDef, *_FUNCTION_SCOPES, *_COMPREHENSIONS)
@@ -141,12 +144,13 @@ def bound_in_reach(module: cst.Module, target: cst.CSTNode, names) -> list[str]:
     something else there: bound in the module's scope, in a function, lambda or comprehension
     around ``target``, in a class around it with no function in between (a method does not see
     its class's names), by ``global``/``nonlocal`` anywhere, or every name where the module
-    star-imports. A parameter or local of another function cannot reach it (helper-79's c09:
+    star-imports or names ``globals``/``vars``/``locals``/``builtins`` at all (helper-87:
+    ``globals()["sum"] = math.fsum``). A parameter or local of another function cannot reach it (helper-79's c09:
     ``def clamp(x, min=0.0, max=1.0)`` elsewhere in the file declined every numpy site)."""
     visitor = _ScopedBindings(module, target)
     module.visit(visitor)
-    if "*" in visitor.names:
-        return sorted(set(names))
+    if "*" in visitor.names or any(n.value in _NAMESPACE_WRITERS for n in m.findall(module, m.Name())):
+        return sorted(set(names))   # `globals()["sum"] = ...`, `builtins.max = ...` (helper-87)
     reach, crossed = {id(module)}, False
     for up in reversed(visitor.path):
         if isinstance(up, (*_FUNCTION_SCOPES, *_COMPREHENSIONS)):

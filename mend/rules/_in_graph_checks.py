@@ -180,13 +180,39 @@ def _torch_context(expr: cst.BaseExpression, torch_roots: set[str]) -> str | Non
 
 
 def _torch_roots(module: cst.Module) -> set[str]:
-    """``torch`` and the names the module imports from a torch package."""
+    """``torch``, the names the module binds to a torch package (``import torch as T``,
+    ``import torch.nn as tnn``: helper-87) and the names it imports from one."""
     roots = {"torch"}
+    for imp in m.findall(module, m.Import()):
+        roots |= {a.asname.name.value for a in imp.names if a.asname and isinstance(a.asname.name, cst.Name)
+                  and (dotted(a.name) or "").split(".")[0] == "torch"}
     for imp in m.findall(module, m.ImportFrom()):
         if (dotted(imp.module) or "").split(".")[0] == "torch" and not isinstance(imp.names, cst.ImportStar):
             roots |= {(a.asname.name.value if a.asname else dotted(a.name) or "") for a in imp.names
                       if not a.asname or isinstance(a.asname.name, cst.Name)}
     return roots
+
+
+_GLOBAL_SETTERS = {"set_grad_enabled", "_set_grad_enabled", "set_autocast_enabled", "set_default_dtype",
+                   "set_default_device", "use_deterministic_algorithms", "set_anomaly_enabled", "_set_autocast_enabled"}
+
+
+def global_mode_setter(module: cst.Module) -> str | None:
+    """A call in the file that sets torch's global state, other than as a ``with`` item
+    (``with torch.set_grad_enabled(False):`` restores the mode when it exits), by its name or a
+    name the file imports it under (``from torch import set_grad_enabled as grad_on``: helper-87).
+    Compiled, Dynamo sets the final mode after the graph returns, so a check failing inside the
+    graph leaves the mode as it was, where eager left it changed (an adversarial review)."""
+    aliases = {a.asname.name.value: dotted(a.name) or "" for imp in m.findall(module, m.ImportFrom())
+               if (dotted(imp.module) or "").split(".")[0] == "torch" and not isinstance(imp.names, cst.ImportStar)
+               for a in imp.names if a.asname and isinstance(a.asname.name, cst.Name)}
+    items = {id(i.item) for i in m.findall(module, m.WithItem())}
+    for call in m.findall(module, m.Call()):
+        func = call.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if aliases.get(name, name) in _GLOBAL_SETTERS and id(call) not in items:
+            return code_of(call).strip()
+    return None
 
 
 def mode_context_elsewhere(module: cst.Module | None, function: cst.FunctionDef) -> str | None:
@@ -215,33 +241,32 @@ def mode_context_elsewhere(module: cst.Module | None, function: cst.FunctionDef)
     return None
 
 
-# bases of classes that are no nn.Module (a lazy module, an enum): their methods run no forward
-_PLAIN_BASES = frozenset({"object", "ModuleType", "types.ModuleType", "Exception", "Enum", "str", "dict",
-                          "NamedTuple", "ABC"})
+# bases of classes that are no nn.Module (a lazy module, an enum, an import hook): their methods run no forward
+_PLAIN_BASES = frozenset({"object", "type", "ModuleType", "types.ModuleType", "Exception", "BaseException", "Enum",
+                          "str", "dict", "int", "NamedTuple", "ABC"})
+_PLAIN_ROOTS = ("importlib", "abc", "enum", "typing", "collections", "types")
+
+
+def _plain_class(cls: cst.ClassDef) -> bool:
+    return all((dotted(b.value) or "") in _PLAIN_BASES or (dotted(b.value) or "").split(".")[0] in _PLAIN_ROOTS
+               for b in cls.bases)
 
 
 def _may_wrap_model(fn: cst.FunctionDef, body: cst.CSTNode, module: cst.Module) -> bool:
-    """tensor-check's reading of "a call that may reach the check": any call in a method of a
-    class that may be an nn.Module (a parent calls ``self.child(x)``), or a direct call of a
-    parameter of an enclosing function (a decorator's ``fn(*a)``). A module-level function's
-    calls of library code or of methods of its arguments (transformers' ``import_utils.py``:
-    ``x.jax()`` in ``is_jax_jitting``) are taken not to run model code: an assumption, as callers
-    in other files are."""
+    """tensor-check's reading of "a call that may reach the check": in a file that defines a
+    class that may be an nn.Module (a base other than ``object``, ``Enum``, ``ModuleType``...), any
+    call (a parent calls ``self.child(x)``, a helper ``enc.forward(x)``: helper-87); elsewhere a
+    direct call of a parameter of an enclosing function (a decorator's ``fn(*a)``). In a library
+    file with no such class, calls of library code or of its arguments' methods (transformers'
+    ``import_utils.py``: ``x.jax()`` in ``is_jax_jitting``) are taken not to run model code: an
+    assumption, as callers in other files are."""
     calls = m.findall(body, m.Call())
     if not calls:
         return False
-    owner = _owner_class(fn, module)
-    if owner is not None and not (owner.bases and all((dotted(b.value) or "") in _PLAIN_BASES for b in owner.bases)):
+    if any(not _plain_class(c) for c in m.findall(module, m.ClassDef())):
         return True
     params = {p.name.value for f in _enclosing_functions(fn, module) for p in m.findall(f.params, m.Param())}
     return any(isinstance(c.func, cst.Name) and c.func.value in params for c in calls)
-
-
-def _owner_class(fn: cst.FunctionDef, module: cst.Module) -> cst.ClassDef | None:
-    for cls in m.findall(module, m.ClassDef()):
-        if isinstance(cls.body, cst.IndentedBlock) and any(s is fn for s in cls.body.body):
-            return cls
-    return None
 
 
 def _enclosing_functions(fn: cst.FunctionDef, module: cst.Module) -> list[cst.FunctionDef]:

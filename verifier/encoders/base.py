@@ -230,7 +230,7 @@ def bound_in_reach(tree: ast.Module, targets: list[ast.AST], names) -> list[str]
     comprehension around a target (the target's own nodes aside: a guard lambda's parameters),
     in a class around it with no function in between (a method does not see its class's
     names), by ``global``/``nonlocal`` anywhere, or any name at all where the module
-    star-imports. A parameter or local of another function cannot reach the target (helper-79's
+    star-imports or names ``globals``/``vars``/``locals``/``builtins``. A parameter or local of another function cannot reach the target (helper-79's
     c09: ``def clamp(x, min=0.0, max=1.0)`` elsewhere declined every site)."""
     parents = {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
     inside = {id(n) for t in targets for n in ast.walk(t)}
@@ -248,8 +248,10 @@ def bound_in_reach(tree: ast.Module, targets: list[ast.AST], names) -> list[str]
     for node in ast.walk(tree):
         if id(node) in inside:
             continue
-        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
-            return sorted(set(names))
+        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names) or (
+                isinstance(node, ast.Name) and node.id in ("globals", "vars", "locals", "__builtins__", "builtins")) \
+                or (isinstance(node, ast.Import) and any(a.name == "builtins" for a in node.names)):
+            return sorted(set(names))   # any name, by a computed one: `globals()["sum"] = ...` (helper-87)
         bound = [n for n in names_bound_by(node) if n in names]
         if bound and (isinstance(node, (ast.Global, ast.Nonlocal)) or id(_binding_scope(node, parents)) in reach):
             out |= set(bound)

@@ -12,7 +12,7 @@ from mend.locate import Located
 from mend.rules._base import Decline, Match
 from mend.rules._common import code_of as _code, dotted as _dotted, enclosing_handler, locals_readers, state_change
 from mend.rules._bindings import bindings, module_alias
-from mend.rules._in_graph_checks import catching_elsewhere, mode_context_elsewhere, surroundings
+from mend.rules._in_graph_checks import catching_elsewhere, global_mode_setter, mode_context_elsewhere, surroundings
 from mend.rules._scalars import walk
 from mend.rules.predicated_control_flow.screen import FORCING_HOOK
 
@@ -446,7 +446,7 @@ def _screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> _Plan | Decline:
     if _comments(own, own):
         return Decline(NAME, "the check holds a comment the rewrite would drop")
     module = ancestors[0] if ancestors and isinstance(ancestors[0], cst.Module) else None
-    setter = _global_mode_setter(module) if module is not None else None
+    setter = global_mode_setter(module) if module is not None else None
     if setter is not None:
         return Decline(NAME, f"the file sets torch's global state (`{setter[:60]}`, not as a `with`): Dynamo sets "
                              "the final grad/autocast mode after the graph returns, so a check failing inside the "
@@ -618,22 +618,6 @@ def _and_parts(core: cst.BooleanOperation) -> list | str:
         return ("only the last operand of the `and` is a tensor test: Dynamo decides the others at trace time and "
                 "compiles the assert without a break")
     return parts
-
-
-_GLOBAL_SETTERS = {"set_grad_enabled", "_set_grad_enabled", "set_autocast_enabled", "set_default_dtype",
-                   "set_default_device", "use_deterministic_algorithms", "set_anomaly_enabled", "_set_autocast_enabled"}
-
-
-def _global_mode_setter(module: cst.Module) -> str | None:
-    """A call in the file that sets torch's global state, other than as a ``with`` item
-    (``with torch.set_grad_enabled(False):`` restores the mode when it exits)."""
-    items = {id(i.item) for i in m.findall(module, m.WithItem())}
-    for call in m.findall(module, m.Call()):
-        func = call.func
-        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
-        if name in _GLOBAL_SETTERS and id(call) not in items:
-            return cst.Module([]).code_for_node(call)
-    return None
 
 
 def match(loc: Located) -> Match | Decline:

@@ -11,7 +11,8 @@ from mend.locate import Located
 from mend.rules._base import Decline, Match
 from mend.rules._common import (code_of, dotted, enclosing_handler, fresh_local, locals_readers, state_change,
                                 torch_aliases, torch_name)
-from mend.rules._in_graph_checks import caller_screen, catching_elsewhere, mode_context_elsewhere, surroundings
+from mend.rules._in_graph_checks import (caller_screen, catching_elsewhere, global_mode_setter,
+                                         mode_context_elsewhere, surroundings)
 
 NAME = "tensor-check"
 CHECK_CALLS = {"torch._check_tensor_all"}
@@ -207,6 +208,11 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
         # lost (aot_eager, inductor) and state written after it may happen anyway (inductor)
         return Decline(NAME, f"the function changes state (`{effect}`): with the check inside the compiled graph, "
                        "a failing call could leave different state than eager")
+    setter = global_mode_setter(module) if module is not None else None
+    if setter is not None:   # helper-87: a parent's plain torch.set_grad_enabled(False) around the child
+        return Decline(NAME, f"the file sets torch's global state (`{setter[:60]}`, not as a `with`): Dynamo sets "
+                       "the final grad/autocast mode after the graph returns, so a check failing inside the graph "
+                       "would leave the mode as it was, where eager left it changed")
     why = surroundings(function, ancestors, inner, module) or caller_screen(module, function) or \
         catching_elsewhere(module, function, precise=True) or mode_context_elsewhere(module, function)
     if why is not None:
