@@ -222,11 +222,12 @@ def _guarded_items(plan, marker: str, indent: int) -> tuple[cst.CSTNode | list, 
         taken.add(locals_[-1])
     swap = _Swap(dict(zip(receivers, locals_)))
     holds = _code(plan.holds.visit(swap))
-    test = _code(plan.test.visit(swap))
+    swapped = plan.test.visit(swap)   # a comparison inside a tensor read (`(ids < n).all().item()`) is the tensor's
+    test = _code(swapped)
     call = f"torch._assert_async({holds}, {marker})"
     if indent + 4 + len(call) > 100:  # one argument a line, as black would
         call = f"torch._assert_async(\n        {holds},\n        {marker},\n    )"
-    if m.findall(plan.test, m.Comparison()):   # compared with numbers or each other: exact dtypes only
+    if m.findall(swapped, m.Comparison()):   # compared with numbers or each other: exact dtypes only
         numbers = list(dict.fromkeys(plan.numbers or ()))
         guard = " and ".join([guard_text(local) for local in locals_] + [exact_compare_text(locals_, numbers)])
     else:   # a truth value or math.isnan/isinf/isfinite: any dtype those kernels take
