@@ -718,9 +718,7 @@ def _differential_test(original, mended, example: tuple, *, example_kwargs, emit
             for setting in settings_:
                 line = next(reversed(setting), None)   # the counterexample names the phase and forcing (helper-72)
                 state["at"] = f" ({phase} mode{', predicates forced ' + str(setting) if setting else ''})"
-                with contextlib.ExitStack() as stack:
-                    for forced_line, value in setting.items():
-                        stack.enter_context(forcing.forced(forced_line, value))
+                with forcing.forced_all(setting):
                     ref = observe(original, args, kwargs, grad)
                     if line is None and phase == "eval" and len(raising) < RAISING_FOR_INDUCTOR and \
                             isinstance(ref[0], tuple) and ref[0] and ref[0][0] == "raised":

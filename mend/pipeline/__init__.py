@@ -91,7 +91,9 @@ def _is_branch(code: str, line: int) -> bool:
     on both outcomes. An ``assert`` is forced where the rule rewrites its instrumented copy,
     and otherwise verified as before, on the outcomes its inputs reach."""
     lines = code.splitlines()
-    return instrument(code, line) is not None and not lines[line - 1].lstrip().startswith("assert")
+    if 0 < line <= len(lines) and lines[line - 1].lstrip().startswith("assert"):
+        return False
+    return instrument(code, line) is not None
 
 
 def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds: int = 32,

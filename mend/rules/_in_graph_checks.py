@@ -252,18 +252,18 @@ def _plain_class(cls: cst.ClassDef) -> bool:
                for b in cls.bases)
 
 
-def _may_wrap_model(fn: cst.FunctionDef, body: cst.CSTNode, module: cst.Module) -> bool:
+def _may_wrap_model(fn: cst.FunctionDef, body: cst.CSTNode, module: cst.Module, has_modules: bool) -> bool:
     """tensor-check's reading of "a call that may reach the check": in a file that defines a
     class that may be an nn.Module (a base other than ``object``, ``Enum``, ``ModuleType``...), any
     call (a parent calls ``self.child(x)``, a helper ``enc.forward(x)``: helper-87); elsewhere a
     direct call of a parameter of an enclosing function (a decorator's ``fn(*a)``). In a library
     file with no such class, calls of library code or of its arguments' methods (transformers'
     ``import_utils.py``: ``x.jax()`` in ``is_jax_jitting``) are taken not to run model code: an
-    assumption, as callers in other files are."""
+    assumption, as callers in other files are. ``has_modules``: whether the file has such a class."""
     calls = m.findall(body, m.Call())
     if not calls:
         return False
-    if any(not _plain_class(c) for c in m.findall(module, m.ClassDef())):
+    if has_modules:
         return True
     params = {p.name.value for f in _enclosing_functions(fn, module) for p in m.findall(f.params, m.Param())}
     return any(isinstance(c.func, cst.Name) and c.func.value in params for c in calls)
@@ -280,7 +280,7 @@ def _enclosing_functions(fn: cst.FunctionDef, module: cst.Module) -> list[cst.Fu
 
 def catching_elsewhere(module: cst.Module | None, function: cst.FunctionDef, precise: bool = False) -> str | None:
     """A ``try`` with a handler, or a ``with`` of anything but a torch context, in another
-    function of the file around a call that may reach the check (:func:`reaches`; a parent
+    function of the file around a call that may reach the check (:func:`_may_wrap_model`; a parent
     module calling ``self.child(x)`` reaches ``forward`` without naming it): until
     ``mend.validation_runtime`` restores the exception at the outermost module the mended check
     raises ``RuntimeError('mend-trap:...')`` (tensor-check: its failure surfaces when the graph
@@ -289,8 +289,11 @@ def catching_elsewhere(module: cst.Module | None, function: cst.FunctionDef, pre
     its ``with`` body raises, wherever that is (helper-83's n02, n03). ``precise``: only a call
     :func:`_may_wrap_model` counts (tensor-check, whose check lives in library files too);
     otherwise any call does (predicated-validation)."""
+    # whether the file defines a class that may be an nn.Module: read once, not at every try/with
+    has_modules = precise and module is not None and any(not _plain_class(c) for c in m.findall(module, m.ClassDef()))
+
     def reach(fn, body) -> bool:
-        return _may_wrap_model(fn, body, module) if precise else bool(m.findall(body, m.Call()))
+        return _may_wrap_model(fn, body, module, has_modules) if precise else bool(m.findall(body, m.Call()))
 
     for fn in m.findall(module, m.FunctionDef()) if module is not None else ():
         if fn is function or fn.name.value in _SETUP:

@@ -420,23 +420,11 @@ def guarded_check(ob: dict, ctx: Ctx) -> Outcome:
             and ast.dump(call.args[0]) == ast.dump(holds)):
         problems.append(f"the guarded call does not assert `{ast.unparse(holds)}`")
     failing = ast.parse(local if raise_if_true else f"not {local}", mode="eval").body
-    restored = _trap_exception(tree, trap)
-    entry = _entry(restored)
-    orelse = test.orelse[0] if len(test.orelse) == 1 else None
-    if isinstance(orelse, ast.If):       # `elif L: raise E(msg)`
-        exc = orelse.body[0].exc if len(orelse.body) == 1 and isinstance(orelse.body[0], ast.Raise) else None
-        if not (ast.dump(orelse.test) == ast.dump(failing) and not orelse.orelse and exc is not None
-                and restored is not None and ast.dump(exc) == ast.dump(restored)):
-            problems.append(f"the fallback is not `elif {ast.unparse(failing)}: raise` the trap table's exception")
-    elif isinstance(orelse, ast.Assert):  # `else: assert not L, msg` (an operand of `assert A and B`: `assert L`)
-        want = ast.UnaryOp(ast.Not(), ast.Name(local, ast.Load())) if raise_if_true else ast.Name(local, ast.Load())
-        msg = "" if orelse.msg is None else ast.literal_eval(orelse.msg) if isinstance(orelse.msg, ast.Constant) \
-            else None
-        if not (ast.dump(orelse.test) == ast.dump(want) and entry is not None
-                and entry[0] == "AssertionError" and msg == entry[1]):
-            problems.append(f"the fallback is not `assert {ast.unparse(want)}` with the trap table's message")
-    else:
-        problems.append("the guard has no fallback running the original check")
+    # `elif L: raise E(msg)`, or `else: assert not L, msg` (an operand of `assert A and B`: `assert L`)
+    asserted = ast.UnaryOp(ast.Not(), ast.Name(local, ast.Load())) if raise_if_true else ast.Name(local, ast.Load())
+    why = _fallback_problem(test, tree, trap, None, failing, asserted)
+    if why:
+        problems.append(why)
     uses = sum(1 for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == local)
     want_uses = 8 + raise_if_true   # bound once, five (six) times in the guard, once asserted, once in the fallback
     if uses != want_uses:
@@ -448,6 +436,34 @@ def guarded_check(ob: dict, ctx: Ctx) -> Outcome:
                    f"`{ast.unparse(test.test)}`, the original check otherwise",
                    ["Dynamo decides the guard at trace time (type, element count and device are guarded), so "
                     "it adds no break (measured on torch 2.13; the pipeline's graph count)"])
+
+
+def _fallback_problem(guard: ast.If, tree: ast.Module, trap: str, form: str | None, failing: ast.AST,
+                      asserted: ast.AST) -> str | None:
+    """Why the guard's fallback is not the original check, else None: ``elif failing: raise`` the
+    trap table's exception (an if/raise), or ``else: assert asserted, msg`` with the table's
+    AssertionError message (an assert); ``form`` None admits either."""
+    restored = _trap_exception(tree, trap)
+    orelse = guard.orelse[0] if len(guard.orelse) == 1 else None
+    if isinstance(orelse, ast.If) and form != "assert":
+        exc = orelse.body[0].exc if len(orelse.body) == 1 and isinstance(orelse.body[0], ast.Raise) else None
+        if not (ast.dump(orelse.test) == ast.dump(failing) and not orelse.orelse and exc is not None
+                and restored is not None and ast.dump(exc) == ast.dump(restored)):
+            return f"the fallback is not `elif {ast.unparse(failing)}: raise` the trap table's exception"
+        return None
+    if isinstance(orelse, ast.Assert) and form != "if-raise":
+        entry = _entry(restored)
+        msg = "" if orelse.msg is None else ast.literal_eval(orelse.msg) if isinstance(orelse.msg, ast.Constant) \
+            else None
+        if not (ast.dump(orelse.test) == ast.dump(asserted) and entry is not None
+                and entry[0] == "AssertionError" and msg == entry[1]):
+            return f"the fallback is not `assert {ast.unparse(asserted)}` with the trap table's message"
+        return None
+    if form == "assert":
+        return f"the fallback is not `assert {ast.unparse(asserted)}` with the trap table's message"
+    if form == "if-raise":
+        return f"the fallback is not `elif {ast.unparse(failing)}: raise` the trap table's exception"
+    return "the guard has no fallback running the original check"
 
 
 class _SwapAst(ast.NodeTransformer):
@@ -533,21 +549,9 @@ def guarded_item_check(ob: dict, ctx: Ctx) -> Outcome:
     if not (isinstance(call, ast.Call) and _dotted(call.func) == "torch._assert_async" and call.args
             and ast.dump(call.args[0]) == ast.dump(holds)):
         problems.append(f"the guarded call does not assert `{ast.unparse(holds)}`")
-    restored = _trap_exception(tree, trap)
-    orelse = guard.orelse[0] if len(guard.orelse) == 1 else None
-    if ob.get("form") == "assert":
-        entry = _entry(restored)
-        msg = None if not isinstance(orelse, ast.Assert) else "" if orelse.msg is None else \
-            ast.literal_eval(orelse.msg) if isinstance(orelse.msg, ast.Constant) else None
-        if not (isinstance(orelse, ast.Assert) and ast.dump(orelse.test) == ast.dump(test) and entry is not None
-                and entry[0] == "AssertionError" and msg == entry[1]):
-            problems.append(f"the fallback is not `assert {ast.unparse(test)}` with the trap table's message")
-    else:
-        exc = orelse.body[0].exc if isinstance(orelse, ast.If) and len(orelse.body) == 1 and isinstance(
-            orelse.body[0], ast.Raise) else None
-        if not (exc is not None and not orelse.orelse and ast.dump(orelse.test) == ast.dump(test)
-                and restored is not None and ast.dump(exc) == ast.dump(restored)):
-            problems.append(f"the fallback is not `elif {ast.unparse(test)}: raise` the trap table's exception")
+    why = _fallback_problem(guard, tree, trap, "assert" if ob.get("form") == "assert" else "if-raise", test, test)
+    if why:
+        problems.append(why)
     want_ast = ast.parse(want, mode="eval").body
     for local, _ in pairs:
         named = sum(1 for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == local)

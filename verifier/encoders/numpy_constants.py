@@ -337,13 +337,6 @@ def _module_aliases(tree: ast.Module, module: str) -> set[str]:
     return {n for n, hs in how.items() if all(h[0] == module for h in hs) and any(h[1] for h in hs)}
 
 
-def _bound_builtins(tree: ast.Module, lambdas: list[ast.AST], builtins=_BUILTINS) -> list[str]:
-    """The builtins of the guarded expression that a binding in reach of the guard lambdas makes
-    mean something else (:func:`bound_in_reach`: the lambdas' own parameters and comprehension
-    variables aside, a parameter or local of another function too)."""
-    return bound_in_reach(tree, lambdas, builtins)
-
-
 _ALLOC = ("zeros", "ones", "empty", "full")
 _RESHAPE_METHODS = ("view", "reshape")
 
@@ -733,8 +726,9 @@ def _consumer_outcome(ob: dict, call: ast.Call, parents: dict, tree: ast.Module)
                "sizes and len() taken as non-negative int64 values): no step leaves int64 and no divisor can be 0")
     # the guard's own lambda in `tree` (a parse of its own: found by position), else every lambda
     lambdas = in_tree(tree, call.func) or [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)]
-    rebound = _bound_builtins(tree, lambdas, _BUILTINS + tuple(b for b in ("range", "float")
-                                                              if ("builtins", b) in got_all))
+    # a binding in reach of the guard's lambda (not another function's parameter: helper-79's c09)
+    rebound = bound_in_reach(tree, lambdas, _BUILTINS + tuple(b for b in ("range", "float")
+                                                             if ("builtins", b) in got_all))
     if rebound:
         return check_refuted(by, f"the module binds `{rebound[0]}`, which the guarded expression calls as a builtin")
     if ob.get("numpy") not in np_names:

@@ -156,21 +156,31 @@ def _guarded(plan, local: str, marker: str, indent: int) -> list | cst.If:
             raise E(msg)                                         # the original raise, verbatim
     """
     holds = f"torch.logical_not({local})" if plan.raise_if_true else local
+    failing = local if plan.raise_if_true else f"not {local}"
+    asserted = f"{'not ' * plan.raise_if_true}{local}"
+    bind = cst.parse_statement(f"{local} = {_code(plan.core)}\n")
+    return _guarded_form(plan, [bind], guard_text(local, dtype=plan.raise_if_true), holds, failing, asserted,
+                         marker, indent)
+
+
+def _guarded_form(plan, binds: list, guard: str, holds: str, failing: str, asserted: str, marker: str,
+                  indent: int) -> list | cst.If:
+    """``binds``, then ``if guard: torch._assert_async(holds, MARKER)`` with the original check as
+    the fallback -- ``elif failing:`` and the original raise, verbatim (an if/raise, kept by
+    ``python -O``), or ``else: assert asserted, msg`` (an assert, inside ``if __debug__:``)."""
     call = f"torch._assert_async({holds}, {marker})"
     if indent + 4 + len(call) > 100:  # one argument a line, as black would
         call = f"torch._assert_async(\n        {holds},\n        {marker},\n    )"
-    failing = local if plan.raise_if_true else f"not {local}"
     if plan.form == "if-raise":
         fallback = f"elif {failing}:\n    raise _\n"
     else:
         msg = plan.stmt.body[0].msg
-        fallback = f"else:\n    assert {'not ' * plan.raise_if_true}{local}" + (f", {_code(msg)}" if msg is not None else "") + "\n"
-    bind = cst.parse_statement(f"{local} = {_code(plan.core)}\n")
-    test = cst.parse_statement(f"if {guard_text(local, dtype=plan.raise_if_true)}:\n    {call}\n{fallback}")
+        fallback = f"else:\n    assert {asserted}" + (f", {_code(msg)}" if msg is not None else "") + "\n"
+    test = cst.parse_statement(f"if {guard}:\n    {call}\n{fallback}")
     if plan.form == "if-raise":   # the original raise statement, layout kept
         test = test.with_changes(orelse=test.orelse.with_changes(body=plan.stmt.body))
-        return [bind.with_changes(leading_lines=plan.stmt.leading_lines), test]
-    return cst.If(test=cst.Name("__debug__"), body=cst.IndentedBlock([bind, test]),
+        return [binds[0].with_changes(leading_lines=plan.stmt.leading_lines), *binds[1:], test]
+    return cst.If(test=cst.Name("__debug__"), body=cst.IndentedBlock([*binds, test]),
                   leading_lines=plan.stmt.leading_lines)
 
 
@@ -211,11 +221,10 @@ def _guarded_items(plan, marker: str, indent: int) -> tuple[cst.CSTNode | list, 
     uint16 raised other errors, and under inductor a two-element tensor passed). The tensors
     and the compared values are pure (the rule's screen), so reading each tensor once, first,
     changes no value."""
-    receivers = list(dict.fromkeys(_code(c.func.value).strip() for c in m.findall(
-        plan.test, m.Call(func=m.Attribute(attr=m.Name("item")), args=[]))))
-    nodes = {}
+    nodes = {}   # each tensor's source -> its node, in the order the test reads them
     for c in m.findall(plan.test, m.Call(func=m.Attribute(attr=m.Name("item")), args=[])):
         nodes.setdefault(_code(c.func.value).strip(), c.func.value)
+    receivers = list(nodes)
     taken, locals_ = set(), []
     for _ in receivers:
         locals_.append(fresh_local(plan.function, ITEM_LOCAL, taken))
@@ -224,28 +233,14 @@ def _guarded_items(plan, marker: str, indent: int) -> tuple[cst.CSTNode | list, 
     holds = _code(plan.holds.visit(swap))
     swapped = plan.test.visit(swap)   # a comparison inside a tensor read (`(ids < n).all().item()`) is the tensor's
     test = _code(swapped)
-    call = f"torch._assert_async({holds}, {marker})"
-    if indent + 4 + len(call) > 100:  # one argument a line, as black would
-        call = f"torch._assert_async(\n        {holds},\n        {marker},\n    )"
     if m.findall(swapped, m.Comparison()):   # compared with numbers or each other: exact dtypes only
         numbers = list(dict.fromkeys(plan.numbers or ()))
         guard = " and ".join([guard_text(local) for local in locals_] + [exact_compare_text(locals_, numbers)])
     else:   # a truth value or math.isnan/isinf/isfinite: any dtype those kernels take
         guard = " and ".join(guard_text(local, dtype=True) for local in locals_)
-    if plan.form == "assert":
-        msg = plan.stmt.body[0].msg
-        fallback = f"else:\n    assert {test}" + (f", {_code(msg)}" if msg is not None else "") + "\n"
-    else:
-        fallback = f"elif {test}:\n    raise _\n"
     binds = [cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(local))], nodes[r])])
              for r, local in zip(receivers, locals_)]
-    check = cst.parse_statement(f"if {guard}:\n    {call}\n{fallback}")
-    if plan.form != "assert":   # the original raise statement, layout kept
-        check = check.with_changes(orelse=check.orelse.with_changes(body=plan.stmt.body))
-        return [binds[0].with_changes(leading_lines=plan.stmt.leading_lines), *binds[1:], check], \
-            list(zip(locals_, receivers))
-    return cst.If(test=cst.Name("__debug__"), body=cst.IndentedBlock([*binds, check]),
-                  leading_lines=plan.stmt.leading_lines), list(zip(locals_, receivers))
+    return _guarded_form(plan, binds, guard, holds, test, test, marker, indent), list(zip(locals_, receivers))
 
 
 def _split(plan, chain: list[cst.CSTNode], exc_code: str, table: str, indent: int) -> tuple[cst.If, list]:
