@@ -387,7 +387,7 @@ CHECK_CASES = {
     "cond-side-pure": ({"call": "self.proj(h)"}, {"names": {}, "self": {"proj": _module()}}, None),
     "cond-output-not-aliased": ({"values": ["h * 2.0"], "treatment": ["computed"]}, None, None),
     "cond-no-autograd": ({"why": "the sides read different parameters"}, None,
-                         "if torch.compiler.is_compiling() and not torch.is_grad_enabled():\n"
+                         "if not torch.is_grad_enabled() and torch.compiler.is_compiling():\n"
                          "    y = torch.cond(p, lambda: a, lambda: b)\n"),
     "cond-taken-side-only": ({"pred": "h.sum() > 0", "waives": ["finite-gradient"]}, None,
                              "y = torch.cond(p, lambda: a, lambda: b)\n"),

@@ -323,7 +323,8 @@ def _outcome(fn, *args):
     lambda: (torch.tensor([1.0, -2.0, 3.0, -4.0]).expand(3, 4),),     # expanded: copy_ would refuse it
     lambda: (torch.tensor([[3, -3, 5, -7]]),),                          # int64: index_put_ raises
     lambda: (torch.randn(3, 4, generator=torch.Generator().manual_seed(1)).half(),),
-], ids=["expanded", "int64", "float16"])
+    lambda: (torch.randn(3, 4, device="meta"),),   # helper-85 F5: the boolean index raises there
+], ids=["expanded", "int64", "float16", "meta"])
 def test_guarded_form_behaves_as_the_original(tmp_path, make):
     orig, mended = _load_pair(tmp_path, _HALVE)
     assert _outcome(orig.f, *make()) == _outcome(mended.f, *make())

@@ -264,3 +264,31 @@ def test_the_raise_form_takes_in_itself_for_other_operand_types(element, ids):
                          str(exc) if "mend-trap" not in str(exc) else "the [MASK] token is not allowed here"))
     a, b = outs
     assert a[0] == b[0] and (a[1:] == b[1:] if a[0] == "raised" else torch.equal(a[1], b[1])), (a, b)
+
+
+def test_the_kept_if_tests_the_original_membership_and_autograd_adds_no_graph(tmp_path):
+    """helper-85 F8: the cond form's kept `if` tested `(v == t).any()`, and with autograd on
+    (where the cond does not run) the frame Dynamo had run eagerly compiled as 2 graphs and a
+    break, 0 (+1 eager frame) -> 2. The kept `if` is now the original, and the grad mode is
+    tested first, so with autograd on Dynamo traces none of the guard: the same count."""
+    from mend.detect import detect
+    from mend.scan import sites_from
+    from mend.targets import load_target
+
+    source = (HERE / "mask_token.py").read_text()
+    res = tm.rewrite(cst.parse_module(source), example_line(source), form="cond")
+    assert hasattr(res, "code"), res
+    lines = [ln.strip() for ln in res.code.splitlines()]
+    guard = next(ln for ln in lines if "torch.cond" not in ln and "is_compiling()" in ln)
+    assert guard.startswith("if not torch.is_grad_enabled() and torch.compiler.is_compiling() and")
+    i = lines.index("else:")
+    assert lines[i + 1:i + 3] == ["if self.mask_token_id in input_ids:", "h = h + self.bias"]
+    assert "if (self.mask_token_id == input_ids).any():" not in lines
+
+    def graphs(path):
+        result = detect(load_target(str(path)), grad=True)
+        return result.graph_count + sum(1 for s in sites_from(result) if s.frame_skipped)
+
+    mended = tmp_path / "mask_token.py"
+    mended.write_text(res.code)
+    assert graphs(mended) == graphs(HERE / "mask_token.py") == 1

@@ -100,9 +100,9 @@ def cond_no_autograd(ob: dict, ctx: Ctx) -> Outcome:
     if ctx.code is not None and not _GRAD_GUARD.search(ctx.code):
         return unknown(f"the mended file has no `{GRAD_GUARD}` guard")
     return checked("the static screen of the mended file: the cond runs only under "
-                   f"`torch.compiler.is_compiling() and {GRAD_GUARD}`" + (
+                   f"`{GRAD_GUARD} and torch.compiler.is_compiling()`" + (
                        "" if ctx.code is not None else " (as recorded; the file was not re-read)"),
-                   ["the emitted guard is `torch.compiler.is_compiling() and not torch.is_grad_enabled()` "
+                   ["the emitted guard is `not torch.is_grad_enabled() and torch.compiler.is_compiling()` "
                     "(Dynamo guards on the grad mode, so each mode gets its own graph)", ob.get("why") or ""])
 
 

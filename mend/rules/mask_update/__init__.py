@@ -10,7 +10,7 @@ keeps the original statement wherever the two could differ::
 
     if type(x) is torch.Tensor and x.is_floating_point() and <no zero stride>
             and <no two elements of x share memory> and type(mask) is torch.Tensor and mask.dtype == torch.bool
-            and mask.device == x.device and mask.shape == x.shape [and type(y) is torch.Tensor
+            and mask.device == x.device and x.device.type != "meta" and mask.shape == x.shape [and type(y) is torch.Tensor
             and y.dtype == x.dtype and y.shape == x.shape and y.device == x.device, for each other
             tensor y read through the mask]:
         x.copy_(torch.where(mask, f(x), x))  # mend: mask-update

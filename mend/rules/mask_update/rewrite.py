@@ -52,6 +52,8 @@ def guard_text(t: str, x: str, m: str, others: list[str], rows: bool = False) ->
       device: a ``(B,)`` mask for a ``(B, B)`` ``x`` selects rows, ``where`` broadcast it over
       columns (also when written ``score > 0`` or ``~keep``); a long mask indexes positions;
       indexing accepts a CPU mask for a CUDA ``x``, ``where`` does not;
+    * ``x`` not on the meta device: a boolean index there raises NotImplementedError (no meta
+      kernel for ``nonzero``), where the selection returned (helper-85 F5);
     * every other tensor read through the mask of ``x``'s shape, dtype and device: ``y[m]``
       with a ``(B,)`` or 0-d ``y`` raises IndexError, ``where`` broadcast it."""
     shape = f"{x}.shape[:{m}.dim()]" if rows else f"{x}.shape"
@@ -59,7 +61,7 @@ def guard_text(t: str, x: str, m: str, others: list[str], rows: bool = False) ->
                    f" and {y}.device == {x}.device" for y in others)
     return (f"type({x}) is {t}.Tensor and {x}.is_floating_point() and {no_zero_stride(x)}"
             f" and {no_overlap(x)} and type({m}) is {t}.Tensor and {m}.dtype == {t}.bool and {m}.device == {x}.device"
-            f" and {m}.shape == {shape}{same}")
+            f" and {x}.device.type != \"meta\" and {m}.shape == {shape}{same}")
 
 
 def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:

@@ -282,8 +282,11 @@ def _rewrite_cond(node: cst.If, arms: list[_Arm], selected: list[str], order_see
     compiling = cst.BooleanOperation(left=compiling, operator=cst.And(), right=one)
     grad_why = _grad_sensitive([(t, f) for _, (t, f) in emitted] + [(v, v) for _, v in temps[0]], env)
     if grad_why is not None:  # cond only where no gradient exists (inference); with autograd the if runs
-        compiling = cst.BooleanOperation(left=compiling, operator=cst.And(), right=cst.UnaryOperation(
-            operator=cst.Not(), expression=cst.Call(func=cst.Attribute(cst.Name(env.torch), cst.Name("is_grad_enabled")))))
+        # the grad mode is tested first: with autograd on, Dynamo then traces nothing of the guard
+        # (the predicate's numel() compiled a graph before the kept `if` where the original had none,
+        # helper-85 F8: 0 graphs (+1 eager frame) -> 1 (+1))
+        compiling = cst.BooleanOperation(left=cst.UnaryOperation(operator=cst.Not(), expression=cst.Call(
+            func=cst.Attribute(cst.Name(env.torch), cst.Name("is_grad_enabled")))), operator=cst.And(), right=compiling)
         obligations.append({"kind": "cond-no-autograd", "why": f"{grad_why}: with autograd on, torch.cond's "
                             "backward would give tensors the if leaves without gradient a zero gradient, so the "
                             "cond runs only when torch.is_grad_enabled() is False"})

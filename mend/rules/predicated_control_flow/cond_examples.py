@@ -40,7 +40,7 @@ COND_TEMP_EXAMPLES: list[tuple[str, str]] = [
                 def forward(self, h, feats):
                     # torch.cond under torch.compile only: in eager it costs ~1.5 s on the first call and ~16 ms
                     # per call (torch 2.13); both paths compute the same value (the sides are pure, only the taken one runs)
-                    if torch.compiler.is_compiling() and (h.mean() > 0).numel() == 1 and not torch.is_grad_enabled():  # mend: predicated-control-flow (was: if h.mean() > 0)
+                    if not torch.is_grad_enabled() and torch.compiler.is_compiling() and (h.mean() > 0).numel() == 1:  # mend: predicated-control-flow (was: if h.mean() > 0)
                         mask = (h > 0).any(-1, keepdim=True)
                         h = torch.cond(h.mean() > 0, lambda: torch.where(mask, self.proj(feats), h), lambda: h * 2.0)
                     else:

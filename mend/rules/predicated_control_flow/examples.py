@@ -649,7 +649,7 @@ FIX_EXAMPLES: list[tuple[str, str]] = [
                 def forward(self, h):
                     # torch.cond under torch.compile only: in eager it costs ~1.5 s on the first call and ~16 ms
                     # per call (torch 2.13); both paths compute the same value (the sides are pure, only the taken one runs)
-                    if torch.compiler.is_compiling() and (h.mean() > 0).numel() == 1 and not torch.is_grad_enabled():  # mend: predicated-control-flow (was: if h.mean() > 0)
+                    if not torch.is_grad_enabled() and torch.compiler.is_compiling() and (h.mean() > 0).numel() == 1:  # mend: predicated-control-flow (was: if h.mean() > 0)
                         y = torch.cond(h.mean() > 0, lambda: self.mlp_a(h), lambda: self.mlp_b(h))
                     else:
                         if h.mean() > 0:
@@ -719,7 +719,7 @@ FIX_EXAMPLES: list[tuple[str, str]] = [
                 def forward(self, x):
                     # torch.cond under torch.compile only: in eager it costs ~1.5 s on the first call and ~16 ms
                     # per call (torch 2.13); both paths compute the same value (the sides are pure, only the taken one runs)
-                    if torch.compiler.is_compiling() and (x.min() > 0).numel() == 1 and not torch.is_grad_enabled():  # mend: predicated-control-flow (was: if x.min() > 0)
+                    if not torch.is_grad_enabled() and torch.compiler.is_compiling() and (x.min() > 0).numel() == 1:  # mend: predicated-control-flow (was: if x.min() > 0)
                         _mend_pred_0 = x.min() > 0
                         y = torch.cond(_mend_pred_0, lambda: torch.log(x), lambda: x * 0.0)
                         z = torch.cond(_mend_pred_0, lambda: y * 2.0, lambda: x + 1.0)
@@ -765,7 +765,7 @@ FIX_EXAMPLES: list[tuple[str, str]] = [
                 def forward(self, h):
                     # torch.cond under torch.compile only: in eager it costs ~1.5 s on the first call and ~16 ms
                     # per call (torch 2.13); both paths compute the same value (the sides are pure, only the taken one runs)
-                    if torch.compiler.is_compiling() and ((h > 0).all()).numel() == 1 and not torch.is_grad_enabled():  # mend: predicated-control-flow (was: if (h > 0).all())
+                    if not torch.is_grad_enabled() and torch.compiler.is_compiling() and ((h > 0).all()).numel() == 1:  # mend: predicated-control-flow (was: if (h > 0).all())
                         out = torch.cond((h > 0).all(), lambda: self.head(h), lambda: h[:, :4].clone())
                     else:
                         if (h > 0).all():

@@ -5,6 +5,7 @@ its ``.item()``, and the ``if`` is then predicated as a data-dependent branch
 from __future__ import annotations
 
 import libcst as cst
+import libcst.matchers as m
 
 from mend.rules import predicated_control_flow as pcf
 from mend.rules.predicated_control_flow import FORCING_HOOK
@@ -101,8 +102,8 @@ def _chain(node: cst.If, head: bool = True, bound: frozenset[str] = frozenset())
 
 
 def _tensor_test(module: cst.Module, line: int):
-    """(module with the tests rewritten, [(original test, new test, obligation), ...]) or a
-    Decline. The ``if`` on ``line`` must be a membership test; so may its ``elif``s be (a
+    """(module with the tests rewritten, [(original test, new test, obligation), ...], (the
+    original ``if``, the ``if`` with its tests rewritten)) or a Decline. The ``if`` on ``line`` must be a membership test; so may its ``elif``s be (a
     chain of memberships, helper-34's case: its ``elif v not in t`` was a Python-level check
     to the predicated rule)."""
     found = if_with_ancestors(module, line)
@@ -113,7 +114,44 @@ def _tensor_test(module: cst.Module, line: int):
     if membership(test) is None:
         return Decline(NAME, combined(test) or f"the test `{code_of(test).strip()[:60]}` is not one `v in t` on a tensor")
     new_node, tests = _chain(node, bound=_bound(node, ancestors))
-    return module.visit(Replace(node, new_node)), tests
+    return module.visit(Replace(node, new_node)), tests, (node, new_node)
+
+
+class _KeepOriginal(cst.CSTTransformer):
+    """The ``if`` the ``torch.cond`` form keeps under ``else:`` for the runs it does not cover,
+    back to the original ``v in t``: with autograd on, the kept ``if (v == t).any():`` broke
+    the graph where ``v in t`` made Dynamo run the frame eagerly, 0 graphs (+1 eager frame) -> 2
+    (helper-85 F8); now the original runs exactly as before, whatever the operand types. The
+    copy is found by structure (the converted ``if`` with its body, alone under the ``else:``
+    of an ``if`` that tests ``is_compiling()``), not by text (helper-34: a substitution also
+    rewrote a hand-written ``if (tok == ids).any():`` elsewhere)."""
+
+    def __init__(self, original: cst.If, converted: cst.If):
+        self.original = original.with_changes(leading_lines=[])
+        self.converted = converted.with_changes(leading_lines=[])
+        self.kept = 0
+
+    def leave_If(self, original_node: cst.If, updated_node: cst.If) -> cst.If:
+        orelse = updated_node.orelse
+        body = orelse.body.body if isinstance(orelse, cst.Else) and isinstance(orelse.body, cst.IndentedBlock) else ()
+        if len(body) != 1 or not isinstance(body[0], cst.If) or not m.findall(
+                updated_node.test, m.Attribute(attr=m.Name("is_compiling"))):
+            return updated_node
+        if not body[0].with_changes(leading_lines=[]).deep_equals(self.converted):
+            return updated_node
+        self.kept += 1
+        kept = self.original.with_changes(leading_lines=body[0].leading_lines)
+        return updated_node.with_changes(orelse=orelse.with_changes(body=orelse.body.with_changes(body=[kept])))
+
+
+def _keep_original(result: RewriteResult, pair: tuple[cst.If, cst.If]) -> RewriteResult:
+    """``result`` with the kept ``if`` (if any) testing the original membership again."""
+    keep = _KeepOriginal(*pair)
+    code = cst.parse_module(result.code).visit(keep).code
+    if keep.kept:
+        result.code = code
+        result.detail += " (the kept if tests the original membership)"
+    return result
 
 
 def _only_raises(module: cst.Module, line: int) -> bool:
@@ -139,10 +177,8 @@ def _typed_test(module: cst.Module, line: int):
 def _annotate(result: RewriteResult, tests: list[tuple[str, str, dict]]) -> RewriteResult:
     """The predicated rule's result as this rule's: ``membership-any`` per rewritten test
     first, the tests' rewrites in the detail, and the rule's own name and the original tests
-    in the emitted comments. (The ``if`` the ``torch.cond`` form keeps for eager runs tests
-    ``(v == t).any()``: restoring ``v in t`` there by a text substitution also rewrote an
-    identical line elsewhere in the file, found by helper-34; the two are equal under
-    ``membership-any``.)"""
+    in the emitted comments (the ``if`` the ``torch.cond`` form keeps is restored by
+    :func:`_keep_original`, by structure)."""
     result.obligations = [ob for _, _, ob in tests] + result.obligations
     result.detail = "; ".join(f"`{old}` -> `{new}`" for old, new, _ in tests) + f"; {result.detail}"
     for old, new, _ in tests:
@@ -161,7 +197,7 @@ def rewrite(module: cst.Module, line: int, form: str | None = None) -> RewriteRe
     found = _tensor_test(module, line)
     if isinstance(found, Decline):
         return found
-    mended, tests = found
+    mended, tests, pair = found
     result = pcf.rewrite(mended, line, form=form)
     if isinstance(result, Decline) and form is None and _only_raises(module, line):
         # `if v in t: raise E(msg)`: a branch that only raises is predicated validation's, not a
@@ -178,7 +214,7 @@ def rewrite(module: cst.Module, line: int, form: str | None = None) -> RewriteRe
     if isinstance(result, Decline):
         said = ", ".join(f"`{old}` is `{new}`" for old, new, _ in tests)
         return Decline(NAME, f"{said} on a tensor, but the branch cannot be predicated: {result.reason}")
-    return _annotate(result, tests)
+    return _annotate(_keep_original(result, pair), tests)
 
 
 def alternatives(module: cst.Module, line: int) -> list[RewriteResult]:
@@ -188,7 +224,7 @@ def alternatives(module: cst.Module, line: int) -> list[RewriteResult]:
         found = _tensor_test(module, line)
         if isinstance(found, Decline):
             return []
-        mended, tests = found
-        return [_annotate(alt, tests) for alt in pcf.alternatives(mended, line)]
+        mended, tests, pair = found
+        return [_annotate(_keep_original(alt, pair), tests) for alt in pcf.alternatives(mended, line)]
     except Exception:  # noqa: BLE001 - an alternative is optional; the rule's own rewrite stands
         return []
