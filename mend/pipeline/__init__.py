@@ -527,6 +527,12 @@ def _verify(ex, rule, site, rel: str, current: str, files: dict[str, str], verif
     rewrite = rewrite_fn or (rule.rewrite if form is None else (lambda module, line: rule.rewrite(module, line, form=form)))
     # verify on instrumented copies: the predicate at the site can be forced both ways
     inst_cur, inst_cand, force = instrumented_pair(rewrite, current, site.line)
+    flag_line = rule.forced_line(cst.parse_module(current), site.line) if rule.forced_line and not inst_cur else None
+    if flag_line:   # an `if` after the site that the rewrite moves work under: forced both ways too
+        inst = instrument(current, flag_line)
+        forced = rewrite(cst.parse_module(inst), site.line) if inst is not None else None
+        if forced is not None and not isinstance(forced, Decline):
+            inst_cur, inst_cand, force = inst, forced.code, forced_keys(inst, flag_line)
     if not inst_cur and rule.branch_outcomes and _is_branch(current, site.line):
         return decline(UNFORCEABLE)
     ex.stage(rel, current, res.code, inst_cur, inst_cand, files)

@@ -100,6 +100,9 @@ class Rule:
     the test forced both ways (the pipeline declines it when the test cannot be instrumented);
     False for a rule that keeps every branch and proves the test's value unchanged (numpy on
     constants in the test: the outcome is the original's on every input).
+    ``forced_line(module, line)``: the line of an ``if`` after the site whose test the
+    differential test forces both ways too (dead-host-work's debug text moves under its flag),
+    or None.
     The examples (Fixit / pyupgrade style) generate ``tests/test_rules.py``; plain tuples
     are accepted and stored as :class:`FixExample` / :class:`DeclineExample`; a no-op
     example is source the rule leaves unchanged on every line."""
@@ -121,6 +124,7 @@ class Rule:
     fallback: Callable[[cst.Module, int], RewriteResult | Decline | None] | None = None
     fallback_when: Callable[[str], bool] | None = None
     branch_outcomes: bool = True
+    forced_line: Callable[[cst.Module, int], int | None] | None = None
 
     def __post_init__(self) -> None:
         put = object.__setattr__  # frozen: normalise once, here

@@ -35,6 +35,7 @@ from verifier.encoders import scalar_tensor
 from verifier.encoders import scalar_index
 from verifier.encoders import numpy_constants
 from verifier.encoders import dead_host_work
+from verifier.encoders import debug_text
 from verifier.encoders import mask_update
 from verifier.encoders import state_write
 from verifier.encoders import finiteness_precision
@@ -52,7 +53,7 @@ from verifier.outcomes import Outcome
 
 Encoder = Callable[[dict, Ctx], Outcome]
 GROUPS = (where, cond, hoisting, capture, assert_async, counting, host_check, forward_attribute, scalar_tensor, scalar_index,
-          numpy_constants, dead_host_work, mask_update, state_write, finiteness_precision, bind_lookup,
+          numpy_constants, dead_host_work, debug_text, mask_update, state_write, finiteness_precision, bind_lookup,
           constant_buffer, item_operand, bounded_bincount, gradient_gate, capture_if, membership, autocast_guard,
           setup_guard)
 

@@ -13,6 +13,7 @@ construct                                   break on torch 2.13 (gb_type)       
                                                                                             never read
 ``r = f"{t}"``                              none (traces)                                   --
 ``r = f"...{t!r}..."``                      repr() on tensor                                as repr(t)
+``r = f"{repr(t)}"`` read under a flag      repr() on tensor                                under flag
 ``p = np.random.uniform(0, 1)``             Data dependent operator (torch._numpy's         declined
                                             ``.item()``; in a layer loop: frame skipped)
 ``p = random.uniform(0, 1)``                none in eval; Data-dependent branching on       declined
@@ -58,6 +59,26 @@ trap), a Parameter or a non-tensor still runs the original statement. ``t`` must
 local name (an attribute may be a property, which the guard would read twice). A repr whose
 text is printed or logged is the deferred-side-effects rule's job: declined here.
 
+**A debug text read only under a flag** (helper-92's c30): ``r = <text of t>`` followed
+directly by ``if <flag>:``, with ``r`` read only inside that ``if``'s body (not its test, not
+its ``else``, nowhere else in the function, no ``locals()``). The text is ``repr(t)``/``str(t)``
+or an f-string whose fields are ``{t!r}``/``{t!s}``, ``repr(t)``, ``str(t)``, ``t.shape``,
+``tuple(t.shape)``/``list(t.shape)``, ``t.dtype``, ``t.device``, ``t.ndim``, ``t.size()``,
+``t.dim()``, ``t.numel()`` of one tensor local, with no format spec (``{h:.2f}`` raises for a
+tensor of several elements); the flag is a name or attribute chain, or ``not``/``and``/``or``
+of them (a call may have effects the moved text would see)::
+
+    if <not a plain tensor: the repr guard above>:
+        r = <text of t>            # as before, before the flag
+    if <flag>:
+        if not (<the same guard>):
+            r = <text of t>        # a plain tensor: computed where it is read
+        <the body, as written>
+
+With the flag false Dynamo decides both guards at trace time: no break. The verifier's
+``debug-text-deferred`` rebuilds the expected function from the original and compares the
+mended one whole; the differential test forces the flag both ways (stdout compared).
+
 **Declined: RNG drawn every call, used only under ``self.training and ...``** (a LayerDrop
 written with ``np.random``/``random``). Moving the draw under ``if self.training`` leaves the
 global NumPy/Python random stream one draw behind per layer and call in eval: any later
@@ -90,7 +111,7 @@ from __future__ import annotations
 
 from mend.rules._base import Rule
 from mend.rules.dead_host_work.examples import DECLINE_EXAMPLES, FIX_EXAMPLES, NOOP_EXAMPLES, example_line
-from mend.rules.dead_host_work.rewrite import rewrite
+from mend.rules.dead_host_work.rewrite import flag_line, rewrite
 from mend.rules.dead_host_work.screen import NAME, match
 
 FIX_SAFETY = """\
@@ -125,9 +146,9 @@ RULE = Rule(
     match=match,
     rewrite=rewrite,
     example_line=example_line,
-    obligation_kinds=frozenset({"jit-isinstance-plain", "local-never-read", "plain-tensor-repr-pure",
+    obligation_kinds=frozenset({"jit-isinstance-plain", "local-never-read", "plain-tensor-repr-pure", "debug-text-deferred",
                                 "bind-lookup-agrees"}),
-    required_kinds=frozenset({"jit-isinstance-plain", "local-never-read", "plain-tensor-repr-pure",
+    required_kinds=frozenset({"jit-isinstance-plain", "local-never-read", "plain-tensor-repr-pure", "debug-text-deferred",
                               "bind-lookup-agrees"}),
     needs_facts=False,
     fix_safety=FIX_SAFETY,
@@ -135,6 +156,7 @@ RULE = Rule(
     fix_examples=FIX_EXAMPLES,
     decline_examples=DECLINE_EXAMPLES,
     noop_examples=NOOP_EXAMPLES,
+    forced_line=flag_line,
 )
 
 __all__ = ["NAME", "RULE", "match", "rewrite"]

@@ -223,6 +223,32 @@ def add_bias(x, bias):
         x = x + bias
     return x
 '''),
+    # a debug text read only under the flag right after it (helper-92's c30): computed there for a
+    # plain tensor, before the flag (as written) otherwise; a false flag leaves no break
+    ('''import torch
+
+
+class Block(torch.nn.Module):
+    def forward(self, x):
+        h = x * 2
+        msg = f"block out: {repr(h)} shape={tuple(h.shape)} {h.dtype}"
+        if self.debug:
+            print(msg)
+        return h.relu()
+''', '''import torch
+
+
+class Block(torch.nn.Module):
+    def forward(self, x):
+        h = x * 2
+        if type(h) is not torch.Tensor or h.layout is not torch.strided or h.dtype not in (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64, torch.complex128, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.bool):  # mend: dead-host-work (`msg` is read only under `if self.debug:`; a plain tensor's text is pure)
+            msg = f"block out: {repr(h)} shape={tuple(h.shape)} {h.dtype}"
+        if self.debug:
+            if not (type(h) is not torch.Tensor or h.layout is not torch.strided or h.dtype not in (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64, torch.complex128, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.bool)):
+                msg = f"block out: {repr(h)} shape={tuple(h.shape)} {h.dtype}"
+            print(msg)
+        return h.relu()
+'''),
 ]
 
 DECLINE_EXAMPLES: list[DeclineExample | tuple] = [
@@ -395,6 +421,81 @@ class Encoder(torch.nn.Module):
     # bind given a keyword argument: not modelled by the lookup
     (_bind_variant("*args, **kwargs)\n        arguments.apply", "*args, flag=True, **kwargs)\n        arguments.apply"),
      "a keyword argument"),
+    # TRAP: the text is read after the flag's `if` too: with the flag false it would be unbound
+    ('''import torch
+
+
+class Block(torch.nn.Module):
+    def forward(self, x):
+        h = x * 2
+        msg = f"out: {repr(h)}"
+        if self.debug:
+            print(msg)
+        return h.relu(), msg
+''', "outside the body of the `if`"),
+    # TRAP: a statement between the text and the flag may change the tensor or the flag
+    ('''import torch
+
+
+class Block(torch.nn.Module):
+    def forward(self, x):
+        h = x * 2
+        msg = f"out: {repr(h)}"
+        h.add_(1)
+        if self.debug:
+            print(msg)
+        return h.relu()
+''', "not `if <flag>:`"),
+    # a flag that calls: its evaluation may have effects the moved text would then see
+    ('''import torch
+
+
+class Block(torch.nn.Module):
+    def forward(self, x):
+        h = x * 2
+        msg = f"out: {repr(h)}"
+        if self.debug_on(h):
+            print(msg)
+        return h.relu()
+''', "not `if <flag>:`"),
+    # TRAP: a format spec can raise (`{h:.2f}` on a tensor of more than one element)
+    ('''import torch
+
+
+class Block(torch.nn.Module):
+    def forward(self, x):
+        h = x * 2
+        msg = f"out: {repr(h)} {h.sum():.2f}"
+        if self.debug:
+            print(msg)
+        return h.relu()
+''', "format spec"),
+    # another object's formatting may have effects
+    ('''import torch
+
+
+class Block(torch.nn.Module):
+    def forward(self, x):
+        h = x * 2
+        msg = f"out: {repr(h)} {self.stats}"
+        if self.debug:
+            print(msg)
+        return h.relu()
+''', "`self.stats`"),
+    # the text read in the flag's `else`: computed there only before the flag
+    ('''import torch
+
+
+class Block(torch.nn.Module):
+    def forward(self, x):
+        h = x * 2
+        msg = f"out: {repr(h)}"
+        if self.debug:
+            print(msg)
+        else:
+            self.last = msg
+        return h.relu()
+''', "outside the body"),
 ]
 
 NOOP_EXAMPLES: list[str] = [

@@ -9,7 +9,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from mend.rules._base import Decline, RewriteResult
 from mend.rules._common import Replace, add_helpers, code_of
-from mend.rules.dead_host_work.screen import NAME, screen
+from mend.rules.dead_host_work.screen import NAME, Plan, screen
 
 # added once to a module whose `inspect.Signature.bind` is replaced (signature-bind): plain
 # Python over tuples, a frozenset and a dict that Dynamo traces, where bind iterates the
@@ -150,6 +150,8 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
                              + ") -> builtin isinstance (a plain class: the same test)", obligations)
     if plan.kind == "signature-bind":
         return _rewrite_bind(wrapper, plan, pos)
+    if plan.kind == "debug-text":
+        return _rewrite_debug_text(wrapper, plan, pos)
     stmt_line = plan.line_stmt
     start, end = pos[stmt_line].start.line, pos[stmt_line].end.line
     t, arg = plan.torch_name, plan.arg
@@ -165,6 +167,62 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     return RewriteResult(new_module.code, (start, end),
                          f"unused `{code_of(plan.stmt).strip()}` runs only when `{arg}` is not a plain strided "
                          "torch.Tensor of a standard dtype", obligations)
+
+
+def flag_line(module: cst.Module, line: int) -> int | None:
+    """The line of the ``if <flag>:`` the debug text on ``line`` moves under, which the
+    differential test forces both ways (``Rule.forced_line``), else None."""
+    wrapper = MetadataWrapper(module)
+    finder = _Find(line)
+    wrapper.visit(finder)
+    plan = screen(*finder.found) if finder.found is not None else None
+    if not isinstance(plan, Plan) or plan.kind != "debug-text":
+        return None
+    return wrapper.resolve(PositionProvider)[plan.flag_if].start.line
+
+
+class _ReplaceAll(cst.CSTTransformer):
+    """Replace nodes (by identity) in one pass."""
+
+    def __init__(self, mapping: dict):
+        self.mapping = mapping
+
+    def on_leave(self, original_node, updated_node):
+        return self.mapping.get(id(original_node), updated_node)
+
+
+def _rewrite_debug_text(wrapper: MetadataWrapper, plan, pos) -> RewriteResult:
+    """``r = <text of t>`` read only under the ``if <flag>:`` right after it (helper-92's c30)::
+
+        if <repr_kept(t)>:  # mend: dead-host-work (...)
+            r = <text of t>          # not a plain tensor: as before, before the flag
+        if <flag>:
+            if not (<repr_kept(t)>):
+                r = <text of t>      # a plain tensor: only where the text is read
+            <the body, as written>
+
+    For a plain strided tensor of a reviewed dtype the text is pure and cannot raise, so
+    computing it after the flag is read, and only when the flag holds, changes nothing
+    observable; Dynamo decides both guards at trace time, so a false flag leaves no break."""
+    stmt_line, flag_if = plan.line_stmt, plan.flag_if
+    start = pos[stmt_line].start.line
+    end = pos[flag_if.test].end.line
+    t, arg = plan.torch_name, plan.arg
+    inner = stmt_line.with_changes(leading_lines=())
+    flag = code_of(flag_if.test).strip()
+    kept = repr_kept(arg, t)
+    first = cst.parse_statement(f"if {kept}:  {MARK} (`{plan.name}` is read only under `if {flag}:`; a plain "
+                                "tensor's text is pure)\n    pass\n")
+    first = first.with_changes(body=first.body.with_changes(body=[inner]), leading_lines=stmt_line.leading_lines)
+    late = cst.parse_statement(f"if not ({kept}):\n    pass\n")
+    late = late.with_changes(body=late.body.with_changes(body=[inner]))
+    body = flag_if.body.with_changes(body=[late, *flag_if.body.body])
+    new_module = wrapper.module.visit(_ReplaceAll({id(stmt_line): first, id(flag_if): flag_if.with_changes(body=body)}))
+    obligations = [{"kind": "debug-text-deferred", "name": plan.name, "tensor": arg, "flag": flag,
+                    "function": plan.function.name.value, "line": start}]
+    return RewriteResult(new_module.code, (start, end),
+                         f"`{plan.name} = ...` (a text of `{arg}`, read only under `if {flag}:`) computed under the "
+                         f"flag when `{arg}` is a plain strided torch.Tensor of a standard dtype", obligations)
 
 
 # dtypes whose repr formats without raising or warning (helper-70: bits8 and uint1..uint7

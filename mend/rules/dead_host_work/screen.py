@@ -17,6 +17,7 @@ from mend.rules._base import Decline, Match
 from mend.rules._common import code_of, dotted, torch_aliases
 
 NAME = "dead-host-work"
+FORCING_HOOK = "__mend_force__("  # verifier/forcing.py's hook in instrumented copies
 
 # builtins and torch classes whose class object is a plain type: not generic (no
 # typing.get_origin), not a raw container torch.jit.isinstance rejects (list, dict, tuple),
@@ -42,7 +43,7 @@ WHY_BIND = ("`inspect.Signature.bind` breaks inside the standard library's inspe
 
 @dataclass
 class Plan:
-    kind: str                                # "jit-isinstance" | "unused-repr"
+    kind: str                                # "jit-isinstance" | "unused-repr" | "debug-text" | ...
     stmt: cst.CSTNode                        # the statement at the site
     line_stmt: cst.CSTNode                   # what the rewrite replaces (statement line / compound)
     torch_name: str
@@ -52,6 +53,7 @@ class Plan:
     func: str | None = None                  # unused-repr: repr | str
     function: cst.FunctionDef | None = None
     bind: dict | None = None                 # signature-bind: the nodes the rewrite replaces
+    flag_if: cst.If | None = None            # debug-text: the `if` right after, the only reader
 
 
 
@@ -323,13 +325,111 @@ def fstring_repr(value: cst.FormattedString) -> tuple[str, str] | str:
     return names.pop(), ("str" if "s" in convs else "repr")
 
 
+# a field of a debug text over one tensor local `t` whose formatting is pure and cannot raise
+# for a plain strided tensor of a reviewed dtype: the text of repr/str, torch.Size, dtype, device
+# and ints (helper-92's c30: `msg = f"out: {repr(h)} shape={tuple(h.shape)}"`)
+_TEXT_ATTRS = ("shape", "dtype", "device", "ndim")
+_TEXT_METHODS = ("size", "dim", "numel")
+
+
+def _text_field(expr: cst.BaseExpression) -> str | None:
+    """The tensor local a debug-text field reads (``repr(t)``, ``str(t)``, ``t.shape``,
+    ``tuple(t.shape)``, ``list(t.shape)``, ``t.dtype``, ``t.device``, ``t.ndim``, ``t.size()``,
+    ``t.dim()``, ``t.numel()``), else None."""
+    if isinstance(expr, cst.Call) and not any(a.keyword or a.star for a in expr.args):
+        func, args = expr.func, [a.value for a in expr.args]
+        if isinstance(func, cst.Name) and func.value in ("repr", "str") and len(args) == 1 \
+                and isinstance(args[0], cst.Name):
+            return args[0].value
+        if isinstance(func, cst.Name) and func.value in ("tuple", "list") and len(args) == 1 \
+                and m.matches(args[0], m.Attribute(value=m.Name(), attr=m.Name("shape"))):
+            return args[0].value.value
+        if not args and m.matches(func, m.Attribute(value=m.Name())) and func.attr.value in _TEXT_METHODS:
+            return func.value.value
+        return None
+    if m.matches(expr, m.Attribute(value=m.Name())) and expr.attr.value in _TEXT_ATTRS:
+        return expr.value.value
+    return None
+
+
+def debug_text(value: cst.BaseExpression) -> str:
+    """The one tensor local a debug text formats (``repr(t)``/``str(t)``, or an f-string whose
+    fields are ``{t!r}``/``{t!s}`` or :func:`_text_field`'s, no format spec, no ``=``), or
+    raises ValueError saying why not."""
+    if isinstance(value, cst.Call):
+        name = _text_field(value)
+        if name is None or dotted(value.func) not in REPR_CALLS:
+            raise ValueError("the value is not `repr(t)`/`str(t)` of one plain local name")
+        return name
+    if not isinstance(value, cst.FormattedString):
+        raise ValueError("the value is not a repr/str or an f-string")
+    names = set()
+    for part in value.parts:
+        if isinstance(part, cst.FormattedStringText):
+            continue
+        if part.format_spec is not None or part.equal is not None:
+            raise ValueError("a field of the f-string has a format spec or `=` (a format spec can raise)")
+        expr = part.expression
+        name = expr.value if isinstance(expr, cst.Name) and part.conversion in ("r", "s") else _text_field(expr)
+        if name is None:
+            raise ValueError(f"the f-string's field `{code_of(expr).strip()}` is not `{{t!r}}`, `repr(t)`, "
+                             "`str(t)`, `t.shape`, `tuple(t.shape)`, `t.dtype`, `t.device`, `t.size()`, `t.dim()` "
+                             "or `t.numel()` of one tensor local (another object's formatting may have effects "
+                             "or raise)")
+        names.add(name)
+    if len(names) != 1:
+        raise ValueError("the f-string formats no tensor, or more than one name")
+    return names.pop()
+
+
+def plain_flag(test: cst.BaseExpression) -> bool:
+    """A flag test: a name or an attribute chain (``self.debug``), or ``not``/``and``/``or`` of
+    them: no call, no subscript, nothing that computes on a tensor. (In the verifier's
+    instrumented copy, the test inside its ``__mend_force__(test, key)``.)"""
+    if isinstance(test, cst.Call) and code_of(test).startswith(FORCING_HOOK) and len(test.args) == 2:
+        return plain_flag(test.args[0].value)
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return plain_flag(test.expression)
+    if isinstance(test, cst.BooleanOperation):
+        return plain_flag(test.left) and plain_flag(test.right)
+    return dotted(test) is not None
+
+
+def _next_statement(parent: cst.CSTNode, ancestors: list[cst.CSTNode]) -> cst.CSTNode | None:
+    """The statement right after ``parent`` in its block, or None."""
+    block = next((a for a in reversed(ancestors) if isinstance(a, (cst.IndentedBlock, cst.Module))), None)
+    body = list(block.body) if block is not None else []
+    i = next((i for i, st in enumerate(body) if st is parent), None)
+    return body[i + 1] if i is not None and i + 1 < len(body) else None
+
+
+def _screen_debug_text(node, parent, ancestors, function, target: str, reads: list[str]) -> Plan | Decline:
+    """``t_text = <debug text of t>`` read only inside the ``if <flag>:`` right after it
+    (helper-92's c30): the text moves under the flag for a plain tensor, or why not."""
+    try:
+        arg = debug_text(node.value)
+    except ValueError as exc:
+        return Decline(NAME, f"{reads[0]} in `{function.name.value}`, and the text cannot move to where it is "
+                       f"read: {exc}")
+    after = _next_statement(parent, ancestors[:-1])
+    if not isinstance(after, cst.If) or not plain_flag(after.test):
+        return Decline(NAME, f"{reads[0]} in `{function.name.value}`: the text is used, not dead, and the statement "
+                       "after it is not `if <flag>:` (a name or attribute, or not/and/or of them) that could guard it")
+    outside = reads_of(function, target, after.body)
+    if outside:
+        return Decline(NAME, f"{outside[0]} outside the body of the `if` right after it in `{function.name.value}`: "
+                       "the text is used where no flag guards it")
+    if m.findall(after.body, m.Call(func=m.Name("locals") | m.Name("vars"))):
+        return Decline(NAME, "the flag's body reads every local (`locals()`/`vars()`)")
+    return Plan("debug-text", node, parent, "", name=target, arg=arg, func="text", function=function,
+                flag_if=after)
+
+
 def _screen_repr(node, value, ancestors, module, aliases) -> Plan | Decline:
     if isinstance(value, cst.FormattedString):
         found = fstring_repr(value)
-        if isinstance(found, str):
-            return Decline(NAME, found)
-        arg, func = found
-        used = {func, "type"}
+        arg, func = found if not isinstance(found, str) else (None, "str")
+        used = {func, "type"} if arg is not None else set()
     else:
         func = dotted(value.func)
         used = {func}
@@ -357,9 +457,16 @@ def _screen_repr(node, value, ancestors, module, aliases) -> Plan | Decline:
     if function is None:
         return Decline(NAME, "the statement is not inside a function")
     reads = reads_of(function, target, parent)
+    plan = None
     if reads:
-        return Decline(NAME, f"{reads[0]} in `{function.name.value}`: the {func}() text is used, not dead "
-                       "(a print/log of it is deferred-side-effects' job)")
+        plan = _screen_debug_text(node, parent, ancestors, function, target, reads)
+        if isinstance(plan, Decline):
+            return plan
+        rebound = sorted({"repr", "str", "type", "tuple", "list"} & bound_names(module))
+        if rebound:
+            return Decline(NAME, f"the name `{rebound[0]}` is rebound in this module")
+    elif arg is None:
+        return Decline(NAME, found)
     if m.findall(module, m.ImportFrom(names=m.ImportStar())):
         # helper-70: a star import rebound `type`, which the guard then called
         return Decline(NAME, "the module star-imports, which may rebind `type` or `torch`, both read by the guard")
@@ -369,6 +476,9 @@ def _screen_repr(node, value, ancestors, module, aliases) -> Plan | Decline:
                        f"`sys._getframe(1).f_locals` would see `{target}` (helper-70)")
     if not _imports_torch(module):
         return Decline(NAME, "the module does not import torch (the rewrite's guard names torch.Tensor)")
+    if plan is not None:
+        plan.torch_name = sorted(aliases)[0]
+        return plan
     return Plan("unused-repr", node, parent, sorted(aliases)[0], name=target, arg=arg, func=func,
                 function=function)
 
@@ -506,4 +616,7 @@ def match(loc: Located) -> Match | Decline:
     if plan.kind == "signature-bind":
         return Match(NAME, f"`{plan.bind['signature']}.bind(...)` -> a lookup read once from the signature, "
                            "falling back to bind for calls it does not decide")
+    if plan.kind == "debug-text":
+        return Match(NAME, f"`{plan.name}`, a text of `{plan.arg}` read only under `if "
+                           f"{code_of(plan.flag_if.test).strip()}:`, computed there for a plain torch.Tensor")
     return Match(NAME, f"unused `{plan.func}({plan.arg})` kept only when `{plan.arg}` is not a plain torch.Tensor")
