@@ -33,9 +33,13 @@ def select(func):
 '''
 
 
+def _variant(base: str, old: str, new: str) -> str:
+    assert old in base, old
+    return base.replace(old, new, 1)
+
+
 def _bind_variant(old: str, new: str) -> str:
-    assert old in _BIND_BEFORE, old
-    return _BIND_BEFORE.replace(old, new, 1)
+    return _variant(_BIND_BEFORE, old, new)
 
 
 _BIND_AFTER = '''import inspect
@@ -102,6 +106,24 @@ def select(func):
         return func(self, *args, **kwargs)
     return wrapper
 '''
+
+
+# a debug text read only under its flag: the base of the debug-text declines (each changes one thing)
+_DEBUG_BEFORE = '''import torch
+
+
+class Block(torch.nn.Module):
+    def forward(self, x):
+        h = x * 2
+        msg = f"out: {repr(h)}"
+        if self.debug:
+            print(msg)
+        return h.relu()
+'''
+
+
+def _debug_variant(old: str, new: str) -> str:
+    return _variant(_DEBUG_BEFORE, old, new)
 
 
 FIX_EXAMPLES: list[tuple] = [
@@ -422,80 +444,23 @@ class Encoder(torch.nn.Module):
     (_bind_variant("*args, **kwargs)\n        arguments.apply", "*args, flag=True, **kwargs)\n        arguments.apply"),
      "a keyword argument"),
     # TRAP: the text is read after the flag's `if` too: with the flag false it would be unbound
-    ('''import torch
-
-
-class Block(torch.nn.Module):
-    def forward(self, x):
-        h = x * 2
-        msg = f"out: {repr(h)}"
-        if self.debug:
-            print(msg)
-        return h.relu(), msg
-''', "outside the body of the `if`"),
+    (_debug_variant('        return h.relu()\n',
+                    '        return h.relu(), msg\n'), 'outside the body of the `if`'),
     # TRAP: a statement between the text and the flag may change the tensor or the flag
-    ('''import torch
-
-
-class Block(torch.nn.Module):
-    def forward(self, x):
-        h = x * 2
-        msg = f"out: {repr(h)}"
-        h.add_(1)
-        if self.debug:
-            print(msg)
-        return h.relu()
-''', "not `if <flag>:`"),
+    (_debug_variant('        if self.debug:\n',
+                    '        h.add_(1)\n        if self.debug:\n'), 'not `if <flag>:`'),
     # a flag that calls: its evaluation may have effects the moved text would then see
-    ('''import torch
-
-
-class Block(torch.nn.Module):
-    def forward(self, x):
-        h = x * 2
-        msg = f"out: {repr(h)}"
-        if self.debug_on(h):
-            print(msg)
-        return h.relu()
-''', "not `if <flag>:`"),
+    (_debug_variant('        if self.debug:\n',
+                    '        if self.debug_on(h):\n'), 'not `if <flag>:`'),
     # TRAP: a format spec can raise (`{h:.2f}` on a tensor of more than one element)
-    ('''import torch
-
-
-class Block(torch.nn.Module):
-    def forward(self, x):
-        h = x * 2
-        msg = f"out: {repr(h)} {h.sum():.2f}"
-        if self.debug:
-            print(msg)
-        return h.relu()
-''', "format spec"),
+    (_debug_variant('        msg = f"out: {repr(h)}"\n',
+                    '        msg = f"out: {repr(h)} {h.sum():.2f}"\n'), 'format spec'),
     # another object's formatting may have effects
-    ('''import torch
-
-
-class Block(torch.nn.Module):
-    def forward(self, x):
-        h = x * 2
-        msg = f"out: {repr(h)} {self.stats}"
-        if self.debug:
-            print(msg)
-        return h.relu()
-''', "`self.stats`"),
+    (_debug_variant('        msg = f"out: {repr(h)}"\n',
+                    '        msg = f"out: {repr(h)} {self.stats}"\n'), '`self.stats`'),
     # the text read in the flag's `else`: computed there only before the flag
-    ('''import torch
-
-
-class Block(torch.nn.Module):
-    def forward(self, x):
-        h = x * 2
-        msg = f"out: {repr(h)}"
-        if self.debug:
-            print(msg)
-        else:
-            self.last = msg
-        return h.relu()
-''', "outside the body"),
+    (_debug_variant('        return h.relu()\n',
+                    '        else:\n            self.last = msg\n        return h.relu()\n'), 'outside the body'),
 ]
 
 NOOP_EXAMPLES: list[str] = [
