@@ -434,6 +434,7 @@ CHECKS_TESTED_WITH_THEIR_RULE = {
     "scalar-index-guarded": "test_rule_scalar_tensor.py", "scalar-index-slice-only": "test_rule_scalar_tensor.py",
     "scalar-index-receivers-observed": "test_rule_scalar_tensor.py",
     "speculated-operands": "test_assert_and.py",
+    "debug-text-deferred": "test_debug_text.py", "cond-modules-unhooked": "test_cond_ready.py",
 }
 
 

@@ -9,6 +9,7 @@ runs the selected branch only: the lemma ``proofs/pcf_cond_ite.smt2``).
 """
 from __future__ import annotations
 
+import ast
 import re
 
 import z3
@@ -16,7 +17,7 @@ import z3
 from verifier.dtypes import DTC
 from verifier.encoders.base import Ctx, decide, numel, shape_tiers
 from verifier.encoders.where import untaken_runs
-from verifier.outcomes import Outcome, checked, unknown
+from verifier.outcomes import Outcome, check_refuted, checked, unknown
 from verifier.shapes import ShapeEval, _expr
 from verifier.smt import Unsupported, model_text
 
@@ -106,6 +107,49 @@ def cond_no_autograd(ob: dict, ctx: Ctx) -> Outcome:
                     "(Dynamo guards on the grad mode, so each mode gets its own graph)", ob.get("why") or ""])
 
 
+# the helper the rule emits, as the verifier expects it (compared as an AST with the mended file's)
+READY = "_mend_cond_ready"
+_READY_TEXT = '''def _mend_cond_ready(*roots):
+    hooks = {torch}.nn.modules.module
+    if (hooks._global_forward_hooks or hooks._global_forward_pre_hooks or hooks._global_backward_hooks
+            or hooks._global_backward_pre_hooks):
+        return False
+    for root in roots:
+        for sub in root.modules() if isinstance(root, {torch}.nn.Module) else ():
+            if sub._forward_hooks or sub._forward_pre_hooks or sub._backward_hooks or sub._backward_pre_hooks:
+                return False
+            if type(sub).__module__.startswith(("torch.ao.", "torch.nn.quantized", "torch.nn.intrinsic")):
+                return False
+    return True
+'''
+
+
+def cond_modules_unhooked(ob: dict, ctx: Ctx) -> Outcome:
+    """The cond runs only when ``_mend_cond_ready(<roots>)`` holds: no module hook (global, or on
+    any submodule of a root) and no quantized submodule, which torch.cond could not trace whole
+    (helper-88 F1). A static screen of the mended file: the helper is the expected one, defined
+    once, and an ``if`` whose test calls it with the roots guards a torch.cond call."""
+    roots, t = ob.get("roots") or [], ob.get("torch") or "torch"
+    if ctx.code is None:
+        return unknown("the mended file is not recorded")
+    tree = ast.parse(ctx.code)
+    defs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == READY]
+    want = ast.dump(ast.parse(_READY_TEXT.format(torch=t)).body[0])
+    by = "the static screen of the mended file: the helper verbatim, and the cond's guard calling it with the roots"
+    if len(defs) != 1 or ast.dump(defs[0]) != want:
+        return check_refuted(by, f"the mended file does not define `{READY}` once, as the rule emits it")
+    call = ast.dump(ast.parse(f"{READY}({', '.join(roots)})", mode="eval").body)
+    guarded = [n for n in ast.walk(tree) if isinstance(n, ast.If) and any(ast.dump(c) == call for c in ast.walk(n.test))
+               and any(isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "cond"
+                       for b in n.body for c in ast.walk(b))]
+    if not guarded:
+        return check_refuted(by, f"no `if` guarding torch.cond calls `{READY}({', '.join(roots)})`")
+    return checked(by, ["a module hook, pruning or quantization added after the rewrite sends the call to the "
+                        "original if: Dynamo re-evaluates the helper at trace time and guards on the hook dicts",
+                        "a side calling a module that is neither `self`'s nor a parameter's is not covered (the rule "
+                        "names only those roots)"])
+
+
 def cond_taken_side_only(ob: dict, ctx: Ctx) -> Outcome:
     """torch.cond runs only the selected branch, so the where-only obligations about the
     untaken side (finite-gradient, untaken-side-cannot-raise, untaken-side-runs) are waived."""
@@ -125,6 +169,8 @@ ENCODERS = {
     "cond-side-pure": cond_side_pure,
     "cond-taken-side-only": cond_taken_side_only,
     "cond-no-autograd": cond_no_autograd,
+    "cond-modules-unhooked": cond_modules_unhooked,
 }
-CHECKS = frozenset({"cond-output-not-aliased", "cond-side-pure", "cond-taken-side-only", "cond-no-autograd"})
+CHECKS = frozenset({"cond-output-not-aliased", "cond-side-pure", "cond-taken-side-only", "cond-no-autograd",
+                    "cond-modules-unhooked"})
 OBSERVED = frozenset({"cond-side-pure"})   # the module is the one observed on the example run

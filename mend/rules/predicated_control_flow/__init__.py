@@ -120,7 +120,10 @@ module types), the hoisted LongRoPE setup (``hoisted-setup-pure``,
 configuration is observed on the example only), a cond output that is not an alias
 (``cond-output-not-aliased``, a screen of later uses), a merged ``register_buffer`` value
 (``paired-call-value-not-aliased``), and torch.cond's semantics (``cond-taken-side-only``,
-``cond-no-autograd``), and the autocast-guarded form's kept ``if`` (``autocast-keeps-original``:
+``cond-no-autograd``; ``cond-modules-unhooked``: a side that calls ``self.<...>`` or a parameter
+runs under torch.cond only when ``_mend_cond_ready(...)`` finds no module hook, global or on any
+submodule, and no quantized module: helper-88 found a feature-capture hook, pruning and dynamic
+quantization added after mend ran made the compiled call raise), and the autocast-guarded form's kept ``if`` (``autocast-keeps-original``:
 a screen of both versions; autocast on a device type other than cpu and cuda is not guarded). A finiteness test (``isinf``/``isfinite``/``isnan``) moved into the
 graph that computes its tensor carries ``finiteness-test-precision``: Inductor computes a
 fused float16/bfloat16 producer in float32 without rounding, so an overflow the graph
@@ -152,7 +155,8 @@ OBLIGATION_KINDS = frozenset({
     "where-equals-ite",
     "idempotent-device-move", "paired-call-value-not-aliased", "hoisted-setup-pure", "hoisted-setup-cannot-raise",
     "cond-predicate", "cond-branch-types", "cond-output-not-aliased", "cond-side-pure", "cond-taken-side-only",
-    "cond-no-autograd", "finiteness-test-precision", "autocast-keeps-original", "loop-facts-agree",
+    "cond-no-autograd", "cond-modules-unhooked", "finiteness-test-precision", "autocast-keeps-original",
+    "loop-facts-agree",
 })
 
 RULE = Rule(

@@ -23,6 +23,45 @@ _MAY_ALIAS = {"view", "view_as", "reshape", "reshape_as", "transpose", "t", "per
               "T", "H", "data", "requires_grad_", "cpu", "cuda", "clone_if_needed", "squeeze_", "alias",
               "broadcast_to", "atleast_1d", "atleast_2d", "atleast_3d", "tensor_split", "hsplit", "vsplit",
               "dsplit", "split_with_sizes", "unsafe_split", "as_tensor", "asarray", "nan_to_num_"}
+READY = "_mend_cond_ready"
+# helper-88 F1: torch.cond traces both sides whole, and a forward hook with an effect (feature
+# capture), pruning (a pre-hook that sets an attribute) or dynamic quantization added to a
+# submodule after mend ran made the compiled call raise UncapturedHigherOrderOpError where the
+# if ran; Dynamo decides this at trace time (guards on the hook dicts), so it adds no break
+READY_HELPER = '''def _mend_cond_ready(*roots):  # mend: predicated-control-flow -- torch.cond only for modules it can trace
+    hooks = {torch}.nn.modules.module
+    if (hooks._global_forward_hooks or hooks._global_forward_pre_hooks or hooks._global_backward_hooks
+            or hooks._global_backward_pre_hooks):
+        return False
+    for root in roots:
+        for sub in root.modules() if isinstance(root, {torch}.nn.Module) else ():
+            if sub._forward_hooks or sub._forward_pre_hooks or sub._backward_hooks or sub._backward_pre_hooks:
+                return False
+            if type(sub).__module__.startswith(("torch.ao.", "torch.nn.quantized", "torch.nn.intrinsic")):
+                return False
+    return True
+'''
+
+
+def module_roots(values: list[cst.BaseExpression], env: _Env) -> list[str]:
+    """The names whose modules a side may call: ``self`` for a call of ``self.<...>``, and a
+    parameter of the enclosing function that is called or whose attribute is (always bound
+    where the ``if`` runs); each checked by :data:`READY_HELPER` when it is an nn.Module."""
+    params = set()
+    if env.function is not None:
+        p = env.function.params
+        params = {x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)}
+    roots = set()
+    for v in values:
+        for call in m.findall(v, m.Call()):
+            func = call.func
+            while isinstance(func, cst.Attribute):
+                func = func.value
+            if isinstance(func, cst.Name) and func.value in params:
+                roots.add(func.value)
+    return sorted(roots, key=lambda r: (r != "self", r))
+
+
 # Modules that may return their input as it is (nn.Identity, Dropout in eval mode, flatten of a flat tensor).
 _IDENTITY_MODULES = ("Identity", "Dropout", "Flatten", "Unflatten", "AlphaDropout")
 # Reads through which a clone is distinguishable from its source.
@@ -290,6 +329,12 @@ def _rewrite_cond(node: cst.If, arms: list[_Arm], selected: list[str], order_see
         obligations.append({"kind": "cond-no-autograd", "why": f"{grad_why}: with autograd on, torch.cond's "
                             "backward would give tensors the if leaves without gradient a zero gradient, so the "
                             "cond runs only when torch.is_grad_enabled() is False"})
+    roots = module_roots([v for _, (t, f) in emitted for v in (t, f)] + [v for _, v in temps[0]], env)
+    if roots:   # a hook, pruning or quantization added after mend ran makes torch.cond raise: the if runs then
+        compiling = cst.BooleanOperation(left=compiling, operator=cst.And(), right=cst.Call(
+            func=cst.Name(READY), args=[cst.Arg(cst.Name(r)) for r in roots]))
+        obligations.append({"kind": "cond-modules-unhooked", "roots": roots, "torch": env.torch})
+        env.cond_ready = True
     header = cst.TrailingWhitespace(whitespace=cst.SimpleWhitespace("  "),
                                     comment=cst.Comment(f"# mend: {NAME} (was: {was})"))
     note = [cst.EmptyLine(comment=cst.Comment(

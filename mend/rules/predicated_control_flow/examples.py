@@ -613,52 +613,6 @@ FIX_EXAMPLES: list[tuple[str, str]] = [
                 return h
         '''),
     ),
-    # torch.cond: the untaken side must not run (see cond.py)
-    # torch.cond: a submodule call on each side must not run speculatively (GraphMend: cond when a side calls);
-    # the sides read different parameters, so cond runs only without autograd (zero vs None gradients)
-    (
-        dedent('''\
-            import torch
-            from torch import nn
-
-
-            class Model(nn.Module):
-                def __init__(self, dim: int = 8):
-                    super().__init__()
-                    self.mlp_a = nn.Sequential(nn.Linear(dim, dim), nn.GELU())
-                    self.mlp_b = nn.Linear(dim, dim)
-
-                def forward(self, h):
-                    if h.mean() > 0:
-                        y = self.mlp_a(h)
-                    else:
-                        y = self.mlp_b(h)
-                    return y + h
-        '''),
-        dedent('''\
-            import torch
-            from torch import nn
-
-
-            class Model(nn.Module):
-                def __init__(self, dim: int = 8):
-                    super().__init__()
-                    self.mlp_a = nn.Sequential(nn.Linear(dim, dim), nn.GELU())
-                    self.mlp_b = nn.Linear(dim, dim)
-
-                def forward(self, h):
-                    # torch.cond under torch.compile only: in eager it costs ~1.5 s on the first call and ~16 ms
-                    # per call (torch 2.13); both paths compute the same value (the sides are pure, only the taken one runs)
-                    if not torch.is_grad_enabled() and torch.compiler.is_compiling() and (h.mean() > 0).numel() == 1:  # mend: predicated-control-flow (was: if h.mean() > 0)
-                        y = torch.cond(h.mean() > 0, lambda: self.mlp_a(h), lambda: self.mlp_b(h))
-                    else:
-                        if h.mean() > 0:
-                            y = self.mlp_a(h)
-                        else:
-                            y = self.mlp_b(h)
-                    return y + h
-        '''),
-    ),
     # torch.cond: shared/cases 012's kind -- the test guards sqrt's domain; `else: y = t` is cloned (never mutated, never escapes)
     (
         dedent('''\
@@ -679,11 +633,25 @@ FIX_EXAMPLES: list[tuple[str, str]] = [
             from torch import nn
 
 
+            def _mend_cond_ready(*roots):  # mend: predicated-control-flow -- torch.cond only for modules it can trace
+                hooks = torch.nn.modules.module
+                if (hooks._global_forward_hooks or hooks._global_forward_pre_hooks or hooks._global_backward_hooks
+                        or hooks._global_backward_pre_hooks):
+                    return False
+                for root in roots:
+                    for sub in root.modules() if isinstance(root, torch.nn.Module) else ():
+                        if sub._forward_hooks or sub._forward_pre_hooks or sub._backward_hooks or sub._backward_pre_hooks:
+                            return False
+                        if type(sub).__module__.startswith(("torch.ao.", "torch.nn.quantized", "torch.nn.intrinsic")):
+                            return False
+                return True
+
+
             class Model(nn.Module):
                 def forward(self, t):
                     # torch.cond under torch.compile only: in eager it costs ~1.5 s on the first call and ~16 ms
                     # per call (torch 2.13); both paths compute the same value (the sides are pure, only the taken one runs)
-                    if torch.compiler.is_compiling() and (t > 0).numel() == 1:  # mend: predicated-control-flow (was: if t > 0)
+                    if torch.compiler.is_compiling() and (t > 0).numel() == 1 and _mend_cond_ready(t):  # mend: predicated-control-flow (was: if t > 0)
                         y = torch.cond(t > 0, lambda: torch.sqrt(t), lambda: t.clone())
                     else:
                         if t > 0:
@@ -757,6 +725,20 @@ FIX_EXAMPLES: list[tuple[str, str]] = [
             from torch import nn
 
 
+            def _mend_cond_ready(*roots):  # mend: predicated-control-flow -- torch.cond only for modules it can trace
+                hooks = torch.nn.modules.module
+                if (hooks._global_forward_hooks or hooks._global_forward_pre_hooks or hooks._global_backward_hooks
+                        or hooks._global_backward_pre_hooks):
+                    return False
+                for root in roots:
+                    for sub in root.modules() if isinstance(root, torch.nn.Module) else ():
+                        if sub._forward_hooks or sub._forward_pre_hooks or sub._backward_hooks or sub._backward_pre_hooks:
+                            return False
+                        if type(sub).__module__.startswith(("torch.ao.", "torch.nn.quantized", "torch.nn.intrinsic")):
+                            return False
+                return True
+
+
             class Model(nn.Module):
                 def __init__(self):
                     super().__init__()
@@ -765,7 +747,7 @@ FIX_EXAMPLES: list[tuple[str, str]] = [
                 def forward(self, h):
                     # torch.cond under torch.compile only: in eager it costs ~1.5 s on the first call and ~16 ms
                     # per call (torch 2.13); both paths compute the same value (the sides are pure, only the taken one runs)
-                    if not torch.is_grad_enabled() and torch.compiler.is_compiling() and ((h > 0).all()).numel() == 1:  # mend: predicated-control-flow (was: if (h > 0).all())
+                    if not torch.is_grad_enabled() and torch.compiler.is_compiling() and ((h > 0).all()).numel() == 1 and _mend_cond_ready(self):  # mend: predicated-control-flow (was: if (h > 0).all())
                         out = torch.cond((h > 0).all(), lambda: self.head(h), lambda: h[:, :4].clone())
                     else:
                         if (h > 0).all():

@@ -9,9 +9,10 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from mend.locate import Located
 from mend.rules._base import Decline, Match, RewriteResult
-from mend.rules._common import add_import
+from mend.rules._common import add_helpers, add_import
 from mend.rules.predicated_control_flow.autocast import guard
 from mend.rules.predicated_control_flow.env import NAME, _Declined, _Env
+from mend.rules.predicated_control_flow.cond import READY, READY_HELPER
 from mend.rules.predicated_control_flow.gate import add_helper
 from mend.rules.predicated_control_flow.screen import _is_static
 from mend.rules.predicated_control_flow.where import _rewrite_if, _rewrite_logic, where_equals_ite
@@ -203,6 +204,8 @@ def _rewrite_at(module: cst.Module, node: cst.CSTNode | None, line: int,
         new = add_import(new, "import torch")
     if any(ob["kind"] == "gradient-gated" for ob in env.obligations):   # a side reads its inputs through _mend_gate
         new = add_helper(new)
+    if env.cond_ready and not any(isinstance(s, cst.FunctionDef) and s.name.value == READY for s in new.body):
+        new = add_helpers(new, READY_HELPER.format(torch=env.torch))
     obligations = where_equals_ite(env.obligations)
     if loops:   # the proofs read the facts of one iteration: every iteration must show the same ones
         obligations.append(_loop_facts(node, obligations, index.positions[node].start.line))

@@ -1,0 +1,77 @@
+"""The torch.cond form runs only for modules torch.cond can trace whole (helper-88 F1): a
+feature-capture forward hook, pruning (a pre-hook that sets an attribute) or dynamic
+quantization added after mend ran made the compiled no_grad call raise
+UncapturedHigherOrderOpError where the original `if` ran. ``_mend_cond_ready`` sends those calls
+to the kept `if`; without them the cond still compiles as one graph. ``cond-modules-unhooked``
+re-reads the helper and the guard from the mended file."""
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+import torch
+
+from mend.rules.predicated_control_flow import rewrite
+from mend.targets import load_file_module
+from tests.conftest import FIXTURES
+from verifier.encoders.base import Ctx
+from verifier.encoders.cond import cond_modules_unhooked
+
+SOURCE = (FIXTURES / "cond_submodule_branch.py").read_text()
+
+
+def _mended(tmp_path):
+    line = next(i for i, t in enumerate(SOURCE.splitlines(), 1) if t.strip().startswith("if h.mean() > 0"))
+    res = rewrite(cst.parse_module(SOURCE), line, form="cond")
+    assert "_mend_cond_ready(self)" in res.code and "torch.cond(" in res.code
+    path = tmp_path / "cond_ready.py"
+    path.write_text(res.code)
+    return res, load_file_module(FIXTURES / "cond_submodule_branch.py", "_cr_orig"), load_file_module(path, "_cr_new")
+
+
+def _hook(model):
+    seen = {}
+    model.mlp_a.register_forward_hook(lambda mod, i, o: seen.__setitem__("a", o.detach()))
+    return model
+
+
+def _prune(model):
+    import torch.nn.utils.prune as prune
+
+    first = next(m for m in model.mlp_a.modules() if isinstance(m, torch.nn.Linear))
+    prune.l1_unstructured(first, "weight", amount=0.3)
+    return model
+
+
+@pytest.mark.parametrize("change", [_hook, _prune, None], ids=["forward-hook", "prune", "unchanged"])
+def test_a_module_changed_after_mend_runs_the_kept_if(tmp_path, change):
+    res, orig, new = _mended(tmp_path)
+    (x,) = orig.get_inputs()
+    for args in [(x,), (-x,)]:
+        outs = []
+        for mod in (orig, new):
+            torch.manual_seed(0)
+            model = mod.Model().eval()
+            model = change(model) if change else model
+            torch._dynamo.reset()
+            with torch.no_grad():
+                outs.append(torch.compile(model, backend="aot_eager")(*args))
+        assert torch.equal(outs[0], outs[1])
+    if change is None:   # unchanged: the cond still compiles as one graph
+        torch.manual_seed(0)
+        model = new.Model().eval()
+        torch._dynamo.reset()
+        with torch.no_grad():
+            explained = torch._dynamo.explain(model)(x)
+        assert (explained.graph_count, explained.graph_break_count) == (1, 0), explained.break_reasons
+    torch._dynamo.reset()
+
+
+def test_the_screen_reads_the_helper_and_the_guard(tmp_path):
+    res, _, _ = _mended(tmp_path)
+    (ob,) = [o for o in res.obligations if o["kind"] == "cond-modules-unhooked"]
+    assert ob["roots"] == ["self"]
+    assert cond_modules_unhooked(ob, Ctx({}, {}, res.code, SOURCE)).result == "checked"
+    weakened = res.code.replace("or sub._backward_hooks", "or False", 1)
+    assert cond_modules_unhooked(ob, Ctx({}, {}, weakened, SOURCE)).result == "refuted"
+    unguarded = res.code.replace(" and _mend_cond_ready(self)", "", 1)
+    assert cond_modules_unhooked(ob, Ctx({}, {}, unguarded, SOURCE)).result == "refuted"
