@@ -177,3 +177,31 @@ def test_complex_inputs_are_drawn_not_crashed_on():
 
     draw()
     assert seen and all(t.dtype == torch.complex64 and t.shape[1:] == (8,) for t in seen)
+
+
+def test_anomaly_detection_runs_the_original_if(tmp_path):
+    """helper-88 F2: the gated side's backward runs on the untaken path with a zero gradient,
+    and under anomaly detection `LogBackward0 returned nan values` raised where the original's
+    backward passed. The gated form now keeps the original `if` under
+    `torch.is_anomaly_enabled()` (`anomaly-keeps-original`, a static screen)."""
+    from verifier.encoders.autocast_guard import anomaly_keeps_original
+
+    result, _ = _result()
+    assert "if not torch.compiler.is_compiling() and torch.is_anomaly_enabled():" in result.code
+    (ob,) = [o for o in result.obligations if o["kind"] == "anomaly-keeps-original"]
+    assert anomaly_keeps_original(ob, Ctx({}, {}, result.code, SRC)).result == "checked"
+    stripped = result.code.replace(" and torch.is_anomaly_enabled()", "", 1)
+    assert anomaly_keeps_original(ob, Ctx({}, {}, stripped, SRC)).result == "refuted"
+    (tmp_path / "orig.py").write_text(SRC)
+    (tmp_path / "mended.py").write_text(result.code)
+    orig = load_file_module(tmp_path / "orig.py", "_gate_anom_orig")
+    new = load_file_module(tmp_path / "mended.py", "_gate_anom_new")
+    grads = []
+    for mod in (orig, new):
+        torch.manual_seed(0)
+        model = mod.Model()
+        x = torch.tensor([[-1.0, 2.0, 3.0, 4.0]], requires_grad=True)   # h.min() <= 0: the log side is not taken
+        with torch.autograd.set_detect_anomaly(True):
+            model(x).sum().backward()
+        grads.append((x.grad, model.w.grad))
+    assert torch.equal(grads[0][0], grads[1][0]) and grads[0][1] is None and grads[1][1] is None

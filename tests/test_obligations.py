@@ -435,6 +435,7 @@ CHECKS_TESTED_WITH_THEIR_RULE = {
     "scalar-index-receivers-observed": "test_rule_scalar_tensor.py",
     "speculated-operands": "test_assert_and.py",
     "debug-text-deferred": "test_debug_text.py", "cond-modules-unhooked": "test_cond_ready.py",
+    "anomaly-keeps-original": "test_gradient_gate.py",
 }
 
 

@@ -82,5 +82,56 @@ def autocast_keeps_original(ob: dict, ctx: Ctx) -> Outcome:
                              f"as its whole body for the device types {sorted(devices)}")
 
 
-ENCODERS = {"autocast-keeps-original": autocast_keeps_original}
+def _ternaries_as_ifs(tree: ast.Module) -> set[str]:
+    """Each ``return A if P else B`` / ``x = A if P else B`` of ``tree`` as the ``if P: return A
+    else: return B`` the rule plans it as (the same evaluation: P, then the one side), dumped."""
+    out = set()
+    for node in ast.walk(tree):
+        value = getattr(node, "value", None)
+        if not isinstance(value, ast.IfExp) or not isinstance(node, (ast.Return, ast.Assign)):
+            continue
+        if isinstance(node, ast.Return):
+            sides = [ast.Return(value=value.body), ast.Return(value=value.orelse)]
+        else:
+            sides = [ast.Assign(targets=node.targets, value=value.body), ast.Assign(targets=node.targets,
+                                                                                 value=value.orelse)]
+        out.add(ast.dump(ast.If(test=value.test, body=[sides[0]], orelse=[sides[1]])))
+    return out
+
+
+def anomaly_keeps_original(ob: dict, ctx: Ctx) -> Outcome:
+    """``anomaly-keeps-original`` (a static screen): the recorded original statement, one of the
+    version before, is the whole body of ``if not <torch>.compiler.is_compiling() and
+    <torch>.is_anomaly_enabled():`` in the mended file, so under anomaly detection (which checks
+    every backward step, a gated side's included: helper-88 F2) an eager call runs the original."""
+    by = ("static screen of the mended file and the version before: the recorded statement is one of the version "
+          "before, kept verbatim as the whole body of `if not torch.compiler.is_compiling() and "
+          "torch.is_anomaly_enabled():`")
+    if ctx.code is None or ctx.before is None:
+        return unknown("the mended file and the version before were not both available to screen")
+    try:
+        kept = ast.parse(ob.get("original", "")).body
+        tree, before = ast.parse(ctx.code), ast.parse(ctx.before)
+    except SyntaxError as exc:
+        return unknown(f"a version does not parse ({exc.msg})")
+    if len(kept) != 1:
+        return unknown("the recorded original is not one statement")
+    want, kind = ast.dump(kept[0]), type(kept[0])
+    if not any(ast.dump(n) == want for n in ast.walk(before) if isinstance(n, kind)) and \
+            want not in _ternaries_as_ifs(before):
+        return check_refuted(by, "the recorded statement is not one of the version before the rewrite (nor its "
+                                 "conditional expression written as an if)")
+    tests = {ast.dump(ast.parse(f"not {t}.compiler.is_compiling() and {t}.is_anomaly_enabled()", mode="eval").body)
+             for t in _module_aliases(tree, "torch")}
+    if any(isinstance(n, ast.If) and ast.dump(n.test) in tests and len(n.body) == 1 and ast.dump(n.body[0]) == want
+           for n in ast.walk(tree)):
+        return checked(by, ["under torch.autograd anomaly detection an eager call runs the original statement",
+                            "a compiled call runs the selection: with an AOT backend its backward is one autograd "
+                            "node whose outputs are the gated gradients; with backend='eager' anomaly detection "
+                            "still sees the untaken side's step (not covered)"])
+    return check_refuted(by, "no `if not torch.compiler.is_compiling() and torch.is_anomaly_enabled():` in the "
+                             "mended file has the recorded statement as its whole body")
+
+
+ENCODERS = {"autocast-keeps-original": autocast_keeps_original, "anomaly-keeps-original": anomaly_keeps_original}
 CHECKS = frozenset(ENCODERS)

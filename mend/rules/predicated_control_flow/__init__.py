@@ -139,6 +139,12 @@ itself otherwise), ``K`` the side's path condition. Its finite-gradient obligati
 the selection's path condition, the helper verbatim) citing ``proofs/pcf_gate_gradient.smt2``
 (proved once: the inputs' gradient equals the original branch's for any backward of the sides).
 Such a rewrite is usable in training; under ``torch.no_grad()`` the gates trace to nothing.
+A gated rewrite keeps the original ``if`` for an eager call under anomaly detection (``if not
+torch.compiler.is_compiling() and torch.is_anomaly_enabled():``, ``anomaly-keeps-original``, a
+static screen): the untaken side's backward still runs, with a zero gradient, and anomaly
+detection raised "SqrtBackward0 returned nan values" there (helper-88 F2). The test breaks the
+graph under Dynamo, hence only outside torch.compile; compiled with ``backend="eager"`` and
+anomaly detection on, the difference remains.
 
 Inference-only: at ``--verify standard`` a refuted ``finite-gradient`` does not decline;
 the rewrite is marked ``inference-only`` (a gradient through the untaken side may be NaN,
@@ -156,6 +162,7 @@ OBLIGATION_KINDS = frozenset({
     "idempotent-device-move", "paired-call-value-not-aliased", "hoisted-setup-pure", "hoisted-setup-cannot-raise",
     "cond-predicate", "cond-branch-types", "cond-output-not-aliased", "cond-side-pure", "cond-taken-side-only",
     "cond-no-autograd", "cond-modules-unhooked", "finiteness-test-precision", "autocast-keeps-original",
+    "anomaly-keeps-original",
     "loop-facts-agree",
 })
 

@@ -33,21 +33,43 @@ def guard(node: cst.If, pairs, env: _Env):
     ``autocast-keeps-original`` added to ``env.obligations``. Raises _Declined when the plan
     replaces more than the ``if`` itself (hoisted setup elsewhere: the kept ``if`` would run
     in another context than it did)."""
+    new = _keep_under(node, pairs, guard_expr(env), NOTE, "autocast-guarded")
+    env.obligations.append({"kind": "autocast-keeps-original", "original": cst.Module([node.with_changes(
+        leading_lines=[])]).code, "devices": list(AUTOCAST_DEVICES)})
+    return [(node, [new])]
+
+
+def anomaly_guard(node: cst.If, pairs, env: _Env):
+    """``pairs`` with the new statements under ``else:`` of ``if torch.is_anomaly_enabled():
+    <node, verbatim>``, and ``anomaly-keeps-original`` added: a gated side's backward still runs
+    on the untaken path (its gradient is zeroed by the gate), and where it is non-finite there
+    (``sqrt`` of a negative) anomaly detection raises "returned nan values" where the original
+    ``if`` never ran it (helper-88 F2). ``torch.is_anomaly_enabled()`` breaks the graph under
+    Dynamo ("torch.* op returned non-Tensor", torch 2.13), so it is asked only outside
+    ``torch.compile``: a compiled call runs the selection (with an AOT backend its backward is one
+    autograd node, whose outputs are the gated, finite gradients). Raises _Declined as
+    :func:`guard`."""
+    note = "# mend: anomaly detection checks every backward step, the gated side's too, so under it the original if runs"
+    test = cst.parse_expression(f"not {env.torch}.compiler.is_compiling() and {env.torch}.is_anomaly_enabled()")
+    new = _keep_under(node, pairs, test, note, "anomaly-guarded")
+    env.obligations.append({"kind": "anomaly-keeps-original", "original": cst.Module([node.with_changes(
+        leading_lines=[])]).code})
+    return [(node, [new])]
+
+
+def _keep_under(node: cst.If, pairs, test: cst.BaseExpression, note: str, what: str) -> cst.If:
+    """``if <test>: <node, verbatim> else: <the planner's new statements>``."""
     if len(pairs) != 1 or pairs[0][0] is not node:
-        raise _Declined("the autocast-guarded form needs a plan that replaces the if alone, and this one also "
-                        "moves setup")
+        raise _Declined(f"the {what} form needs a plan that replaces the if alone, and this one also moves setup")
     stmts = list(pairs[0][1])
     # the if's own comments go above the guard; what the planner added (the cond note) stays
     lead, n = list(node.leading_lines), len(node.leading_lines)
     own = list(stmts[0].leading_lines)
     stmts[0] = stmts[0].with_changes(leading_lines=own[n:] if own[:n] == lead else own)
     original = node.with_changes(leading_lines=[])
-    header = cst.TrailingWhitespace(whitespace=cst.SimpleWhitespace("  "), comment=cst.Comment(NOTE))
-    new = cst.If(test=guard_expr(env), body=cst.IndentedBlock(body=[original], header=header),
-                 orelse=cst.Else(body=cst.IndentedBlock(body=stmts)), leading_lines=lead)
-    env.obligations.append({"kind": "autocast-keeps-original", "original": cst.Module([original]).code,
-                            "devices": list(AUTOCAST_DEVICES)})
-    return [(node, [new])]
+    header = cst.TrailingWhitespace(whitespace=cst.SimpleWhitespace("  "), comment=cst.Comment(note))
+    return cst.If(test=test, body=cst.IndentedBlock(body=[original], header=header),
+                  orelse=cst.Else(body=cst.IndentedBlock(body=stmts)), leading_lines=lead)
 
 
 def declined_for_autocast(reason: str) -> bool:
@@ -58,4 +80,4 @@ def declined_for_autocast(reason: str) -> bool:
     return "under autocast(" in reason
 
 
-__all__ = ["NAME", "declined_for_autocast", "guard", "guard_expr"]
+__all__ = ["NAME", "anomaly_guard", "declined_for_autocast", "guard", "guard_expr"]

@@ -9,7 +9,8 @@ from verifier.encoders.gradient_gate import GATE_HELPER
 HELPER = GATE_HELPER.lstrip("\n")   # the helper the rewrite adds after the imports, verbatim
 
 GATE_EXAMPLES: list[tuple[str, str]] = [
-    # shared/cases 012 (trap): the sqrt side reads `s` through a gate on `s > 0`, so the untaken side's 0 * inf gradient stops there (gradient-gated)
+    # shared/cases 012 (trap): the sqrt side reads `s` through a gate on `s > 0`, so the untaken side's 0 * inf gradient stops there (gradient-gated);
+    # an eager call under anomaly detection runs the original if (its check would see the untaken side's NaN step)
     (
         dedent('''\
             import torch
@@ -32,8 +33,14 @@ GATE_EXAMPLES: list[tuple[str, str]] = [
 
             class Model(nn.Module):
                 def forward(self, s):
-                    _mend_pred_0 = s > 0  # mend: predicated-control-flow (was: if s > 0)
-                    y = torch.where(_mend_pred_0, torch.sqrt(_mend_gate(_mend_pred_0, s)), s)
+                    if not torch.compiler.is_compiling() and torch.is_anomaly_enabled():  # mend: anomaly detection checks every backward step, the gated side's too, so under it the original if runs
+                        if s > 0:
+                            y = torch.sqrt(s)
+                        else:
+                            y = s
+                    else:
+                        _mend_pred_0 = s > 0  # mend: predicated-control-flow (was: if s > 0)
+                        y = torch.where(_mend_pred_0, torch.sqrt(_mend_gate(_mend_pred_0, s)), s)
                     return y
         '''),
     ),
@@ -70,9 +77,17 @@ GATE_EXAMPLES: list[tuple[str, str]] = [
                     self.w = nn.Parameter(torch.ones(6))
 
                 def forward(self, p):
-                    _mend_pred_0 = p.min() > 0  # mend: predicated-control-flow (was: if p.min() > 0)
-                    _mend_pred_1 = p.max() > 0.999
-                    ent = torch.where(_mend_pred_0, -(_mend_gate(_mend_pred_0, p) * _mend_gate(_mend_pred_0, p).log() * _mend_gate(_mend_pred_0, self.w)).sum(), torch.where(_mend_pred_1, _mend_gate(torch.logical_and(torch.logical_not(_mend_pred_0), _mend_pred_1), p).log1p().sum(), (p * p).sum()))
+                    if not torch.compiler.is_compiling() and torch.is_anomaly_enabled():  # mend: anomaly detection checks every backward step, the gated side's too, so under it the original if runs
+                        if p.min() > 0:
+                            ent = -(p * p.log() * self.w).sum()
+                        elif p.max() > 0.999:
+                            ent = p.log1p().sum()
+                        else:
+                            ent = (p * p).sum()
+                    else:
+                        _mend_pred_0 = p.min() > 0  # mend: predicated-control-flow (was: if p.min() > 0)
+                        _mend_pred_1 = p.max() > 0.999
+                        ent = torch.where(_mend_pred_0, -(_mend_gate(_mend_pred_0, p) * _mend_gate(_mend_pred_0, p).log() * _mend_gate(_mend_pred_0, self.w)).sum(), torch.where(_mend_pred_1, _mend_gate(torch.logical_and(torch.logical_not(_mend_pred_0), _mend_pred_1), p).log1p().sum(), (p * p).sum()))
                     return ent
         '''),
     ),

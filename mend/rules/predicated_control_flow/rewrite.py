@@ -10,7 +10,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from mend.locate import Located
 from mend.rules._base import Decline, Match, RewriteResult
 from mend.rules._common import add_helpers, add_import
-from mend.rules.predicated_control_flow.autocast import guard
+from mend.rules.predicated_control_flow.autocast import anomaly_guard, guard
 from mend.rules.predicated_control_flow.env import NAME, _Declined, _Env
 from mend.rules.predicated_control_flow.cond import READY, READY_HELPER
 from mend.rules.predicated_control_flow.gate import add_helper
@@ -184,6 +184,9 @@ def _rewrite_at(module: cst.Module, node: cst.CSTNode | None, line: int,
     try:
         if isinstance(node, cst.If):
             pairs, span, detail, preds = _rewrite_if(node, ancestors, env, index.positions)
+            if any(ob["kind"] == "gradient-gated" for ob in env.obligations):
+                pairs = anomaly_guard(node, pairs, env)
+                detail += "; under torch.autograd anomaly detection the if is kept (a gated side's backward runs)"
             if autocast:
                 pairs = guard(node, pairs, env)
                 detail += "; under autocast (cpu, cuda, xpu, mps) the if is kept: its sides compute in other dtypes there"

@@ -780,7 +780,8 @@ DECLINE_EXAMPLES: list[tuple[str, str]] = [
 
 # No-op examples: source left unchanged on every line. Python-level tests (Dynamo folds
 # them), a selection that is already graph-native, and the rule's own torch.where output
-# (its torch.cond output keeps the original `if` for eager, which is a site again).
+# (its torch.cond output keeps the original `if` for eager, and its gated output for an eager call
+# under anomaly detection: each a site again).
 NOOP_EXAMPLES: list[str] = [
     dedent('''\
         import torch
@@ -816,5 +817,5 @@ NOOP_EXAMPLES: list[str] = [
                 h = torch.where(torch.isinf(h), torch.clamp(h, min=-clamp_value, max=clamp_value), h)
                 return h
     '''),
-    *(after for _, after in FIX_EXAMPLES if "torch.cond(" not in after),
+    *(after for _, after in FIX_EXAMPLES if "torch.cond(" not in after and "is_anomaly_enabled" not in after),
 ]
