@@ -144,8 +144,10 @@ def verify_file(path: str | Path, *, rerun=None, timeout_ms: int | None = None) 
     _check_safety(doc, rep)
     choice = doc.get("choice")
     if choice:  # a cost prediction: recorded under the digest, never part of what is proved
-        how = ("taken by policy (--choose always), no cost predicted" if choice.get("method") == "always"
-               else "which verified candidate is faster is a prediction, not a proof")
+        # helper-89: "always" is also what a site with nothing to compare gets, without --choose
+        why = choice.get("reason") or "the rule's own form"
+        how = (f"no cost predicted ({why})"
+               if choice.get("method") == "always" else "which verified candidate is faster is a prediction, not a proof")
         rep.notes.append(f"the choice of {choice.get('chosen')} (by {choice.get('method')}) is recorded, not checked: "
                          + how)
     if rerun is not None:
@@ -241,7 +243,15 @@ def _check_files(path: Path, doc: dict, rep: Report) -> None:
             _check_hash(rep, "original", orig, doc["sha256_original"],
                         "differs from the one the rewrite was verified against")
     elif not paths.get("original_module"):
-        rep.notes.append("the original file is not kept (--write replaced it): only the mended file's hash is checked")
+        mended = mended_code(path, doc)
+        rebuilt = unpatch(mended, doc.get("diff") or "") if mended is not None else None
+        if rebuilt is not None and sha256_text(rebuilt) == doc.get("sha256_original"):
+            rep.notes.append("the original file is not kept (--write replaced it): it was rebuilt by undoing the "
+                             "certificate's diff on the mended file, and its hash matches the recorded one")
+        else:   # helper-89: the note said only this, also where the rebuild succeeded
+            rep.notes.append("the original file is not kept (--write replaced it), and undoing the certificate's diff "
+                             "does not give it back (another rewrite of the same file came after this one): only the "
+                             "mended file's hash is checked")
 
 
 def _check_queries(doc: dict, rep: Report, timeout_ms: int | None, code: str | None = None,
