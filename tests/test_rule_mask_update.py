@@ -324,7 +324,9 @@ def _outcome(fn, *args):
     lambda: (torch.tensor([[3, -3, 5, -7]]),),                          # int64: index_put_ raises
     lambda: (torch.randn(3, 4, generator=torch.Generator().manual_seed(1)).half(),),
     lambda: (torch.randn(3, 4, device="meta"),),   # helper-85 F5: the boolean index raises there
-], ids=["expanded", "int64", "float16", "meta"])
+    # helper-88 F4: a nested tensor has no strides (the guard raised RuntimeError, the original NotImplementedError)
+    lambda: (torch.nested.nested_tensor([torch.randn(2, 3), torch.randn(1, 3)]),),
+], ids=["expanded", "int64", "float16", "meta", "nested"])
 def test_guarded_form_behaves_as_the_original(tmp_path, make):
     orig, mended = _load_pair(tmp_path, _HALVE)
     assert _outcome(orig.f, *make()) == _outcome(mended.f, *make())

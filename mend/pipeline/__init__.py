@@ -559,7 +559,10 @@ def _verify(ex, rule, site, rel: str, current: str, files: dict[str, str], verif
     try:
         evidence = ex.evidence(force, res.edge_values)
     except Failed as failed:
-        observed.outcome = Declined(where, site.fixable_by, failed.reason, counterexample=failed.counterexample)
+        # the candidate's own words say what was tried (helper-88 N1: a where form of an elif chain
+        # of submodule calls was declined on a gradient, with nothing saying why it was a where)
+        tried = f" (the candidate: {res.detail})" if "every side runs" in res.detail else ""
+        observed.outcome = Declined(where, site.fixable_by, failed.reason + tried, counterexample=failed.counterexample)
         return observed
     name = ex.diff_name(rel)
     diff = "".join(difflib.unified_diff(current.splitlines(True), res.code.splitlines(True), f"a/{name}", f"b/{name}"))

@@ -196,7 +196,7 @@ def expected_guard(t: str, x: str, mask: str, operands: list[str], rows: bool = 
     every other operand of ``x``'s dtype, shape and device (``index_put_`` raises on a dtype
     mismatch, ``y[m]`` on a shape mismatch, where ``where`` promotes or broadcasts; complex
     products are not correctly rounded). Each clause answers a counterexample of helper-51's or
-    helper-54's review; ``x`` off the meta device, where a boolean index raises (helper-85 F5)."""
+    helper-54's review; ``x`` off the meta device, where a boolean index raises (helper-85 F5), and not nested (no strides: helper-88 F4)."""
     shape = f"{x}.shape[:{mask}.dim()]" if rows else f"{x}.shape"
     # no other overlap (helper-66: a sliding window's copy_ wrote unselected elements back over
     # selected ones): the sizes > 1 by stride ascending, each stride past the smaller ones' extent
@@ -204,7 +204,8 @@ def expected_guard(t: str, x: str, mask: str, operands: list[str], rows: bool = 
     overlap = (f"all({x}.stride(_mend_i) * {x}.shape[_mend_i] <= {x}.stride(_mend_j) or {x}.stride(_mend_j) * "
                f"{x}.shape[_mend_j] <= {x}.stride(_mend_i) for _mend_i in range({x}.dim()) for _mend_j in "
                f"range(_mend_i) if {x}.shape[_mend_i] > 1 and {x}.shape[_mend_j] > 1)")
-    clauses = [f"type({x}) is {t}.Tensor", f"{x}.is_floating_point()", f"all(_mend_s > 0 for _mend_s in {x}.stride())",
+    clauses = [f"type({x}) is {t}.Tensor", f"{x}.is_floating_point()", f"not {x}.is_nested",
+               f"all(_mend_s > 0 for _mend_s in {x}.stride())",
                overlap,
                f"type({mask}) is {t}.Tensor", f"{mask}.dtype == {t}.bool", f"{mask}.device == {x}.device",
                f'{x}.device.type != "meta"', f"{mask}.shape == {shape}"]

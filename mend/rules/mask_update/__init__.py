@@ -8,7 +8,7 @@ operator", counted twice at the line; ``x[mask] *= 2`` once). ``x[mask] = 0.0`` 
 The rewrite computes ``f`` on the whole tensor and selects, in place, under a guard that
 keeps the original statement wherever the two could differ::
 
-    if type(x) is torch.Tensor and x.is_floating_point() and <no zero stride>
+    if type(x) is torch.Tensor and x.is_floating_point() and not x.is_nested and <no zero stride>
             and <no two elements of x share memory> and type(mask) is torch.Tensor and mask.dtype == torch.bool
             and mask.device == x.device and x.device.type != "meta" and mask.shape == x.shape [and type(y) is torch.Tensor
             and y.dtype == x.dtype and y.shape == x.shape and y.device == x.device, for each other

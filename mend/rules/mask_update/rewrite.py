@@ -52,6 +52,8 @@ def guard_text(t: str, x: str, m: str, others: list[str], rows: bool = False) ->
       device: a ``(B,)`` mask for a ``(B, B)`` ``x`` selects rows, ``where`` broadcast it over
       columns (also when written ``score > 0`` or ``~keep``); a long mask indexes positions;
       indexing accepts a CPU mask for a CUDA ``x``, ``where`` does not;
+    * ``x`` not nested: a nested tensor has no strides, so the stride clause raised RuntimeError
+      where the original's boolean index raised NotImplementedError (helper-88 F4);
     * ``x`` not on the meta device: a boolean index there raises NotImplementedError (no meta
       kernel for ``nonzero``), where the selection returned (helper-85 F5);
     * every other tensor read through the mask of ``x``'s shape, dtype and device: ``y[m]``
@@ -59,7 +61,7 @@ def guard_text(t: str, x: str, m: str, others: list[str], rows: bool = False) ->
     shape = f"{x}.shape[:{m}.dim()]" if rows else f"{x}.shape"
     same = "".join(f" and type({y}) is {t}.Tensor and {y}.dtype == {x}.dtype and {y}.shape == {x}.shape"
                    f" and {y}.device == {x}.device" for y in others)
-    return (f"type({x}) is {t}.Tensor and {x}.is_floating_point() and {no_zero_stride(x)}"
+    return (f"type({x}) is {t}.Tensor and {x}.is_floating_point() and not {x}.is_nested and {no_zero_stride(x)}"
             f" and {no_overlap(x)} and type({m}) is {t}.Tensor and {m}.dtype == {t}.bool and {m}.device == {x}.device"
             f" and {x}.device.type != \"meta\" and {m}.shape == {shape}{same}")
 
