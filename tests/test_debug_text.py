@@ -77,3 +77,23 @@ def test_the_screen_refutes_a_text_read_after_the_flag():
     read_after = before.replace("        return h.relu()\n", "        return h.relu(), msg\n")
     out = debug_text_deferred(res.obligations[0], Ctx({}, {}, res.code, read_after))
     assert out.result == "refuted" and "outside the flag's body" in out.counterexample
+
+
+def test_a_nested_tensor_keeps_the_text_before_the_flag(tmp_path):
+    """helper-90: a nested tensor is strided too, but `tuple(h.shape)` raises for it; the guard
+    took it for a plain tensor and the mended call returned where the original raised."""
+    before, res = _example()
+    assert "h.is_nested" in res.code
+    (tmp_path / "orig.py").write_text(before)
+    (tmp_path / "mended.py").write_text(res.code)
+    outcomes = []
+    for name in ("orig", "mended"):
+        block = load_file_module(tmp_path / f"{name}.py", f"_dt_nested_{name}").Block()
+        block.debug = False
+        x = torch.nested.nested_tensor([torch.randn(2, 3), torch.randn(1, 3)])
+        try:
+            block(x)
+            outcomes.append("returned")
+        except Exception as exc:   # noqa: BLE001 - the exception is what is compared
+            outcomes.append((type(exc).__name__, str(exc).splitlines()[0]))
+    assert outcomes[0] == outcomes[1] and outcomes[0] != "returned"

@@ -115,19 +115,22 @@ _READY_TEXT = '''def _mend_cond_ready(*roots):
             or hooks._global_backward_pre_hooks):
         return False
     for root in roots:
-        for sub in root.modules() if isinstance(root, {torch}.nn.Module) else ():
-            if sub._forward_hooks or sub._forward_pre_hooks or sub._backward_hooks or sub._backward_pre_hooks:
-                return False
-            if type(sub).__module__.startswith(("torch.ao.", "torch.nn.quantized", "torch.nn.intrinsic")):
-                return False
+        found = list(root.values()) if isinstance(root, dict) else root if isinstance(root, (list, tuple)) else [root]
+        for mod in found:
+            for sub in mod.modules() if isinstance(mod, {torch}.nn.Module) else ():
+                if sub._forward_hooks or sub._forward_pre_hooks or sub._backward_hooks or sub._backward_pre_hooks:
+                    return False
+                if "parametrizations" in sub._modules or type(sub).__module__.startswith(
+                        ("torch.ao.", "torch.nn.quantized", "torch.nn.intrinsic")):
+                    return False
     return True
 '''
 
 
 def cond_modules_unhooked(ob: dict, ctx: Ctx) -> Outcome:
     """The cond runs only when ``_mend_cond_ready(<roots>)`` holds: no module hook (global, or on
-    any submodule of a root) and no quantized submodule, which torch.cond could not trace whole
-    (helper-88 F1). A static screen of the mended file: the helper is the expected one, defined
+    any submodule of a root), no parametrization and no quantized submodule, which torch.cond
+    could not trace whole (helper-88 F1, helper-90). A static screen of the mended file: the helper is the expected one, defined
     once, and an ``if`` whose test calls it with the roots guards a torch.cond call."""
     roots, t = ob.get("roots") or [], ob.get("torch") or "torch"
     if ctx.code is None:
@@ -146,8 +149,8 @@ def cond_modules_unhooked(ob: dict, ctx: Ctx) -> Outcome:
         return check_refuted(by, f"no `if` guarding torch.cond calls `{READY}({', '.join(roots)})`")
     return checked(by, ["a module hook, pruning or quantization added after the rewrite sends the call to the "
                         "original if: Dynamo re-evaluates the helper at trace time and guards on the hook dicts",
-                        "a side calling a module that is neither `self`'s nor a parameter's is not covered (the rule "
-                        "names only those roots)"])
+                        "a side calling a module reached other than through `self`'s attributes or a parameter "
+                        "(a global, a closure) is not covered (the rule names only those roots)"])
 
 
 def cond_taken_side_only(ob: dict, ctx: Ctx) -> Outcome:

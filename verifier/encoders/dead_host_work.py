@@ -17,7 +17,7 @@ solver queries (every outcome is ``checked``, ``check_refuted`` or ``unknown``).
   anywhere in the module, a frame attribute, ``inspect.stack``/``trace``, an introspection
   builtin or a star import (a helper reading ``sys._getframe(1).f_locals``: helper-70).
 * ``plain-tensor-repr-pure``: the mended statement is exactly ``if type(t) is not
-  <torch>.Tensor or t.layout is not <torch>.strided or t.dtype not in (<reviewed dtypes>):``
+  <torch>.Tensor or t.layout is not <torch>.strided or t.is_nested or t.dtype not in (<reviewed dtypes>):``
   around the original statement (bits8 and uint1..uint7 tensors' repr raises, complex32's
   warns: helper-70), no star import, ``type``/``repr``/``str`` are not rebound,
   and the installed ``Tensor.__repr__`` and ``torch/_tensor_str.py`` are the ones reviewed
@@ -317,7 +317,8 @@ REPR_DTYPES = ("float16", "bfloat16", "float32", "float64", "complex64", "comple
 
 def _repr_kept(name: str, t: str) -> str:
     dtypes = ", ".join(f"{t}.{d}" for d in REPR_DTYPES)
-    return f"type({name}) is not {t}.Tensor or {name}.layout is not {t}.strided or {name}.dtype not in ({dtypes})"
+    return (f"type({name}) is not {t}.Tensor or {name}.layout is not {t}.strided or {name}.is_nested "
+            f"or {name}.dtype not in ({dtypes})")
 
 
 def plain_tensor_repr_pure(ob: dict, ctx: Ctx) -> Outcome:
@@ -336,7 +337,7 @@ def plain_tensor_repr_pure(ob: dict, ctx: Ctx) -> Outcome:
     if call == "str" and torch.Tensor.__str__ is not object.__str__:
         return unknown("Tensor.__str__ is not object.__str__ on the installed torch")
     by = ("a screen: the mended statement is `if type(t) is not torch.Tensor or t.layout is not torch.strided or "
-          "t.dtype not in (<reviewed dtypes>):` around the original statement; "
+          "t.is_nested or t.dtype not in (<reviewed dtypes>):` around the original statement; "
           "type/repr/str are not rebound; the installed Tensor.__repr__ and torch/_tensor_str.py are the reviewed "
           "ones (formatting under no_grad, no state written); for str, Tensor.__str__ is object.__str__")
     orig = _stmt_at(before, line, ast.Assign)
@@ -354,7 +355,7 @@ def plain_tensor_repr_pure(ob: dict, ctx: Ctx) -> Outcome:
                    for t in aliases)
     if not ok_guard:
         return check_refuted(by, f"the guard at line {line} is not `type({name}) is not torch.Tensor or "
-                                 f"{name}.layout is not torch.strided or {name}.dtype not in (<the reviewed dtypes>)`")
+                                 f"{name}.layout is not torch.strided or {name}.is_nested or {name}.dtype not in (<the reviewed dtypes>)`")
     reader = module_reads_frames(code)
     if reader and reader.startswith("a star import"):
         return check_refuted(by, f"{reader}: it may rebind `type` or `torch`, which the guard reads")

@@ -41,7 +41,7 @@ typing alias). It declines where ``isinstance`` itself is rebound in the module.
 ``global``/``nonlocal``, nor ``locals()``/``vars()``/``eval``/``exec``/``sys._getframe`` in the
 function, nested functions included) becomes::
 
-    if type(t) is not torch.Tensor or t.layout is not torch.strided or t.dtype not in (<12 dtypes>):
+    if type(t) is not torch.Tensor or t.layout is not torch.strided or t.is_nested or t.dtype not in (<12 dtypes>):
         r = repr(t)
 
 An f-string whose every field is ``{t!r}`` or ``{t!s}`` of one local ``t`` (no format spec,
@@ -66,7 +66,10 @@ or an f-string whose fields are ``{t!r}``/``{t!s}``, ``repr(t)``, ``str(t)``, ``
 ``tuple(t.shape)``/``list(t.shape)``, ``t.dtype``, ``t.device``, ``t.ndim``, ``t.size()``,
 ``t.dim()``, ``t.numel()`` of one tensor local, with no format spec (``{h:.2f}`` raises for a
 tensor of several elements); the flag is a name or attribute chain, or ``not``/``and``/``or``
-of them (a call may have effects the moved text would see)::
+of them (a call may have effects the moved text would see), whose attributes no class of the
+module defines as a method, property or other non-literal class-level value, nor overrides
+``__getattr__``/``__getattribute__`` (helper-90: a property flag that set print options changed
+the text; a class in another module is an assumption)::
 
     if <not a plain tensor: the repr guard above>:
         r = <text of t>            # as before, before the flag

@@ -175,7 +175,7 @@ def f(x):
 
 def f(x):
     h = x * 2
-    if type(h) is not torch.Tensor or h.layout is not torch.strided or h.dtype not in (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64, torch.complex128, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.bool):  # mend: dead-host-work (a plain tensor's repr() is pure; `dbg` is never read)
+    if type(h) is not torch.Tensor or h.layout is not torch.strided or h.is_nested or h.dtype not in (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64, torch.complex128, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.bool):  # mend: dead-host-work (a plain tensor's repr() is pure; `dbg` is never read)
         dbg = repr(h)
     return h + 1
 '''),
@@ -192,7 +192,7 @@ def f(x):
 
 def f(x):
     h = x * 2
-    if type(h) is not torch.Tensor or h.layout is not torch.strided or h.dtype not in (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64, torch.complex128, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.bool):  # mend: dead-host-work (a plain tensor's repr() is pure; `msg` is never read)
+    if type(h) is not torch.Tensor or h.layout is not torch.strided or h.is_nested or h.dtype not in (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64, torch.complex128, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.bool):  # mend: dead-host-work (a plain tensor's repr() is pure; `msg` is never read)
         msg = f"h = {h!r}"
     return h + 1
 '''),
@@ -210,7 +210,7 @@ def f(x):
 def f(x):
     h = x * 2
     # a comment kept above
-    if type(h) is not torch.Tensor or h.layout is not torch.strided or h.dtype not in (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64, torch.complex128, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.bool):  # mend: dead-host-work (a plain tensor's str() is pure; `text` is never read)
+    if type(h) is not torch.Tensor or h.layout is not torch.strided or h.is_nested or h.dtype not in (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64, torch.complex128, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.bool):  # mend: dead-host-work (a plain tensor's str() is pure; `text` is never read)
         text = str(h)  # debugging
     return h + 1
 '''),
@@ -263,10 +263,10 @@ class Block(torch.nn.Module):
 class Block(torch.nn.Module):
     def forward(self, x):
         h = x * 2
-        if type(h) is not torch.Tensor or h.layout is not torch.strided or h.dtype not in (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64, torch.complex128, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.bool):  # mend: dead-host-work (`msg` is read only under `if self.debug:`; a plain tensor's text is pure)
+        if type(h) is not torch.Tensor or h.layout is not torch.strided or h.is_nested or h.dtype not in (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64, torch.complex128, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.bool):  # mend: dead-host-work (`msg` is read only under `if self.debug:`; a plain tensor's text is pure)
             msg = f"block out: {repr(h)} shape={tuple(h.shape)} {h.dtype}"
         if self.debug:
-            if not (type(h) is not torch.Tensor or h.layout is not torch.strided or h.dtype not in (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64, torch.complex128, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.bool)):
+            if not (type(h) is not torch.Tensor or h.layout is not torch.strided or h.is_nested or h.dtype not in (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64, torch.complex128, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.bool)):
                 msg = f"block out: {repr(h)} shape={tuple(h.shape)} {h.dtype}"
             print(msg)
         return h.relu()
@@ -458,6 +458,10 @@ class Encoder(torch.nn.Module):
     # another object's formatting may have effects
     (_debug_variant('        msg = f"out: {repr(h)}"\n',
                     '        msg = f"out: {repr(h)} {self.stats}"\n'), '`self.stats`'),
+    # TRAP: a flag that is a property may change what the text shows (helper-90: print options set in its getter)
+    (_debug_variant('    def forward(self, x):\n',
+                    '    @property\n    def debug(self):\n        return False\n\n    def forward(self, x):\n'),
+     'defines at class level'),
     # the text read in the flag's `else`: computed there only before the flag
     (_debug_variant('        return h.relu()\n',
                     '        else:\n            self.last = msg\n        return h.relu()\n'), 'outside the body'),

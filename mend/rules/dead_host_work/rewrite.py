@@ -233,9 +233,11 @@ REPR_DTYPES = ("float16", "bfloat16", "float32", "float64", "complex64", "comple
 
 def repr_kept(arg: str, t: str) -> str:
     """When the original ``repr``/``str`` still runs: ``arg`` is not a plain strided tensor of a
-    dtype in REPR_DTYPES. Dynamo decides each clause at trace time (no break)."""
+    dtype in REPR_DTYPES (a nested tensor is strided too, but has no sizes: ``tuple(h.shape)``
+    raised there, helper-90). Dynamo decides each clause at trace time (no break)."""
     dtypes = ", ".join(f"{t}.{d}" for d in REPR_DTYPES)
-    return f"type({arg}) is not {t}.Tensor or {arg}.layout is not {t}.strided or {arg}.dtype not in ({dtypes})"
+    return (f"type({arg}) is not {t}.Tensor or {arg}.layout is not {t}.strided or {arg}.is_nested "
+            f"or {arg}.dtype not in ({dtypes})")
 
 
 def _rewrite_bind(wrapper: MetadataWrapper, plan, pos) -> RewriteResult:

@@ -395,6 +395,28 @@ def plain_flag(test: cst.BaseExpression) -> bool:
     return dotted(test) is not None
 
 
+def _effectful_flag(test: cst.BaseExpression, ancestors: list[cst.CSTNode]) -> str | None:
+    """Where reading the flag may run code: an attribute that a class of the module defines as a
+    method, property or other non-literal class-level value (a descriptor), or a class of the module that
+    defines ``__getattr__``/``__getattribute__``; None for plain instance attributes and names. A
+    class in another module is an assumption (the verifier records it)."""
+    module = next((a for a in ancestors if isinstance(a, cst.Module)), None)
+    attrs = {n.attr.value for n in m.findall(test, m.Attribute())}
+    for cls in m.findall(module, m.ClassDef()) if module is not None else ():
+        for stmt in cls.body.body:
+            # a literal class attribute (`debug = False`) reads plainly; a call may make a descriptor
+            names = {stmt.name.value} if isinstance(stmt, cst.FunctionDef) else {
+                t.target.value for s in getattr(stmt, "body", ()) if isinstance(s, cst.Assign)
+                and not m.matches(s.value, m.Integer() | m.Float() | m.SimpleString() | m.Name("True")
+                                  | m.Name("False") | m.Name("None"))
+                for t in s.targets if isinstance(t.target, cst.Name)}
+            if names & {"__getattr__", "__getattribute__"}:
+                return f"`{cls.name.value}.{sorted(names)[0]}`, which any attribute read runs"
+            if names & attrs:
+                return f"`{sorted(names & attrs)[0]}`, which `{cls.name.value}` defines at class level"
+    return None
+
+
 def _next_statement(parent: cst.CSTNode, ancestors: list[cst.CSTNode]) -> cst.CSTNode | None:
     """The statement right after ``parent`` in its block, or None."""
     block = next((a for a in reversed(ancestors) if isinstance(a, (cst.IndentedBlock, cst.Module))), None)
@@ -415,6 +437,10 @@ def _screen_debug_text(node, parent, ancestors, function, target: str, reads: li
     if not isinstance(after, cst.If) or not plain_flag(after.test):
         return Decline(NAME, f"{reads[0]} in `{function.name.value}`: the text is used, not dead, and the statement "
                        "after it is not `if <flag>:` (a name or attribute, or not/and/or of them) that could guard it")
+    prop = _effectful_flag(after.test, ancestors)
+    if prop:
+        return Decline(NAME, f"the flag reads {prop}: its read may have effects (print options, state) that the text, "
+                       "computed after it, would then see (helper-90)")
     outside = reads_of(function, target, after.body)
     if outside:
         return Decline(NAME, f"{outside[0]} outside the body of the `if` right after it in `{function.name.value}`: "

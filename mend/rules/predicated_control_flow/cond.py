@@ -34,19 +34,25 @@ READY_HELPER = '''def _mend_cond_ready(*roots):  # mend: predicated-control-flow
             or hooks._global_backward_pre_hooks):
         return False
     for root in roots:
-        for sub in root.modules() if isinstance(root, {torch}.nn.Module) else ():
-            if sub._forward_hooks or sub._forward_pre_hooks or sub._backward_hooks or sub._backward_pre_hooks:
-                return False
-            if type(sub).__module__.startswith(("torch.ao.", "torch.nn.quantized", "torch.nn.intrinsic")):
-                return False
+        found = list(root.values()) if isinstance(root, dict) else root if isinstance(root, (list, tuple)) else [root]
+        for mod in found:
+            for sub in mod.modules() if isinstance(mod, {torch}.nn.Module) else ():
+                if sub._forward_hooks or sub._forward_pre_hooks or sub._backward_hooks or sub._backward_pre_hooks:
+                    return False
+                if "parametrizations" in sub._modules or type(sub).__module__.startswith(
+                        ("torch.ao.", "torch.nn.quantized", "torch.nn.intrinsic")):
+                    return False
     return True
 '''
 
 
 def module_roots(values: list[cst.BaseExpression], env: _Env) -> list[str]:
-    """The names whose modules a side may call: ``self`` for a call of ``self.<...>``, and a
-    parameter of the enclosing function that is called or whose attribute is (always bound
-    where the ``if`` runs); each checked by :data:`READY_HELPER` when it is an nn.Module."""
+    """What a side may call, as the arguments of :data:`READY_HELPER`: ``self`` for any call
+    through it, each attribute chain of ``self`` a call goes through (``self.teacher`` for
+    ``self.teacher(h)``, ``self.blocks`` for ``self.blocks[0](h)``: a module kept out of
+    ``self``'s registry, in ``__dict__`` or a plain list, is not among ``self.modules()``,
+    helper-90), read with ``getattr(..., None)`` so that the guard never raises, and a parameter
+    of the enclosing function a call goes through (bound wherever the ``if`` runs)."""
     params = set()
     if env.function is not None:
         p = env.function.params
@@ -54,12 +60,35 @@ def module_roots(values: list[cst.BaseExpression], env: _Env) -> list[str]:
     roots = set()
     for v in values:
         for call in m.findall(v, m.Call()):
-            func = call.func
-            while isinstance(func, cst.Attribute):
-                func = func.value
-            if isinstance(func, cst.Name) and func.value in params:
-                roots.add(func.value)
+            node = call.func
+            while isinstance(node, (cst.Attribute, cst.Subscript)):
+                chain = _self_chain(node)
+                if chain:
+                    roots.add(_safe_read(chain))
+                    break
+                node = node.value
+            while isinstance(node, (cst.Attribute, cst.Subscript)):
+                node = node.value
+            if isinstance(node, cst.Name) and node.value in params:
+                roots.add(node.value)
     return sorted(roots, key=lambda r: (r != "self", r))
+
+
+def _self_chain(node: cst.BaseExpression) -> list[str] | None:
+    """``["a", "b"]`` for ``self.a.b`` (attributes only), else None."""
+    names = []
+    while isinstance(node, cst.Attribute):
+        names.insert(0, node.attr.value)
+        node = node.value
+    return names if names and isinstance(node, cst.Name) and node.value == "self" else None
+
+
+def _safe_read(chain: list[str]) -> str:
+    """``getattr(getattr(self, "a", None), "b", None)`` for ``self.a.b``."""
+    text = "self"
+    for name in chain:
+        text = f'getattr({text}, "{name}", None)'
+    return text
 
 
 # Modules that may return their input as it is (nn.Identity, Dropout in eval mode, flatten of a flat tensor).
@@ -332,7 +361,7 @@ def _rewrite_cond(node: cst.If, arms: list[_Arm], selected: list[str], order_see
     roots = module_roots([v for _, (t, f) in emitted for v in (t, f)] + [v for _, v in temps[0]], env)
     if roots:   # a hook, pruning or quantization added after mend ran makes torch.cond raise: the if runs then
         compiling = cst.BooleanOperation(left=compiling, operator=cst.And(), right=cst.Call(
-            func=cst.Name(READY), args=[cst.Arg(cst.Name(r)) for r in roots]))
+            func=cst.Name(READY), args=[cst.Arg(cst.parse_expression(r)) for r in roots]))
         obligations.append({"kind": "cond-modules-unhooked", "roots": roots, "torch": env.torch})
         env.cond_ready = True
     header = cst.TrailingWhitespace(whitespace=cst.SimpleWhitespace("  "),

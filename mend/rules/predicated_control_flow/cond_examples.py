@@ -39,11 +39,14 @@ COND_TEMP_EXAMPLES: list[tuple[str, str]] = [
                         or hooks._global_backward_pre_hooks):
                     return False
                 for root in roots:
-                    for sub in root.modules() if isinstance(root, torch.nn.Module) else ():
-                        if sub._forward_hooks or sub._forward_pre_hooks or sub._backward_hooks or sub._backward_pre_hooks:
-                            return False
-                        if type(sub).__module__.startswith(("torch.ao.", "torch.nn.quantized", "torch.nn.intrinsic")):
-                            return False
+                    found = list(root.values()) if isinstance(root, dict) else root if isinstance(root, (list, tuple)) else [root]
+                    for mod in found:
+                        for sub in mod.modules() if isinstance(mod, torch.nn.Module) else ():
+                            if sub._forward_hooks or sub._forward_pre_hooks or sub._backward_hooks or sub._backward_pre_hooks:
+                                return False
+                            if "parametrizations" in sub._modules or type(sub).__module__.startswith(
+                                    ("torch.ao.", "torch.nn.quantized", "torch.nn.intrinsic")):
+                                return False
                 return True
 
 
@@ -56,7 +59,7 @@ COND_TEMP_EXAMPLES: list[tuple[str, str]] = [
                 def forward(self, h):
                     # torch.cond under torch.compile only: in eager it costs ~1.5 s on the first call and ~16 ms
                     # per call (torch 2.13); both paths compute the same value (the sides are pure, only the taken one runs)
-                    if not torch.is_grad_enabled() and torch.compiler.is_compiling() and (h.mean() > 0).numel() == 1 and _mend_cond_ready(self):  # mend: predicated-control-flow (was: if h.mean() > 0)
+                    if not torch.is_grad_enabled() and torch.compiler.is_compiling() and (h.mean() > 0).numel() == 1 and _mend_cond_ready(self, getattr(self, "mlp_a", None), getattr(self, "mlp_b", None)):  # mend: predicated-control-flow (was: if h.mean() > 0)
                         y = torch.cond(h.mean() > 0, lambda: self.mlp_a(h), lambda: self.mlp_b(h))
                     else:
                         if h.mean() > 0:
@@ -98,11 +101,14 @@ COND_TEMP_EXAMPLES: list[tuple[str, str]] = [
                         or hooks._global_backward_pre_hooks):
                     return False
                 for root in roots:
-                    for sub in root.modules() if isinstance(root, torch.nn.Module) else ():
-                        if sub._forward_hooks or sub._forward_pre_hooks or sub._backward_hooks or sub._backward_pre_hooks:
-                            return False
-                        if type(sub).__module__.startswith(("torch.ao.", "torch.nn.quantized", "torch.nn.intrinsic")):
-                            return False
+                    found = list(root.values()) if isinstance(root, dict) else root if isinstance(root, (list, tuple)) else [root]
+                    for mod in found:
+                        for sub in mod.modules() if isinstance(mod, torch.nn.Module) else ():
+                            if sub._forward_hooks or sub._forward_pre_hooks or sub._backward_hooks or sub._backward_pre_hooks:
+                                return False
+                            if "parametrizations" in sub._modules or type(sub).__module__.startswith(
+                                    ("torch.ao.", "torch.nn.quantized", "torch.nn.intrinsic")):
+                                return False
                 return True
 
 
@@ -114,7 +120,7 @@ COND_TEMP_EXAMPLES: list[tuple[str, str]] = [
                 def forward(self, h, feats):
                     # torch.cond under torch.compile only: in eager it costs ~1.5 s on the first call and ~16 ms
                     # per call (torch 2.13); both paths compute the same value (the sides are pure, only the taken one runs)
-                    if not torch.is_grad_enabled() and torch.compiler.is_compiling() and (h.mean() > 0).numel() == 1 and _mend_cond_ready(self):  # mend: predicated-control-flow (was: if h.mean() > 0)
+                    if not torch.is_grad_enabled() and torch.compiler.is_compiling() and (h.mean() > 0).numel() == 1 and _mend_cond_ready(self, getattr(self, "proj", None)):  # mend: predicated-control-flow (was: if h.mean() > 0)
                         mask = (h > 0).any(-1, keepdim=True)
                         h = torch.cond(h.mean() > 0, lambda: torch.where(mask, self.proj(feats), h), lambda: h * 2.0)
                     else:

@@ -639,11 +639,14 @@ FIX_EXAMPLES: list[tuple[str, str]] = [
                         or hooks._global_backward_pre_hooks):
                     return False
                 for root in roots:
-                    for sub in root.modules() if isinstance(root, torch.nn.Module) else ():
-                        if sub._forward_hooks or sub._forward_pre_hooks or sub._backward_hooks or sub._backward_pre_hooks:
-                            return False
-                        if type(sub).__module__.startswith(("torch.ao.", "torch.nn.quantized", "torch.nn.intrinsic")):
-                            return False
+                    found = list(root.values()) if isinstance(root, dict) else root if isinstance(root, (list, tuple)) else [root]
+                    for mod in found:
+                        for sub in mod.modules() if isinstance(mod, torch.nn.Module) else ():
+                            if sub._forward_hooks or sub._forward_pre_hooks or sub._backward_hooks or sub._backward_pre_hooks:
+                                return False
+                            if "parametrizations" in sub._modules or type(sub).__module__.startswith(
+                                    ("torch.ao.", "torch.nn.quantized", "torch.nn.intrinsic")):
+                                return False
                 return True
 
 
@@ -731,11 +734,14 @@ FIX_EXAMPLES: list[tuple[str, str]] = [
                         or hooks._global_backward_pre_hooks):
                     return False
                 for root in roots:
-                    for sub in root.modules() if isinstance(root, torch.nn.Module) else ():
-                        if sub._forward_hooks or sub._forward_pre_hooks or sub._backward_hooks or sub._backward_pre_hooks:
-                            return False
-                        if type(sub).__module__.startswith(("torch.ao.", "torch.nn.quantized", "torch.nn.intrinsic")):
-                            return False
+                    found = list(root.values()) if isinstance(root, dict) else root if isinstance(root, (list, tuple)) else [root]
+                    for mod in found:
+                        for sub in mod.modules() if isinstance(mod, torch.nn.Module) else ():
+                            if sub._forward_hooks or sub._forward_pre_hooks or sub._backward_hooks or sub._backward_pre_hooks:
+                                return False
+                            if "parametrizations" in sub._modules or type(sub).__module__.startswith(
+                                    ("torch.ao.", "torch.nn.quantized", "torch.nn.intrinsic")):
+                                return False
                 return True
 
 
@@ -747,7 +753,7 @@ FIX_EXAMPLES: list[tuple[str, str]] = [
                 def forward(self, h):
                     # torch.cond under torch.compile only: in eager it costs ~1.5 s on the first call and ~16 ms
                     # per call (torch 2.13); both paths compute the same value (the sides are pure, only the taken one runs)
-                    if not torch.is_grad_enabled() and torch.compiler.is_compiling() and ((h > 0).all()).numel() == 1 and _mend_cond_ready(self):  # mend: predicated-control-flow (was: if (h > 0).all())
+                    if not torch.is_grad_enabled() and torch.compiler.is_compiling() and ((h > 0).all()).numel() == 1 and _mend_cond_ready(self, getattr(self, "head", None), h):  # mend: predicated-control-flow (was: if (h > 0).all())
                         out = torch.cond((h > 0).all(), lambda: self.head(h), lambda: h[:, :4].clone())
                     else:
                         if (h > 0).all():
