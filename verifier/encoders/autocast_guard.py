@@ -57,18 +57,10 @@ def _guard_devices(test: ast.expr, torch_names: set[str]) -> set[str] | None:
 def autocast_keeps_original(ob: dict, ctx: Ctx) -> Outcome:
     """The recorded original statement runs unchanged whenever autocast is on for the recorded
     device types (a screen; see the module docstring)."""
-    if ctx.code is None or ctx.before is None:
-        return unknown("the mended file and the version before were not both available to screen")
-    try:
-        kept = ast.parse(ob.get("original", "")).body
-        tree, before = ast.parse(ctx.code), ast.parse(ctx.before)
-    except SyntaxError as exc:
-        return unknown(f"a version does not parse ({exc.msg})")
-    if len(kept) != 1:
-        return unknown("the recorded original is not one statement")
-    want, kind = ast.dump(kept[0]), type(kept[0])
-    if not any(ast.dump(n) == want for n in ast.walk(before) if isinstance(n, kind)):
-        return check_refuted(BY, "the recorded statement is not one of the version before the rewrite")
+    found = _kept(ob, ctx, BY, ternaries=False)
+    if isinstance(found, Outcome):
+        return found
+    want, tree = found
     devices = set(ob.get("devices") or ()) | DEVICES
     torch_names = _module_aliases(tree, "torch")
     for node in ast.walk(tree):
@@ -80,6 +72,27 @@ def autocast_keeps_original(ob: dict, ctx: Ctx) -> Outcome:
                                     "Dynamo folds torch.is_autocast_enabled and guards on it (torch 2.13)"])
     return check_refuted(BY, "no `if torch.is_autocast_enabled(...) or ...:` in the mended file has the recorded statement "
                              f"as its whole body for the device types {sorted(devices)}")
+
+
+def _kept(ob: dict, ctx: Ctx, by: str, ternaries: bool) -> tuple[str, ast.Module] | Outcome:
+    """(the recorded original statement, dumped; the mended file's tree), or the outcome when
+    either version is missing or does not parse, or the statement is not one of the version
+    before (with ``ternaries``: nor a conditional expression of it written as an if)."""
+    if ctx.code is None or ctx.before is None:
+        return unknown("the mended file and the version before were not both available to screen")
+    try:
+        kept = ast.parse(ob.get("original", "")).body
+        tree, before = ast.parse(ctx.code), ast.parse(ctx.before)
+    except SyntaxError as exc:
+        return unknown(f"a version does not parse ({exc.msg})")
+    if len(kept) != 1:
+        return unknown("the recorded original is not one statement")
+    want, kind = ast.dump(kept[0]), type(kept[0])
+    if not any(ast.dump(n) == want for n in ast.walk(before) if isinstance(n, kind)) and not (
+            ternaries and want in _ternaries_as_ifs(before)):
+        return check_refuted(by, "the recorded statement is not one of the version before the rewrite"
+                             + (" (nor its conditional expression written as an if)" if ternaries else ""))
+    return want, tree
 
 
 def _ternaries_as_ifs(tree: ast.Module) -> set[str]:
@@ -107,20 +120,10 @@ def anomaly_keeps_original(ob: dict, ctx: Ctx) -> Outcome:
     by = ("static screen of the mended file and the version before: the recorded statement is one of the version "
           "before, kept verbatim as the whole body of `if not torch.compiler.is_compiling() and "
           "torch.is_anomaly_enabled():`")
-    if ctx.code is None or ctx.before is None:
-        return unknown("the mended file and the version before were not both available to screen")
-    try:
-        kept = ast.parse(ob.get("original", "")).body
-        tree, before = ast.parse(ctx.code), ast.parse(ctx.before)
-    except SyntaxError as exc:
-        return unknown(f"a version does not parse ({exc.msg})")
-    if len(kept) != 1:
-        return unknown("the recorded original is not one statement")
-    want, kind = ast.dump(kept[0]), type(kept[0])
-    if not any(ast.dump(n) == want for n in ast.walk(before) if isinstance(n, kind)) and \
-            want not in _ternaries_as_ifs(before):
-        return check_refuted(by, "the recorded statement is not one of the version before the rewrite (nor its "
-                                 "conditional expression written as an if)")
+    found = _kept(ob, ctx, by, ternaries=True)
+    if isinstance(found, Outcome):
+        return found
+    want, tree = found
     tests = {ast.dump(ast.parse(f"not {t}.compiler.is_compiling() and {t}.is_anomaly_enabled()", mode="eval").body)
              for t in _module_aliases(tree, "torch")}
     if any(isinstance(n, ast.If) and ast.dump(n.test) in tests and len(n.body) == 1 and ast.dump(n.body[0]) == want

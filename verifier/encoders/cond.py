@@ -107,9 +107,9 @@ def cond_no_autograd(ob: dict, ctx: Ctx) -> Outcome:
                     "(Dynamo guards on the grad mode, so each mode gets its own graph)", ob.get("why") or ""])
 
 
-# the helper the rule emits, as the verifier expects it (compared as an AST with the mended file's)
+# the helper the rule emits (mend reads it from here), compared as an AST with the mended file's
 READY = "_mend_cond_ready"
-_READY_TEXT = '''def _mend_cond_ready(*roots):
+READY_TEXT = '''def _mend_cond_ready(*roots):
     hooks = {torch}.nn.modules.module
     if (hooks._global_forward_hooks or hooks._global_forward_pre_hooks or hooks._global_backward_hooks
             or hooks._global_backward_pre_hooks):
@@ -137,7 +137,7 @@ def cond_modules_unhooked(ob: dict, ctx: Ctx) -> Outcome:
         return unknown("the mended file is not recorded")
     tree = ast.parse(ctx.code)
     defs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == READY]
-    want = ast.dump(ast.parse(_READY_TEXT.format(torch=t)).body[0])
+    want = ast.dump(ast.parse(READY_TEXT.format(torch=t)).body[0])
     by = "the static screen of the mended file: the helper verbatim, and the cond's guard calling it with the roots"
     if len(defs) != 1 or ast.dump(defs[0]) != want:
         return check_refuted(by, f"the mended file does not define `{READY}` once, as the rule emits it")

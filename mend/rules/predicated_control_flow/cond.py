@@ -11,6 +11,7 @@ from mend.rules.predicated_control_flow.branches import _Arm, _line, _order
 from mend.rules.predicated_control_flow.env import NAME, _code, _Declined, _Env, _is_literal, _read_names, _strip, _walk
 from mend.rules.predicated_control_flow.screen import FORCING_HOOK, _is_bool
 from mend.taxonomy import call_name
+from verifier.encoders.cond import READY_TEXT
 
 # Tensor methods / torch functions that may return their input or a view of it: a cond
 # branch must not (torch.cond rejects aliasing outputs, even in eager), so such a value
@@ -28,22 +29,8 @@ READY = "_mend_cond_ready"
 # capture), pruning (a pre-hook that sets an attribute) or dynamic quantization added to a
 # submodule after mend ran made the compiled call raise UncapturedHigherOrderOpError where the
 # if ran; Dynamo decides this at trace time (guards on the hook dicts), so it adds no break
-READY_HELPER = '''def _mend_cond_ready(*roots):  # mend: predicated-control-flow -- torch.cond only for modules it can trace
-    hooks = {torch}.nn.modules.module
-    if (hooks._global_forward_hooks or hooks._global_forward_pre_hooks or hooks._global_backward_hooks
-            or hooks._global_backward_pre_hooks):
-        return False
-    for root in roots:
-        found = list(root.values()) if isinstance(root, dict) else root if isinstance(root, (list, tuple)) else [root]
-        for mod in found:
-            for sub in mod.modules() if isinstance(mod, {torch}.nn.Module) else ():
-                if sub._forward_hooks or sub._forward_pre_hooks or sub._backward_hooks or sub._backward_pre_hooks:
-                    return False
-                if "parametrizations" in sub._modules or type(sub).__module__.startswith(
-                        ("torch.ao.", "torch.nn.quantized", "torch.nn.intrinsic")):
-                    return False
-    return True
-'''
+READY_HELPER = READY_TEXT.replace("def _mend_cond_ready(*roots):", "def _mend_cond_ready(*roots):  # mend: "
+                                  "predicated-control-flow -- torch.cond only for modules it can trace", 1)
 
 
 def module_roots(values: list[cst.BaseExpression], env: _Env) -> list[str]:
