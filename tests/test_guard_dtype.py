@@ -132,4 +132,8 @@ def test_an_int_tensor_against_a_float_bound_is_never_compared_in_the_graph():
     # 999999990 passed as 1e9; the guard admits only int64 against ints (float64 against floats),
     # so here the original test always runs and nothing is gained: not emitted, saying why
     res = fix(str(DIR / "int_vs_float.py"), unsafe_fixes=True, max_examples=3)
-    assert not res.rewrites and "removes no graph break" in res.declined[0].reason, res.declined
+    # either check may decline it first (a fresh-clone CI run on 1c3ee2e got the second): nothing
+    # gained, or the unguarded comparison's raises-iff-original refuted at 999999968 (float32)
+    reason = res.declined[0].reason if res.declined else ""
+    assert not res.rewrites and ("removes no graph break" in reason or (
+        "raises-iff-original refuted" in reason and "99999" in reason)), res.declined
