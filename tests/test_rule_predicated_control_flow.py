@@ -871,3 +871,21 @@ def test_a_branch_in_a_layer_loop_is_predicated_on_each_iteration(tmp_path):
                                               "nn.ModuleList([nn.Linear(8, 16), nn.Linear(16, 8)])"))
     res = fix(str(shapes), unsafe_fixes=True, verify="standard", max_examples=5)
     assert res.rewrites == [] and "differs between iterations" in res.declined[0].reason
+
+
+def test_a_where_form_of_an_elif_chain_of_submodule_calls_carries_its_caveat():
+    """helper-88 N1: torch.cond takes one if/else, so an elif chain of submodule calls is tried
+    as torch.where; the candidate's caveat is what the pipeline adds to a differential-test
+    decline (the untaken submodules' parameters get a zero gradient)."""
+    import libcst as cst
+
+    from mend.rules.predicated_control_flow import rewrite
+
+    src = ("import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n    def forward(self, h):\n"
+           "        if h.mean() > 0:\n            y = self.block(h)\n        elif h.mean() < -1:\n"
+           "            y = self.block2(h)\n        else:\n            y = h * 2.0\n        return y\n")
+    res = rewrite(cst.parse_module(src), 7)
+    assert res.form == "where" and res.caveat and "every side runs, `self.block(h)` included" in res.caveat
+    assert "elif chain" in res.caveat and res.caveat in res.detail
+    plain = src.replace("self.block(h)", "h * 3.0").replace("self.block2(h)", "h * 4.0")
+    assert rewrite(cst.parse_module(plain), 7).caveat is None

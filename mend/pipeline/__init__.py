@@ -561,7 +561,7 @@ def _verify(ex, rule, site, rel: str, current: str, files: dict[str, str], verif
     except Failed as failed:
         # the candidate's own words say what was tried (helper-88 N1: a where form of an elif chain
         # of submodule calls was declined on a gradient, with nothing saying why it was a where)
-        tried = f" (the candidate: {res.detail})" if "every side runs" in res.detail else ""
+        tried = f" (the candidate: {res.detail})" if res.caveat else ""
         observed.outcome = Declined(where, site.fixable_by, failed.reason + tried, counterexample=failed.counterexample)
         return observed
     name = ex.diff_name(rel)

@@ -40,7 +40,9 @@ class RewriteResult:
     parts of a two-arm branch whose work the cost model counts, as source that evaluates at
     the site, ``{"pred": expr, "sides": [[true-side exprs], [false-side exprs]]}`` (the
     values each side selects or returns); None where the site has no such two parts (an
-    elif chain, tensor logic, hoisted setup), and the rule's own rewrite is then emitted."""
+    elif chain, tensor logic, hoisted setup), and the rule's own rewrite is then emitted.
+    ``caveat``: words the pipeline adds to a differential-test decline of this candidate (why
+    a form the rule would rather not use was tried), or None."""
 
     code: str
     span: tuple[int, int]
@@ -50,6 +52,7 @@ class RewriteResult:
     edge_values: list = field(default_factory=list)
     form: str | None = None
     cost_parts: dict | None = None
+    caveat: str | None = None   # what a failed differential test of this candidate is read with
 
 
 class FixExample(NamedTuple):

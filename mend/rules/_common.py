@@ -244,14 +244,26 @@ def annotated_line(line: cst.SimpleStatementLine, new_statement: str, rule: str)
     return new_line, old
 
 
-class Replace(cst.CSTTransformer):
+FORCING_HOOK = "__mend_force__("  # verifier/forcing.py's hook in instrumented copies
+
+
+class ReplaceAll(cst.CSTTransformer):
+    """Replace nodes (by identity) wherever they sit in the tree, in one pass: ``{id(node):
+    replacement}`` (the nodes must stay alive while it runs)."""
+
+    def __init__(self, mapping: dict[int, cst.CSTNode]):
+        self.mapping = mapping
+
+    def on_leave(self, original_node, updated_node):
+        return self.mapping.get(id(original_node), updated_node)
+
+
+class Replace(ReplaceAll):
     """Replace one node (by identity) wherever it sits in the tree."""
 
     def __init__(self, target: cst.CSTNode, replacement: cst.CSTNode):
-        self.target, self.replacement = target, replacement
-
-    def on_leave(self, original_node, updated_node):
-        return self.replacement if original_node is self.target else updated_node
+        super().__init__({id(target): replacement})
+        self.target = target   # kept alive: its id is the key
 
 
 # calls that change Python state (a method of that name, or the builtin `next`): helper-47 lost

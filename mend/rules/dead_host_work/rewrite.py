@@ -8,7 +8,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from mend.rules._base import Decline, RewriteResult
-from mend.rules._common import Replace, add_helpers, code_of
+from mend.rules._common import Replace, ReplaceAll, add_helpers, code_of
 from mend.rules.dead_host_work.screen import NAME, Plan, screen
 
 # added once to a module whose `inspect.Signature.bind` is replaced (signature-bind): plain
@@ -181,16 +181,6 @@ def flag_line(module: cst.Module, line: int) -> int | None:
     return wrapper.resolve(PositionProvider)[plan.flag_if].start.line
 
 
-class _ReplaceAll(cst.CSTTransformer):
-    """Replace nodes (by identity) in one pass."""
-
-    def __init__(self, mapping: dict):
-        self.mapping = mapping
-
-    def on_leave(self, original_node, updated_node):
-        return self.mapping.get(id(original_node), updated_node)
-
-
 def _rewrite_debug_text(wrapper: MetadataWrapper, plan, pos) -> RewriteResult:
     """``r = <text of t>`` read only under the ``if <flag>:`` right after it (helper-92's c30)::
 
@@ -217,7 +207,7 @@ def _rewrite_debug_text(wrapper: MetadataWrapper, plan, pos) -> RewriteResult:
     late = cst.parse_statement(f"if not ({kept}):\n    pass\n")
     late = late.with_changes(body=late.body.with_changes(body=[inner]))
     body = flag_if.body.with_changes(body=[late, *flag_if.body.body])
-    new_module = wrapper.module.visit(_ReplaceAll({id(stmt_line): first, id(flag_if): flag_if.with_changes(body=body)}))
+    new_module = wrapper.module.visit(ReplaceAll({id(stmt_line): first, id(flag_if): flag_if.with_changes(body=body)}))
     obligations = [{"kind": "debug-text-deferred", "name": plan.name, "tensor": arg, "flag": flag,
                     "function": plan.function.name.value, "line": start}]
     return RewriteResult(new_module.code, (start, end),

@@ -14,10 +14,9 @@ import libcst.matchers as m
 
 from mend.locate import Located, header_parts
 from mend.rules._base import Decline, Match
-from mend.rules._common import code_of, dotted, torch_aliases
+from mend.rules._common import FORCING_HOOK, code_of, dotted, torch_aliases
 
 NAME = "dead-host-work"
-FORCING_HOOK = "__mend_force__("  # verifier/forcing.py's hook in instrumented copies
 
 # builtins and torch classes whose class object is a plain type: not generic (no
 # typing.get_origin), not a raw container torch.jit.isinstance rejects (list, dict, tuple),

@@ -96,6 +96,7 @@ class _Env:
         self.want: str | None = None   # the form asked for ("where", "cond"; None: the rule's own)
         self.form: str | None = None   # the form emitted
         self.cost_parts: dict | None = None  # the branch's parts for the cost model (RewriteResult)
+        self.caveat: str | None = None   # RewriteResult.caveat
         self.cond_ready = False   # the cond's guard calls cond.READY (its helper is added to the module)
         # (slot, guard) while screening a memoised initialisation that is being hoisted
         self.hoisting: tuple[str, str] | None = None

@@ -214,7 +214,7 @@ def _rewrite_at(module: cst.Module, node: cst.CSTNode | None, line: int,
         obligations.append(_loop_facts(node, obligations, index.positions[node].start.line))
         detail += "; inside a `for` loop (each iteration predicated alike: Dynamo unrolls it)"
     return RewriteResult(new.code, span, detail, obligations, predicates=preds,
-                         form=env.form, cost_parts=env.cost_parts)
+                         form=env.form, cost_parts=env.cost_parts, caveat=env.caveat)
 
 
 def _loop_facts(node: cst.CSTNode, obligations: list[dict], line: int) -> dict:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import libcst as cst
 import libcst.matchers as m
 
-from mend.rules._common import has_out_kwarg
+from mend.rules._common import FORCING_HOOK, has_out_kwarg
 from mend.rules.predicated_control_flow.env import _code, _Declined, _Env, _is_atom, _is_literal, _strip, _walk
 from mend.taxonomy import call_name
 
@@ -44,7 +44,6 @@ _STATIC_METHODS = {"dim", "size", "numel", "is_floating_point", "is_complex"}
 _STATIC_CALLS = {"isinstance", "hasattr", "callable", "len", "getattr"}
 
 
-FORCING_HOOK = "__mend_force__("  # verifier/forcing.py's hook in instrumented copies
 
 
 

@@ -222,8 +222,9 @@ def _rewrite_if(node: cst.If, ancestors: list[cst.CSTNode], env: _Env, positions
     detail = f"{kind} -> torch.where ({', '.join(chosen) or 'setup only'})"
     runs = [h.get("call") for h in hazards if h.get("kind") == "untaken-side-runs"] if hazards else []
     if runs and no_cond:   # helper-88 N1: the differential test's gradient decline read as an unrelated failure
-        detail += (f"; every side runs, `{runs[0]}` included (torch.cond does not apply: {no_cond}), so the "
-                   "parameters of a submodule called on one side only get a zero gradient where the if leaves None")
+        env.caveat = (f"every side runs, `{runs[0]}` included (torch.cond does not apply: {no_cond}), so the "
+                      "parameters of a submodule called on one side only get a zero gradient where the if leaves None")
+        detail += f"; {env.caveat}"
     if setup.hoisted:
         detail += "; hoisted: " + ", ".join(
             f"memoised {h.slot}" if h.kind == "memo" else f"device move of {h.slot}" for h in setup.hoisted)
