@@ -1,9 +1,10 @@
 """predicated-validation on `assert T.item() <op> E` (xlm/flaubert `get_masks`): the `.item()`
-host read is dropped into `torch._assert_async`, and raises-iff-original proves the tensor
-comparison equal to Python's comparison of the host value -- or the rewrite is declined.
+host read becomes a cast to int64/float64 inside `torch._assert_async`, and raises-iff-original
+proves the tensor comparison equal to Python's comparison of the host value -- or the rewrite is
+declined.
 
-Adversarial cases: the comparisons where dropping `.item()` changes the result (measured here
-first: float32 near 2**24, float16 rounding of the bound, int32 wrap-around), a multi-element
+Adversarial cases: the comparisons where dropping `.item()` without the cast changes the result
+(measured here first: float32 near 2**24, float16 rounding of the bound, int32 wrap-around), a multi-element
 tensor, NaN, `python -O`, a function that mutates state; and one fixture that `mend fix` fixes
 end to end."""
 from __future__ import annotations
@@ -91,20 +92,35 @@ def test_float_lengths_against_an_int_not_proved(dtype):
     assert r["raises-iff-original"]["result"] != "proved"
 
 
-def test_float16_bound_rounding_refuted():
-    r = _discharge(_src("t.max().item() < 0.1"), _facts(t=_tensor("float16")))
-    assert r["raises-iff-original"]["result"] == "refuted"
-    assert "0.0999755859375" in r["raises-iff-original"]["counterexample"]
+WIDE = "t.max().to(torch.float64 if t.max().is_floating_point() else torch.int64)"
 
 
-def test_float32_equality_with_an_inexact_constant_refuted():
-    r = _discharge(_src("t.max().item() == 0.1"), _facts(t=_tensor("float32")))
-    assert r["raises-iff-original"]["result"] == "refuted"
+def _uncast(src: str, facts: dict) -> dict:
+    """raises-iff-original on the rewrite's comparison with its widening cast removed."""
+    res = _mend(src)
+    ob = res.obligations[0]
+    assert WIDE in ob["asserts"], ob["asserts"]
+    (r,) = O.discharge([dict(ob, asserts=ob["asserts"].replace(WIDE, "t.max()"))], facts=facts, code=res.code)
+    return r
 
 
-def test_int32_wraparound_refuted():
-    r = _discharge(_src("t.max().item() <= n"), _facts(t=_tensor("int32"), n=INT))
-    assert r["raises-iff-original"]["result"] == "refuted"
+def test_float16_bound_rounding_refuted_without_the_cast():
+    src, facts = _src("t.max().item() < 0.1"), _facts(t=_tensor("float16"))
+    assert _discharge(src, facts)["raises-iff-original"]["result"] == "proved"
+    r = _uncast(src, facts)
+    assert r["result"] == "refuted" and "0.0999755859375" in r["counterexample"]
+
+
+def test_float32_equality_with_an_inexact_constant_refuted_without_the_cast():
+    src, facts = _src("t.max().item() == 0.1"), _facts(t=_tensor("float32"))
+    assert _discharge(src, facts)["raises-iff-original"]["result"] == "proved"
+    assert _uncast(src, facts)["result"] == "refuted"
+
+
+def test_int32_wraparound_refuted_without_the_cast():
+    src, facts = _src("t.max().item() <= n"), _facts(t=_tensor("int32"), n=INT)
+    assert _discharge(src, facts)["raises-iff-original"]["result"] == "proved"
+    assert _uncast(src, facts)["result"] == "refuted"
 
 
 def test_multi_element_tensor_refuted():
@@ -116,7 +132,7 @@ def test_multi_element_tensor_refuted():
 def test_chained_comparison_proved():
     r = _discharge(_src("0 <= t.max().item() < n"), _facts(t=_tensor("int64"), n=INT))
     assert r["raises-iff-original"]["result"] == "proved"
-    assert "torch.logical_and(0 <= t.max(), t.max() < n)" in r["raises-iff-original"]["asserts"]
+    assert f"torch.logical_and(0 <= {WIDE}, {WIDE} < n)" in r["raises-iff-original"]["asserts"]
 
 
 def test_item_on_both_sides_of_different_dtypes_not_proved():
@@ -133,7 +149,7 @@ def test_compared_with_a_tensor_not_proved():
 
 def test_wrong_mended_condition_refuted():
     res = _mend(_src("t.max().item() <= n"))
-    ob = dict(res.obligations[0], asserts="t.max() < n")
+    ob = dict(res.obligations[0], asserts=f"{WIDE} < n")
     (r,) = O.discharge([ob], facts=_facts(t=_tensor("int64"), n=INT), code=res.code)
     assert r["result"] == "refuted"
 

@@ -42,14 +42,16 @@ def _outcome(fn, *args):
 def _same(a, b) -> bool:
     if a[0] != b[0]:
         return False
-    return torch.equal(a[1], b[1]) if a[0] == "ok" else a[1:] == b[1:]
+    if a[0] != "ok":
+        return a[1:] == b[1:]
+    return a[1].dtype == b[1].dtype and torch.allclose(a[1], b[1], rtol=0, atol=0, equal_nan=True)   # equal, NaN = NaN
 
 
 @pytest.fixture(scope="module")
 def mended(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("guard_dtype")
     out = {}
-    for name in ("u16flag", "itemle", "isfinite", "f64_bound", "two_dtypes"):
+    for name in ("u16flag", "itemle", "isfinite", "f64_bound", "f32_bound", "two_dtypes"):
         res = fix(str(DIR / f"{name}.py"), unsafe_fixes=True, max_examples=3)
         assert len(res.rewrites) == 1, (name, [d.reason for d in res.declined])
         out[name] = (_load((DIR / f"{name}.py").read_text(), f"gd_{name}_o", tmp),
@@ -69,6 +71,11 @@ CASES = {
     # float, in float32; Python compares the .item() values exactly
     "f64_bound": [(torch.full((2, 4), 0.1, dtype=torch.float32),), (torch.full((2, 4), 0.1, dtype=torch.float64),),
                   (torch.full((2, 4), 0.05, dtype=torch.float64),), (torch.full((2, 4), 0.2, dtype=torch.float64),)],
+    # float32/float16/bfloat16 compared in float64 (0.1 as a float32 is above 0.1, as a float16 below)
+    "f32_bound": [(torch.full((2, 4), 0.1, dtype=dt),) for dt in (torch.float32, torch.float16, torch.bfloat16)]
+    + [(torch.full((2, 4), 0.09999999),), (torch.full((2, 4), float("nan")),), (torch.full((2, 4), float("-inf")),),
+       (torch.full((2, 4), -0.0),), (torch.tensor([[0.05, 0.1000001]]).repeat(2, 2),),
+       (torch.full((2, 4), 0.1, dtype=torch.float64),), (torch.zeros(2, 4, dtype=torch.int64),)],
     "two_dtypes": [(torch.randn(2, 4), torch.tensor([16777219]), torch.tensor([16777220.0])),
                    (torch.randn(2, 4), torch.tensor([1, 2]), torch.tensor([3, 4])),
                    (torch.randn(2, 4), torch.tensor([5, 2]), torch.tensor([3, 4]))],
@@ -102,9 +109,19 @@ def test_the_verifier_refutes_a_guard_without_its_dtypes_or_a_changed_fallback(m
         if name == "u16flag":
             weak = code.replace(" and _mend_cond.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, "
                                 "torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32, torch.float64)", "")
-        else:   # the exact-comparison clause widened to a dtype torch compares otherwise (int32 wraps a bound)
-            weak = code.replace("_mend_item.dtype == torch.int64 and", "_mend_item.dtype in (torch.int64, torch.int32) and")
+        else:   # the exact-comparison clause widened to a dtype int64 does not hold (uint64 wraps)
+            weak = code.replace("torch.int32, torch.int64) and", "torch.int32, torch.int64, torch.uint64) and")
         assert weak != code and check(ob, Ctx({}, {}, weak)).result == "refuted"
+    # the comparison without its cast to int64/float64 (in the file and in what mend recorded): torch
+    # would round the bound to the tensor's dtype
+    code = mended["itemle"][2].mended
+    bare = code.replace("_mend_item.to(torch.float64 if _mend_item.is_floating_point() else torch.int64)", "_mend_item")
+    recv = ob["locals"][0][1]
+    unwidened = {**ob, "asserts": ob["asserts"].replace(
+        f"{recv}.to(torch.float64 if {recv}.is_floating_point() else torch.int64)", recv)}
+    assert unwidened["asserts"] != ob["asserts"]
+    found = guarded_item_check(unwidened, Ctx({}, {}, bare))
+    assert bare != code and found.result == "refuted" and "without `.to(" in (found.reason or found.counterexample or ""), found
     res = mended["itemle"][2]
     ob = next(o for o in res.rewrites[0]["obligations"] if o["kind"] == "guarded-item-check")
     for old, new in (("assert _mend_item.item() <= x.size(1)", "assert _mend_item.item() < x.size(1)"),

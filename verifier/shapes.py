@@ -360,6 +360,11 @@ class ShapeEval:
     e_List = e_Tuple
 
     def e_IfExp(self, node):
+        t = node.test   # `A if X.is_floating_point() else B` over dtypes: the one X's dtype picks
+        if isinstance(t, ast.Call) and not t.args and getattr(t.func, "attr", None) == "is_floating_point":
+            x, a, b = self.eval(t.func.value), self.eval(node.body), self.eval(node.orelse)
+            if x.kind == "tensor" and a.kind == b.kind == "dtype" and None not in (x.dtype, a.dtype, b.dtype):
+                return M("dtype", dtype=z3.If(is_float(x.dtype), a.dtype, b.dtype))
         self.eval(node.test)
         a, b = self.eval(node.body), self.eval(node.orelse)
         if a.kind == b.kind == "num":

@@ -516,6 +516,7 @@ class ValueEval:
                 dt = _CAST[last]
             elif last == "to":
                 for a in list(node.args) + [k.value for k in node.keywords if k.arg == "dtype"]:
+                    a = self._static_choice(a)
                     d = _dotted(a) or ""
                     if d.startswith("torch.") and d.split(".")[1] in DTC:
                         dt = d.split(".")[1]
@@ -526,6 +527,14 @@ class ValueEval:
                 out.back = [(x, lambda g: z3.fpFPToFP(RNE, g, fp_sort(x.dtype)))]
             return out
         raise Unsupported(f"`{ast.unparse(node)}` has no IEEE model")
+
+    def _static_choice(self, node: ast.AST) -> ast.AST:
+        """``A if X.is_floating_point() else B`` as Python decides it from ``X``'s dtype (a trace-time
+        fact: Dynamo guards on dtype), the node itself otherwise."""
+        while isinstance(node, ast.IfExp) and isinstance(node.test, ast.Call) and not node.test.args \
+                and isinstance(node.test.func, ast.Attribute) and node.test.func.attr == "is_floating_point":
+            node = node.body if self.eval(node.test.func.value).dtype in FP_FORMAT else node.orelse
+        return node
 
     def unary(self, name: str, x: V, node) -> V:
         if x.dtype not in FP_FORMAT:

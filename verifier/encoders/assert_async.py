@@ -466,6 +466,54 @@ def _fallback_problem(guard: ast.If, tree: ast.Module, trap: str, form: str | No
     return "the guard has no fallback running the original check"
 
 
+# the dtypes whose values int64 (floats: float64) holds exactly, so the widened comparison is Python's
+_INT_DTYPES = "(torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)"
+_FLOAT_DTYPES = "(torch.float16, torch.bfloat16, torch.float32, torch.float64)"
+_WIDE = "torch.float64 if L.is_floating_point() else torch.int64"
+
+
+def _exact_text(locs: list[str], nums: list[str]) -> str:
+    """The guard's clause under which the widened comparison is Python's: every local an integer
+    dtype and every number an int in int64, or every local a float dtype and every number a float
+    or an int of at most 2**53; a literal number's own clause decided statically (left out where
+    it holds, its whole branch where it fails)."""
+    def lit(n):
+        try:
+            v = ast.literal_eval(n)
+        except (ValueError, SyntaxError):
+            return None
+        return v if type(v) in (int, float) else None
+    ints = [f"{lo}.dtype in {_INT_DTYPES}" for lo in locs]
+    floats = [f"{lo}.dtype in {_FLOAT_DTYPES}" for lo in locs]
+    int_ok = float_ok = True
+    for n in nums:
+        v = lit(n)
+        if v is None:
+            ints.append(f"type({n}) is int and -2**63 <= {n} < 2**63")
+            floats.append(f"(type({n}) is float or (type({n}) is int and -2**53 <= {n} <= 2**53))")
+        else:
+            int_ok = int_ok and type(v) is int and -2 ** 63 <= v < 2 ** 63
+            float_ok = float_ok and (type(v) is float or -2 ** 53 <= v <= 2 ** 53)
+    branches = [" and ".join(b) for b, ok in ((ints, int_ok), (floats, float_ok)) if ok]
+    if len(branches) == 1:
+        return f"({branches[0]})"
+    return "(" + " or ".join(f"({b})" for b in branches) + ")" if branches else "False"
+
+
+def _unwidened(expr: ast.AST, locs: list[str]) -> list[str]:
+    """The locals of ``locs`` that ``expr`` reads other than as ``L.to(<_WIDE>)``."""
+    wide = {ast.dump(ast.parse(f"{lo}.to({_WIDE.replace('L', lo)})", mode="eval").body) for lo in locs}
+    bare, todo = [], [expr]
+    while todo:
+        node = todo.pop()
+        if ast.dump(node) in wide:
+            continue
+        if isinstance(node, ast.Name) and node.id in locs and node.id not in bare:
+            bare.append(node.id)
+        todo.extend(ast.iter_child_nodes(node))
+    return bare
+
+
 class _SwapAst(ast.NodeTransformer):
     """Each expression equal to one of ``swap``'s (by ``ast.dump``), replaced by that local."""
 
@@ -532,11 +580,11 @@ def guarded_item_check(ob: dict, ctx: Ctx) -> Outcome:
     if any(isinstance(n, ast.Compare) for n in ast.walk(test)):
         # compared with Python numbers or each other: only where torch's comparison is Python's exact one
         nums = list(ob.get("numbers") or ())
-        ints = " and ".join([f"{lo}.dtype == torch.int64" for lo in locs]
-                            + [f"type({n}) is int and -2**63 <= {n} < 2**63" for n in nums])
-        floats = " and ".join([f"{lo}.dtype == torch.float64" for lo in locs]
-                              + [f"(type({n}) is float or (type({n}) is int and -2**53 <= {n} <= 2**53))" for n in nums])
-        want = " and ".join([_guard_text(lo, False) for lo in locs] + [f"(({ints}) or ({floats}))"])
+        want = " and ".join([_guard_text(lo, False) for lo in locs] + [_exact_text(locs, nums)])
+        bare = _unwidened(holds, locs)
+        if bare:   # cast to int64/float64, the comparison is exact for every dtype the guard admits
+            problems.append("the asserted condition reads " + ", ".join(f"`{lo}`" for lo in bare) + " without "
+                            f"`.to({_WIDE})`: torch would round the number to a narrower dtype")
         if {ast.unparse(ast.parse(n, mode="eval").body) for n in nums} != {
                 ast.unparse(n) for c in ast.walk(test) if isinstance(c, ast.Compare)
                          for n in [c.left, *c.comparators] if not _reads_item(n)}:

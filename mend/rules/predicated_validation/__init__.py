@@ -46,14 +46,15 @@ elements or one off the CPU keeps the call (an adversarial review found each cha
 
 ``assert T.item() <op> E`` (xlm/flaubert ``get_masks``: ``assert lengths.max().item() <= slen``;
 either side, chains ``a < T.item() < b`` as ``torch.logical_and``, ``.item()`` on both sides) is
-rewritten with ``.item()`` dropped: the host read is the break, and Dynamo would lower a plain
+rewritten with ``.item()`` replaced by a widening cast, ``T.to(torch.float64 if T.is_floating_point()
+else torch.int64)``: the host read is the break, and Dynamo would lower a plain
 ``assert T <= E`` to ``_assert_async`` itself, raising RuntimeError where the original raised
 AssertionError, so the trap form restores it. Traps (measured, torch 2.13 CPU), each left to
 ``raises-iff-original``, which models ``.item()`` (an integer's value; a float's value widened to
 float64; Python's exact int/float comparison) against the tensor comparison both as eager does it
-(``E`` rounded to ``T``'s dtype) and exactly (inductor with an unspecialised float): float32 near
-2**24 (``tensor(16777216.) < 16777217`` is False, ``.item()`` gives True), float16/bfloat16
-rounding of the bound, int32/uint8 wrap-around of the bound -- refuted or unknown, so declined;
+(``E`` rounded to the operand's dtype) and exactly (inductor with an unspecialised float): without
+the cast, float32 near 2**24 (``tensor(16777216.) < 16777217`` is False, ``.item()`` gives True),
+float16/bfloat16 rounding of the bound and int32/uint8 wrap-around of the bound were refuted;
 a ``T`` with more than one element (``.item()`` raises) -- ``condition-is-tensor`` refutes it;
 NaN fails both forms; ``python -O`` strips both (``if __debug__:``); two ``T`` of different dtypes,
 or ``E`` a tensor: unknown. Declined statically: ``.item()`` used in arithmetic or outside a
@@ -62,10 +63,13 @@ Guarded too (helper-85's F2: unguarded, a two-element ``T`` passed under inducto
 int or a uint16 tensor raised other errors): each ``T`` read through ``.item()`` is bound once,
 ``_mend_item = T`` (the receivers are pure, so reading it first changes nothing), and the tensor
 condition runs in the graph only when every such local is a one-element plain CPU tensor and,
-for a comparison, where torch's comparison is Python's exact one by construction: every tensor
-int64 against ints in int64, or every tensor float64 against floats (and ints of at most 2**53)
--- elsewhere torch rounds (a float32 tensor against ``0.1``, an int64 one against ``1e9``: both
-compared in float32, helper-87); a truth value or ``math.isnan`` takes any real dtype. The
+for a comparison, where the comparison is Python's exact one by construction: it compares each
+tensor cast to int64 (an integer or bool dtype, against ints in int64) or to float64 (a float
+dtype, against floats and ints of at most 2**53), casts that hold every value exactly -- torch
+alone would round (a float32 tensor against ``0.1`` compares in float32, helper-87); an int
+tensor against a float, or an int beyond those ranges, keeps the original check (an int64 one
+against ``1e9``); a literal number's clause is decided when the rewrite is made; a truth value or
+``math.isnan`` takes any real dtype. The
 original test runs on the same locals otherwise. A chain that reads ``.item()`` after its first
 comparison declines (Python skips it when that one fails: helper-87)
 (``else: assert _mend_item.item() <= slen``). ``guarded-item-check`` re-reads that form from the

@@ -2,6 +2,7 @@
 a decline."""
 from __future__ import annotations
 
+import ast
 import hashlib
 
 import libcst as cst
@@ -119,18 +120,41 @@ CHECK_DTYPES = ("(torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32,
 ITEM_LOCAL = "_mend_item"   # the local a guarded `.item()` form binds each tensor it reads to
 
 
+INT_DTYPES = "(torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)"
+FLOAT_DTYPES = "(torch.float16, torch.bfloat16, torch.float32, torch.float64)"
+
+
+def _number_literal(text: str) -> int | float | None:
+    """The value of an int or float literal (``-1``, ``0.1``, ``1e9``), else None."""
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return None
+    return value if type(value) in (int, float) else None
+
+
 def exact_compare_text(locals_: list[str], numbers: list[str]) -> str:
-    """When a tensor comparison with Python numbers is Python's exact comparison of the
-    ``.item()`` values, by construction: every tensor int64 and every number an int in int64
-    (computed in int64), or every tensor float64 and every number a float or an int of at most
-    2**53 (computed in double). Elsewhere torch rounds: an int64 tensor against a float, and a
-    float32 tensor against a float bound, compare in float32, an int8 tensor wraps an int bound
-    to int8 (helper-87: `x.max().item() <= 0.1` on a float32 input, `ids.max().item() >= 1e9`)."""
-    ints = " and ".join([f"{lo}.dtype == torch.int64" for lo in locals_]
-                        + [f"type({n}) is int and -2**63 <= {n} < 2**63" for n in numbers])
-    floats = " and ".join([f"{lo}.dtype == torch.float64" for lo in locals_]
-                          + [f"(type({n}) is float or (type({n}) is int and -2**53 <= {n} <= 2**53))" for n in numbers])
-    return f"(({ints}) or ({floats}))"
+    """When the widened tensor comparison (:func:`screen.widen`: each tensor cast to int64 or
+    float64) is Python's exact comparison of the ``.item()`` values, by construction: every tensor
+    of an integer dtype (bool included) and every number an int in int64 (compared in int64), or
+    every tensor of a float dtype and every number a float or an int of at most 2**53 (compared
+    in double: float16/bfloat16/float32 widen to float64 exactly). Elsewhere the cast would round
+    or wrap: an int64 tensor against ``1e9``, an int beyond 2**63 (helper-87). A literal number's
+    clause is decided here: it is left out where it holds, and its branch where it fails."""
+    lits = {n: _number_literal(n) for n in numbers}
+    branches = []
+    if all(v is None or (type(v) is int and -2**63 <= v < 2**63) for v in lits.values()):
+        branches.append([f"{lo}.dtype in {INT_DTYPES}" for lo in locals_]
+                        + [f"type({n}) is int and -2**63 <= {n} < 2**63" for n in numbers if lits[n] is None])
+    if all(v is None or type(v) is float or -2**53 <= v <= 2**53 for v in lits.values()):
+        branches.append([f"{lo}.dtype in {FLOAT_DTYPES}" for lo in locals_]
+                        + [f"(type({n}) is float or (type({n}) is int and -2**53 <= {n} <= 2**53))"
+                           for n in numbers if lits[n] is None])
+    if not branches:
+        return "False"
+    if len(branches) == 1:
+        return f"({' and '.join(branches[0])})"
+    return "(" + " or ".join(f"({' and '.join(b)})" for b in branches) + ")"
 
 
 def guard_text(local: str, dtype: bool = False) -> str:
@@ -233,7 +257,7 @@ def _guarded_items(plan, marker: str, indent: int) -> tuple[cst.CSTNode | list, 
     holds = _code(plan.holds.visit(swap))
     swapped = plan.test.visit(swap)   # a comparison inside a tensor read (`(ids < n).all().item()`) is the tensor's
     test = _code(swapped)
-    if m.findall(swapped, m.Comparison()):   # compared with numbers or each other: exact dtypes only
+    if m.findall(swapped, m.Comparison()):   # compared with numbers or each other: where the cast is exact
         numbers = list(dict.fromkeys(plan.numbers or ()))
         guard = " and ".join([guard_text(local) for local in locals_] + [exact_compare_text(locals_, numbers)])
     else:   # a truth value or math.isnan/isinf/isfinite: any dtype those kernels take

@@ -10,7 +10,8 @@ import libcst.matchers as m
 
 from mend.locate import Located
 from mend.rules._base import Decline, Match
-from mend.rules._common import code_of as _code, dotted as _dotted, enclosing_handler, locals_readers, state_change
+from mend.rules._common import ReplaceAll, code_of as _code, dotted as _dotted, enclosing_handler, locals_readers, \
+    state_change
 from mend.rules._bindings import bindings, module_alias
 from mend.rules._in_graph_checks import catching_elsewhere, global_mode_setter, mode_context_elsewhere, surroundings
 from mend.rules._scalars import walk
@@ -183,6 +184,18 @@ def _item_receiver(recv: cst.BaseExpression) -> str | None:
 
 
 MATH_TESTS = {"isnan", "isinf", "isfinite"}   # math.<test>(T.item()) -> torch.<test>(T)
+WIDEN = "_.to(torch.float64 if _.is_floating_point() else torch.int64)"
+
+
+def widen(recv: cst.BaseExpression) -> cst.BaseExpression:
+    """``T`` as the comparison of ``T.item()`` reads it: ``.item()`` gives a float's value widened
+    to float64 and an integer's (a bool's) exact value, and Python compares those exactly; torch
+    would round the bound to ``T``'s dtype (a float32 ``T`` against ``0.1``, helper-87), so the
+    tensor comparison runs on ``T`` cast to float64 or int64, which holds every value of the dtypes
+    the runtime guard admits exactly (:func:`rewrite.exact_compare_text`)."""
+    call = cst.parse_expression(WIDEN)
+    holes = {id(n): recv.deep_clone() for n in m.findall(call, m.Name("_"))}
+    return call.visit(ReplaceAll(holes))
 
 
 def _item_form(core: cst.BaseExpression, module: cst.Module | None = None) -> tuple[cst.BaseExpression, list, list] | str:
@@ -231,7 +244,7 @@ def _item_form(core: cst.BaseExpression, module: cst.Module | None = None) -> tu
             why = _item_receiver(recv)
             if why:
                 return why
-            out.append(recv)
+            out.append(widen(recv))
             items.append(_code(recv).strip())
             continue
         if m.findall(op, m.Call(func=m.Attribute(attr=m.Name("item")))):
