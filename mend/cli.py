@@ -428,6 +428,29 @@ def _evidence_line(rw, verify: str) -> str:
             f"{', ' + ver['use'] if ver.get('use') == 'inference-only' else ''}")
 
 
+def _withheld_brief(reason: str) -> str:
+    """An unsafe fix's reason in one line for the console (helper-89: the full text, repeated per
+    site, buried the report): what it rests on, each reason up to its parenthesis; --json and
+    --html keep the whole reason."""
+    from mend.pipeline import UNTESTED
+    from mend.pipeline.choice import UNSAFE
+
+    head = next((p for p in (UNTESTED, UNSAFE) if reason.startswith(p)), None)
+    if head is None:
+        return reason
+    parts, depth, cur = [], 0, ""
+    for ch in reason[len(head):]:   # the reasons, split on "; " outside parentheses
+        depth += (ch == "(") - (ch == ")")
+        cur += ch
+        if depth == 0 and cur.endswith("; "):
+            parts.append(cur[:-2])
+            cur = ""
+    parts.append(cur)
+    brief = "; ".join(p.split(" (", 1)[0] for p in parts if p)
+    tested = "" if head == UNSAFE else ", its differential test not run"
+    return f"unsafe fix, not applied without --unsafe-fixes{tested}: {brief} (the full reasons: --json, --html)"
+
+
 def _print_fix(res, target: str, verify: str, written, console) -> None:
     """The fix report of one target: counts, then each rewrite, decline and unfixable site."""
     withheld = sum(1 for d in res.declined if d.safety)
@@ -453,7 +476,8 @@ def _print_fix(res, target: str, verify: str, written, console) -> None:
                           highlight=False, markup=False)
     for d in res.declined:
         what = "withheld " if d.safety else "declined "
-        console.print(f"  {what} {d.site}  {d.rule}: {d.reason}", highlight=False, markup=False)
+        console.print(f"  {what} {d.site}  {d.rule}: {_withheld_brief(d.reason) if d.safety else d.reason}",
+                      highlight=False, markup=False)
     for s in res.after.sites:
         if not s.fixable_by:
             console.print(f"  unfixable {s.display_file}:{res.original_line(s)}  {s.category}: {res.original_reason(s)}",

@@ -164,3 +164,20 @@ def test_an_unsafe_candidate_is_not_tested_without_unsafe_fixes(monkeypatch):
     tested.clear()
     fix(str(FIXTURES / "mixed_safety.py"), max_examples=3, unsafe_fixes=True)
     assert any("_assert_async" in code for code in tested)
+
+
+def test_the_console_names_what_a_withheld_fix_rests_on_in_one_line():
+    # helper-89: the whole reason, assumptions and all, repeated for every withheld site
+    from mend.cli import _withheld_brief
+    from mend.pipeline import UNTESTED
+    from mend.pipeline.choice import UNSAFE
+
+    reason = UNTESTED + ("replayed-on-exception rests on an observation, not a proof (no raiser follows; see "
+                         "verifier/replay_raisers.py (a; b)); cpu-only is unknown (no device facts)")
+    assert _withheld_brief(reason) == (
+        "unsafe fix, not applied without --unsafe-fixes, its differential test not run: replayed-on-exception rests "
+        "on an observation, not a proof; cpu-only is unknown (the full reasons: --json, --html)")
+    tested = UNSAFE + "gradients agree within tolerance, not bit-exact (largest difference 1.19e-07)"
+    assert _withheld_brief(tested) == ("unsafe fix, not applied without --unsafe-fixes: gradients agree within "
+                                       "tolerance, not bit-exact (the full reasons: --json, --html)")
+    assert _withheld_brief("the cost model kept the break") == "the cost model kept the break"
