@@ -326,7 +326,11 @@ def _item_assert(node) -> bool:
             test.func.attr.value in MATH_TESTS:
         test = test.args[0].value
     operands = [test.left] + [c.comparator for c in test.comparisons] if isinstance(test, cst.Comparison) else [test]
-    # `assert (ids < n).all().item(), msg`: the bare truth value of one read (generalisation probe)
+    # `assert (ids < n).all().item(), msg`: the bare truth value of one read (generalisation probe);
+    # `int(T.item()) == 0`, `float(T.item()) < b`: a builtin cast of the read, in a comparison
+    from mend.rules.predicated_validation.screen import cast_of_item
+
+    operands = [o.args[0].value if isinstance(test, cst.Comparison) and cast_of_item(o) else o for o in operands]
     return any(isinstance(o, cst.Call) and not o.args and isinstance(o.func, cst.Attribute) and o.func.attr.value == "item"
                for o in operands)
 

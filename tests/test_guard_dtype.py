@@ -51,9 +51,9 @@ def _same(a, b) -> bool:
 def mended(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("guard_dtype")
     out = {}
-    for name in ("u16flag", "itemle", "isfinite", "f64_bound", "f32_bound", "two_dtypes"):
+    for name in ("u16flag", "itemle", "isfinite", "f64_bound", "f32_bound", "int_cast", "two_dtypes"):
         res = fix(str(DIR / f"{name}.py"), unsafe_fixes=True, max_examples=3)
-        assert len(res.rewrites) == 1, (name, [d.reason for d in res.declined])
+        assert len(res.rewrites) == (2 if name == "int_cast" else 1), (name, [d.reason for d in res.declined])
         out[name] = (_load((DIR / f"{name}.py").read_text(), f"gd_{name}_o", tmp),
                      _load(res.mended, f"gd_{name}_m", tmp), res)
     return out
@@ -76,6 +76,10 @@ CASES = {
     + [(torch.full((2, 4), 0.09999999),), (torch.full((2, 4), float("nan")),), (torch.full((2, 4), float("-inf")),),
        (torch.full((2, 4), -0.0),), (torch.tensor([[0.05, 0.1000001]]).repeat(2, 2),),
        (torch.full((2, 4), 0.1, dtype=torch.float64),), (torch.zeros(2, 4, dtype=torch.int64),)],
+    "int_cast": [(torch.randn(2, 4),), (torch.full((2, 4), float("nan")),), (torch.full((2, 4), 3e5),),
+                 (torch.full((2, 4), float("inf")),), (torch.randn(2, 4, dtype=torch.float64),),
+                 (torch.full((2, 4), 2.0, dtype=torch.float16),), (torch.full((2, 4), 3e5, dtype=torch.bfloat16),),
+                 (torch.full((2, 4), 6e4, dtype=torch.float16),)],
     "two_dtypes": [(torch.randn(2, 4), torch.tensor([16777219]), torch.tensor([16777220.0])),
                    (torch.randn(2, 4), torch.tensor([1, 2]), torch.tensor([3, 4])),
                    (torch.randn(2, 4), torch.tensor([5, 2]), torch.tensor([3, 4]))],

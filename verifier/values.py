@@ -463,6 +463,13 @@ class ValueEval:
             return V(self.compare(op, a, b), "bool")
         if last == "pow" and len(args) == 2:
             return self.arith("Pow", self.eval(args[0]), self.eval(args[1]), node)
+        if fname in ("float", "int") and len(args) == 1 and not node.keywords and not isinstance(args[0], ast.Constant):
+            x = self.eval(args[0])   # int() of an int or bool, float() of a float: the same number
+            if fname == "int" and x.dtype in ("pyint", "pybool"):
+                return V(self._int64(x), "pyint")
+            if fname == "float" and x.dtype == "pyfloat":
+                return x
+            raise Unsupported(f"`{ast.unparse(node)}` of a {x.dtype} (only int() of an int, float() of a float)")
         if fname in ("float", "int") and len(args) == 1 and isinstance(args[0], ast.Constant):
             val = args[0].value
             try:

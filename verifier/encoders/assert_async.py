@@ -472,11 +472,12 @@ _FLOAT_DTYPES = "(torch.float16, torch.bfloat16, torch.float32, torch.float64)"
 _WIDE = "torch.float64 if L.is_floating_point() else torch.int64"
 
 
-def _exact_text(locs: list[str], nums: list[str]) -> str:
+def _exact_text(locs: list[str], nums: list[str], casts: set) -> str:
     """The guard's clause under which the widened comparison is Python's: every local an integer
     dtype and every number an int in int64, or every local a float dtype and every number a float
     or an int of at most 2**53; a literal number's own clause decided statically (left out where
-    it holds, its whole branch where it fails)."""
+    it holds, its whole branch where it fails). ``int(T.item())`` in the test keeps only the
+    integer branch (int() truncates a float, raises on NaN), ``float(T.item())`` only the float one."""
     def lit(n):
         try:
             v = ast.literal_eval(n)
@@ -485,7 +486,7 @@ def _exact_text(locs: list[str], nums: list[str]) -> str:
         return v if type(v) in (int, float) else None
     ints = [f"{lo}.dtype in {_INT_DTYPES}" for lo in locs]
     floats = [f"{lo}.dtype in {_FLOAT_DTYPES}" for lo in locs]
-    int_ok = float_ok = True
+    int_ok, float_ok = "float" not in casts, "int" not in casts
     for n in nums:
         v = lit(n)
         if v is None:
@@ -580,14 +581,17 @@ def guarded_item_check(ob: dict, ctx: Ctx) -> Outcome:
     if any(isinstance(n, ast.Compare) for n in ast.walk(test)):
         # compared with Python numbers or each other: only where torch's comparison is Python's exact one
         nums = list(ob.get("numbers") or ())
-        want = " and ".join([_guard_text(lo, False) for lo in locs] + [_exact_text(locs, nums)])
+        casts = {c.func.id for c in ast.walk(test) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+                 and c.func.id in ("int", "float") and len(c.args) == 1 and _reads_item(c.args[0])}
+        want = " and ".join([_guard_text(lo, False) for lo in locs] + [_exact_text(locs, nums, casts)])
         bare = _unwidened(holds, locs)
         if bare:   # cast to int64/float64, the comparison is exact for every dtype the guard admits
             problems.append("the asserted condition reads " + ", ".join(f"`{lo}`" for lo in bare) + " without "
                             f"`.to({_WIDE})`: torch would round the number to a narrower dtype")
         if {ast.unparse(ast.parse(n, mode="eval").body) for n in nums} != {
                 ast.unparse(n) for c in ast.walk(test) if isinstance(c, ast.Compare)
-                         for n in [c.left, *c.comparators] if not _reads_item(n)}:
+                         for n in [c.left, *c.comparators] if not _reads_item(n) and not (
+                             isinstance(n, ast.Call) and n.args and _reads_item(n.args[0]))}:
             problems.append("the compared values recorded are not the comparison's operands")
     else:
         want = " and ".join(_guard_text(lo, True) for lo in locs)

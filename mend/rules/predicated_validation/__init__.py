@@ -69,7 +69,10 @@ dtype, against floats and ints of at most 2**53), casts that hold every value ex
 alone would round (a float32 tensor against ``0.1`` compares in float32, helper-87); an int
 tensor against a float, or an int beyond those ranges, keeps the original check (an int64 one
 against ``1e9``); a literal number's clause is decided when the rewrite is made; a truth value or
-``math.isnan`` takes any real dtype. The
+``math.isnan`` takes any real dtype. ``int(T.item())`` / ``float(T.item())`` as a compared operand
+(builtins the module does not rebind) keep only the integer / float branch of the guard: there
+the cast gives the same number (elsewhere int() truncates and raises on NaN, float() rounds
+beyond 2**53), and the value model takes int() of an int and float() of a float as the identity. The
 original test runs on the same locals otherwise. A chain that reads ``.item()`` after its first
 comparison declines (Python skips it when that one fails: helper-87)
 (``else: assert _mend_item.item() <= slen``). ``guarded-item-check`` re-reads that form from the

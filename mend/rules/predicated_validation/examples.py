@@ -439,9 +439,51 @@ def check(loss):
     return loss
 ''',
     ),
+    # `int(T.item())`: int() of an integer's value is that value, so the guard admits integer and bool
+    # dtypes only (int() of a float truncates, and raises on NaN)
+    (
+        '''import torch
+
+
+def check_hidden(h):
+    assert int(h.isnan().sum().item()) == 0, "nan in hidden states"
+    return h
+''',
+        '''import torch
+
+# mend: exceptions of checks rewritten into torch._assert_async, restored where the call returns
+# by mend.validation_runtime.install(model).
+_MEND_TRAPS = {
+    "368787637da4": lambda: AssertionError("nan in hidden states"),
+}
+
+
+def check_hidden(h):
+    if __debug__:
+        _mend_item = h.isnan().sum()
+        if type(_mend_item) is torch.Tensor and _mend_item.numel() == 1 and _mend_item.device.type == 'cpu' and _mend_item.layout == torch.strided and not _mend_item.is_quantized and (_mend_item.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)):
+            torch._assert_async(
+                _mend_item.to(torch.float64 if _mend_item.is_floating_point() else torch.int64) == 0,
+                f"mend-trap:{__name__}:_MEND_TRAPS.368787637da4",
+            )
+        else:
+            assert int(_mend_item.item()) == 0, "nan in hidden states"
+    return h
+''',
+    ),
 ]
 
 DECLINE_EXAMPLES: list[tuple[str, str] | DeclineExample] = [
+    # `int` bound by the module: `int(T.item())` may not be the builtin's conversion
+    ('''import torch
+from numpy import int
+
+
+def f(h):
+    assert int(h.isnan().sum().item()) == 0
+    return h
+''',
+     "`int` may not be the builtin here"),
     # helper-50: under a grad-mode context, a check failing inside the graph left grad mode off
     # for the rest of the process (the eager backend); a decorator the same
     ('''import torch

@@ -14,7 +14,7 @@ from mend.rules._base import Decline, RewriteResult
 from mend.rules._common import Replace, add_import, code_of as _code, dotted as _dotted, fresh_local
 from mend.rules.predicated_validation.fresh import fresh_guard, guarded_body
 from mend.rules.predicated_validation.screen import (MARKER, NAME, TABLE, _message, _screen, _total_static,
-                                                      split_chain)
+                                                      cast_of_item, split_chain)
 
 
 def _site(wrapper: MetadataWrapper, line: int):
@@ -133,20 +133,22 @@ def _number_literal(text: str) -> int | float | None:
     return value if type(value) in (int, float) else None
 
 
-def exact_compare_text(locals_: list[str], numbers: list[str]) -> str:
+def exact_compare_text(locals_: list[str], numbers: list[str], casts: frozenset = frozenset()) -> str:
     """When the widened tensor comparison (:func:`screen.widen`: each tensor cast to int64 or
     float64) is Python's exact comparison of the ``.item()`` values, by construction: every tensor
     of an integer dtype (bool included) and every number an int in int64 (compared in int64), or
     every tensor of a float dtype and every number a float or an int of at most 2**53 (compared
     in double: float16/bfloat16/float32 widen to float64 exactly). Elsewhere the cast would round
     or wrap: an int64 tensor against ``1e9``, an int beyond 2**63 (helper-87). A literal number's
-    clause is decided here: it is left out where it holds, and its branch where it fails."""
+    clause is decided here: it is left out where it holds, and its branch where it fails. ``casts``:
+    the builtins wrapping ``.item()`` (:func:`screen.cast_of_item`): ``int`` keeps only the integer
+    branch, ``float`` only the float one."""
     lits = {n: _number_literal(n) for n in numbers}
     branches = []
-    if all(v is None or (type(v) is int and -2**63 <= v < 2**63) for v in lits.values()):
+    if "float" not in casts and all(v is None or (type(v) is int and -2**63 <= v < 2**63) for v in lits.values()):
         branches.append([f"{lo}.dtype in {INT_DTYPES}" for lo in locals_]
                         + [f"type({n}) is int and -2**63 <= {n} < 2**63" for n in numbers if lits[n] is None])
-    if all(v is None or type(v) is float or -2**53 <= v <= 2**53 for v in lits.values()):
+    if "int" not in casts and all(v is None or type(v) is float or -2**53 <= v <= 2**53 for v in lits.values()):
         branches.append([f"{lo}.dtype in {FLOAT_DTYPES}" for lo in locals_]
                         + [f"(type({n}) is float or (type({n}) is int and -2**53 <= {n} <= 2**53))"
                            for n in numbers if lits[n] is None])
@@ -259,7 +261,8 @@ def _guarded_items(plan, marker: str, indent: int) -> tuple[cst.CSTNode | list, 
     test = _code(swapped)
     if m.findall(swapped, m.Comparison()):   # compared with numbers or each other: where the cast is exact
         numbers = list(dict.fromkeys(plan.numbers or ()))
-        guard = " and ".join([guard_text(local) for local in locals_] + [exact_compare_text(locals_, numbers)])
+        casts = frozenset(filter(None, (cast_of_item(c) for c in m.findall(plan.test, m.Call()))))
+        guard = " and ".join([guard_text(local) for local in locals_] + [exact_compare_text(locals_, numbers, casts)])
     else:   # a truth value or math.isnan/isinf/isfinite: any dtype those kernels take
         guard = " and ".join(guard_text(local, dtype=True) for local in locals_)
     binds = [cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(local))], nodes[r])])

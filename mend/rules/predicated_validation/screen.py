@@ -150,6 +150,18 @@ def _is_item(node: cst.BaseExpression) -> bool:
             and node.func.attr.value == "item")
 
 
+def cast_of_item(node: cst.BaseExpression) -> str | None:
+    """"int" for ``int(T.item())``, "float" for ``float(T.item())``, else None. For an integer or
+    bool ``T`` ``int()`` gives the same number (a bool's 0 or 1, which compares as the bool does),
+    for a float ``T`` ``float()`` does; the other way round it truncates, raises on NaN/inf or
+    rounds beyond 2**53, so the guarded form admits only the dtypes the cast keeps."""
+    if (isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in ("int", "float")
+            and len(node.args) == 1 and not node.args[0].keyword and not node.args[0].star
+            and _is_item(node.args[0].value)):
+        return node.func.value
+    return None
+
+
 def _impure(node: cst.CSTNode) -> str | None:
     """What in ``node`` may have a side effect or is not modelled (a call outside ``_PURE_CALLS``), else None."""
     for call in m.findall(node, m.Call()):
@@ -234,6 +246,11 @@ def _item_form(core: cst.BaseExpression, module: cst.Module | None = None) -> tu
     operands = [core.left] + [c.comparator for c in core.comparisons]
     out, items, numbers = [], [], []
     for i, op in enumerate(operands):
+        cast = cast_of_item(op)
+        if cast is not None:   # `int(T.item())`, `float(T.item())`: the guard admits only the dtypes it keeps
+            if module is None or cast in bindings(module) or "*" in bindings(module):
+                return f"`{cast}` may not be the builtin here (the module binds it), so `{cast}(T.item())` is not modelled"
+            op = op.args[0].value
         if _is_item(op) and i >= 2:
             # `0 <= lo.item() <= hi.item()`: Python reads `hi` only when the first comparison held;
             # the guarded form reads every tensor first (helper-87: `hi.max()` of an empty `hi` raised)
