@@ -457,6 +457,9 @@ def _print_fix(res, target: str, verify: str, written, console) -> None:
     sb, sa = getattr(res.before, "steady_graph_count", None), getattr(res.after, "steady_graph_count", None)
     steady = (f" (steady state {sb} -> {sa})" if None not in (sb, sa) and (sb, sa) != (res.before.graph_count,
                                                                               res.after.graph_count) else "")
+    fb, fa = getattr(res.before, "frames_skipped", 0), getattr(res.after, "frames_skipped", 0)
+    # helper-92: a frame Dynamo skipped compiles again after the fix, and the graph count alone hid it
+    steady += f", frames skipped {fb} -> {fa}" if fb != fa else ""
     console.print(f"[bold]{target}[/]: graphs {res.before.graph_count} -> {res.after.graph_count}{steady}, "
                   f"breaks {res.before.graph_break_count} -> {res.after.graph_break_count}; "
                   f"{len(res.rewrites)} rewrite(s) verified and applied, "

@@ -181,3 +181,24 @@ def test_the_console_names_what_a_withheld_fix_rests_on_in_one_line():
     assert _withheld_brief(tested) == ("unsafe fix, not applied without --unsafe-fixes: gradients agree within "
                                        "tolerance, not bit-exact (the full reasons: --json, --html)")
     assert _withheld_brief("the cost model kept the break") == "the cost model kept the break"
+
+
+def test_the_summary_line_says_when_a_skipped_frame_compiles_again():
+    # helper-92's m15: `if eos in ids:` made Dynamo skip the frame; fixed, the count stayed 1 -> 1
+    import io
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from mend.cli import _print_fix
+
+    def scan(graphs, skipped):
+        return SimpleNamespace(graph_count=graphs, graph_break_count=0, frames_skipped=skipped, sites=[])
+    out = io.StringIO()
+    res = SimpleNamespace(before=scan(1, 1), after=scan(1, 0), rewrites=[], declined=[], files={})
+    _print_fix(res, "m.py", "standard", [], Console(file=out, width=200))
+    assert "graphs 1 -> 1, frames skipped 1 -> 0, breaks 0 -> 0" in out.getvalue()
+    out = io.StringIO()
+    _print_fix(SimpleNamespace(**{**vars(res), "after": scan(1, 1)}), "m.py", "standard", [],
+               Console(file=out, width=200))
+    assert "frames skipped" not in out.getvalue()

@@ -499,8 +499,9 @@ def _fallback(rule, current: str, line: int, first: Verified, verify_one) -> Ver
         second = verify_one(alt, rewrite_fn=rule.fallback)   # its instrumented copy is of this form too
         if not isinstance(second.outcome, Declined):   # emitted: its record says why the first form was not
             rw, code = second.outcome
-            second.outcome = (dataclasses.replace(rw, detail=f"{rw.detail} (the rule's first form was declined: "
-                                                             f"{_clip(first.outcome.reason)})"), code)
+            second.outcome = (dataclasses.replace(rw, detail=f"{rw.detail} (the rule's second form, verified; its "
+                                                             f"first form was declined: {_clip(first.outcome.reason)})"),
+                              code)
             return second
         if second.outcome.safety == "unsafe":   # withheld as an unsafe fix: its own record says so, and why not the first
             second.outcome = dataclasses.replace(second.outcome, reason=f"{second.outcome.reason} (the rule's first "
