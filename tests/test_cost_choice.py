@@ -177,6 +177,8 @@ def test_roofline_chooses_cond_and_the_certificate_records_it(tmp_path, run_mend
     assert rw["detail"] == "if -> torch.cond (y) under torch.compile, the if kept otherwise"
     mended = (tmp_path / "out" / "cond_reduce.py").read_text()
     assert "y = torch.cond(x.min() > 0, lambda: x.sum(dim=-1), lambda: x.mean(dim=-1))" in mended
+    # helper-92: the whole diff, original to mended, is in the JSON too
+    assert doc["diff"].startswith("# mend: [") and "+            y = torch.cond(x.min() > 0," in doc["diff"], doc["diff"]
     assert "torch.where(" not in mended
     (cert,) = (tmp_path / "out" / "certificates").glob("*.json")
     cdoc = json.loads(cert.read_text())

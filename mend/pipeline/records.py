@@ -187,7 +187,7 @@ class FixResult:
     def to_json(self) -> dict:
         return {"before": self.before.to_json(), "after": self.after.to_json(),
                 "rewrites": [r.to_json() for r in self.rewrites], "declined": [d.to_json() for d in self.declined],
-                "unfixable": self.unfixable()}
+                "unfixable": self.unfixable(), "diff": self.diff()}
 
 
 def original_lines(reason: str, current: str, original: str) -> str:
