@@ -51,9 +51,12 @@ def _same(a, b) -> bool:
 def mended(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("guard_dtype")
     out = {}
-    for name in ("u16flag", "itemle", "isfinite", "f64_bound", "f32_bound", "int_cast", "two_dtypes"):
+    for name in ("u16flag", "itemle", "isfinite", "f64_bound", "f32_bound", "int_cast", "two_dtypes", "lp_range",
+                 "lp_isinf", "two_exceptions"):
         res = fix(str(DIR / f"{name}.py"), unsafe_fixes=True, max_examples=3)
         assert len(res.rewrites) == (2 if name == "int_cast" else 1), (name, [d.reason for d in res.declined])
+        if name == "two_exceptions":   # F4: the second check, restoring another exception, is declined
+            assert any("in either order" in d.reason for d in res.declined), [d.reason for d in res.declined]
         out[name] = (_load((DIR / f"{name}.py").read_text(), f"gd_{name}_o", tmp),
                      _load(res.mended, f"gd_{name}_m", tmp), res)
     return out
@@ -80,6 +83,16 @@ CASES = {
                  (torch.full((2, 4), float("inf")),), (torch.randn(2, 4, dtype=torch.float64),),
                  (torch.full((2, 4), 2.0, dtype=torch.float16),), (torch.full((2, 4), 3e5, dtype=torch.bfloat16),),
                  (torch.full((2, 4), 6e4, dtype=torch.float16),)],
+    # helper-91's F1-F4 under inductor: float16/bfloat16/int8 T keep the original check
+    "lp_range": [(torch.tensor([[2.015625, 0, 0, 0], [0, -1.9765625, 0, 0]], dtype=torch.bfloat16),),
+                 (torch.tensor([[2.015625, 0, 0, 0], [0, -1.9921875, 0, 0]], dtype=torch.bfloat16),),
+                 (torch.tensor([[-128, 5, 7, 2]], dtype=torch.int8),), (torch.tensor([[2.0, 0, 0, 0], [0, -1.99, 0, 0]]),),
+                 (torch.tensor([[2.0, 0, 0, 0], [0, -2.0, 0, 0]]),)],
+    "lp_isinf": [(torch.tensor([[64.0, 0, 0, 0], [0, -1.0, 0, 0]], dtype=torch.float16),),
+                 (torch.tensor([[1e36, 0, 0, 0], [0, -1.0, 0, 0]]),), (torch.tensor([[1.0, 0, 0, 0], [0, -1.0, 0, 0]]),)],
+    "two_exceptions": [(torch.full((2, 4), 2.0, dtype=dt), -torch.ones(3, dtype=dt2))
+                       for dt in (torch.float32, torch.float16, torch.float64) for dt2 in (torch.float32, torch.int64)]
+    + [(torch.full((2, 4), 0.5), -torch.ones(3)), (torch.full((2, 4), 2.0), torch.ones(3))],
     "two_dtypes": [(torch.randn(2, 4), torch.tensor([16777219]), torch.tensor([16777220.0])),
                    (torch.randn(2, 4), torch.tensor([1, 2]), torch.tensor([3, 4])),
                    (torch.randn(2, 4), torch.tensor([5, 2]), torch.tensor([3, 4]))],
@@ -113,8 +126,8 @@ def test_the_verifier_refutes_a_guard_without_its_dtypes_or_a_changed_fallback(m
         if name == "u16flag":
             weak = code.replace(" and _mend_cond.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, "
                                 "torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32, torch.float64)", "")
-        else:   # the exact-comparison clause widened to a dtype int64 does not hold (uint64 wraps)
-            weak = code.replace("torch.int32, torch.int64) and", "torch.int32, torch.int64, torch.uint64) and")
+        else:   # the exact-comparison clause widened to int8, which inductor computed unwrapped (helper-91)
+            weak = code.replace("(torch.bool, torch.int64) and", "(torch.bool, torch.int8, torch.int64) and")
         assert weak != code and check(ob, Ctx({}, {}, weak)).result == "refuted"
     # the comparison without its cast to int64/float64 (in the file and in what mend recorded): torch
     # would round the bound to the tensor's dtype

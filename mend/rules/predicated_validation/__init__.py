@@ -64,12 +64,16 @@ int or a uint16 tensor raised other errors): each ``T`` read through ``.item()``
 ``_mend_item = T`` (the receivers are pure, so reading it first changes nothing), and the tensor
 condition runs in the graph only when every such local is a one-element plain CPU tensor and,
 for a comparison, where the comparison is Python's exact one by construction: it compares each
-tensor cast to int64 (an integer or bool dtype, against ints in int64) or to float64 (a float
-dtype, against floats and ints of at most 2**53), casts that hold every value exactly -- torch
-alone would round (a float32 tensor against ``0.1`` compares in float32, helper-87); an int
-tensor against a float, or an int beyond those ranges, keeps the original check (an int64 one
-against ``1e9``); a literal number's clause is decided when the rewrite is made; a truth value or
-``math.isnan`` takes any real dtype. ``int(T.item())`` / ``float(T.item())`` as a compared operand
+tensor cast to int64 (an int64 or bool tensor, against ints in int64) or to float64 (a float32
+or float64 tensor, against floats and ints of at most 2**53), casts that hold every value
+exactly -- torch alone would round (a float32 tensor against ``0.1`` compares in float32,
+helper-87); an int tensor against a float, or an int beyond those ranges, keeps the original
+check (an int64 one against ``1e9``); a literal number's clause is decided when the rewrite is
+made; a truth value or ``math.isnan`` takes the same four dtypes. float16, bfloat16, int8, int16
+(and the other integer widths) keep the original check: inductor fused the ops computing such a
+``T`` with the check and skipped ``T``'s rounding or wrap-around in its dtype, which the
+original's graph output keeps (helper-91: ``(x.max() - x.min()).item() < 4.0`` on bfloat16,
+``math.isinf((x.abs().max() * 1024).item())`` on float16, ``q.min().abs().item() > 100`` on int8). ``int(T.item())`` / ``float(T.item())`` as a compared operand
 (builtins the module does not rebind) keep only the integer / float branch of the guard: there
 the cast gives the same number (elsewhere int() truncates and raises on NaN, float() rounds
 beyond 2**53), and the value model takes int() of an int and float() of a float as the identity. The
@@ -193,8 +197,9 @@ the mended file). The code after a passing check computes the same result (``sam
 exception is restored at the call boundary from the trap table entry (``restore-at-boundary``);
 the tensors at the check are on the CPU (``cpu-only``, observed); and the first failing check
 in program order is reported
-(``first-failure-wins``: exact with one check in the file, otherwise measured on the
-eager, aot_eager and inductor backends, not a documented guarantee).
+(``first-failure-wins``: exact with one check in the file, or with several that all restore the
+same exception; several checks restoring different exceptions are refuted, since inductor ran a
+later check of one graph first -- helper-91's F4 -- so the second such check in a file declines).
 
 Line numbers move: the trap table is inserted after the module's imports and the guarded check
 takes more lines than the ``if``/``raise`` it replaces, so a log record, a warning or a traceback

@@ -224,7 +224,7 @@ def get_masks(slen, lengths, padding_mask=None):
     else:
         if __debug__:
             _mend_item = lengths.max()
-            if type(_mend_item) is torch.Tensor and _mend_item.numel() == 1 and _mend_item.device.type == 'cpu' and _mend_item.layout == torch.strided and not _mend_item.is_quantized and ((_mend_item.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64) and type(slen) is int and -2**63 <= slen < 2**63) or (_mend_item.dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64) and (type(slen) is float or (type(slen) is int and -2**53 <= slen <= 2**53)))):
+            if type(_mend_item) is torch.Tensor and _mend_item.numel() == 1 and _mend_item.device.type == 'cpu' and _mend_item.layout == torch.strided and not _mend_item.is_quantized and ((_mend_item.dtype in (torch.bool, torch.int64) and type(slen) is int and -2**63 <= slen < 2**63) or (_mend_item.dtype in (torch.float32, torch.float64) and (type(slen) is float or (type(slen) is int and -2**53 <= slen <= 2**53)))):
                 torch._assert_async(
                     _mend_item.to(torch.float64 if _mend_item.is_floating_point() else torch.int64) <= slen,
                     f"mend-trap:{__name__}:_MEND_TRAPS.cf71528b33bc",
@@ -257,7 +257,7 @@ _MEND_TRAPS = {
 def check(t, lo, hi):
     if __debug__:
         _mend_item = t.float().mean()
-        if type(_mend_item) is torch.Tensor and _mend_item.numel() == 1 and _mend_item.device.type == 'cpu' and _mend_item.layout == torch.strided and not _mend_item.is_quantized and ((_mend_item.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64) and type(lo) is int and -2**63 <= lo < 2**63 and type(hi) is int and -2**63 <= hi < 2**63) or (_mend_item.dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64) and (type(lo) is float or (type(lo) is int and -2**53 <= lo <= 2**53)) and (type(hi) is float or (type(hi) is int and -2**53 <= hi <= 2**53)))):
+        if type(_mend_item) is torch.Tensor and _mend_item.numel() == 1 and _mend_item.device.type == 'cpu' and _mend_item.layout == torch.strided and not _mend_item.is_quantized and ((_mend_item.dtype in (torch.bool, torch.int64) and type(lo) is int and -2**63 <= lo < 2**63 and type(hi) is int and -2**63 <= hi < 2**63) or (_mend_item.dtype in (torch.float32, torch.float64) and (type(lo) is float or (type(lo) is int and -2**53 <= lo <= 2**53)) and (type(hi) is float or (type(hi) is int and -2**53 <= hi <= 2**53)))):
             torch._assert_async(
                 torch.logical_and(lo <= _mend_item.to(torch.float64 if _mend_item.is_floating_point() else torch.int64), _mend_item.to(torch.float64 if _mend_item.is_floating_point() else torch.int64) < hi),
                 f"mend-trap:{__name__}:_MEND_TRAPS.38418e5de728",
@@ -304,7 +304,7 @@ class Encoder(nn.Module):
             assert lengths.max().item() <= slen
         elif __debug__:
             _mend_item = lengths.max()
-            if type(_mend_item) is torch.Tensor and _mend_item.numel() == 1 and _mend_item.device.type == 'cpu' and _mend_item.layout == torch.strided and not _mend_item.is_quantized and ((_mend_item.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64) and type(slen) is int and -2**63 <= slen < 2**63) or (_mend_item.dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64) and (type(slen) is float or (type(slen) is int and -2**53 <= slen <= 2**53)))):
+            if type(_mend_item) is torch.Tensor and _mend_item.numel() == 1 and _mend_item.device.type == 'cpu' and _mend_item.layout == torch.strided and not _mend_item.is_quantized and ((_mend_item.dtype in (torch.bool, torch.int64) and type(slen) is int and -2**63 <= slen < 2**63) or (_mend_item.dtype in (torch.float32, torch.float64) and (type(slen) is float or (type(slen) is int and -2**53 <= slen <= 2**53)))):
                 torch._assert_async(
                     _mend_item.to(torch.float64 if _mend_item.is_floating_point() else torch.int64) <= slen,
                     f"mend-trap:{__name__}:_MEND_TRAPS.3906a76e693e",
@@ -429,7 +429,7 @@ _MEND_TRAPS = {
 
 def check(loss):
     _mend_item = loss
-    if type(_mend_item) is torch.Tensor and _mend_item.numel() == 1 and _mend_item.device.type == 'cpu' and _mend_item.layout == torch.strided and not _mend_item.is_quantized and _mend_item.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32, torch.float64):
+    if type(_mend_item) is torch.Tensor and _mend_item.numel() == 1 and _mend_item.device.type == 'cpu' and _mend_item.layout == torch.strided and not _mend_item.is_quantized and _mend_item.dtype in (torch.bool, torch.int64, torch.float32, torch.float64):
         torch._assert_async(
             torch.isfinite(_mend_item),
             f"mend-trap:{__name__}:_MEND_TRAPS.1679b3f9cacb",
@@ -461,7 +461,7 @@ _MEND_TRAPS = {
 def check_hidden(h):
     if __debug__:
         _mend_item = h.isnan().sum()
-        if type(_mend_item) is torch.Tensor and _mend_item.numel() == 1 and _mend_item.device.type == 'cpu' and _mend_item.layout == torch.strided and not _mend_item.is_quantized and (_mend_item.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)):
+        if type(_mend_item) is torch.Tensor and _mend_item.numel() == 1 and _mend_item.device.type == 'cpu' and _mend_item.layout == torch.strided and not _mend_item.is_quantized and (_mend_item.dtype in (torch.bool, torch.int64)):
             torch._assert_async(
                 _mend_item.to(torch.float64 if _mend_item.is_floating_point() else torch.int64) == 0,
                 f"mend-trap:{__name__}:_MEND_TRAPS.368787637da4",

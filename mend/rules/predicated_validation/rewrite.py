@@ -120,8 +120,14 @@ CHECK_DTYPES = ("(torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32,
 ITEM_LOCAL = "_mend_item"   # the local a guarded `.item()` form binds each tensor it reads to
 
 
-INT_DTYPES = "(torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)"
-FLOAT_DTYPES = "(torch.float16, torch.bfloat16, torch.float32, torch.float64)"
+# the dtypes a tensor read through `.item()` may have for its check to move into the graph: inductor
+# fuses the ops computing a float16/bfloat16 or int8/int16 T with the check and skips T's rounding
+# or wrap-around in its dtype, which the original's graph output keeps (helper-91: `(x.max() -
+# x.min()).item() < 4.0` on bfloat16, `math.isinf((x.abs().max() * 1024).item())` on float16,
+# `q.min().abs().item() > 100` on int8 all changed; float32/float64/int64/bool did not)
+INT_DTYPES = "(torch.bool, torch.int64)"
+FLOAT_DTYPES = "(torch.float32, torch.float64)"
+ITEM_DTYPES = "(torch.bool, torch.int64, torch.float32, torch.float64)"
 
 
 def _number_literal(text: str) -> int | float | None:
@@ -264,7 +270,7 @@ def _guarded_items(plan, marker: str, indent: int) -> tuple[cst.CSTNode | list, 
         casts = frozenset(filter(None, (cast_of_item(c) for c in m.findall(plan.test, m.Call()))))
         guard = " and ".join([guard_text(local) for local in locals_] + [exact_compare_text(locals_, numbers, casts)])
     else:   # a truth value or math.isnan/isinf/isfinite: any dtype those kernels take
-        guard = " and ".join(guard_text(local, dtype=True) for local in locals_)
+        guard = " and ".join(f"{guard_text(local)} and {local}.dtype in {ITEM_DTYPES}" for local in locals_)
     binds = [cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(local))], nodes[r])])
              for r, local in zip(receivers, locals_)]
     return _guarded_form(plan, binds, guard, holds, test, test, marker, indent), list(zip(locals_, receivers))
@@ -479,8 +485,8 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
                      "some compiled lowerings): both semantics must give the original's truth"}
             if plan.items else {})},
         *_boundary_obligations(guard, "when several checks of one graph fail, the first in program order is "
-                               "reported (measured on the eager, aot_eager and inductor backends, CPU; not a "
-                               "documented guarantee)"),
+                               "reported: one check in the file, or every check restoring the same exception "
+                               "(inductor may run two checks of one graph in either order, helper-91)"),
         {"kind": "condition-is-tensor",
          "note": "the condition must be a one-element tensor; a Python bool makes _assert_async raise TypeError"
                  + ("; elsewhere the runtime guard keeps the original check" if local else "")},
