@@ -292,10 +292,12 @@ def test_a_candidate_declined_by_a_difference_elsewhere_is_tried_again():
     # helper-84: the tensor-check at line 14 failed its differential test on the assert below it
     # (compiled, Dynamo lowered that assert to a RuntimeError once the check's break was gone);
     # after the assert's own rewrite is accepted, the check is tried again and fixed in one run
+    # (since helper-91's F4 the two checks restoring other exceptions than the tensor-check's
+    # RuntimeError decline: inductor may run checks of one graph in either order)
     res = fix(str(FIXTURES / "check_then_assert.py"), unsafe_fixes=True, max_examples=3)
-    assert sorted(rw["rule"] for rw in res.rewrites) == ["predicated-validation", "predicated-validation",
-                                                         "tensor-check"], [d.to_json() for d in res.declined]
-    assert (res.before.graph_count, res.after.graph_count) == (4, 1) and not res.declined
+    assert sorted(rw["rule"] for rw in res.rewrites) == ["tensor-check"], [d.to_json() for d in res.declined]
+    assert (res.before.graph_count, res.after.graph_count) == (4, 3)
+    assert [d.failed_obligations for d in res.declined] == [["first-failure-wins"]] * 2, res.declined
 
 
 def test_the_fix_report_says_to_install_the_runtime(run_mend):
