@@ -473,6 +473,11 @@ def test_formerly_constant_kinds_are_checked_never_proved(kind):
      {"names": {"init": {"kind": "callable", "qualname": "m.init", "effects": ["line 2: calls `print`"],
                          "assumptions": []}}, "self": {}}, None, "print"),
     ("count-tolist-1d", {"expr": "x"}, facts(x=tensor(shape=(2, 3))), None, "2-D"),
+    # helper-91's F4: inductor ran the second of two failing checks of one graph first
+    ("first-failure-wins", {"checks_in_file": 2}, None,
+     'import torch\n_MEND_TRAPS = {\n    "a": lambda: ValueError("x"),\n    "b": lambda: IndexError("y"),\n}\n\n\n'
+     'def f(x):\n    torch._assert_async(x.all(), "mend-trap:m:_MEND_TRAPS.a")\n'
+     '    torch._assert_async(x.any(), "mend-trap:m:_MEND_TRAPS.b")\n', "in either order"),
 ])
 def test_a_failing_check_refutes_without_a_query(kind, data, f, code, words):
     r = one(kind, f, code=code, **data)
