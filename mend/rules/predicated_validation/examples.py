@@ -484,6 +484,18 @@ def f(h):
     return h
 ''',
      "`int` may not be the builtin here"),
+    # helper-93's F4: rebound through the module's namespace, which no binding names
+    ('''import numpy as np
+import torch
+
+globals()["float"] = np.float32
+
+
+def f(x):
+    if float(x.abs().max().item()) > 10000.0:
+        raise ValueError("input too large")
+    return x
+''', "`float` may not be the builtin here"),
     # helper-50: under a grad-mode context, a check failing inside the graph left grad mode off
     # for the rest of the process (the eager backend); a decorator the same
     ('''import torch

@@ -12,7 +12,7 @@ from mend.locate import Located
 from mend.rules._base import Decline, Match
 from mend.rules._common import ReplaceAll, code_of as _code, dotted as _dotted, enclosing_handler, locals_readers, \
     state_change
-from mend.rules._bindings import bindings, module_alias
+from mend.rules._bindings import bindings, bound_in_reach, module_alias
 from mend.rules._in_graph_checks import catching_elsewhere, global_mode_setter, mode_context_elsewhere, surroundings
 from mend.rules._scalars import walk
 from mend.rules.predicated_control_flow.screen import FORCING_HOOK
@@ -248,7 +248,8 @@ def _item_form(core: cst.BaseExpression, module: cst.Module | None = None) -> tu
     for i, op in enumerate(operands):
         cast = cast_of_item(op)
         if cast is not None:   # `int(T.item())`, `float(T.item())`: the guard admits only the dtypes it keeps
-            if module is None or cast in bindings(module) or "*" in bindings(module):
+            # any binding of the name in the file, or `globals()["float"] = ...` (helper-93's F4)
+            if module is None or cast in bindings(module) or bound_in_reach(module, op, [cast]):
                 return f"`{cast}` may not be the builtin here (the module binds it), so `{cast}(T.item())` is not modelled"
             op = op.args[0].value
         if _is_item(op) and i >= 2:
