@@ -152,7 +152,7 @@ def test_fix_json_stays_parseable_with_a_noisy_target(run_mend):
     code, out, err = run_mend("fix", "--unsafe-fixes", str(FIXTURES / "noisy.py"), "--json", "--examples", "2")
     assert code == 0, err
     doc = json.loads(out)
-    assert set(doc) == {"before", "after", "rewrites", "declined", "unfixable"}
+    assert set(doc) == {"before", "after", "rewrites", "declined", "unfixable", "diff"}
 
 
 def test_identical_statements_keep_their_own_original_lines():

@@ -136,3 +136,15 @@ def test_a_str_field_keeps_the_original_call_under_inductor(tmp_path):
             torch.compile(model, backend="inductor")(bad)
         messages.append(str(info.value))
     assert messages[0] == messages[1] == "non-finite input to C:\\models\\bert_base\\v2"
+
+
+def test_a_second_check_with_another_message_is_declined():
+    # helper-93's F1b: under inductor the later of two failing checks of one graph was reported
+    from mend.fix import fix
+    from tests.conftest import FIXTURES
+
+    res = fix(str(FIXTURES / "two_tensor_checks.py"), unsafe_fixes=True, max_examples=3)
+    assert [rw["rule"] for rw in res.rewrites] == ["tensor-check"]
+    (d,) = res.declined
+    assert d.failed_obligations == ["first-failure-wins"] and "in either order" in d.reason, d
+    assert res.mended.count("_assert_async(") == 1 and 'torch._check_tensor_all(y >= 0, lambda: "y negative")' in res.mended

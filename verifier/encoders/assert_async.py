@@ -160,7 +160,7 @@ def first_failure(ob: dict, ctx: Ctx) -> Outcome:
         return unknown(f"{n} checks and no mended file to read their trap entries from")
     if n != 1:   # inductor ran a later check first (helper-91's F4: two failing asserts of one graph)
         return check_refuted("the static count of torch._assert_async calls and the trap table of the mended file",
-                             f"{n} checks in the mended file restore different exceptions, and inductor may run two "
+                             f"{n} checks in the mended file raise different exceptions, and inductor may run two "
                              "checks of one graph in either order (measured: the second check's exception was "
                              "raised where the original raised the first's), so the exception raised may change")
     return checked("the static count of torch._assert_async calls in the mended file: one check, so the first "

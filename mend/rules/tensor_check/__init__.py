@@ -90,7 +90,9 @@ false, 0-d, 2-d bool tensors; an int64 tensor; a Python bool) the mended constru
 observed on the installed torch (``check-equivalent``); the forward changes no module
 state, observed in eval and training mode (``state-unchanged-on-raise``, required at every
 level: a check inside the graph may let a later state update run before it fails); the
-tensors at the check are on the CPU (``cpu-only``, observed).
+tensors at the check are on the CPU (``cpu-only``, observed); the file holds no other in-graph
+check (``first-failure-wins``, a static count: inductor reported the later of two checks of one
+graph that failed on the same call, helper-93, so a second check in the file declines).
 
 Never inference-only: a check has no gradient.
 """
@@ -101,7 +103,7 @@ RULE = Rule(
     match=match,
     rewrite=rewrite,
     example_line=example_line,
-    obligation_kinds=frozenset({"check-equivalent", "state-unchanged-on-raise", "cpu-only"}),
+    obligation_kinds=frozenset({"check-equivalent", "state-unchanged-on-raise", "cpu-only", "first-failure-wins"}),
     required_kinds=frozenset({"check-equivalent", "state-unchanged-on-raise", "cpu-only"}),
     needs_facts=True,
     fix_safety=FIX_SAFETY,

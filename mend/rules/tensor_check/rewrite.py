@@ -51,7 +51,11 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
         check.update(message=plan.message_format, message_fields=list(plan.fields), message_is_format=True)
     if hoisted:
         check["hoisted"] = source
-    obligations = [check, {"kind": "state-unchanged-on-raise", "expr": cond}, {"kind": "cpu-only", "expr": cond}]
+    # another in-graph check in the file (predicated-validation's, made earlier in the run): inductor
+    # may report the later of two that fail on one call (helper-93's F1)
+    first = {"kind": "first-failure-wins", "note": "the first failing check in program order is reported: one "
+             "torch._assert_async in the file"}
+    obligations = [check, {"kind": "state-unchanged-on-raise", "expr": cond}, {"kind": "cpu-only", "expr": cond}, first]
     return RewriteResult(new_module.code, (line, line),
                          f"`{was}` -> `torch._assert_async({cond}._is_all_true(), ...)` under a bool-tensor guard"
                          + (f" (the condition bound to `{plan.hoisted}` first)" if hoisted else ""), obligations)
