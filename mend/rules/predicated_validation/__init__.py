@@ -132,6 +132,9 @@ An arm of an ``if``/``elif``/``else`` chain is taken when every arm above it onl
 chain is first split (``screen.split_chain``), ``elif`` becoming a second ``if`` and a final
 ``else:`` its own statements, which is exact because a raise always leaves the chain (an arm
 above that does more declines; the split is covered by the differential test, not by a proof).
+Arms that raise different exceptions: the first moves into the graph and the later ones decline
+(``first-failure-wins``: inductor may report the later of two checks that fail on one call,
+helper-91), unless every arm restores the same exception.
 """
 from __future__ import annotations
 
