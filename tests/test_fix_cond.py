@@ -19,7 +19,9 @@ def test_cond_rewrite_emitted_verified_and_compiles(name, cond, tmp_path):
     res = fix(str(FIXTURES / name), unsafe_fixes=True, max_examples=8, choose="always")
     assert (res.before.graph_break_count, res.after.graph_break_count) == (1, 0), res.declined
     (rw,) = res.rewrites
-    assert rw["rule"] == "predicated-control-flow" and "torch.cond" in rw["detail"]
+    # two fresh-clone CI runs (2026-12-07, one under load) got the gated where here: the cond
+    # candidate was not taken, and the choice record's note says why
+    assert rw["rule"] == "predicated-control-flow" and "torch.cond" in rw["detail"], (rw["detail"], rw.get("choice"))
     assert cond in res.mended and "torch.compiler.is_compiling() and" in res.mended
     ev = rw["evidence"]
     assert ev["passed"] and "compiled:inductor/eval" in ev["modes"]
