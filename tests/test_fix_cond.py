@@ -1,6 +1,11 @@
 """mend fix emits torch.cond where torch.where must not run the untaken side (a submodule
 call, a guarded log domain): rewrite verified on both forced outcomes, eager and compiled,
 gradients equal to the original's, and the mended model compiles to one graph."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -15,14 +20,21 @@ from tests.conftest import FIXTURES
 ])
 def test_cond_rewrite_emitted_verified_and_compiles(name, cond, tmp_path):
     # choose="always": the rule's own form (torch.cond here); the cost model may prefer the
-    # gated torch.where alternative (gate.py), which the next test covers
-    res = fix(str(FIXTURES / name), unsafe_fixes=True, max_examples=8, choose="always")
-    assert (res.before.graph_break_count, res.after.graph_break_count) == (1, 0), res.declined
-    (rw,) = res.rewrites
-    # two fresh-clone CI runs (2026-12-07, one under load) got the gated where here: the cond
-    # candidate was not taken, and the choice record's note says why
-    assert rw["rule"] == "predicated-control-flow" and "torch.cond" in rw["detail"], (rw["detail"], rw.get("choice"))
-    assert cond in res.mended and "torch.compiler.is_compiling() and" in res.mended
+    # gated torch.where alternative (gate.py), which the next test covers. In a fresh process, as
+    # a user runs it: inside the suite's workers three of four fresh-clone CI runs (2026-12-07)
+    # got the where form, the cond candidate unverified there (state another test left in the
+    # worker, not found yet; not reproduced in a process of its own)
+    out_dir = tmp_path / "out"
+    run = subprocess.run([sys.executable, "-m", "mend", "fix", str(FIXTURES / name), "--unsafe-fixes", "--examples",
+                          "8", "--choose", "always", "--json", "--out", str(out_dir)], capture_output=True, text=True,
+                         cwd=Path(__file__).parents[1])
+    assert run.returncode == 0, run.stderr[-2000:]
+    doc = json.loads(run.stdout)
+    assert (doc["before"]["graph_break_count"], doc["after"]["graph_break_count"]) == (1, 0), doc["declined"]
+    (rw,) = doc["rewrites"]
+    assert rw["rule"] == "predicated-control-flow" and "torch.cond" in rw["detail"], json.dumps(rw.get("choice"))
+    mended_text = (out_dir / name).read_text()
+    assert cond in mended_text and "torch.compiler.is_compiling() and" in mended_text
     ev = rw["evidence"]
     assert ev["passed"] and "compiled:inductor/eval" in ev["modes"]
     assert all(o["forced"] == [False, True] for o in ev["predicate_outcomes"].values())
@@ -33,7 +45,7 @@ def test_cond_rewrite_emitted_verified_and_compiles(name, cond, tmp_path):
     assert "finite-gradient" not in results and "untaken-side-runs" not in results
 
     mended = tmp_path / name
-    mended.write_text(res.mended)
+    mended.write_text(mended_text)
     orig = load_file_module(FIXTURES / name, f"_cond_orig_{name[:-3]}")
     new = load_file_module(mended, f"_cond_new_{name[:-3]}")
     (x,) = orig.get_inputs()
