@@ -477,7 +477,7 @@ def _fallback_problem(guard: ast.If, tree: ast.Module, trap: str, form: str | No
 _INT_DTYPES = "(torch.bool, torch.int64)"
 _FLOAT_DTYPES = "(torch.float32, torch.float64)"
 _ITEM_DTYPES = "(torch.bool, torch.int64, torch.float32, torch.float64)"
-_WIDE = "torch.float64 if L.is_floating_point() else torch.int64"
+_WIDE = "torch.float64 if {lo}.is_floating_point() else torch.int64"   # the widening cast's dtype, for local lo
 
 
 def _exact_text(locs: list[str], nums: list[str], casts: set) -> str:
@@ -511,7 +511,7 @@ def _exact_text(locs: list[str], nums: list[str], casts: set) -> str:
 
 def _unwidened(expr: ast.AST, locs: list[str]) -> list[str]:
     """The locals of ``locs`` that ``expr`` reads other than as ``L.to(<_WIDE>)``."""
-    wide = {ast.dump(ast.parse(f"{lo}.to({_WIDE.replace('L', lo)})", mode="eval").body) for lo in locs}
+    wide = {ast.dump(ast.parse(f"{lo}.to({_WIDE.format(lo=lo)})", mode="eval").body) for lo in locs}
     bare, todo = [], [expr]
     while todo:
         node = todo.pop()
@@ -595,7 +595,7 @@ def guarded_item_check(ob: dict, ctx: Ctx) -> Outcome:
         bare = _unwidened(holds, locs)
         if bare:   # cast to int64/float64, the comparison is exact for every dtype the guard admits
             problems.append("the asserted condition reads " + ", ".join(f"`{lo}`" for lo in bare) + " without "
-                            f"`.to({_WIDE})`: torch would round the number to a narrower dtype")
+                            f"`.to({_WIDE.format(lo='L')})`: torch would round the number to a narrower dtype")
         if {ast.unparse(ast.parse(n, mode="eval").body) for n in nums} != {
                 ast.unparse(n) for c in ast.walk(test) if isinstance(c, ast.Compare)
                          for n in [c.left, *c.comparators] if not _reads_item(n) and not (

@@ -73,8 +73,8 @@ made; a truth value or ``math.isnan`` takes the same four dtypes. float16, bfloa
 (and the other integer widths) keep the original check: inductor fused the ops computing such a
 ``T`` with the check and skipped ``T``'s rounding or wrap-around in its dtype, which the
 original's graph output keeps (helper-91: ``(x.max() - x.min()).item() < 4.0`` on bfloat16,
-``math.isinf((x.abs().max() * 1024).item())`` on float16, ``q.min().abs().item() > 100`` on int8). ``int(T.item())`` / ``float(T.item())`` as a compared operand
-(builtins the module does not rebind) keep only the integer / float branch of the guard: there
+``math.isinf((x.abs().max() * 1024).item())`` on float16, ``q.min().abs().item() > 100`` on int8).
+``int(T.item())`` / ``float(T.item())`` as a compared operand (builtins the module does not rebind) keep only the integer / float branch of the guard: there
 the cast gives the same number (elsewhere int() truncates and raises on NaN, float() rounds
 beyond 2**53), and the value model takes int() of an int and float() of a float as the identity. The
 original test runs on the same locals otherwise. A chain that reads ``.item()`` after its first
