@@ -640,6 +640,8 @@ def differential_test(original, mended, example: tuple, *, example_kwargs: dict 
     compiled mended model before ``torch.compile`` (the caller installs its runtimes there,
     as users are told to); the verifier itself knows no runtime.
     """
+    # as a fresh process: earlier compiles' caches and code state must not shape this verdict
+    torch._dynamo.reset()
     # forcing guards on the forced value and drawn batch sizes recompile the frame: past
     # Dynamo's recompile limit (8) it would run the "compiled" models eagerly, unnoticed
     with torch._dynamo.config.patch(recompile_limit=64):
