@@ -51,6 +51,20 @@ def scan_json(run_mend):
     return scan
 
 
+def fix_in_own_process(src: Path, tmp_path: Path, *options: str) -> tuple[dict, str]:
+    """``mend fix SRC --unsafe-fixes --json OPTIONS`` in a fresh process, as a user runs it:
+    (the JSON report, the mended text; None when nothing was rewritten)."""
+    import subprocess
+    import sys
+
+    out_dir = tmp_path / "out"
+    run = subprocess.run([sys.executable, "-m", "mend", "fix", str(src), "--unsafe-fixes", *options, "--json",
+                          "--out", str(out_dir)], capture_output=True, text=True, cwd=Path(__file__).parents[1])
+    assert run.returncode == 0, run.stderr[-2000:]
+    mended = out_dir / src.name
+    return json.loads(run.stdout), mended.read_text() if mended.exists() else None
+
+
 def _equal(x, y) -> bool:
     """Bit-equal tensors, or tuples/lists of them element by element."""
     import torch

@@ -2,26 +2,13 @@
 call, a guarded log domain): rewrite verified on both forced outcomes, eager and compiled,
 gradients equal to the original's, and the mended model compiles to one graph."""
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
 from mend.fix import fix
 from mend.targets import load_file_module
-from tests.conftest import FIXTURES
-
-
-def fix_in_own_process(src: Path, tmp_path: Path, *options: str) -> tuple[dict, str]:
-    """``mend fix SRC --unsafe-fixes --json OPTIONS`` in a fresh process, as a user runs it:
-    (the JSON report, the mended text)."""
-    out_dir = tmp_path / "out"
-    run = subprocess.run([sys.executable, "-m", "mend", "fix", str(src), "--unsafe-fixes", *options, "--json",
-                          "--out", str(out_dir)], capture_output=True, text=True, cwd=Path(__file__).parents[1])
-    assert run.returncode == 0, run.stderr[-2000:]
-    return json.loads(run.stdout), (out_dir / src.name).read_text()
+from tests.conftest import FIXTURES, fix_in_own_process
 
 
 @pytest.mark.parametrize("name, cond", [

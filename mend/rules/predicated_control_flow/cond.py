@@ -235,17 +235,57 @@ def _alias_observers(scope: cst.CSTNode, after_line: int, names: set[str], posit
     return found
 
 
+def _bound_inside(value: cst.BaseExpression, binds: list[tuple[str, cst.BaseExpression]]) -> cst.BaseExpression:
+    """``value`` with ``binds`` bound around it in order: ``(lambda h: value)(v)`` for ``[(h, v)]``,
+    so each bound value is computed first, as its statement ran, and only inside the branch."""
+    for name, bound in reversed(binds):
+        fn = cst.Lambda(params=cst.Parameters(params=[cst.Param(cst.Name(name))]), body=_strip(value),
+                        lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        value = cst.Call(func=fn, args=[cst.Arg(_strip(bound))])
+    return value
+
+
+class _Inline(cst.CSTTransformer):
+    """Each read of ``name`` replaced by ``value`` in parentheses (an attribute's or keyword's name is no read)."""
+
+    def __init__(self, name: str, value: cst.BaseExpression):
+        self.name, self.value, self.names = name, value, set()
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.names.add(id(node.attr))
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None:
+            self.names.add(id(node.keyword))
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name):
+        if original.value != self.name or id(original) in self.names:
+            return updated
+        return _strip(self.value).with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+def _inlined(value: cst.BaseExpression, binds: list[tuple[str, cst.BaseExpression]]) -> cst.BaseExpression:
+    """``value`` with the temporaries of ``binds`` written out (the last bound first, as it may read the others)."""
+    for name, bound in reversed(binds):
+        value = value.visit(_Inline(name, bound))
+    return value
+
+
 def _lambda(body: cst.BaseExpression) -> cst.Lambda:
     return cst.Lambda(params=cst.Parameters(), body=_strip(body), colon=cst.Colon(whitespace_after=cst.SimpleWhitespace(" ")))
 
 
 def _rewrite_cond(node: cst.If, arms: list[_Arm], selected: list[str], order_seen: list[str], returns: bool,
                   preds, pred_codes: list[str], hazards: list[dict], env: _Env, positions, span_end: int,
-                  temps: tuple[list[tuple[str, cst.BaseExpression]], list[dict]] = ([], [])):
+                  temps: tuple[list[tuple[str, cst.BaseExpression]], list[dict], dict] = ([], [], {}),
+                  tail: bool = False):
     """``if p: y = a else: y = b`` -> under torch.compile ``y = torch.cond(p, lambda: a,
     lambda: b)``; in eager the original if/else runs unchanged (see the comment emitted).
     ``temps``: setup temporaries bound before the cond, which the branch lambdas read through
-    their closures, with the obligations of running them on every path (``where._cond_temps``).
+    their closures, with the obligations of running them on every path, and those bound inside
+    a side's lambda (``where._cond_temps``). ``tail``: the false side is the code after an
+    ``if p: return a``; the cond then goes in an ``if`` of its own before the original, which
+    with the code after it runs unchanged otherwise.
 
     Declines (the caller then keeps torch.where) what torch.cond cannot take: a predicate
     that is not statically a bool tensor expression, a side value that aliases an input
@@ -258,11 +298,16 @@ def _rewrite_cond(node: cst.If, arms: list[_Arm], selected: list[str], order_see
     obligations.append({"kind": "cond-predicate", "pred": pred_codes[0]})
     obligations += temps[1]   # the setup temporaries run on every path: their screens' obligations stay
     names = ["return"] if returns else [n for n in _order(arms, order_seen) if n in selected]
+    inner = temps[2] if len(temps) > 2 else {}
+    if inner and len(names) > 1:
+        raise _CondNotApplicable("a setup temporary must run inside its branch, and the site selects several names "
+                                 "(one cond each)")
     emitted: list[tuple[str, list[cst.BaseExpression]]] = []
+    analysed: list[tuple[str, list[cst.BaseExpression]]] = []
     clones: set[str] = set()
     for n in names:
         values = [a.ret for a in arms] if returns else [dict(a.assigns).get(n, cst.Name(n)) for a in arms]
-        out = []
+        out, plain = [], []
         for side, v in zip(("true", "false"), values):
             if _is_literal(v) or isinstance(v, (cst.SimpleString, cst.ConcatenatedString)):
                 raise _CondNotApplicable(f"a side gives `{n}` a Python constant; torch.cond returns tensors")
@@ -275,19 +320,23 @@ def _rewrite_cond(node: cst.If, arms: list[_Arm], selected: list[str], order_see
                 v = cst.Call(func=cst.Attribute(value=v if isinstance(v, (cst.Name, cst.Attribute, cst.Subscript,
                                                                           cst.Call)) else v.with_changes(
                     lpar=[cst.LeftParen()], rpar=[cst.RightParen()]), attr=cst.Name("clone")))
-            out.append(v)
+            plain.append(v)
+            out.append(_bound_inside(v, inner.get(len(out), [])))
         casts = [_cast_of(v) for v in values]
         if casts[0] != casts[1]:
             what = "; ".join(f"`{_code(v)}` is {c}" for v, c in zip(values, casts) if c)
             raise _Declined(f"the sides give `{n}` different dtypes ({what}, the other side is not cast); "
                             "torch.cond needs branch outputs of one dtype and torch.where would promote them")
-        obligations.append({"kind": "cond-branch-types", "target": n, "lhs": _code(values[0]),
-                            "rhs": _code(values[1])})
-        obligations.append({"kind": "same-shape", "target": n, "lhs": _code(values[0]), "rhs": _code(values[1])})
+        # a temporary bound inside a side is written out in its value: the facts know the names it reads
+        # what each side reads and calls (as emitted: a clone included), its own temporaries written out
+        analysed.append((n, [_inlined(v, inner.get(i, [])) for i, v in enumerate(plain)]))
+        lhs, rhs = (_code(_inlined(v, inner.get(i, []))) for i, v in enumerate(values))
+        obligations.append({"kind": "cond-branch-types", "target": n, "lhs": lhs, "rhs": rhs})
+        obligations.append({"kind": "same-shape", "target": n, "lhs": lhs, "rhs": rhs})
         obligations.append({"kind": "cond-output-not-aliased", "target": n,
                             "values": [_code(v) for v in out],
                             "treatment": ["clone" if _code(o) != _code(v) else _value_kind(v, env)
-                                          for v, o in zip(values, out)]})
+                                          for v, o in zip(values, plain)]})
         emitted.append((n, out))
     if clones:
         observers = _alias_observers(scope, span_end, clones, positions, env)
@@ -335,7 +384,7 @@ def _rewrite_cond(node: cst.If, arms: list[_Arm], selected: list[str], order_see
     one = cst.Comparison(left=cst.Call(func=cst.Attribute(boxed, cst.Name("numel"))),
                          comparisons=[cst.ComparisonTarget(cst.Equal(), cst.Integer("1"))])
     compiling = cst.BooleanOperation(left=compiling, operator=cst.And(), right=one)
-    grad_why = _grad_sensitive([(t, f) for _, (t, f) in emitted] + [(v, v) for _, v in temps[0]], env)
+    grad_why = _grad_sensitive([(t, f) for _, (t, f) in analysed] + [(v, v) for _, v in temps[0]], env)
     if grad_why is not None:  # cond only where no gradient exists (inference); with autograd the if runs
         # the grad mode is tested first: with autograd on, Dynamo then traces nothing of the guard
         # (the predicate's numel() compiled a graph before the kept `if` where the original had none,
@@ -345,7 +394,7 @@ def _rewrite_cond(node: cst.If, arms: list[_Arm], selected: list[str], order_see
         obligations.append({"kind": "cond-no-autograd", "why": f"{grad_why}: with autograd on, torch.cond's "
                             "backward would give tensors the if leaves without gradient a zero gradient, so the "
                             "cond runs only when torch.is_grad_enabled() is False"})
-    roots = module_roots([v for _, (t, f) in emitted for v in (t, f)] + [v for _, v in temps[0]], env)
+    roots = module_roots([v for _, (t, f) in analysed for v in (t, f)] + [v for _, v in temps[0]], env)
     if roots:   # a hook, pruning or quantization added after mend ran makes torch.cond raise: the if runs then
         compiling = cst.BooleanOperation(left=compiling, operator=cst.And(), right=cst.Call(
             func=cst.Name(READY), args=[cst.Arg(cst.parse_expression(r)) for r in roots]))
@@ -358,9 +407,12 @@ def _rewrite_cond(node: cst.If, arms: list[_Arm], selected: list[str], order_see
             cst.EmptyLine(comment=cst.Comment(
         "# per call (torch 2.13); both paths compute the same value (the sides are pure, only the taken one runs)"))]
     original = node.with_changes(leading_lines=[])
-    new = cst.If(test=compiling, body=cst.IndentedBlock(body=stmts, header=header),
-                 orelse=cst.Else(body=cst.IndentedBlock(body=[original])),
-                 leading_lines=[*node.leading_lines, *note])
+    if tail:   # `if p: return a` and the code after it stay as they were, after the cond's own if
+        new = [cst.If(test=compiling, body=cst.IndentedBlock(body=stmts, header=header),
+                      leading_lines=[*node.leading_lines, *note]), original]
+    else:
+        new = [cst.If(test=compiling, body=cst.IndentedBlock(body=stmts, header=header),
+                      orelse=cst.Else(body=cst.IndentedBlock(body=[original])), leading_lines=[*node.leading_lines, *note])]
     kind_txt = ", ".join(names)
     why = "; ".join(sorted({("submodule call " + h["call"]) if h["kind"] == "untaken-side-runs" else
                             f"non-finite gradient of {h['expr']} off its guarded domain" for h in hazards}))
@@ -369,4 +421,4 @@ def _rewrite_cond(node: cst.If, arms: list[_Arm], selected: list[str], order_see
     env.obligations[:] = obligations
     env.form = "cond"
     span = (positions[node].start.line, span_end)
-    return [(node, [new])], span, detail, pred_codes
+    return [(node, new)], span, detail, pred_codes

@@ -1,5 +1,6 @@
-"""predicated-control-flow's fix examples for the ``torch.cond`` form: a submodule call on each side, and setup temporaries
-(bound before the cond, read by the branch lambdas through their closures). Part of
+"""predicated-control-flow's fix examples for the ``torch.cond`` form: a submodule call on each side, setup temporaries
+(bound before the cond, read by the branch lambdas through their closures, or bound inside a side's lambda when they
+must not run speculatively), and an early ``return``. Part of
 :data:`~mend.rules.predicated_control_flow.examples.FIX_EXAMPLES`."""
 from __future__ import annotations
 
@@ -130,6 +131,94 @@ COND_TEMP_EXAMPLES: list[tuple[str, str]] = [
                         else:
                             h = h * 2.0
                     return h
+        '''),
+    ),
+    # torch.cond for `if p: return a` with the code after it as the false side (an adaptive layer norm skipping
+    # zero-variance rows, helper-92's m02): `h` holds rsqrt, whose gradient is inf off the tested domain, so it is
+    # bound inside the false lambda and computed only when that side is taken; the original if and the code after it
+    # stay, after the cond's own if
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def __init__(self, dim: int = 8):
+                    super().__init__()
+                    self.to_shift = nn.Linear(dim, dim)
+                    self.to_scale = nn.Linear(dim, dim)
+
+                def forward(self, x, c):
+                    shift, scale = self.to_shift(c), self.to_scale(c)
+                    centered = x - x.mean(-1, keepdim=True)
+                    var = centered.pow(2).mean(-1, keepdim=True)
+                    if (var == 0).any():
+                        return centered * (1 + scale) + shift
+                    h = centered * var.rsqrt()
+                    return h * (1 + scale) + shift
+        '''),
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def __init__(self, dim: int = 8):
+                    super().__init__()
+                    self.to_shift = nn.Linear(dim, dim)
+                    self.to_scale = nn.Linear(dim, dim)
+
+                def forward(self, x, c):
+                    shift, scale = self.to_shift(c), self.to_scale(c)
+                    centered = x - x.mean(-1, keepdim=True)
+                    var = centered.pow(2).mean(-1, keepdim=True)
+                    # torch.cond under torch.compile only: in eager it costs ~1.5 s on the first call and ~16 ms
+                    # per call (torch 2.13); both paths compute the same value (the sides are pure, only the taken one runs)
+                    if not torch.is_grad_enabled() and torch.compiler.is_compiling() and ((var == 0).any()).numel() == 1:  # mend: predicated-control-flow (was: if (var == 0).any())
+                        return torch.cond((var == 0).any(), lambda: centered * (1 + scale) + shift, lambda: (lambda h: h * (1 + scale) + shift)(centered * var.rsqrt()))
+                    if (var == 0).any():
+                        return centered * (1 + scale) + shift
+                    h = centered * var.rsqrt()
+                    return h * (1 + scale) + shift
+        '''),
+    ),
+    # a setup temporary with a non-finite gradient off the tested domain (log): bound inside its side's lambda,
+    # `(lambda lx: lx * lx)(torch.log(x))`, value first as the statements ran; both sides read only `x`, so the
+    # cond also runs with autograd on
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, x):
+                    if x.min() > 0:
+                        lx = torch.log(x)
+                        y = lx * lx
+                    else:
+                        y = x * 0.5
+                    return y
+        '''),
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, x):
+                    # torch.cond under torch.compile only: in eager it costs ~1.5 s on the first call and ~16 ms
+                    # per call (torch 2.13); both paths compute the same value (the sides are pure, only the taken one runs)
+                    if torch.compiler.is_compiling() and (x.min() > 0).numel() == 1:  # mend: predicated-control-flow (was: if x.min() > 0)
+                        y = torch.cond(x.min() > 0, lambda: (lambda lx: lx * lx)(torch.log(x)), lambda: x * 0.5)
+                    else:
+                        if x.min() > 0:
+                            lx = torch.log(x)
+                            y = lx * lx
+                        else:
+                            y = x * 0.5
+                    return y
         '''),
     ),
 ]

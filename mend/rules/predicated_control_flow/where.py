@@ -126,21 +126,21 @@ def _rewrite_if(node: cst.If, ancestors: list[cst.CSTNode], env: _Env, positions
         env.cost_parts = {"pred": _code(preds[0]), "sides": [
             [_code(r) for r in _ret_parts(a.ret)] if returns else [_code(dict(a.assigns).get(n, cst.Name(n))) for n in
                                             _order(arms, order_seen) if n in selected] for a in arms]}
-    cond_temps = _cond_temps(arms, temps, order_seen, env, pred_codes, preds) if temps else ([], [])
-    no_cond = _why_not_cond(arms, elif_site, guard, setup, extra_return, cond_temps) or (
+    cond_temps = _cond_temps(arms, temps, order_seen, env, pred_codes, preds) if temps else ([], [], {})
+    no_cond = _why_not_cond(arms, elif_site, guard, setup, cond_temps) or (
         "the sides return tuples" if width is not None else None)
     if env.want == "cond":  # asked for torch.cond (mend fix's alternatives): it applies, or the site declines
         if no_cond:
             raise _Declined(f"torch.cond does not apply: {no_cond}")
         try:
             return _rewrite_cond(node, arms, selected, order_seen, returns, preds, pred_codes, hazards, env,
-                                 positions, span_end, cond_temps)
+                                 positions, span_end, cond_temps, tail=extra_return is not None)
         except _CondNotApplicable as why:
             raise _Declined(f"torch.cond does not apply: {why}") from None
     if hazards and not no_cond and env.want is None:
         try:
             return _rewrite_cond(node, arms, selected, order_seen, returns, preds, pred_codes, hazards, env,
-                                 positions, span_end, cond_temps)
+                                 positions, span_end, cond_temps, tail=extra_return is not None)
         except _CondNotApplicable:
             pass  # today's torch.where candidate; verification judges it
     env.form = "where"
@@ -258,14 +258,18 @@ def _ret_parts(ret: cst.BaseExpression) -> list[cst.BaseExpression]:
 
 
 def _cond_temps(arms, temps: set[str], order_seen: list[str], env: _Env, pred_codes: list[str],
-                preds) -> tuple[list[tuple[str, cst.BaseExpression]], list[dict]] | str:
+                preds) -> tuple[list[tuple[str, cst.BaseExpression]], list[dict], dict] | str:
     """The setup temporaries a torch.cond form binds before the cond (in order, each with its
-    value) and the obligations of running each on every path, or why it cannot: a temporary
-    read by a branch lambda through its closure runs whether or not its side is taken, as in
-    the torch.where form, so it must not read a name its side assigns before it, and its
-    screen must raise no speculation hazard (a submodule call, a gradient non-finite off the
-    tested domain), which torch.cond waives only for what runs inside a branch."""
-    out, obligations = [], []
+    value), the obligations of running each on every path, and those bound inside their side's
+    branch ({arm index: [(name, value)]}), or why it cannot: a temporary read by a branch
+    lambda through its closure runs whether or not its side is taken, as in the torch.where
+    form, so it must not read a name its side assigns before it, and its screen must raise no
+    speculation hazard (a submodule call, a gradient non-finite off the tested domain), which
+    torch.cond waives only for what runs inside a branch. A temporary with such a hazard, and
+    every later one of its side, is bound inside the branch instead (``(lambda h: b)(v)``: the
+    value first, then the side's value, as the statements ran), so it runs only when its side
+    is taken (the rsqrt of an adaptive layer norm's fall-through, helper-92's m02)."""
+    out, obligations, inner = [], [], {}
     for n in _order(arms, order_seen):
         if n not in temps:
             continue
@@ -276,6 +280,11 @@ def _cond_temps(arms, temps: set[str], order_seen: list[str], env: _Env, pred_co
         names = [t for t, _ in arm.assigns]
         value = dict(arm.assigns)[n]
         early = sorted(_read_names(value) & set(names[:names.index(n)]))
+        if i in inner:   # after a temporary bound in the branch: in the branch too, reading the earlier ones
+            if set(early) - temps:
+                return f"the setup temporary `{n}` reads `{sorted(set(early) - temps)[0]}`, which its side assigns"
+            inner[i].append((n, value))
+            continue
         if early:
             return f"the setup temporary `{n}` reads `{early[0]}`, which its side assigns before it"
         saved, env.obligations = env.obligations, []   # its own screen (oblige() skips what is already there)
@@ -283,19 +292,17 @@ def _cond_temps(arms, temps: set[str], order_seen: list[str], env: _Env, pred_co
             _screen(value, env, side=_guard_text(pred_codes, i))
         finally:
             new, env.obligations = env.obligations, saved
-        hazard = _speculation_hazards(new, preds)
-        if hazard:
-            what = hazard[0].get("call") or hazard[0].get("expr")
-            return (f"the setup temporary `{n}` would run on both paths before the cond, and it holds `{what}`, "
-                    "which must run only where its side is taken")
+        if _speculation_hazards(new, preds):   # runs only where its side is taken: cond-taken-side-only waives it
+            inner[i] = [(n, value)]
+            continue
         out.append((n, value))
         obligations += new
-    return out, obligations
+    return out, obligations, inner
 
 
-def _why_not_cond(arms, elif_site: bool, guard, setup, extra_return, temps) -> str | None:
-    """Why the branch cannot become ``torch.cond`` (the planner takes one if/else, or an if
-    whose untouched names are its else), else None."""
+def _why_not_cond(arms, elif_site: bool, guard, setup, temps) -> str | None:
+    """Why the branch cannot become ``torch.cond`` (the planner takes one if/else, an if whose
+    untouched names are its else, or ``if p: return a`` and the statements after it), else None."""
     if elif_site or len(arms) != 2:
         return "the branch is an elif chain (torch.cond takes one if/else)"
     if guard is not None:
@@ -304,8 +311,6 @@ def _why_not_cond(arms, elif_site: bool, guard, setup, extra_return, temps) -> s
         return "the branch's setup is hoisted above the selection"
     if setup.paired:
         return "the sides end with a paired call (its value is selected, not returned by a branch)"
-    if extra_return is not None:
-        return "the false side is the `return` after the if"
     if isinstance(temps, str):
         return temps
     return None
