@@ -314,3 +314,24 @@ def test_printed_grad_fn_names_count_only_between_eager_runs():
         compare(a, b, exact=True)
     with pytest.raises(Mismatch, match="stdout differ"):   # any other character still counts
         compare(a, _observed(lambda m, x: (print("h tensor([1., 3.], grad_fn=<X>)"), x * m.w)[1], x), exact=False)
+
+
+def test_a_small_counterexample_shows_every_value():
+    # helper-92: a (3, 8) counterexample showed 6 of its 24 values, so it could not be run again
+    import torch
+
+    from verifier.differential import differential_test
+
+    class Twice(torch.nn.Module):
+        def forward(self, x):
+            return x * 2
+
+    class Thrice(torch.nn.Module):
+        def forward(self, x):
+            return x * 3
+
+    ev = differential_test(Twice(), Thrice(), (torch.arange(24.0).reshape(3, 8),), max_examples=1, compiled=False)
+    assert not ev.passed
+    assert ev.counterexample.startswith("(3, 8) torch.float32 " + str([float(v) for v in range(24)]))
+    ev = differential_test(Twice(), Thrice(), (torch.arange(40.0),), max_examples=1, compiled=False)
+    assert ev.counterexample.startswith("(40,) torch.float32 [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, ... (40 values)]")

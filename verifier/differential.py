@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, Phase, given, seed as hyp_seed, settings, st
 from hypothesis.errors import Flaky
 
 from verifier import forcing, pystate
-from verifier.shown import without_grad_fn_names
+from verifier.shown import input_text, without_grad_fn_names
 
 EDGE_VALUES = [0.0, -0.0, float("inf"), float("-inf"), float("nan"), 1e30, -1e30]
 # drawn inputs that made the original raise, also run under Inductor (each new shape recompiles)
@@ -755,8 +755,7 @@ def _differential_test(original, mended, example: tuple, *, example_kwargs, emit
         state["n"] += 1
 
     def describe(args):
-        return ", ".join(f"{tuple(a.shape)} {a.dtype} {a.flatten()[:6].tolist()}" if isinstance(a, torch.Tensor) else repr(a)
-                         for a in args) + state.get("at", "")
+        return ", ".join(input_text(a) for a in args) + state.get("at", "")
 
     def outcomes():
         return {str(line): {"natural": sorted(forcing.seen(line) - {None}), "forced": [False, True]}
