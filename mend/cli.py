@@ -428,26 +428,16 @@ def _evidence_line(rw, verify: str) -> str:
             f"{', ' + ver['use'] if ver.get('use') == 'inference-only' else ''}")
 
 
-def _withheld_brief(reason: str) -> str:
-    """An unsafe fix's reason in one line for the console (helper-89: the full text, repeated per
-    site, buried the report): what it rests on, each reason up to its parenthesis; --json and
-    --html keep the whole reason."""
+def _withheld_brief(d) -> str:
+    """A withheld unsafe fix (a Declined with ``reasons``) in one line for the console
+    (helper-89: the full text, repeated per site, buried the report): what it rests on, each
+    reason up to its parenthesis; --json and --html keep the whole reason."""
     from mend.pipeline import UNTESTED
-    from mend.pipeline.choice import UNSAFE
 
-    head = next((p for p in (UNTESTED, UNSAFE) if reason.startswith(p)), None)
-    if head is None:
-        return reason
-    parts, depth, cur = [], 0, ""
-    for ch in reason[len(head):]:   # the reasons, split on "; " outside parentheses
-        depth += (ch == "(") - (ch == ")")
-        cur += ch
-        if depth == 0 and cur.endswith("; "):
-            parts.append(cur[:-2])
-            cur = ""
-    parts.append(cur)
-    brief = "; ".join(p.split(" (", 1)[0] for p in parts if p)
-    tested = "" if head == UNSAFE else ", its differential test not run"
+    if not d.reasons:
+        return d.reason
+    brief = "; ".join(r.split(" (", 1)[0] for r in d.reasons)
+    tested = ", its differential test not run" if d.reason.startswith(UNTESTED) else ""
     return f"unsafe fix, not applied without --unsafe-fixes{tested}: {brief} (the full reasons: --json, --html)"
 
 
@@ -479,7 +469,7 @@ def _print_fix(res, target: str, verify: str, written, console) -> None:
                           highlight=False, markup=False)
     for d in res.declined:
         what = "withheld " if d.safety else "declined "
-        console.print(f"  {what} {d.site}  {d.rule}: {_withheld_brief(d.reason) if d.safety else d.reason}",
+        console.print(f"  {what} {d.site}  {d.rule}: {_withheld_brief(d) if d.safety else d.reason}",
                       highlight=False, markup=False)
     for s in res.after.sites:
         if not s.fixable_by:

@@ -169,18 +169,22 @@ def test_an_unsafe_candidate_is_not_tested_without_unsafe_fixes(monkeypatch):
 def test_the_console_names_what_a_withheld_fix_rests_on_in_one_line():
     # helper-89: the whole reason, assumptions and all, repeated for every withheld site
     from mend.cli import _withheld_brief
-    from mend.pipeline import UNTESTED
+    from mend.pipeline import UNTESTED, Declined
     from mend.pipeline.choice import UNSAFE
 
-    reason = UNTESTED + ("replayed-on-exception rests on an observation, not a proof (no raiser follows; see "
-                         "verifier/replay_raisers.py (a; b)); cpu-only is unknown (no device facts)")
-    assert _withheld_brief(reason) == (
+    untested = Declined.withheld("m.py:3", "r", UNTESTED, {"label": "unsafe", "reasons": [
+        "replayed-on-exception rests on an observation, not a proof (no raiser follows; see "
+        "verifier/replay_raisers.py (a; b))", "cpu-only is unknown (no device facts)"]})
+    assert untested.reason.startswith(UNTESTED) and "(a; b)); cpu-only is unknown (no device facts)" in untested.reason
+    assert _withheld_brief(untested) == (
         "unsafe fix, not applied without --unsafe-fixes, its differential test not run: replayed-on-exception rests "
         "on an observation, not a proof; cpu-only is unknown (the full reasons: --json, --html)")
-    tested = UNSAFE + "gradients agree within tolerance, not bit-exact (largest difference 1.19e-07)"
+    tested = Declined.withheld("m.py:3", "r", UNSAFE, {"label": "unsafe", "reasons": [
+        "gradients agree within tolerance, not bit-exact (largest difference 1.19e-07)"]})
     assert _withheld_brief(tested) == ("unsafe fix, not applied without --unsafe-fixes: gradients agree within "
                                        "tolerance, not bit-exact (the full reasons: --json, --html)")
-    assert _withheld_brief("the cost model kept the break") == "the cost model kept the break"
+    kept = Declined("m.py:3", "r", "the cost model kept the break")
+    assert _withheld_brief(kept) == "the cost model kept the break"
 
 
 def test_the_summary_line_says_when_a_skipped_frame_compiles_again():

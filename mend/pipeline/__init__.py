@@ -23,7 +23,7 @@ import libcst as cst
 from mend.config import matching
 from mend.cost import METHODS
 from mend.errors import MendError
-from mend.pipeline.choice import Verified, choose_rewrite
+from mend.pipeline.choice import UNSAFE, Verified, choose_rewrite
 from mend.pipeline.executors import Failed, InProcess, Overlay, Skip, build_pair, factory_of, model_maker
 from mend.pipeline.records import Declined, FixResult, Rewrite, original_lines
 from mend.rules import RULES, Decline
@@ -203,9 +203,7 @@ def fix(spec: str, *, seed: int = 0, max_examples: int | None = None, max_rounds
                 safety = outcome[0].safety
                 if safety["label"] != "safe" and not unsafe_fixes:
                     ex.reject()
-                    declined.append(Declined(outcome[0].site, site.fixable_by,
-                                             "an unsafe fix, verified but not applied without --unsafe-fixes: "
-                                             + "; ".join(safety["reasons"][:3]), safety=safety["label"]))
+                    declined.append(Declined.withheld(outcome[0].site, site.fixable_by, UNSAFE, safety))
                     continue
                 trial = {**files, rel: outcome[1]}
                 rescanned = ex.rescan(trial)
@@ -554,8 +552,7 @@ def _verify(ex, rule, site, rel: str, current: str, files: dict[str, str], verif
     unsafe = fix_safety(proof["obligations"], None, use)
     if unsafe["label"] != "safe" and not unsafe_fixes:
         ex.unstage()  # the candidate's runs started with its facts are not needed
-        observed.outcome = Declined(where, site.fixable_by, UNTESTED + "; ".join(unsafe["reasons"][:3]),
-                                    safety=unsafe["label"])
+        observed.outcome = Declined.withheld(where, site.fixable_by, UNTESTED, unsafe)
         return observed
     try:
         evidence = ex.evidence(force, res.edge_values)

@@ -50,7 +50,7 @@ def _refusal(v: Verified, unsafe_fixes: bool) -> Declined | None:
         return v.outcome
     rw = v.outcome[0]
     if rw.safety["label"] != "safe" and not unsafe_fixes:
-        return Declined(rw.site, rw.rule, UNSAFE + "; ".join(rw.safety["reasons"][:3]), safety=rw.safety["label"])
+        return Declined.withheld(rw.site, rw.rule, UNSAFE, rw.safety)
     return None
 
 

@@ -68,6 +68,14 @@ class Declined(_JsonView):
     counterexample: str | None = None
     safety: str | None = None   # "unsafe": withheld without --unsafe-fixes (tested or not: the reason says)
     choice: dict | None = None  # the cost model's choice when it kept the graph break (mend.cost.choose)
+    reasons: list[str] | None = None   # a withheld unsafe fix: what it rests on, each whole (in ``reason`` too)
+
+    @classmethod
+    def withheld(cls, site: str, rule: str | None, head: str, safety: dict) -> "Declined":
+        """An unsafe fix withheld without --unsafe-fixes: ``head`` (why it was withheld, tested or
+        not) and the first three of ``safety``'s reasons (verifier.levels.fix_safety)."""
+        reasons = list(safety["reasons"][:3])
+        return cls(site, rule, head + "; ".join(reasons), safety=safety["label"], reasons=reasons)
 
     def __post_init__(self):
         if not self.site or not self.reason:
