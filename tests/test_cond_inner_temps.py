@@ -84,3 +84,60 @@ def test_views_of_one_tensor_in_the_branches_decline_under_inductor(tmp_path):
     assert "aliasing the input" in cands["cond"]["note"] and "(inductor)" in cands["cond"]["note"]
     assert "NaN" in cands["where"]["note"]
     assert mended is None   # nothing rewritten, nothing written
+
+
+def _fixed(name: str, tmp_path):
+    src = FIXTURES / "adversarial" / name
+    doc, mended = fix_in_own_process(src, tmp_path, "--examples", "10")
+    assert mended is not None and "torch.cond(" in mended, doc["declined"]
+    (tmp_path / name).write_text(mended)
+    orig = load_file_module(src, f"_h94_a_{name[:-3]}")
+    new = load_file_module(tmp_path / name, f"_h94_b_{name[:-3]}")
+    torch.manual_seed(0)
+    a, b = orig.Model(), new.Model()
+    b.load_state_dict(a.state_dict())
+    return orig, a, b, mended
+
+
+@pytest.mark.parametrize("name", ["h94_bn_tail_train.py", "h94_item_tail_train.py"])
+def test_a_module_in_training_keeps_the_if(name, tmp_path):
+    # helper-94's m05/m06: in training under no_grad, Inductor's cond left a BatchNorm's running
+    # statistics unwritten, and a block reading .item() in training raised; _mend_cond_ready now
+    # sends a module in training mode to the original if
+    orig, a, b, _ = _fixed(name, tmp_path)
+    a.train(), b.train()
+    (x,) = orig.get_inputs()   # the tail: the block runs
+    torch._dynamo.reset()
+    with torch.no_grad():
+        assert torch.allclose(torch.compile(b)(x), a(x), rtol=1e-5, atol=1e-6)
+    for (n, p), (_, q) in zip(a.named_buffers(), b.named_buffers()):
+        assert torch.allclose(p.float(), q.float(), rtol=1e-5, atol=1e-6), n
+    torch._dynamo.reset()
+
+
+def test_a_temporary_never_read_still_guards_the_cond(tmp_path):
+    # helper-94's m13: `feats = self.probe(x)` in the tail, its value unused: bound inside the
+    # branch, it dropped out of the analysis and the guard lost _mend_cond_ready; with a hook on
+    # the probe the compiled call raised
+    orig, a, b, mended = _fixed("h94_dead_probe_tail.py", tmp_path)
+    assert '_mend_cond_ready(self, getattr(self, "probe", None))' in mended
+    seen = []
+    for model in (a, b):
+        model.eval().probe.register_forward_hook(lambda mod, i, o: seen.append(o.shape))
+    (x, y) = orig.get_inputs()
+    torch._dynamo.reset()
+    with torch.no_grad():
+        assert torch.equal(torch.compile(b, backend="eager")(x, y), a(x, y))
+    assert len(seen) == 2   # the probe ran, and its hook fired, in both
+    torch._dynamo.reset()
+
+
+def test_a_tail_temporary_that_can_raise_runs_only_in_its_branch(tmp_path):
+    # helper-94's m03: `inv = torch.linalg.inv(m)` after an early return for a singular `m` was
+    # bound before the cond and raised on the early-return path; every temporary of the tail is
+    # now bound inside the branch (Inductor then fails to compile linalg.inv inside a cond, so
+    # the differential test's Inductor pass declines the site)
+    doc, mended = fix_in_own_process(FIXTURES / "adversarial" / "h94_inv_tail.py", tmp_path, "--examples", "10")
+    assert mended is None and doc["after"]["graph_count"] == 2
+    cond = next(c for c in doc["declined"][0]["choice"]["candidates"] if c["name"] == "cond")
+    assert "(inductor)" in cond["note"], cond

@@ -14,7 +14,6 @@ CASES = {
     "m05_and_index.py": "indexing",
     "m06_shape_batch1.py": "output",
     "m07_alias_input.py": "behaviour differs",
-    "m25_return_alias_nonscalar.py": "behaviour differs",
     "m40_return_input_untaken.py": "is input 0 itself in the original but is a new tensor",
     "m41_view_of_input_untaken.py": "shares the storage of input 0 in the original",
     "m33_noise_module_train.py": "differ",
@@ -32,6 +31,39 @@ def test_wrong_rewrite_is_declined(name):
     reasons = [d["reason"] for d in res.declined] + [s.reason for s in res.after.sites]
     expected = CASES[name] if isinstance(CASES[name], tuple) else (CASES[name],)
     assert any(e in r for e in expected for r in reasons), reasons
+
+
+def test_a_batch_sized_gate_returned_early_takes_the_cond_that_keeps_the_ifs_error(tmp_path):
+    """m25: `if gate > 0: return x + 1.0` then `return x * 0.5`, the gate one element only at
+    batch 1. torch.where broadcasts a batch-2 gate where the `if` raises (declined: behaviour
+    differs); since the early return takes torch.cond, the cond form runs only for a one-element
+    gate and the `if` keeps its error otherwise (in a process of its own, as a user runs mend)."""
+    import torch
+
+    from mend.targets import load_file_module
+    from tests.conftest import fix_in_own_process
+
+    src = FIXTURES / "adversarial" / "m25_return_alias_nonscalar.py"
+    doc, mended = fix_in_own_process(src, tmp_path, "--examples", "10")
+    (rw,) = doc["rewrites"]
+    assert "torch.cond" in rw["detail"] and "(gate > 0).numel() == 1" in mended
+    where = next(c for c in rw["choice"]["candidates"] if c["name"] == "where")
+    assert where["verified"] is False and "behaviour differs" in where["note"], where
+    (tmp_path / "m25.py").write_text(mended)
+    errors = []
+    for path in (src, tmp_path / "m25.py"):
+        mod = load_file_module(path, f"_m25_{len(errors)}")
+        torch.manual_seed(0)
+        model = mod.Model().eval()
+        torch._dynamo.reset()
+        with torch.no_grad():
+            for backend in ("eager", "inductor"):
+                assert torch.equal(torch.compile(model, backend=backend)(*mod.get_inputs()), model(*mod.get_inputs()))
+            with pytest.raises(RuntimeError) as err:
+                torch.compile(model, backend="eager")(torch.randn(2, 8))
+            errors.append(str(err.value).splitlines()[0])
+    assert errors[0] == errors[1] and "ambiguous" in errors[0]
+    torch._dynamo.reset()
 
 
 # host-count-reduction: wrong rewrites a reviewer found (tests/fixtures/adversarial/hc*.py).

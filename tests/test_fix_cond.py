@@ -42,7 +42,7 @@ def test_cond_rewrite_emitted_verified_and_compiles(name, cond, tmp_path):
     (x,) = orig.get_inputs()
     for args in [(x,), (-x,)]:  # both outcomes
         torch.manual_seed(0)
-        a, b = orig.Model(), new.Model()
+        a, b = orig.Model().eval(), new.Model().eval()   # a module in training keeps the if (_mend_cond_ready)
         b.load_state_dict(a.state_dict())
         torch._dynamo.reset()
         with torch.no_grad():  # the cond (guarded by `not torch.is_grad_enabled()` where the sides differ)
@@ -192,7 +192,7 @@ def test_cond_binds_a_setup_temporary_before_the_cond(tmp_path):
     ids, feats = orig.get_inputs()
     for args in [(ids, feats), (torch.zeros_like(ids), feats)]:   # both outcomes
         torch.manual_seed(0)
-        a, b = orig.Model(), new.Model()
+        a, b = orig.Model().eval(), new.Model().eval()   # a module in training keeps the if (_mend_cond_ready)
         b.load_state_dict(a.state_dict())
         torch._dynamo.reset()
         with torch.no_grad():

@@ -118,6 +118,8 @@ READY_TEXT = '''def _mend_cond_ready(*roots):
         found = list(root.values()) if isinstance(root, dict) else root if isinstance(root, (list, tuple)) else [root]
         for mod in found:
             for sub in mod.modules() if isinstance(mod, {torch}.nn.Module) else ():
+                if sub.training:
+                    return False
                 if sub._forward_hooks or sub._forward_pre_hooks or sub._backward_hooks or sub._backward_pre_hooks:
                     return False
                 if "parametrizations" in sub._modules or type(sub).__module__.startswith(
@@ -130,7 +132,9 @@ READY_TEXT = '''def _mend_cond_ready(*roots):
 def cond_modules_unhooked(ob: dict, ctx: Ctx) -> Outcome:
     """The cond runs only when ``_mend_cond_ready(<roots>)`` holds: no module hook (global, or on
     any submodule of a root), no parametrization and no quantized submodule, which torch.cond
-    could not trace whole (helper-88 F1, helper-90). A static screen of the mended file: the helper is the expected one, defined
+    could not trace whole (helper-88 F1, helper-90), and no submodule in training mode (helper-94:
+    under no_grad in training, Inductor's cond dropped a BatchNorm's running-statistics update,
+    and a block reading `.item()` only in training raised UncapturedHigherOrderOpError). A static screen of the mended file: the helper is the expected one, defined
     once, and an ``if`` whose test calls it with the roots guards a torch.cond call."""
     roots, t = ob.get("roots") or [], ob.get("torch") or "torch"
     if ctx.code is None:
@@ -147,8 +151,9 @@ def cond_modules_unhooked(ob: dict, ctx: Ctx) -> Outcome:
                        for b in n.body for c in ast.walk(b))]
     if not guarded:
         return check_refuted(by, f"no `if` guarding torch.cond calls `{READY}({', '.join(roots)})`")
-    return checked(by, ["a module hook, pruning or quantization added after the rewrite sends the call to the "
-                        "original if: Dynamo re-evaluates the helper at trace time and guards on the hook dicts",
+    return checked(by, ["a module hook, pruning, quantization or training mode set after the rewrite sends the call "
+                        "to the original if: Dynamo re-evaluates the helper at trace time and guards on the hook "
+                        "dicts and training flags",
                         "a side calling a module reached other than through `self`'s attributes or a parameter "
                         "(a global, a closure) is not covered (the rule names only those roots)"])
 

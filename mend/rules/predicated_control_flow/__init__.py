@@ -122,8 +122,9 @@ configuration is observed on the example only), a cond output that is not an ali
 (``paired-call-value-not-aliased``), and torch.cond's semantics (``cond-taken-side-only``,
 ``cond-no-autograd``; ``cond-modules-unhooked``: a side that calls ``self.<...>`` or a parameter
 runs under torch.cond only when ``_mend_cond_ready(...)`` finds no module hook, global or on any
-submodule, and no quantized module: helper-88 found a feature-capture hook, pruning and dynamic
-quantization added after mend ran made the compiled call raise), and the autocast-guarded form's kept ``if`` (``autocast-keeps-original``:
+submodule, no quantized module and no submodule in training mode: helper-88 found a feature-capture
+hook, pruning and dynamic quantization added after mend ran made the compiled call raise, helper-94
+a BatchNorm in training under no_grad whose running statistics Inductor's cond dropped), and the autocast-guarded form's kept ``if`` (``autocast-keeps-original``:
 a screen of both versions; autocast on a device type other than cpu and cuda is not guarded). A finiteness test (``isinf``/``isfinite``/``isnan``) moved into the
 graph that computes its tensor carries ``finiteness-test-precision``: Inductor computes a
 fused float16/bfloat16 producer in float32 without rounding, so an overflow the graph

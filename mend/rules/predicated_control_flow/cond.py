@@ -271,6 +271,16 @@ def _inlined(value: cst.BaseExpression, binds: list[tuple[str, cst.BaseExpressio
     return value
 
 
+def _with_binds(value: cst.BaseExpression, binds: list[tuple[str, cst.BaseExpression]]) -> cst.BaseExpression:
+    """What a side computes, for the screens of what it reads and calls: its value and each value
+    bound inside it, written out -- one whose result is never read runs too (helper-94's m13: a
+    dead `feats = self.probe(x)` dropped out of the analysis, and with it the hook guard)."""
+    if not binds:
+        return value
+    return cst.Tuple([cst.Element(_inlined(value, binds))] + [
+        cst.Element(_inlined(bound, binds[:k])) for k, (_, bound) in enumerate(binds)])
+
+
 def _lambda(body: cst.BaseExpression) -> cst.Lambda:
     return cst.Lambda(params=cst.Parameters(), body=_strip(body), colon=cst.Colon(whitespace_after=cst.SimpleWhitespace(" ")))
 
@@ -329,7 +339,7 @@ def _rewrite_cond(node: cst.If, arms: list[_Arm], selected: list[str], order_see
                             "torch.cond needs branch outputs of one dtype and torch.where would promote them")
         # a temporary bound inside a side is written out in its value: the facts know the names it reads
         # what each side reads and calls (as emitted: a clone included), its own temporaries written out
-        analysed.append((n, [_inlined(v, inner.get(i, [])) for i, v in enumerate(plain)]))
+        analysed.append((n, [_with_binds(v, inner.get(i, [])) for i, v in enumerate(plain)]))
         lhs, rhs = (_code(_inlined(v, inner.get(i, []))) for i, v in enumerate(values))
         obligations.append({"kind": "cond-branch-types", "target": n, "lhs": lhs, "rhs": rhs})
         obligations.append({"kind": "same-shape", "target": n, "lhs": lhs, "rhs": rhs})

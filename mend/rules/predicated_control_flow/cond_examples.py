@@ -43,6 +43,8 @@ COND_TEMP_EXAMPLES: list[tuple[str, str]] = [
                     found = list(root.values()) if isinstance(root, dict) else root if isinstance(root, (list, tuple)) else [root]
                     for mod in found:
                         for sub in mod.modules() if isinstance(mod, torch.nn.Module) else ():
+                            if sub.training:
+                                return False
                             if sub._forward_hooks or sub._forward_pre_hooks or sub._backward_hooks or sub._backward_pre_hooks:
                                 return False
                             if "parametrizations" in sub._modules or type(sub).__module__.startswith(
@@ -105,6 +107,8 @@ COND_TEMP_EXAMPLES: list[tuple[str, str]] = [
                     found = list(root.values()) if isinstance(root, dict) else root if isinstance(root, (list, tuple)) else [root]
                     for mod in found:
                         for sub in mod.modules() if isinstance(mod, torch.nn.Module) else ():
+                            if sub.training:
+                                return False
                             if sub._forward_hooks or sub._forward_pre_hooks or sub._backward_hooks or sub._backward_pre_hooks:
                                 return False
                             if "parametrizations" in sub._modules or type(sub).__module__.startswith(

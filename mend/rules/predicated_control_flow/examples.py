@@ -642,6 +642,8 @@ FIX_EXAMPLES: list[tuple[str, str]] = [
                     found = list(root.values()) if isinstance(root, dict) else root if isinstance(root, (list, tuple)) else [root]
                     for mod in found:
                         for sub in mod.modules() if isinstance(mod, torch.nn.Module) else ():
+                            if sub.training:
+                                return False
                             if sub._forward_hooks or sub._forward_pre_hooks or sub._backward_hooks or sub._backward_pre_hooks:
                                 return False
                             if "parametrizations" in sub._modules or type(sub).__module__.startswith(
@@ -737,6 +739,8 @@ FIX_EXAMPLES: list[tuple[str, str]] = [
                     found = list(root.values()) if isinstance(root, dict) else root if isinstance(root, (list, tuple)) else [root]
                     for mod in found:
                         for sub in mod.modules() if isinstance(mod, torch.nn.Module) else ():
+                            if sub.training:
+                                return False
                             if sub._forward_hooks or sub._forward_pre_hooks or sub._backward_hooks or sub._backward_pre_hooks:
                                 return False
                             if "parametrizations" in sub._modules or type(sub).__module__.startswith(

@@ -126,7 +126,8 @@ def _rewrite_if(node: cst.If, ancestors: list[cst.CSTNode], env: _Env, positions
         env.cost_parts = {"pred": _code(preds[0]), "sides": [
             [_code(r) for r in _ret_parts(a.ret)] if returns else [_code(dict(a.assigns).get(n, cst.Name(n))) for n in
                                             _order(arms, order_seen) if n in selected] for a in arms]}
-    cond_temps = _cond_temps(arms, temps, order_seen, env, pred_codes, preds) if temps else ([], [], {})
+    cond_temps = _cond_temps(arms, temps, order_seen, env, pred_codes, preds, extra_return is not None) \
+        if temps else ([], [], {})
     no_cond = _why_not_cond(arms, elif_site, guard, setup, cond_temps) or (
         "the sides return tuples" if width is not None else None)
     if env.want == "cond":  # asked for torch.cond (mend fix's alternatives): it applies, or the site declines
@@ -258,7 +259,7 @@ def _ret_parts(ret: cst.BaseExpression) -> list[cst.BaseExpression]:
 
 
 def _cond_temps(arms, temps: set[str], order_seen: list[str], env: _Env, pred_codes: list[str],
-                preds) -> tuple[list[tuple[str, cst.BaseExpression]], list[dict], dict] | str:
+                preds, tail: bool = False) -> tuple[list[tuple[str, cst.BaseExpression]], list[dict], dict] | str:
     """The setup temporaries a torch.cond form binds before the cond (in order, each with its
     value), the obligations of running each on every path, and those bound inside their side's
     branch ({arm index: [(name, value)]}), or why it cannot: a temporary read by a branch
@@ -268,7 +269,10 @@ def _cond_temps(arms, temps: set[str], order_seen: list[str], env: _Env, pred_co
     torch.cond waives only for what runs inside a branch. A temporary with such a hazard, and
     every later one of its side, is bound inside the branch instead (``(lambda h: b)(v)``: the
     value first, then the side's value, as the statements ran), so it runs only when its side
-    is taken (the rsqrt of an adaptive layer norm's fall-through, helper-92's m02)."""
+    is taken (the rsqrt of an adaptive layer norm's fall-through, helper-92's m02). ``tail``: the
+    false side is the code after an early ``return``; every temporary of it is bound inside its
+    branch (helper-94's m03: a `torch.linalg.inv` there, bound before the cond, raised on the
+    path where the original returned early)."""
     out, obligations, inner = [], [], {}
     for n in _order(arms, order_seen):
         if n not in temps:
@@ -280,7 +284,8 @@ def _cond_temps(arms, temps: set[str], order_seen: list[str], env: _Env, pred_co
         names = [t for t, _ in arm.assigns]
         value = dict(arm.assigns)[n]
         early = sorted(_read_names(value) & set(names[:names.index(n)]))
-        if i in inner:   # after a temporary bound in the branch: in the branch too, reading the earlier ones
+        if i in inner or (tail and i == len(arms) - 1):   # in the branch, reading the earlier ones
+            inner.setdefault(i, [])
             if set(early) - temps:
                 return f"the setup temporary `{n}` reads `{sorted(set(early) - temps)[0]}`, which its side assigns"
             inner[i].append((n, value))
