@@ -34,6 +34,7 @@ def test_the_verifier_rechecks_the_hoisted_condition_and_the_message():
     from mend.pipeline import fix
 
     res = fix(str(FIXTURES / "tensor_check_inline.py"), unsafe_fixes=True, max_examples=3)
+    assert res.rewrites, [d.to_json() for d in res.declined]   # CI 2026-12-07: once not verified in a worker
     ob = dict(next(o for o in res.rewrites[0]["obligations"] if o["kind"] == "check-equivalent"))
     ob.pop("result", None)
     assert check_equivalent(ob, Ctx({}, {}, res.mended)).result == "checked"
