@@ -11,10 +11,11 @@ from mend.targets import load_file_module
 from tests.conftest import FIXTURES, fix_in_own_process
 
 
-def _pair(name: str, mended_text: str, tmp_path):
-    (tmp_path / name).write_text(mended_text)
-    orig = load_file_module(FIXTURES / name, f"_cit_a_{name[:-3]}")
-    new = load_file_module(tmp_path / name, f"_cit_b_{name[:-3]}")
+def _pair(src, mended_text: str, tmp_path):
+    """The original fixture ``src``'s module, and its Model and the mended Model (same weights), in eval mode."""
+    (tmp_path / src.name).write_text(mended_text)
+    orig = load_file_module(src, f"_cit_a_{src.stem}")
+    new = load_file_module(tmp_path / src.name, f"_cit_b_{src.stem}")
     torch.manual_seed(0)
     a, b = orig.Model().eval(), new.Model().eval()
     b.load_state_dict(a.state_dict())
@@ -38,7 +39,7 @@ def test_the_temporary_runs_inside_its_branch(name, cond, tmp_path):
     assert "refuted" not in results.values() and "unknown" not in results.values(), results
     taken = next(o for o in rw["obligations"] if o["kind"] == "cond-taken-side-only")
     assert "finite-gradient" in taken["waives"]
-    orig, a, b = _pair(name, mended, tmp_path)
+    orig, a, b = _pair(FIXTURES / name, mended, tmp_path)
     inputs = [orig.get_inputs(), orig.get_trap_inputs()]   # both outcomes
     for args in inputs:
         with torch.no_grad():
@@ -59,7 +60,7 @@ def test_a_cond_with_autograd_has_the_ifs_gradients_on_both_sides(tmp_path):
     name = "cond_inner_temp_log.py"
     doc, mended = fix_in_own_process(FIXTURES / name, tmp_path, "--examples", "3")
     assert "not torch.is_grad_enabled()" not in mended
-    orig, a, b = _pair(name, mended, tmp_path)
+    orig, a, b = _pair(FIXTURES / name, mended, tmp_path)
     for args in (orig.get_inputs(), orig.get_trap_inputs()):
         torch._dynamo.reset()
         compiled = torch.compile(b, backend="aot_eager")
@@ -90,13 +91,7 @@ def _fixed(name: str, tmp_path):
     src = FIXTURES / "adversarial" / name
     doc, mended = fix_in_own_process(src, tmp_path, "--examples", "10")
     assert mended is not None and "torch.cond(" in mended, doc["declined"]
-    (tmp_path / name).write_text(mended)
-    orig = load_file_module(src, f"_h94_a_{name[:-3]}")
-    new = load_file_module(tmp_path / name, f"_h94_b_{name[:-3]}")
-    torch.manual_seed(0)
-    a, b = orig.Model(), new.Model()
-    b.load_state_dict(a.state_dict())
-    return orig, a, b, mended
+    return (*_pair(src, mended, tmp_path), mended)
 
 
 @pytest.mark.parametrize("name", ["h94_bn_tail_train.py", "h94_item_tail_train.py"])

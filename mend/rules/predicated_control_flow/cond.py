@@ -6,9 +6,10 @@ from __future__ import annotations
 import libcst as cst
 import libcst.matchers as m
 
-from mend.rules._common import has_out_kwarg, inplace_call
+from mend.rules._common import ReplaceAll, has_out_kwarg, inplace_call
 from mend.rules.predicated_control_flow.branches import _Arm, _line, _order
-from mend.rules.predicated_control_flow.env import NAME, _code, _Declined, _Env, _is_literal, _read_names, _strip, _walk
+from mend.rules.predicated_control_flow.env import (NAME, _code, _Declined, _Env, _is_literal, _name_reads,
+                                                    _read_names, _strip, _walk)
 from mend.rules.predicated_control_flow.screen import FORCING_HOOK, _is_bool
 from mend.taxonomy import call_name
 from verifier.encoders.cond import READY_TEXT
@@ -245,29 +246,12 @@ def _bound_inside(value: cst.BaseExpression, binds: list[tuple[str, cst.BaseExpr
     return value
 
 
-class _Inline(cst.CSTTransformer):
-    """Each read of ``name`` replaced by ``value`` in parentheses (an attribute's or keyword's name is no read)."""
-
-    def __init__(self, name: str, value: cst.BaseExpression):
-        self.name, self.value, self.names = name, value, set()
-
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        self.names.add(id(node.attr))
-
-    def visit_Arg(self, node: cst.Arg) -> None:
-        if node.keyword is not None:
-            self.names.add(id(node.keyword))
-
-    def leave_Name(self, original: cst.Name, updated: cst.Name):
-        if original.value != self.name or id(original) in self.names:
-            return updated
-        return _strip(self.value).with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-
-
 def _inlined(value: cst.BaseExpression, binds: list[tuple[str, cst.BaseExpression]]) -> cst.BaseExpression:
-    """``value`` with the temporaries of ``binds`` written out (the last bound first, as it may read the others)."""
+    """``value`` with the temporaries of ``binds`` written out, each read in parentheses (the last
+    bound first, as it may read the others)."""
     for name, bound in reversed(binds):
-        value = value.visit(_Inline(name, bound))
+        written = _strip(bound).with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        value = value.visit(ReplaceAll({id(n): written for n in _name_reads(value) if n.value == name}))
     return value
 
 
@@ -308,7 +292,7 @@ def _rewrite_cond(node: cst.If, arms: list[_Arm], selected: list[str], order_see
     obligations.append({"kind": "cond-predicate", "pred": pred_codes[0]})
     obligations += temps[1]   # the setup temporaries run on every path: their screens' obligations stay
     names = ["return"] if returns else [n for n in _order(arms, order_seen) if n in selected]
-    inner = temps[2] if len(temps) > 2 else {}
+    inner = temps[2]
     if inner and len(names) > 1:
         raise _CondNotApplicable("a setup temporary must run inside its branch, and the site selects several names "
                                  "(one cond each)")
@@ -337,9 +321,9 @@ def _rewrite_cond(node: cst.If, arms: list[_Arm], selected: list[str], order_see
             what = "; ".join(f"`{_code(v)}` is {c}" for v, c in zip(values, casts) if c)
             raise _Declined(f"the sides give `{n}` different dtypes ({what}, the other side is not cast); "
                             "torch.cond needs branch outputs of one dtype and torch.where would promote them")
-        # a temporary bound inside a side is written out in its value: the facts know the names it reads
         # what each side reads and calls (as emitted: a clone included), its own temporaries written out
         analysed.append((n, [_with_binds(v, inner.get(i, [])) for i, v in enumerate(plain)]))
+        # a temporary bound inside a side is written out in its value: the facts know the names it reads
         lhs, rhs = (_code(_inlined(v, inner.get(i, []))) for i, v in enumerate(values))
         obligations.append({"kind": "cond-branch-types", "target": n, "lhs": lhs, "rhs": rhs})
         obligations.append({"kind": "same-shape", "target": n, "lhs": lhs, "rhs": rhs})
@@ -417,12 +401,10 @@ def _rewrite_cond(node: cst.If, arms: list[_Arm], selected: list[str], order_see
             cst.EmptyLine(comment=cst.Comment(
         "# per call (torch 2.13); both paths compute the same value (the sides are pure, only the taken one runs)"))]
     original = node.with_changes(leading_lines=[])
-    if tail:   # `if p: return a` and the code after it stay as they were, after the cond's own if
-        new = [cst.If(test=compiling, body=cst.IndentedBlock(body=stmts, header=header),
-                      leading_lines=[*node.leading_lines, *note]), original]
-    else:
-        new = [cst.If(test=compiling, body=cst.IndentedBlock(body=stmts, header=header),
-                      orelse=cst.Else(body=cst.IndentedBlock(body=[original])), leading_lines=[*node.leading_lines, *note])]
+    new_if = cst.If(test=compiling, body=cst.IndentedBlock(body=stmts, header=header),
+                    leading_lines=[*node.leading_lines, *note])
+    # `if p: return a` and the code after it stay as they were, after the cond's own if
+    new = [new_if, original] if tail else [new_if.with_changes(orelse=cst.Else(body=cst.IndentedBlock(body=[original])))]
     kind_txt = ", ".join(names)
     why = "; ".join(sorted({("submodule call " + h["call"]) if h["kind"] == "untaken-side-runs" else
                             f"non-finite gradient of {h['expr']} off its guarded domain" for h in hazards}))

@@ -49,11 +49,16 @@ def _is_literal(expr: cst.BaseExpression) -> bool:
 
 def _read_names(node: cst.CSTNode) -> set[str]:
     """Variable names read in ``node`` (attribute and keyword names excluded)."""
-    names: set[str] = set()
+    return {n.value for n in _name_reads(node)}
+
+
+def _name_reads(node: cst.CSTNode) -> list[cst.Name]:
+    """The ``Name`` nodes of ``node`` that read a variable (attribute and keyword names excluded)."""
+    names: list[cst.Name] = []
 
     class V(cst.CSTVisitor):
         def visit_Name(self, n: cst.Name) -> None:
-            names.add(n.value)
+            names.append(n)
 
         def visit_Attribute(self, n: cst.Attribute) -> bool:
             n.value.visit(self)

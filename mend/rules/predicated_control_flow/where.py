@@ -126,8 +126,8 @@ def _rewrite_if(node: cst.If, ancestors: list[cst.CSTNode], env: _Env, positions
         env.cost_parts = {"pred": _code(preds[0]), "sides": [
             [_code(r) for r in _ret_parts(a.ret)] if returns else [_code(dict(a.assigns).get(n, cst.Name(n))) for n in
                                             _order(arms, order_seen) if n in selected] for a in arms]}
-    cond_temps = _cond_temps(arms, temps, order_seen, env, pred_codes, preds, extra_return is not None) \
-        if temps else ([], [], {})
+    early_return = extra_return is not None   # the false side is the code after `if p: return a`
+    cond_temps = _cond_temps(arms, temps, order_seen, env, pred_codes, preds, early_return) if temps else ([], [], {})
     no_cond = _why_not_cond(arms, elif_site, guard, setup, cond_temps) or (
         "the sides return tuples" if width is not None else None)
     if env.want == "cond":  # asked for torch.cond (mend fix's alternatives): it applies, or the site declines
@@ -135,13 +135,13 @@ def _rewrite_if(node: cst.If, ancestors: list[cst.CSTNode], env: _Env, positions
             raise _Declined(f"torch.cond does not apply: {no_cond}")
         try:
             return _rewrite_cond(node, arms, selected, order_seen, returns, preds, pred_codes, hazards, env,
-                                 positions, span_end, cond_temps, tail=extra_return is not None)
+                                 positions, span_end, cond_temps, tail=early_return)
         except _CondNotApplicable as why:
             raise _Declined(f"torch.cond does not apply: {why}") from None
     if hazards and not no_cond and env.want is None:
         try:
             return _rewrite_cond(node, arms, selected, order_seen, returns, preds, pred_codes, hazards, env,
-                                 positions, span_end, cond_temps, tail=extra_return is not None)
+                                 positions, span_end, cond_temps, tail=early_return)
         except _CondNotApplicable:
             pass  # today's torch.where candidate; verification judges it
     env.form = "where"
