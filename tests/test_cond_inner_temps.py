@@ -115,7 +115,7 @@ def test_a_temporary_never_read_still_guards_the_cond(tmp_path):
     # branch, it dropped out of the analysis and the guard lost _mend_cond_ready; with a hook on
     # the probe the compiled call raised
     orig, a, b, mended = _fixed("h94_dead_probe_tail.py", tmp_path)
-    assert '_mend_cond_ready(self, getattr(self, "probe", None))' in mended
+    assert '_mend_cond_ready(self, getattr(self, "probe", None), dense=(x, y))' in mended
     seen = []
     for model in (a, b):
         model.eval().probe.register_forward_hook(lambda mod, i, o: seen.append(o.shape))
@@ -136,3 +136,32 @@ def test_a_tail_temporary_that_can_raise_runs_only_in_its_branch(tmp_path):
     assert mended is None and doc["after"]["graph_count"] == 2
     cond = next(c for c in doc["declined"][0]["choice"]["candidates"] if c["name"] == "cond")
     assert "(inductor)" in cond["note"], cond
+
+
+def test_sides_of_two_dtypes_after_a_model_cast_are_refuted(tmp_path):
+    # helper-94's m08: proved before at the example's float32 only (the Linear's weight dtype was
+    # a constant); after model.bfloat16() the compiled cond raised where the if returned
+    doc, mended = fix_in_own_process(FIXTURES / "adversarial" / "h94_bf16_sides.py", tmp_path)
+    assert mended is None and doc["after"]["graph_count"] == doc["before"]["graph_count"]
+    (dec,) = doc["declined"]
+    assert dec["failed_obligations"] == ["cond-branch-types"] and "bfloat16" in dec["counterexample"], dec
+
+
+def test_a_transposed_input_or_a_cast_model_runs_the_kept_if(tmp_path):
+    # helper-94's m09: a transposed input made the sides' stride orders differ (torch.cond raised);
+    # the guard sends it to the kept if, and a bfloat16 model still takes the cond (one dtype)
+    src = FIXTURES / "adversarial" / "h94_transposed_input.py"
+    orig, a, b, mended = _fixed(src.name, tmp_path)
+    assert '_mend_cond_ready(self, getattr(self, "proj", None), dense=(x,))' in mended
+    (x,) = orig.get_inputs()
+    xt = x.transpose(1, 2).contiguous().transpose(1, 2)
+    for inp in (x, x * 1000, xt, xt * 1000):
+        for backend in ("eager", "aot_eager"):
+            torch._dynamo.reset()
+            with torch.no_grad():
+                assert torch.equal(torch.compile(b, backend=backend)(inp), a(inp)), backend
+    a, b = a.bfloat16(), b.bfloat16()
+    torch._dynamo.reset()
+    with torch.no_grad():
+        assert torch.equal(torch.compile(b, backend="eager", fullgraph=True)(x.bfloat16()), a(x.bfloat16()))
+    torch._dynamo.reset()

@@ -17,7 +17,7 @@ from verifier.encoders.base import Ctx
 from verifier.encoders.cond import cond_modules_unhooked
 
 SOURCE = (FIXTURES / "cond_submodule_branch.py").read_text()
-READY_CALL = '_mend_cond_ready(self, getattr(self, "mlp_a", None), getattr(self, "mlp_b", None))'
+READY_CALL = '_mend_cond_ready(self, getattr(self, "mlp_a", None), getattr(self, "mlp_b", None), h, dense=(x,))'
 
 
 def _mended(tmp_path):
@@ -70,7 +70,7 @@ def test_a_module_changed_after_mend_runs_the_kept_if(tmp_path, change):
 def test_the_screen_reads_the_helper_and_the_guard(tmp_path):
     res, _, _ = _mended(tmp_path)
     (ob,) = [o for o in res.obligations if o["kind"] == "cond-modules-unhooked"]
-    assert ob["roots"] == ["self", 'getattr(self, "mlp_a", None)', 'getattr(self, "mlp_b", None)']
+    assert ob["roots"] == ["self", 'getattr(self, "mlp_a", None)', 'getattr(self, "mlp_b", None)', "h", "dense=(x,)"]
     assert cond_modules_unhooked(ob, Ctx({}, {}, res.code, SOURCE)).result == "checked"
     weakened = res.code.replace('"parametrizations" in sub._modules or ', "", 1)
     assert cond_modules_unhooked(ob, Ctx({}, {}, weakened, SOURCE)).result == "refuted"
@@ -111,3 +111,31 @@ def test_modules_the_guard_must_reach(tmp_path, name, change, train):
                 outs.append(torch.compile(model, backend="eager")(*args))
         assert torch.equal(outs[0], outs[1])
     torch._dynamo.reset()
+
+
+def _branch_types(guard_call: str | None, guard: list[str]):
+    """cond-branch-types of `x * self.scale` vs `x` (float32 on the example), the mended file's
+    cond guarded by ``guard_call`` (None: no guard)."""
+    from verifier.encoders.cond import READY_TEXT, cond_branch_types
+
+    test = "torch.compiler.is_compiling()" + (f" and {guard_call}" if guard_call else "")
+    code = READY_TEXT.format(torch="torch") + (
+        "\n\nclass Model:\n    def forward(self, x):\n"
+        f"        if {test}:\n            return torch.cond(x.sum() > 0, lambda: x * self.scale, lambda: x.clone())\n")
+    facts = {"names": {"x": {"kind": "tensor", "shape": [3, 4], "dtype": "float32"},
+                       "self.scale": {"kind": "tensor", "shape": [4], "dtype": "float32", "param": True}}}
+    ob = {"kind": "cond-branch-types", "target": "return", "lhs": "x * self.scale", "rhs": "x", "guard": guard,
+          "torch": "torch"}
+    return cond_branch_types(ob, Ctx(facts, {}, code, ""))
+
+
+def test_branch_dtypes_rest_on_the_guard_that_checks_them():
+    # the floating tensors the guard checks share one dtype: proved for every such dtype
+    roots = ['getattr(self, "scale", None)', "dense=(x,)"]
+    assert _branch_types(f"_mend_cond_ready({', '.join(roots)})", roots).result == "proved"
+    # without the guard in the file, or with a guard that does not check self.scale, a float64
+    # parameter beside a float32 input gives two dtypes: refuted, never proved at the example's
+    # dtypes only (helper-94 m08)
+    for call, guard in ((None, roots), ("_mend_cond_ready(dense=(x,))", ["dense=(x,)"])):
+        out = _branch_types(call, guard)
+        assert out.result == "refuted" and out.tier == "equal-sizes", out

@@ -10,8 +10,7 @@ indexing/slicing. Anything else raises :class:`verifier.smt.Unsupported` (unknow
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import z3
 
@@ -20,39 +19,16 @@ from verifier.effects import dotted_name as _dotted
 from verifier.ops import BINARY as _BINARY, CAST as _CAST, COMPARE as _COMPARE, NAMESPACES as _NAMESPACES
 from verifier.ops import REDUCE as _REDUCE, SHAPE_SAME_DTYPE as _SHAPE_SAME_DTYPE, UNARY_BOOL as _UNARY_BOOL
 from verifier.ops import UNARY_FLOAT as _UNARY_FLOAT, UNARY_SAME as _UNARY_SAME
+from verifier.module_shapes import M, _num, module_call
 from verifier.smt import Unsupported
-
-
-@dataclass
-class M:
-    """Abstract value: a tensor (symbolic shape, dtype term), a Python number, ..."""
-
-    kind: str
-    shape: list | None = None
-    dtype: Any = None
-    cat: str | None = None
-    ival: Any = None
-    fval: float | None = None
-    fact: dict | None = None
-    name: str | None = None
-    items: list | None = None
-    owner: Any = None
-
-    @property
-    def rank(self) -> int:
-        return len(self.shape)
-
-
-def _num(cat, ival=None, fval=None) -> M:
-    return M("num", cat=cat, ival=ival, fval=fval)
-
 
 
 class ShapeEval:
     """Evaluate an expression (Python AST) to an abstract value, collecting the
     preconditions (``pre``) whose failure makes some op raise."""
 
-    def __init__(self, facts: dict, defs: dict[str, str], tier: str, *, strict_dtypes: bool = False):
+    def __init__(self, facts: dict, defs: dict[str, str], tier: str, *, strict_dtypes: bool = False,
+                 uniform: Callable[[str, bool], bool] | None = None):
         self.facts = facts.get("names", {}) if facts else {}
         self.self_modules = facts.get("self", {}) if facts else {}
         self.defs = defs
@@ -64,6 +40,10 @@ class ShapeEval:
         self.sym_dims: list[tuple[Any, int, str]] = []  # (var, observed, leaf)
         self.state_dims: dict[int, str] = {}             # size -> a module-state dim of that size
         self.depth = 0
+        # uniform(dotted, is_parameter): whether the floating tensor `dotted` has the one floating
+        # dtype a runtime guard checks every such tensor shares (torch.cond's `_mend_cond_ready`)
+        self.uniform = uniform
+        self.one_float = None
 
     # leaves -----------------------------------------------------------------------------
     def leaf(self, dotted: str) -> M:
@@ -72,6 +52,8 @@ class ShapeEval:
         f = self.facts.get(dotted)
         if f is None and dotted.startswith("self.") and dotted.count(".") == 1:
             f = self.self_modules.get(dotted.split(".")[1])
+        if f is not None and self.uniform is not None and dotted in self.defs and not self.uniform(dotted, False):
+            f = None    # a temporary the guard does not check: its definition, over what the guard checks
         if f is None:
             if dotted in self.defs and self.depth < 8:
                 self.depth += 1
@@ -85,6 +67,31 @@ class ShapeEval:
         v = self.from_fact(dotted, f)
         self.leaves[dotted] = v
         return v
+
+    def dtype_of(self, dotted: str, obs: str, state: bool, param: bool = False):
+        """The dtype term of the tensor ``dotted`` observed as ``obs``, with its assumption:
+        the observed dtype (strict tier), else its category (any floating dtype, ...) or, under
+        ``uniform``, the one floating dtype its guard checks."""
+        dt = z3.Const(f"{dotted}.dtype", DT)
+        if obs not in DTC:
+            raise Unsupported(f"`{dotted}` has dtype {obs}, outside the encoded dtypes")
+        if self.strict_dtypes or (obs == "bool" and state):
+            self.assume.append((dt == DTC[obs], f"`{dotted}` is a {obs} tensor (observed)"))
+        elif obs == "bool":   # a mask may arrive as 0/1 integers, where x[m] indexes (helper-37)
+            self.assume.append((z3.Or(dt == DTC["bool"], is_int(dt)),
+                                f"`{dotted}` is a bool or integer tensor (observed bool; an input mask may be 0/1 "
+                                "integers)"))
+        elif obs in FLOATS and self.uniform is not None and self.uniform(dotted, param):
+            if self.one_float is None:
+                self.one_float = z3.Const("guarded floating dtype", DT)
+                self.assume.append((is_float(self.one_float), None))
+            self.assume.append((dt == self.one_float, f"`{dotted}` has the floating dtype shared by every floating "
+                                f"tensor the guard checks (observed {obs}; any floating dtype)"))
+        elif obs in FLOATS:
+            self.assume.append((is_float(dt), f"`{dotted}` is a floating-point tensor (observed {obs}; any floating dtype)"))
+        else:
+            self.assume.append((is_int(dt), f"`{dotted}` is an integer tensor (observed {obs}; any integer dtype)"))
+        return dt
 
     def from_fact(self, dotted: str, f: dict) -> M:
         k = f["kind"]
@@ -102,20 +109,7 @@ class ShapeEval:
                     dims.append(d)
             if state and f["shape"]:
                 self.assume.append((z3.BoolVal(True), f"module state `{dotted}` has its observed shape {tuple(f['shape'])}"))
-            dt = z3.Const(f"{dotted}.dtype", DT)
-            obs = f["dtype"]
-            if obs not in DTC:
-                raise Unsupported(f"`{dotted}` has dtype {obs}, outside the encoded dtypes")
-            if self.strict_dtypes or (obs == "bool" and state):
-                self.assume.append((dt == DTC[obs], f"`{dotted}` is a {obs} tensor (observed)"))
-            elif obs == "bool":   # a mask may arrive as 0/1 integers, where x[m] indexes (helper-37)
-                self.assume.append((z3.Or(dt == DTC["bool"], is_int(dt)),
-                                    f"`{dotted}` is a bool or integer tensor (observed bool; an input mask may be 0/1 "
-                                    "integers)"))
-            elif obs in FLOATS:
-                self.assume.append((is_float(dt), f"`{dotted}` is a floating-point tensor (observed {obs}; any floating dtype)"))
-            else:
-                self.assume.append((is_int(dt), f"`{dotted}` is an integer tensor (observed {obs}; any integer dtype)"))
+            dt = self.dtype_of(dotted, f["dtype"], state, bool(f.get("param")))
             return M("tensor", shape=dims, dtype=dt, name=dotted, fact=f)
         if k == "num":
             cat = f["cat"]
@@ -447,41 +441,13 @@ class ShapeEval:
             ns, _, name = func.name.rpartition(".")
             return self.call(name, args, kwargs, what, ns=ns)
         if func.kind == "module":
-            return self.module_call(func, args, kwargs, what)
+            return module_call(self, func, args, kwargs, what)
         if func.kind == "callable":
             q = func.name
             if q.startswith("builtins."):
                 return self.call(q.split(".", 1)[1], args, kwargs, what, ns="builtins")
             raise Unsupported(f"call of `{q}`, whose effect and result are not modelled")
         raise Unsupported(f"call of a {func.kind}")
-
-    def module_call(self, mod: M, args, kwargs, what) -> M:
-        f = mod.fact
-        t = f["type"]
-        if not args or args[0].kind != "tensor":
-            raise Unsupported(f"{t} called without a tensor")
-        x = args[0]
-        if t in ("ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Identity", "LeakyReLU", "ELU", "Softplus", "Mish",
-                 "Hardtanh", "Hardswish", "Dropout"):
-            return M("tensor", shape=list(x.shape), dtype=x.dtype)
-        if t == "Linear":
-            w = f.get("weight")
-            if x.rank == 0:
-                self.pre.append((z3.BoolVal(False), f"{t} of a 0-dim tensor raises ({what})"))
-                return M("tensor", shape=[], dtype=x.dtype)
-            self.pre.append((x.shape[-1] == f["in_features"], f"last size is in_features={f['in_features']} in `{what}`"))
-            if w:
-                self.pre.append((x.dtype == DTC[w["dtype"]], f"input dtype equals the weight's ({w['dtype']}) in `{what}`"))
-            return M("tensor", shape=list(x.shape[:-1]) + [z3.IntVal(f["out_features"])],
-                     dtype=DTC[w["dtype"]] if w else x.dtype)
-        if t in ("LayerNorm", "RMSNorm"):
-            ns = f.get("normalized_shape") or []
-            for i, n in enumerate(reversed(ns)):
-                if i < x.rank:
-                    self.pre.append((x.shape[-1 - i] == n, f"trailing sizes match normalized_shape in `{what}`"))
-            self.pre.append((is_float(x.dtype), f"{t} needs a floating input ({what})"))
-            return M("tensor", shape=list(x.shape), dtype=x.dtype)
-        raise Unsupported(f"submodule `{mod.name}` ({t}) has no shape transfer function")
 
     def _dim_arg(self, args, kwargs, pos, name="dim"):
         v = kwargs.get(name, args[pos] if len(args) > pos else None)

@@ -120,13 +120,15 @@ def _witnesses(terms: list, values: tuple[int, ...], limit: int = 48):
         yield [var == val for (_, var), val in zip(names, combo)], ", ".join(f"{k} = {v}" for (k, _), v in zip(names, combo))
 
 
-def shape_tiers(ctx: Ctx, build: Callable[[ShapeEval], tuple[Any, Any]]) -> list:
+def shape_tiers(ctx: Ctx, build: Callable[[ShapeEval], tuple[Any, Any]], *,
+                uniform: Callable[[str, bool], bool] | None = None, observed: bool = True) -> list:
     """Tiers for shape/dtype claims: general (independent sizes, dtype categories), equal
-    sizes (sizes equal on the example stay equal), observed (the example's sizes and dtypes).
-    ``build(ev) -> (negated claim, extra)``."""
+    sizes (sizes equal on the example stay equal), observed (the example's sizes and dtypes;
+    left out when ``observed`` is False). ``build(ev) -> (negated claim, extra)``;
+    ``uniform``: see :class:`ShapeEval`."""
     def make(tier: str):
         def run():
-            ev = ShapeEval(ctx.facts, ctx.defs, tier, strict_dtypes=(tier == "observed"))
+            ev = ShapeEval(ctx.facts, ctx.defs, tier, strict_dtypes=(tier == "observed"), uniform=uniform)
             claim_neg, extra = build(ev)
             premises = [a for a, _ in ev.assume]
             texts = assumption_texts(ev.assume)
@@ -149,7 +151,8 @@ def shape_tiers(ctx: Ctx, build: Callable[[ShapeEval], tuple[Any, Any]]) -> list
                             f"{a} = {n} ({ev.state_dims[n]})" for a, n in fixed))
             return Query(premises, [claim_neg], texts, (ev, extra))
         return run
-    return [("general", make("general")), ("equal-sizes", make("equal-sizes")), ("observed", make("observed"))]
+    return [("general", make("general")), ("equal-sizes", make("equal-sizes"))] + (
+        [("observed", make("observed"))] if observed else [])
 
 
 def value_tiers(ctx: Ctx, build: Callable[[ValueEval, bool], tuple[list, Any]]):

@@ -46,7 +46,19 @@ def cond_predicate(ob: dict, ctx: Ctx) -> Outcome:
 
 def cond_branch_types(ob: dict, ctx: Ctx) -> Outcome:
     """The two branch outputs agree in structure (each one tensor) and dtype (PyTorch
-    promotion rules), as torch.cond requires; shapes are a separate same-shape obligation."""
+    promotion rules), as torch.cond requires; shapes are a separate same-shape obligation.
+
+    Proved for every dtype the inputs and module state may have, never at the example's
+    dtypes only (there torch.cond raises, helper-94 m08): when the mended file guards the cond
+    with ``_mend_cond_ready(<guard>)``, the floating tensors it checks share one dtype."""
+    guard = ob.get("guard") or []
+    uniform = None
+    if guard and not _guard_missing(ctx.code, guard, ob.get("torch") or "torch"):
+        roots = _guarded(guard)
+
+        def uniform(name: str, param: bool) -> bool:
+            return name in roots or param and any(name.startswith(r + ".") for r in roots)
+
     def build(ev: ShapeEval):
         a, b = ev.eval(_expr(ob["lhs"])), ev.eval(_expr(ob["rhs"]))
         if a.kind != "tensor" or b.kind != "tensor":
@@ -60,7 +72,7 @@ def cond_branch_types(ob: dict, ctx: Ctx) -> Outcome:
         if a.kind != "tensor" or b.kind != "tensor":
             return "a side is a Python number, not a tensor: the branch outputs differ in structure"
         return model_text(model)
-    return decide("cond-branch-types", shape_tiers(ctx, build), ctx,
+    return decide("cond-branch-types", shape_tiers(ctx, build, uniform=uniform, observed=False), ctx,
                   "pytree structure (one tensor per name) and PyTorch type promotion (torch.promote_types table, "
                   "ATen combine_categories) over a DType datatype", describe,
                   fixed_by="the dtype model gives both branch outputs the same dtype term (no solver query needed)")
@@ -109,14 +121,20 @@ def cond_no_autograd(ob: dict, ctx: Ctx) -> Outcome:
 
 # the helper the rule emits (mend reads it from here), compared as an AST with the mended file's
 READY = "_mend_cond_ready"
-READY_TEXT = '''def _mend_cond_ready(*roots):
+READY_TEXT = '''def _mend_cond_ready(*roots, dense=()):
     hooks = {torch}.nn.modules.module
     if (hooks._global_forward_hooks or hooks._global_forward_pre_hooks or hooks._global_backward_hooks
             or hooks._global_backward_pre_hooks):
         return False
-    for root in roots:
+    dtypes = set()
+    for i, root in enumerate((*dense, *roots)):
         found = list(root.values()) if isinstance(root, dict) else root if isinstance(root, (list, tuple)) else [root]
         for mod in found:
+            if isinstance(mod, {torch}.Tensor):
+                if i < len(dense) and not mod.is_contiguous():
+                    return False
+                if mod.is_floating_point():
+                    dtypes.add(mod.dtype)
             for sub in mod.modules() if isinstance(mod, {torch}.nn.Module) else ():
                 if sub.training:
                     return False
@@ -125,8 +143,46 @@ READY_TEXT = '''def _mend_cond_ready(*roots):
                 if "parametrizations" in sub._modules or type(sub).__module__.startswith(
                         ("torch.ao.", "torch.nn.quantized", "torch.nn.intrinsic")):
                     return False
-    return True
+                for t in [*sub.parameters(recurse=False), *sub.buffers(recurse=False)]:
+                    if t.is_floating_point():
+                        dtypes.add(t.dtype)
+    return len(dtypes) <= 1
 '''
+
+
+def _guard_missing(code: str | None, roots: list[str], torch: str) -> str | None:
+    """Why the mended file does not guard a torch.cond with ``_mend_cond_ready(<roots>)``
+    defined as the rule emits it (None when it does)."""
+    if code is None:
+        return "the mended file is not recorded"
+    tree = ast.parse(code)
+    defs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == READY]
+    want = ast.dump(ast.parse(READY_TEXT.format(torch=torch)).body[0])
+    if len(defs) != 1 or ast.dump(defs[0]) != want:
+        return f"the mended file does not define `{READY}` once, as the rule emits it"
+    call = ast.dump(ast.parse(f"{READY}({', '.join(roots)})", mode="eval").body)
+    guarded = [n for n in ast.walk(tree) if isinstance(n, ast.If) and any(ast.dump(c) == call for c in ast.walk(n.test))
+               and any(isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "cond"
+                       for b in n.body for c in ast.walk(b))]
+    return None if guarded else f"no `if` guarding torch.cond calls `{READY}({', '.join(roots)})`"
+
+
+def _guarded(roots: list[str]) -> set[str]:
+    """The dotted names the guard ``_mend_cond_ready(<roots>)`` checks: ``self.a.b`` for
+    ``getattr(getattr(self, "a", None), "b", None)``, ``x`` for ``x`` and for ``dense=(x,)``."""
+    call = ast.parse(f"{READY}({', '.join(roots)})", mode="eval").body
+    nodes = list(call.args) + [e for k in call.keywords if k.arg == "dense" and isinstance(k.value, ast.Tuple)
+                               for e in k.value.elts]
+    out = set()
+    for node in nodes:
+        names = []
+        while isinstance(node, ast.Call) and getattr(node.func, "id", None) == "getattr" and len(node.args) == 3 \
+                and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+            names.insert(0, node.args[1].value)
+            node = node.args[0]
+        if isinstance(node, ast.Name):
+            out.add(".".join([node.id, *names]))
+    return out
 
 
 def cond_modules_unhooked(ob: dict, ctx: Ctx) -> Outcome:
@@ -134,26 +190,24 @@ def cond_modules_unhooked(ob: dict, ctx: Ctx) -> Outcome:
     any submodule of a root), no parametrization and no quantized submodule, which torch.cond
     could not trace whole (helper-88 F1, helper-90), and no submodule in training mode (helper-94:
     under no_grad in training, Inductor's cond dropped a BatchNorm's running-statistics update,
-    and a block reading `.item()` only in training raised UncapturedHigherOrderOpError). A static screen of the mended file: the helper is the expected one, defined
+    and a block reading `.item()` only in training raised UncapturedHigherOrderOpError); and every
+    ``dense`` tensor (the function's parameters the sides read) contiguous, every floating tensor of the roots (their parameters and buffers
+    included) of one dtype (helper-94 m08/m09: after ``model.bfloat16()`` or for a transposed
+    input the sides' outputs differed in dtype or stride order, and torch.cond raised where the
+    if returned). A static screen of the mended file: the helper is the expected one, defined
     once, and an ``if`` whose test calls it with the roots guards a torch.cond call."""
     roots, t = ob.get("roots") or [], ob.get("torch") or "torch"
     if ctx.code is None:
         return unknown("the mended file is not recorded")
-    tree = ast.parse(ctx.code)
-    defs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == READY]
-    want = ast.dump(ast.parse(READY_TEXT.format(torch=t)).body[0])
     by = "the static screen of the mended file: the helper verbatim, and the cond's guard calling it with the roots"
-    if len(defs) != 1 or ast.dump(defs[0]) != want:
-        return check_refuted(by, f"the mended file does not define `{READY}` once, as the rule emits it")
-    call = ast.dump(ast.parse(f"{READY}({', '.join(roots)})", mode="eval").body)
-    guarded = [n for n in ast.walk(tree) if isinstance(n, ast.If) and any(ast.dump(c) == call for c in ast.walk(n.test))
-               and any(isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "cond"
-                       for b in n.body for c in ast.walk(b))]
-    if not guarded:
-        return check_refuted(by, f"no `if` guarding torch.cond calls `{READY}({', '.join(roots)})`")
+    missing = _guard_missing(ctx.code, roots, t)
+    if missing:
+        return check_refuted(by, missing)
     return checked(by, ["a module hook, pruning, quantization or training mode set after the rewrite sends the call "
                         "to the original if: Dynamo re-evaluates the helper at trace time and guards on the hook "
                         "dicts and training flags",
+                        "a non-contiguous `dense` tensor, or floating roots of two dtypes, send the call to the "
+                        "original if: Dynamo guards on each tensor's dtype and strides",
                         "a side calling a module reached other than through `self`'s attributes or a parameter "
                         "(a global, a closure) is not covered (the rule names only those roots)"])
 

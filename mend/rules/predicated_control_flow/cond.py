@@ -8,8 +8,8 @@ import libcst.matchers as m
 
 from mend.rules._common import ReplaceAll, has_out_kwarg, inplace_call
 from mend.rules.predicated_control_flow.branches import _Arm, _line, _order
-from mend.rules.predicated_control_flow.env import (NAME, _code, _Declined, _Env, _is_literal, _name_reads,
-                                                    _read_names, _strip, _walk)
+from mend.rules.predicated_control_flow.env import (NAME, _bound_names, _code, _Declined, _Env, _is_literal,
+                                                    _name_reads, _params, _read_names, _strip, _walk)
 from mend.rules.predicated_control_flow.screen import FORCING_HOOK, _is_bool
 from mend.taxonomy import call_name
 from verifier.encoders.cond import READY_TEXT
@@ -29,8 +29,10 @@ READY = "_mend_cond_ready"
 # helper-88 F1: torch.cond traces both sides whole, and a forward hook with an effect (feature
 # capture), pruning (a pre-hook that sets an attribute) or dynamic quantization added to a
 # submodule after mend ran made the compiled call raise UncapturedHigherOrderOpError where the
-# if ran; Dynamo decides this at trace time (guards on the hook dicts), so it adds no break
-READY_HELPER = READY_TEXT.replace("def _mend_cond_ready(*roots):", "def _mend_cond_ready(*roots):  # mend: "
+# if ran; so did sides of two dtypes after model.bfloat16() and of two stride orders for a
+# transposed input (helper-94 m08, m09). Dynamo decides this at trace time (guards on the hook
+# dicts, dtypes and strides), so it adds no break
+READY_HELPER = READY_TEXT.replace("def _mend_cond_ready(*roots, dense=()):", "def _mend_cond_ready(*roots, dense=()):  # mend: "
                                   "predicated-control-flow -- torch.cond only for modules it can trace", 1)
 
 
@@ -60,6 +62,38 @@ def module_roots(values: list[cst.BaseExpression], env: _Env) -> list[str]:
             if isinstance(node, cst.Name) and node.value in params:
                 roots.add(node.value)
     return sorted(roots, key=lambda r: (r != "self", r))
+
+
+def _guard_reads(values: list[cst.BaseExpression], env: _Env, positions, line: int) -> tuple[list[str], list[str]]:
+    """What the cond's guard checks beside the modules: ``(dense, others)``. ``dense``: every
+    parameter of the enclosing function (the differential test draws them contiguous, so the
+    guard requires that: the layouts of what the function computes from them are then those of
+    the example run, whatever the sides read). ``others``: each variable the sides read that a
+    statement before ``line`` binds (a comprehension's or lambda's own variable is not), and
+    each attribute chain of ``self`` they read other than to call it, as ``getattr(..., None)``
+    (never raises; a value that is not a tensor, module or container of them is ignored)."""
+    fn = env.function
+    if fn is None:
+        return [], []
+    params = [p.name.value for p in _params(fn.params) if p.name.value != "self"]
+    bound = set()
+    for stmt in _walk(fn.body):
+        pos = positions.get(stmt) if isinstance(stmt, cst.SimpleStatementLine) else None
+        for node in stmt.body if pos is not None and pos.start.line < line else ():
+            if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+                for t in (node.targets if isinstance(node, cst.Assign) else [node]):
+                    bound |= _bound_names(t.target)
+    read = {n for v in values for n in _read_names(v)}
+    chains, called = set(), set()
+    for v in values:
+        for call in m.findall(v, m.Call(func=m.Attribute())):
+            called.add(tuple(_self_chain(call.func) or ()))
+        for attr in m.findall(v, m.Attribute()):
+            chain = _self_chain(attr)
+            if chain:
+                chains.add(tuple(chain))
+    others = sorted(read & bound - set(params)) + sorted(_safe_read(list(c)) for c in chains - called)
+    return params, others
 
 
 def _self_chain(node: cst.BaseExpression) -> list[str] | None:
@@ -297,6 +331,7 @@ def _rewrite_cond(node: cst.If, arms: list[_Arm], selected: list[str], order_see
         raise _CondNotApplicable("a setup temporary must run inside its branch, and the site selects several names "
                                  "(one cond each)")
     emitted: list[tuple[str, list[cst.BaseExpression]]] = []
+    read: list[cst.BaseExpression] = [v for _, v in temps[0]]   # what the sides read, temporaries written out
     analysed: list[tuple[str, list[cst.BaseExpression]]] = []
     clones: set[str] = set()
     for n in names:
@@ -324,7 +359,9 @@ def _rewrite_cond(node: cst.If, arms: list[_Arm], selected: list[str], order_see
         # what each side reads and calls (as emitted: a clone included), its own temporaries written out
         analysed.append((n, [_with_binds(v, inner.get(i, [])) for i, v in enumerate(plain)]))
         # a temporary bound inside a side is written out in its value: the facts know the names it reads
-        lhs, rhs = (_code(_inlined(v, inner.get(i, []))) for i, v in enumerate(values))
+        written = [_inlined(v, inner.get(i, [])) for i, v in enumerate(values)]
+        read += written
+        lhs, rhs = map(_code, written)
         obligations.append({"kind": "cond-branch-types", "target": n, "lhs": lhs, "rhs": rhs})
         obligations.append({"kind": "same-shape", "target": n, "lhs": lhs, "rhs": rhs})
         obligations.append({"kind": "cond-output-not-aliased", "target": n,
@@ -389,9 +426,18 @@ def _rewrite_cond(node: cst.If, arms: list[_Arm], selected: list[str], order_see
                             "backward would give tensors the if leaves without gradient a zero gradient, so the "
                             "cond runs only when torch.is_grad_enabled() is False"})
     roots = module_roots([v for _, (t, f) in analysed for v in (t, f)] + [v for _, v in temps[0]], env)
+    # and what the sides read: a tensor of another dtype or layout than the example's can make the
+    # two outputs differ in dtype or stride order, where torch.cond raises (helper-94 m08, m09)
+    dense, others = _guard_reads(read, env, positions, positions[node].start.line)
+    roots += [r for r in others if r not in roots and r not in dense]
+    roots = [r for r in roots if r not in dense] + ([f"dense=({', '.join(dense)}{',' * (len(dense) == 1)})"]
+                                                    if dense else [])
+    for ob in obligations:
+        if ob["kind"] == "cond-branch-types":
+            ob.update(guard=roots, torch=env.torch)
     if roots:   # a hook, pruning or quantization added after mend ran makes torch.cond raise: the if runs then
         compiling = cst.BooleanOperation(left=compiling, operator=cst.And(), right=cst.Call(
-            func=cst.Name(READY), args=[cst.Arg(cst.parse_expression(r)) for r in roots]))
+            func=cst.Name(READY), args=cst.parse_expression(f"f({', '.join(roots)})").args))
         obligations.append({"kind": "cond-modules-unhooked", "roots": roots, "torch": env.torch})
         env.cond_ready = True
     header = cst.TrailingWhitespace(whitespace=cst.SimpleWhitespace("  "),
