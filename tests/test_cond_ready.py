@@ -137,5 +137,55 @@ def test_branch_dtypes_rest_on_the_guard_that_checks_them():
     # parameter beside a float32 input gives two dtypes: refuted, never proved at the example's
     # dtypes only (helper-94 m08)
     for call, guard in ((None, roots), ("_mend_cond_ready(dense=(x,))", ["dense=(x,)"])):
-        out = _branch_types(call, guard)
-        assert out.result == "refuted" and out.tier == "equal-sizes", out
+        out = _branch_types(call, guard)   # refuted (float16 beside bfloat16), or unknown on a loaded machine
+        assert out.result in ("refuted", "unknown") and out.tier != "observed", out   # either declines the cond
+
+
+def test_a_side_of_a_fixed_dtype_is_refuted_or_labelled():
+    # helper-95 m04: `softmax(..., dtype=torch.float32)` beside a side in the model's dtype was proved
+    # one dtype (dtype= was ignored): refuted now, nothing rewritten
+    from mend.fix import fix
+
+    res = fix(str(FIXTURES / "adversarial" / "h95_softmax_dtype.py"), unsafe_fixes=True, max_examples=3)
+    assert res.rewrites == [] and res.mended == res.original
+    (dec,) = res.declined
+    assert "cond-branch-types" in dec.reason and "refuted" in dec.reason and "bfloat16" in dec.reason, dec.reason
+    # helper-95 m26: a subclass named Linear got nn.Linear's transfer function; now its dtype is not
+    # modelled: unknown, so the fix is labelled unsafe and names why (and --verify strict declines it)
+    res = fix(str(FIXTURES / "adversarial" / "h95_linear_subclass.py"), unsafe_fixes=True, max_examples=3)
+    (rw,) = res.rewrites
+    assert any("cond-branch-types is unknown" in r and "not torch.nn's own class" in r
+               for r in rw.safety["reasons"]), rw.safety
+
+
+def _ready():
+    from verifier.encoders.cond import READY_TEXT
+
+    scope = {"torch": torch}
+    exec(READY_TEXT.format(torch="torch"), scope)
+    return scope["_mend_cond_ready"]
+
+
+class _Plain(torch.nn.Module):
+    def __init__(self, what):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.name, self.sizes = "probe", [1, 2]      # plain Python attributes are fine
+        if what == "tensor":
+            self.scale = torch.ones(4)                # not a buffer: .bfloat16() leaves it float32 (helper-95 m19)
+        elif what == "list":
+            self.extra = [torch.nn.Linear(4, 4)]      # not registered: its hooks are unseen (helper-95 m23)
+        elif what == "channels_last":
+            self.conv = torch.nn.Conv2d(3, 3, 3).to(memory_format=torch.channels_last)   # helper-95 m20
+
+
+@pytest.mark.parametrize("what, ready", [(None, True), ("tensor", False), ("list", False), ("channels_last", False)])
+def test_the_guard_refuses_what_it_cannot_check(what, ready):
+    ok = _ready()
+    mod = _Plain(what).eval()
+    assert ok(mod, dense=(torch.ones(2, 4),)) is ready
+    assert ok(mod, dense=(torch.ones(4, 2).t(),)) is False          # a transposed input (helper-94 m09)
+    assert ok(torch.nn.Linear(4, 4).eval(), torch.ones(2, dtype=torch.float64)) is False   # float32 beside float64
+    if what is None:   # one dtype after a cast, two when a tensor the sides read stayed float32
+        assert ok(mod.bfloat16(), torch.ones(2, dtype=torch.bfloat16)) is True
+        assert ok(mod, torch.ones(2)) is False

@@ -474,8 +474,21 @@ def test_cond_rewrites_compile_to_one_graph_and_match_eager():
 
 
 @needs_shared
+def test_shared_case_006_takes_torch_cond_per_expert():
+    # the case's own remedy: torch.cond per expert (same-shape sides) keeps the skip; torch.where is declined
+    source = (SHARED_CASES / "006_moe_skip_unused_expert.py").read_text()
+    result = _rewrite(source)
+    assert isinstance(result, RewriteResult) and result.form == "cond", result
+    assert 'torch.cond(gate.any(), lambda: out + gate * torch.exp(self.temperature[e] * torch.tanh(expert(x))), ' \
+           'lambda: out.clone())' in result.code
+    assert '_mend_cond_ready(getattr(self, "experts", None), ' in result.code
+    line = next(i for i, t in enumerate(source.splitlines(), 1) if t.strip() == "if gate.any():")
+    where = rewrite(cst.parse_module(source), line, form="where")
+    assert isinstance(where, Decline) and "skips a call of the loop's item" in where.reason
+
+
+@needs_shared
 @pytest.mark.parametrize("name, reason", [
-    ("006_moe_skip_unused_expert.py", "skips a call of the loop's item"),
     ("008_all_ones_mask_to_none.py", "None"),
     ("013_skip_counter_nonfinite.py", "self.skipped_steps"),
 ])

@@ -73,7 +73,8 @@ def summarize(value: Any, depth: int = 0) -> dict:
         # to a forward (a KV cache), which only some obligations may accept (and say so)
         written: dict[str, set[str]] = {}
         effects, arguments, assumptions = module_writes(value, written)
-        info = {"kind": "module", "type": type(value).__name__, "training": value.training,
+        info = {"kind": "module", "type": type(value).__name__, "defined_in": type(value).__module__,
+                "training": value.training,
                 "pure": not effects and not arguments, "effects": (effects + arguments)[:5],
                 "strict_effects": effects[:5], "argument_writes": arguments[:8], "assumptions": assumptions[:12],
                 # the forward parameters those writes reach, by submodule name ("0" in a ModuleList)
@@ -344,17 +345,40 @@ def temp_defs(code: str, lines: list[int]) -> dict[str, str]:
 
 
 
-def watched_lines(obligations: list[dict]) -> dict[int, list[str]]:
+def candidate_line(before: str | None, code: str | None, line: int) -> int:
+    """Line ``line`` of ``before`` as a line of the candidate ``code``: the same statement where
+    the rewrite kept it (compared without indentation: torch.cond's form re-indents the kept
+    ``if`` under an ``else``), else shifted as the nearest kept line above it (a helper added
+    at the top of the file moves every line below it)."""
+    import difflib
+
+    if not before or not code:
+        return line
+    a = [t.strip() for t in before.splitlines()]
+    b = [t.strip() for t in code.splitlines()]
+    shift = 0
+    for i, j, n in difflib.SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks():
+        if i + 1 > line:
+            break
+        if line <= i + n:
+            return line - i + j
+        shift = j - i
+    return line + shift
+
+
+def watched_lines(obligations: list[dict], before: str | None = None, code: str | None = None) -> dict[int, list[str]]:
     """``line -> names`` the tracer observes at that line only, on every hit and every call
     (:func:`trace_facts` ``watch``): for an obligation with a ``line`` and an ``expr``, the
     names of ``expr`` (and of its ``threshold``) where it runs; for each of its ``uses`` (``{"value", "line"}``), the
-    names of the value where that use runs."""
+    names of the value where that use runs. A ``loop-facts-agree`` line is one of ``before``,
+    watched where the candidate ``code`` has it (:func:`candidate_line`)."""
     out: dict[int, set] = {}
     for o in obligations:
         if isinstance(o.get("line"), int) and isinstance(o.get("expr"), str):
-            out.setdefault(o["line"], set()).update(names_in([o["expr"]]))
+            line = candidate_line(before, code, o["line"]) if o.get("kind") == "loop-facts-agree" else o["line"]
+            out.setdefault(line, set()).update(names_in([o["expr"]]))
             if isinstance(o.get("threshold"), str):   # a Python-number attribute compared there
-                out[o["line"]].update(names_in([o["threshold"]]))
+                out[line].update(names_in([o["threshold"]]))
         for u in o.get("uses") or [] if isinstance(o.get("uses"), list) else []:
             if isinstance(u, dict) and isinstance(u.get("line"), int) and isinstance(u.get("value"), str):
                 out.setdefault(u["line"], set()).update(names_in([u["value"]]))
@@ -525,7 +549,7 @@ def fact_request(obligations: list[dict], before: str, code: str, costs: dict | 
     defs = temp_defs(code, lines)
     names = names_in(obligation_exprs(obligations) + list(defs.values()))
     request = {"lines": lines, "names": sorted(names), "costs": costs,
-               "watch": {str(k): v for k, v in watched_lines(obligations).items()},
+               "watch": {str(k): v for k, v in watched_lines(obligations, before, code).items()},
                "state": any(o.get("kind") in OBSERVE_STATE_KINDS for o in obligations),
                "traced": any(o.get("fresh") for o in obligations),
                "replay": sorted({(o["function"], o.get("line") or 0, o.get("mechanism", "replay"), o.get("first") or 0,

@@ -39,6 +39,9 @@ def _num(cat, ival=None, fval=None) -> M:
 def module_call(ev, mod: M, args, kwargs, what) -> M:
     f = mod.fact
     t = f["type"]
+    if not str(f.get("defined_in", "")).startswith("torch.nn.modules."):
+        # helper-95 m26: a subclass named `Linear` (peft's lora.Linear) computes as it likes
+        raise Unsupported(f"submodule `{mod.name}` ({t}) is not torch.nn's own class, whose transfer function this is")
     if not args or args[0].kind != "tensor":
         raise Unsupported(f"{t} called without a tensor")
     x = args[0]

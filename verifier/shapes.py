@@ -583,9 +583,16 @@ class ShapeEval:
             d = self._dim_arg(args, kwargs, 1)
             if d is None:
                 raise Unsupported("softmax without dim")
+            if len(args) > 2 or set(kwargs) - {"dim", "dtype"}:
+                raise Unsupported(f"`{name}` with arguments that are not modelled")
             self._norm_dim(d, x.rank, what)
-            self.pre.append((is_float(x.dtype), f"softmax of an integer tensor raises ({what})"))
-            return M("tensor", shape=list(x.shape), dtype=x.dtype)
+            dt = x.dtype
+            if "dtype" in kwargs:   # helper-95 m04: `softmax(h, dim=-1, dtype=torch.float32)` is float32 for a bf16 h
+                if kwargs["dtype"].kind != "dtype" or kwargs["dtype"].dtype is None:
+                    raise Unsupported(f"`{name}` with a dtype= that is not a literal dtype")
+                dt = kwargs["dtype"].dtype
+            self.pre.append((is_float(dt), f"softmax of an integer tensor raises ({what})"))
+            return M("tensor", shape=list(x.shape), dtype=dt)
         if name not in _REDUCE:
             return None
         # positional (dim, keepdim) only where torch's signature is that: norm's first is p, std's

@@ -94,7 +94,10 @@ def cond_not_aliased(ob: dict, ctx: Ctx) -> Outcome:
     for v, t in zip(values, treatment):
         if t == "clone":
             assumptions.append(f"`{v}` allocates new storage (Tensor.clone); nothing after the site writes in place "
-                               f"or lets {', '.join('`%s`' % w for w in ob.get('watched', []))} escape (source screen)")
+                               f"or lets {', '.join('`%s`' % w for w in ob.get('watched', []))} escape (source screen)"
+                               + "".join(f"; `{r}` is returned, but it is a local every binding of which allocates "
+                                         "a new tensor and no use stores, passes on or compares by identity, so the "
+                                         "caller cannot tell the copy (source screen)" for r in ob.get("returned", [])))
         else:
             assumptions.append(f"`{v}` is computed by ops that allocate their result (no view, no identity op: "
                                "a submodule returning its input fails torch.cond's alias check when traced)")
@@ -144,8 +147,15 @@ READY_TEXT = '''def _mend_cond_ready(*roots, dense=()):
                         ("torch.ao.", "torch.nn.quantized", "torch.nn.intrinsic")):
                     return False
                 for t in [*sub.parameters(recurse=False), *sub.buffers(recurse=False)]:
+                    if not t.is_contiguous():
+                        return False
                     if t.is_floating_point():
                         dtypes.add(t.dtype)
+                for key, v in sub.__dict__.items():
+                    if key not in ("_parameters", "_buffers", "_modules") and (
+                            isinstance(v, ({torch}.Tensor, {torch}.nn.Module)) or isinstance(v, (list, tuple, dict)) and any(
+                                isinstance(e, ({torch}.Tensor, {torch}.nn.Module)) for e in (v.values() if isinstance(v, dict) else v))):
+                        return False
     return len(dtypes) <= 1
 '''
 
@@ -194,7 +204,10 @@ def cond_modules_unhooked(ob: dict, ctx: Ctx) -> Outcome:
     ``dense`` tensor (the function's parameters the sides read) contiguous, every floating tensor of the roots (their parameters and buffers
     included) of one dtype (helper-94 m08/m09: after ``model.bfloat16()`` or for a transposed
     input the sides' outputs differed in dtype or stride order, and torch.cond raised where the
-    if returned). A static screen of the mended file: the helper is the expected one, defined
+    if returned); every parameter and buffer contiguous (helper-95 m20: a channels_last conv),
+    and no tensor or module kept in a plain attribute or container of a submodule, which the
+    helper could not check (helper-95 m19, m23: a float32 tensor `.bfloat16()` left as it was,
+    a hooked Linear in a Python list). A static screen of the mended file: the helper is the expected one, defined
     once, and an ``if`` whose test calls it with the roots guards a torch.cond call."""
     roots, t = ob.get("roots") or [], ob.get("torch") or "torch"
     if ctx.code is None:

@@ -13,6 +13,7 @@ import z3
 
 from verifier.dtypes import DEFAULT_FOR_CAT, DTC, FP_FORMAT, INT_BITS, as_name, fp_sort, promote_py, sort_of
 from verifier.effects import dotted_name as _dotted
+from verifier.facts import candidate_line
 from verifier.encoders.base import Ctx, decide, fp_arith, numel, shape_tiers, value_tiers
 from verifier.outcomes import Outcome, check_refuted, checked, unknown
 from verifier.shapes import M, ShapeEval, _expr
@@ -240,7 +241,8 @@ def untaken_runs(ob: dict, ctx: Ctx) -> Outcome:
 def loop_facts_agree(ob: dict, ctx: Ctx) -> Outcome:
     """A branch inside a loop: what the proofs read (one iteration's facts) must be what every
     iteration showed at the branch's line (observed on the example run: ``trace_facts`` watch)."""
-    line = str(ob.get("line"))
+    line = ob.get("line")
+    line = str(candidate_line(ctx.before, ctx.code, line) if isinstance(line, int) else line)
     seen = (ctx.facts.get("at") or {}).get(line)
     hits = (ctx.facts.get("at_hits") or {}).get(line, 0)
     if not seen or not hits:

@@ -221,11 +221,13 @@ def _value_kind(value: cst.BaseExpression, env: _Env) -> str:
     return "fresh"
 
 
-def _alias_observers(scope: cst.CSTNode, after_line: int, names: set[str], positions, env: _Env) -> list[str]:
+def _alias_observers(scope: cst.CSTNode, after_line: int, names: set[str], positions, env: _Env,
+                     returned: frozenset = frozenset()) -> list[str]:
     """How code after the site could tell a clone from the aliased tensor it replaces:
     any in-place write (to anything: other names may alias the same storage), ``out=`` /
     ``inplace=True``, or a use of ``names`` that lets the tensor escape (returned, stored,
-    rebound, passed to a call that is not a torch function) or reads its identity."""
+    rebound, passed to a call that is not a torch function) or reads its identity.
+    ``returned``: names whose ``return name`` is no escape (see :func:`_fresh_local`)."""
     found: list[str] = []
     inside = {id(n) for n in _walk(scope)}
     later = [n for n, pos in positions.items() if pos.start.line > after_line and
@@ -257,6 +259,8 @@ def _alias_observers(scope: cst.CSTNode, after_line: int, names: set[str], posit
                 ok = not any(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in m.findall(parent, m.ComparisonTarget()))
             elif isinstance(parent, cst.AssignTarget):  # rebound: the old value is no longer reachable by name
                 ok = True
+            elif isinstance(parent, cst.Return) and node.value in returned:
+                ok = True
             elif isinstance(parent, cst.Attribute) and parent.value is node:  # no views, identity or autograd reads
                 attr = parent.attr.value
                 ok = attr not in _IDENTITY_ATTRS and attr not in _MAY_ALIAS and not attr.endswith("_")
@@ -268,6 +272,34 @@ def _alias_observers(scope: cst.CSTNode, after_line: int, names: set[str], posit
             if not ok:
                 found.append(f"`{node.value}` is used as `{_code(parent)[:50]}`")
     return found
+
+
+def _fresh_local(name: str, scope: cst.CSTNode, positions, env: _Env) -> bool:
+    """Whether the caller cannot tell ``return name`` of a copy from the original: ``name`` is
+    a local (no parameter, ``global`` or ``nonlocal``), every binding of it allocates a new
+    tensor (arithmetic, or a torch function that never returns a view or its input), and no
+    use anywhere in the function stores it, passes it on or reads its identity (shared case
+    006's ``out = torch.zeros_like(x)`` accumulated over the experts and returned)."""
+    fn = env.function
+    if fn is None or name in {p.name.value for p in _params(fn.params)}:
+        return False
+    for node in _walk(fn.body):
+        if isinstance(node, (cst.Global, cst.Nonlocal, cst.FunctionDef, cst.ClassDef, cst.Lambda)) \
+                and name in {n.value for n in m.findall(node, m.Name())}:
+            return False
+        if isinstance(node, cst.Assign) and any(name in _bound_names(t.target) for t in node.targets):
+            if len(node.targets) != 1 or not m.matches(node.targets[0].target, m.Name(name)):
+                return False
+            v = _strip(node.value)
+            qual = env.qualified(call_name(v) or "") if isinstance(v, cst.Call) else None
+            last = qual.rsplit(".", 1)[1] if qual else ""
+            if not (isinstance(v, (cst.BinaryOperation, cst.UnaryOperation)) or (
+                    qual and qual.startswith("torch.") and last not in _MAY_ALIAS and not last.endswith("_"))):
+                return False
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr)) and \
+                name in _bound_names(node.target) or isinstance(node, cst.AsName) and name in _bound_names(node.name):
+            return False
+    return not _alias_observers(scope, 0, {name}, positions, env, returned=frozenset({name}))
 
 
 def _bound_inside(value: cst.BaseExpression, binds: list[tuple[str, cst.BaseExpression]]) -> cst.BaseExpression:
@@ -371,6 +403,9 @@ def _rewrite_cond(node: cst.If, arms: list[_Arm], selected: list[str], order_see
         emitted.append((n, out))
     if clones:
         observers = _alias_observers(scope, span_end, clones, positions, env)
+        fresh = frozenset(n for n in clones if _fresh_local(n, scope, positions, env)) if observers else frozenset()
+        if fresh:
+            observers = _alias_observers(scope, span_end, clones, positions, env, returned=fresh)
         writes = [o for o in observers if "in place" in o or "writes" in o]
         if writes:  # neither a copy (cond) nor a new tensor (where) sees a later in-place update of the alias
             raise _Declined("a side's value aliases an existing tensor that is mutated in place later ("
@@ -383,6 +418,7 @@ def _rewrite_cond(node: cst.If, arms: list[_Arm], selected: list[str], order_see
             if ob["kind"] == "cond-output-not-aliased":
                 ob["observers"] = []
                 ob["watched"] = sorted(clones)
+                ob["returned"] = sorted(fresh)
     for h in hazards:  # the side still runs when taken, and Dynamo traces both: it must write no state
         if h["kind"] == "untaken-side-runs":
             obligations.append({"kind": "cond-side-pure", "call": h["call"]})
@@ -426,6 +462,7 @@ def _rewrite_cond(node: cst.If, arms: list[_Arm], selected: list[str], order_see
                             "backward would give tensors the if leaves without gradient a zero gradient, so the "
                             "cond runs only when torch.is_grad_enabled() is False"})
     roots = module_roots([v for _, (t, f) in analysed for v in (t, f)] + [v for _, v in temps[0]], env)
+    roots += [r for r in env.loop_roots if r not in roots]   # the modules a loop's item may be
     # and what the sides read: a tensor of another dtype or layout than the example's can make the
     # two outputs differ in dtype or stride order, where torch.cond raises (helper-94 m08, m09)
     dense, others = _guard_reads(read, env, positions, positions[node].start.line)

@@ -51,8 +51,15 @@ COND_TEMP_EXAMPLES: list[tuple[str, str]] = [
                                     ("torch.ao.", "torch.nn.quantized", "torch.nn.intrinsic")):
                                 return False
                             for t in [*sub.parameters(recurse=False), *sub.buffers(recurse=False)]:
+                                if not t.is_contiguous():
+                                    return False
                                 if t.is_floating_point():
                                     dtypes.add(t.dtype)
+                            for key, v in sub.__dict__.items():
+                                if key not in ("_parameters", "_buffers", "_modules") and (
+                                        isinstance(v, (torch.Tensor, torch.nn.Module)) or isinstance(v, (list, tuple, dict)) and any(
+                                            isinstance(e, (torch.Tensor, torch.nn.Module)) for e in (v.values() if isinstance(v, dict) else v))):
+                                    return False
                 return len(dtypes) <= 1
 
 
@@ -115,8 +122,15 @@ COND_TEMP_EXAMPLES: list[tuple[str, str]] = [
                                     ("torch.ao.", "torch.nn.quantized", "torch.nn.intrinsic")):
                                 return False
                             for t in [*sub.parameters(recurse=False), *sub.buffers(recurse=False)]:
+                                if not t.is_contiguous():
+                                    return False
                                 if t.is_floating_point():
                                     dtypes.add(t.dtype)
+                            for key, v in sub.__dict__.items():
+                                if key not in ("_parameters", "_buffers", "_modules") and (
+                                        isinstance(v, (torch.Tensor, torch.nn.Module)) or isinstance(v, (list, tuple, dict)) and any(
+                                            isinstance(e, (torch.Tensor, torch.nn.Module)) for e in (v.values() if isinstance(v, dict) else v))):
+                                    return False
                 return len(dtypes) <= 1
 
 
@@ -185,8 +199,15 @@ COND_TEMP_EXAMPLES: list[tuple[str, str]] = [
                                     ("torch.ao.", "torch.nn.quantized", "torch.nn.intrinsic")):
                                 return False
                             for t in [*sub.parameters(recurse=False), *sub.buffers(recurse=False)]:
+                                if not t.is_contiguous():
+                                    return False
                                 if t.is_floating_point():
                                     dtypes.add(t.dtype)
+                            for key, v in sub.__dict__.items():
+                                if key not in ("_parameters", "_buffers", "_modules") and (
+                                        isinstance(v, (torch.Tensor, torch.nn.Module)) or isinstance(v, (list, tuple, dict)) and any(
+                                            isinstance(e, (torch.Tensor, torch.nn.Module)) for e in (v.values() if isinstance(v, dict) else v))):
+                                    return False
                 return len(dtypes) <= 1
 
 
@@ -258,8 +279,15 @@ COND_TEMP_EXAMPLES: list[tuple[str, str]] = [
                                     ("torch.ao.", "torch.nn.quantized", "torch.nn.intrinsic")):
                                 return False
                             for t in [*sub.parameters(recurse=False), *sub.buffers(recurse=False)]:
+                                if not t.is_contiguous():
+                                    return False
                                 if t.is_floating_point():
                                     dtypes.add(t.dtype)
+                            for key, v in sub.__dict__.items():
+                                if key not in ("_parameters", "_buffers", "_modules") and (
+                                        isinstance(v, (torch.Tensor, torch.nn.Module)) or isinstance(v, (list, tuple, dict)) and any(
+                                            isinstance(e, (torch.Tensor, torch.nn.Module)) for e in (v.values() if isinstance(v, dict) else v))):
+                                    return False
                 return len(dtypes) <= 1
 
 
@@ -331,8 +359,15 @@ COND_TEMP_EXAMPLES: list[tuple[str, str]] = [
                                     ("torch.ao.", "torch.nn.quantized", "torch.nn.intrinsic")):
                                 return False
                             for t in [*sub.parameters(recurse=False), *sub.buffers(recurse=False)]:
+                                if not t.is_contiguous():
+                                    return False
                                 if t.is_floating_point():
                                     dtypes.add(t.dtype)
+                            for key, v in sub.__dict__.items():
+                                if key not in ("_parameters", "_buffers", "_modules") and (
+                                        isinstance(v, (torch.Tensor, torch.nn.Module)) or isinstance(v, (list, tuple, dict)) and any(
+                                            isinstance(e, (torch.Tensor, torch.nn.Module)) for e in (v.values() if isinstance(v, dict) else v))):
+                                    return False
                 return len(dtypes) <= 1
 
 
@@ -409,8 +444,15 @@ COND_TEMP_EXAMPLES: list[tuple[str, str]] = [
                                     ("torch.ao.", "torch.nn.quantized", "torch.nn.intrinsic")):
                                 return False
                             for t in [*sub.parameters(recurse=False), *sub.buffers(recurse=False)]:
+                                if not t.is_contiguous():
+                                    return False
                                 if t.is_floating_point():
                                     dtypes.add(t.dtype)
+                            for key, v in sub.__dict__.items():
+                                if key not in ("_parameters", "_buffers", "_modules") and (
+                                        isinstance(v, (torch.Tensor, torch.nn.Module)) or isinstance(v, (list, tuple, dict)) and any(
+                                            isinstance(e, (torch.Tensor, torch.nn.Module)) for e in (v.values() if isinstance(v, dict) else v))):
+                                    return False
                 return len(dtypes) <= 1
 
 
@@ -480,8 +522,15 @@ COND_TEMP_EXAMPLES: list[tuple[str, str]] = [
                                     ("torch.ao.", "torch.nn.quantized", "torch.nn.intrinsic")):
                                 return False
                             for t in [*sub.parameters(recurse=False), *sub.buffers(recurse=False)]:
+                                if not t.is_contiguous():
+                                    return False
                                 if t.is_floating_point():
                                     dtypes.add(t.dtype)
+                            for key, v in sub.__dict__.items():
+                                if key not in ("_parameters", "_buffers", "_modules") and (
+                                        isinstance(v, (torch.Tensor, torch.nn.Module)) or isinstance(v, (list, tuple, dict)) and any(
+                                            isinstance(e, (torch.Tensor, torch.nn.Module)) for e in (v.values() if isinstance(v, dict) else v))):
+                                    return False
                 return len(dtypes) <= 1
 
 
@@ -498,6 +547,80 @@ COND_TEMP_EXAMPLES: list[tuple[str, str]] = [
                         else:
                             y = x * 0.5
                     return y
+        '''),
+    ),
+    # shared case 006's kind: an MoE loop over self's experts skipping an expert no token is routed to. torch.where
+    # would run every expert (an unused one may overflow to inf); torch.cond runs only the taken side, its guard reaching
+    # the experts through the loop's iterable; `out`, returned, is copied on the false side: a local every binding of
+    # which allocates (Dynamo skipped the whole frame before: 0 graphs -> 1)
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, x, gates):
+                    out = torch.zeros_like(x)
+                    for e, expert in enumerate(self.experts):
+                        gate = gates[:, e:e + 1]
+                        if gate.any():
+                            out = out + gate * expert(x)
+                    return out
+        '''),
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            def _mend_cond_ready(*roots, dense=()):  # mend: predicated-control-flow -- torch.cond only for modules it can trace
+                hooks = torch.nn.modules.module
+                if (hooks._global_forward_hooks or hooks._global_forward_pre_hooks or hooks._global_backward_hooks
+                        or hooks._global_backward_pre_hooks):
+                    return False
+                dtypes = set()
+                for i, root in enumerate((*dense, *roots)):
+                    found = list(root.values()) if isinstance(root, dict) else root if isinstance(root, (list, tuple)) else [root]
+                    for mod in found:
+                        if isinstance(mod, torch.Tensor):
+                            if i < len(dense) and not mod.is_contiguous():
+                                return False
+                            if mod.is_floating_point():
+                                dtypes.add(mod.dtype)
+                        for sub in mod.modules() if isinstance(mod, torch.nn.Module) else ():
+                            if sub.training:
+                                return False
+                            if sub._forward_hooks or sub._forward_pre_hooks or sub._backward_hooks or sub._backward_pre_hooks:
+                                return False
+                            if "parametrizations" in sub._modules or type(sub).__module__.startswith(
+                                    ("torch.ao.", "torch.nn.quantized", "torch.nn.intrinsic")):
+                                return False
+                            for t in [*sub.parameters(recurse=False), *sub.buffers(recurse=False)]:
+                                if not t.is_contiguous():
+                                    return False
+                                if t.is_floating_point():
+                                    dtypes.add(t.dtype)
+                            for key, v in sub.__dict__.items():
+                                if key not in ("_parameters", "_buffers", "_modules") and (
+                                        isinstance(v, (torch.Tensor, torch.nn.Module)) or isinstance(v, (list, tuple, dict)) and any(
+                                            isinstance(e, (torch.Tensor, torch.nn.Module)) for e in (v.values() if isinstance(v, dict) else v))):
+                                    return False
+                return len(dtypes) <= 1
+
+
+            class Model(nn.Module):
+                def forward(self, x, gates):
+                    out = torch.zeros_like(x)
+                    for e, expert in enumerate(self.experts):
+                        gate = gates[:, e:e + 1]
+                        # torch.cond under torch.compile only: in eager it costs ~1.5 s on the first call and ~16 ms
+                        # per call (torch 2.13); both paths compute the same value (the sides are pure, only the taken one runs)
+                        if not torch.is_grad_enabled() and torch.compiler.is_compiling() and (gate.any()).numel() == 1 and _mend_cond_ready(getattr(self, "experts", None), gate, out, dense=(x, gates)):  # mend: predicated-control-flow (was: if gate.any())
+                            out = torch.cond(gate.any(), lambda: out + gate * expert(x), lambda: out.clone())
+                        else:
+                            if gate.any():
+                                out = out + gate * expert(x)
+                    return out
         '''),
     ),
 ]

@@ -103,6 +103,8 @@ class _Env:
         self.cost_parts: dict | None = None  # the branch's parts for the cost model (RewriteResult)
         self.caveat: str | None = None   # RewriteResult.caveat
         self.cond_ready = False   # the cond's guard calls cond.READY (its helper is added to the module)
+        self.loop_roots: list[str] = []   # the iterables of the loops whose items a side calls (cond's guard)
+        self.loop_items: set[str] = set()   # those items' names
         # (slot, guard) while screening a memoised initialisation that is being hoisted
         self.hoisting: tuple[str, str] | None = None
         self.visiting: set[str] = set()   # names whose bindings _is_static is reading (cycles)

@@ -147,11 +147,16 @@ def _rewrite_at(module: cst.Module, node: cst.CSTNode | None, line: int,
                              "cannot express")
     per_item = {n.value for lp in loops for n in m.findall(lp.target, m.Name())}
     skipped = [c for c in m.findall(node, m.Call()) if _root(c.func) in per_item]
-    if skipped:
+    loop_roots = _item_roots(loops, {_root(c.func) for c in skipped})
+    if skipped and (form == "where" or loop_roots is None):
         return Decline(NAME, f"the branch inside the loop skips a call of the loop's item "
                              f"(`{cst.Module([]).code_for_node(skipped[0].func)}`, an MoE expert or a layer): "
-                             "predicating it would run every one on every call, a cost decision left to the cost "
-                             "model (shared case 006: a skipped expert overflowing to inf)")
+                             "predicating it with torch.where would run every one on every call (shared case 006: a "
+                             "skipped expert overflowing to inf), and torch.cond, which runs only the taken side, needs "
+                             "the loop to go over an attribute of `self` (`for expert in self.experts`, or "
+                             "`enumerate(...)` of one) so that its guard can check those modules")
+    if skipped:   # only torch.cond keeps the skip; its guard reaches the items through the loop's iterable
+        form = "cond"
     ternary = _ternary_as_if(module, node, index.positions, line)
     if ternary is not None:
         if autocast:
@@ -173,6 +178,8 @@ def _rewrite_at(module: cst.Module, node: cst.CSTNode | None, line: int,
         return result
     env = _Env(module, ancestors)
     env.want = form
+    if skipped:
+        env.loop_roots, env.loop_items = loop_roots, {_root(c.func) for c in skipped}
     if env.function is not None and env.function.name.value.startswith("_mend_"):
         return Decline(NAME, f"`{env.function.name.value}` is mend's own helper; its test is a trace-time constant")
     hooked = m.findall(env.function or module, m.Call(func=m.Attribute(attr=m.Name(
@@ -364,6 +371,30 @@ def _branch_locals(node: cst.CSTNode) -> set[str]:
                 else:
                     read |= {n.value for n in m.findall(small, m.Name())}
     return out
+
+
+def _item_roots(loops: list, items: set) -> list[str] | None:
+    """The guard roots (``getattr(self, "experts", None)``) of the loops binding ``items`` when
+    each is ``for <item> in self.<chain>`` or ``for <i>, <item> in enumerate(self.<chain>)``,
+    else None: torch.cond's guard then checks every module the loop can call."""
+    from mend.rules.predicated_control_flow.cond import _safe_read, _self_chain
+
+    roots = []
+    for lp in loops:
+        target, it = lp.target, lp.iter
+        if m.matches(it, m.Call(func=m.Name("enumerate"), args=[m.Arg(keyword=None)])) and \
+                m.matches(target, m.Tuple(elements=[m.Element(m.Name()), m.Element(m.Name())])):
+            target, it = target.elements[1].value, it.args[0].value
+            bound = {lp.target.elements[0].value.value, target.value}
+        else:
+            bound = {n.value for n in m.findall(lp.target, m.Name())}
+        if not bound & items:
+            continue
+        chain = _self_chain(it)
+        if not (isinstance(target, cst.Name) and target.value in items and chain):
+            return None
+        roots.append(_safe_read(chain))
+    return roots
 
 
 def _root(expr: cst.BaseExpression) -> str | None:

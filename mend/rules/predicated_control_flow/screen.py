@@ -124,6 +124,9 @@ def _screen_call(call: cst.Call, env: _Env, side: str | None) -> None:
             raise _Declined(f"{who} calls `{dotted}` ({ctor}), which is not pure in training mode")
         if side is not None:
             env.oblige("untaken-side-runs", call=_code(call), guard=side)
+    elif dotted is not None and dotted in env.loop_items:   # `expert(x)`: an item of a loop over self's modules
+        if side is not None:
+            env.oblige("untaken-side-runs", call=_code(call), guard=side)
     elif dotted is not None and "." not in dotted:  # a bare name: only a few pure builtins
         if dotted not in _PURE_BUILTINS or dotted in env.aliases:
             raise _Declined(f"{who} calls `{dotted}`, which might not be pure")

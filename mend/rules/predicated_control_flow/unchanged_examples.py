@@ -130,7 +130,8 @@ DECLINE_EXAMPLES: list[tuple[str, str]] = [
         '''),
         'None',
     ),
-    # 006: the branch sits in a loop; Dynamo skipped the frame
+    # 006's kind over a list passed in: the branch skips a call of the loop's item, which torch.where would run and
+    # torch.cond's guard cannot reach (the loop is not over an attribute of self)
     (
         dedent('''\
             import torch
@@ -138,9 +139,9 @@ DECLINE_EXAMPLES: list[tuple[str, str]] = [
 
 
             class Model(nn.Module):
-                def forward(self, x, gates):
+                def forward(self, x, gates, experts):
                     out = torch.zeros_like(x)
-                    for e, expert in enumerate(self.experts):
+                    for e, expert in enumerate(experts):
                         gate = gates[:, e:e + 1]
                         if gate.any():
                             out = out + gate * expert(x)
