@@ -902,3 +902,39 @@ def test_a_where_form_of_an_elif_chain_of_submodule_calls_carries_its_caveat():
     assert "elif chain" in res.caveat and res.caveat in res.detail
     plain = src.replace("self.block(h)", "h * 3.0").replace("self.block2(h)", "h * 4.0")
     assert rewrite(cst.parse_module(plain), 7).caveat is None
+
+
+_MOE = '''\
+import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    def forward(self, x, gates):
+        out = {init}
+        for e, expert in enumerate({experts}):
+            gate = gates[:, e:e + 1]
+            if gate.any():
+                out = out + gate * expert(x)
+        {tail}
+        return out
+'''
+
+
+@pytest.mark.parametrize("init, experts, tail, fixed", [
+    ("torch.zeros_like(x)", "self.experts", "pass", True),          # 006's kind: the copy of `out` is unobservable
+    ("torch.zeros_like(x)", "self.experts", "self.last = out", False),   # stored: the caller could tell the copy
+    ("x * 0", "self.experts", "pass", True),
+    ("x", "self.experts", "pass", False),                            # the caller's own tensor, returned
+    ("x[:, :4]", "self.experts", "pass", False),                     # a view of it
+    ("torch.zeros_like(x)", "self.experts", "y = out is x", False),  # identity read
+    ("torch.zeros_like(x)", "experts_list", "pass", False),          # not over self: the guard cannot reach them
+])
+def test_a_loop_item_call_takes_cond_only_when_nothing_can_tell(init, experts, tail, fixed):
+    source = _MOE.format(init=init, experts=experts, tail=tail)
+    result = rewrite(cst.parse_module(source), 10)
+    if fixed:
+        assert isinstance(result, RewriteResult) and result.form == "cond", result
+        assert "lambda: out.clone())" in result.code and 'getattr(self, "experts", None)' in result.code
+    else:
+        assert isinstance(result, Decline), result.code

@@ -280,24 +280,14 @@ def _fresh_local(name: str, scope: cst.CSTNode, positions, env: _Env) -> bool:
     tensor (arithmetic, or a torch function that never returns a view or its input), and no
     use anywhere in the function stores it, passes it on or reads its identity (shared case
     006's ``out = torch.zeros_like(x)`` accumulated over the experts and returned)."""
-    fn = env.function
-    if fn is None or name in {p.name.value for p in _params(fn.params)}:
+    values = env.bindings(name)   # None: a parameter, or a binding other than `name = value`
+    if values is None:
         return False
-    for node in _walk(fn.body):
-        if isinstance(node, (cst.Global, cst.Nonlocal, cst.FunctionDef, cst.ClassDef, cst.Lambda)) \
-                and name in {n.value for n in m.findall(node, m.Name())}:
-            return False
-        if isinstance(node, cst.Assign) and any(name in _bound_names(t.target) for t in node.targets):
-            if len(node.targets) != 1 or not m.matches(node.targets[0].target, m.Name(name)):
-                return False
-            v = _strip(node.value)
-            qual = env.qualified(call_name(v) or "") if isinstance(v, cst.Call) else None
-            last = qual.rsplit(".", 1)[1] if qual else ""
-            if not (isinstance(v, (cst.BinaryOperation, cst.UnaryOperation)) or (
-                    qual and qual.startswith("torch.") and last not in _MAY_ALIAS and not last.endswith("_"))):
-                return False
-        elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr)) and \
-                name in _bound_names(node.target) or isinstance(node, cst.AsName) and name in _bound_names(node.name):
+    for v in map(_strip, values):
+        qual = env.qualified(call_name(v) or "") if isinstance(v, cst.Call) else None
+        last = qual.rsplit(".", 1)[1] if qual else ""
+        if not (isinstance(v, (cst.BinaryOperation, cst.UnaryOperation)) or (
+                qual and qual.startswith("torch.") and last not in _MAY_ALIAS and not last.endswith("_"))):
             return False
     return not _alias_observers(scope, 0, {name}, positions, env, returned=frozenset({name}))
 
