@@ -172,7 +172,7 @@ class _Plain(torch.nn.Module):
         self.lin = torch.nn.Linear(4, 4)
         self.name, self.sizes = "probe", [1, 2]      # plain Python attributes are fine
         if what == "tensor":
-            self.scale = torch.ones(4)                # not a buffer: .bfloat16() leaves it float32 (helper-95 m19)
+            self.scale = torch.ones(4, dtype=torch.float64)   # not a buffer: .bfloat16() leaves it (helper-95 m19)
         elif what == "list":
             self.extra = [torch.nn.Linear(4, 4)]      # not registered: its hooks are unseen (helper-95 m23)
         elif what == "channels_last":
@@ -186,6 +186,9 @@ def test_the_guard_refuses_what_it_cannot_check(what, ready):
     assert ok(mod, dense=(torch.ones(2, 4),)) is ready
     assert ok(mod, dense=(torch.ones(4, 2).t(),)) is False          # a transposed input (helper-94 m09)
     assert ok(torch.nn.Linear(4, 4).eval(), torch.ones(2, dtype=torch.float64)) is False   # float32 beside float64
+    if what == "tensor":   # a plain tensor attribute counts among the dtypes, it does not refuse by itself
+        mod.scale = mod.scale.float()
+        assert ok(mod, dense=(torch.ones(2, 4),)) is True and ok(mod.bfloat16()) is False
     if what is None:   # one dtype after a cast, two when a tensor the sides read stayed float32
         assert ok(mod.bfloat16(), torch.ones(2, dtype=torch.bfloat16)) is True
         assert ok(mod, torch.ones(2)) is False

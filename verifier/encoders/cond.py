@@ -152,9 +152,13 @@ READY_TEXT = '''def _mend_cond_ready(*roots, dense=()):
                     if t.is_floating_point():
                         dtypes.add(t.dtype)
                 for key, v in sub.__dict__.items():
-                    if key not in ("_parameters", "_buffers", "_modules") and (
-                            isinstance(v, ({torch}.Tensor, {torch}.nn.Module)) or isinstance(v, (list, tuple, dict)) and any(
-                                isinstance(e, ({torch}.Tensor, {torch}.nn.Module)) for e in (v.values() if isinstance(v, dict) else v))):
+                    if key in ("_parameters", "_buffers", "_modules"):
+                        continue
+                    if isinstance(v, {torch}.Tensor):
+                        if v.is_floating_point():
+                            dtypes.add(v.dtype)
+                    elif isinstance(v, {torch}.nn.Module) or isinstance(v, (list, tuple, dict)) and any(
+                            isinstance(e, ({torch}.Tensor, {torch}.nn.Module)) for e in (v.values() if isinstance(v, dict) else v)):
                         return False
     return len(dtypes) <= 1
 '''
@@ -204,9 +208,10 @@ def cond_modules_unhooked(ob: dict, ctx: Ctx) -> Outcome:
     ``dense`` tensor (the function's parameters the sides read) contiguous, every floating tensor of the roots (their parameters and buffers
     included) of one dtype (helper-94 m08/m09: after ``model.bfloat16()`` or for a transposed
     input the sides' outputs differed in dtype or stride order, and torch.cond raised where the
-    if returned); every parameter and buffer contiguous (helper-95 m20: a channels_last conv),
-    and no tensor or module kept in a plain attribute or container of a submodule, which the
-    helper could not check (helper-95 m19, m23: a float32 tensor `.bfloat16()` left as it was,
+    if returned); every parameter and buffer contiguous (helper-95 m20: a channels_last conv);
+    a tensor kept in a submodule's plain attribute counted among the dtypes (helper-95 m19: a
+    float32 tensor `.bfloat16()` left as it was; transformers' rotary embeddings keep one), and
+    no module or tensor in a plain container, which the helper could not check (helper-95 m23:
     a hooked Linear in a Python list). A static screen of the mended file: the helper is the expected one, defined
     once, and an ``if`` whose test calls it with the roots guards a torch.cond call."""
     roots, t = ob.get("roots") or [], ob.get("torch") or "torch"

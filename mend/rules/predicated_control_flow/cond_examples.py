@@ -56,9 +56,13 @@ COND_TEMP_EXAMPLES: list[tuple[str, str]] = [
                                 if t.is_floating_point():
                                     dtypes.add(t.dtype)
                             for key, v in sub.__dict__.items():
-                                if key not in ("_parameters", "_buffers", "_modules") and (
-                                        isinstance(v, (torch.Tensor, torch.nn.Module)) or isinstance(v, (list, tuple, dict)) and any(
-                                            isinstance(e, (torch.Tensor, torch.nn.Module)) for e in (v.values() if isinstance(v, dict) else v))):
+                                if key in ("_parameters", "_buffers", "_modules"):
+                                    continue
+                                if isinstance(v, torch.Tensor):
+                                    if v.is_floating_point():
+                                        dtypes.add(v.dtype)
+                                elif isinstance(v, torch.nn.Module) or isinstance(v, (list, tuple, dict)) and any(
+                                        isinstance(e, (torch.Tensor, torch.nn.Module)) for e in (v.values() if isinstance(v, dict) else v)):
                                     return False
                 return len(dtypes) <= 1
 
@@ -127,9 +131,13 @@ COND_TEMP_EXAMPLES: list[tuple[str, str]] = [
                                 if t.is_floating_point():
                                     dtypes.add(t.dtype)
                             for key, v in sub.__dict__.items():
-                                if key not in ("_parameters", "_buffers", "_modules") and (
-                                        isinstance(v, (torch.Tensor, torch.nn.Module)) or isinstance(v, (list, tuple, dict)) and any(
-                                            isinstance(e, (torch.Tensor, torch.nn.Module)) for e in (v.values() if isinstance(v, dict) else v))):
+                                if key in ("_parameters", "_buffers", "_modules"):
+                                    continue
+                                if isinstance(v, torch.Tensor):
+                                    if v.is_floating_point():
+                                        dtypes.add(v.dtype)
+                                elif isinstance(v, torch.nn.Module) or isinstance(v, (list, tuple, dict)) and any(
+                                        isinstance(e, (torch.Tensor, torch.nn.Module)) for e in (v.values() if isinstance(v, dict) else v)):
                                     return False
                 return len(dtypes) <= 1
 
@@ -204,9 +212,13 @@ COND_TEMP_EXAMPLES: list[tuple[str, str]] = [
                                 if t.is_floating_point():
                                     dtypes.add(t.dtype)
                             for key, v in sub.__dict__.items():
-                                if key not in ("_parameters", "_buffers", "_modules") and (
-                                        isinstance(v, (torch.Tensor, torch.nn.Module)) or isinstance(v, (list, tuple, dict)) and any(
-                                            isinstance(e, (torch.Tensor, torch.nn.Module)) for e in (v.values() if isinstance(v, dict) else v))):
+                                if key in ("_parameters", "_buffers", "_modules"):
+                                    continue
+                                if isinstance(v, torch.Tensor):
+                                    if v.is_floating_point():
+                                        dtypes.add(v.dtype)
+                                elif isinstance(v, torch.nn.Module) or isinstance(v, (list, tuple, dict)) and any(
+                                        isinstance(e, (torch.Tensor, torch.nn.Module)) for e in (v.values() if isinstance(v, dict) else v)):
                                     return False
                 return len(dtypes) <= 1
 
@@ -284,9 +296,13 @@ COND_TEMP_EXAMPLES: list[tuple[str, str]] = [
                                 if t.is_floating_point():
                                     dtypes.add(t.dtype)
                             for key, v in sub.__dict__.items():
-                                if key not in ("_parameters", "_buffers", "_modules") and (
-                                        isinstance(v, (torch.Tensor, torch.nn.Module)) or isinstance(v, (list, tuple, dict)) and any(
-                                            isinstance(e, (torch.Tensor, torch.nn.Module)) for e in (v.values() if isinstance(v, dict) else v))):
+                                if key in ("_parameters", "_buffers", "_modules"):
+                                    continue
+                                if isinstance(v, torch.Tensor):
+                                    if v.is_floating_point():
+                                        dtypes.add(v.dtype)
+                                elif isinstance(v, torch.nn.Module) or isinstance(v, (list, tuple, dict)) and any(
+                                        isinstance(e, (torch.Tensor, torch.nn.Module)) for e in (v.values() if isinstance(v, dict) else v)):
                                     return False
                 return len(dtypes) <= 1
 
@@ -364,9 +380,13 @@ COND_TEMP_EXAMPLES: list[tuple[str, str]] = [
                                 if t.is_floating_point():
                                     dtypes.add(t.dtype)
                             for key, v in sub.__dict__.items():
-                                if key not in ("_parameters", "_buffers", "_modules") and (
-                                        isinstance(v, (torch.Tensor, torch.nn.Module)) or isinstance(v, (list, tuple, dict)) and any(
-                                            isinstance(e, (torch.Tensor, torch.nn.Module)) for e in (v.values() if isinstance(v, dict) else v))):
+                                if key in ("_parameters", "_buffers", "_modules"):
+                                    continue
+                                if isinstance(v, torch.Tensor):
+                                    if v.is_floating_point():
+                                        dtypes.add(v.dtype)
+                                elif isinstance(v, torch.nn.Module) or isinstance(v, (list, tuple, dict)) and any(
+                                        isinstance(e, (torch.Tensor, torch.nn.Module)) for e in (v.values() if isinstance(v, dict) else v)):
                                     return False
                 return len(dtypes) <= 1
 
@@ -449,9 +469,13 @@ COND_TEMP_EXAMPLES: list[tuple[str, str]] = [
                                 if t.is_floating_point():
                                     dtypes.add(t.dtype)
                             for key, v in sub.__dict__.items():
-                                if key not in ("_parameters", "_buffers", "_modules") and (
-                                        isinstance(v, (torch.Tensor, torch.nn.Module)) or isinstance(v, (list, tuple, dict)) and any(
-                                            isinstance(e, (torch.Tensor, torch.nn.Module)) for e in (v.values() if isinstance(v, dict) else v))):
+                                if key in ("_parameters", "_buffers", "_modules"):
+                                    continue
+                                if isinstance(v, torch.Tensor):
+                                    if v.is_floating_point():
+                                        dtypes.add(v.dtype)
+                                elif isinstance(v, torch.nn.Module) or isinstance(v, (list, tuple, dict)) and any(
+                                        isinstance(e, (torch.Tensor, torch.nn.Module)) for e in (v.values() if isinstance(v, dict) else v)):
                                     return False
                 return len(dtypes) <= 1
 
@@ -527,9 +551,13 @@ COND_TEMP_EXAMPLES: list[tuple[str, str]] = [
                                 if t.is_floating_point():
                                     dtypes.add(t.dtype)
                             for key, v in sub.__dict__.items():
-                                if key not in ("_parameters", "_buffers", "_modules") and (
-                                        isinstance(v, (torch.Tensor, torch.nn.Module)) or isinstance(v, (list, tuple, dict)) and any(
-                                            isinstance(e, (torch.Tensor, torch.nn.Module)) for e in (v.values() if isinstance(v, dict) else v))):
+                                if key in ("_parameters", "_buffers", "_modules"):
+                                    continue
+                                if isinstance(v, torch.Tensor):
+                                    if v.is_floating_point():
+                                        dtypes.add(v.dtype)
+                                elif isinstance(v, torch.nn.Module) or isinstance(v, (list, tuple, dict)) and any(
+                                        isinstance(e, (torch.Tensor, torch.nn.Module)) for e in (v.values() if isinstance(v, dict) else v)):
                                     return False
                 return len(dtypes) <= 1
 
@@ -601,9 +629,13 @@ COND_TEMP_EXAMPLES: list[tuple[str, str]] = [
                                 if t.is_floating_point():
                                     dtypes.add(t.dtype)
                             for key, v in sub.__dict__.items():
-                                if key not in ("_parameters", "_buffers", "_modules") and (
-                                        isinstance(v, (torch.Tensor, torch.nn.Module)) or isinstance(v, (list, tuple, dict)) and any(
-                                            isinstance(e, (torch.Tensor, torch.nn.Module)) for e in (v.values() if isinstance(v, dict) else v))):
+                                if key in ("_parameters", "_buffers", "_modules"):
+                                    continue
+                                if isinstance(v, torch.Tensor):
+                                    if v.is_floating_point():
+                                        dtypes.add(v.dtype)
+                                elif isinstance(v, torch.nn.Module) or isinstance(v, (list, tuple, dict)) and any(
+                                        isinstance(e, (torch.Tensor, torch.nn.Module)) for e in (v.values() if isinstance(v, dict) else v)):
                                     return False
                 return len(dtypes) <= 1
 
