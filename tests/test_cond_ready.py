@@ -192,3 +192,13 @@ def test_the_guard_refuses_what_it_cannot_check(what, ready):
     if what is None:   # one dtype after a cast, two when a tensor the sides read stayed float32
         assert ok(mod.bfloat16(), torch.ones(2, dtype=torch.bfloat16)) is True
         assert ok(mod, torch.ones(2)) is False
+
+
+def test_the_inductor_pass_sees_a_cond_in_a_frame_the_grad_runs_skipped():
+    # helper-96 F1: emitted before (0 -> 1 graph) and raising under the default backend
+    from mend.fix import fix
+
+    res = fix(str(FIXTURES / "adversarial" / "h96_slice_residual.py"), unsafe_fixes=True, max_examples=3)
+    assert res.rewrites == [] and res.mended == res.original
+    (dec,) = res.declined
+    assert "(inductor)" in dec.reason and "aliasing" in dec.reason, dec.reason

@@ -906,6 +906,7 @@ def test_a_where_form_of_an_elif_chain_of_submodule_calls_carries_its_caveat():
 
 _MOE = '''\
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 
@@ -925,14 +926,18 @@ class Model(nn.Module):
     ("torch.zeros_like(x)", "self.experts", "pass", True),          # 006's kind: the copy of `out` is unobservable
     ("torch.zeros_like(x)", "self.experts", "self.last = out", False),   # stored: the caller could tell the copy
     ("x * 0", "self.experts", "pass", True),
+    ("x.new_zeros(x.shape)", "self.experts", "pass", True),
     ("x", "self.experts", "pass", False),                            # the caller's own tensor, returned
+    ("+x", "self.experts", "pass", False),                           # helper-96 F2: these return x or a view
+    ("torch.ravel(x)", "self.experts", "pass", False),
+    ("F.dropout(x, 0.1, self.training)", "self.experts", "pass", False),
     ("x[:, :4]", "self.experts", "pass", False),                     # a view of it
     ("torch.zeros_like(x)", "self.experts", "y = out is x", False),  # identity read
     ("torch.zeros_like(x)", "experts_list", "pass", False),          # not over self: the guard cannot reach them
 ])
 def test_a_loop_item_call_takes_cond_only_when_nothing_can_tell(init, experts, tail, fixed):
     source = _MOE.format(init=init, experts=experts, tail=tail)
-    result = rewrite(cst.parse_module(source), 10)
+    result = rewrite(cst.parse_module(source), 11)
     if fixed:
         assert isinstance(result, RewriteResult) and result.form == "cond", result
         assert "lambda: out.clone())" in result.code and 'getattr(self, "experts", None)' in result.code

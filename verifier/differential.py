@@ -28,61 +28,12 @@ from hypothesis import HealthCheck, Phase, given, seed as hyp_seed, settings, st
 from hypothesis.errors import Flaky
 
 from verifier import forcing, pystate
+from verifier.edge_values import edge_values_for, with_edge_values  # noqa: F401 (re-exported)
 from verifier.shown import input_text, without_grad_fn_names
 
 EDGE_VALUES = [0.0, -0.0, float("inf"), float("-inf"), float("nan"), 1e30, -1e30]
 # drawn inputs that made the original raise, also run under Inductor (each new shape recompiles)
 RAISING_FOR_INDUCTOR = 3
-
-
-def edge_values_for(dtype: torch.dtype, constants) -> list:
-    """Edge values a tensor of ``dtype`` gets from a rewrite's constants (a comparison's
-    threshold C): C, C rounded to ``dtype`` and that value's neighbours (``torch.nextafter``)
-    for floating dtypes; floor and ceiling of C and their neighbours, within range, for
-    integer dtypes. A comparison that miscounts does so there."""
-    out: list = []
-    for c in constants:
-        if isinstance(c, bool) or not isinstance(c, (int, float)) or c != c or c in (float("inf"), float("-inf")):
-            continue
-        if dtype.is_floating_point:
-            vals = [float(c)]
-            try:
-                r = torch.tensor(float(c), dtype=dtype)
-                up, down = torch.tensor(float("inf"), dtype=dtype), torch.tensor(float("-inf"), dtype=dtype)
-                vals += [r.item(), torch.nextafter(r, up).item(), torch.nextafter(r, down).item()]
-            except (RuntimeError, TypeError, OverflowError):
-                pass
-        elif dtype == torch.bool:
-            vals = [False, True]
-        elif not dtype.is_complex:
-            import math
-
-            info = torch.iinfo(dtype)
-            lo, hi = math.floor(c), math.ceil(c)
-            vals = [v for v in (lo - 1, lo, hi, hi + 1) if info.min <= v <= info.max]
-        else:
-            continue
-        for v in vals:
-            if not any(v == o and type(v) is type(o) and str(v) == str(o) for o in out):
-                out.append(v)
-    return out
-
-
-def with_edge_values(example: tuple, constants) -> tuple | None:
-    """``example`` with the leading elements of each tensor (rank >= 1) set to the edge values
-    of ``constants`` for its dtype, cycled; None when no tensor changes."""
-    changed, out = False, []
-    for t in example:
-        vals = edge_values_for(t.dtype, constants) if isinstance(t, torch.Tensor) and t.dim() >= 1 and t.numel() else []
-        if vals:
-            flat = t.detach().clone().reshape(-1)
-            for i in range(min(flat.numel(), max(len(vals), 1))):
-                flat[i] = vals[i % len(vals)]
-            out.append(flat.reshape(t.shape))
-            changed = True
-        else:
-            out.append(t)
-    return tuple(out) if changed else None
 
 
 @dataclass
@@ -809,6 +760,10 @@ def _differential_test(original, mended, example: tuple, *, example_kwargs, emit
     if compiled:
         # once more under the default backend, on the fixed inputs and the first drawn ones that made
         # the original raise: Inductor must accept the mended graph (mend::capture crashed it) and agree
+        # a fresh Dynamo: a frame the runs above gave up on (a break in a loop, with autograd on,
+        # where a cond's guard keeps the if) stays skipped, and Inductor would never see the cond
+        # (helper-96 F1: a cond over two views of one storage, which Inductor rejects, passed)
+        torch._dynamo.reset()
         inductor = torch.compile(emit)
         modes.append("compiled:inductor/eval")
         floor = least_precise_float(emit, example)

@@ -274,10 +274,18 @@ def _alias_observers(scope: cst.CSTNode, after_line: int, names: set[str], posit
     return found
 
 
+# what always returns a new tensor: `+x`, F.dropout in eval, torch.ravel, conj, einsum("ij->ij") can
+# return their input or a view of it (helper-96 F2), so only these count as allocating
+_ALLOCATING = {f"torch.{f}" for f in ("zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like",
+                                     "full_like", "rand", "randn", "rand_like", "randn_like", "arange",
+                                     "linspace", "cat", "stack", "tensor")}
+_NEW_METHODS = {"new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"}
+
+
 def _fresh_local(name: str, scope: cst.CSTNode, positions, env: _Env) -> bool:
     """Whether the caller cannot tell ``return name`` of a copy from the original: ``name`` is
     a local (no parameter, ``global`` or ``nonlocal``), every binding of it allocates a new
-    tensor (arithmetic, or a torch function that never returns a view or its input), and no
+    tensor (binary arithmetic, ``-``/``~``, a factory, ``cat``/``stack``, ``.new_zeros``...), and no
     use anywhere in the function stores it, passes it on or reads its identity (shared case
     006's ``out = torch.zeros_like(x)`` accumulated over the experts and returned)."""
     values = env.bindings(name)   # None: a parameter, or a binding other than `name = value`
@@ -285,9 +293,9 @@ def _fresh_local(name: str, scope: cst.CSTNode, positions, env: _Env) -> bool:
         return False
     for v in map(_strip, values):
         qual = env.qualified(call_name(v) or "") if isinstance(v, cst.Call) else None
-        last = qual.rsplit(".", 1)[1] if qual else ""
-        if not (isinstance(v, (cst.BinaryOperation, cst.UnaryOperation)) or (
-                qual and qual.startswith("torch.") and last not in _MAY_ALIAS and not last.endswith("_"))):
+        method = v.func.attr.value if isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) else None
+        if not (isinstance(v, cst.BinaryOperation) or isinstance(v, cst.UnaryOperation) and isinstance(
+                v.operator, (cst.Minus, cst.BitInvert)) or qual in _ALLOCATING or method in _NEW_METHODS):
             return False
     return not _alias_observers(scope, 0, {name}, positions, env, returned=frozenset({name}))
 
