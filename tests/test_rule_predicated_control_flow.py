@@ -943,3 +943,11 @@ def test_a_loop_item_call_takes_cond_only_when_nothing_can_tell(init, experts, t
         assert "lambda: out.clone())" in result.code and 'getattr(self, "experts", None)' in result.code
     else:
         assert isinstance(result, Decline), result.code
+
+
+def test_a_loop_item_rebound_in_the_loop_is_not_what_the_guard_checks():
+    source = _MOE.format(init="torch.zeros_like(x)", experts="self.experts", tail="pass").replace(
+        "            gate = gates[:, e:e + 1]\n", "            gate = gates[:, e:e + 1]\n            expert = self.shared\n")
+    assert "expert = self.shared" in source
+    result = rewrite(cst.parse_module(source), 12)
+    assert isinstance(result, Decline) and "skips a call of the loop's item" in result.reason, result

@@ -393,6 +393,10 @@ def _item_roots(loops: list, items: set) -> list[str] | None:
         chain = _self_chain(it)
         if not (isinstance(target, cst.Name) and target.value in items and chain):
             return None
+        rebound = m.findall(lp.body, m.AssignTarget(target=m.Name(target.value)) | m.AugAssign(
+            target=m.Name(target.value)) | m.For(target=m.Name(target.value)) | m.NamedExpr(target=m.Name(target.value)))
+        if rebound:   # the item is then not (only) one of the iterable's modules, which the guard checks
+            return None
         roots.append(_safe_read(chain))
     return roots
 
