@@ -602,11 +602,19 @@ def differential_test(original, mended, example: tuple, *, example_kwargs: dict 
                                   extra_edge_values=extra_edge_values, prepare=prepare)
 
 
+def _frames_given_up() -> int:
+    """How many frames Dynamo failed to convert in this process (skipped whole, or errored)."""
+    from torch._dynamo.utils import counters
+
+    return counters["frames"]["total"] - counters["frames"]["ok"]
+
+
 def _differential_test(original, mended, example: tuple, *, example_kwargs, emitted, reference, force_lines,
                        extra_inputs, seed, max_examples, compiled, edge, train, extra_edge_values, prepare) -> Evidence:
     from verifier.legs import jittered, under_aot_autograd, under_autocast   # it imports this module
 
     forcing.reset()
+    given_up = _frames_given_up()
     prepare = prepare or (lambda m: m)
     keys = list(example_kwargs or {})
     n_args = len(example)
@@ -760,10 +768,11 @@ def _differential_test(original, mended, example: tuple, *, example_kwargs, emit
     if compiled:
         # once more under the default backend, on the fixed inputs and the first drawn ones that made
         # the original raise: Inductor must accept the mended graph (mend::capture crashed it) and agree
-        # a fresh Dynamo: a frame the runs above gave up on (a break in a loop, with autograd on,
-        # where a cond's guard keeps the if) stays skipped, and Inductor would never see the cond
-        # (helper-96 F1: a cond over two views of one storage, which Inductor rejects, passed)
-        torch._dynamo.reset()
+        # a frame the runs above gave up on (a break in a loop, with autograd on, where a cond's
+        # guard keeps the if) stays skipped, and Inductor would never see the cond (helper-96 F1:
+        # a cond over two views of one storage, which Inductor rejects, passed): a fresh Dynamo then
+        if _frames_given_up() > given_up:
+            torch._dynamo.reset()
         inductor = torch.compile(emit)
         modes.append("compiled:inductor/eval")
         floor = least_precise_float(emit, example)
