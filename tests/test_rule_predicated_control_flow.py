@@ -951,3 +951,15 @@ def test_a_loop_item_rebound_in_the_loop_is_not_what_the_guard_checks():
     assert "expert = self.shared" in source
     result = rewrite(cst.parse_module(source), 12)
     assert isinstance(result, Decline) and "skips a call of the loop's item" in result.reason, result
+
+
+
+@pytest.mark.parametrize("loop", ["for expert in self.experts.values():", "for e, expert in self.experts.items():"])
+def test_a_moduledicts_experts_take_cond_too(loop):
+    # helper-96's fd05/fd06: a ModuleDict's values() or items() are the dict's own modules
+    source = _MOE.format(init="torch.zeros_like(x)", experts="self.experts", tail="pass").replace(
+        "        for e, expert in enumerate(self.experts):", "        " + loop).replace(
+        "gate = gates[:, e:e + 1]", "gate = gates[:, :1]")
+    result = rewrite(cst.parse_module(source), 11)
+    assert isinstance(result, RewriteResult) and result.form == "cond", result
+    assert 'getattr(self, "experts", None)' in result.code

@@ -375,19 +375,22 @@ def _branch_locals(node: cst.CSTNode) -> set[str]:
 
 def _item_roots(loops: list, items: set) -> list[str] | None:
     """The guard roots (``getattr(self, "experts", None)``) of the loops binding ``items`` when
-    each is ``for <item> in self.<chain>`` or ``for <i>, <item> in enumerate(self.<chain>)``,
-    else None: torch.cond's guard then checks every module the loop can call."""
+    each is ``for <item> in self.<chain>``, ``for <i>, <item> in enumerate(self.<chain>)``, or
+    over a ModuleDict's ``self.<chain>.values()`` / ``.items()``, else None: torch.cond's guard
+    then checks every module the loop can call (the helper walks a ModuleDict's modules)."""
     from mend.rules.predicated_control_flow.cond import _safe_read, _self_chain
 
     roots = []
     for lp in loops:
         target, it = lp.target, lp.iter
-        if m.matches(it, m.Call(func=m.Name("enumerate"), args=[m.Arg(keyword=None)])) and \
-                m.matches(target, m.Tuple(elements=[m.Element(m.Name()), m.Element(m.Name())])):
-            target, it = target.elements[1].value, it.args[0].value
-            bound = {lp.target.elements[0].value.value, target.value}
-        else:
-            bound = {n.value for n in m.findall(lp.target, m.Name())}
+        pair = m.matches(target, m.Tuple(elements=[m.Element(m.Name()), m.Element(m.Name())]))
+        if pair and (m.matches(it, m.Call(func=m.Name("enumerate"), args=[m.Arg(keyword=None)])) or m.matches(
+                it, m.Call(func=m.Attribute(attr=m.Name("items")), args=[]))):
+            # enumerate(self.experts), or a ModuleDict's self.experts.items()
+            target, it = target.elements[1].value, it.args[0].value if it.args else it.func.value
+        elif m.matches(it, m.Call(func=m.Attribute(attr=m.Name("values")), args=[])):
+            it = it.func.value   # a ModuleDict's self.experts.values()
+        bound = {n.value for n in m.findall(lp.target, m.Name())}
         if not bound & items:
             continue
         chain = _self_chain(it)
