@@ -64,8 +64,8 @@ statement, setup that fails one of the hoisting conditions, trailing calls that 
 name or arguments, a site inside a ``while`` loop, or a branch in a ``for`` loop that holds
 ``break``/``continue``, or that skips a call of the loop's item (an MoE expert: torch.where
 would run every expert, cf. shared/cases 006) when the loop is not over an attribute of ``self``;
-over one (``for e, expert in enumerate(self.experts)``, a ModuleDict's ``.values()``/``.items()``), that branch takes torch.cond, whose
-guard reaches the items through the iterable. A branch inside a ``for`` loop is otherwise
+over one (``for e, expert in enumerate(self.experts)``, a ModuleDict's ``.values()`` or
+``.items()``), that branch takes torch.cond, whose guard reaches the items through the iterable. A branch inside a ``for`` loop is otherwise
 predicated alike on each iteration (Dynamo unrolls the loop; the frame it skipped compiles
 again: helper-60's per-layer rescale, 0 -> 1 graph); the proofs read one iteration's facts, so
 ``loop-facts-agree`` (required, an observation: the fix is unsafe) checks that every iteration

@@ -459,14 +459,13 @@ def _rewrite_cond(node: cst.If, arms: list[_Arm], selected: list[str], order_see
         obligations.append({"kind": "cond-no-autograd", "why": f"{grad_why}: with autograd on, torch.cond's "
                             "backward would give tensors the if leaves without gradient a zero gradient, so the "
                             "cond runs only when torch.is_grad_enabled() is False"})
-    roots = module_roots([v for _, (t, f) in analysed for v in (t, f)] + [v for _, v in temps[0]], env)
-    roots += [r for r in env.loop_roots if r not in roots]   # the modules a loop's item may be
-    # and what the sides read: a tensor of another dtype or layout than the example's can make the
-    # two outputs differ in dtype or stride order, where torch.cond raises (helper-94 m08, m09)
+    # the modules the sides call, those a loop's item may be, and what the sides read: a tensor of
+    # another dtype or layout than the example's can make the two outputs differ in dtype or stride
+    # order, where torch.cond raises (helper-94 m08, m09); a parameter is checked once, as dense
     dense, others = _guard_reads(read, env, positions, positions[node].start.line)
-    roots += [r for r in others if r not in roots and r not in dense]
-    roots = [r for r in roots if r not in dense] + ([f"dense=({', '.join(dense)}{',' * (len(dense) == 1)})"]
-                                                    if dense else [])
+    called = module_roots([v for _, (t, f) in analysed for v in (t, f)] + [v for _, v in temps[0]], env)
+    roots = [r for r in dict.fromkeys(called + env.loop_roots + others) if r not in dense] + (
+        [f"dense=({', '.join(dense)}{',' * (len(dense) == 1)})"] if dense else [])
     for ob in obligations:
         if ob["kind"] == "cond-branch-types":
             ob.update(guard=roots, torch=env.torch)

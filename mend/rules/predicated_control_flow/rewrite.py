@@ -12,7 +12,7 @@ from mend.rules._base import Decline, Match, RewriteResult
 from mend.rules._common import add_helpers, add_import
 from mend.rules.predicated_control_flow.autocast import anomaly_guard, guard
 from mend.rules.predicated_control_flow.env import NAME, _Declined, _Env
-from mend.rules.predicated_control_flow.cond import READY, READY_HELPER
+from mend.rules.predicated_control_flow.cond import READY, READY_HELPER, _safe_read, _self_chain
 from mend.rules.predicated_control_flow.gate import add_helper
 from mend.rules.predicated_control_flow.screen import _is_static
 from mend.rules.predicated_control_flow.where import _rewrite_if, _rewrite_logic, where_equals_ite
@@ -147,7 +147,8 @@ def _rewrite_at(module: cst.Module, node: cst.CSTNode | None, line: int,
                              "cannot express")
     per_item = {n.value for lp in loops for n in m.findall(lp.target, m.Name())}
     skipped = [c for c in m.findall(node, m.Call()) if _root(c.func) in per_item]
-    loop_roots = _item_roots(loops, {_root(c.func) for c in skipped})
+    items = {_root(c.func) for c in skipped}
+    loop_roots = _item_roots(loops, items)
     if skipped and (form == "where" or loop_roots is None):
         return Decline(NAME, f"the branch inside the loop skips a call of the loop's item "
                              f"(`{cst.Module([]).code_for_node(skipped[0].func)}`, an MoE expert or a layer): "
@@ -179,7 +180,7 @@ def _rewrite_at(module: cst.Module, node: cst.CSTNode | None, line: int,
     env = _Env(module, ancestors)
     env.want = form
     if skipped:
-        env.loop_roots, env.loop_items = loop_roots, {_root(c.func) for c in skipped}
+        env.loop_roots, env.loop_items = loop_roots, items
     if env.function is not None and env.function.name.value.startswith("_mend_"):
         return Decline(NAME, f"`{env.function.name.value}` is mend's own helper; its test is a trace-time constant")
     hooked = m.findall(env.function or module, m.Call(func=m.Attribute(attr=m.Name(
@@ -378,8 +379,6 @@ def _item_roots(loops: list, items: set) -> list[str] | None:
     each is ``for <item> in self.<chain>``, ``for <i>, <item> in enumerate(self.<chain>)``, or
     over a ModuleDict's ``self.<chain>.values()`` / ``.items()``, else None: torch.cond's guard
     then checks every module the loop can call (the helper walks a ModuleDict's modules)."""
-    from mend.rules.predicated_control_flow.cond import _safe_read, _self_chain
-
     roots = []
     for lp in loops:
         target, it = lp.target, lp.iter
