@@ -277,3 +277,30 @@ def test_kept_break_when_the_rules_form_is_refused_says_so():
     assert "the rule's where was not emitted: where refuted" in out.reason
     keep = next(e for e in out.choice["candidates"] if e["name"] == "keep")
     assert keep["roofline_ms"] is not None   # keep's own estimate stays on record
+
+
+def test_a_break_that_skips_its_frame_is_not_kept_against_a_verified_rewrite():
+    # a break in a loop makes Dynamo skip the whole frame (graph_count 0): keeping it costs the
+    # frame's compilation, which a site's own counts miss (the index form of shared case 006 was
+    # kept on a roofline tie, 0 graphs where torch.cond gives 1)
+    costs = {"pred": _counts(64, 1), "sides": [_counts(8 << 20, 8 << 20), _counts(8 << 20, 8 << 20)]}
+    obs = {**costs, "p_true": None, "device": "cpu"}
+    plain = choose(obs, ["cond"], "cond", "roofline", local_peaks=TEST_PEAKS)
+    assert plain["chosen"] == "keep"    # the site alone: the cond's materialised output costs more than a break
+    skipped = choose(obs, ["cond"], "cond", "roofline", local_peaks=TEST_PEAKS, skips_frame=True)
+    assert skipped["chosen"] == "cond" and skipped["reason"].startswith("the only verified rewrite (cond); not ranked")
+    keep = skipped["candidates"][0]
+    assert keep["name"] == "keep" and "Dynamo skips the whole frame" in keep["note"]
+    both = choose(obs, ["where", "cond"], "where", "roofline", local_peaks=TEST_PEAKS, skips_frame=True)
+    assert both["chosen"] in ("where", "cond") and "keep" not in both["reason"]
+    # nothing verified: the break stays, whatever the frame
+    assert choose(obs, [], "cond", "roofline", local_peaks=TEST_PEAKS, skips_frame=True)["chosen"] == "keep"
+    # through choose_rewrite: the scanned site says the frame was skipped
+    res = RewriteResult("# cond\n", (5, 8), "if -> torch.cond", form="cond")
+    rule = SimpleNamespace(alternatives=lambda module, line: [], rewrite=lambda *a, **k: Decline("r", "no where"))
+    for skipped_frame, want in ((False, "keep"), (True, "cond")):
+        site = SimpleNamespace(line=1, fixable_by="predicated-control-flow", frame_skipped=skipped_frame)
+        out = choose_rewrite(None, _Ex(), rule, site, "x = 1\n", res, _verified("cond", True, costs), where="m.py:5",
+                             rel="m.py", files={}, method="roofline", verify="standard", unsafe_fixes=False)
+        rec = out.choice if isinstance(out, Declined) else out[0].choice
+        assert rec["chosen"] == want

@@ -565,7 +565,7 @@ def _values_strategy(example: tuple, edge: bool, extra_edge_values=()):
 def differential_test(original, mended, example: tuple, *, example_kwargs: dict | None = None, emitted=None,
                       reference=None, force_lines: list[int] = (), extra_inputs: list[tuple] = (), seed: int = 0,
                       max_examples: int = 40, compiled: bool = True, edge: bool = True,
-                      train: bool = True, extra_edge_values=(), prepare=None) -> Evidence:
+                      train: bool = True, extra_edge_values=(), prepare=None, other_dtypes=()) -> Evidence:
     """Compare ``original`` and ``mended`` (same weights) on Hypothesis-drawn inputs.
 
     ``example``: the target's example args (tensors of any shape/dtype). ``force_lines``:
@@ -589,7 +589,9 @@ def differential_test(original, mended, example: tuple, *, example_kwargs: dict 
     example's keyword inputs, drawn like the positional ones (a transformers model called
     as ``model(input_ids=..., attention_mask=...)``). ``prepare``: applied to every
     compiled mended model before ``torch.compile`` (the caller installs its runtimes there,
-    as users are told to); the verifier itself knows no runtime.
+    as users are told to); the verifier itself knows no runtime. ``other_dtypes``: floating
+    dtypes (``torch.float64``) to run the fixed inputs at once more, model and inputs cast
+    (:func:`verifier.legs.at_other_dtypes`); empty (the default): not run.
     """
     # as a fresh process: earlier compiles' caches and code state must not shape this verdict
     torch._dynamo.reset()
@@ -599,7 +601,7 @@ def differential_test(original, mended, example: tuple, *, example_kwargs: dict 
         return _differential_test(original, mended, example, example_kwargs=example_kwargs, emitted=emitted,
                                   reference=reference, force_lines=force_lines, extra_inputs=extra_inputs, seed=seed,
                                   max_examples=max_examples, compiled=compiled, edge=edge, train=train,
-                                  extra_edge_values=extra_edge_values, prepare=prepare)
+                                  extra_edge_values=extra_edge_values, prepare=prepare, other_dtypes=other_dtypes)
 
 
 def _frames_given_up() -> int:
@@ -610,8 +612,9 @@ def _frames_given_up() -> int:
 
 
 def _differential_test(original, mended, example: tuple, *, example_kwargs, emitted, reference, force_lines,
-                       extra_inputs, seed, max_examples, compiled, edge, train, extra_edge_values, prepare) -> Evidence:
-    from verifier.legs import jittered, under_aot_autograd, under_autocast   # it imports this module
+                       extra_inputs, seed, max_examples, compiled, edge, train, extra_edge_values, prepare,
+                       other_dtypes) -> Evidence:
+    from verifier.legs import at_other_dtypes, jittered, under_aot_autograd, under_autocast   # it imports this module
 
     forcing.reset()
     given_up = _frames_given_up()
@@ -807,6 +810,10 @@ def _differential_test(original, mended, example: tuple, *, example_kwargs, emit
                                                                 grads, settings_, eager=False))
         if compiled and train:   # and in training through AOTAutograd (functionalized in-place writes)
             state["worst"] = max(state["worst"], under_aot_autograd(emit, ref_c, models, fixed, split, modes, floor))
+        if compiled and other_dtypes:
+            values = fixed[0]
+            state["worst"] = max(state["worst"], at_other_dtypes(emit, ref_c, (original, mended), fixed, split, modes,
+                                                                 other_dtypes, prepare, settings_))
     except Mismatch as exc:
         return Evidence(False, seed, state["n"], modes, outcomes(), state["worst"], describe(values), str(exc),
                         grads.get("max", 0.0))

@@ -1,5 +1,6 @@
 """Legs of the differential test beyond the eager/compiled comparison of
-:mod:`verifier.differential`: the models under ``torch.autocast`` and whether TorchScript
+:mod:`verifier.differential`: the models under ``torch.autocast``, in training through
+AOTAutograd, with model and inputs cast to other floating dtypes, and whether TorchScript
 still compiles the mended module. Split out of that module to keep it readable."""
 from __future__ import annotations
 
@@ -139,3 +140,71 @@ def jittered(values: tuple) -> tuple:
             return (v.double() * (1 + 1e-3 * noise)).to(v.dtype)
         return v
     return tuple(one(v) for v in values)
+
+
+# the obligations about the sides' dtypes: proved for every dtype, or the candidate runs at another
+DTYPE_KINDS = ("cond-branch-types", "same-dtype", "where-equals-ite")
+
+
+def other_dtypes(results: list[dict]) -> tuple:
+    """The dtypes to run a candidate at once more (model and inputs cast): float64 and bfloat16
+    when an obligation about the sides' dtypes was not proved for every dtype (unknown, or
+    proved at the example's dtypes only), else none. A side that fixes its own dtype returns one
+    dtype on a float32 example and two on a model of another dtype, where torch.cond raises and
+    torch.where promotes: ``cumsum(dtype=torch.float32)`` on a float64 model, ``h +
+    torch.ones(n, 4)`` (float32 wins over bfloat16, not over float64) on a bfloat16 one
+    (helper-95 m03, m15)."""
+    unproved = any(r["kind"] in DTYPE_KINDS and (r["result"] != "proved" or r.get("tier") == "observed")
+                   for r in results)
+    return (torch.float64, torch.bfloat16) if unproved else ()
+
+
+def _cast_floats(values, dtype: torch.dtype):
+    """``values`` (nested tuples, lists, dicts) with each floating tensor cast to ``dtype``."""
+    if isinstance(values, torch.Tensor):
+        return values.to(dtype) if values.is_floating_point() and not values.is_complex() else values
+    if isinstance(values, (tuple, list)):
+        return type(values)(_cast_floats(v, dtype) for v in values)
+    if isinstance(values, dict):
+        return {k: _cast_floats(v, dtype) for k, v in values.items()}
+    return values
+
+
+def at_other_dtypes(emit, ref_c, instrumented, fixed, split, modes: list, dtypes, prepare, settings_=({},)) -> float:
+    """The fixed inputs with the model and the inputs' floating tensors cast to each of
+    ``dtypes`` (``model.to(torch.float64)``), in eval mode without gradients: a private copy of
+    the emitted model under ``torch.compile(backend="eager")`` against a copy of the reference
+    ``ref_c`` in eager, the predicates natural; and, for each forced setting of ``settings_``
+    (:func:`verifier.forcing.settings`), copies of the ``instrumented`` pair (original, mended)
+    the same way, so a side the example never takes runs too. Either exception is accepted when
+    both raise; a value, dtype or exception only one shows is a mismatch. For a rewrite whose
+    sides' dtypes were not proved for every dtype: torch.cond raises when its branches return
+    different dtypes where the ``if`` returned, torch.where promotes (a ``cumsum(dtype=
+    torch.float32)`` side on a float64 model; helper-94 m08, helper-95 m03, m15). ``prepare``: as
+    for the other compiled runs (the runtimes users install). Raises Mismatch, its message
+    starting "with the model and inputs in <dtype>"."""
+    worst = 0.0
+    runs = [({}, ref_c, emit)] + [(s, *instrumented) for s in settings_ if s]
+    for dtype in dtypes:
+        name = str(dtype).removeprefix("torch.")
+        modes.append(f"compiled:eager-backend/{name}/eval" + ("/forced" if len(runs) > 1 else ""))
+        for setting, ref_model, cand_model in runs:
+            try:
+                ref, got = copy.deepcopy(ref_model).to(dtype).eval(), copy.deepcopy(cand_model).to(dtype).eval()
+            except Exception as exc:   # noqa: BLE001 - a module that does not copy or cast: said, not passed
+                raise Mismatch(f"with the model and inputs in {name}: the model could not be copied and cast "
+                               f"({type(exc).__name__}: {exc})") from exc
+            compiled = torch.compile(prepare(got), backend="eager")
+            try:
+                for values in fixed:
+                    args, kwargs = split(_cast_floats(values, dtype))
+                    with forcing.forced_all(setting), warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        got_obs = observe(compiled, args, kwargs, grad=False)
+                        ref_obs = observe(ref, args, kwargs, grad=False)
+                    worst = max(worst, compare(ref_obs, got_obs, exact=False, any_error=True))
+            except Mismatch as exc:
+                forced = f", predicates forced {setting}" if setting else ""
+                raise Mismatch(f"with the model and inputs in {name}{forced}, under torch.compile (eager backend): "
+                               f"{exc}") from exc
+    return worst

@@ -365,6 +365,25 @@ class ShapeEval:
             return _num(a.cat if a.cat == b.cat else "float")
         raise Unsupported("a conditional expression over tensors")
 
+    def python_int(self, node: ast.AST):
+        """The z3 Int of ``node`` when it is a Python int (a literal, or a name or expression
+        the facts show is one: ``e`` of ``for e, expert in enumerate(...)``, ``e + 1``), else
+        None: a tensor index selects, it does not drop a dim."""
+        if isinstance(node, (ast.Constant, ast.UnaryOp)):
+            try:
+                v = ast.literal_eval(node)
+            except ValueError:
+                v = None
+            if isinstance(v, int) and not isinstance(v, bool):
+                return z3.IntVal(v)
+        if isinstance(node, ast.Slice) or isinstance(node, ast.Constant) and not isinstance(node.value, int):
+            return None
+        try:
+            v = self.eval(node)
+        except Unsupported:
+            return None
+        return v.ival if v.kind == "num" and v.cat == "int" and v.ival is not None else None
+
     def e_Subscript(self, node):
         base = self.eval(node.value)
         idx = node.slice
@@ -399,20 +418,19 @@ class ShapeEval:
                 dim += skip
                 continue
             size = base.shape[dim] if dim < base.rank else z3.IntVal(0)
-            if isinstance(p, ast.Constant) and isinstance(p.value, int) or (
-                    isinstance(p, ast.UnaryOp) and isinstance(p.op, ast.USub) and isinstance(p.operand, ast.Constant)):
-                i = ast.literal_eval(p)
-                self.pre.append((z3.And(-size <= i, i < size), f"index {i} within size in `{ast.unparse(node)}`"))
+            i = self.python_int(p)
+            if i is not None:   # x[0], x[-1], x[e] for a Python int e (a loop's index): the dim goes
+                self.pre.append((z3.And(-size <= i, i < size), f"index {ast.unparse(p)} within size in "
+                                                               f"`{ast.unparse(node)}`"))
                 dim += 1
                 continue
             if isinstance(p, ast.Slice) and p.step is None:
                 def bound(e, default, size=size):
                     if e is None:
                         return default
-                    v = ast.literal_eval(e) if isinstance(e, (ast.Constant, ast.UnaryOp)) else None
-                    if not isinstance(v, int):
+                    z = self.python_int(e)
+                    if z is None:
                         raise Unsupported(f"slice bound `{ast.unparse(e)}`")
-                    z = z3.IntVal(v)
                     return z3.If(z < 0, z3.If(z + size < 0, 0, z + size), z3.If(z > size, size, z))
                 lo, hi = bound(p.lower, z3.IntVal(0)), bound(p.upper, size)
                 out.append(z3.If(hi > lo, hi - lo, 0))

@@ -35,7 +35,7 @@ def _entry(name: str, verified: bool | None, note: str | None = None) -> dict:
 
 def choose(obs: dict | None, verified: list[str], default: str, method: str = "model", *,
            declined: dict[str, str] | None = None, local_peaks: dict | None = None,
-           unobserved: str | None = None) -> dict:
+           unobserved: str | None = None, skips_frame: bool = False) -> dict:
     """Pick one of ``["keep", *verified]`` for a site.
 
     ``obs``: the site observation (:mod:`mend.cost.features`), None when none was made (at
@@ -54,8 +54,11 @@ def choose(obs: dict | None, verified: list[str], default: str, method: str = "m
     model gives a ``score`` instead, lower is faster); ``roofline_ms`` the roofline
     estimate of the site alone (ms). For
     ``measure`` the record ranks the candidates and sets ``"measure": [two names]``; the
-    caller times them and calls :func:`decide_measured`. Raises ValueError for an unknown
-    method.
+    caller times them and calls :func:`decide_measured`. ``skips_frame``: the break sits in a
+    loop, so Dynamo skips the whole frame and runs it eagerly (``graph_count`` 0): keeping it
+    costs the frame's compilation, which the site's own counts do not see, so ``keep`` is not
+    ranked against a verified rewrite (issue 10, kind 9: fix the root cause so the frame
+    compiles again). Raises ValueError for an unknown method.
     """
     if method not in METHODS:
         raise ValueError(f"--choose {method}: choose one of {', '.join(METHODS)}")
@@ -75,6 +78,12 @@ def choose(obs: dict | None, verified: list[str], default: str, method: str = "m
 
     if len(names) == 1 and (obs is None or method == "always"):
         return done("keep", "no rewrite of this site verified, so the graph break stays")
+    if skips_frame and len(names) > 1:
+        entries["keep"]["note"] = ("not ranked: the break is in a loop, so Dynamo skips the whole frame and runs it "
+                                   "eagerly; keeping it costs the frame's compilation, which the site's counts miss")
+        names = names[1:]
+        if len(names) == 1:
+            return done(names[0], f"the only verified rewrite ({names[0]}); {entries['keep']['note']}")
     if method == "always":
         pick = default if default in names else names[1]
         return done(pick, f"--choose always: the rule's rewrite ({pick}) whenever it verified (GraphMend's policy)")

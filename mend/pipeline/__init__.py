@@ -32,6 +32,7 @@ from mend.taxonomy import EAGER_SETUP_ADVICE
 from mend.targets import load_target
 from mend.worker import start_early
 from verifier.forcing import forced_keys, instrument
+from verifier.legs import other_dtypes
 from verifier.obligations import LEVELS, examples_for, fix_safety, prove
 
 __all__ = ["fix", "FixResult", "Rewrite", "Declined", "build_pair", "factory_of", "model_maker", "UNFORCEABLE"]
@@ -555,7 +556,7 @@ def _verify(ex, rule, site, rel: str, current: str, files: dict[str, str], verif
         observed.outcome = Declined.withheld(where, site.fixable_by, UNTESTED, unsafe)
         return observed
     try:
-        evidence = ex.evidence(force, res.edge_values)
+        evidence = ex.evidence(force, res.edge_values, other_dtypes(proof["obligations"]))
     except Failed as failed:
         # the candidate's own words say what was tried (helper-88 N1: a where form of an elif chain
         # of submodule calls was declined on a gradient, with nothing saying why it was a where)

@@ -84,6 +84,7 @@ def choose_rewrite(verify_fn, ex, rule, site, current: str, res, first: Verified
     done: dict[str, Verified] = {}
     refused: dict[str, Declined] = {}
     obs = None
+    skips = bool(getattr(site, "frame_skipped", False))
 
     def record(form: str, v: Verified) -> None:
         nonlocal obs
@@ -99,7 +100,8 @@ def choose_rewrite(verify_fn, ex, rule, site, current: str, res, first: Verified
     record(res.form, first)
     unverified: dict[str, dict] = {}
     for form in [f for f in cands if f not in done]:
-        pretend = choose(obs, ok() + [form], res.form, method, declined=declined, unobserved=_unobserved(res, verify))
+        pretend = choose(obs, ok() + [form], res.form, method, declined=declined, unobserved=_unobserved(res, verify),
+                         skips_frame=skips)
         if pretend["chosen"] == form or form in (pretend.get("measure") or []):
             record(form, verify_fn(cands[form], form))
         else:
@@ -108,7 +110,7 @@ def choose_rewrite(verify_fn, ex, rule, site, current: str, res, first: Verified
                          if pretend["method"] != "always" else
                          f"not verified: the rule's rewrite ({pretend['chosen']}) is taken without a prediction")
             unverified[form] = entry
-    rec = choose(obs, ok(), res.form, method, declined=declined, unobserved=_unobserved(res, verify))
+    rec = choose(obs, ok(), res.form, method, declined=declined, unobserved=_unobserved(res, verify), skips_frame=skips)
     if unverified:
         rec["candidates"] = sorted([*rec["candidates"], *unverified.values()], key=lambda e: CANDIDATES.index(e["name"]))
     if rec.get("measure") and len(rec["measure"]) == 2:

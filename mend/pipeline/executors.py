@@ -186,7 +186,7 @@ class InProcess:
             out[name] = steady_ms(install_runtimes(model), self.target.args, self.target.kwargs)
         return out
 
-    def evidence(self, force: list[int], edge_values: list) -> dict:
+    def evidence(self, force: list[int], edge_values: list, other_dtypes=()) -> dict:
         try:
             _, (m_cur, m_cand) = build_pair(self.ref_path, self.test_path, self.make)
             _, (m_ref, m_emit) = build_pair(self.cur_path, self.cand_path, self.make)
@@ -196,7 +196,8 @@ class InProcess:
         ev = differential_test(m_cur, m_cand, t.args, example_kwargs=t.kwargs, emitted=m_emit, reference=m_ref,
                                force_lines=force, extra_inputs=[t.trap_inputs] if t.trap_inputs else [],
                                extra_edge_values=edge_values,  # a rule's constants
-                               seed=self.seed, max_examples=self.max_examples, prepare=install_runtimes)
+                               seed=self.seed, max_examples=self.max_examples, prepare=install_runtimes,
+                               other_dtypes=other_dtypes)
         if not ev.passed:
             raise Failed(f"differential test failed: {ev.reason}", ev.counterexample)
         return {**ev.to_json(), "torchscript": self._torchscript()}
@@ -461,7 +462,9 @@ class Overlay:
             self.early[1].drop()
             self.early = None
 
-    def evidence(self, force: list[int], edge_values: list) -> dict:
+    def evidence(self, force: list[int], edge_values: list, other_dtypes=()) -> dict:
+        """The overlay's differential runs; ``other_dtypes`` are not run here (the evidence
+        says so under ``other_dtypes_not_run``)."""
         n, tmp = self.n, self.tmp
         base = self._base(force)
         # independent runs, two at a time, the longest (Inductor) first (started with the
@@ -538,7 +541,9 @@ class Overlay:
                                        for line in force},
                 "max_abs_error": worst, "max_gradient_error": grads.get("max", 0.0),
                 "gradients_exact": grads.get("max", 0.0) == 0.0, "gradient_tolerance": GRADIENT_TOLERANCE_TEXT,
-                "counterexample": None, "reason": None}
+                "counterexample": None, "reason": None,
+                **({"other_dtypes_not_run": [str(d).removeprefix("torch.") for d in other_dtypes]}
+                   if other_dtypes else {})}
 
     def accept(self) -> None:
         pass

@@ -14,6 +14,7 @@ from mend.errors import MendError
 from mend.targets import load_target
 from verifier.certs import resolve, sha256_file
 from verifier.differential import Mismatch, differential_test
+from verifier.legs import other_dtypes
 
 
 def rerun(path: Path, doc: dict) -> tuple[bool, str]:
@@ -73,7 +74,7 @@ def _rerun_in_process(path: Path, doc: dict, mended: Path | None, seed: int, n: 
         args = tuple(mods[0].get_inputs())
         traps = [tuple(mods[0].get_trap_inputs())] if hasattr(mods[0], "get_trap_inputs") else []
     res = differential_test(models[0], models[1], args, example_kwargs=kwargs, extra_inputs=traps, seed=seed,
-                            max_examples=n, prepare=install_runtimes)
+                            max_examples=n, prepare=install_runtimes, other_dtypes=other_dtypes(doc.get("obligations") or []))
     if not res.passed:
         return False, f"{res.reason} on {res.counterexample}"
     return True, f"{res.examples} inputs, seed {seed}, eager and compiled agree (max abs error {res.max_abs_error:.3g})"

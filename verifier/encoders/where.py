@@ -225,10 +225,13 @@ def untaken_runs(ob: dict, ctx: Ctx) -> Outcome:
     the effect analysis of the observed module (verifier/effects.py)."""
     call = ob.get("call", "")
     node = _expr(call)
-    d = _dotted(node.func) if isinstance(node, ast.Call) else None
+    func = node.func if isinstance(node, ast.Call) else None
+    while isinstance(func, ast.Subscript):   # self.experts[e](x): one of the container's modules, whose
+        func = func.value                    # effect analysis covers every module under it
+    d = _dotted(func) if func is not None else None
     f = (ctx.facts.get("names", {}).get(d) or ctx.facts.get("self", {}).get((d or "").split(".")[-1])) if d else None
     if not f or f.get("kind") != "module":
-        return unknown(f"no module was observed for `{d}`")
+        return unknown(f"no module was observed for `{d or ast.unparse(node.func if func is not None else node)}`")
     if not f.get("pure"):
         return unknown(f"`{d}` ({f.get('type')}) may write state: " + "; ".join(f.get("effects") or ["no effect model"])[:200])
     return checked(f"the effect analysis (verifier/effects.py) of `{d}` as observed on the example run: "

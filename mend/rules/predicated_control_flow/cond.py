@@ -259,7 +259,7 @@ def _alias_observers(scope: cst.CSTNode, after_line: int, names: set[str], posit
                 ok = not any(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in m.findall(parent, m.ComparisonTarget()))
             elif isinstance(parent, cst.AssignTarget):  # rebound: the old value is no longer reachable by name
                 ok = True
-            elif isinstance(parent, cst.Return) and node.value in returned:
+            elif node.value in returned and _only_returned(node, parents):
                 ok = True
             elif isinstance(parent, cst.Attribute) and parent.value is node:  # no views, identity or autograd reads
                 attr = parent.attr.value
@@ -272,6 +272,26 @@ def _alias_observers(scope: cst.CSTNode, after_line: int, names: set[str], posit
             if not ok:
                 found.append(f"`{node.value}` is used as `{_code(parent)[:50]}`")
     return found
+
+
+def _only_returned(node: cst.Name, parents: dict[int, cst.CSTNode]) -> bool:
+    """Whether ``node`` reaches the caller only as ``return node``, an element of a returned
+    tuple (``return out, aux``) or through a returned method call (``return out.view(b, t, d)``):
+    a copy of a local nothing else holds then differs from it only in identity, which the caller
+    cannot compare with anything. Identity reads and in-place methods do not count."""
+    cur: cst.CSTNode = node
+    while True:
+        parent = parents.get(id(cur))
+        if isinstance(parent, cst.Return):
+            return True
+        up = parents.get(id(parent))
+        if isinstance(parent, cst.Element) and isinstance(up, cst.Tuple):
+            cur = up
+        elif isinstance(parent, cst.Attribute) and parent.value is cur and isinstance(up, cst.Call) and \
+                up.func is parent and parent.attr.value not in _IDENTITY_ATTRS and not parent.attr.value.endswith("_"):
+            cur = up
+        else:
+            return False
 
 
 # what always returns a new tensor: `+x`, F.dropout in eval, torch.ravel, conj, einsum("ij->ij") can

@@ -11,7 +11,7 @@ from mend.locate import Located
 from mend.rules._base import Decline, Match, RewriteResult
 from mend.rules._common import add_helpers, add_import
 from mend.rules.predicated_control_flow.autocast import anomaly_guard, guard
-from mend.rules.predicated_control_flow.env import NAME, _Declined, _Env
+from mend.rules.predicated_control_flow.env import NAME, _Declined, _Env, _strip
 from mend.rules.predicated_control_flow.cond import READY, READY_HELPER, _safe_read, _self_chain
 from mend.rules.predicated_control_flow.gate import add_helper
 from mend.rules.predicated_control_flow.screen import _is_static
@@ -146,9 +146,12 @@ def _rewrite_at(module: cst.Module, node: cst.CSTNode | None, line: int,
         return Decline(NAME, "the branch inside the loop holds `break`/`continue`/`yield`, which predication "
                              "cannot express")
     per_item = {n.value for lp in loops for n in m.findall(lp.target, m.Name())}
-    skipped = [c for c in m.findall(node, m.Call()) if _root(c.func) in per_item]
+    picked = _module_aliases(node, _Env(module, ancestors), per_item)
+    skipped = [c for c in m.findall(node, m.Call()) if _root(c.func) in per_item | set(picked)]
     items = {_root(c.func) for c in skipped}
-    loop_roots = _item_roots(loops, items)
+    loop_roots = _item_roots(loops, items - set(picked))
+    if loop_roots is not None:
+        loop_roots += [r for n, r in picked.items() if n in items and r not in loop_roots]
     if skipped and (form == "where" or loop_roots is None):
         return Decline(NAME, f"the branch inside the loop skips a call of the loop's item "
                              f"(`{cst.Module([]).code_for_node(skipped[0].func)}`, an MoE expert or a layer): "
@@ -401,6 +404,27 @@ def _item_roots(loops: list, items: set) -> list[str] | None:
             return None
         roots.append(_safe_read(chain))
     return roots
+
+
+def _module_aliases(node: cst.CSTNode, env: _Env, loop_names: set[str]) -> dict[str, str]:
+    """Local names called in ``node`` (``expert(x)``) whose one binding in the function is
+    ``name = self.<chain>[...]`` (``expert = self.experts[i]``), each with the guard root of
+    ``self.<chain>``: the name holds one of that container's modules whatever the index, so
+    torch.cond's guard reaches it through the container, as it reaches a loop's item. A
+    function that also assigns ``self.<chain>``'s first attribute is left out (the container
+    read at the guard may then not be the one indexed)."""
+    out: dict[str, str] = {}
+    for call in m.findall(node, m.Call(func=m.Name())):
+        name = call.func.value
+        if name in loop_names or name in out:
+            continue
+        values = env.bindings(name)
+        value = _strip(values[0]) if values and len(values) == 1 else None
+        chain = _self_chain(value.value) if isinstance(value, cst.Subscript) else None
+        if chain and not m.findall(env.function, m.AssignTarget(target=m.Attribute(
+                value=m.Name("self"), attr=m.Name(chain[0])))):
+            out[name] = _safe_read(chain)
+    return out
 
 
 def _root(expr: cst.BaseExpression) -> str | None:
