@@ -61,11 +61,11 @@ def _spec_fields(template: str) -> tuple:
 @torch.compiler.assume_constant_result
 def _spec_error(kind: str, spec: str) -> str:
     """``"ValueError:<message>"`` (or TypeError) that ``format`` of a Python value of ``kind``
-    (``float``, ``int``, ``bool``, ``complex``, ``str``) raises for ``spec``, else ``""``. Run in
+    (``float``, ``int``, ``bool``, ``complex``, ``str``, ``list``) raises for ``spec``, else ``""``. Run in
     plain Python while Dynamo traces (a constant of the trace): Dynamo's own ``format`` of a
     constant ignores an invalid spec (``format(0.0, "d")`` gave ``'0.0'`` while tracing, an
     adversarial helper found)."""
-    proto = {"float": 0.0, "int": 0, "bool": False, "complex": 0j, "str": ""}[kind]
+    proto = {"float": 0.0, "int": 0, "bool": False, "complex": 0j, "str": "", "list": []}[kind]
     try:
         format(proto, spec)
     except (ValueError, TypeError) as exc:
@@ -74,7 +74,10 @@ def _spec_error(kind: str, spec: str) -> str:
 
 
 def _kind(value: torch.Tensor, cast: Any = None) -> str:
-    """The Python type name a 0-d tensor's number has (``cast``: float/int applied to it)."""
+    """The Python type name a 0-d tensor's number has (``cast``: float/int applied to it; for
+    :func:`tolist`, a list unless the tensor is 0-d)."""
+    if cast is tolist:
+        return _kind(value) if value.dim() == 0 else "list"
     if cast is not None:
         return cast.__name__
     return "bool" if value.dtype == torch.bool else "complex" if value.is_complex() else \
@@ -121,7 +124,7 @@ class Item:
     __slots__ = ("tensor", "cast")
 
     def __init__(self, tensor: torch.Tensor, cast: Any = None) -> None:
-        if tensor.numel() != 1:
+        if tensor.numel() != 1 and cast is not tolist:
             tensor.item() if cast is None else cast(tensor)   # the original's RuntimeError/ValueError
         self.tensor = tensor
         self.cast = cast
@@ -130,8 +133,15 @@ class Item:
         return self.tensor.item() if self.cast is None else self.cast(self.tensor)
 
 
+def tolist(t: torch.Tensor) -> Any:
+    """``t.tolist()``: the ``cast`` :func:`item` takes for a deferred ``t.tolist()`` argument
+    (``print("tokens per expert", counts.tolist())``): the nested list (a number for a 0-d
+    tensor) read at replay from the snapshot of ``t``, the same values."""
+    return t.tolist()
+
+
 def item(x: Any, cast: Any = None) -> Any:
-    """``x.item()`` (``cast(x)``: ``float``/``int``) deferred to replay when ``x`` is a tensor and
+    """``x.item()`` (``cast(x)``: ``float``/``int``/:func:`tolist`) deferred to replay when ``x`` is a tensor and
     Dynamo is tracing (:class:`Item`); eagerly, or for anything else (a NumPy scalar, a Python
     number), now, where the original read it (a later argument of the same call that writes
     ``x`` cannot change it). ``int`` of a floating tensor is read now too: ``int(nan)`` raises,
@@ -140,7 +150,7 @@ def item(x: Any, cast: Any = None) -> Any:
             cast is int and (x.is_floating_point() or x.is_complex())):
         # a copy where the call reads it: a later argument of the same call may write x in
         # place (print(t.item(), self.bump(t))), and the snapshot is taken after all arguments
-        return Item(x.detach().clone() if x.numel() == 1 else x, cast)
+        return Item(x.detach().clone() if x.numel() == 1 or cast is tolist else x, cast)
     return x.item() if cast is None else cast(x)
 
 

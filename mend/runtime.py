@@ -111,7 +111,7 @@ from torch._dynamo.comptime import comptime
 from mend import _tracing, _wrap
 from mend._shown import _as_shown, _grad_fn_name, print_options, print_options_kwargs
 from mend._warnings import _beyond, _warn_raises
-from mend.lazy import Fmt, Item, _materialize, fmt, item
+from mend.lazy import Fmt, Item, _materialize, fmt, item, tolist
 from mend.validation_runtime import order_checks
 
 __all__ = ["defer_print", "defer_log", "defer_warn", "fmt", "item", "flush", "install", "uninstall", "capture", "pending"]

@@ -367,12 +367,12 @@ def _debug_host_work(gb_type: str, loc: Located | None) -> bool:
 
 
 def _item_in_effect_call(node) -> bool:
-    """A bare print/logger/warnings call statement with a ``.item()``, ``float()`` or ``int()``
-    call in its arguments."""
+    """A bare print/logger/warnings call statement with a ``.item()``, ``.tolist()``, ``float()``
+    or ``int()`` call in its arguments."""
     if not (isinstance(node, cst.Expr) and isinstance(node.value, cst.Call) and _is_side_effect(call_name(node.value))):
         return False
-    return any(m.findall(a.value, m.Call(func=m.Attribute(attr=m.Name("item")) | m.Name("float") | m.Name("int")))
-               for a in node.value.args)
+    return any(m.findall(a.value, m.Call(func=m.Attribute(attr=m.Name("item") | m.Name("tolist")) | m.Name("float")
+                                         | m.Name("int"))) for a in node.value.args)
 
 
 def _nonzero_count(loc) -> bool:

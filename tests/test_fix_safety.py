@@ -151,9 +151,9 @@ def test_an_unsafe_candidate_is_not_tested_without_unsafe_fixes(monkeypatch):
     tested = []
     real = InProcess.evidence
 
-    def spy(self, force, edge_values):
+    def spy(self, force, edge_values, other_dtypes=()):
         tested.append(self.cand_path.read_text())
-        return real(self, force, edge_values)
+        return real(self, force, edge_values, other_dtypes)
 
     monkeypatch.setattr(InProcess, "evidence", spy)
     res = fix(str(FIXTURES / "mixed_safety.py"), max_examples=3)

@@ -136,3 +136,46 @@ def test_shape_model_indexes_with_a_python_int():
     for text in ("g[t]", "g[:, f]"):
         with pytest.raises(Unsupported):
             ShapeEval(facts, {}, "general").eval(_expr(text))
+
+
+@pytest.mark.parametrize("loop", [
+    "for e, expert in enumerate(self.experts.values()):",          # helper-97 f3
+    "for e, (name, expert) in enumerate(self.experts.items()):",   # helper-97 y12
+])
+def test_enumerate_over_a_moduledicts_values_or_items(loop):
+    source = _source().replace("self.experts = nn.ModuleList(nn.Linear(dim, dim) for _ in range(num_experts))",
+                               'self.experts = nn.ModuleDict({str(i): nn.Linear(dim, dim) for i in range(num_experts)})'
+                               ).replace("        for e in range(len(self.experts)):", "        " + loop)
+    result = rewrite(cst.parse_module(source), _LINE)
+    assert isinstance(result, RewriteResult) and result.form == "cond", result
+    assert 'getattr(self, "experts", None)' in result.code
+    # the item rebound in the loop is not what the guard checks
+    rebound = source.replace("            pass\n", "            expert = self.shared\n", 1)
+    assert isinstance(rewrite(cst.parse_module(rebound), _LINE), Decline)
+
+
+@pytest.mark.parametrize("before, ret", [
+    ("flat = out.ravel()", "out, flat"),                   # helper-98: out and flat share storage for the caller
+    ("flat = out.ravel()", "out"),                         # ... and a later in-place write through flat
+    ("flat = torch.positive(out)", "out"),                 # torch functions that may return their input
+    ("flat = F.dropout(out, 0.1, False)", "out"),
+    ("flat = out.reshape(-1)", "out"),
+    ("n = out.numel()", "out"),                            # metadata: no alias, still fixed
+    ("s = out.sum()", "out"),                              # an allocating read: still fixed
+])
+def test_an_alias_of_the_accumulator_taken_anywhere_declines(before, ret):
+    source = _source("expert = self.experts[e]", "expert", "pass", ret).replace(
+        "import torch\n", "import torch\nimport torch.nn.functional as F\n").replace(
+        "        out = torch.zeros_like(x)\n", f"        out = torch.zeros_like(x)\n        {before}\n")
+    result = rewrite(cst.parse_module(source), _LINE + 2)
+    fixed = before.startswith(("n =", "s ="))
+    assert isinstance(result, RewriteResult) if fixed else isinstance(result, Decline), result
+
+
+def test_iterating_the_accumulator_after_the_site_declines():
+    # `for row in out:` binds views of the accumulator, which may escape (here into a list)
+    source = _source("expert = self.experts[e]", "expert", "for row in out:\n            self.rows.append(row)")
+    result = rewrite(cst.parse_module(source), _LINE)
+    assert isinstance(result, Decline) and "a loop's iterable" in result.reason, result
+    other = _source("expert = self.experts[e]", "expert", "for row in x:\n            self.rows.append(row)")
+    assert isinstance(rewrite(cst.parse_module(other), _LINE), RewriteResult)

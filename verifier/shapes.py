@@ -35,6 +35,9 @@ class ShapeEval:
         self.tier = tier            # "general" | "equal-sizes" | "observed"
         self.strict_dtypes = strict_dtypes
         self.pre: list[tuple[Any, str]] = []
+        # the texts of preconditions on values (a zero integer divisor), which fail only when the op
+        # runs; the others (sizes, ranks, dtypes) fail when it is traced on fake tensors too
+        self.value_pre: set[str] = set()
         self.assume: list[tuple[Any, str]] = []
         self.leaves: dict[str, M] = {}
         self.sym_dims: list[tuple[Any, int, str]] = []  # (var, observed, leaf)
@@ -304,11 +307,14 @@ class ShapeEval:
                 # module state can change after the example (helper-62: an annealed period reaching 0), so its
                 # value decides only at the observed tier: the fix is then unsafe
                 self.assume.append((z3.BoolVal(True), f"the divisor in `{what}` is {b.ival}, module state as observed"))
-            self.pre.append((z3.Or(is_float(rt), b.ival != 0) if known else is_float(rt),
-                             f"integer `{op}` raises on a zero divisor ({what})"
-                             + ("" if known else "; a tensor divisor's values are not modelled")))
+            text = f"integer `{op}` raises on a zero divisor ({what})" + (
+                "" if known else "; a tensor divisor's values are not modelled")
+            self.pre.append((z3.Or(is_float(rt), b.ival != 0) if known else is_float(rt), text))
+            self.value_pre.add(text)
         if op == "**" and not (b.kind == "num" and b.cat in ("int", "float")):
-            self.pre.append((is_float(rt), f"integer `**` with a tensor exponent may raise on negative exponents ({what})"))
+            text = f"integer `**` with a tensor exponent may raise on negative exponents ({what})"
+            self.pre.append((is_float(rt), text))
+            self.value_pre.add(text)
         return M("tensor", shape=shape, dtype=rt)
 
     def e_BinOp(self, node):

@@ -51,14 +51,6 @@ def cond_branch_types(ob: dict, ctx: Ctx) -> Outcome:
     Proved for every dtype the inputs and module state may have, never at the example's
     dtypes only (there torch.cond raises, helper-94 m08): when the mended file guards the cond
     with ``_mend_cond_ready(<guard>)``, the floating tensors it checks share one dtype."""
-    guard = ob.get("guard") or []
-    uniform = None
-    if guard and not _guard_missing(ctx.code, guard, ob.get("torch") or "torch"):
-        roots = _guarded(guard)
-
-        def uniform(name: str, param: bool) -> bool:
-            return name in roots or param and any(name.startswith(r + ".") for r in roots)
-
     def build(ev: ShapeEval):
         a, b = ev.eval(_expr(ob["lhs"])), ev.eval(_expr(ob["rhs"]))
         if a.kind != "tensor" or b.kind != "tensor":
@@ -72,10 +64,45 @@ def cond_branch_types(ob: dict, ctx: Ctx) -> Outcome:
         if a.kind != "tensor" or b.kind != "tensor":
             return "a side is a Python number, not a tensor: the branch outputs differ in structure"
         return model_text(model)
-    return decide("cond-branch-types", shape_tiers(ctx, build, uniform=uniform, observed=False), ctx,
+    return decide("cond-branch-types", shape_tiers(ctx, build, uniform=_uniform(ob, ctx), observed=False), ctx,
                   "pytree structure (one tensor per name) and PyTorch type promotion (torch.promote_types table, "
                   "ATen combine_categories) over a DType datatype", describe,
                   fixed_by="the dtype model gives both branch outputs the same dtype term (no solver query needed)")
+
+
+def _uniform(ob: dict, ctx: Ctx):
+    """The one-dtype premise of the cond's guard (:class:`ShapeEval`'s ``uniform``) when the
+    mended file guards the cond with ``_mend_cond_ready(<ob["guard"]>)``, else None."""
+    guard = ob.get("guard") or []
+    if not guard or _guard_missing(ctx.code, guard, ob.get("torch") or "torch"):
+        return None
+    roots = _guarded(guard)
+
+    def uniform(name: str, param: bool) -> bool:
+        return name in roots or param and any(name.startswith(r + ".") for r in roots)
+    return uniform
+
+
+def cond_sides_trace(ob: dict, ctx: Ctx) -> Outcome:
+    """A side of the cond can be traced: under torch.compile torch.cond traces both branches
+    on fake tensors, so a side whose ops cannot take the shapes, ranks or dtypes raises there
+    even where the ``if`` never runs it (helper-97 f1: ``scores.masked_fill(mask[:, None, :] ==
+    0, -1e4)`` under ``if (mask == 0).any()``, with a mask that broadcasts only when it holds a
+    zero). Preconditions on values (a zero integer divisor) fail only when the op runs, which
+    the cond does for the taken side only: they are not part of it."""
+    def build(ev: ShapeEval):
+        ev.eval(_expr(ob["expr"]))
+        pre = [(p, t) for p, t in ev.pre if t not in ev.value_pre]
+        return (z3.Not(z3.And(*[p for p, _ in pre])) if pre else z3.BoolVal(False)), pre
+
+    def describe(model, extra):
+        failing = [t for p, t in extra[1] if z3.is_false(model.eval(p, model_completion=True))]
+        return "; ".join(failing[:3]) + (" with " + model_text(model) if model_text(model) else "")
+    return decide("cond-sides-trace", shape_tiers(ctx, build, uniform=_uniform(ob, ctx)), ctx,
+                  "preconditions of each op on sizes, ranks and dtypes (broadcasting, matmul/linear sizes, dims) "
+                  "over symbolic sizes", describe,
+                  fixed_by="the shape transfer functions: no op of the side has a size, rank or dtype precondition "
+                           "that can fail")
 
 
 def cond_not_aliased(ob: dict, ctx: Ctx) -> Outcome:
@@ -133,6 +160,8 @@ READY_TEXT = '''def _mend_cond_ready(*roots, dense=()):
     for i, root in enumerate((*dense, *roots)):
         found = list(root.values()) if isinstance(root, dict) else root if isinstance(root, (list, tuple)) else [root]
         for mod in found:
+            if not isinstance(mod, ({torch}.Tensor, {torch}.nn.Module, int, float, str, {torch}.dtype, type(None))):
+                return False
             if isinstance(mod, {torch}.Tensor):
                 if i < len(dense) and not mod.is_contiguous():
                     return False
@@ -245,6 +274,7 @@ def cond_taken_side_only(ob: dict, ctx: Ctx) -> Outcome:
 ENCODERS = {
     "cond-predicate": cond_predicate,
     "cond-branch-types": cond_branch_types,
+    "cond-sides-trace": cond_sides_trace,
     "cond-output-not-aliased": cond_not_aliased,
     "cond-side-pure": cond_side_pure,
     "cond-taken-side-only": cond_taken_side_only,

@@ -471,6 +471,24 @@ def forward(self, x, done):
     _mend_rt.defer_print(_mend_rt.fmt("loss={:.4f} active={}", _mend_rt.item(loss, float), _mend_rt.item((~done).sum(), int)))
     return x * loss
 '''),
+    # `.tolist()` as a whole argument or field (helper-97 f2: routing counts printed per expert): the
+    # nested list read from the snapshot at replay, as `.item()` is
+    ('''import torch
+
+
+def forward(self, x):
+    counts = torch.bincount(x.argmax(-1), minlength=4)
+    print("tokens per expert:", counts.tolist(), f"{x.amax(-1).tolist()}")
+    return x
+''',
+     '''import torch; import mend.runtime as _mend_rt
+
+
+def forward(self, x):
+    counts = torch.bincount(x.argmax(-1), minlength=4)
+    _mend_rt.defer_print("tokens per expert:", _mend_rt.item(counts, _mend_rt.tolist), _mend_rt.fmt("{}", _mend_rt.item(x.amax(-1), _mend_rt.tolist)))
+    return x
+'''),
 ]
 
 FIX_EXAMPLES += CONDITIONAL_FIX_EXAMPLES
@@ -541,10 +559,10 @@ def forward(self, x):
 ''',
      'reads a tensor on the host inside the call'),
     ('''def forward(self, x):
-    print("ids", x.tolist())
+    print("ids", len(x.tolist()))
     return x
 ''',
-     'reads a tensor value on the host'),
+     'reads a tensor on the host inside the call'),
     ('''def forward(self, x):
     print("bumped", x.add_(1))
     return x

@@ -422,8 +422,9 @@ def _effect_in(expr: cst.BaseExpression) -> str | None:
         func = call.func
         if isinstance(func, cst.Attribute):
             attr = func.attr.value
-            if attr == "item" and not call.args:
-                continue   # deferred as item(t) where it is a whole argument or field (_lazy_items), else declined
+            if attr in ("item", "tolist") and not call.args:
+                continue   # deferred as item(t) / item(t, tolist) where it is a whole argument or field
+                #            (_lazy_items), else declined
             if attr in _HOST_READS:
                 return f"reads a tensor value on the host (`.{attr}()`), a graph break of its own"
             if attr in _MUTATORS or (attr.endswith("_") and not attr.endswith("__") and not attr.startswith("_")):
@@ -487,6 +488,12 @@ def _item_call(node: cst.CSTNode) -> bool:
         and not node.args
 
 
+def _tolist_call(node: cst.CSTNode) -> bool:
+    """``E.tolist()`` (no arguments)."""
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "tolist" \
+        and not node.args
+
+
 def _cast_call(node: cst.CSTNode, bound) -> str | None:
     """``float`` / ``int`` for a builtin ``float(E)`` / ``int(E)`` (one positional argument; the
     module does not bind the name), else None."""
@@ -514,6 +521,10 @@ def _lazy_items(value: cst.BaseExpression, alias: str, bound=frozenset()) \
             done.append(f"{cast}({_code(e.args[0].value).strip()})")
             return cst.Call(item, [cst.Arg(e.args[0].value, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
                                    cst.Arg(cst.Name(cast))])
+        if _tolist_call(e):   # t.tolist(): the nested list, read from the snapshot at replay
+            done.append(_code(e).strip())
+            return cst.Call(item, [cst.Arg(e.func.value, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+                                   cst.Arg(cst.Attribute(cst.Name(alias), cst.Name("tolist")))])
         if not _item_call(e):
             return e
         done.append(_code(e.func.value).strip())
@@ -524,11 +535,11 @@ def _lazy_items(value: cst.BaseExpression, alias: str, bound=frozenset()) \
             value=m.Name(alias), attr=m.Name("fmt"))):
         out = value.with_changes(args=[a if i == 0 else a.with_changes(value=lazy(a.value))
                                        for i, a in enumerate(value.args)])
-    left = m.findall(out, m.Call(func=m.Attribute(attr=m.Name("item")), args=[]))
+    left = m.findall(out, m.Call(func=m.Attribute(attr=m.Name("item") | m.Name("tolist")), args=[]))
     if left:
         return Decline(NAME, f"`{_code(left[0]).strip()}` reads a tensor on the host inside the call's arguments "
-                             "for Python code to use; only `t.item()` as a whole argument, or as a whole f-string "
-                             "or format field, is deferred (read from the snapshot at replay)")
+                             "for Python code to use; only `t.item()` or `t.tolist()` as a whole argument, or as a "
+                             "whole f-string or format field, is deferred (read from the snapshot at replay)")
     return out, done
 
 

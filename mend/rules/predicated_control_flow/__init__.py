@@ -163,7 +163,7 @@ OBLIGATION_KINDS = frozenset({
     "untaken-side-cannot-raise", "fall-through-cannot-raise", "finite-gradient", "gradient-gated", "untaken-side-runs",
     "where-equals-ite",
     "idempotent-device-move", "paired-call-value-not-aliased", "hoisted-setup-pure", "hoisted-setup-cannot-raise",
-    "cond-predicate", "cond-branch-types", "cond-output-not-aliased", "cond-side-pure", "cond-taken-side-only",
+    "cond-predicate", "cond-branch-types", "cond-sides-trace", "cond-output-not-aliased", "cond-side-pure", "cond-taken-side-only",
     "cond-no-autograd", "cond-modules-unhooked", "finiteness-test-precision", "autocast-keeps-original",
     "anomaly-keeps-original",
     "loop-facts-agree",

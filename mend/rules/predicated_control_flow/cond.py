@@ -25,6 +25,22 @@ _MAY_ALIAS = {"view", "view_as", "reshape", "reshape_as", "transpose", "t", "per
               "T", "H", "data", "requires_grad_", "cpu", "cuda", "clone_if_needed", "squeeze_", "alias",
               "broadcast_to", "atleast_1d", "atleast_2d", "atleast_3d", "tensor_split", "hsplit", "vsplit",
               "dsplit", "split_with_sizes", "unsafe_split", "as_tensor", "asarray", "nan_to_num_"}
+# What a use of a watched tensor may read without the result sharing its storage (helper-98: `out.ravel()`,
+# `torch.positive(out)`, `F.dropout(out, p, False)` may return `out` or a view of it, and an in-place write
+# through that alias, even inside a module call, then changes `out` behind the clone): metadata, and
+# methods and torch functions that always allocate their result. Anything else is an observer.
+_NO_ALIAS = {"shape", "dtype", "device", "layout", "size", "dim", "ndim", "ndimension", "numel", "nelement",
+             "element_size", "stride", "is_floating_point", "is_complex", "is_cuda", "requires_grad",
+             "add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "pow", "exp", "exp2",
+             "expm1", "log", "log1p", "log2", "log10", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid", "relu",
+             "gelu", "silu", "abs", "neg", "sign", "reciprocal", "square", "clamp", "clip", "clamp_min", "clamp_max",
+             "maximum", "minimum", "where", "masked_fill", "matmul", "mm", "bmm", "sum", "mean", "prod", "std", "var",
+             "norm", "amax", "amin", "max", "min", "argmax", "argmin", "logsumexp", "cumsum", "cumprod", "softmax",
+             "log_softmax", "any", "all", "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "isclose",
+             "allclose", "equal", "clone", "round", "floor", "ceil", "trunc", "lerp", "topk", "gather",
+             "index_select", "masked_select", "repeat", "roll", "flip", "tolist", "item", "new_zeros", "new_ones",
+             "new_full", "new_empty", "new_tensor", "zeros_like", "ones_like", "empty_like", "full_like", "cat",
+             "stack", "linear", "layer_norm"}
 READY = "_mend_cond_ready"
 # helper-88 F1: torch.cond traces both sides whole, and a forward hook with an effect (feature
 # capture), pruning (a pre-hook that sets an attribute) or dynamic quantization added to a
@@ -120,8 +136,9 @@ _IDENTITY_ATTRS = {"data_ptr", "untyped_storage", "storage", "_base", "_is_view"
                    "grad", "data", "retain_grad", "register_hook", "backward", "_version", "storage_offset",
                    "set_", "share_memory_", "requires_grad_", "_cdata"}
 COND_TAKEN_SIDE_ONLY = ("torch.cond evaluates only the branch its predicate selects (eager and compiled; its "
-                        "backward differentiates only that branch), so the untaken side's exceptions, calls "
-                        "and gradients are never produced: {waived} do not apply")
+                        "backward differentiates only that branch), so the untaken side's exceptions on values, "
+                        "calls and gradients are never produced: {waived} do not apply (under torch.compile both "
+                        "sides are traced, so their size, rank and dtype errors are: cond-sides-trace)")
 
 
 class _CondNotApplicable(_Declined):
@@ -226,7 +243,8 @@ def _alias_observers(scope: cst.CSTNode, after_line: int, names: set[str], posit
     """How code after the site could tell a clone from the aliased tensor it replaces:
     any in-place write (to anything: other names may alias the same storage), ``out=`` /
     ``inplace=True``, or a use of ``names`` that lets the tensor escape (returned, stored,
-    rebound, passed to a call that is not a torch function) or reads its identity.
+    rebound, passed to a call that is not a torch function), reads its identity, or may give
+    an alias of it (any method or torch function outside ``_NO_ALIAS``: ``out.ravel()``).
     ``returned``: names whose ``return name`` is no escape (see :func:`_fresh_local`)."""
     found: list[str] = []
     inside = {id(n) for n in _walk(scope)}
@@ -234,6 +252,11 @@ def _alias_observers(scope: cst.CSTNode, after_line: int, names: set[str], posit
              isinstance(n, cst.SimpleStatementLine) and id(n) in inside]
     later += [n.test for n, pos in positions.items() if pos.start.line > after_line and
               isinstance(n, (cst.If, cst.While)) and id(n) in inside]
+    # a loop's iterable and a with's items too: `for row in out:` binds views of `out`
+    later += [n.iter for n, pos in positions.items() if pos.start.line > after_line and
+              isinstance(n, cst.For) and id(n) in inside]
+    later += [w.item for n, pos in positions.items() if pos.start.line > after_line and
+              isinstance(n, cst.With) and id(n) in inside for w in n.items]
     for stmt in later:
         op = inplace_call(stmt)
         if op is not None:
@@ -263,14 +286,15 @@ def _alias_observers(scope: cst.CSTNode, after_line: int, names: set[str], posit
                 ok = True
             elif isinstance(parent, cst.Attribute) and parent.value is node:  # no views, identity or autograd reads
                 attr = parent.attr.value
-                ok = attr not in _IDENTITY_ATTRS and attr not in _MAY_ALIAS and not attr.endswith("_")
+                ok = attr in _NO_ALIAS
             elif isinstance(parent, cst.Arg):
                 call = parents.get(id(parent))
                 qual = env.qualified(call_name(call) or "") if isinstance(call, cst.Call) else None
                 last = qual.rsplit(".", 1)[1] if qual else ""
-                ok = bool(qual and qual.startswith("torch.") and not last.endswith("_") and last not in _MAY_ALIAS)
+                ok = bool(qual and qual.startswith("torch.") and last in _NO_ALIAS)
             if not ok:
-                found.append(f"`{node.value}` is used as `{_code(parent)[:50]}`")
+                found.append(f"`{node.value}` is used as `{_code(parent)[:50]}`" if parent is not None else
+                             f"`{node.value}` is a test, a loop's iterable or a with's item")
     return found
 
 
@@ -440,6 +464,11 @@ def _rewrite_cond(node: cst.If, arms: list[_Arm], selected: list[str], order_see
     for h in hazards:  # the side still runs when taken, and Dynamo traces both: it must write no state
         if h["kind"] == "untaken-side-runs":
             obligations.append({"kind": "cond-side-pure", "call": h["call"]})
+    # torch.cond traces both sides on fake tensors: what would make a side raise for its sizes,
+    # ranks or dtypes raises under torch.compile whichever is taken (helper-97 f1); only errors on
+    # values (a zero divisor) are the untaken side's alone
+    obligations += [{"kind": "cond-sides-trace", "expr": o["expr"], "guard": []} for o in env.obligations
+                    if o["kind"] == "untaken-side-cannot-raise"]
     waived = sorted({h["kind"] for h in hazards} | {"untaken-side-cannot-raise"})
     obligations.append({"kind": "cond-taken-side-only", "pred": pred_codes[0], "waives": waived,
                         "exprs": [h.get("expr") or h.get("call") for h in hazards],
@@ -487,7 +516,7 @@ def _rewrite_cond(node: cst.If, arms: list[_Arm], selected: list[str], order_see
     roots = [r for r in dict.fromkeys(called + env.loop_roots + others) if r not in dense] + (
         [f"dense=({', '.join(dense)}{',' * (len(dense) == 1)})"] if dense else [])
     for ob in obligations:
-        if ob["kind"] == "cond-branch-types":
+        if ob["kind"] in ("cond-branch-types", "cond-sides-trace"):
             ob.update(guard=roots, torch=env.torch)
     if roots:   # a hook, pruning or quantization added after mend ran makes torch.cond raise: the if runs then
         compiling = cst.BooleanOperation(left=compiling, operator=cst.And(), right=cst.Call(

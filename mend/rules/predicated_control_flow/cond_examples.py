@@ -37,6 +37,8 @@ COND_TEMP_EXAMPLES: list[tuple[str, str]] = [
                 for i, root in enumerate((*dense, *roots)):
                     found = list(root.values()) if isinstance(root, dict) else root if isinstance(root, (list, tuple)) else [root]
                     for mod in found:
+                        if not isinstance(mod, (torch.Tensor, torch.nn.Module, int, float, str, torch.dtype, type(None))):
+                            return False
                         if isinstance(mod, torch.Tensor):
                             if i < len(dense) and not mod.is_contiguous():
                                 return False
@@ -112,6 +114,8 @@ COND_TEMP_EXAMPLES: list[tuple[str, str]] = [
                 for i, root in enumerate((*dense, *roots)):
                     found = list(root.values()) if isinstance(root, dict) else root if isinstance(root, (list, tuple)) else [root]
                     for mod in found:
+                        if not isinstance(mod, (torch.Tensor, torch.nn.Module, int, float, str, torch.dtype, type(None))):
+                            return False
                         if isinstance(mod, torch.Tensor):
                             if i < len(dense) and not mod.is_contiguous():
                                 return False
@@ -193,6 +197,8 @@ COND_TEMP_EXAMPLES: list[tuple[str, str]] = [
                 for i, root in enumerate((*dense, *roots)):
                     found = list(root.values()) if isinstance(root, dict) else root if isinstance(root, (list, tuple)) else [root]
                     for mod in found:
+                        if not isinstance(mod, (torch.Tensor, torch.nn.Module, int, float, str, torch.dtype, type(None))):
+                            return False
                         if isinstance(mod, torch.Tensor):
                             if i < len(dense) and not mod.is_contiguous():
                                 return False
@@ -277,6 +283,8 @@ COND_TEMP_EXAMPLES: list[tuple[str, str]] = [
                 for i, root in enumerate((*dense, *roots)):
                     found = list(root.values()) if isinstance(root, dict) else root if isinstance(root, (list, tuple)) else [root]
                     for mod in found:
+                        if not isinstance(mod, (torch.Tensor, torch.nn.Module, int, float, str, torch.dtype, type(None))):
+                            return False
                         if isinstance(mod, torch.Tensor):
                             if i < len(dense) and not mod.is_contiguous():
                                 return False
@@ -361,6 +369,8 @@ COND_TEMP_EXAMPLES: list[tuple[str, str]] = [
                 for i, root in enumerate((*dense, *roots)):
                     found = list(root.values()) if isinstance(root, dict) else root if isinstance(root, (list, tuple)) else [root]
                     for mod in found:
+                        if not isinstance(mod, (torch.Tensor, torch.nn.Module, int, float, str, torch.dtype, type(None))):
+                            return False
                         if isinstance(mod, torch.Tensor):
                             if i < len(dense) and not mod.is_contiguous():
                                 return False
@@ -450,6 +460,8 @@ COND_TEMP_EXAMPLES: list[tuple[str, str]] = [
                 for i, root in enumerate((*dense, *roots)):
                     found = list(root.values()) if isinstance(root, dict) else root if isinstance(root, (list, tuple)) else [root]
                     for mod in found:
+                        if not isinstance(mod, (torch.Tensor, torch.nn.Module, int, float, str, torch.dtype, type(None))):
+                            return False
                         if isinstance(mod, torch.Tensor):
                             if i < len(dense) and not mod.is_contiguous():
                                 return False
@@ -532,6 +544,8 @@ COND_TEMP_EXAMPLES: list[tuple[str, str]] = [
                 for i, root in enumerate((*dense, *roots)):
                     found = list(root.values()) if isinstance(root, dict) else root if isinstance(root, (list, tuple)) else [root]
                     for mod in found:
+                        if not isinstance(mod, (torch.Tensor, torch.nn.Module, int, float, str, torch.dtype, type(None))):
+                            return False
                         if isinstance(mod, torch.Tensor):
                             if i < len(dense) and not mod.is_contiguous():
                                 return False
@@ -610,6 +624,8 @@ COND_TEMP_EXAMPLES: list[tuple[str, str]] = [
                 for i, root in enumerate((*dense, *roots)):
                     found = list(root.values()) if isinstance(root, dict) else root if isinstance(root, (list, tuple)) else [root]
                     for mod in found:
+                        if not isinstance(mod, (torch.Tensor, torch.nn.Module, int, float, str, torch.dtype, type(None))):
+                            return False
                         if isinstance(mod, torch.Tensor):
                             if i < len(dense) and not mod.is_contiguous():
                                 return False

@@ -385,13 +385,16 @@ def _item_roots(loops: list, items: set) -> list[str] | None:
     roots = []
     for lp in loops:
         target, it = lp.target, lp.iter
-        pair = m.matches(target, m.Tuple(elements=[m.Element(m.Name()), m.Element(m.Name())]))
-        if pair and (m.matches(it, m.Call(func=m.Name("enumerate"), args=[m.Arg(keyword=None)])) or m.matches(
-                it, m.Call(func=m.Attribute(attr=m.Name("items")), args=[]))):
-            # enumerate(self.experts), or a ModuleDict's self.experts.items()
-            target, it = target.elements[1].value, it.args[0].value if it.args else it.func.value
-        elif m.matches(it, m.Call(func=m.Attribute(attr=m.Name("values")), args=[])):
-            it = it.func.value   # a ModuleDict's self.experts.values()
+        while True:   # peel enumerate(...), a ModuleDict's .items() / .values(), in any nesting (helper-97 f3)
+            pair = m.matches(target, m.Tuple(elements=[m.Element(), m.Element()]))
+            if pair and m.matches(it, m.Call(func=m.Name("enumerate"), args=[m.Arg(keyword=None)])):
+                target, it = target.elements[1].value, it.args[0].value
+            elif pair and m.matches(it, m.Call(func=m.Attribute(attr=m.Name("items")), args=[])):
+                target, it = target.elements[1].value, it.func.value
+            elif m.matches(it, m.Call(func=m.Attribute(attr=m.Name("values")), args=[])):
+                it = it.func.value
+            else:
+                break
         bound = {n.value for n in m.findall(lp.target, m.Name())}
         if not bound & items:
             continue

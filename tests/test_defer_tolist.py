@@ -1,0 +1,49 @@
+"""A `.tolist()` argument of a print is deferred as `item(t, tolist)`: the nested list read from the
+snapshot at replay (helper-97 f2, a false decline before: "Python code consumes it")."""
+import contextlib
+import io
+
+import torch
+
+from mend.fix import fix
+from mend.targets import load_file_module
+from tests.conftest import FIXTURES
+
+
+def _printed(model, x):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), torch.no_grad():
+        y = model(x)
+    return out.getvalue(), y
+
+
+def test_a_printed_tolist_is_deferred_and_prints_the_same(tmp_path):
+    src = FIXTURES / "print_tolist.py"
+    res = fix(str(src), unsafe_fixes=True, max_examples=5)
+    (rw,) = res.rewrites
+    assert rw.rule == "deferred-side-effects" and (res.before.graph_count, res.after.graph_count) == (3, 1)
+    assert "_mend_rt.item(counts, _mend_rt.tolist)" in res.mended
+    assert '_mend_rt.fmt("top {:.3f}", _mend_rt.item(logits.amax(), _mend_rt.tolist))' in res.mended
+    path = tmp_path / "mended.py"
+    path.write_text(res.mended)
+    a_mod, b_mod = load_file_module(src, "_tl_a"), load_file_module(path, "_tl_b")
+    a, b = a_mod.Model().eval(), b_mod.Model().eval()
+    b.load_state_dict(a.state_dict())
+    torch._dynamo.reset()
+    compiled = torch.compile(b, backend="eager", fullgraph=True)   # one graph: no break left
+    for x in (a_mod.get_inputs()[0], torch.zeros(3, 8), -torch.ones(1, 8)):
+        want, y = _printed(a, x)
+        for model in (b, compiled):
+            got, z = _printed(model, x)
+            assert got == want and torch.equal(y, z)
+    torch._dynamo.reset()
+
+
+def test_tolist_elsewhere_in_the_arguments_is_declined():
+    from mend.rules import RULES, Decline
+    import libcst as cst
+
+    src = "import torch\n\n\ndef forward(self, x):\n    print('n', len(x.tolist()))\n    return x\n"
+    res = RULES["deferred-side-effects"].rewrite(cst.parse_module(src), 5)
+    assert isinstance(res, Decline) and "`x.tolist()` reads a tensor on the host inside the call's arguments" in \
+        res.reason, res
