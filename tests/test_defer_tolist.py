@@ -47,3 +47,20 @@ def test_tolist_elsewhere_in_the_arguments_is_declined():
     res = RULES["deferred-side-effects"].rewrite(cst.parse_module(src), 5)
     assert isinstance(res, Decline) and "`x.tolist()` reads a tensor on the host inside the call's arguments" in \
         res.reason, res
+
+
+def test_an_indexed_format_field_into_tolist_is_declined():
+    # helper-99: "{0[0]}".format(sel.tolist()) raises IndexError on an empty selection, decided by the
+    # values: deferred, it raised only at replay, after a later buffer update had run (steps 2.0 vs 1.0)
+    from mend.rules import RULES, Decline, RewriteResult
+    import libcst as cst
+
+    rule = RULES["deferred-side-effects"]
+    for body, fixed in (('print("first={0[0]}".format(sel.tolist()))', False),
+                        ('print("first={0.real}".format(sel.tolist()))', False),
+                        ('print("all={}".format(sel.tolist()))', True),
+                        ('print("first={0[0]}".format(sel.sum().item()))', True)):   # a number: fails on every input
+        src = f"import torch\n\n\ndef forward(self, x):\n    sel = x * 2\n    {body}\n    return x\n"
+        res = rule.rewrite(cst.parse_module(src), 6)
+        assert isinstance(res, RewriteResult if fixed else Decline), (body, res)
+        assert fixed or "indexes into or reads an attribute of `t.tolist()`" in res.reason

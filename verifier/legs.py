@@ -174,37 +174,41 @@ def at_other_dtypes(emit, ref_c, instrumented, fixed, split, modes: list, dtypes
     """The fixed inputs with the model and the inputs' floating tensors cast to each of
     ``dtypes`` (``model.to(torch.float64)``), in eval mode without gradients: a private copy of
     the emitted model under ``torch.compile(backend="eager")`` against a copy of the reference
-    ``ref_c`` in eager, the predicates natural; and, for each forced setting of ``settings_``
-    (:func:`verifier.forcing.settings`), copies of the ``instrumented`` pair (original, mended)
-    the same way, so a side the example never takes runs too. Either exception is accepted when
-    both raise; a value, dtype or exception only one shows is a mismatch. For a rewrite whose
-    sides' dtypes were not proved for every dtype: torch.cond raises when its branches return
-    different dtypes where the ``if`` returned, torch.where promotes (a ``cumsum(dtype=
-    torch.float32)`` side on a float64 model; helper-94 m08, helper-95 m03, m15). ``prepare``: as
-    for the other compiled runs (the runtimes users install). Raises Mismatch, its message
-    starting "with the model and inputs in <dtype>"."""
+    ``ref_c`` in eager, the predicates natural; and, eager, copies of the ``instrumented`` pair
+    (original, mended) with each forced setting of ``settings_`` (:func:`verifier.forcing.settings`),
+    so a side the example never takes runs too (one compile per dtype: a torch.cond's branch
+    dtypes are checked when it is traced, whichever side is taken; a torch.where computes the
+    same in eager). Either exception is accepted when both raise; a value, dtype or exception
+    only one shows is a mismatch. For a rewrite whose sides' dtypes were not proved for every
+    dtype: torch.cond raises when its branches return different dtypes where the ``if``
+    returned, torch.where promotes (a ``cumsum(dtype=torch.float32)`` side on a float64 model;
+    helper-94 m08, helper-95 m03, m15). ``prepare``: as for the other compiled runs (the
+    runtimes users install). Raises Mismatch, its message starting "with the model and inputs
+    in <dtype>"."""
     worst = 0.0
-    runs = [({}, ref_c, emit)] + [(s, *instrumented) for s in settings_ if s]
     for dtype in dtypes:
         name = str(dtype).removeprefix("torch.")
-        modes.append(f"compiled:eager-backend/{name}/eval" + ("/forced" if len(runs) > 1 else ""))
-        for setting, ref_model, cand_model in runs:
-            try:
-                ref, got = copy.deepcopy(ref_model).to(dtype).eval(), copy.deepcopy(cand_model).to(dtype).eval()
-            except Exception as exc:   # noqa: BLE001 - a module that does not copy or cast: said, not passed
-                raise Mismatch(f"with the model and inputs in {name}: the model could not be copied and cast "
-                               f"({type(exc).__name__}: {exc})") from exc
-            compiled = torch.compile(prepare(got), backend="eager")
+        modes.append(f"compiled:eager-backend/{name}/eval")
+        try:
+            ref, got = copy.deepcopy(ref_c).to(dtype).eval(), copy.deepcopy(emit).to(dtype).eval()
+            pair = [copy.deepcopy(m).to(dtype).eval() for m in instrumented] if any(settings_) else None
+        except Exception as exc:   # noqa: BLE001 - a module that does not copy or cast: said, not passed
+            raise Mismatch(f"with the model and inputs in {name}: the model could not be copied and cast "
+                           f"({type(exc).__name__}: {exc})") from exc
+        runs = [({}, ref, torch.compile(prepare(got), backend="eager"), "under torch.compile (eager backend)")]
+        if pair is not None:
+            modes.append(f"eager/{name}/eval/forced")
+            runs += [(s, *pair, "eager") for s in settings_ if s]
+        for setting, ref_model, cand_model, how in runs:
             try:
                 for values in fixed:
                     args, kwargs = split(_cast_floats(values, dtype))
                     with forcing.forced_all(setting), warnings.catch_warnings():
                         warnings.simplefilter("ignore")
-                        got_obs = observe(compiled, args, kwargs, grad=False)
-                        ref_obs = observe(ref, args, kwargs, grad=False)
+                        got_obs = observe(cand_model, args, kwargs, grad=False)
+                        ref_obs = observe(ref_model, args, kwargs, grad=False)
                     worst = max(worst, compare(ref_obs, got_obs, exact=False, any_error=True))
             except Mismatch as exc:
                 forced = f", predicates forced {setting}" if setting else ""
-                raise Mismatch(f"with the model and inputs in {name}{forced}, under torch.compile (eager backend): "
-                               f"{exc}") from exc
+                raise Mismatch(f"with the model and inputs in {name}{forced}, {how}: {exc}") from exc
     return worst

@@ -488,6 +488,20 @@ def _item_call(node: cst.CSTNode) -> bool:
         and not node.args
 
 
+def _indexed_fields(template: cst.BaseExpression | None) -> bool:
+    """Whether the format template (a string literal) has a field that indexes or reads an
+    attribute (``{0[0]}``, ``{x.real}``); True when the template is not a literal."""
+    import ast
+    import string
+
+    try:
+        text = ast.literal_eval(_code(template)) if template is not None else None
+        fields = [name for _, name, _, _ in string.Formatter().parse(text) if name]
+    except (ValueError, SyntaxError, TypeError):
+        return True
+    return any("[" in f or "." in f for f in fields)
+
+
 def _tolist_call(node: cst.CSTNode) -> bool:
     """``E.tolist()`` (no arguments)."""
     return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "tolist" \
@@ -535,6 +549,12 @@ def _lazy_items(value: cst.BaseExpression, alias: str, bound=frozenset()) \
             value=m.Name(alias), attr=m.Name("fmt"))):
         out = value.with_changes(args=[a if i == 0 else a.with_changes(value=lazy(a.value))
                                        for i, a in enumerate(value.args)])
+        if any(d.endswith(".tolist()") for d in done) and _indexed_fields(value.args[0].value if value.args else None):
+            # helper-99: `"{0[0]}".format(t.tolist())` raises IndexError on an empty list, which only
+            # the values decide: at replay, after the rest of the graph ran, where the original raised first
+            return Decline(NAME, "a format field indexes into or reads an attribute of `t.tolist()` (`{0[0]}`), "
+                                 "which raises or not by the tensor's values: deferred, it would raise only at replay, "
+                                 "after the code that followed the call had run")
     left = m.findall(out, m.Call(func=m.Attribute(attr=m.Name("item") | m.Name("tolist")), args=[]))
     if left:
         return Decline(NAME, f"`{_code(left[0]).strip()}` reads a tensor on the host inside the call's arguments "

@@ -63,6 +63,8 @@ def module_roots(values: list[cst.BaseExpression], env: _Env) -> list[str]:
     if env.function is not None:
         p = env.function.params
         params = {x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)}
+    import torch
+
     roots = set()
     for v in values:
         for call in m.findall(v, m.Call()):
@@ -70,6 +72,10 @@ def module_roots(values: list[cst.BaseExpression], env: _Env) -> list[str]:
             while isinstance(node, (cst.Attribute, cst.Subscript)):
                 chain = _self_chain(node)
                 if chain:
+                    if len(chain) > 1 and hasattr(torch.Tensor, chain[-1]):
+                        # `self.lin.weight.sum()`: a method of what the chain reads, which the guard
+                        # checks (a bound method root it cannot inspect sends every call to the `if`)
+                        chain = chain[:-1]
                     roots.add(_safe_read(chain))
                     break
                 node = node.value
