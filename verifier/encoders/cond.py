@@ -16,7 +16,7 @@ import z3
 
 from verifier.dtypes import DTC
 from verifier.encoders.base import Ctx, decide, numel, shape_tiers
-from verifier.encoders.where import untaken_runs
+from verifier.encoders.where import raise_query, untaken_runs
 from verifier.outcomes import Outcome, check_refuted, checked, unknown
 from verifier.shapes import ShapeEval, _expr
 from verifier.smt import Unsupported, model_text
@@ -90,14 +90,7 @@ def cond_sides_trace(ob: dict, ctx: Ctx) -> Outcome:
     0, -1e4)`` under ``if (mask == 0).any()``, with a mask that broadcasts only when it holds a
     zero). Preconditions on values (a zero integer divisor) fail only when the op runs, which
     the cond does for the taken side only: they are not part of it."""
-    def build(ev: ShapeEval):
-        ev.eval(_expr(ob["expr"]))
-        pre = [(p, t) for p, t in ev.pre if t not in ev.value_pre]
-        return (z3.Not(z3.And(*[p for p, _ in pre])) if pre else z3.BoolVal(False)), pre
-
-    def describe(model, extra):
-        failing = [t for p, t in extra[1] if z3.is_false(model.eval(p, model_completion=True))]
-        return "; ".join(failing[:3]) + (" with " + model_text(model) if model_text(model) else "")
+    build, describe = raise_query(ob["expr"], traced_only=True)
     return decide("cond-sides-trace", shape_tiers(ctx, build, uniform=_uniform(ob, ctx)), ctx,
                   "preconditions of each op on sizes, ranks and dtypes (broadcasting, matmul/linear sizes, dims) "
                   "over symbolic sizes", describe,

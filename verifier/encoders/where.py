@@ -56,15 +56,23 @@ def same_dtype(ob: dict, ctx: Ctx) -> Outcome:
                   fixed_by="the dtype model gives both sides the same dtype term (no solver query needed)")
 
 
-def cannot_raise(ob: dict, ctx: Ctx) -> Outcome:
+def raise_query(expr: str, traced_only: bool = False):
+    """``(build, describe)`` for :func:`decide` over shape tiers: whether a precondition of an op
+    of ``expr`` can fail, and which failed in a counterexample. ``traced_only``: only those that
+    fail when the op is traced on fake tensors (sizes, ranks, dtypes), not those on values."""
     def build(ev: ShapeEval):
-        ev.eval(_expr(ob["expr"]))
-        return z3.Not(z3.And(*[p for p, _ in ev.pre])) if ev.pre else z3.BoolVal(False), None
+        ev.eval(_expr(expr))
+        pre = [(p, t) for p, t in ev.pre if not (traced_only and t in ev.value_pre)]
+        return (z3.Not(z3.And(*[p for p, _ in pre])) if pre else z3.BoolVal(False)), pre
 
     def describe(model, extra):
-        ev = extra[0]
-        failing = [t for p, t in ev.pre if z3.is_false(model.eval(p, model_completion=True))]
+        failing = [t for p, t in extra[1] if z3.is_false(model.eval(p, model_completion=True))]
         return "; ".join(failing[:3]) + (" with " + model_text(model) if model_text(model) else "")
+    return build, describe
+
+
+def cannot_raise(ob: dict, ctx: Ctx) -> Outcome:
+    build, describe = raise_query(ob["expr"])
     return decide("untaken-side-cannot-raise", shape_tiers(ctx, build), ctx,
                   "preconditions of each op (broadcasting, matmul/linear sizes, dims, dtypes) over symbolic sizes",
                   describe, fixed_by="the shape transfer functions: no op of the side has a precondition that can fail")

@@ -482,9 +482,9 @@ def _template_of(part: cst.BaseExpression, exprs: list) -> str | Decline:
     return start + "".join(pieces) + part.end
 
 
-def _item_call(node: cst.CSTNode) -> bool:
-    """``E.item()`` (no arguments)."""
-    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "item" \
+def _read_call(node: cst.CSTNode, method: str) -> bool:
+    """``E.<method>()`` (no arguments): ``E.item()``, ``E.tolist()``."""
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == method \
         and not node.args
 
 
@@ -500,12 +500,6 @@ def _indexed_fields(template: cst.BaseExpression | None) -> bool:
     except (ValueError, SyntaxError, TypeError):
         return True
     return any("[" in f or "." in f for f in fields)
-
-
-def _tolist_call(node: cst.CSTNode) -> bool:
-    """``E.tolist()`` (no arguments)."""
-    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "tolist" \
-        and not node.args
 
 
 def _cast_call(node: cst.CSTNode, bound) -> str | None:
@@ -535,11 +529,11 @@ def _lazy_items(value: cst.BaseExpression, alias: str, bound=frozenset()) \
             done.append(f"{cast}({_code(e.args[0].value).strip()})")
             return cst.Call(item, [cst.Arg(e.args[0].value, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
                                    cst.Arg(cst.Name(cast))])
-        if _tolist_call(e):   # t.tolist(): the nested list, read from the snapshot at replay
+        if _read_call(e, "tolist"):   # t.tolist(): the nested list, read from the snapshot at replay
             done.append(_code(e).strip())
             return cst.Call(item, [cst.Arg(e.func.value, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
                                    cst.Arg(cst.Attribute(cst.Name(alias), cst.Name("tolist")))])
-        if not _item_call(e):
+        if not _read_call(e, "item"):
             return e
         done.append(_code(e.func.value).strip())
         return cst.Call(item, [cst.Arg(e.func.value)])

@@ -146,7 +146,8 @@ def _rewrite_at(module: cst.Module, node: cst.CSTNode | None, line: int,
         return Decline(NAME, "the branch inside the loop holds `break`/`continue`/`yield`, which predication "
                              "cannot express")
     per_item = {n.value for lp in loops for n in m.findall(lp.target, m.Name())}
-    picked = _module_aliases(node, _Env(module, ancestors), per_item)
+    env = _Env(module, ancestors)   # the ternary and walrus forms below recurse on their own module
+    picked = _module_aliases(node, env, per_item)
     skipped = [c for c in m.findall(node, m.Call()) if _root(c.func) in per_item | set(picked)]
     items = {_root(c.func) for c in skipped}
     loop_roots = _item_roots(loops, items - set(picked))
@@ -180,7 +181,6 @@ def _rewrite_at(module: cst.Module, node: cst.CSTNode | None, line: int,
             result.span = hoisted[2]   # the input's lines: the if statement
             result.detail = f"{result.detail}; `{hoisted[3]}` bound on the line before the `if`"
         return result
-    env = _Env(module, ancestors)
     env.want = form
     if skipped:
         env.loop_roots, env.loop_items = loop_roots, items
