@@ -61,7 +61,12 @@ def _source(pick="pass", call="expert", tail="pass", ret="out"):
     ("expert = self.experts[e]", "expert", "self.experts = nn.ModuleList()", "out", False),
     # the caller could tell the copy from the accumulator
     ("expert = self.experts[e]", "expert", "self.last = out", "out", False),
-    ("expert = self.experts[e]", "expert", "pass", "[out]", False),
+    ("expert = self.experts[e]", "expert", "pass", "[out]", True),            # a list, a dict value, a transpose
+    ("expert = self.experts[e]", "expert", "pass", '{"out": out, "aux": logits}', True),
+    ("expert = self.experts[e]", "expert", "pass", "out.T", True),
+    ("expert = self.experts[e]", "expert", "pass", "{out: 1}", False),        # a key is hashed by identity
+    ("expert = self.experts[e]", "expert", "pass", "out.T.data_ptr()", False),
+    ("expert = self.experts[e]", "expert", "pass", "out.grad_fn", False),
     ("expert = self.experts[e]", "expert", "pass", "out.data_ptr()", False),
     ("expert = self.experts[e]", "expert", "pass", "out.add_(1)", False),
 ])

@@ -141,6 +141,7 @@ _IDENTITY_MODULES = ("Identity", "Dropout", "Flatten", "Unflatten", "AlphaDropou
 _IDENTITY_ATTRS = {"data_ptr", "untyped_storage", "storage", "_base", "_is_view", "is_set_to", "grad_fn", "is_leaf",
                    "grad", "data", "retain_grad", "register_hook", "backward", "_version", "storage_offset",
                    "set_", "share_memory_", "requires_grad_", "_cdata"}
+_TRANSPOSES = {"T", "mT", "H", "mH"}   # views with no identity of their own to read
 COND_TAKEN_SIDE_ONLY = ("torch.cond evaluates only the branch its predicate selects (eager and compiled; its "
                         "backward differentiates only that branch), so the untaken side's exceptions on values, "
                         "calls and gradients are never produced: {waived} do not apply (under torch.compile both "
@@ -306,17 +307,22 @@ def _alias_observers(scope: cst.CSTNode, after_line: int, names: set[str], posit
 
 def _only_returned(node: cst.Name, parents: dict[int, cst.CSTNode]) -> bool:
     """Whether ``node`` reaches the caller only as ``return node``, an element of a returned
-    tuple (``return out, aux``) or through a returned method call (``return out.view(b, t, d)``):
+    tuple or list (``return out, aux``), a value of a returned dict (``return {"out": out}``),
+    a transpose (``return out.T``) or a returned method call (``return out.view(b, t, d)``):
     a copy of a local nothing else holds then differs from it only in identity, which the caller
-    cannot compare with anything. Identity reads and in-place methods do not count."""
+    cannot compare with anything. Identity reads, in-place methods and dict keys (hashed by
+    identity) do not count."""
     cur: cst.CSTNode = node
     while True:
         parent = parents.get(id(cur))
         if isinstance(parent, cst.Return):
             return True
         up = parents.get(id(parent))
-        if isinstance(parent, cst.Element) and isinstance(up, cst.Tuple):
+        if isinstance(parent, cst.Element) and isinstance(up, (cst.Tuple, cst.List)) or \
+                isinstance(parent, cst.DictElement) and parent.value is cur and isinstance(up, cst.Dict):
             cur = up
+        elif isinstance(parent, cst.Attribute) and parent.value is cur and parent.attr.value in _TRANSPOSES:
+            cur = parent
         elif isinstance(parent, cst.Attribute) and parent.value is cur and isinstance(up, cst.Call) and \
                 up.func is parent and parent.attr.value not in _IDENTITY_ATTRS and not parent.attr.value.endswith("_"):
             cur = up
