@@ -667,3 +667,37 @@ def test_an_inline_ceil_is_declined_with_this_rules_reason_and_its_hand_form_is_
     res = rewrite(cst.parse_module(hand.read_text()), line + 1)
     assert not isinstance(res, Decline), res
     assert "_mend_int_forward" in res.code and "// _mend_int_s + 1" in res.code   # the exact int ceil
+
+
+_NO_DTYPE = '''\
+import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    def __init__(self, n=3):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.register_buffer("n_keep", torch.tensor(n), persistent=False)
+
+    def forward(self, x):
+        h = self.fc(x)
+        return h[:, : self.n_keep].mean(1)
+'''
+
+
+def test_a_buffer_made_without_a_dtype_is_twinned_only_when_its_value_is_an_int(tmp_path):
+    """``torch.tensor(n)`` is int64 for an int ``n`` (helper-100 m41: declined before, the frame
+    stayed skipped); for a float or a bool the twin check fails and the original body runs."""
+    line = next(i for i, t in enumerate(_NO_DTYPE.splitlines(), 1) if "self.n_keep].mean" in t)
+    res = rewrite(cst.parse_module(_NO_DTYPE), line)
+    assert "torch.tensor(_mend_int_inline_n_keep)" in res.code
+    orig, mended = _load(_NO_DTYPE, tmp_path), _load(res.code, tmp_path)
+    x = torch.randn(2, 5, 4)
+    for n, twinned in ((3, True), (True, False)):
+        torch.manual_seed(0)
+        a = orig.Model(n)
+        torch.manual_seed(0)
+        b = mended.Model(n)
+        assert b._mend_int_ok is twinned
+        _same(a(x), b(x))

@@ -93,16 +93,18 @@ def _plain(node: cst.BaseExpression) -> bool:
 
 
 def _int_tensor(value: cst.BaseExpression, aliases: set[str]) -> cst.BaseExpression | None:
-    """``E`` of ``torch.tensor(E, dtype=torch.int64)`` (one positional argument, the dtype
-    keyword only), else None."""
+    """``E`` of ``torch.tensor(E, dtype=torch.int64)`` or of ``torch.tensor(E)`` (one
+    positional argument, the dtype keyword only), else None. Without a dtype, an int ``E`` makes
+    an int64 tensor; any other ``E`` (a float, a bool, a numpy int) fails the twins' ``type(v) is
+    int`` check at run time and the original runs (helper-100 m41)."""
     if not (isinstance(value, cst.Call) and dotted(value.func) in {f"{a}.tensor" for a in aliases}):
         return None
     pos = [a for a in value.args if a.keyword is None]
     kws = {a.keyword.value: a.value for a in value.args if a.keyword is not None}
-    if len(pos) != 1 or pos[0].star or set(kws) != {"dtype"}:
+    if len(pos) != 1 or pos[0].star or set(kws) - {"dtype"}:
         return None
-    dtype = dotted(kws["dtype"]) or ""
-    if not any(dtype == t.replace("torch", a, 1) for t in _INT64 for a in aliases):
+    dtype = dotted(kws["dtype"]) or "" if kws else None
+    if dtype is not None and not any(dtype == t.replace("torch", a, 1) for t in _INT64 for a in aliases):
         return None
     return pos[0].value if _plain(pos[0].value) else None
 
