@@ -1,15 +1,16 @@
 """Lazy values of deferred calls (:mod:`mend.runtime`): ``fmt(template, *values)`` for an
-f-string or ``str.format`` argument and ``item(t)`` for a ``t.item()`` / ``float(t)`` /
+f-string or ``str.format`` argument, ``pct(template, values)`` for a ``template % values`` one, and ``item(t)`` for a ``t.item()`` / ``float(t)`` /
 ``int(t)`` argument, so that a tensor is snapshotted where the call is and formatted or read
 at replay. What formatting would raise is raised where the call is (``_check_specs``)."""
 from __future__ import annotations
 
+import re
 import string
 from typing import Any
 
 import torch
 
-__all__ = ["Fmt", "Item", "fmt", "item"]
+__all__ = ["Fmt", "Item", "fmt", "item", "pct"]
 
 
 class Fmt:
@@ -109,6 +110,60 @@ def _check_specs(template: str, args: tuple, kwargs: dict) -> None:
         if err:
             name, _, message = err.partition(":")
             raise (ValueError if name == "ValueError" else TypeError)(message)
+
+
+# one %-conversion (printf-style String Formatting, Python docs): key, flags, width, precision,
+# length modifier (ignored by Python), conversion
+_PCT = re.compile(r"%(\([^)]*\))?([-#0 +]*)(\*|\d+)?(?:\.(\*|\d*))?[hlL]?(.)", re.S)
+
+
+@torch.compiler.assume_constant_result
+def _pct_fields(template: str) -> tuple | None:
+    """``template`` (a %-format) as ``(text, flags, width, precision, conv)`` tuples, ``text`` the
+    literal before the conversion (``%%`` is text; precision None when not given); None for a mapping key (``%(name)s``), a ``*``
+    width or precision, or anything Python's ``%`` would reject (the original's ``%`` then runs
+    as it was). A constant of the trace (``torch.compiler.assume_constant_result``): a str parse only."""
+    out, text, pos = [], "", 0
+    for mt in _PCT.finditer(template):
+        text += template[pos:mt.start()]
+        pos = mt.end()
+        key, flags, width, prec, conv = mt.groups()
+        if mt.group(0) == "%%":
+            text += "%"
+            continue
+        if key is not None or width == "*" or prec == "*" or conv not in "diouxXeEfFgGcrsa":
+            return None
+        out.append((text, flags, width or "", prec, conv))
+        text = ""
+    if "%" in template[pos:]:
+        return None   # an incomplete conversion (`"50%"`): ValueError, raised by the original's `%`
+    return tuple(out), text + template[pos:]
+
+
+def pct(template: str, values: Any) -> Any:
+    """``template % values`` for a deferred call's argument (``print("step %d loss %s" % (n,
+    loss))``, whose ``%`` on a tuple holding a tensor Dynamo cannot trace: helper-100 m27), as a
+    :class:`Fmt`: a ``%s``/``%r``/``%a`` field (flags ``-`` only) becomes ``{!s:>W.P}`` of the value
+    itself, snapshotted and formatted at replay (``str(t)`` is what ``%s`` gives); every other field
+    is formatted now with ``%``, in order, as the original formatted it (its errors raised here;
+    a tensor there is read on the host, as the original read it). Anything else (a mapping key,
+    ``*``, an argument count that does not match) runs the original ``%`` here."""
+    args = values if isinstance(values, tuple) else (values,)   # `%` unpacks a tuple (a subclass too)
+    parsed = _pct_fields(template)
+    if parsed is None or len(parsed[0]) != len(args):
+        return template % values
+    out, pieces = "", []
+    for (text, flags, width, prec, conv), value in zip(parsed[0], args):
+        out += text.replace("{", "{{").replace("}", "}}")
+        if conv in "rsa" and set(flags) <= {"-"}:
+            align = ("<" if flags else ">") if width else ""
+            spec = align + width + ("" if prec is None else "." + (prec or "0"))   # `%.s`: precision 0
+            out += "{!" + conv + (":" + spec if spec else "") + "}"
+            pieces.append(value)
+        else:
+            out += "{}"
+            pieces.append(("%" + flags + width + ("" if prec is None else "." + prec) + conv) % (value,))
+    return Fmt(out + parsed[1].replace("{", "{{").replace("}", "}}"), *pieces)
 
 
 class Item:

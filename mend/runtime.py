@@ -111,10 +111,10 @@ from torch._dynamo.comptime import comptime
 from mend import _tracing, _wrap
 from mend._shown import _as_shown, _grad_fn_name, print_options, print_options_kwargs
 from mend._warnings import _beyond, _warn_raises
-from mend.lazy import Fmt, Item, _materialize, fmt, item, tolist
+from mend.lazy import Fmt, Item, _materialize, fmt, item, pct, tolist
 from mend.validation_runtime import order_checks
 
-__all__ = ["defer_print", "defer_log", "defer_warn", "fmt", "item", "tolist", "flush", "install", "uninstall", "capture", "pending"]
+__all__ = ["defer_print", "defer_log", "defer_warn", "fmt", "item", "pct", "tolist", "flush", "install", "uninstall", "capture", "pending"]
 
 # Dynamo's frames, skipped with this module's when a call as written names its caller (_log_now)
 _DYNAMO_DIR = os.path.dirname(torch._dynamo.__file__)

@@ -452,6 +452,10 @@ def categorize(gb_type: str, loc: Located | None) -> str:
         return "print-logging"   # a print/log/warn call, or one formatting a tensor's repr (`{t!r}`)
     if gb_type == "logging.Logger method not supported for non-export cases":
         return "print-logging"
+    if gb_type == "Observed exception" and side_effect_call(loc) and any(
+            isinstance(b.left, (cst.SimpleString, cst.ConcatenatedString)) for p in header_parts(node)
+            for b in m.findall(p, m.BinaryOperation(operator=m.Modulo()))):
+        return "print-logging"   # `print("%d %s" % (n, t))`: Dynamo raised TypeError tracing `%` with a tensor
     if gb_type in ("Data dependent operator", "torch.* op returned non-Tensor") and (
             _numpy_constant_call(loc) or _numpy_tolist(loc)):
         # big_bird's np.sum of a list: the constant traced as an array; `int(np.lcm(a, b))`

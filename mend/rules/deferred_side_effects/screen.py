@@ -559,7 +559,8 @@ def _lazy_items(value: cst.BaseExpression, alias: str, bound=frozenset()) \
 
 def _lazy(value: cst.BaseExpression, alias: str, bound: frozenset | set = frozenset(), keyword: bool = False) \
         -> cst.BaseExpression | Decline | None:
-    """``fmt(template, *values)`` for an f-string / ``"...".format(...)`` argument, or for a
+    """``fmt(template, *values)`` for an f-string / ``"...".format(...)`` argument,
+    ``pct(template, values)`` for a positional ``"..." % values`` one, or for a
     builtin ``repr(x)`` / ``str(x)`` positional argument (``fmt("{!r}", x)``: what
     ``f"{x!r}"`` is; the module binds neither name: ``bound``; a keyword argument such as
     ``sep=str(x)`` must stay a ``str``), else None."""
@@ -578,6 +579,13 @@ def _lazy(value: cst.BaseExpression, alias: str, bound: frozenset | set = frozen
         return cst.Call(fmt, [cst.Arg(template, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
                               *value.args] if value.args else [cst.Arg(template)],
                         whitespace_before_args=value.whitespace_before_args)
+    if (isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Modulo) and not keyword
+            and _fmt_parts(value.left) and all(isinstance(p, cst.SimpleString) and "b" not in p.prefix.lower()
+                                               for p in _fmt_parts(value.left))):
+        # `"step %d loss %s" % (n, loss)` -> pct(template, values): a lazy Fmt (mend.lazy.pct)
+        comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        return cst.Call(cst.Attribute(cst.Name(alias), cst.Name("pct")),
+                        [cst.Arg(value.left, comma=comma), cst.Arg(value.right)])
     parts = _fmt_parts(value)
     if parts is None or not any(isinstance(p, cst.FormattedString) for p in parts):
         return None
