@@ -963,3 +963,18 @@ def test_a_moduledicts_experts_take_cond_too(loop):
     result = rewrite(cst.parse_module(source), 11)
     assert isinstance(result, RewriteResult) and result.form == "cond", result
     assert 'getattr(self, "experts", None)' in result.code
+
+
+@pytest.mark.parametrize("value, fixed", [
+    ("float(mask.shape[1])", True), ("float(mask.size(1))", True), ("float(len(mask))", True),
+    ("float(mask.sum())", False), ("int(self.k)", False),
+])
+def test_a_size_converted_to_a_number_is_no_host_read(value, fixed):
+    # helper-100 m03: `float(mask.shape[1])` on a side had been declined as "converts a tensor to a Python number"
+    src = ("import torch\n\n\ndef forward(self, h, mask):\n    if mask.any():\n        d = h.sum(1)\n"
+           f"    else:\n        d = torch.full_like(h[:, 0], {value})\n    return d\n")
+    res = rewrite(cst.parse_module(src), 5)
+    if fixed:
+        assert isinstance(res, RewriteResult), res
+    else:
+        assert isinstance(res, Decline) and "to a Python number" in res.reason, res

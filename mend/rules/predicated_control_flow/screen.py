@@ -131,8 +131,9 @@ def _screen_call(call: cst.Call, env: _Env, side: str | None) -> None:
         if dotted not in _PURE_BUILTINS or dotted in env.aliases:
             raise _Declined(f"{who} calls `{dotted}`, which might not be pure")
         if dotted in ("float", "int") and not all(
-                isinstance(a.value, (cst.SimpleString, cst.Integer, cst.Float)) for a in call.args):
-            raise _Declined(f"{who} converts a tensor to a Python number (`{_code(call)}`)")
+                isinstance(a.value, (cst.SimpleString, cst.Integer, cst.Float)) or _size_read(a.value) for a in call.args):
+            raise _Declined(f"{who} converts a value that may be a tensor to a Python number (`{_code(call)}`): "
+                            "a host read")
     elif method is not None:  # a method call: a tensor method, or a submodule of self
         if method.endswith("_") and not method.endswith("__") and not method.startswith("_"):
             raise _Declined(f"{who} mutates a tensor in place (`{method}`)")
@@ -167,6 +168,18 @@ def _nonfinite(call: cst.Call, name: str, env: _Env, side: str | None) -> None:
 
 
 # -- tests and tensor logic ----------------------------------------------------------
+
+
+def _size_read(expr: cst.BaseExpression) -> bool:
+    """``x.shape[i]``, ``x.size(i)``, ``x.ndim``, ``x.dim()``, ``x.numel()``, ``len(x)``: a Python int
+    (a SymInt under dynamic shapes) Dynamo knows at trace time, never a host read (helper-100 m03:
+    ``float(mask.shape[1])`` had been declined as converting a tensor)."""
+    if isinstance(expr, cst.Subscript) and m.matches(expr.value, m.Attribute(attr=m.Name("shape"))):
+        return True
+    if m.matches(expr, m.Attribute(attr=m.Name("ndim"))):
+        return True
+    return isinstance(expr, cst.Call) and (m.matches(expr.func, m.Attribute(
+        attr=m.Name("size") | m.Name("dim") | m.Name("numel"))) or m.matches(expr.func, m.Name("len")))
 
 
 def _static_value(expr: cst.BaseExpression, env: _Env) -> bool:
