@@ -253,7 +253,7 @@ DECLINE_EXAMPLES: list[tuple[str, str]] = [
                 h = h * 2
                 return h
         '''),
-        'a returning branch also assigns `h`',
+        'the code after the `if` that becomes the other side) assigns `h`',
     ),
     # a name with no value on the untaken side
     (

@@ -88,7 +88,10 @@ def _rewrite_if(node: cst.If, ancestors: list[cst.CSTNode], env: _Env, positions
     temps |= scalar_temps(chain, arms, inside, temps, node, ancestors, env)  # dead after the if (scalars.py)
     if returns and (set(inside) - temps):
         name = sorted(set(inside) - temps)[0]
-        raise _Declined(f"a returning branch also assigns `{name}`, which is used elsewhere")
+        # helper-100 m07: the old text blamed the returning branch where the fall-through assigned
+        raise _Declined(f"with an early return, a path (the returning branch, or the code after the `if` that "
+                        f"becomes the other side) assigns `{name}`, which is used elsewhere: torch.where would "
+                        "run that assignment on both paths")
     selected = [n for n in order_seen if n not in temps]
     defined = _defined_before(node, ancestors)
     for n in selected:
