@@ -57,6 +57,7 @@ class BreakEvent:
     skip_reason: str | None = None
     compile_id: str = ""
     weight: int = 1  # breaks attributed to this event (see DetectResult.graph_break_count)
+    op: str = ""     # the ATen operator a "Data dependent operator" break names (its debug context)
 
     @property
     def site(self) -> Frame | None:
@@ -194,6 +195,8 @@ def record_graph_breaks(events: list[BreakEvent]):
                     gb_type = _inner_gb_type(exc, reason) or gb_type
             msg = str(getattr(exc, "msg", "") or reason).strip().splitlines()
             event = BreakEvent(gb_type, msg[0] if msg else gb_type, _frames(stack), skipped, skip_reason, cid_key)
+            op = next((t.split(":", 1)[1].strip() for t in msg if t.strip().startswith("Developer debug context:")), "")
+            event.op = op if op.startswith("aten.") else ""
             if skipped and len(event.stack) > 1:
                 # the break is in a callee, which Dynamo compiles as its own frame and logs
                 # again there: the skip is reported on the site, the break counted once

@@ -226,7 +226,7 @@ def _reason_with_skip(reason: str, skip_reason: str | None, fixable_by: str | No
 def _site_from_event(ev: BreakEvent) -> Site:
     file, line, source, loc = _position(ev)
     function = ev.site.function if ev.site else "?"
-    category = categorize(ev.gb_type, loc)
+    category = categorize(ev.gb_type, loc, ev.op)
     verdict = match_site(category, loc)
     if isinstance(verdict, Decline):
         fixable_by, reason = None, OTHER_REASONS.get(ev.gb_type, verdict.reason) if category == "other" else \

@@ -424,8 +424,9 @@ def _only_loop_exit(node: cst.If) -> bool:
     return node.orelse is None and isinstance(last, cst.Break)
 
 
-def categorize(gb_type: str, loc: Located | None) -> str:
-    """The taxonomy category of a break from its gb_type and the statement at its site."""
+def categorize(gb_type: str, loc: Located | None, op: str = "") -> str:
+    """The taxonomy category of a break from its gb_type and the statement at its site (``op``:
+    the ATen operator a "Data dependent operator" break names, when known)."""
     node = loc.node if loc is not None else None
     if gb_type in _BRANCH or gb_type.startswith("Data-dependent assertion"):
         if _numpy_constant_call(loc):
@@ -469,6 +470,10 @@ def categorize(gb_type: str, loc: Located | None) -> str:
         return "constant-buffer"
     if gb_type == "Data dependent operator" and loc is not None and not any(
             k in loc.code() for k in (".item(", ".tolist(", "int(", "float(", "bool(")):
+        if op.startswith("aten._local_scalar_dense"):
+            # a tensor read as a number by __index__/__int__ (a 0-d buffer as a view size or slice
+            # bound): a scalar read, not an operator with a data-dependent shape (helper-100 m25)
+            return "item-tolist"
         return "dynamic-shape-op"  # e.g. torch.nonzero: the op, not a scalar read, breaks
     if gb_type in _ITEM:
         if _item_in_effect_call(node):

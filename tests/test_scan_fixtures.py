@@ -91,3 +91,20 @@ def test_an_lstm_break_says_why_it_stays_and_what_setting_traces_it():
         finally:
             torch._dynamo.config.allow_rnn = old
             torch._dynamo.reset()
+
+
+def test_a_buffer_read_as_a_size_is_a_scalar_read_not_a_dynamic_shape_op(tmp_path, scan_json):
+    # helper-100 m25: `h.view(B, T // self.window, ...)` with a persistent 0-d buffer breaks as "Data
+    # dependent operator" (aten._local_scalar_dense): it had been filed as dynamic-shape-op, whose reason
+    # blamed an operator's output shape
+    src = tmp_path / "window_buffer.py"
+    src.write_text(
+        "import torch\nfrom torch import nn\n\n\nclass Model(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.register_buffer('window', torch.tensor(2))\n\n"
+        "    def forward(self, x):\n        B, T, D = x.shape\n"
+        "        return x.view(B, T // self.window, self.window, D).mean(2)\n\n\n"
+        "def get_inputs():\n    return (torch.randn(2, 6, 4),)\n")
+    _, report = scan_json(str(src))
+    (site,) = report["sites"]
+    assert (site["line"], site["category"]) == (12, "item-tolist"), site
+    assert "leaves the graph as a Python number" in site["reason"]
