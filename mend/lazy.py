@@ -143,8 +143,8 @@ def _pct_fields(template: str) -> tuple | None:
 def pct(template: str, values: Any) -> Any:
     """``template % values`` for a deferred call's argument (``print("step %d loss %s" % (n,
     loss))``, whose ``%`` on a tuple holding a tensor Dynamo cannot trace: helper-100 m27), as a
-    :class:`Fmt`: a ``%s``/``%r``/``%a`` field (flags ``-`` only) becomes ``{!s:>W.P}`` of the value
-    itself, snapshotted and formatted at replay (``str(t)`` is what ``%s`` gives); every other field
+    :class:`Fmt`: a ``%s``/``%r``/``%a`` field (flags ``-`` only) of a tensor becomes ``{!s:>W.P}`` of
+    the tensor itself, snapshotted and formatted at replay (``str(t)`` is what ``%s`` gives); every other field
     is formatted now with ``%``, in order, as the original formatted it (its errors raised here;
     a tensor there is read on the host, as the original read it). Anything else (a mapping key,
     ``*``, an argument count that does not match) runs the original ``%`` here."""
@@ -155,7 +155,9 @@ def pct(template: str, values: Any) -> Any:
     out, pieces = "", []
     for (text, flags, width, prec, conv), value in zip(parsed[0], args):
         out += text.replace("{", "{{").replace("}", "}}")
-        if conv in "rsa" and set(flags) <= {"-"}:
+        if conv in "rsa" and set(flags) <= {"-"} and isinstance(value, torch.Tensor):
+            # a tensor only: str() of another object (its own __str__, a dict holding tensors) is read
+            # now, where the original read it (helper-101: a __str__ reading state changed later)
             align = ("<" if flags else ">") if width else ""
             spec = align + width + ("" if prec is None else "." + (prec or "0"))   # `%.s`: precision 0
             out += "{!" + conv + (":" + spec if spec else "") + "}"

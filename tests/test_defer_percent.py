@@ -90,3 +90,35 @@ def test_which_percent_arguments_are_deferred(body, fixed):
         assert isinstance(res, RewriteResult) and res.code.count("_mend_rt.pct(") == 2, res
     else:
         assert isinstance(res, Decline) or "_mend_rt.pct(" not in res.code.split("sep=")[-1], res
+
+
+@pytest.mark.parametrize("later, fixed", [
+    ("self.renorm(h)", False), ("self.act(h)", False), ("F.relu(h, inplace=True)", False), ("h.clamp_(0, 1)", False),
+    ("h.sum()", True), ("len(h)", True), ("h", True),
+])
+@pytest.mark.parametrize("first", ['"h %s" % (h,)', 'f"h {h}"', '"h {}".format(h)', "str(h)"])
+def test_a_call_after_a_formatted_argument_that_could_write_its_tensor_is_declined(first, later, fixed):
+    # helper-101 F1: print("h %s" % (h,), "call", self.renorm(h)) with renorm clamping h in place on its
+    # 500th call: the original's text was made before renorm ran, a deferred format read h after it
+    src = f"import torch\nimport torch.nn.functional as F\n\n\ndef forward(self, h):\n    print({first}, {later})\n    return h\n"
+    res = RULES["deferred-side-effects"].rewrite(cst.parse_module(src), 6)
+    if fixed:
+        assert isinstance(res, RewriteResult), res
+    else:
+        assert isinstance(res, Decline) and ("runs after a formatted argument" in res.reason or "side effect" in res.reason), res
+
+
+def test_str_of_an_object_that_is_no_tensor_is_formatted_where_the_call_is():
+    # helper-101: `"%s %d" % (m, m)` with m.__str__ reading state `%d` changes: only a tensor waits for replay
+    class Meter:
+        n = 0
+
+        def __str__(self):
+            return f"Meter(n={self.n})"
+
+        def __int__(self):
+            self.n += 1
+            return self.n
+
+    got = pct("%s %d", (Meter(), Meter()))
+    assert not any(isinstance(a, Meter) for a in got.args) and str(got) == "Meter(n=0) 1"

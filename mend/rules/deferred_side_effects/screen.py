@@ -414,6 +414,37 @@ def _args_decline(plan: _Plan, bound: dict[str, list[str]]) -> str | None:
     return None
 
 
+# calls a later argument may make after a formatted one: builtins and tensor methods that never
+# write their receiver or arguments (a `self.` method, a module, anything else may: declined)
+_PURE_LATER = {"len", "str", "repr", "float", "int", "round", "abs", "min", "max", "bool", "tuple", "format"}
+_PURE_METHODS = {"sum", "mean", "max", "min", "amax", "amin", "abs", "norm", "std", "var", "any", "all", "argmax",
+                 "argmin", "float", "double", "half", "detach", "clone", "item", "tolist", "size", "dim", "numel",
+                 "view", "reshape", "flatten", "to", "cpu", "exp", "log", "softmax", "count_nonzero", "format"}
+
+
+def later_writer(args: list[cst.Arg], lazy: list[bool]) -> Decline | None:
+    """The decline when an argument after a formatted one (an f-string, ``%``, ``.format``,
+    ``str``/``repr``: ``lazy``) makes a call that could write a tensor the format reads: the
+    original formatted its text before that call ran, the deferred format reads the values
+    after it (helper-101: ``print("h %s" % (h,), self.renorm(h))``, ``renorm`` clamping ``h``
+    in place on its 500th call only). A plain tensor argument is read after every argument
+    ran in both, so only formatted ones count."""
+    if True not in lazy:
+        return None
+    for a in args[lazy.index(True) + 1:]:
+        for call in m.findall(a.value, m.Call()):
+            func = call.func
+            name = func.value if isinstance(func, cst.Name) else None
+            method = func.attr.value if isinstance(func, cst.Attribute) else None
+            ok = name in _PURE_LATER or (method in _PURE_METHODS and not m.matches(func.value, m.Name("self")))
+            if not ok:
+                return Decline(NAME, f"`{_code(call).strip()}` runs after a formatted argument of the same call and "
+                                     "could write a tensor that argument formats (a method of the module, a "
+                                     "submodule, an in-place op): the original formatted the text before it ran, a "
+                                     "deferred format would read the values after it")
+    return None
+
+
 def _effect_in(expr: cst.BaseExpression) -> str | None:
     """Why evaluating ``expr`` has a side effect or a break of its own, else None."""
     if m.findall(expr, m.NamedExpr() | m.Yield() | m.Await()):
@@ -659,13 +690,18 @@ def match(loc: Located) -> Match | Decline:
     plan = _screen(call, ancestors, _bindings(loc.module).bound)
     if isinstance(plan, Decline):
         return plan
+    lazies = []
     for a in call.args:  # f-strings the rewrite could not make lazy, `.item()` it could not defer
         lazy = _lazy(a.value, ALIAS, _bindings(loc.module).bound, keyword=a.keyword is not None) \
             if a.star == "" else None
         if isinstance(lazy, Decline):
             return lazy
+        lazies.append(lazy is not None)
         items = _lazy_items(lazy if lazy is not None else a.value, ALIAS, _bindings(loc.module).bound)
         if isinstance(items, Decline):
             return items
+    writer = later_writer(list(call.args), lazies)
+    if writer is not None:
+        return writer
     return Match(NAME, f"defer `{plan.callee}(...)` to after the compiled call (mend.runtime)")
 
