@@ -7,6 +7,8 @@ and ``_pad1d`` branches on it (``if length <= max_pad``) and pads with it: a ten
 on the host at every conv layer (hf:newest/encodec: 27 of its 28 breaks, 29 graphs). The
 same numbers as Python ints give the same pads with no host read.
 
+``torch.tensor(E)`` without a dtype is taken too: int64 for an int ``E``; any other ``E`` fails the
+twins' ``type(v) is int`` check at run time and the original body runs (helper-100 m41).
 A buffer registered inline, ``self.register_buffer("B", torch.tensor(E, dtype=torch.int64),
 persistent=False)`` (or ``nn.Buffer(...)`` of it), with no local, is taken as if written with one:
 its twin ``_mend_int_inline_B = E`` is made on the line before, and the registration reads it.

@@ -30,6 +30,10 @@ bound on every path, or formats over them (declined with the reason otherwise).
 
 An f-string or ``"...".format(...)`` argument becomes a lazy ``fmt(template, *values)``:
 Dynamo cannot format a tensor inside the graph, and the values are snapshotted instead. A
+positional ``"..." % values`` argument becomes ``pct(template, values)`` (:func:`mend.lazy.pct`:
+a tensor's ``%s``/``%r``/``%a`` field formatted at replay, every other field now with ``%``).
+An argument after a formatted one that calls a module method, a submodule or an in-place op
+declines: the original formatted its text before that call ran (helper-101). A
 builtin ``repr(t)`` / ``str(t)`` argument is ``f"{t!r}"`` / ``f"{t!s}"`` and becomes
 ``fmt("{!r}", t)`` / ``fmt("{!s}", t)`` (not when the module binds the name). A
 ``t.item()`` that is a whole argument, a whole f-string field or a ``.format``/``%``
