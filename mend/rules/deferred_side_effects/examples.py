@@ -489,12 +489,37 @@ def forward(self, x):
     _mend_rt.defer_print("tokens per expert:", _mend_rt.item(counts, _mend_rt.tolist), _mend_rt.fmt("{}", _mend_rt.item(x.amax(-1), _mend_rt.tolist)))
     return x
 '''),
+    # a %-format (helper-100 m27: Dynamo raised TypeError tracing `%` with a tensor in the tuple)
+    ('''import torch
+
+
+def forward(self, x):
+    loss = x.pow(2).mean()
+    print("step %d loss %s" % (self.step, loss))
+    return x * loss
+''',
+     '''import torch; import mend.runtime as _mend_rt
+
+
+def forward(self, x):
+    loss = x.pow(2).mean()
+    _mend_rt.defer_print(_mend_rt.pct("step %d loss %s", (self.step, loss)))
+    return x * loss
+'''),
 ]
 
 FIX_EXAMPLES += CONDITIONAL_FIX_EXAMPLES
 
 # (source, a substring of the reason); the site is the first line with a call (example_line)
 DECLINE_EXAMPLES: list[tuple[str, str] | DeclineExample] = [
+    # TRAP: the original formatted `h` before `self.renorm(h)` could write it in place (helper-101 F1)
+    ('''import torch
+
+
+def forward(self, h):
+    print("h %s" % (h,), "call", self.renorm(h))
+    return h
+''', "runs after a formatted argument"),
     # the level read on the host is the break; the guard decides whether the arguments run at all
     DeclineExample('''import logging
 
