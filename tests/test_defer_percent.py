@@ -1,9 +1,6 @@
 """A `"..." % values` argument of a print is deferred as `mend.lazy.pct(template, values)`
 (helper-100 m27: Dynamo raised TypeError tracing `%` with a tensor in the tuple and skipped the
 frame). `pct` is checked against Python's `%` itself on drawn templates and values."""
-import contextlib
-import io
-
 import libcst as cst
 import pytest
 import torch
@@ -14,6 +11,7 @@ from mend.lazy import Fmt, pct
 from mend.rules import RULES, Decline, RewriteResult
 from mend.targets import load_file_module
 from tests.conftest import FIXTURES
+from tests.test_defer_tolist import _printed
 
 _CONV = st.builds(lambda key, flags, width, prec, length, conv: "%" + key + flags + width + prec + length + conv,
                   st.sampled_from(["", "", "", "(k)"]), st.text("-#0 +", max_size=2),
@@ -44,13 +42,6 @@ def test_a_tensors_s_and_r_fields_are_left_for_replay_and_other_fields_formatted
     assert isinstance(out, Fmt) and out.template == "{}: {!s} {!r:<9} {!s:.3}" and out.args[1:] == (t, t, t)
     assert out.args[0] == "3"
     assert not isinstance(pct("%+s", (t,)), Fmt) or pct("%+s", (t,)).args == ("%+s" % (t,),)   # a flag: formatted now
-
-
-def _printed(model, x):
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), torch.no_grad():
-        y = model(x)
-    return out.getvalue(), y
 
 
 def test_a_percent_formatted_print_is_deferred_and_prints_the_same(tmp_path):
