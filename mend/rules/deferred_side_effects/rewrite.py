@@ -9,7 +9,7 @@ from mend.rules._base import Decline, RewriteResult
 from mend.rules._common import add_import, code_of as _code, statement_at
 from mend.locate import header_parts
 from mend.rules.deferred_side_effects.conditional import conditional_site, screen, unhoist
-from mend.rules.deferred_side_effects.screen import (NAME, RUNTIME, _bindings, _lazy, _lazy_items, _runtime_alias, later_writer,
+from mend.rules.deferred_side_effects.screen import (NAME, RUNTIME, _bindings, _runtime_alias, lazy_args,
                                                      _screen, _site, level_guard)
 from verifier.encoders.capture import RAISER_AFTER
 
@@ -66,28 +66,10 @@ def _rewrite(module: cst.Module, line: int, when: cst.BaseExpression | None = No
     alias, imported = _runtime_alias(b)
 
     call = plan.call
-    args = []
-    lazies = []
-    formatted = []   # per argument: made a lazy format (later_writer)
-    items: list[str] = []
-    for a in call.args:
-        lazy = _lazy(a.value, alias, b.bound, keyword=a.keyword is not None) if a.star == "" else None
-        if isinstance(lazy, Decline):
-            return lazy
-        formatted.append(lazy is not None)
-        new = _lazy_items(lazy if lazy is not None else a.value, alias, b.bound)
-        if isinstance(new, Decline):
-            return new
-        value, read = new
-        items += read
-        if lazy is not None:
-            lazies.append(_code(value))
-        if lazy is not None or read:
-            a = a.with_changes(value=value)
-        args.append(a)
-    writer = later_writer(list(call.args), formatted)
-    if writer is not None:
-        return writer
+    lazy = lazy_args(call, alias, b.bound)
+    if isinstance(lazy, Decline):
+        return lazy
+    args, lazies, items = lazy
     comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
     if plan.kind == "log":
         extra = [cst.Arg(plan.receiver, comma=comma),

@@ -422,7 +422,29 @@ _PURE_METHODS = {"sum", "mean", "max", "min", "amax", "amin", "abs", "norm", "st
                  "view", "reshape", "flatten", "to", "cpu", "exp", "log", "softmax", "count_nonzero", "format"}
 
 
-def later_writer(args: list[cst.Arg], lazy: list[bool]) -> Decline | None:
+def lazy_args(call: cst.Call, alias: str, bound) -> tuple[list[cst.Arg], list[str], list[str]] | Decline:
+    """``call``'s arguments with each format made lazy (:func:`_lazy`) and each whole ``.item()``
+    / ``.tolist()`` deferred (:func:`_lazy_items`), the lazy formats' code and the deferred reads'
+    texts (for the obligations); the decline of either, or of :func:`_later_writer`."""
+    args, lazies, items, formatted = [], [], [], []
+    for a in call.args:
+        lazy = _lazy(a.value, alias, bound, keyword=a.keyword is not None) if a.star == "" else None
+        if isinstance(lazy, Decline):
+            return lazy
+        formatted.append(lazy is not None)
+        new = _lazy_items(lazy if lazy is not None else a.value, alias, bound)
+        if isinstance(new, Decline):
+            return new
+        value, read = new
+        items += read
+        if lazy is not None:
+            lazies.append(_code(value))
+        args.append(a.with_changes(value=value) if lazy is not None or read else a)
+    writer = _later_writer(list(call.args), formatted)
+    return writer if writer is not None else (args, lazies, items)
+
+
+def _later_writer(args: list[cst.Arg], lazy: list[bool]) -> Decline | None:
     """The decline when an argument after a formatted one (an f-string, ``%``, ``.format``,
     ``str``/``repr``: ``lazy``) makes a call that could write a tensor the format reads: the
     original formatted its text before that call ran, the deferred format reads the values
@@ -610,9 +632,9 @@ def _lazy(value: cst.BaseExpression, alias: str, bound: frozenset | set = frozen
         return cst.Call(fmt, [cst.Arg(template, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
                               *value.args] if value.args else [cst.Arg(template)],
                         whitespace_before_args=value.whitespace_before_args)
-    if (isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Modulo) and not keyword
-            and _fmt_parts(value.left) and all(isinstance(p, cst.SimpleString) and "b" not in p.prefix.lower()
-                                               for p in _fmt_parts(value.left))):
+    literals = _fmt_parts(value.left) if isinstance(value, cst.BinaryOperation) else None
+    if (literals and isinstance(value.operator, cst.Modulo) and not keyword
+            and all(isinstance(p, cst.SimpleString) and "b" not in p.prefix.lower() for p in literals)):
         # `"step %d loss %s" % (n, loss)` -> pct(template, values): a lazy Fmt (mend.lazy.pct)
         comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
         return cst.Call(cst.Attribute(cst.Name(alias), cst.Name("pct")),
@@ -690,18 +712,8 @@ def match(loc: Located) -> Match | Decline:
     plan = _screen(call, ancestors, _bindings(loc.module).bound)
     if isinstance(plan, Decline):
         return plan
-    lazies = []
-    for a in call.args:  # f-strings the rewrite could not make lazy, `.item()` it could not defer
-        lazy = _lazy(a.value, ALIAS, _bindings(loc.module).bound, keyword=a.keyword is not None) \
-            if a.star == "" else None
-        if isinstance(lazy, Decline):
-            return lazy
-        lazies.append(lazy is not None)
-        items = _lazy_items(lazy if lazy is not None else a.value, ALIAS, _bindings(loc.module).bound)
-        if isinstance(items, Decline):
-            return items
-    writer = later_writer(list(call.args), lazies)
-    if writer is not None:
-        return writer
+    lazy = lazy_args(call, ALIAS, _bindings(loc.module).bound)   # formats or `.item()` the rewrite would decline
+    if isinstance(lazy, Decline):
+        return lazy
     return Match(NAME, f"defer `{plan.callee}(...)` to after the compiled call (mend.runtime)")
 
