@@ -22,14 +22,27 @@ def _pair(src, mended_text: str, tmp_path):
     return orig, a, b
 
 
+@pytest.fixture(scope="module")
+def fixed(tmp_path_factory):
+    """``fixed(name)``: fix_in_own_process of the fixture ``name`` with ``--examples 8``, run once
+    for the module (two tests read the same fixture's fix)."""
+    done = {}
+
+    def get(name):
+        if name not in done:
+            done[name] = fix_in_own_process(FIXTURES / name, tmp_path_factory.mktemp("cit"), "--examples", "8")
+        return done[name]
+    return get
+
+
 @pytest.mark.parametrize("name, cond", [
     ("cond_early_return_rsqrt.py", "return torch.cond((var == 0).any(), lambda: centered * (1 + scale) + shift, "
                                    "lambda: (lambda h: h * (1 + scale) + shift)(centered * var.rsqrt()))"),
     ("cond_inner_temp_log.py", "y = torch.cond(x.min() > 0, lambda: (lambda lx: lx * lx)(torch.log(x)), "
                                "lambda: x * 0.5)"),
 ])
-def test_the_temporary_runs_inside_its_branch(name, cond, tmp_path):
-    doc, mended = fix_in_own_process(FIXTURES / name, tmp_path, "--examples", "8")
+def test_the_temporary_runs_inside_its_branch(name, cond, tmp_path, fixed):
+    doc, mended = fixed(name)
     assert (doc["before"]["graph_count"], doc["after"]["graph_count"]) == (2, 1), doc["declined"]
     (rw,) = doc["rewrites"]
     assert cond in mended, mended
@@ -54,11 +67,11 @@ def test_the_temporary_runs_inside_its_branch(name, cond, tmp_path):
     torch._dynamo.reset()
 
 
-def test_a_cond_with_autograd_has_the_ifs_gradients_on_both_sides(tmp_path):
+def test_a_cond_with_autograd_has_the_ifs_gradients_on_both_sides(tmp_path, fixed):
     # both sides read only `x`, so the cond also runs with autograd on: its backward
     # differentiates the taken branch only, so log's NaN gradient off its domain never appears
     name = "cond_inner_temp_log.py"
-    doc, mended = fix_in_own_process(FIXTURES / name, tmp_path, "--examples", "3")
+    doc, mended = fixed(name)
     assert "not torch.is_grad_enabled()" not in mended
     orig, a, b = _pair(FIXTURES / name, mended, tmp_path)
     for args in (orig.get_inputs(), orig.get_trap_inputs()):

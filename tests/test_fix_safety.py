@@ -89,15 +89,30 @@ def test_gradient_tolerance_follows_the_dtype():
 def mixed_runs():
     """mend fix on the mixed_safety fixture (a branch -> torch.where: safe; a print, deferred, a
     tensor check and a `.item()`: unsafe, each resting on an observation of the example run),
-    without and with --unsafe-fixes."""
+    without and with --unsafe-fixes; ``tested``: the candidate sources each run gave its
+    differential test (a spy on the executor), for the first run and the second."""
     from mend.pipeline import fix
+    from mend.pipeline.executors import InProcess
 
     spec = str(FIXTURES / "mixed_safety.py")
-    return fix(spec, max_examples=5), fix(spec, max_examples=5, unsafe_fixes=True)
+    tested = ([], [])
+    real = InProcess.evidence
+
+    def spy(self, force, edge_values, other_dtypes=()):
+        tested[run].append(self.cand_path.read_text())
+        return real(self, force, edge_values, other_dtypes)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(InProcess, "evidence", spy)
+        run = 0
+        default = fix(spec, max_examples=5)
+        run = 1
+        unsafe = fix(spec, max_examples=5, unsafe_fixes=True)
+    return default, unsafe, tested
 
 
 def test_unsafe_fixes_are_withheld_by_default_and_applied_on_request(mixed_runs):
-    default, unsafe = mixed_runs
+    default, unsafe, _ = mixed_runs
     assert {r.rule for r in default.rewrites} == {"predicated-control-flow"}
     assert all(r.safety == {"label": "safe", "reasons": []} for r in default.rewrites)
     withheld = [d for d in default.declined if d.safety == "unsafe"]
@@ -122,7 +137,7 @@ def test_unsafe_fixes_are_withheld_by_default_and_applied_on_request(mixed_runs)
 def test_certificate_records_safety_and_verify_recomputes_it(mixed_runs, tmp_path):
     from mend.pipeline.emit import emit
 
-    _, unsafe = mixed_runs
+    _, unsafe, _ = mixed_runs
     work = tmp_path / "w"
     work.mkdir()
     shutil.copy(FIXTURES / "mixed_safety.py", work / "mixed_safety.py")
@@ -142,28 +157,15 @@ def test_certificate_records_safety_and_verify_recomputes_it(mixed_runs, tmp_pat
     assert any("labels the fix 'safe'" in p for p in rep.problems), rep.problems
 
 
-def test_an_unsafe_candidate_is_not_tested_without_unsafe_fixes(monkeypatch):
+def test_an_unsafe_candidate_is_not_tested_without_unsafe_fixes(mixed_runs):
     """The differential test (the costliest step) runs for the safe candidates only: the
     unsafe one's outcome is a withheld record whatever that test would say."""
-    from mend.pipeline import fix
-    from mend.pipeline.executors import InProcess
-
-    tested = []
-    real = InProcess.evidence
-
-    def spy(self, force, edge_values, other_dtypes=()):
-        tested.append(self.cand_path.read_text())
-        return real(self, force, edge_values, other_dtypes)
-
-    monkeypatch.setattr(InProcess, "evidence", spy)
-    res = fix(str(FIXTURES / "mixed_safety.py"), max_examples=3)
-    assert len(tested) == len(res.rewrites) == 1
+    default, _, (tested, tested_unsafe) = mixed_runs
+    assert len(tested) == len(default.rewrites) == 1
     assert not any("_assert_async" in code for code in tested)
-    assert [d.rule for d in res.declined if d.safety == "unsafe"] == ["deferred-side-effects", "predicated-validation",
-                                                                     "item-operand"]
-    tested.clear()
-    fix(str(FIXTURES / "mixed_safety.py"), max_examples=3, unsafe_fixes=True)
-    assert any("_assert_async" in code for code in tested)
+    assert [d.rule for d in default.declined if d.safety == "unsafe"] == ["deferred-side-effects",
+                                                                         "predicated-validation", "item-operand"]
+    assert any("_assert_async" in code for code in tested_unsafe)
 
 
 def test_the_console_names_what_a_withheld_fix_rests_on_in_one_line():

@@ -634,6 +634,9 @@ def test_item_arguments_are_read_from_the_snapshot_at_replay():
     assert len(res.rewrites) == 3 and all(r["safety"]["label"] == "unsafe" for r in res.rewrites)
     assert all(any("replayed-on-exception rests on an observation" in why for why in r["safety"]["reasons"])
                for r in res.rewrites)
+    # ... and the reason names the case no trace observes (helper-102): an input whose shape makes a
+    # later operator raise while Dynamo traces loses the output the original's break had shown
+    assert all(any("trace of that graph failed" in why for why in r["safety"]["reasons"]) for r in res.rewrites)
     assert '_mend_rt.fmt("aux loss {:.4f}", _mend_rt.item(loss))' in res.mended
     assert '_mend_rt.defer_print("norm", _mend_rt.item(h.norm()))' in res.mended
     assert '"step %d loss %.3e", _mend_rt.item(self.step), _mend_rt.item(loss))' in res.mended

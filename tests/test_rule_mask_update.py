@@ -254,14 +254,23 @@ def test_operands_a_backward_saves_are_read_through_clone(tmp_path):
         out.sum().backward()
         grads.append((out.detach(), model.emb.weight.grad))
     assert torch.equal(grads[0][0], grads[1][0]) and torch.equal(grads[0][1], grads[1][1])
-    # without the clones backward raises: what the clones are for
-    bare = res.mended.replace("h.clone() * h.clone()", "h * h")
-    (tmp_path / "bare.py").write_text(bare)
-    torch.manual_seed(0)
-    model = load_file_module(tmp_path / "bare.py", "_mu_fr_b").Model()
-    model.emb.weight.requires_grad_(True)
-    with pytest.raises(RuntimeError, match="inplace operation"):
-        model(*a_mod.get_inputs()).sum().backward()
+    # an `h` that requires grad keeps the original statement (helper-102: inductor's backward raised
+    # after the copy_); the in-place where runs for an `x` that does not, and there an operand that
+    # requires grad makes f's backward save `x`: without the clone, backward raises
+    src = "import torch\n\n\ndef f(x, m, y):\n    x[m] = x[m] * y[m]\n    return x\n"
+    code = mu.rewrite(cst.parse_module(src), example_line(src)).code
+    assert "x.copy_(torch.where(m, x.clone() * y.clone(), x))" in code, code
+    for text, raises in ((src, False), (code, False), (code.replace("x.clone() * y.clone()", "x * y"), True)):
+        space = {}
+        exec(compile(text, "<mask-update>", "exec"), space)
+        x, m = torch.randn(3, 4), torch.randn(3, 4) > 0
+        y, before = torch.randn(3, 4, requires_grad=True), x.clone()
+        if raises:
+            with pytest.raises(RuntimeError, match="inplace operation"):
+                space["f"](x, m, y).sum().backward()
+            continue
+        space["f"](x, m, y).sum().backward()
+        assert torch.equal(y.grad, torch.where(m, before, 0.0))   # d(x * y)/dy where selected
 
 
 # --- the runtime guard (helper-51's counterexamples to the unguarded form) --------------------
@@ -446,3 +455,23 @@ def test_the_guard_holds_under_dynamic_shapes_without_a_break():
     guard = no_overlap("w")
     assert eval(guard, {"w": window}) is False and eval(guard, {"w": torch.randn(3, 4).t()}) is True
 
+
+
+def test_an_input_that_requires_grad_keeps_the_original_under_inductor():
+    """helper-102: with the in-place where, inductor's backward raised ("modified by an inplace
+    operation") for an activation `x` that requires grad, where the original's backward ran; the
+    guard now sends such an `x` to the original statement while autograd records."""
+    src = ("import torch\n\n\ndef f(x):\n    big = x.abs() > 2.0\n    x[big] = torch.sign(x[big]) * (2.0 + 0.5 * "
+           "(x[big].abs() - 2.0))\n    return x * 1.0\n")
+    code = mu.rewrite(cst.parse_module(src), example_line(src)).code
+    assert "not (x.requires_grad and torch.is_grad_enabled())" in code
+    grads = []
+    for text in (src, code):
+        space = {}
+        exec(compile(text, "<mask-update>", "exec"), space)
+        torch._dynamo.reset()
+        leaf = (torch.linspace(-4, 4, 12)).requires_grad_(True)
+        torch.compile(space["f"], backend="inductor")(leaf * 1.0).sum().backward()
+        grads.append(leaf.grad)
+    assert torch.equal(grads[0], grads[1])
+    torch._dynamo.reset()

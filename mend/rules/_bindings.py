@@ -6,7 +6,7 @@ from __future__ import annotations
 import libcst as cst
 import libcst.matchers as m
 
-from mend.rules._common import code_of, dotted, target_names
+from mend.rules._common import code_of, dotted, find_all, target_names
 
 _target_names = target_names   # the rules import it from here too
 
@@ -149,7 +149,7 @@ def bound_in_reach(module: cst.Module, target: cst.CSTNode, names) -> list[str]:
     ``def clamp(x, min=0.0, max=1.0)`` elsewhere in the file declined every numpy site)."""
     visitor = _ScopedBindings(module, target)
     module.visit(visitor)
-    if "*" in visitor.names or any(n.value in _NAMESPACE_WRITERS for n in m.findall(module, m.Name())):
+    if "*" in visitor.names or any(n.value in _NAMESPACE_WRITERS for n in find_all(module, m.Name())):
         return sorted(set(names))   # `globals()["sum"] = ...`, `builtins.max = ...` (helper-87)
     reach, crossed = {id(module)}, False
     for up in reversed(visitor.path):

@@ -6,6 +6,8 @@ schemas; a matcher only rejects what is obviously out of scope.
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -217,6 +219,58 @@ class _FindStatement(cst.CSTVisitor):
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
         self.stack.pop()
+
+
+class _Preorder(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.by_type: dict[type, list[tuple[int, cst.CSTNode]]] = {}
+        self.count = 0
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.by_type.setdefault(type(node), []).append((self.count, node))
+        self.count += 1
+        return True
+
+
+@lru_cache(maxsize=8)
+def _nodes_by_type(module: cst.Module) -> dict[type, list[tuple[int, cst.CSTNode]]]:
+    visitor = _Preorder()
+    module.visit(visitor)
+    return visitor.by_type
+
+
+def _node_types(matcher) -> list[type] | None:
+    """The node classes a matcher can match (``m.For()`` -> ``cst.For``; ``a | b`` -> both), or None
+    for a matcher of another kind."""
+    options = matcher.options if isinstance(matcher, m.OneOf) else (matcher,)
+    if not all(isinstance(o, m.BaseMatcherNode) for o in options):
+        return None
+    types = [getattr(cst, type(o).__name__, None) for o in options]
+    return None if not all(isinstance(t, type) and issubclass(t, cst.CSTNode) for t in types) else types
+
+
+def find_all(root: cst.CSTNode, matcher) -> list[cst.CSTNode]:
+    """``libcst.matchers.findall(root, matcher)`` (the same nodes, in the same pre-order), faster
+    over a whole module: a module's nodes are indexed by class once, and only those of the
+    matcher's class are matched (a screen searching a 2,500-line transformers file for a dozen
+    shapes walked the whole tree a dozen times per site)."""
+    types = _node_types(matcher) if isinstance(root, cst.Module) else None
+    if types is None:
+        return m.findall(root, matcher)
+    index = _nodes_by_type(root)
+    found = sorted((entry for t in set(types) for entry in index.get(t, ())), key=lambda e: e[0])
+    return [node for _, node in found if m.matches(node, matcher)]
+
+
+@lru_cache(maxsize=8)
+def shared_wrapper(module: cst.Module) -> MetadataWrapper:
+    """One ``MetadataWrapper`` per parsed module (no copy: its nodes are ``module``'s own), so
+    the screens of every rule and site in one file resolve positions and parents once: a
+    wrapper caches what it resolves (hf:grounding-dino's scan spent 24 s of 50 re-resolving
+    its 2,500-line modeling file, site after site). For reading only: a rewrite that needs
+    nodes of its own copies the module (``statement_at``). Modules hash by identity, and the
+    cache holds them, so an id is never reused while cached."""
+    return MetadataWrapper(module, unsafe_skip_copy=True)
 
 
 def statement_at(module: cst.Module, line: int, *, compound: bool = False):

@@ -22,7 +22,7 @@ from __future__ import annotations
 import libcst as cst
 import libcst.matchers as m
 
-from mend.rules._common import code_of, dotted, enclosing_handler, first_call_flags, state_change
+from mend.rules._common import code_of, dotted, enclosing_handler, find_all, first_call_flags, state_change
 
 GRAD_MODES = frozenset({"no_grad", "enable_grad", "inference_mode", "set_grad_enabled"})
 MAX_DEPTH = 3   # callees followed: plain-name functions of the module, methods of the class
@@ -183,10 +183,10 @@ def _torch_roots(module: cst.Module) -> set[str]:
     """``torch``, the names the module binds to a torch package (``import torch as T``,
     ``import torch.nn as tnn``: helper-87) and the names it imports from one."""
     roots = {"torch"}
-    for imp in m.findall(module, m.Import()):
+    for imp in find_all(module, m.Import()):
         roots |= {a.asname.name.value for a in imp.names if a.asname and isinstance(a.asname.name, cst.Name)
                   and (dotted(a.name) or "").split(".")[0] == "torch"}
-    for imp in m.findall(module, m.ImportFrom()):
+    for imp in find_all(module, m.ImportFrom()):
         if (dotted(imp.module) or "").split(".")[0] == "torch" and not isinstance(imp.names, cst.ImportStar):
             roots |= {(a.asname.name.value if a.asname else dotted(a.name) or "") for a in imp.names
                       if not a.asname or isinstance(a.asname.name, cst.Name)}
@@ -203,11 +203,11 @@ def global_mode_setter(module: cst.Module) -> str | None:
     name the file imports it under (``from torch import set_grad_enabled as grad_on``: helper-87).
     Compiled, Dynamo sets the final mode after the graph returns, so a check failing inside the
     graph leaves the mode as it was, where eager left it changed (an adversarial review)."""
-    aliases = {a.asname.name.value: dotted(a.name) or "" for imp in m.findall(module, m.ImportFrom())
+    aliases = {a.asname.name.value: dotted(a.name) or "" for imp in find_all(module, m.ImportFrom())
                if (dotted(imp.module) or "").split(".")[0] == "torch" and not isinstance(imp.names, cst.ImportStar)
                for a in imp.names if a.asname and isinstance(a.asname.name, cst.Name)}
-    items = {id(i.item) for i in m.findall(module, m.WithItem())}
-    for call in m.findall(module, m.Call()):
+    items = {id(i.item) for i in find_all(module, m.WithItem())}
+    for call in find_all(module, m.Call()):
         func = call.func
         name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
         if aliases.get(name, name) in _GLOBAL_SETTERS and id(call) not in items:
@@ -224,7 +224,7 @@ def mode_context_elsewhere(module: cst.Module | None, function: cst.FunctionDef)
     if module is None:
         return None
     roots = _torch_roots(module)
-    for fn in m.findall(module, m.FunctionDef()):
+    for fn in find_all(module, m.FunctionDef()):
         if fn is function or fn.name.value in _SETUP:
             continue
         found = next(filter(None, (_torch_context(d.decorator, roots) for d in fn.decorators)), None)
@@ -272,7 +272,7 @@ def _may_wrap_model(fn: cst.FunctionDef, body: cst.CSTNode, module: cst.Module, 
 def _enclosing_functions(fn: cst.FunctionDef, module: cst.Module) -> list[cst.FunctionDef]:
     """``fn`` and the functions it is nested in."""
     out = [fn]
-    for outer in m.findall(module, m.FunctionDef()):
+    for outer in find_all(module, m.FunctionDef()):
         if outer is not fn and any(inner is fn for inner in m.findall(outer.body, m.FunctionDef())):
             out.append(outer)
     return out
@@ -290,12 +290,12 @@ def catching_elsewhere(module: cst.Module | None, function: cst.FunctionDef, pre
     :func:`_may_wrap_model` counts (tensor-check, whose check lives in library files too);
     otherwise any call does (predicated-validation)."""
     # whether the file defines a class that may be an nn.Module: read once, not at every try/with
-    has_modules = precise and module is not None and any(not _plain_class(c) for c in m.findall(module, m.ClassDef()))
+    has_modules = precise and module is not None and any(not _plain_class(c) for c in find_all(module, m.ClassDef()))
 
     def reach(fn, body) -> bool:
         return _may_wrap_model(fn, body, module, has_modules) if precise else bool(m.findall(body, m.Call()))
 
-    for fn in m.findall(module, m.FunctionDef()) if module is not None else ():
+    for fn in find_all(module, m.FunctionDef()) if module is not None else ():
         if fn is function or fn.name.value in _SETUP:
             continue
         for t in m.findall(fn, m.Try() | m.TryStar() | m.With()):

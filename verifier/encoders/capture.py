@@ -89,7 +89,9 @@ def replayed_on_exception(ob: dict, ctx: Ctx) -> Outcome:
         # the risk in plain words first: fix_safety quotes this in an unsafe fix's reason (helper-67)
         return _runtime_check("replayed-on-exception", ok, text,
                               "the call's output would be lost if an operator after it in the same graph raised "
-                              "(the replay happens only when the graph returns); "
+                              "(the replay happens only when the graph returns), or if Dynamo's trace of that graph "
+                              "failed (an input whose shape makes a later operator raise while it traces: the "
+                              "original's graph break had shown the output first; helper-102); "
                               + ("no operator that can raise on tensor values follows it in the traced graphs, "
                                  + seen + "; " if raisers is not None else "")
                               + "the source screen of the runtime: the store after the graph call performs the "
@@ -108,7 +110,8 @@ def replayed_on_exception(ob: dict, ctx: Ctx) -> Outcome:
                    "following check with a buffer update into a kernel that ran before the capture, dropping a "
                    "print eager showed (helper-65), and ran a capture before an earlier gather's index error "
                    "surfaced, printing one eager never showed (helper-62); on a failing call the output shown "
-                   "may differ from eager's under inductor")
+                   "may differ from eager's under inductor, and none is shown when Dynamo's trace of the graph "
+                   "fails (an input whose shape makes a later operator raise while it traces)")
 
 
 def snapshot(ob: dict, ctx: Ctx) -> Outcome:

@@ -37,7 +37,7 @@ import libcst.matchers as m
 
 from mend.locate import Located
 from mend.rules._base import Decline, Match
-from mend.rules._common import code_of, dotted, imports_torch, locals_readers, torch_aliases
+from mend.rules._common import code_of, dotted, find_all, imports_torch, locals_readers, torch_aliases
 from mend.rules._scalars import walk
 from mend.rules.constant_buffer.domain import (_INT64, OTHER, Ratio, Typer, Why, bound_names,
                                               check_ratio_locals, self_attr)
@@ -310,8 +310,8 @@ def plan_for(module: cst.Module, klass: cst.ClassDef) -> Plan | Decline:
     torch_name = "torch" if "torch" in aliases else sorted(aliases)[0]
     if not imports_torch(module, torch_name):
         return Decline(NAME, f"the module does not bind `{torch_name}` at its top level (the mirror calls it)")
-    clash = sorted({n.value for n in m.findall(module, m.Name()) if n.value.startswith(PREFIX)} |
-                   {a.attr.value for a in m.findall(module, m.Attribute()) if a.attr.value.startswith(PREFIX)})
+    clash = sorted({n.value for n in find_all(module, m.Name()) if n.value.startswith(PREFIX)} |
+                   {a.attr.value for a in find_all(module, m.Attribute()) if a.attr.value.startswith(PREFIX)})
     if clash:
         return Decline(NAME, f"the module already uses the prefix `{PREFIX}` ({clash[0]})")
     typer = Typer(plan, methods, aliases)
@@ -425,11 +425,11 @@ def _rebound(module: cst.Module, klass: cst.ClassDef, plan: Plan, methods: dict)
         # `class Crop(nn.Module, metaclass=M)`: the metaclass may replace the methods the mirror
         # copies (fourth review)
         return f"`{name}` is declared with a keyword (`{code_of(klass.keywords[0]).strip()}`): its methods may not be the ones written"
-    for node in m.findall(module, m.Assign() | m.AugAssign() | m.AnnAssign()):
+    for node in find_all(module, m.Assign() | m.AugAssign() | m.AnnAssign()):
         targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
         if any(isinstance(t, cst.Attribute) and m.matches(t.value, m.Name(name)) for t in targets):
             return f"`{code_of(node).strip()}` patches the class from outside"
-    for call in m.findall(module, m.Call(func=m.Name("setattr") | m.Name("delattr") | m.Attribute(
+    for call in find_all(module, m.Call(func=m.Name("setattr") | m.Name("delattr") | m.Attribute(
             attr=m.Name("__setattr__") | m.Name("__delattr__")))):
         if call.args and m.matches(call.args[0].value, m.Name(name)):
             # `setattr(Crop, "tighten", ...)` patches the class as `Crop.tighten = ...` does (fourth review)
@@ -485,12 +485,12 @@ def _shadowed(module: cst.Module, names: list[str]) -> str | None:
     assigned anywhere in the module (an instance attribute shadows the method), or its name as
     a string (``setattr``)."""
     wanted = set(names)
-    for node in m.findall(module, m.Assign() | m.AugAssign() | m.AnnAssign()):
+    for node in find_all(module, m.Assign() | m.AugAssign() | m.AnnAssign()):
         targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
         for t in targets:
             if isinstance(t, cst.Attribute) and t.attr.value in wanted:
                 return f"`{code_of(node).strip()}` assigns `{t.attr.value}`: the call the mirror replaces may not reach it"
-    for st in m.findall(module, m.SimpleString()):
+    for st in find_all(module, m.SimpleString()):
         try:
             if st.evaluated_value in wanted:
                 return f"the string {st.value} names a mirrored method"

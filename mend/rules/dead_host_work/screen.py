@@ -14,7 +14,7 @@ import libcst.matchers as m
 
 from mend.locate import Located, header_parts
 from mend.rules._base import Decline, Match
-from mend.rules._common import FORCING_HOOK, code_of, dotted, torch_aliases
+from mend.rules._common import code_of, dotted, find_all, FORCING_HOOK, torch_aliases
 
 NAME = "dead-host-work"
 
@@ -58,7 +58,7 @@ class Plan:
 
 
 def _imports_torch(module: cst.Module | None) -> bool:
-    for imp in m.findall(module, m.Import()) if module is not None else ():
+    for imp in find_all(module, m.Import()) if module is not None else ():
         if any(dotted(a.name) == "torch" for a in imp.names):
             return True
     return False
@@ -99,7 +99,7 @@ def _from_torch_import(name: str, module: cst.Module) -> str | None:
     """``torch.Tensor`` for a ``name`` bound by exactly one ``from torch import Tensor`` (or
     ``from torch.nn import Module as name``) and by nothing else in the module, else None."""
     found = []
-    for imp in m.findall(module, m.Import() | m.ImportFrom()):
+    for imp in find_all(module, m.Import() | m.ImportFrom()):
         if isinstance(imp, cst.ImportFrom) and (imp.relative or isinstance(imp.names, cst.ImportStar)):
             found.append("?")    # a relative or star import may bind it
             continue
@@ -195,11 +195,11 @@ def module_frame_reader(module: cst.Module) -> str | None:
     """Where the module names a frame attribute (or ``inspect.stack``/``inspect.trace``, under
     any name inspect is imported as), imports one by name, or names an introspection builtin
     (``grab = locals`` too), else None."""
-    attr_names = {id(a.attr) for a in m.findall(module, m.Attribute())}
+    attr_names = {id(a.attr) for a in find_all(module, m.Attribute())}
     inspect_names = {(a.asname.name.value if a.asname is not None else "inspect")
-                     for imp in m.findall(module, m.Import()) for a in imp.names
+                     for imp in find_all(module, m.Import()) for a in imp.names
                      if dotted(a.name) == "inspect" and (a.asname is None or isinstance(a.asname.name, cst.Name))}
-    for node in m.findall(module, m.Attribute() | m.Name() | m.ImportFrom()):
+    for node in find_all(module, m.Attribute() | m.Name() | m.ImportFrom()):
         if isinstance(node, cst.Attribute) and (node.attr.value in FRAME_ATTRS or node.attr.value in (
                 "stack", "trace") and dotted(node.value) in inspect_names):
             return f"`.{node.attr.value}`"
@@ -401,7 +401,7 @@ def _effectful_flag(test: cst.BaseExpression, ancestors: list[cst.CSTNode]) -> s
     class in another module is an assumption (the verifier records it)."""
     module = next((a for a in ancestors if isinstance(a, cst.Module)), None)
     attrs = {n.attr.value for n in m.findall(test, m.Attribute())}
-    for cls in m.findall(module, m.ClassDef()) if module is not None else ():
+    for cls in find_all(module, m.ClassDef()) if module is not None else ():
         for stmt in cls.body.body:
             # a literal class attribute (`debug = False`) reads plainly; a call may make a descriptor
             names = {stmt.name.value} if isinstance(stmt, cst.FunctionDef) else {
@@ -492,7 +492,7 @@ def _screen_repr(node, value, ancestors, module, aliases) -> Plan | Decline:
             return Decline(NAME, f"the name `{rebound[0]}` is rebound in this module")
     elif arg is None:
         return Decline(NAME, found)
-    if m.findall(module, m.ImportFrom(names=m.ImportStar())):
+    if find_all(module, m.ImportFrom(names=m.ImportStar())):
         # helper-70: a star import rebound `type`, which the guard then called
         return Decline(NAME, "the module star-imports, which may rebind `type` or `torch`, both read by the guard")
     reader = module_frame_reader(module)
@@ -601,18 +601,18 @@ def screen_bind(node: cst.CSTNode, ancestors: list[cst.CSTNode], module: cst.Mod
     # walrus, a loop, `global`, `del`: adversarial review) declines
     others = [st for st in (outer.body.body if outer is not None else []) if all(st is not x for x in made)
               and (sig in bound_names(st) or m.findall(st, m.Del(target=m.Name(sig))))]
-    glob = [g for g in m.findall(module, m.Global() | m.Nonlocal()) if any(n.name.value == sig for n in g.names)] \
+    glob = [g for g in find_all(module, m.Global() | m.Nonlocal()) if any(n.name.value == sig for n in g.names)] \
         if module is not None else []
     if len(made) != 1 or others or glob or (outer is not None and sig in {p.name.value for p in m.findall(
             outer.params, m.Param())}):
         return Decline(NAME, why + f"`{sig}` is not bound once, by `{sig} = inspect.signature(...)`, in the "
                        "enclosing function (where the decorator runs)")
-    imports = [a for imp in (m.findall(module, m.Import()) if module is not None else [])
+    imports = [a for imp in (find_all(module, m.Import()) if module is not None else [])
                for a in imp.names if dotted(a.name) == "inspect" and a.asname is None]
     top = [st for st in (module.body if module is not None else []) if isinstance(_only_statement(st), cst.Import)
            and any(dotted(a.name) == "inspect" and a.asname is None for a in _only_statement(st).names)]
-    shadow = [d for d in m.findall(module, m.FunctionDef() | m.ClassDef()) if d.name.value == "inspect"] + \
-        m.findall(module, m.AssignTarget(target=m.Name("inspect"))) + m.findall(module, m.AsName(name=m.Name("inspect")))
+    shadow = [d for d in find_all(module, m.FunctionDef() | m.ClassDef()) if d.name.value == "inspect"] + \
+        find_all(module, m.AssignTarget(target=m.Name("inspect"))) + find_all(module, m.AsName(name=m.Name("inspect")))
     if len(imports) != 1 or len(top) != 1 or shadow:
         return Decline(NAME, why + "`inspect` is not the standard module, imported once with `import inspect` at "
                        "module level and never rebound")

@@ -12,7 +12,7 @@ import libcst.matchers as m
 
 from mend.locate import Located
 from mend.rules._base import Decline, Match
-from mend.rules._common import code_of, dotted
+from mend.rules._common import code_of, dotted, find_all
 
 NAME = "forward-attribute"
 
@@ -122,7 +122,7 @@ def _registered_as_submodule(module: cst.Module, attr: str) -> bool:
     """``self.<attr> = nn.<Class>(...)`` (a capitalised class of ``nn``/``torch.nn``) somewhere
     in the file: a module's ``.to`` returns the module, which the rule does not model (the scan
     called nllb_moe's router classifier fixable, the fix refuted it: helper-49)."""
-    for small in m.findall(module, m.Assign()):
+    for small in find_all(module, m.Assign()):
         if any(self_attr(t.target) == attr for t in small.targets) and isinstance(small.value, cst.Call):
             name = dotted(small.value.func) or ""
             head, _, last = name.rpartition(".")
@@ -132,11 +132,11 @@ def _registered_as_submodule(module: cst.Module, attr: str) -> bool:
 
 
 def _registered_as_parameter(module: cst.Module, attr: str) -> bool:
-    for small in m.findall(module, m.Assign()):
+    for small in find_all(module, m.Assign()):
         if any(self_attr(t.target) == attr for t in small.targets) and m.findall(
                 small.value, m.Call(func=m.Name("Parameter") | m.Attribute(attr=m.Name("Parameter")))):
             return True
-    for call in m.findall(module, m.Call(func=m.Attribute(attr=m.Name("register_parameter")))):
+    for call in find_all(module, m.Call(func=m.Attribute(attr=m.Name("register_parameter")))):
         if call.args and isinstance(call.args[0].value, cst.SimpleString) and call.args[0].value.evaluated_value == attr:
             return True
     return False
@@ -178,7 +178,7 @@ def screen(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> Plan | Decline:
     if others:
         return Decline(NAME, f"`self.{attr}` is written again in the same method (`{code_of(others[0]).strip()}`): "
                        "the rule rewrites a single write")
-    for klass in m.findall(module, m.ClassDef()) if module is not None else [cls]:
+    for klass in find_all(module, m.ClassDef()) if module is not None else [cls]:
         hooks = [f.name.value for f in klass.body.body
                  if isinstance(f, cst.FunctionDef) and f.name.value in ACCESS_HOOKS]
         if hooks:

@@ -14,8 +14,8 @@ from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvide
 from mend.locate import Located
 from mend.rules._base import Decline, Match
 from mend.rules._bindings import bindings
-from mend.rules._common import code_of as _code
-from mend.rules._common import dotted
+from mend.rules._common import code_of as _code, find_all
+from mend.rules._common import dotted, shared_wrapper
 from mend.rules._scalars import scalar_candidates
 from mend.rules._uses import DYNAMIC_SCOPE as _DYNAMIC_SCOPE
 from mend.rules._uses import NameWalk as _Walk
@@ -80,9 +80,9 @@ def _names(node: cst.CSTNode, name: str) -> list[cst.Name]:
 def _screen(wrapper: MetadataWrapper, line: int) -> _Plan | Decline:
     pos = wrapper.resolve(PositionProvider)
     parents = wrapper.resolve(ParentNodeProvider)
-    loops = [n for n in m.findall(wrapper.module, m.For()) if pos[n].start.line == line]
+    loops = [n for n in find_all(wrapper.module, m.For()) if pos[n].start.line == line]
     if not loops:
-        lines = [n for n in m.findall(wrapper.module, m.SimpleStatementLine()) if pos[n].start.line == line]
+        lines = [n for n in find_all(wrapper.module, m.SimpleStatementLine()) if pos[n].start.line == line]
         return _screen_comprehension(lines[0], pos, parents) if lines else _generic()
     loop = loops[0]
     chain = _ancestry(loop, parents)
@@ -546,7 +546,7 @@ def match(loc: Located) -> Match | Decline:
                        "callers get; by hand, `torch.where((v == t).any(), a, b)` at the branch that reads it")
     if not isinstance(node, (cst.For, cst.Assign)):
         return _generic()
-    plan = _screen(MetadataWrapper(loc.module, unsafe_skip_copy=True), loc.line)
+    plan = _screen(shared_wrapper(loc.module), loc.line)
     if isinstance(plan, Decline):
         return plan
     if plan.form == "sum":

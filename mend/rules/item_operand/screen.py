@@ -10,7 +10,7 @@ from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvide
 
 from mend.locate import Located
 from mend.rules._base import Decline, Match
-from mend.rules._common import code_of, dotted, torch_name
+from mend.rules._common import code_of, dotted, find_all, shared_wrapper, torch_name
 from mend.rules._bindings import bindings
 from mend.rules._scalars import bound_names
 from mend.rules._uses import DYNAMIC_SCOPE, NameWalk, statement_of, use_kind
@@ -253,12 +253,12 @@ def screen(wrapper: MetadataWrapper, line: int) -> Plan | Decline:
     """The plan for ``x = T.item()`` on ``line``, or why not (see the package docstring)."""
     pos = wrapper.resolve(PositionProvider)
     parents = wrapper.resolve(ParentNodeProvider)
-    lines = [n for n in m.findall(wrapper.module, m.SimpleStatementLine()) if pos[n].start.line == line]
+    lines = [n for n in find_all(wrapper.module, m.SimpleStatementLine()) if pos[n].start.line == line]
     torch = torch_name(wrapper.module)[0]
     found = [(sl, item_assignment(sl.body[0], torch), None) for sl in lines
              if sl.body and item_assignment(sl.body[0], torch)]
     found += [(sl, choice[:2], choice[2]) for sl in lines if sl.body and (choice := constant_choice(sl.body[0]))]
-    found += [(n, choice[:2], choice[2]) for n in m.findall(wrapper.module, m.If())
+    found += [(n, choice[:2], choice[2]) for n in find_all(wrapper.module, m.If())
               if pos[n].start.line == line and not _is_elif(n, parents) and (choice := constant_choice(n))]
     if not found:
         return _generic()
@@ -389,7 +389,7 @@ def inline_screen(wrapper: MetadataWrapper, line: int) -> Plan | Decline | None:
     case 307), or why not; None when the line holds no such read (or is ``x = T.item()``)."""
     pos = wrapper.resolve(PositionProvider)
     parents = wrapper.resolve(ParentNodeProvider)
-    stmt = next((n for n in m.findall(wrapper.module, m.SimpleStatementLine()) if pos[n].start.line == line), None)
+    stmt = next((n for n in find_all(wrapper.module, m.SimpleStatementLine()) if pos[n].start.line == line), None)
     if stmt is None or not stmt.body or item_assignment(stmt.body[0], torch_name(wrapper.module)[0]):
         return None
     calls = m.findall(stmt, m.Call(func=m.Attribute(attr=m.Name("item")), args=[]))
@@ -542,20 +542,20 @@ def _binds_name(t: cst.CSTNode, name: str) -> bool:
 
 def match(loc: Located) -> Match | Decline:
     if constant_choice(loc.node) is not None:   # (an `elif` alone is no choice: the screen says so)
-        plan = screen(MetadataWrapper(loc.module, unsafe_skip_copy=True), loc.line)
+        plan = screen(shared_wrapper(loc.module), loc.line)
         if isinstance(plan, Decline):
             return plan
         return Match(NAME, f"`{choice_text(plan.name, plan.tensor, plan.choice)}` -> a 0-d tensor chosen by "
                            f"torch.where: {len(plan.uses)} later use(s), each a tensor operand")
     if item_assignment(loc.node, torch_name(loc.module)[0]) is None:
-        plan = inline_screen(MetadataWrapper(loc.module, unsafe_skip_copy=True), loc.line)
+        plan = inline_screen(shared_wrapper(loc.module), loc.line)
         if plan is None:
             return _generic()
         if isinstance(plan, Decline):
             return plan
         return Match(NAME, f"`{code_of(plan.call).strip()}` -> a detached 0-d tensor, used in place as a tensor "
                            "operand")
-    plan = screen(MetadataWrapper(loc.module, unsafe_skip_copy=True), loc.line)
+    plan = screen(shared_wrapper(loc.module), loc.line)
     if isinstance(plan, Decline):
         return plan
     return Match(NAME, f"`{plan.name} = {code_of(plan.tensor)}.item()` -> a detached 0-d tensor: {len(plan.uses)} "

@@ -10,7 +10,8 @@ keeps the original statement wherever the two could differ::
 
     if type(x) is torch.Tensor and x.is_floating_point() and not x.is_nested and <no zero stride>
             and <no two elements of x share memory> and type(mask) is torch.Tensor and mask.dtype == torch.bool
-            and mask.device == x.device and x.device.type != "meta" and mask.shape == x.shape [and type(y) is torch.Tensor
+            and mask.device == x.device and x.device.type != "meta"
+            and not (x.requires_grad and torch.is_grad_enabled()) and mask.shape == x.shape [and type(y) is torch.Tensor
             and y.dtype == x.dtype and y.shape == x.shape and y.device == x.device, for each other
             tensor y read through the mask]:
         x.copy_(torch.where(mask, f(x), x))  # mend: mask-update
@@ -39,8 +40,10 @@ mended update runs.
 
 ``copy_`` keeps the original's aliasing: ``x`` is written in place, so a view of ``x``,
 the tensor ``x`` views, or another name bound to it see the same write (rebinding
-``x = torch.where(...)`` would not), and a leaf that requires grad raises the same
-in-place error. ``y[mask]`` inside ``f`` becomes ``y`` (another tensor of ``x``'s shape).
+``x = torch.where(...)`` would not). An ``x`` that requires grad, with grad enabled, keeps the
+original statement: under inductor, backward raised after the ``copy_`` into a graph input (or
+a view of one) that requires grad, where the original's ran (helper-102); the rewrite serves
+inference (``no_grad``, or tensors that do not require grad) and aot_eager/eager training ran both. ``y[mask]`` inside ``f`` becomes ``y`` (another tensor of ``x``'s shape).
 
 Traps, and how each is handled:
 

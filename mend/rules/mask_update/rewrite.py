@@ -56,6 +56,9 @@ def guard_text(t: str, x: str, m: str, others: list[str], rows: bool = False) ->
       where the original's boolean index raised NotImplementedError (helper-88 F4);
     * ``x`` not on the meta device: a boolean index there raises NotImplementedError (no meta
       kernel for ``nonzero``), where the selection returned (helper-85 F5);
+    * ``x`` not requiring grad where autograd records: under inductor an in-place ``copy_`` into a
+      graph input that requires grad, or into a view of one, made backward raise ("modified by an
+      inplace operation"), where the original's backward ran (helper-102; aot_eager ran both);
     * every other tensor read through the mask of ``x``'s shape, dtype and device: ``y[m]``
       with a ``(B,)`` or 0-d ``y`` raises IndexError, ``where`` broadcast it."""
     shape = f"{x}.shape[:{m}.dim()]" if rows else f"{x}.shape"
@@ -63,7 +66,8 @@ def guard_text(t: str, x: str, m: str, others: list[str], rows: bool = False) ->
                    f" and {y}.device == {x}.device" for y in others)
     return (f"type({x}) is {t}.Tensor and {x}.is_floating_point() and not {x}.is_nested and {no_zero_stride(x)}"
             f" and {no_overlap(x)} and type({m}) is {t}.Tensor and {m}.dtype == {t}.bool and {m}.device == {x}.device"
-            f" and {x}.device.type != \"meta\" and {m}.shape == {shape}{same}")
+            f" and {x}.device.type != \"meta\" and not ({x}.requires_grad and {t}.is_grad_enabled())"
+            f" and {m}.shape == {shape}{same}")
 
 
 def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:

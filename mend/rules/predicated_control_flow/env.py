@@ -8,6 +8,7 @@ import libcst.matchers as m
 
 from mend.rules._scalars import bound_names
 from mend.taxonomy import call_name
+from mend.rules._common import find_all
 
 _bound_names = bound_names   # the names a binding target binds (hoisting, branches)
 
@@ -78,7 +79,7 @@ class _Env:
     def __init__(self, module: cst.Module, ancestors: list[cst.CSTNode]):
         self.module = module
         self.aliases: dict[str, str] = {}  # local name -> dotted module path
-        for imp in m.findall(module, m.Import() | m.ImportFrom()):
+        for imp in find_all(module, m.Import() | m.ImportFrom()):
             if isinstance(imp, cst.Import):
                 for alias in imp.names:
                     dotted = _code(alias.name)
@@ -95,7 +96,7 @@ class _Env:
         torch_names = [k for k, v in self.aliases.items() if v == "torch"]
         self.torch = "torch" if "torch" in torch_names else (torch_names[0] if torch_names else "torch")
         self.needs_import = not torch_names
-        self.names = {n.value for n in m.findall(module, m.Name())}
+        self.names = {n.value for n in find_all(module, m.Name())}
         self.counter = 0
         self.obligations: list[dict] = []
         self.want: str | None = None   # the form asked for ("where", "cond"; None: the rule's own)

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import libcst as cst
 import libcst.matchers as m
 
-from mend.rules._common import code_of as _code
+from mend.rules._common import code_of as _code, find_all
 
 
 @dataclass
@@ -90,7 +90,7 @@ def _finalized(module: cst.Module, call: cst.Call) -> bool:
     never runs, where eager and the original compiled code ran it (an adversarial review). A
     class defined in another file is not screened here."""
     callee = call.func.attr.value if isinstance(call.func, cst.Attribute) else getattr(call.func, "value", "")
-    for cls in m.findall(module, m.ClassDef(name=m.Name(callee))):
+    for cls in find_all(module, m.ClassDef(name=m.Name(callee))):
         if m.findall(cls, m.FunctionDef(name=m.Name("__del__"))) or "weakref" in cst.Module([]).code_for_node(cls):
             return True
     return False
@@ -137,7 +137,7 @@ def _escaping(module: cst.Module, cls: cst.ClassDef | None, function: cst.Functi
             attr = _self_attr(c.func)
             if attr is not None and (f is not function or id(c) in early):
                 out.add(attr)
-    for c in m.findall(module, m.Call()):
+    for c in find_all(module, m.Call()):
         func = c.func.value if isinstance(c.func, cst.Subscript) else c.func
         if isinstance(func, cst.Attribute) and not m.matches(func.value, m.Name("self")):
             out.add(func.attr.value)

@@ -11,7 +11,7 @@ from libcst.metadata import (BuiltinScope, ClassScope, GlobalScope, MetadataWrap
                              PositionProvider, ScopeProvider)
 
 from mend.rules._base import Decline, RewriteResult
-from mend.rules._common import Replace, add_import, code_of as _code, dotted as _dotted, fresh_local
+from mend.rules._common import add_import, code_of as _code, dotted as _dotted, find_all, fresh_local, Replace
 from mend.rules.predicated_validation.fresh import fresh_guard, guarded_body
 from mend.rules.predicated_validation.screen import (MARKER, NAME, TABLE, _message, _screen, _total_static,
                                                       cast_of_item, split_chain)
@@ -23,7 +23,7 @@ def _site(wrapper: MetadataWrapper, line: int):
     parents = wrapper.resolve(ParentNodeProvider)
     rank = {cst.If: 0, cst.Assert: 1, cst.Raise: 2, cst.Expr: 3}
     call = m.Expr(value=m.Call(func=m.Attribute(value=m.Name("torch"), attr=m.Name("_assert"))))
-    found = [n for n in m.findall(wrapper.module, m.If() | m.Assert() | m.Raise() | call) if pos[n].start.line == line]
+    found = [n for n in find_all(wrapper.module, m.If() | m.Assert() | m.Raise() | call) if pos[n].start.line == line]
     if not found:
         return None
     best = min(found, key=lambda n: rank[type(n)])

@@ -37,7 +37,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from mend.rules._base import Decline
-from mend.rules._common import Replace, code_of, dotted, fresh_local, locals_readers, torch_aliases
+from mend.rules._common import code_of, dotted, find_all, fresh_local, locals_readers, Replace, torch_aliases
 from verifier.scopes import stores as _stores
 
 NAME = "scalar-tensor"
@@ -262,7 +262,7 @@ def _find(module: cst.Module, read: set[str], fn: cst.FunctionDef, aliases: set[
         return None
     params = {p.name.value for p in fn.params.params + fn.params.posonly_params + fn.params.kwonly_params}
     read = params & read
-    for caller in m.findall(module, m.FunctionDef()):
+    for caller in find_all(module, m.FunctionDef()):
         for call in m.findall(caller.body, m.Call(func=m.Name(fn.name.value))):
             for arg in call.args:
                 if _arg_param(call, arg, fn) not in read:
@@ -318,7 +318,7 @@ def screen_indexed(module: cst.Module, node: cst.CSTNode, fn: cst.FunctionDef, a
     if shadowed:
         return Decline(NAME, f"`{shadowed[0]}` is bound in the module (any scope, conservatively): the run-time "
                        "test must read the builtin")
-    if m.findall(module, m.ImportStar()):
+    if find_all(module, m.ImportStar()):
         return Decline(NAME, "the module has a `from ... import *`, which may rebind `type`, `int` or a callee")
     why = _module_hazard(module, caller, (dotted(made_call.func) or "").partition(".")[0])
     if why:

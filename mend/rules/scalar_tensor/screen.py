@@ -19,7 +19,7 @@ import libcst.matchers as m
 
 from mend.locate import Located
 from mend.rules._base import Decline, Match
-from mend.rules._common import code_of, dotted, locals_readers, torch_aliases
+from mend.rules._common import code_of, dotted, find_all, locals_readers, shared_wrapper, torch_aliases
 from mend.rules.scalar_tensor.indexed import IndexedPlan, parents as _parents, screen_indexed
 
 NAME = "scalar-tensor"
@@ -350,9 +350,9 @@ def screen(module: cst.Module, node: cst.CSTNode, ancestors: list[cst.CSTNode],
     # every reference to the function in the module: a direct call bound to a local name
     plan = Plan(callee, ret_line, positions[ret_line].start.line, call, value, dotted(call.func).split(".")[0],
                 sorted(receivers), sorted(ints), sizes)
-    all_refs = [n for n in m.findall(module, m.Name(target)) if n is not callee.name]
+    all_refs = [n for n in find_all(module, m.Name(target)) if n is not callee.name]
     direct = []
-    for fn in [s for s in m.findall(module, m.FunctionDef()) if s is not callee]:
+    for fn in [s for s in find_all(module, m.FunctionDef()) if s is not callee]:
         for stmt in m.findall(fn.body, m.Assign(targets=[m.AssignTarget(target=m.Name())],
                                                 value=m.Call(func=m.Name(target)))):
             direct.append((fn, stmt))
@@ -451,7 +451,7 @@ def _no_target(module, node, caller, aliases) -> Decline:
                        "(or `LongTensor`) and read only as `L[0]` (the element type of `n` is "
                        "decided at run time there: a float truncates, an int beyond int32 raises)")
     klass = None
-    for cls in m.findall(module, m.ClassDef()):
+    for cls in find_all(module, m.ClassDef()):
         if caller is not None and caller in cls.body.body:
             klass = cls
     if klass is not None:
@@ -529,9 +529,9 @@ def package_importers(file: str | Path, name: str) -> list[str]:
 
 
 def match(loc: Located) -> Match | Decline:
-    from libcst.metadata import MetadataWrapper, PositionProvider
+    from libcst.metadata import PositionProvider
 
-    wrapper = MetadataWrapper(loc.module, unsafe_skip_copy=True)
+    wrapper = shared_wrapper(loc.module)
     positions = wrapper.resolve(PositionProvider)
     plan = screen(loc.module, loc.node, loc.ancestors, positions)
     if isinstance(plan, Decline):

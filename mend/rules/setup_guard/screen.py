@@ -17,7 +17,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from mend.locate import Located
 from mend.rules._base import Decline, Match
 from mend.rules._bindings import bindings
-from mend.rules._common import code_of, dotted, one_line
+from mend.rules._common import code_of, dotted, find_all, one_line
 
 NAME = "setup-guard"
 MAX_DEPTH = 4
@@ -314,27 +314,27 @@ def namespace_access(mod: cst.Module, name: str = "") -> str | None:
     builtin (:data:`NAMESPACE_ACCESS`, ``sys.modules`` under any spelling, an attribute store
     ``X.<name> = ...`` (the module imported under another name), a ``setattr`` whose name is
     ``name`` or not a literal), else None."""
-    for node in m.findall(mod, m.AssignTarget() | m.AugAssign() | m.AnnAssign()):
+    for node in find_all(mod, m.AssignTarget() | m.AugAssign() | m.AnnAssign()):
         target = node.target
         if isinstance(target, cst.Attribute) and target.attr.value == name:
             return f"{code_of(target)} = ..."
-    for call in m.findall(mod, m.Call()):
+    for call in find_all(mod, m.Call()):
         fn = call.func.attr.value if isinstance(call.func, cst.Attribute) else getattr(call.func, "value", None)
         if fn in SETTERS:
             key = call.args[1].value if len(call.args) >= 2 else None
             if not isinstance(key, cst.SimpleString) or key.evaluated_value == name:
                 return f"{fn}({', '.join(code_of(a.value) for a in call.args[:2])}, ...)"
-    sys_names = {a.asname.name.value if a.asname else "sys" for imp in m.findall(mod, m.Import())
+    sys_names = {a.asname.name.value if a.asname else "sys" for imp in find_all(mod, m.Import())
                  for a in imp.names if (dotted(a.name) or "") == "sys" and (a.asname is None or
                                                                                 isinstance(a.asname.name, cst.Name))}
-    for imp in m.findall(mod, m.ImportFrom()):
+    for imp in find_all(mod, m.ImportFrom()):
         if (dotted(imp.module) if imp.module else "") == "sys" and not isinstance(imp.names, cst.ImportStar) \
                 and any(a.name.value == "modules" for a in imp.names if isinstance(a.name, cst.Name)):
             return "sys.modules"
-    for node in m.findall(mod, m.Attribute()):
+    for node in find_all(mod, m.Attribute()):
         if node.attr.value == "modules" and isinstance(node.value, cst.Name) and node.value.value in sys_names:
             return "sys.modules"
-    return next((n.value for n in m.findall(mod, m.Name()) if n.value in NAMESPACE_ACCESS), None)
+    return next((n.value for n in find_all(mod, m.Name()) if n.value in NAMESPACE_ACCESS), None)
 
 
 def _binds(scope: cst.CSTNode) -> set[str]:

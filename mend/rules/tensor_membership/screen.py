@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import libcst as cst
 import libcst.matchers as m
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.metadata import PositionProvider
 
 from mend.locate import Located
 from mend.rules._base import Decline, Match
-from mend.rules._common import code_of
+from mend.rules._common import code_of, shared_wrapper
 
 NAME = "tensor-membership"
 
@@ -80,7 +80,7 @@ def if_with_ancestors(module: cst.Module, line: int) -> tuple[cst.If, list[cst.C
     """The ``if`` or ``elif`` starting on ``line`` (a node of ``module`` itself) with its
     ancestors, outermost first, or None."""
     finder = _Find(line)
-    MetadataWrapper(module, unsafe_skip_copy=True).visit(finder)
+    shared_wrapper(module).visit(finder)
     return finder.found
 
 
