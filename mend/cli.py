@@ -480,8 +480,8 @@ def _print_fix(res, target: str, verify: str, written, console) -> None:
     if any("mend-trap:" in code for code in res.files.values()) and res.rewrites:
         # helper-84: said in each rewrite's detail, where a new user read past it
         console.print("  next      call mend.validation_runtime.install(model) on the module you call: a rewritten "
-                      "check that fails raises RuntimeError('mend-trap:...') until it restores the original "
-                      "exception", highlight=False, markup=False)
+                      "check that fails under torch.compile raises RuntimeError('mend-trap:...') until it restores "
+                      "the original exception (eager runs the original check)", highlight=False, markup=False)
 
 
 def _slug(spec: str) -> str:

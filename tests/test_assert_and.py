@@ -378,6 +378,8 @@ def test_a_split_that_drops_an_operands_check_is_refuted_by_forcing(tmp_path):
     b.load_state_dict(a.state_dict())
     install_runtimes(b)
     example = (torch.randn(2, 4), torch.full((2, 4), 0.5))
-    ev = differential_test(a, b, example, force_lines=forced_keys(inst, line), max_examples=2, compiled=False,
+    # compiled: eager runs the original check itself (the guard's first clause is is_compiling()),
+    # so only a compiled candidate asserts in the graph, where the mutant dropped the check
+    ev = differential_test(a, b, example, force_lines=forced_keys(inst, line), max_examples=2, compiled=True,
                            train=False)
     assert not ev.passed and "13&1" in (ev.reason or "") + str(ev.counterexample), ev

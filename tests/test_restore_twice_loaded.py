@@ -46,5 +46,19 @@ def test_each_load_restores_its_own_exception_class(backend):
 @pytest.mark.parametrize("name", ["mend candidate 1", "mend:pkg:model"])
 def test_a_module_name_with_a_space_or_a_colon_is_restored(name):
     mod = _load(name)
-    err = _raised(vr.install(mod.Model().eval()), None)
+    err = _raised(vr.install(mod.Model().eval()), "eager")   # compiled: the assert in the graph
     assert type(err) is mod.NaNInputError
+
+
+def test_without_install_eager_raises_the_original_and_compiled_the_marker():
+    """helper-102: the guard's first clause, ``torch.compiler.is_compiling()``, sends eager to the
+    original check, so its exception is exact without the restore; compiled code asserts in the
+    graph and raises the marker until ``install`` restores it."""
+    mod = _load("mend_uninstalled")
+    model = mod.Model().eval()
+    err = _raised(model, None)
+    assert type(err) is mod.NaNInputError and str(err) == "input contains NaN"
+    torch._dynamo.reset()
+    with pytest.raises(RuntimeError, match="mend-trap:mend_uninstalled:_MEND_TRAPS"):
+        torch.compile(model, backend="eager")(torch.full((2, 4), float("nan")))
+    torch._dynamo.reset()

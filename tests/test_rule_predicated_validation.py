@@ -266,8 +266,12 @@ def test_without_runtime_the_marker_surfaces(pair):
     vr.uninstall(mended)
     try:
         assert type(mended).forward is mod.Model.forward
-        with pytest.raises(RuntimeError, match=r"mend-trap:_pv_fixture_pv_\d+:_MEND_TRAPS\.[0-9a-f]{12}") as info:
+        with pytest.raises(ValueError, match="Make sure to align"):   # eager runs the original check
             mended(*_cases(mod)["shapes"])
+        torch._dynamo.reset()
+        with pytest.raises(RuntimeError, match=r"mend-trap:_pv_fixture_pv_\d+:_MEND_TRAPS\.[0-9a-f]{12}") as info:
+            torch.compile(mended, backend="eager")(*_cases(mod)["shapes"])
+        torch._dynamo.reset()
         restored = vr.restore(info.value, mended)
         assert type(restored) is ValueError
         assert str(restored) == "Make sure to align the spatial shapes with the sequence length"
@@ -423,9 +427,12 @@ def test_guarded_form_runs_the_original_check_off_the_graph(tmp_path):
             except Exception as exc:   # noqa: BLE001 - the exception is what is compared
                 outs.append((type(exc).__name__, str(exc)))
         assert outs[0] == outs[1], (s, outs)
-    # the one-element CPU tensor goes into the graph: the marker surfaces without the runtime
+    # compiled, the one-element CPU tensor goes into the graph: the marker surfaces without the
+    # runtime (eager ran the original check above: the guard's first clause is is_compiling())
+    torch._dynamo.reset()
     with pytest.raises(RuntimeError, match="mend-trap"):
-        mended.scale(x, torch.tensor(-1.0))
+        torch.compile(mended.scale, backend="eager")(x, torch.tensor(-1.0))
+    torch._dynamo.reset()
 
 
 def test_an_elif_chain_of_raises_is_split_and_both_checks_move_into_the_graph(tmp_path):

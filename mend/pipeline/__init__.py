@@ -568,9 +568,9 @@ def _verify(ex, rule, site, rel: str, current: str, files: dict[str, str], verif
     safety = fix_safety(proof["obligations"], evidence, use)
     if res.code.count("mend-trap:") > current.count("mend-trap:") and safety["label"] != "safe":
         # helper-72: said in the rule's page and the assumptions, not where the label is read
-        safety["reasons"].append("a failing check raises the original exception only with "
+        safety["reasons"].append("under torch.compile a failing check raises the original exception only with "
                                  "mend.validation_runtime.install(model) on the module you call (RuntimeError "
-                                 "'mend-trap:...' without it)")
+                                 "'mend-trap:...' without it; eager runs the original check)")
     observed.outcome = (Rewrite(site.fixable_by, rel, where, list(res.span), res.detail, diff, proof["obligations"],
                                 proof["verification"], evidence, safety), res.code)
     observed.staged = ex.staged()

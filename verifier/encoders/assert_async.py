@@ -355,6 +355,11 @@ _CHECK_DTYPES = ("(torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32
                  "torch.bfloat16, torch.float32, torch.float64)")
 
 
+# the first clause of each guard: eager runs the original check (its exception exact without the
+# restore, helper-102); compiled code asserts in the graph
+_COMPILING = "torch.compiler.is_compiling() and "
+
+
 def _guard_text(local: str, dtype: bool) -> str:
     return (f"type({local}) is torch.Tensor and {local}.numel() == 1 and {local}.device.type == 'cpu' and "
             f"{local}.layout == torch.strided and not {local}.is_quantized"
@@ -366,7 +371,7 @@ def _guard_ok(test: ast.AST, local: str, dtype: bool = False) -> bool:
     torch.strided and not L.is_quantized``, exactly (helper-81: a sparse or quantized tensor passed
     the first three, and ``_assert_async`` raised NotImplementedError); with ``dtype``, ``and
     L.dtype in`` the dtypes the check's ops have kernels for (helper-85)."""
-    return ast.dump(test) == ast.dump(ast.parse(_guard_text(local, dtype), mode="eval").body)
+    return ast.dump(test) == ast.dump(ast.parse(_COMPILING + _guard_text(local, dtype), mode="eval").body)
 
 
 def _function_of(tree: ast.Module, trap: str):
@@ -418,7 +423,7 @@ def guarded_check(ob: dict, ctx: Ctx) -> Outcome:
         problems.append(f"the bound condition `{cond}` is not what the original check raised on "
                         f"(`{ob.get('raises_when')}`)")
     if not _guard_ok(test.test, local, dtype=raise_if_true):   # logical_not needs a kernel for the dtype
-        problems.append(f"the guard is not `{_guard_text(local, raise_if_true)}`")
+        problems.append(f"the guard is not `{_COMPILING}{_guard_text(local, raise_if_true)}`")
     call = test.body[0].value if isinstance(test.body[0], ast.Expr) else None
     holds = ast.parse(f"torch.logical_not({local})" if raise_if_true else local, mode="eval").body
     if not (isinstance(call, ast.Call) and _dotted(call.func) == "torch._assert_async" and call.args
@@ -591,7 +596,7 @@ def guarded_item_check(ob: dict, ctx: Ctx) -> Outcome:
         nums = list(ob.get("numbers") or ())
         casts = {c.func.id for c in ast.walk(test) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
                  and c.func.id in ("int", "float") and len(c.args) == 1 and _reads_item(c.args[0])}
-        want = " and ".join([_guard_text(lo, False) for lo in locs] + [_exact_text(locs, nums, casts)])
+        want = _COMPILING + " and ".join([_guard_text(lo, False) for lo in locs] + [_exact_text(locs, nums, casts)])
         bare = _unwidened(holds, locs)
         if bare:   # cast to int64/float64, the comparison is exact for every dtype the guard admits
             problems.append("the asserted condition reads " + ", ".join(f"`{lo}`" for lo in bare) + " without "
@@ -602,7 +607,7 @@ def guarded_item_check(ob: dict, ctx: Ctx) -> Outcome:
                              isinstance(n, ast.Call) and n.args and _reads_item(n.args[0]))}:
             problems.append("the compared values recorded are not the comparison's operands")
     else:
-        want = " and ".join(f"{_guard_text(lo, False)} and {lo}.dtype in {_ITEM_DTYPES}" for lo in locs)
+        want = _COMPILING + " and ".join(f"{_guard_text(lo, False)} and {lo}.dtype in {_ITEM_DTYPES}" for lo in locs)
     if ast.dump(guard.test) != ast.dump(ast.parse(want, mode="eval").body):
         problems.append(f"the guard is not `{want}`")
     call = guard.body[0].value if isinstance(guard.body[0], ast.Expr) else None

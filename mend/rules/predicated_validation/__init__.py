@@ -11,7 +11,7 @@ The condition is bound to a local where the check read it, and only a one-elemen
 tensor goes into the graph; anything else runs the original check, unchanged::
 
     _mend_cond = C
-    if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' \
+    if torch.compiler.is_compiling() and type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' \
             and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized \
             and _mend_cond.dtype in (torch.bool, ..., torch.float64):   # only with logical_not
         torch._assert_async(torch.logical_not(_mend_cond), MARKER)   # `if not C`: (_mend_cond, MARKER)
@@ -146,8 +146,14 @@ from mend.rules.predicated_validation.screen import MARKER, NAME, TABLE, constan
 FIX_SAFETY = """\
 An unsafe fix (applied with ``--unsafe-fixes``): it rests on the observed module state and
 devices of the example run. Emitted after verification, with a documented difference: install
-``mend.validation_runtime.install(model)`` on the module you call, or a failing check
-raises ``RuntimeError("mend-trap:...")`` instead of the original exception. The restore
+``mend.validation_runtime.install(model)`` on the module you call, or a failing check under
+``torch.compile`` raises ``RuntimeError("mend-trap:...")`` instead of the original exception.
+Eager (not compiling) runs the original check itself, exactly: the guard of an ``if``/``raise``
+or an ``assert`` starts with ``torch.compiler.is_compiling()``, which Dynamo folds at trace time
+(helper-102 found the eager exception changed without the restore, before that clause). The
+``torch._assert(C, msg)`` form has no such clause (with it, a Python ``False`` compiled after a
+``True`` raised while Dynamo traced, its message extended by "from user code"): in eager a
+one-element CPU tensor ``C`` still needs the restore there. The restore
 is CPU-only: on CUDA ``_assert_async`` drops the message (pytorch#131491).
 
 Decided by Z3 over the facts of one run of the candidate: the mended check fails exactly

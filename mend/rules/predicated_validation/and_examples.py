@@ -26,12 +26,12 @@ _MEND_TRAPS = {
 def f(x, p):
     if __debug__:
         _mend_cond = torch.all(p >= 0)
-        if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized:
+        if torch.compiler.is_compiling() and type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized:
             torch._assert_async(_mend_cond, f"mend-trap:{__name__}:_MEND_TRAPS.a49d1118f01a")
         else:
             assert _mend_cond, "p must be in [0, 1]"
         _mend_cond_2 = torch.all(p <= 1)
-        if type(_mend_cond_2) is torch.Tensor and _mend_cond_2.numel() == 1 and _mend_cond_2.device.type == 'cpu' and _mend_cond_2.layout == torch.strided and not _mend_cond_2.is_quantized:
+        if torch.compiler.is_compiling() and type(_mend_cond_2) is torch.Tensor and _mend_cond_2.numel() == 1 and _mend_cond_2.device.type == 'cpu' and _mend_cond_2.layout == torch.strided and not _mend_cond_2.is_quantized:
             torch._assert_async(_mend_cond_2, f"mend-trap:{__name__}:_MEND_TRAPS.9f951ad960bc")
         else:
             assert _mend_cond_2, "p must be in [0, 1]"
@@ -62,12 +62,12 @@ def f(ids):
     if __debug__:
         assert ids is not None
         _mend_cond = (ids >= 0).all()
-        if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized:
+        if torch.compiler.is_compiling() and type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized:
             torch._assert_async(_mend_cond, f"mend-trap:{__name__}:_MEND_TRAPS.bbc62b584630")
         else:
             assert _mend_cond
         _mend_cond_2 = (ids >= 1024).any()
-        if type(_mend_cond_2) is torch.Tensor and _mend_cond_2.numel() == 1 and _mend_cond_2.device.type == 'cpu' and _mend_cond_2.layout == torch.strided and not _mend_cond_2.is_quantized and _mend_cond_2.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32, torch.float64):
+        if torch.compiler.is_compiling() and type(_mend_cond_2) is torch.Tensor and _mend_cond_2.numel() == 1 and _mend_cond_2.device.type == 'cpu' and _mend_cond_2.layout == torch.strided and not _mend_cond_2.is_quantized and _mend_cond_2.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32, torch.float64):
             torch._assert_async(
                 torch.logical_not(_mend_cond_2),
                 f"mend-trap:{__name__}:_MEND_TRAPS.1cac51d3ff75",

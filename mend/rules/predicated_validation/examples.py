@@ -42,7 +42,7 @@ _MEND_TRAPS = {
 def check(shapes, seq_len):
     # the encoder must see every level
     _mend_cond = (shapes[:, 0] * shapes[:, 1]).sum() != seq_len
-    if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized and _mend_cond.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32, torch.float64):
+    if torch.compiler.is_compiling() and type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized and _mend_cond.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32, torch.float64):
         torch._assert_async(
             torch.logical_not(_mend_cond),
             f"mend-trap:{__name__}:_MEND_TRAPS.a95c7a120d13",
@@ -80,7 +80,7 @@ _MEND_TRAPS = {
 class Scale:
     def forward(self, x):
         _mend_cond = (x >= 0).all()
-        if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized:
+        if torch.compiler.is_compiling() and type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized:
             torch._assert_async(_mend_cond, f"mend-trap:{__name__}:_MEND_TRAPS.5a336280999b")
         elif not _mend_cond:
             raise ValueError("inputs must be non-negative")
@@ -108,7 +108,7 @@ _MEND_TRAPS = {
 def forward(x):
     if __debug__:
         _mend_cond = torch.isnan(x).any()
-        if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized and _mend_cond.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32, torch.float64):
+        if torch.compiler.is_compiling() and type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized and _mend_cond.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32, torch.float64):
             torch._assert_async(
                 torch.logical_not(_mend_cond),
                 f"mend-trap:{__name__}:_MEND_TRAPS.df2b3e53d6cf",
@@ -143,7 +143,7 @@ _MEND_TRAPS = 3
 
 def forward(x):
     _mend_cond = x.abs().max() > 1e4
-    if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized and _mend_cond.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32, torch.float64):
+    if torch.compiler.is_compiling() and type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized and _mend_cond.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32, torch.float64):
         torch._assert_async(
             torch.logical_not(_mend_cond),
             f"mend-trap:{__name__}:_MEND_TRAPS_1.dcd377fca00b",
@@ -183,7 +183,7 @@ _MEND_TRAPS = {
 class Block(torch.nn.Module):
     def forward(self, x, mask):
         _mend_cond = mask.sum() == 0
-        if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized and _mend_cond.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32, torch.float64):
+        if torch.compiler.is_compiling() and type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized and _mend_cond.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32, torch.float64):
             torch._assert_async(
                 torch.logical_not(_mend_cond),
                 f"mend-trap:{__name__}:_MEND_TRAPS.cfb23de8c9ea",
@@ -224,7 +224,7 @@ def get_masks(slen, lengths, padding_mask=None):
     else:
         if __debug__:
             _mend_item = lengths.max()
-            if type(_mend_item) is torch.Tensor and _mend_item.numel() == 1 and _mend_item.device.type == 'cpu' and _mend_item.layout == torch.strided and not _mend_item.is_quantized and ((_mend_item.dtype in (torch.bool, torch.int64) and type(slen) is int and -2**63 <= slen < 2**63) or (_mend_item.dtype in (torch.float32, torch.float64) and (type(slen) is float or (type(slen) is int and -2**53 <= slen <= 2**53)))):
+            if torch.compiler.is_compiling() and type(_mend_item) is torch.Tensor and _mend_item.numel() == 1 and _mend_item.device.type == 'cpu' and _mend_item.layout == torch.strided and not _mend_item.is_quantized and ((_mend_item.dtype in (torch.bool, torch.int64) and type(slen) is int and -2**63 <= slen < 2**63) or (_mend_item.dtype in (torch.float32, torch.float64) and (type(slen) is float or (type(slen) is int and -2**53 <= slen <= 2**53)))):
                 torch._assert_async(
                     _mend_item.to(torch.float64 if _mend_item.is_floating_point() else torch.int64) <= slen,
                     f"mend-trap:{__name__}:_MEND_TRAPS.cf71528b33bc",
@@ -257,7 +257,7 @@ _MEND_TRAPS = {
 def check(t, lo, hi):
     if __debug__:
         _mend_item = t.float().mean()
-        if type(_mend_item) is torch.Tensor and _mend_item.numel() == 1 and _mend_item.device.type == 'cpu' and _mend_item.layout == torch.strided and not _mend_item.is_quantized and ((_mend_item.dtype in (torch.bool, torch.int64) and type(lo) is int and -2**63 <= lo < 2**63 and type(hi) is int and -2**63 <= hi < 2**63) or (_mend_item.dtype in (torch.float32, torch.float64) and (type(lo) is float or (type(lo) is int and -2**53 <= lo <= 2**53)) and (type(hi) is float or (type(hi) is int and -2**53 <= hi <= 2**53)))):
+        if torch.compiler.is_compiling() and type(_mend_item) is torch.Tensor and _mend_item.numel() == 1 and _mend_item.device.type == 'cpu' and _mend_item.layout == torch.strided and not _mend_item.is_quantized and ((_mend_item.dtype in (torch.bool, torch.int64) and type(lo) is int and -2**63 <= lo < 2**63 and type(hi) is int and -2**63 <= hi < 2**63) or (_mend_item.dtype in (torch.float32, torch.float64) and (type(lo) is float or (type(lo) is int and -2**53 <= lo <= 2**53)) and (type(hi) is float or (type(hi) is int and -2**53 <= hi <= 2**53)))):
             torch._assert_async(
                 torch.logical_and(lo <= _mend_item.to(torch.float64 if _mend_item.is_floating_point() else torch.int64), _mend_item.to(torch.float64 if _mend_item.is_floating_point() else torch.int64) < hi),
                 f"mend-trap:{__name__}:_MEND_TRAPS.38418e5de728",
@@ -304,7 +304,7 @@ class Encoder(nn.Module):
             assert lengths.max().item() <= slen
         elif __debug__:
             _mend_item = lengths.max()
-            if type(_mend_item) is torch.Tensor and _mend_item.numel() == 1 and _mend_item.device.type == 'cpu' and _mend_item.layout == torch.strided and not _mend_item.is_quantized and ((_mend_item.dtype in (torch.bool, torch.int64) and type(slen) is int and -2**63 <= slen < 2**63) or (_mend_item.dtype in (torch.float32, torch.float64) and (type(slen) is float or (type(slen) is int and -2**53 <= slen <= 2**53)))):
+            if torch.compiler.is_compiling() and type(_mend_item) is torch.Tensor and _mend_item.numel() == 1 and _mend_item.device.type == 'cpu' and _mend_item.layout == torch.strided and not _mend_item.is_quantized and ((_mend_item.dtype in (torch.bool, torch.int64) and type(slen) is int and -2**63 <= slen < 2**63) or (_mend_item.dtype in (torch.float32, torch.float64) and (type(slen) is float or (type(slen) is int and -2**53 <= slen <= 2**53)))):
                 torch._assert_async(
                     _mend_item.to(torch.float64 if _mend_item.is_floating_point() else torch.int64) <= slen,
                     f"mend-trap:{__name__}:_MEND_TRAPS.3906a76e693e",
@@ -350,7 +350,7 @@ _MEND_TRAPS = {
 
 def f(x):
     _mend_cond = x.sum() > 0
-    if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized and _mend_cond.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32, torch.float64):
+    if torch.compiler.is_compiling() and type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized and _mend_cond.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32, torch.float64):
         torch._assert_async(
             torch.logical_not(_mend_cond),
             f"mend-trap:{__name__}:_MEND_TRAPS.2031ff3b8316",
@@ -391,7 +391,7 @@ def f(x, n):
     if x.dim() != 2:
         raise ValueError("2-d only")
     _mend_cond = x.isnan().any()
-    if type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized and _mend_cond.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32, torch.float64):
+    if torch.compiler.is_compiling() and type(_mend_cond) is torch.Tensor and _mend_cond.numel() == 1 and _mend_cond.device.type == 'cpu' and _mend_cond.layout == torch.strided and not _mend_cond.is_quantized and _mend_cond.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32, torch.float64):
         torch._assert_async(
             torch.logical_not(_mend_cond),
             f"mend-trap:{__name__}:_MEND_TRAPS.418fec3e6a5b",
@@ -429,7 +429,7 @@ _MEND_TRAPS = {
 
 def check(loss):
     _mend_item = loss
-    if type(_mend_item) is torch.Tensor and _mend_item.numel() == 1 and _mend_item.device.type == 'cpu' and _mend_item.layout == torch.strided and not _mend_item.is_quantized and _mend_item.dtype in (torch.bool, torch.int64, torch.float32, torch.float64):
+    if torch.compiler.is_compiling() and type(_mend_item) is torch.Tensor and _mend_item.numel() == 1 and _mend_item.device.type == 'cpu' and _mend_item.layout == torch.strided and not _mend_item.is_quantized and _mend_item.dtype in (torch.bool, torch.int64, torch.float32, torch.float64):
         torch._assert_async(
             torch.isfinite(_mend_item),
             f"mend-trap:{__name__}:_MEND_TRAPS.1679b3f9cacb",
@@ -461,7 +461,7 @@ _MEND_TRAPS = {
 def check_hidden(h):
     if __debug__:
         _mend_item = h.isnan().sum()
-        if type(_mend_item) is torch.Tensor and _mend_item.numel() == 1 and _mend_item.device.type == 'cpu' and _mend_item.layout == torch.strided and not _mend_item.is_quantized and (_mend_item.dtype in (torch.bool, torch.int64)):
+        if torch.compiler.is_compiling() and type(_mend_item) is torch.Tensor and _mend_item.numel() == 1 and _mend_item.device.type == 'cpu' and _mend_item.layout == torch.strided and not _mend_item.is_quantized and (_mend_item.dtype in (torch.bool, torch.int64)):
             torch._assert_async(
                 _mend_item.to(torch.float64 if _mend_item.is_floating_point() else torch.int64) == 0,
                 f"mend-trap:{__name__}:_MEND_TRAPS.368787637da4",

@@ -165,6 +165,10 @@ def exact_compare_text(locals_: list[str], numbers: list[str], casts: frozenset 
     return "(" + " or ".join(f"({' and '.join(b)})" for b in branches) + ")"
 
 
+# the first clause of every guard: only compiled code asserts in the graph
+COMPILING = "torch.compiler.is_compiling()"
+
+
 def guard_text(local: str, dtype: bool = False) -> str:
     """The runtime test under which the check runs inside the graph (decided by Dynamo at trace
     time: type, element count and device are guarded, so it adds no break). ``dtype``: the
@@ -182,7 +186,7 @@ def _guarded(plan, local: str, marker: str, indent: int) -> list | cst.If:
     ``assert not C, msg`` (the same inside ``if __debug__:``)::
 
         L = C
-        if type(L) is torch.Tensor and L.numel() == 1 and L.device.type == 'cpu' and L.layout == torch.strided and not L.is_quantized:
+        if torch.compiler.is_compiling() and type(L) is torch.Tensor and L.numel() == 1 and L.device.type == 'cpu' and L.layout == torch.strided and not L.is_quantized:
             torch._assert_async(torch.logical_not(L), MARKER)    # `if not C`: (L, MARKER)
         elif L:                                                  # `if not C`: elif not L:
             raise E(msg)                                         # the original raise, verbatim
@@ -208,7 +212,9 @@ def _guarded_form(plan, binds: list, guard: str, holds: str, failing: str, asser
     else:
         msg = plan.stmt.body[0].msg
         fallback = f"else:\n    assert {asserted}" + (f", {_code(msg)}" if msg is not None else "") + "\n"
-    test = cst.parse_statement(f"if {guard}:\n    {call}\n{fallback}")
+    # eager (not compiling) runs the original check itself: its exception is exact there without
+    # mend.validation_runtime.install (helper-102); Dynamo folds is_compiling() at trace time
+    test = cst.parse_statement(f"if {COMPILING} and {guard}:\n    {call}\n{fallback}")
     if plan.form == "if-raise":   # the original raise statement, layout kept
         test = test.with_changes(orelse=test.orelse.with_changes(body=plan.stmt.body))
         return [binds[0].with_changes(leading_lines=plan.stmt.leading_lines), *binds[1:], test]
@@ -243,7 +249,7 @@ def _guarded_items(plan, marker: str, indent: int) -> tuple[cst.CSTNode | list, 
     local it binds::
 
         L = T                                   # each tensor read through `.item()`, once, in order
-        if <guard_text(L, dtype=True)>:         # for every L
+        if is_compiling() and <guard_text(L, dtype=True)>:   # for every L
             torch._assert_async(<the tensor condition on L>, MARKER)
         else:                                   # if/raise: `elif <its test on L>: raise ...`, verbatim
             assert <the original test on L>, msg
@@ -423,6 +429,8 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
         new, split = _split(plan, site[1], exc_code, table, indent)
         entries = [(f'"{k}"', f"lambda: {exc_code}") for _, k, _ in split]
     elif plan.call is not None:   # torch._assert: anything but a one-element plain CPU tensor keeps the call
+        # (no is_compiling() clause here: with it, a Python False compiled after a True raised while
+        # Dynamo traced, its message extended by "from user code", where the original's ran eager)
         kept = plan.call.with_changes(args=[plan.call.args[0].with_changes(value=cst.Name("_mend_c")),
                                             plan.call.args[1]])
         call = cst.parse_expression(
