@@ -411,3 +411,29 @@ def test_trap_a_count_on_the_left_of_mul_with_bfloat16_is_rounded_first():
     n = torch.tensor(1001)
     assert torch.equal(h * n, h * 1001) and torch.equal(1001 * h, h * 1001)
     assert not torch.equal(n * h, 1001 * h)
+
+
+def test_size_queries_have_transfer_functions():
+    """helper-102's m28: `labels.numel()` beside a `.tolist().count(v)` count was unknown ("no
+    transfer function"), a wrong reason; numel/nelement, dim/ndimension and size()/size(d) are
+    Python ints known at trace time, as `.shape` is, and the decline now names the real cause."""
+    import z3
+
+    from verifier.shapes import ShapeEval, _expr
+    from verifier.smt import Unsupported
+
+    facts = {"names": {"g": {"kind": "tensor", "shape": [3, 5], "dtype": "float32"},
+                       "s": {"kind": "tensor", "shape": [], "dtype": "int64"}}}
+    sizes = {"g.shape[0]": 3, "g.shape[1]": 5}
+    for text, want in (("g.numel()", 15), ("g.nelement()", 15), ("g.dim()", 2), ("g.ndimension()", 2),
+                       ("g.size(1)", 5), ("g.size(-2)", 3), ("g.size(dim=0)", 3), ("s.numel()", 1)):
+        se = ShapeEval(facts, {}, "general")
+        got = se.eval(_expr(text))
+        solver = z3.Solver()
+        solver.add(*[a for a, _ in se.assume], *[z3.Int(k) == v for k, v in sizes.items()])
+        assert got.kind == "num" and got.cat == "int" and solver.check() == z3.sat, text
+        assert solver.model().eval(got.ival, model_completion=True).as_long() == want, text
+    assert ShapeEval(facts, {}, "general").eval(_expr("g.size()")).kind == "shape"
+    for text in ("s.size(0)", "g.numel(1)"):
+        with pytest.raises(Unsupported):
+            ShapeEval(facts, {}, "general").eval(_expr(text))

@@ -67,3 +67,24 @@ def module_call(ev, mod: M, args, kwargs, what) -> M:
         ev.pre.append((is_float(x.dtype), f"{t} needs a floating input ({what})"))
         return M("tensor", shape=list(x.shape), dtype=x.dtype)
     raise Unsupported(f"submodule `{mod.name}` ({t}) has no shape transfer function")
+
+
+def size_query(ev, name: str, x: M | None, args, kwargs, what: str) -> M | None:
+    """``numel()``/``nelement()`` (the product of the sizes), ``dim()``/``ndimension()`` (the rank)
+    and ``size()``/``size(d)`` of a tensor: Python ints known at trace time, as ``.shape`` is
+    (helper-102's m28: ``labels.numel() - n`` was unknown, so host-count-reduction gave a wrong
+    reason); None for any other call. Raises Unsupported for arguments other than a literal dim."""
+    if x is None or x.kind != "tensor" or name not in ("numel", "nelement", "dim", "ndimension", "size"):
+        return None
+    given = len(args) - 1 + len(kwargs)
+    d = ev._dim_arg(args, kwargs, 1) if name == "size" and given else None
+    if given > (name == "size") or set(kwargs) - {"dim"} or (given and (not isinstance(d, int) or x.rank == 0)):
+        raise Unsupported(f"`{what or name}` with arguments other than a literal dim")
+    if name == "size":
+        return M("shape", shape=list(x.shape)) if d is None else _num("int", x.shape[ev._norm_dim(d, x.rank, what)])
+    if name in ("numel", "nelement"):
+        n = z3.IntVal(1)
+        for size in x.shape:
+            n = n * size
+        return _num("int", n)
+    return _num("int", z3.IntVal(x.rank))

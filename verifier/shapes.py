@@ -19,7 +19,7 @@ from verifier.effects import dotted_name as _dotted
 from verifier.ops import BINARY as _BINARY, CAST as _CAST, COMPARE as _COMPARE, NAMESPACES as _NAMESPACES
 from verifier.ops import REDUCE as _REDUCE, SHAPE_SAME_DTYPE as _SHAPE_SAME_DTYPE, UNARY_BOOL as _UNARY_BOOL
 from verifier.ops import UNARY_FLOAT as _UNARY_FLOAT, UNARY_SAME as _UNARY_SAME
-from verifier.module_shapes import M, _num, module_call
+from verifier.module_shapes import M, _num, module_call, size_query
 from verifier.smt import Unsupported
 
 
@@ -517,6 +517,9 @@ class ShapeEval:
                 kind = {"num": "Python number", "seq": "sequence"}.get(x.kind, x.kind) if x else "missing argument"
                 raise Unsupported(f"`{what or name}` with a {kind} as its first argument is not modelled (only tensor "
                                   "operations are)")
+        sized = size_query(self, name, x, args, kwargs, what)
+        if sized is not None:
+            return sized
         for group in (self._elementwise, self._conversion, self._reduction, self._structural):
             out = group(name, x, args, kwargs, what, method)
             if out is not None:

@@ -197,8 +197,8 @@ def expected_guard(t: str, x: str, mask: str, operands: list[str], rows: bool = 
     mismatch, ``y[m]`` on a shape mismatch, where ``where`` promotes or broadcasts; complex
     products are not correctly rounded). Each clause answers a counterexample of helper-51's or
     helper-54's review; ``x`` off the meta device, where a boolean index raises (helper-85 F5), not nested (no
-    strides: helper-88 F4), and not requiring grad while autograd records (under inductor backward raised
-    after the ``copy_`` into a graph input or a view of one, helper-102)."""
+    strides: helper-88 F4); last, nothing the update reads requires grad while autograd records (backward
+    raised after the ``copy_`` into a graph input, a view of one or a buffer, helper-102 and helper-103)."""
     shape = f"{x}.shape[:{mask}.dim()]" if rows else f"{x}.shape"
     # no other overlap (helper-66: a sliding window's copy_ wrote unselected elements back over
     # selected ones): the sizes > 1 by stride ascending, each stride past the smaller ones' extent
@@ -210,11 +210,13 @@ def expected_guard(t: str, x: str, mask: str, operands: list[str], rows: bool = 
                f"all(_mend_s > 0 for _mend_s in {x}.stride())",
                overlap,
                f"type({mask}) is {t}.Tensor", f"{mask}.dtype == {t}.bool", f"{mask}.device == {x}.device",
-               f'{x}.device.type != "meta"', f"not ({x}.requires_grad and {t}.is_grad_enabled())",
-               f"{mask}.shape == {shape}"]
+               f'{x}.device.type != "meta"', f"{mask}.shape == {shape}"]
     for y in operands:
         clauses += [f"type({y}) is {t}.Tensor", f"{y}.dtype == {x}.dtype", f"{y}.shape == {x}.shape",
                     f"{y}.device == {x}.device"]
+    # last: nothing the update reads requires grad while autograd records (helper-102, helper-103)
+    grads = " or ".join(f"{v}.requires_grad" for v in (x, *operands))
+    clauses.append(f"not ({t}.is_grad_enabled() and {'(' + grads + ')' if operands else grads})")
     return " and ".join(clauses)
 
 

@@ -10,10 +10,9 @@ keeps the original statement wherever the two could differ::
 
     if type(x) is torch.Tensor and x.is_floating_point() and not x.is_nested and <no zero stride>
             and <no two elements of x share memory> and type(mask) is torch.Tensor and mask.dtype == torch.bool
-            and mask.device == x.device and x.device.type != "meta"
-            and not (x.requires_grad and torch.is_grad_enabled()) and mask.shape == x.shape [and type(y) is torch.Tensor
+            and mask.device == x.device and x.device.type != "meta" and mask.shape == x.shape [and type(y) is torch.Tensor
             and y.dtype == x.dtype and y.shape == x.shape and y.device == x.device, for each other
-            tensor y read through the mask]:
+            tensor y read through the mask] and not (torch.is_grad_enabled() and (x.requires_grad [or y.requires_grad])):
         x.copy_(torch.where(mask, f(x), x))  # mend: mask-update
     else:
         x[mask] = f(x[mask])                 # the original, as written
@@ -40,10 +39,12 @@ mended update runs.
 
 ``copy_`` keeps the original's aliasing: ``x`` is written in place, so a view of ``x``,
 the tensor ``x`` views, or another name bound to it see the same write (rebinding
-``x = torch.where(...)`` would not). An ``x`` that requires grad, with grad enabled, keeps the
-original statement: under inductor, backward raised after the ``copy_`` into a graph input (or
-a view of one) that requires grad, where the original's ran (helper-102); the rewrite serves
-inference (``no_grad``, or tensors that do not require grad) and aot_eager/eager training ran both. ``y[mask]`` inside ``f`` becomes ``y`` (another tensor of ``x``'s shape).
+``x = torch.where(...)`` would not). Where ``x`` or a tensor read through the mask requires grad,
+with grad enabled, the original statement runs: backward raised after the ``copy_`` into a graph
+input, a view of one or a buffer, of a value that requires grad, where the original's ran
+(helper-102 under inductor, ``x`` an activation; helper-103 under aot_eager and inductor, a
+buffer or an input updated from ``h[m]``). The rewrite serves inference (``no_grad``,
+``inference_mode``) and updates of tensors that do not require grad. ``y[mask]`` inside ``f`` becomes ``y`` (another tensor of ``x``'s shape).
 
 Traps, and how each is handled:
 

@@ -19,12 +19,12 @@ FIX_EXAMPLES: list[tuple[str, str]] = [
     # total, NaN -> 0 on every kernel path; helper-64's c93)
     (
         'import torch\n\n\ndef f(h, inf):\n    h[inf] = h[inf].sign() * 65504.0\n    return h\n',
-        'import torch\n\n\ndef f(h, inf):\n    if type(h) is torch.Tensor and h.is_floating_point() and not h.is_nested and all(_mend_s > 0 for _mend_s in h.stride()) and all(h.stride(_mend_i) * h.shape[_mend_i] <= h.stride(_mend_j) or h.stride(_mend_j) * h.shape[_mend_j] <= h.stride(_mend_i) for _mend_i in range(h.dim()) for _mend_j in range(_mend_i) if h.shape[_mend_i] > 1 and h.shape[_mend_j] > 1) and type(inf) is torch.Tensor and inf.dtype == torch.bool and inf.device == h.device and h.device.type != "meta" and not (h.requires_grad and torch.is_grad_enabled()) and inf.shape == h.shape:\n        h.copy_(torch.where(inf, h.sign() * 65504.0, h))  # mend: mask-update\n    else:\n        h[inf] = h[inf].sign() * 65504.0\n    return h\n',
+        'import torch\n\n\ndef f(h, inf):\n    if type(h) is torch.Tensor and h.is_floating_point() and not h.is_nested and all(_mend_s > 0 for _mend_s in h.stride()) and all(h.stride(_mend_i) * h.shape[_mend_i] <= h.stride(_mend_j) or h.stride(_mend_j) * h.shape[_mend_j] <= h.stride(_mend_i) for _mend_i in range(h.dim()) for _mend_j in range(_mend_i) if h.shape[_mend_i] > 1 and h.shape[_mend_j] > 1) and type(inf) is torch.Tensor and inf.dtype == torch.bool and inf.device == h.device and h.device.type != "meta" and inf.shape == h.shape and not (torch.is_grad_enabled() and h.requires_grad):\n        h.copy_(torch.where(inf, h.sign() * 65504.0, h))  # mend: mask-update\n    else:\n        h[inf] = h[inf].sign() * 65504.0\n    return h\n',
     ),
     # a comment on the update's line stays with the original statement, kept as the guard's fallback
     (
         'import torch\n\n\ndef f(x, m):\n    x[m] = x[m] * 2.0  # double the selected\n    return x\n',
-        'import torch\n\n\ndef f(x, m):\n    if type(x) is torch.Tensor and x.is_floating_point() and not x.is_nested and all(_mend_s > 0 for _mend_s in x.stride()) and all(x.stride(_mend_i) * x.shape[_mend_i] <= x.stride(_mend_j) or x.stride(_mend_j) * x.shape[_mend_j] <= x.stride(_mend_i) for _mend_i in range(x.dim()) for _mend_j in range(_mend_i) if x.shape[_mend_i] > 1 and x.shape[_mend_j] > 1) and type(m) is torch.Tensor and m.dtype == torch.bool and m.device == x.device and x.device.type != "meta" and not (x.requires_grad and torch.is_grad_enabled()) and m.shape == x.shape:\n        x.copy_(torch.where(m, x * 2.0, x))  # mend: mask-update\n    else:\n        x[m] = x[m] * 2.0  # double the selected\n    return x\n',
+        'import torch\n\n\ndef f(x, m):\n    if type(x) is torch.Tensor and x.is_floating_point() and not x.is_nested and all(_mend_s > 0 for _mend_s in x.stride()) and all(x.stride(_mend_i) * x.shape[_mend_i] <= x.stride(_mend_j) or x.stride(_mend_j) * x.shape[_mend_j] <= x.stride(_mend_i) for _mend_i in range(x.dim()) for _mend_j in range(_mend_i) if x.shape[_mend_i] > 1 and x.shape[_mend_j] > 1) and type(m) is torch.Tensor and m.dtype == torch.bool and m.device == x.device and x.device.type != "meta" and m.shape == x.shape and not (torch.is_grad_enabled() and x.requires_grad):\n        x.copy_(torch.where(m, x * 2.0, x))  # mend: mask-update\n    else:\n        x[m] = x[m] * 2.0  # double the selected\n    return x\n',
     ),
     # a Python-number attribute (bound only in __init__, to no tensor): it broadcasts against the
     # whole tensor as against the selected elements; confirmed a number on the example run
@@ -54,7 +54,7 @@ class Damp(nn.Module):
 
     def forward(self, h):
         _mend_mask = h > 0
-        if type(h) is torch.Tensor and h.is_floating_point() and not h.is_nested and all(_mend_s > 0 for _mend_s in h.stride()) and all(h.stride(_mend_i) * h.shape[_mend_i] <= h.stride(_mend_j) or h.stride(_mend_j) * h.shape[_mend_j] <= h.stride(_mend_i) for _mend_i in range(h.dim()) for _mend_j in range(_mend_i) if h.shape[_mend_i] > 1 and h.shape[_mend_j] > 1) and type(_mend_mask) is torch.Tensor and _mend_mask.dtype == torch.bool and _mend_mask.device == h.device and h.device.type != "meta" and not (h.requires_grad and torch.is_grad_enabled()) and _mend_mask.shape == h.shape:
+        if type(h) is torch.Tensor and h.is_floating_point() and not h.is_nested and all(_mend_s > 0 for _mend_s in h.stride()) and all(h.stride(_mend_i) * h.shape[_mend_i] <= h.stride(_mend_j) or h.stride(_mend_j) * h.shape[_mend_j] <= h.stride(_mend_i) for _mend_i in range(h.dim()) for _mend_j in range(_mend_i) if h.shape[_mend_i] > 1 and h.shape[_mend_j] > 1) and type(_mend_mask) is torch.Tensor and _mend_mask.dtype == torch.bool and _mend_mask.device == h.device and h.device.type != "meta" and _mend_mask.shape == h.shape and not (torch.is_grad_enabled() and h.requires_grad):
             h.copy_(torch.where(_mend_mask, h * self.scale, h))  # mend: mask-update
         else:
             h[h > 0] *= self.scale
@@ -73,7 +73,7 @@ def scale_positive(x, mask):
 
 
 def scale_positive(x, mask):
-    if type(x) is torch.Tensor and x.is_floating_point() and not x.is_nested and all(_mend_s > 0 for _mend_s in x.stride()) and all(x.stride(_mend_i) * x.shape[_mend_i] <= x.stride(_mend_j) or x.stride(_mend_j) * x.shape[_mend_j] <= x.stride(_mend_i) for _mend_i in range(x.dim()) for _mend_j in range(_mend_i) if x.shape[_mend_i] > 1 and x.shape[_mend_j] > 1) and type(mask) is torch.Tensor and mask.dtype == torch.bool and mask.device == x.device and x.device.type != "meta" and not (x.requires_grad and torch.is_grad_enabled()) and mask.shape == x.shape:
+    if type(x) is torch.Tensor and x.is_floating_point() and not x.is_nested and all(_mend_s > 0 for _mend_s in x.stride()) and all(x.stride(_mend_i) * x.shape[_mend_i] <= x.stride(_mend_j) or x.stride(_mend_j) * x.shape[_mend_j] <= x.stride(_mend_i) for _mend_i in range(x.dim()) for _mend_j in range(_mend_i) if x.shape[_mend_i] > 1 and x.shape[_mend_j] > 1) and type(mask) is torch.Tensor and mask.dtype == torch.bool and mask.device == x.device and x.device.type != "meta" and mask.shape == x.shape and not (torch.is_grad_enabled() and x.requires_grad):
         x.copy_(torch.where(mask, x * 2.0 + 1.0, x))  # mend: mask-update
     else:
         x[mask] = x[mask] * 2.0 + 1.0
@@ -97,7 +97,7 @@ def boost(h):
 def boost(h):
     h = h + 1
     _mend_mask = h > 1
-    if type(h) is torch.Tensor and h.is_floating_point() and not h.is_nested and all(_mend_s > 0 for _mend_s in h.stride()) and all(h.stride(_mend_i) * h.shape[_mend_i] <= h.stride(_mend_j) or h.stride(_mend_j) * h.shape[_mend_j] <= h.stride(_mend_i) for _mend_i in range(h.dim()) for _mend_j in range(_mend_i) if h.shape[_mend_i] > 1 and h.shape[_mend_j] > 1) and type(_mend_mask) is torch.Tensor and _mend_mask.dtype == torch.bool and _mend_mask.device == h.device and h.device.type != "meta" and not (h.requires_grad and torch.is_grad_enabled()) and _mend_mask.shape == h.shape:
+    if type(h) is torch.Tensor and h.is_floating_point() and not h.is_nested and all(_mend_s > 0 for _mend_s in h.stride()) and all(h.stride(_mend_i) * h.shape[_mend_i] <= h.stride(_mend_j) or h.stride(_mend_j) * h.shape[_mend_j] <= h.stride(_mend_i) for _mend_i in range(h.dim()) for _mend_j in range(_mend_i) if h.shape[_mend_i] > 1 and h.shape[_mend_j] > 1) and type(_mend_mask) is torch.Tensor and _mend_mask.dtype == torch.bool and _mend_mask.device == h.device and h.device.type != "meta" and _mend_mask.shape == h.shape and not (torch.is_grad_enabled() and h.requires_grad):
         h.copy_(torch.where(_mend_mask, h * 2, h))  # mend: mask-update
     else:
         h[h > 1] *= 2
@@ -119,7 +119,7 @@ def mix(x, y, keep):
 
 def mix(x, y, keep):
     # keep the selected elements of y, clamped
-    if type(x) is th.Tensor and x.is_floating_point() and not x.is_nested and all(_mend_s > 0 for _mend_s in x.stride()) and all(x.stride(_mend_i) * x.shape[_mend_i] <= x.stride(_mend_j) or x.stride(_mend_j) * x.shape[_mend_j] <= x.stride(_mend_i) for _mend_i in range(x.dim()) for _mend_j in range(_mend_i) if x.shape[_mend_i] > 1 and x.shape[_mend_j] > 1) and type(keep) is th.Tensor and keep.dtype == th.bool and keep.device == x.device and x.device.type != "meta" and not (x.requires_grad and th.is_grad_enabled()) and keep.shape == x.shape and type(y) is th.Tensor and y.dtype == x.dtype and y.shape == x.shape and y.device == x.device:
+    if type(x) is th.Tensor and x.is_floating_point() and not x.is_nested and all(_mend_s > 0 for _mend_s in x.stride()) and all(x.stride(_mend_i) * x.shape[_mend_i] <= x.stride(_mend_j) or x.stride(_mend_j) * x.shape[_mend_j] <= x.stride(_mend_i) for _mend_i in range(x.dim()) for _mend_j in range(_mend_i) if x.shape[_mend_i] > 1 and x.shape[_mend_j] > 1) and type(keep) is th.Tensor and keep.dtype == th.bool and keep.device == x.device and x.device.type != "meta" and keep.shape == x.shape and type(y) is th.Tensor and y.dtype == x.dtype and y.shape == x.shape and y.device == x.device and not (th.is_grad_enabled() and (x.requires_grad or y.requires_grad)):
         x.copy_(th.where(keep, th.clamp(y - x, min=-1.0, max=1.0), x))  # mend: mask-update
     else:
         x[keep] = th.clamp(y[keep] - x[keep], min=-1.0, max=1.0)
@@ -138,7 +138,7 @@ def shrink(x, m):
 
 
 def shrink(x, m):
-    if type(x) is torch.Tensor and x.is_floating_point() and not x.is_nested and all(_mend_s > 0 for _mend_s in x.stride()) and all(x.stride(_mend_i) * x.shape[_mend_i] <= x.stride(_mend_j) or x.stride(_mend_j) * x.shape[_mend_j] <= x.stride(_mend_i) for _mend_i in range(x.dim()) for _mend_j in range(_mend_i) if x.shape[_mend_i] > 1 and x.shape[_mend_j] > 1) and type(m) is torch.Tensor and m.dtype == torch.bool and m.device == x.device and x.device.type != "meta" and not (x.requires_grad and torch.is_grad_enabled()) and m.shape == x.shape:
+    if type(x) is torch.Tensor and x.is_floating_point() and not x.is_nested and all(_mend_s > 0 for _mend_s in x.stride()) and all(x.stride(_mend_i) * x.shape[_mend_i] <= x.stride(_mend_j) or x.stride(_mend_j) * x.shape[_mend_j] <= x.stride(_mend_i) for _mend_i in range(x.dim()) for _mend_j in range(_mend_i) if x.shape[_mend_i] > 1 and x.shape[_mend_j] > 1) and type(m) is torch.Tensor and m.dtype == torch.bool and m.device == x.device and x.device.type != "meta" and m.shape == x.shape and not (torch.is_grad_enabled() and x.requires_grad):
         x.copy_(torch.where(m, x.clone() - (x.clone().abs() * 0.5), x))  # mend: mask-update
     else:
         x[m] -= x[m].abs() * 0.5

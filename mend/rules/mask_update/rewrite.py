@@ -56,18 +56,26 @@ def guard_text(t: str, x: str, m: str, others: list[str], rows: bool = False) ->
       where the original's boolean index raised NotImplementedError (helper-88 F4);
     * ``x`` not on the meta device: a boolean index there raises NotImplementedError (no meta
       kernel for ``nonzero``), where the selection returned (helper-85 F5);
-    * ``x`` not requiring grad where autograd records: under inductor an in-place ``copy_`` into a
-      graph input that requires grad, or into a view of one, made backward raise ("modified by an
-      inplace operation"), where the original's backward ran (helper-102; aot_eager ran both);
     * every other tensor read through the mask of ``x``'s shape, dtype and device: ``y[m]``
-      with a ``(B,)`` or 0-d ``y`` raises IndexError, ``where`` broadcast it."""
+      with a ``(B,)`` or 0-d ``y`` raises IndexError, ``where`` broadcast it;
+    * last (it reads ``.requires_grad`` of tensors the clauses before made sure of): neither ``x``
+      nor any tensor read through the mask requires grad where autograd records. Under inductor
+      (and aot_eager, for a buffer) backward raised "modified by an inplace operation" after the
+      ``copy_`` into a graph input, a view of one or a buffer of a value that requires grad, where
+      the original's ran (helper-102: ``x`` an activation; helper-103: a buffer or an input updated
+      from ``h[m]``, ``h`` requiring grad)."""
     shape = f"{x}.shape[:{m}.dim()]" if rows else f"{x}.shape"
     same = "".join(f" and type({y}) is {t}.Tensor and {y}.dtype == {x}.dtype and {y}.shape == {x}.shape"
                    f" and {y}.device == {x}.device" for y in others)
     return (f"type({x}) is {t}.Tensor and {x}.is_floating_point() and not {x}.is_nested and {no_zero_stride(x)}"
             f" and {no_overlap(x)} and type({m}) is {t}.Tensor and {m}.dtype == {t}.bool and {m}.device == {x}.device"
-            f" and {x}.device.type != \"meta\" and not ({x}.requires_grad and {t}.is_grad_enabled())"
-            f" and {m}.shape == {shape}{same}")
+            f" and {x}.device.type != \"meta\" and {m}.shape == {shape}{same} and {no_grad(t, x, others)}")
+
+
+def no_grad(t: str, x: str, others: list[str]) -> str:
+    """The guard's last clause: nothing the update reads requires grad while autograd records."""
+    grads = " or ".join(f"{v}.requires_grad" for v in (x, *others))
+    return f"not ({t}.is_grad_enabled() and {'(' + grads + ')' if others else grads})"
 
 
 def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
