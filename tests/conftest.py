@@ -80,9 +80,10 @@ def _equal(x, y) -> bool:
     return torch.equal(x, y)
 
 
-def assert_one_graph_and_same_outputs(original: Path, mended_src: str, tmp_path: Path, tag: str) -> None:
-    """The mended source of a fixture (``Model``, ``get_inputs``) returns the original's outputs
-    bit for bit, eager and compiled (eager backend), and compiles to one graph without a break."""
+def load_pair(original: Path, mended_src: str, tmp_path: Path, tag: str, *, seed: int | None = None):
+    """``(original module, original Model, mended Model)`` of a fixture (``Model``, ``get_inputs``)
+    and its mended source (written under ``tmp_path``): both in eval mode, the mended one with the
+    original's weights; ``seed`` seeds torch before the models are built."""
     import torch
 
     from mend.targets import load_file_module
@@ -90,9 +91,19 @@ def assert_one_graph_and_same_outputs(original: Path, mended_src: str, tmp_path:
     mended = tmp_path / original.name
     mended.write_text(mended_src)
     a_mod, b_mod = load_file_module(original, f"_{tag}_a"), load_file_module(mended, f"_{tag}_b")
-    torch.manual_seed(0)
+    if seed is not None:
+        torch.manual_seed(seed)
     a, b = a_mod.Model().eval(), b_mod.Model().eval()
     b.load_state_dict(a.state_dict())
+    return a_mod, a, b
+
+
+def assert_one_graph_and_same_outputs(original: Path, mended_src: str, tmp_path: Path, tag: str) -> None:
+    """The mended source of a fixture (``Model``, ``get_inputs``) returns the original's outputs
+    bit for bit, eager and compiled (eager backend), and compiles to one graph without a break."""
+    import torch
+
+    a_mod, a, b = load_pair(original, mended_src, tmp_path, tag, seed=0)
     args = a_mod.get_inputs()
     with torch.no_grad():
         ref = a(*args)

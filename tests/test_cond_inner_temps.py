@@ -7,19 +7,12 @@ the gradients."""
 import pytest
 import torch
 
-from mend.targets import load_file_module
-from tests.conftest import FIXTURES, fix_in_own_process
+from tests.conftest import FIXTURES, fix_in_own_process, load_pair
 
 
 def _pair(src, mended_text: str, tmp_path):
     """The original fixture ``src``'s module, and its Model and the mended Model (same weights), in eval mode."""
-    (tmp_path / src.name).write_text(mended_text)
-    orig = load_file_module(src, f"_cit_a_{src.stem}")
-    new = load_file_module(tmp_path / src.name, f"_cit_b_{src.stem}")
-    torch.manual_seed(0)
-    a, b = orig.Model().eval(), new.Model().eval()
-    b.load_state_dict(a.state_dict())
-    return orig, a, b
+    return load_pair(src, mended_text, tmp_path, f"cit_{src.stem}", seed=0)
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,7 @@ from hypothesis import given, settings, strategies as st
 from mend.fix import fix
 from mend.lazy import Fmt, pct
 from mend.rules import RULES, Decline, RewriteResult
-from mend.targets import load_file_module
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, load_pair
 from tests.test_defer_tolist import _printed
 
 _CONV = st.builds(lambda key, flags, width, prec, length, conv: "%" + key + flags + width + prec + length + conv,
@@ -50,11 +49,7 @@ def test_a_percent_formatted_print_is_deferred_and_prints_the_same(tmp_path):
     (rw,) = res.rewrites
     assert rw.rule == "deferred-side-effects" and (res.before.graph_count, res.after.graph_count) == (0, 1)
     assert '_mend_rt.defer_print(_mend_rt.pct("step %d loss %s, s %-8r|", (self.step, loss, s)))' in res.mended
-    path = tmp_path / "mended.py"
-    path.write_text(res.mended)
-    a_mod, b_mod = load_file_module(src, "_pc_a"), load_file_module(path, "_pc_b")
-    a, b = a_mod.Model().eval(), b_mod.Model().eval()
-    b.load_state_dict(a.state_dict())
+    a_mod, a, b = load_pair(src, res.mended, tmp_path, "pc")
     torch._dynamo.reset()
     compiled = torch.compile(b, backend="eager", fullgraph=True)   # one graph: no break left
     for step, x in ((0, a_mod.get_inputs()[0]), (5, torch.zeros(2, 4))):

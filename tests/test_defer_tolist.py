@@ -6,8 +6,7 @@ import io
 import torch
 
 from mend.fix import fix
-from mend.targets import load_file_module
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, load_pair
 
 
 def _printed(model, x):
@@ -24,11 +23,7 @@ def test_a_printed_tolist_is_deferred_and_prints_the_same(tmp_path):
     assert rw.rule == "deferred-side-effects" and (res.before.graph_count, res.after.graph_count) == (3, 1)
     assert "_mend_rt.item(counts, _mend_rt.tolist)" in res.mended
     assert '_mend_rt.fmt("top {:.3f}", _mend_rt.item(logits.amax(), _mend_rt.tolist))' in res.mended
-    path = tmp_path / "mended.py"
-    path.write_text(res.mended)
-    a_mod, b_mod = load_file_module(src, "_tl_a"), load_file_module(path, "_tl_b")
-    a, b = a_mod.Model().eval(), b_mod.Model().eval()
-    b.load_state_dict(a.state_dict())
+    a_mod, a, b = load_pair(src, res.mended, tmp_path, "tl")
     torch._dynamo.reset()
     compiled = torch.compile(b, backend="eager", fullgraph=True)   # one graph: no break left
     for x in (a_mod.get_inputs()[0], torch.zeros(3, 8), -torch.ones(1, 8)):

@@ -19,7 +19,7 @@ from verifier.effects import dotted_name as _dotted
 from verifier.ops import BINARY as _BINARY, CAST as _CAST, COMPARE as _COMPARE, NAMESPACES as _NAMESPACES
 from verifier.ops import REDUCE as _REDUCE, SHAPE_SAME_DTYPE as _SHAPE_SAME_DTYPE, UNARY_BOOL as _UNARY_BOOL
 from verifier.ops import UNARY_FLOAT as _UNARY_FLOAT, UNARY_SAME as _UNARY_SAME
-from verifier.module_shapes import M, _num, module_call, size_query
+from verifier.module_shapes import M, _num, _numel, module_call, size_query
 from verifier.smt import Unsupported
 
 
@@ -830,13 +830,6 @@ class ShapeEval:
         batch = self.broadcast([sa[:-2], sb[:-2]], what)
         out = batch + ([] if drop_a else [sa[-2]]) + ([] if drop_b else [sb[-1]])
         return M("tensor", shape=out, dtype=a.dtype)
-
-
-def _numel(shape):
-    n = z3.IntVal(1)
-    for d in shape:
-        n = n * d
-    return n
 
 
 def _expr(text: str) -> ast.AST:
