@@ -138,6 +138,26 @@ def test_lazy_choice_is_the_verify_all_choice(side_bytes, out, cond_ok):
         assert out_[1] == f"# {rec['chosen']}\n" and ex.restored == [rec["chosen"]]
 
 
+def test_every_refused_form_is_named_in_the_decline():
+    """helper-102's m45: the rule's cond and the where alternative both refused; the decline
+    showed cond's dtype counterexample only. It names each form's reason, the rule's own
+    first, and a withheld unsafe fix (applied with --unsafe-fixes) leads when there is one."""
+    from mend.pipeline.choice import _refusals
+
+    cond = Declined("m.py:5", "predicated-control-flow", "cond-branch-types refuted", ["cond-branch-types"], "x: int8")
+    where = Declined("m.py:5", "predicated-control-flow", "untaken-side-cannot-raise refuted: `x // d`")
+    both = _refusals({"cond": cond, "where": where}, "cond")
+    assert both.reason == ("torch.cond: cond-branch-types refuted; also declined, torch.where: "
+                           "untaken-side-cannot-raise refuted: `x // d`")
+    assert both.failed_obligations == ["cond-branch-types"] and both.counterexample == "x: int8"
+    assert _refusals({"where": where}, "where") is where
+    held = Declined.withheld("m.py:5", "predicated-control-flow", "withheld: ", {"label": "unsafe",
+                                                                               "reasons": ["tier observed"]})
+    lead = _refusals({"cond": cond, "where": held}, "cond")
+    assert lead.safety == "unsafe" and lead.reason.startswith("torch.where: withheld: tier observed; also declined, "
+                                                              "torch.cond: cond-branch-types refuted")
+
+
 # -- mend fix on file targets ------------------------------------------------------------------
 
 def test_choose_always_reproduces_the_rules_rewrite():

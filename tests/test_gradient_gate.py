@@ -205,3 +205,46 @@ def test_anomaly_detection_runs_the_original_if(tmp_path):
             model(x).sum().backward()
         grads.append((x.grad, model.w.grad))
     assert torch.equal(grads[0][0], grads[1][0]) and grads[0][1] is None and grads[1][1] is None
+
+
+EARLY_EXIT = """import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    def forward(self, h):
+        if (h > 0).all():
+            return h.sqrt()
+        y = h.abs() + 1
+        return y
+"""
+
+
+def test_anomaly_form_keeps_an_early_exit_with_its_fall_through(tmp_path):
+    """helper-102's m03: `if p: return a` then `y = ...; return y` was declined ("the
+    anomaly-guarded form needs a plan that replaces the if alone") because the plan also
+    folds the fall-through into the selection. The kept branch now holds the if and that
+    fall-through, verbatim and in order; the screen accepts exactly that run of the version
+    before, and under anomaly detection the mended model's gradient is the original's."""
+    from verifier.encoders.autocast_guard import anomaly_keeps_original
+
+    result, _ = _result(EARLY_EXIT, 7)
+    (ob,) = [o for o in result.obligations if o["kind"] == "anomaly-keeps-original"]
+    assert ob["original"] == "if (h > 0).all():\n    return h.sqrt()\ny = h.abs() + 1\nreturn y\n"
+    assert anomaly_keeps_original(ob, Ctx({}, {}, result.code, EARLY_EXIT)).result == "checked"
+    kept = "            y = h.abs() + 1\n            return y\n        else:"
+    assert kept in result.code
+    # the kept run lost its fall-through, or the fall-through is not the version before's: refuted
+    for code, before in ((result.code.replace(kept, "        else:", 1), EARLY_EXIT),
+                         (result.code, EARLY_EXIT.replace("y = h.abs() + 1", "y = h.abs() + 2"))):
+        assert anomaly_keeps_original(ob, Ctx({}, {}, code, before)).result == "refuted"
+    (tmp_path / "orig.py").write_text(EARLY_EXIT)
+    (tmp_path / "mended.py").write_text(result.code)
+    grads = []
+    for name in ("orig", "mended"):
+        model = load_file_module(tmp_path / f"{name}.py", f"_gate_exit_{name}").Model()
+        h = torch.tensor([-1.0, 4.0], requires_grad=True)   # not all positive: the sqrt side is not taken
+        with torch.autograd.set_detect_anomaly(True):
+            model(h).sum().backward()
+        grads.append(h.grad)
+    assert torch.equal(grads[0], torch.tensor([-1.0, 1.0])) and torch.equal(grads[0], grads[1])

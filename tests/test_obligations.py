@@ -111,6 +111,22 @@ def test_untaken_side_cannot_raise():
     assert fixed["result"] == "checked" and fixed["smtlib"] is None
 
 
+def test_clamp_min_and_clamp_max_have_transfer_functions():
+    """helper-102's m03: `h / n.clamp_min(1e-6)` was unknown ("`clamp_min` has no transfer
+    function"). clamp_min/clamp_max are clamp with one bound: an int count clamped by a float
+    promotes to float32 (torch.arange(3).clamp_min(1e-6).dtype, measured), a mismatched
+    divisor still fails to broadcast."""
+    f = facts(h=tensor(shape=(2, 3)), n=tensor("int64", shape=(2, 1)), bad=tensor(shape=(4, 1)))
+    ok = one("fall-through-cannot-raise", f, expr="h / n.clamp_min(1e-6)")
+    assert ok["result"] in ("proved", "checked"), ok
+    same = one("same-dtype", f, target="n", lhs="torch.clamp_max(n, max=0.5)", rhs="h")
+    assert same["result"] == "proved", same
+    kept = one("same-dtype", f, target="n", lhs="n.clamp_max(5)", rhs="h")
+    assert kept["result"] == "refuted", kept   # an int bound keeps int64
+    r = one("fall-through-cannot-raise", f, expr="h / bad.clamp_min(1e-6)")
+    assert r["result"] == "refuted" and "broadcast" in r["counterexample"], r
+
+
 def test_bool_predicate_refuted_for_a_float_test():
     r = one("bool-predicate", facts(h=tensor("float32", ())), pred="h")
     assert r["result"] == "refuted"

@@ -777,7 +777,7 @@ def test_autocast_guarded_keeps_the_original_if_under_autocast():
     assert no_mps["result"] == "refuted" and "mps" in no_mps["counterexample"], no_mps
     (nothing,) = O.discharge([{**kept, "original": "if p:\n    y = 1\n"}], facts=None, code=res.code,
                              before=AUTOCAST_SRC)
-    assert nothing["result"] == "refuted" and "not one of the version before" in nothing["counterexample"]
+    assert nothing["result"] == "refuted" and "not consecutive statements of one block of the version before" in nothing["counterexample"]
     exec(compile(res.code, "<mended>", "exec"), ns := {})
     x, w = torch.randn(3, 3), torch.randn(3, 3)
     for xs in (x.abs(), -x.abs()):
@@ -978,3 +978,23 @@ def test_a_size_converted_to_a_number_is_no_host_read(value, fixed):
         assert isinstance(res, RewriteResult), res
     else:
         assert isinstance(res, Decline) and "to a Python number" in res.reason, res
+
+
+def test_autocast_guarded_keeps_an_early_exit_with_its_fall_through():
+    """The autocast-guarded form of `if p: return a` then `y = ...; return y` keeps the if and
+    the fall-through the plan folded into the selection, verbatim, under the guard (it declined
+    with "also moves setup" before); the screen checks the run, and refutes a kept if alone."""
+    from mend.rules.predicated_control_flow import autocast_guarded
+    from verifier import obligations as O
+
+    src = "import torch\n\n\ndef f(x, w):\n    if x.sum() > 0:\n        return torch.mm(x, w)\n    y = x * 2\n    return y\n"
+    res = autocast_guarded(cst.parse_module(src), 5)
+    assert isinstance(res, RewriteResult), res
+    kept = "        if x.sum() > 0:\n            return torch.mm(x, w)\n        y = x * 2\n        return y\n    else:\n"
+    assert kept in res.code and "        return torch.where(x.sum() > 0, torch.mm(x, w), y)" in res.code
+    (ob,) = [o for o in res.obligations if o["kind"] == "autocast-keeps-original"]
+    (ok,) = O.discharge([ob], facts=None, code=res.code, before=src)
+    assert ok["result"] == "checked", ok
+    alone = res.code.replace(kept, "        if x.sum() > 0:\n            return torch.mm(x, w)\n    else:\n")
+    (bad,) = O.discharge([ob], facts=None, code=alone, before=src)
+    assert bad["result"] == "refuted", bad

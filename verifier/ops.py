@@ -1,5 +1,8 @@
 """PyTorch operator names, grouped by what their result is (shared by the shape and value
 models): a new op name is added here."""
+from __future__ import annotations
+
+from typing import Any
 
 UNARY_FLOAT = {"sqrt", "rsqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
                 "tanh", "sigmoid", "erf", "erfc", "erfinv", "asin", "acos", "atan", "sinh", "cosh", "asinh",
@@ -25,3 +28,16 @@ CAST = {"float": "float32", "half": "float16", "double": "float64", "bfloat16": 
 NAMESPACES = {"torch": "torch", "torch.nn.functional": "F", "math": "math", "builtins": "builtins",
                "torch.special": "torch", "torch.linalg": "torch"}
 
+CLAMPS = {"clamp", "clip", "clamp_min", "clamp_max"}
+
+
+def clamp_bounds(name: str, args: list, kwargs: dict) -> tuple[Any, Any]:
+    """(min, max) of a clamp call, each None where not given: ``clamp(x, min, max)`` and
+    ``clip`` take both (positional or ``min=``/``max=``), ``clamp_min(x, min)`` only a lower and
+    ``clamp_max(x, max)`` only an upper bound (``args[0]`` is ``x``). PyTorch doc: torch.clamp."""
+    first = args[1] if len(args) > 1 else None
+    if name == "clamp_min":
+        return kwargs.get("min", first), None
+    if name == "clamp_max":
+        return None, kwargs.get("max", first)
+    return kwargs.get("min", first), kwargs.get("max", args[2] if len(args) > 2 else None)

@@ -18,7 +18,7 @@ from verifier.dtypes import DEFAULT_FOR_CAT, DTC, DT, FLOATS, combine, is_float,
 from verifier.effects import dotted_name as _dotted
 from verifier.ops import BINARY as _BINARY, CAST as _CAST, COMPARE as _COMPARE, NAMESPACES as _NAMESPACES
 from verifier.ops import REDUCE as _REDUCE, SHAPE_SAME_DTYPE as _SHAPE_SAME_DTYPE, UNARY_BOOL as _UNARY_BOOL
-from verifier.ops import UNARY_FLOAT as _UNARY_FLOAT, UNARY_SAME as _UNARY_SAME
+from verifier.ops import CLAMPS as _CLAMPS, UNARY_FLOAT as _UNARY_FLOAT, UNARY_SAME as _UNARY_SAME, clamp_bounds as _clamp_bounds
 from verifier.module_shapes import M, _num, _numel, module_call, size_query
 from verifier.smt import Unsupported
 
@@ -548,7 +548,7 @@ class ShapeEval:
         return M("finfo")
 
     def _elementwise(self, name, x, args, kwargs, what, method) -> M | None:
-        """Unary ops, clamp, binary ops and comparisons (broadcasting, promotion)."""
+        """Unary ops, clamp (clamp_min, clamp_max), binary ops and comparisons (broadcasting, promotion)."""
         if name in _UNARY_FLOAT:
             return M("tensor", shape=list(x.shape), dtype=z3.If(is_float(x.dtype), x.dtype, DTC["float32"]))
         if name in _UNARY_SAME:
@@ -557,9 +557,8 @@ class ShapeEval:
             return M("tensor", shape=list(x.shape), dtype=x.dtype)
         if name in _UNARY_BOOL:
             return M("tensor", shape=list(x.shape), dtype=DTC["bool"])
-        if name == "clamp" or name == "clip":
-            lo = kwargs.get("min", args[1] if len(args) > 1 else None)
-            hi = kwargs.get("max", args[2] if len(args) > 2 else None)
+        if name in _CLAMPS:
+            lo, hi = _clamp_bounds(name, args, kwargs)
             ops = [x] + [v for v in (lo, hi) if v is not None and v.kind != "none"]
             shape = self.broadcast([v.shape if v.kind == "tensor" else [] for v in ops], what)
             self.pre.append((z3.BoolVal(len(ops) > 1), f"clamp needs min or max ({what})"))

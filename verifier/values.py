@@ -19,7 +19,7 @@ import z3
 
 from verifier.dtypes import DTC, FP_FORMAT, INT_BITS, INTS, RNE, fp_sort, promote_py
 from verifier.effects import dotted_name as _dotted
-from verifier.ops import CAST as _CAST
+from verifier.ops import CAST as _CAST, CLAMPS as _CLAMPS, clamp_bounds as _clamp_bounds
 from verifier.shapes import _expr
 from verifier.smt import Unsupported
 
@@ -482,10 +482,9 @@ class ValueEval:
         if last in ("sqrt", "rsqrt", "log", "log2", "log10", "log1p", "reciprocal", "abs", "neg", "relu", "square",
                     "exp", "tanh", "sigmoid", "sign", "sgn"):
             return self.unary(last, self.eval(args[0]), node)
-        if last in ("clamp", "clip"):
+        if last in _CLAMPS:
             x = self.eval(args[0])
-            lo = kw.get("min", args[1] if len(args) > 1 else None)
-            hi = kw.get("max", args[2] if len(args) > 2 else None)
+            lo, hi = _clamp_bounds(last, args, kw)
             if x.dtype not in FP_FORMAT:
                 raise Unsupported("clamp of a non-float")
             t = x.term

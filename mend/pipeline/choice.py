@@ -54,6 +54,19 @@ def _refusal(v: Verified, unsafe_fixes: bool) -> Declined | None:
     return None
 
 
+def _refusals(refused: dict[str, Declined], own: str) -> Declined:
+    """The site's decline when every candidate was refused: a withheld unsafe fix first (it
+    applies with --unsafe-fixes, which the user should hear), else the rule's own form's; the
+    other forms' reasons follow it, each named (helper-102's m45: only torch.cond's dtype
+    counterexample was shown, not that torch.where's untaken ``x // d`` divides by zero)."""
+    order = sorted(refused, key=lambda f: (refused[f].safety != "unsafe", f != own))
+    first = refused[order[0]]
+    if len(order) == 1:
+        return first
+    rest = "; ".join(f"torch.{f}: {refused[f].reason}" for f in order[1:])
+    return dataclasses.replace(first, reason=f"torch.{order[0]}: {first.reason}; also declined, {rest}")
+
+
 def _unobserved(res, verify: str) -> str | None:
     """Why the site was not observed when that is not ``--verify fast`` (choose's default)."""
     if verify == "fast":
@@ -129,9 +142,8 @@ def choose_rewrite(verify_fn, ex, rule, site, current: str, res, first: Verified
                                                             "without --unsafe-fixes")
     chosen = rec["chosen"]
     if chosen == "keep":
-        if not ok() and not unverified:  # nothing verified, nothing left untried: the rule's own refusal
-            why = refused.get(res.form) or next(iter(refused.values()))
-            return dataclasses.replace(why, choice=rec)
+        if not ok() and not unverified:  # nothing verified, nothing left untried: every refusal, said
+            return dataclasses.replace(_refusals(refused, res.form), choice=rec)
         if not ok():  # the rule's form was refused; the other was predicted slower than keep
             slower = ", ".join(sorted(unverified))
             why = refused.get(res.form) or next(iter(refused.values()))

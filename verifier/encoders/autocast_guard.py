@@ -64,7 +64,7 @@ def autocast_keeps_original(ob: dict, ctx: Ctx) -> Outcome:
     devices = set(ob.get("devices") or ()) | DEVICES
     torch_names = _module_aliases(tree, "torch")
     for node in ast.walk(tree):
-        if isinstance(node, ast.If) and len(node.body) == 1 and ast.dump(node.body[0]) == want:
+        if isinstance(node, ast.If) and _is_body(node, want):
             got = _guard_devices(node.test, torch_names)
             if got is not None and devices and devices <= got:
                 return checked(BY, [f"autocast on any of {', '.join(sorted(got))} runs the original statement, the graph "
@@ -74,10 +74,12 @@ def autocast_keeps_original(ob: dict, ctx: Ctx) -> Outcome:
                              f"as its whole body for the device types {sorted(devices)}")
 
 
-def _kept(ob: dict, ctx: Ctx, by: str, ternaries: bool) -> tuple[str, ast.Module] | Outcome:
-    """(the recorded original statement, dumped; the mended file's tree), or the outcome when
-    either version is missing or does not parse, or the statement is not one of the version
-    before (with ``ternaries``: nor a conditional expression of it written as an if)."""
+def _kept(ob: dict, ctx: Ctx, by: str, ternaries: bool) -> tuple[list[str], ast.Module] | Outcome:
+    """(the recorded original statements, each dumped; the mended file's tree), or the outcome
+    when either version is missing or does not parse, or the statements are not a run of
+    consecutive statements of one block of the version before (an ``if`` and the early exit's
+    fall-through after it; with ``ternaries``, one statement may also be a conditional
+    expression of it written as an if)."""
     if ctx.code is None or ctx.before is None:
         return unknown("the mended file and the version before were not both available to screen")
     try:
@@ -85,14 +87,34 @@ def _kept(ob: dict, ctx: Ctx, by: str, ternaries: bool) -> tuple[str, ast.Module
         tree, before = ast.parse(ctx.code), ast.parse(ctx.before)
     except SyntaxError as exc:
         return unknown(f"a version does not parse ({exc.msg})")
-    if len(kept) != 1:
-        return unknown("the recorded original is not one statement")
-    want, kind = ast.dump(kept[0]), type(kept[0])
-    if not any(ast.dump(n) == want for n in ast.walk(before) if isinstance(n, kind)) and not (
-            ternaries and want in _ternaries_as_ifs(before)):
-        return check_refuted(by, "the recorded statement is not one of the version before the rewrite"
-                             + (" (nor its conditional expression written as an if)" if ternaries else ""))
+    if not kept:
+        return unknown("the recorded original holds no statement")
+    want = [ast.dump(k) for k in kept]
+    if not any(_runs(block, want) for block in _blocks(before)) and not (
+            ternaries and len(want) == 1 and want[0] in _ternaries_as_ifs(before)):
+        return check_refuted(by, "the recorded statements are not consecutive statements of one block of the version "
+                             "before the rewrite" + (" (nor its conditional expression written as an if)" if ternaries else ""))
     return want, tree
+
+
+def _blocks(tree: ast.AST):
+    """Every statement list of ``tree`` (bodies, else and finally blocks, handlers' bodies)."""
+    for node in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                yield block
+
+
+def _runs(block: list[ast.stmt], want: list[str]) -> bool:
+    """Whether ``want`` (dumped statements) occurs in ``block`` as consecutive statements."""
+    dumps = [ast.dump(s) for s in block]
+    return any(dumps[i:i + len(want)] == want for i in range(len(dumps) - len(want) + 1))
+
+
+def _is_body(node: ast.If, want: list[str]) -> bool:
+    """Whether ``want`` is the whole body of ``node``."""
+    return [ast.dump(s) for s in node.body] == want
 
 
 def _ternaries_as_ifs(tree: ast.Module) -> set[str]:
@@ -113,8 +135,8 @@ def _ternaries_as_ifs(tree: ast.Module) -> set[str]:
 
 
 def anomaly_keeps_original(ob: dict, ctx: Ctx) -> Outcome:
-    """``anomaly-keeps-original`` (a static screen): the recorded original statement, one of the
-    version before, is the whole body of ``if not <torch>.compiler.is_compiling() and
+    """``anomaly-keeps-original`` (a static screen): the recorded original statements,
+    consecutive statements of one block of the version before, are the whole body of ``if not <torch>.compiler.is_compiling() and
     <torch>.is_anomaly_enabled():`` in the mended file, so under anomaly detection (which checks
     every backward step, a gated side's included: helper-88 F2) an eager call runs the original."""
     by = ("static screen of the mended file and the version before: the recorded statement is one of the version "
@@ -126,8 +148,7 @@ def anomaly_keeps_original(ob: dict, ctx: Ctx) -> Outcome:
     want, tree = found
     tests = {ast.dump(ast.parse(f"not {t}.compiler.is_compiling() and {t}.is_anomaly_enabled()", mode="eval").body)
              for t in _module_aliases(tree, "torch")}
-    if any(isinstance(n, ast.If) and ast.dump(n.test) in tests and len(n.body) == 1 and ast.dump(n.body[0]) == want
-           for n in ast.walk(tree)):
+    if any(isinstance(n, ast.If) and ast.dump(n.test) in tests and _is_body(n, want) for n in ast.walk(tree)):
         return checked(by, ["under torch.autograd anomaly detection an eager call runs the original statement",
                             "a compiled call runs the selection: with an AOT backend its backward is one autograd "
                             "node whose outputs are the gated gradients; with backend='eager' anomaly detection "

@@ -30,13 +30,13 @@ def guard_expr(env: _Env) -> cst.BaseExpression:
 def guard(node: cst.If, pairs, env: _Env):
     """``pairs`` (the planner's ``[(node, new statements)]``) with the new statements under
     ``else:`` of ``if <autocast on>: <node, verbatim>``, and the obligation
-    ``autocast-keeps-original`` added to ``env.obligations``. Raises _Declined when the plan
-    replaces more than the ``if`` itself (hoisted setup elsewhere: the kept ``if`` would run
-    in another context than it did)."""
-    new = _keep_under(node, pairs, guard_expr(env), NOTE, "autocast-guarded")
-    env.obligations.append({"kind": "autocast-keeps-original", "original": cst.Module([node.with_changes(
-        leading_lines=[])]).code, "devices": list(AUTOCAST_DEVICES)})
-    return [(node, [new])]
+    ``autocast-keeps-original`` added to ``env.obligations``. An early exit's fall-through
+    (``if p: return a`` then ``t = ...; return b``, which the plan folds into the selection) is
+    kept with it, verbatim. Raises _Declined when the plan replaces more than those statements
+    (an ``elif`` site rewrites its whole chain)."""
+    new, kept = _keep_under(node, pairs, guard_expr(env), NOTE, "autocast-guarded")
+    env.obligations.append({"kind": "autocast-keeps-original", "original": kept, "devices": list(AUTOCAST_DEVICES)})
+    return [(node, [new]), *((old, []) for old, _ in pairs[1:])]
 
 
 def anomaly_guard(node: cst.If, pairs, env: _Env):
@@ -51,25 +51,32 @@ def anomaly_guard(node: cst.If, pairs, env: _Env):
     :func:`guard`."""
     note = "# mend: anomaly detection checks every backward step, the gated side's too, so under it the original if runs"
     test = cst.parse_expression(f"not {env.torch}.compiler.is_compiling() and {env.torch}.is_anomaly_enabled()")
-    new = _keep_under(node, pairs, test, note, "anomaly-guarded")
-    env.obligations.append({"kind": "anomaly-keeps-original", "original": cst.Module([node.with_changes(
-        leading_lines=[])]).code})
-    return [(node, [new])]
+    new, kept = _keep_under(node, pairs, test, note, "anomaly-guarded")
+    env.obligations.append({"kind": "anomaly-keeps-original", "original": kept})
+    return [(node, [new]), *((old, []) for old, _ in pairs[1:])]
 
 
-def _keep_under(node: cst.If, pairs, test: cst.BaseExpression, note: str, what: str) -> cst.If:
-    """``if <test>: <node, verbatim> else: <the planner's new statements>``."""
-    if len(pairs) != 1 or pairs[0][0] is not node:
-        raise _Declined(f"the {what} form needs a plan that replaces the if alone, and this one also moves setup")
+def _keep_under(node: cst.If, pairs, test: cst.BaseExpression, note: str, what: str) -> tuple[cst.If, str]:
+    """(``if <test>: <node and the fall-through it absorbed, verbatim> else: <the planner's new
+    statements>``, the kept statements' code). The planner's other pairs may only delete the
+    statements after ``node`` that made its else arm (an early exit's fall-through): kept after
+    ``node`` they run exactly as before, and the kept run still ends in their ``return``."""
+    if pairs[0][0] is not node:
+        raise _Declined(f"the {what} form keeps one if and what follows it, and this site is an `elif` whose "
+                        "whole chain is rewritten")
+    if any(new for _, new in pairs[1:]):
+        raise _Declined(f"the {what} form needs a plan that replaces the if (and its fall-through) alone, and "
+                        "this one also moves setup")
+    tail = [old for old, _ in pairs[1:]]
     stmts = list(pairs[0][1])
     # the if's own comments go above the guard; what the planner added (the cond note) stays
     lead, n = list(node.leading_lines), len(node.leading_lines)
     own = list(stmts[0].leading_lines)
     stmts[0] = stmts[0].with_changes(leading_lines=own[n:] if own[:n] == lead else own)
-    original = node.with_changes(leading_lines=[])
+    original = [node.with_changes(leading_lines=[]), *tail]
     header = cst.TrailingWhitespace(whitespace=cst.SimpleWhitespace("  "), comment=cst.Comment(note))
-    return cst.If(test=test, body=cst.IndentedBlock(body=[original], header=header),
-                  orelse=cst.Else(body=cst.IndentedBlock(body=stmts)), leading_lines=lead)
+    return cst.If(test=test, body=cst.IndentedBlock(body=original, header=header),
+                  orelse=cst.Else(body=cst.IndentedBlock(body=stmts)), leading_lines=lead), cst.Module(original).code
 
 
 def declined_for_autocast(reason: str) -> bool:

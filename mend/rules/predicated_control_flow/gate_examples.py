@@ -91,4 +91,38 @@ GATE_EXAMPLES: list[tuple[str, str]] = [
                     return ent
         '''),
     ),
+    # an early exit (`if p: return a`, then its fall-through `y = ...; return y`): under anomaly detection the original
+    # if and the fall-through it absorbed are kept together, verbatim (helper-102's m03 was declined: the form kept the if alone)
+    (
+        dedent('''\
+            import torch
+            from torch import nn
+
+
+            class Model(nn.Module):
+                def forward(self, h):
+                    if (h > 0).all():
+                        return h.sqrt()
+                    y = h.abs() + 1
+                    return y
+        '''),
+        dedent('''\
+            import torch
+            from torch import nn
+        ''') + "\n\n" + HELPER + dedent('''\
+
+
+            class Model(nn.Module):
+                def forward(self, h):
+                    if not torch.compiler.is_compiling() and torch.is_anomaly_enabled():  # mend: anomaly detection checks every backward step, the gated side's too, so under it the original if runs
+                        if (h > 0).all():
+                            return h.sqrt()
+                        y = h.abs() + 1
+                        return y
+                    else:
+                        _mend_pred_0 = (h > 0).all()  # mend: predicated-control-flow (was: if (h > 0).all())
+                        y = h.abs() + 1
+                        return torch.where(_mend_pred_0, _mend_gate(_mend_pred_0, h).sqrt(), y)
+        '''),
+    ),
 ]
