@@ -385,10 +385,17 @@ def test_torch_assert_keeps_the_call_for_all_but_a_one_element_plain_tensor(tmp_
     for fn in (lambda c: mod.check(c), torch.compile(lambda c: mod.check(c), backend="aot_eager")):
         torch._dynamo.reset()
         assert fn(True) == 1
-        with pytest.raises(AssertionError, match="^positive$"):
+        # compiled, Dynamo may add its "from user code" appendix (the original's own message has it
+        # when False is the first call, not after a True: measured), so the first line is compared
+        with pytest.raises(AssertionError) as info:
             fn(False)
+        assert str(info.value).split("\n")[0] == "positive"
         with pytest.raises(RuntimeError, match="ambiguous"):
             fn(torch.tensor([True, False]))
+    # eager, without mend.validation_runtime.install: a one-element CPU tensor raises the original
+    # exception (the condition starts with torch.compiler.is_compiling(); helper-102 found the marker)
+    with pytest.raises(AssertionError, match="^positive$"):
+        mod.check(torch.tensor(False))
     Logged.seen.clear()
     assert mod.check(torch.tensor(True).as_subclass(Logged)) == 1 and "_assert" in Logged.seen
     code = (f"import sys; sys.path.insert(0, {str(tmp_path)!r}); import ta_kept as m\n"

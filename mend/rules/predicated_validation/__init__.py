@@ -38,8 +38,8 @@ the restore is CPU-only (an obligation of every fix).
 
 ``torch._assert(C, "literal")`` on a tensor ``C`` is ``if not C: raise AssertionError("literal")``
 (torch/__init__.py, not stripped by ``python -O``); Dynamo breaks on the call ("Data dependent
-operator"). It becomes ``(lambda _mend_c: torch._assert_async(_mend_c, MARKER) if type(_mend_c)
-is torch.Tensor and _mend_c.numel() == 1 and _mend_c.device.type == 'cpu' and _mend_c.layout == torch.strided and not _mend_c.is_quantized else torch._assert(_mend_c,
+operator"). It becomes ``(lambda _mend_c: torch._assert_async(_mend_c, MARKER) if
+torch.compiler.is_compiling() and type(_mend_c) is torch.Tensor and _mend_c.numel() == 1 and _mend_c.device.type == 'cpu' and _mend_c.layout == torch.strided and not _mend_c.is_quantized else torch._assert(_mend_c,
 "literal"))(C)``: a Python bool, a tensor subclass (``__torch_function__``), a tensor of several
 elements or one off the CPU keeps the call (an adversarial review found each changed by a first version, which had also assumed
 ``-O`` stripped it). Positional arguments only; a message that is not a string literal declines.
@@ -150,10 +150,11 @@ devices of the example run. Emitted after verification, with a documented differ
 ``torch.compile`` raises ``RuntimeError("mend-trap:...")`` instead of the original exception.
 Eager (not compiling) runs the original check itself, exactly: the guard of an ``if``/``raise``
 or an ``assert`` starts with ``torch.compiler.is_compiling()``, which Dynamo folds at trace time
-(helper-102 found the eager exception changed without the restore, before that clause). The
-``torch._assert(C, msg)`` form has no such clause (with it, a Python ``False`` compiled after a
-``True`` raised while Dynamo traced, its message extended by "from user code"): in eager a
-one-element CPU tensor ``C`` still needs the restore there. The restore
+(helper-102 found the eager exception changed without the restore, before that clause), and
+the ``torch._assert(C, msg)`` form's condition starts with it too. Under torch.compile a
+failing ``torch._assert`` on a Python ``False`` after a ``True`` now carries Dynamo's "from user
+code" appendix in its message, as the original's does when ``False`` is the first call (the
+original's, after a ``True``, does not: measured, torch 2.13). The restore
 is CPU-only: on CUDA ``_assert_async`` drops the message (pytorch#131491).
 
 Decided by Z3 over the facts of one run of the candidate: the mended check fails exactly

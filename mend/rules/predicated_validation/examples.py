@@ -322,7 +322,7 @@ class Encoder(nn.Module):
     # ("Data dependent operator"); anything but a one-element plain tensor keeps the call
     (
         'import torch\n\n\ndef check_lengths(x, lengths):\n    torch._assert((lengths > 0).all(), "lengths must be positive")\n    return x.sum(1) / lengths\n',
-        'import torch\n\n# mend: exceptions of checks rewritten into torch._assert_async, restored where the call returns\n# by mend.validation_runtime.install(model).\n_MEND_TRAPS = {\n    "6bee0e236287": lambda: AssertionError("lengths must be positive"),\n}\n\n\ndef check_lengths(x, lengths):\n    (lambda _mend_c: torch._assert_async(_mend_c, f"mend-trap:{__name__}:_MEND_TRAPS.6bee0e236287") if type(_mend_c) is torch.Tensor and _mend_c.numel() == 1 and _mend_c.device.type == \'cpu\' and _mend_c.layout == torch.strided and not _mend_c.is_quantized else torch._assert(_mend_c, "lengths must be positive"))((lengths > 0).all())\n    return x.sum(1) / lengths\n',
+        'import torch\n\n# mend: exceptions of checks rewritten into torch._assert_async, restored where the call returns\n# by mend.validation_runtime.install(model).\n_MEND_TRAPS = {\n    "6bee0e236287": lambda: AssertionError("lengths must be positive"),\n}\n\n\ndef check_lengths(x, lengths):\n    (lambda _mend_c: torch._assert_async(_mend_c, f"mend-trap:{__name__}:_MEND_TRAPS.6bee0e236287") if torch.compiler.is_compiling() and type(_mend_c) is torch.Tensor and _mend_c.numel() == 1 and _mend_c.device.type == \'cpu\' and _mend_c.layout == torch.strided and not _mend_c.is_quantized else torch._assert(_mend_c, "lengths must be positive"))((lengths > 0).all())\n    return x.sum(1) / lengths\n',
         5,
     ),
     # if/elif/else: a raise always leaves, so `elif` is a second `if` and `else:` its statements

@@ -428,13 +428,13 @@ def rewrite(module: cst.Module, line: int) -> RewriteResult | Decline:
     if plan.parts is not None:
         new, split = _split(plan, site[1], exc_code, table, indent)
         entries = [(f'"{k}"', f"lambda: {exc_code}") for _, k, _ in split]
-    elif plan.call is not None:   # torch._assert: anything but a one-element plain CPU tensor keeps the call
-        # (no is_compiling() clause here: with it, a Python False compiled after a True raised while
-        # Dynamo traced, its message extended by "from user code", where the original's ran eager)
+    elif plan.call is not None:   # torch._assert: anything but a one-element plain CPU tensor keeps the call,
+        # and so does eager (not compiling), which then raises the original exception without the restore
         kept = plan.call.with_changes(args=[plan.call.args[0].with_changes(value=cst.Name("_mend_c")),
                                             plan.call.args[1]])
         call = cst.parse_expression(
-            f"(lambda _mend_c: torch._assert_async(_mend_c, {marker}) if type(_mend_c) is torch.Tensor and "
+            f"(lambda _mend_c: torch._assert_async(_mend_c, {marker}) if torch.compiler.is_compiling() and "
+            f"type(_mend_c) is torch.Tensor and "
             f"_mend_c.numel() == 1 and _mend_c.device.type == 'cpu' and _mend_c.layout == torch.strided and "
             f"not _mend_c.is_quantized else {_code(kept)})({holds})")
         new: cst.CSTNode | list = cst.SimpleStatementLine([cst.Expr(call)], leading_lines=plan.stmt.leading_lines)
