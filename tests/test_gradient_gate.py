@@ -12,6 +12,7 @@ from mend.targets import load_file_module
 from tests.conftest import FIXTURES
 from verifier.encoders.base import Ctx
 from verifier.encoders.gradient_gate import gated
+from mend.rules.predicated_control_flow.gate_examples import GATE_EXAMPLES
 
 SRC = """import torch
 from torch import nn
@@ -207,17 +208,8 @@ def test_anomaly_detection_runs_the_original_if(tmp_path):
     assert torch.equal(grads[0][0], grads[1][0]) and grads[0][1] is None and grads[1][1] is None
 
 
-EARLY_EXIT = """import torch
-from torch import nn
-
-
-class Model(nn.Module):
-    def forward(self, h):
-        if (h > 0).all():
-            return h.sqrt()
-        y = h.abs() + 1
-        return y
-"""
+# the rule's own FIX example of an early exit (gate_examples.py)
+EARLY_EXIT = next(src for src, _ in GATE_EXAMPLES if "return h.sqrt()" in src)
 
 
 def test_anomaly_form_keeps_an_early_exit_with_its_fall_through(tmp_path):
