@@ -8,11 +8,11 @@ import torch
 
 from mend.fix import fix
 from mend.rules.predicated_control_flow import rewrite
+from mend.rules.predicated_control_flow.gate_examples import GATE_EXAMPLES
 from mend.targets import load_file_module
 from tests.conftest import FIXTURES
 from verifier.encoders.base import Ctx
 from verifier.encoders.gradient_gate import gated
-from mend.rules.predicated_control_flow.gate_examples import GATE_EXAMPLES
 
 SRC = """import torch
 from torch import nn
