@@ -127,6 +127,60 @@ def test_clamp_min_and_clamp_max_have_transfer_functions():
     assert r["result"] == "refuted" and "broadcast" in r["counterexample"], r
 
 
+def test_python_number_bounds_and_fills_must_fit_the_dtype():
+    """helper-104 B2: `h.clamp_min(-1e5)` on a float16 `h` raises "value cannot be converted to
+    type c10::Half without overflow" (so do masked_fill with -1e9, clamp of an int8 at 300, and
+    clamp of a bool tensor at a Python bool: measured); the new clamp_min transfer function had
+    proved such a side at the general tier. A value the model does not know fits float64 only;
+    at the observed tier a local's observed value decides, and says so."""
+    f = facts(h=tensor("float16", shape=(4,)), x=tensor(shape=(4,)), m=tensor("bool", shape=(4,)),
+              i8=tensor("int8", shape=(4,)), b=tensor("bool", shape=(4,)),
+              cv={"kind": "num", "cat": "float", "value": 64504.0})
+    for expr in ("h.clamp_min(-1e5)", "torch.clamp_max(h, 1e5)", "h.masked_fill(m, -1e9)", "i8.clamp(max=300)",
+                 "b.clamp_min(True)", "h.masked_fill(m, torch.finfo(torch.float32).min)"):
+        r = one("untaken-side-cannot-raise", f, expr=expr, guard="x.sum() > 0")
+        assert r["result"] == "refuted", (expr, r)
+    for expr in ("h.clamp_min(-100.0)", "i8.clamp(max=100)", "b.clamp_min(1)", "x.masked_fill(m, -1e30)",
+                 "h.masked_fill(m, torch.finfo(h.dtype).min)", "h.masked_fill(m, -torch.finfo(h.dtype).max)"):
+        r = one("untaken-side-cannot-raise", f, expr=expr, guard="x.sum() > 0")
+        assert r["result"] in ("proved", "checked"), (expr, r)
+    # T5's guard: `clamp_value` (a local) fits only as observed, and the certificate says so
+    r = one("untaken-side-cannot-raise", f, expr="torch.clamp(h, min=-cv, max=cv)", guard="x.sum() > 0")
+    assert r["result"] in ("proved", "checked") and r["tier"] == "observed", r
+    assert any("`cv` is 64504.0, its observed value" in a for a in r["assumptions"]), r["assumptions"]
+
+
+def test_reductions_over_an_empty_dim_or_one_element():
+    """helper-104 B3: `x.amax(-1)` raises IndexError over an empty dim (argmax, argmin, amin
+    too), `std`/`var` of fewer than two elements warn, `logsumexp` without dim raises
+    TypeError (measured): proved at the general tier before, now only at the example's sizes."""
+    f = facts(x=tensor(shape=(2, 4)), e=tensor(shape=(1, 0)))
+    for expr in ("x.amax(-1, keepdim=True)", "x.argmin(dim=1)", "x.std(-1)"):
+        r = one("untaken-side-cannot-raise", f, expr=expr, guard="x.sum() > 0")
+        assert r["result"] == "proved" and r["tier"] == "observed", (expr, r)
+    for expr in ("e.amax(-1)", "e.argmax(dim=1)", "e.var(-1)", "x.logsumexp()"):
+        r = one("untaken-side-cannot-raise", f, expr=expr, guard="x.sum() > 0")
+        assert r["result"] == "refuted", (expr, r)
+    assert one("untaken-side-cannot-raise", f, expr="e.amax(0)", guard="x.sum() > 0")["result"] in ("proved", "checked")
+    assert one("untaken-side-cannot-raise", f, expr="x.sum(-1)", guard="x.sum() > 0")["tier"] == "general"
+
+
+def test_a_nan_clamp_bound_gives_nan():
+    """helper-104: the value model read `clamp_min(x, nan)` as `x`; torch gives NaN for a NaN
+    bound on either side (measured)."""
+    import ast as _ast
+
+    from verifier.values import ValueEval
+
+    ev = ValueEval(facts(x=tensor(shape=())), {})
+    for expr, always_nan in (("x.clamp_min(float('nan'))", True), ("torch.clamp(x, min=0.0, max=float('nan'))", True),
+                             ("x.clamp_max(1.0)", False)):
+        v = ev.eval(_ast.parse(expr, mode="eval").body)
+        s = z3.Solver()
+        s.add(z3.Not(z3.fpIsNaN(v.term)))
+        assert (s.check() == z3.unsat) is always_nan, expr
+
+
 def test_bool_predicate_refuted_for_a_float_test():
     r = one("bool-predicate", facts(h=tensor("float32", ())), pred="h")
     assert r["result"] == "refuted"

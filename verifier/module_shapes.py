@@ -36,6 +36,36 @@ def _num(cat, ival=None, fval=None) -> M:
     return M("num", cat=cat, ival=ival, fval=fval)
 
 
+def builtin_call(ev, name: str, args: list[M], what: str) -> M:
+    """``abs``/``min``/``max`` of numbers, ``float``/``int`` (``float("-inf")`` keeps its value,
+    which :func:`scalar_fits` reads) and ``len`` of a tensor."""
+    if name in ("abs", "min", "max") and all(a.kind == "num" for a in args):
+        return _num("float" if any(a.cat == "float" for a in args) else "int")
+    if name == "float":
+        text = args[0].name if len(args) == 1 and args[0].kind == "str" else None
+        try:
+            return _num("float", fval=float(text) if text is not None else None)
+        except ValueError:
+            raise Unsupported(f"float({text!r}) raises ValueError") from None
+    if name == "int":
+        return _num("int")
+    if name == "len" and args and args[0].kind == "tensor":
+        if args[0].rank == 0:
+            ev.pre.append((z3.BoolVal(False), f"len() of a 0-dim tensor raises ({what})"))
+            return _num("int")
+        return _num("int", args[0].shape[0])
+    raise Unsupported(f"builtin `{name}`")
+
+
+def finfo_call(ev, args: list[M], kwargs: dict, what: str) -> M:
+    """``torch.finfo(d)``: its dtype kept, so that ``.max``/``.min`` say what they are."""
+    d = args[0] if args else kwargs.get("type")
+    if d is None or d.kind != "dtype" or d.dtype is None:
+        raise Unsupported("torch.finfo of an unknown dtype")
+    ev.pre.append((is_float(d.dtype), f"torch.finfo needs a floating dtype ({what})"))
+    return M("finfo", dtype=d.dtype)
+
+
 def module_call(ev, mod: M, args, kwargs, what) -> M:
     f = mod.fact
     t = f["type"]
@@ -90,3 +120,62 @@ def _numel(shape):
     for d in shape:
         n = n * d
     return n
+
+
+# the largest finite value of each floating dtype (torch.finfo(d).max)
+_FMAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38, "float32": 3.4028234663852886e38}
+_IRANGE = {"uint8": (0, 255), "int8": (-128, 127), "int16": (-32768, 32767), "int32": (-2**31, 2**31 - 1),
+           "int64": (-2**63, 2**63 - 1)}
+
+
+def scalar_fits(ev, v: M, dt, op: str, what: str, promoted: bool = False) -> None:
+    """Adds to ``ev.pre`` that the Python number ``v`` (a clamp bound, a masked_fill value)
+    converts to the dtype term ``dt`` without overflow: ATen raises "value cannot be converted to
+    type c10::Half without overflow" (measured on torch 2.13: ``clamp_min`` of a float16 tensor
+    at -1e5, ``masked_fill`` of a float16 tensor with -1e9, ``clamp`` of an int8 tensor at 300;
+    inf and NaN convert to any floating dtype, to no integer one). A value the model does not
+    know fits only float64; at the observed tier a local's observed value decides, said as an
+    assumption (helper-104's B2: an unbounded clamp_min proved a float16 side that raised).
+    ``promoted``: ``dt`` is a result type ``v`` took part in, so a float ``v`` makes it floating."""
+    if v is None or v.kind != "num" or v.cat == "bool":
+        return
+    from verifier.dtypes import DTC, DTYPES
+
+    names = [n for n in DTYPES if not (promoted and v.cat == "float" and n not in _FMAX and n != "float64")]
+    fits = {name: z3.simplify(_fits(ev, v, name, what)) for name in names}
+    parts = [z3.Implies(dt == DTC[name], f) for name, f in fits.items() if not z3.is_true(f)]
+    if not parts:   # fits every dtype: nothing for a solver
+        return
+    ev.pre.append((z3.And(*parts), f"{op}: the Python number converts to the result's dtype without overflow "
+                                   f"(a float16 tensor and 1e5 raise) ({what})"))
+
+
+def _fits(ev, v: M, name: str, what: str):
+    if name in ("bool", "float64"):
+        return z3.BoolVal(True)
+    if isinstance(v.owner, tuple) and v.owner[0] == "finfo":   # torch.finfo(d).max (or -max, eps, ...)
+        from verifier.dtypes import DTC
+
+        _, attr, d = v.owner
+        if attr not in ("max", "min"):
+            return z3.BoolVal(True)   # eps, tiny: magnitudes below 1, which every dtype converts
+        if name not in _FMAX:
+            return z3.BoolVal(False)
+        return z3.Or(*[d == DTC[w] for w in _FMAX if _FMAX[w] <= _FMAX[name]])
+    if v.cat == "int":
+        if name in ("float32", "bfloat16", "int64"):
+            return z3.BoolVal(True)   # a Python int torch takes at all is within int64, whose range these hold
+        lo, hi = _IRANGE.get(name, (-_FMAX["float16"], _FMAX["float16"]))
+        return z3.And(v.ival >= lo, v.ival <= hi) if v.ival is not None else z3.BoolVal(False)
+    f = v.fval
+    if f is None and ev.tier == "observed" and v.fact is not None and isinstance(v.fact.get("value"), float):
+        f = v.fact["value"]
+        ev.assume.append((z3.BoolVal(True), f"`{v.name}` is {f!r}, its observed value, in `{what}`"))
+    if f is None:
+        return z3.BoolVal(False)
+    if f != f or f in (float("inf"), float("-inf")):
+        return z3.BoolVal(name in _FMAX)
+    if name in _FMAX:
+        return z3.BoolVal(abs(f) <= _FMAX[name])
+    lo, hi = _IRANGE[name]
+    return z3.BoolVal(lo <= f <= hi)

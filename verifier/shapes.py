@@ -10,6 +10,7 @@ indexing/slicing. Anything else raises :class:`verifier.smt.Unsupported` (unknow
 from __future__ import annotations
 
 import ast
+import math
 from typing import Any, Callable
 
 import z3
@@ -19,7 +20,7 @@ from verifier.effects import dotted_name as _dotted
 from verifier.ops import BINARY as _BINARY, CAST as _CAST, COMPARE as _COMPARE, NAMESPACES as _NAMESPACES
 from verifier.ops import REDUCE as _REDUCE, SHAPE_SAME_DTYPE as _SHAPE_SAME_DTYPE, UNARY_BOOL as _UNARY_BOOL
 from verifier.ops import CLAMPS as _CLAMPS, UNARY_FLOAT as _UNARY_FLOAT, UNARY_SAME as _UNARY_SAME, clamp_bounds as _clamp_bounds
-from verifier.module_shapes import M, _num, _numel, module_call, size_query
+from verifier.module_shapes import M, _num, _numel, builtin_call, finfo_call, module_call, scalar_fits, size_query
 from verifier.smt import Unsupported
 
 
@@ -122,7 +123,9 @@ class ShapeEval:
                 return _num("int", z3.Int(dotted))
             if cat == "float":
                 val = f["value"] if isinstance(f["value"], float) else None
-                return _num("float", fval=val if dotted.startswith("self.") or dotted.isupper() else None)
+                out = _num("float", fval=val if dotted.startswith("self.") or dotted.isupper() else None)
+                out.fact, out.name = f, dotted   # the observed value, read only where a check says so
+                return out
             return _num("bool")
         if k == "dtype":
             return M("dtype", dtype=DTC.get(f["value"]) if f["value"] in DTC else None, name=f["value"])
@@ -186,6 +189,8 @@ class ShapeEval:
                 return M("dtype", dtype=DTC[a], name=a)
             if base.name == "torch" and a in ("float", "half", "double", "long", "int", "bool"):
                 return M("dtype", dtype=DTC[_CAST[a]], name=_CAST[a])
+            if base.name == "math" and a in ("inf", "nan", "pi", "e"):
+                return _num("float", fval=getattr(math, a))
             return M("fn", name=f"{base.name}.{a}")
         if base.kind == "tensor":
             if a == "dtype":
@@ -203,7 +208,9 @@ class ShapeEval:
             return M("method", name=a, owner=base)
         if base.kind == "finfo":
             if a in ("max", "min", "eps", "tiny", "smallest_normal"):
-                return _num("float")
+                out = _num("float")
+                out.owner = ("finfo", a, base.dtype)   # what the value is, for scalar_fits
+                return out
             if a == "bits":
                 return _num("int")
         if base.kind == "module":
@@ -223,7 +230,13 @@ class ShapeEval:
         if v.kind == "num":
             if isinstance(node.op, ast.USub) and v.cat == "int" and v.ival is not None:
                 return _num(v.cat, -v.ival)
-            return _num("int" if v.cat == "bool" else v.cat, fval=-v.fval if v.fval is not None and isinstance(node.op, ast.USub) else None)
+            out = _num("int" if v.cat == "bool" else v.cat, fval=-v.fval if v.fval is not None and isinstance(node.op, ast.USub) else None)
+            if isinstance(node.op, (ast.USub, ast.UAdd)):   # what scalar_fits reads: a magnitude kept
+                out.owner = v.owner if isinstance(v.owner, tuple) else None
+                if v.fact is not None and isinstance(v.fact.get("value"), float):
+                    sign = -1.0 if isinstance(node.op, ast.USub) else 1.0
+                    out.fact, out.name = {**v.fact, "value": sign * v.fact["value"]}, ast.unparse(node)
+            return out
         if v.kind != "tensor":
             raise Unsupported(f"unary op on a {v.kind}")
         if isinstance(node.op, ast.USub):
@@ -503,9 +516,9 @@ class ShapeEval:
         if ns == "math":
             return _num("float")
         if ns == "builtins":
-            return self._builtin(name, args, what)
+            return builtin_call(self, name, args, what)
         if name == "finfo":
-            return self._finfo(args, kwargs, what)
+            return finfo_call(self, args, kwargs, what)
         if name == "tensor" and not method and args and args[0].kind == "num":
             d = kwargs.get("dtype")
             dt = d.dtype if d is not None and d.kind == "dtype" else DTC[DEFAULT_FOR_CAT[args[0].cat]]
@@ -526,27 +539,6 @@ class ShapeEval:
                 return out
         raise Unsupported(f"`{name}` has no transfer function")
 
-    def _builtin(self, name: str, args: list[M], what: str) -> M:
-        if name in ("abs", "min", "max") and all(a.kind == "num" for a in args):
-            return _num("float" if any(a.cat == "float" for a in args) else "int")
-        if name == "float":
-            return _num("float")
-        if name == "int":
-            return _num("int")
-        if name == "len" and args and args[0].kind == "tensor":
-            if args[0].rank == 0:
-                self.pre.append((z3.BoolVal(False), f"len() of a 0-dim tensor raises ({what})"))
-                return _num("int")
-            return _num("int", args[0].shape[0])
-        raise Unsupported(f"builtin `{name}`")
-
-    def _finfo(self, args: list[M], kwargs: dict, what: str) -> M:
-        d = args[0] if args else kwargs.get("type")
-        if d is None or d.kind != "dtype" or d.dtype is None:
-            raise Unsupported("torch.finfo of an unknown dtype")
-        self.pre.append((is_float(d.dtype), f"torch.finfo needs a floating dtype ({what})"))
-        return M("finfo")
-
     def _elementwise(self, name, x, args, kwargs, what, method) -> M | None:
         """Unary ops, clamp (clamp_min, clamp_max), binary ops and comparisons (broadcasting, promotion)."""
         if name in _UNARY_FLOAT:
@@ -562,7 +554,12 @@ class ShapeEval:
             ops = [x] + [v for v in (lo, hi) if v is not None and v.kind != "none"]
             shape = self.broadcast([v.shape if v.kind == "tensor" else [] for v in ops], what)
             self.pre.append((z3.BoolVal(len(ops) > 1), f"clamp needs min or max ({what})"))
-            return M("tensor", shape=shape, dtype=self.result_type(ops))
+            rt = self.result_type(ops)
+            for bound in ops[1:]:
+                scalar_fits(self, bound, rt, name, what, promoted=True)
+            if any(b.kind == "num" and b.cat == "bool" for b in ops[1:]):   # measured: NotImplementedError
+                self.pre.append((rt != DTC["bool"], f"`{name}` of a bool tensor at a Python bool raises ({what})"))
+            return M("tensor", shape=shape, dtype=rt)
         if name in _BINARY:
             other = kwargs.get("other", args[1] if len(args) > 1 else None)
             if other is None:
@@ -656,9 +653,18 @@ class ShapeEval:
         if dim is None:
             if name in ("max", "min", "amax", "amin", "argmax", "argmin"):
                 self.pre.append((_numel(x.shape) > 0, f"`{name}` of an empty tensor raises ({what})"))
+            if name == "logsumexp":
+                self.pre.append((z3.BoolVal(False), f"logsumexp without dim raises TypeError ({what})"))
+            if name in ("std", "var"):   # fewer than two elements: a UserWarning (degrees of freedom <= 0)
+                self.pre.append((_numel(x.shape) > 1, f"`{name}` of fewer than two elements warns ({what})"))
             return M("tensor", shape=[], dtype=dt)
         dims = [dim] if isinstance(dim, int) else dim
         nd = {self._norm_dim(d, x.rank, what) for d in dims}
+        sizes = [x.shape[i] for i in sorted(nd)] if x.rank else [z3.IntVal(1)]
+        if name in ("amax", "amin", "argmax", "argmin"):   # helper-104 B3: IndexError over an empty dim
+            self.pre.append((z3.And(*[n > 0 for n in sizes]), f"`{name}` over an empty dim raises ({what})"))
+        if name in ("std", "var"):
+            self.pre.append((_numel(sizes) > 1, f"`{name}` over fewer than two elements warns ({what})"))
         shape = [(z3.IntVal(1) if i in nd else s) for i, s in enumerate(x.shape) if keep or i not in nd]
         return M("tensor", shape=shape, dtype=dt)
 
@@ -682,8 +688,9 @@ class ShapeEval:
             shape = self.broadcast([v.shape if v.kind == "tensor" else [] for v in (c, a, b)], what)
             return M("tensor", shape=shape, dtype=self.result_type([a, b]))
         if name == "masked_fill":
-            mask, _value = args[1], args[2]
+            mask, value = args[1], args[2]
             self.pre.append((mask.dtype == DTC["bool"], f"masked_fill needs a bool mask ({what})"))
+            scalar_fits(self, value, x.dtype, name, what)
             shape = self.broadcast([x.shape, mask.shape], what)
             self.pre.append((z3.And(*[a == b for a, b in zip(shape, x.shape)]) if len(shape) == x.rank else z3.BoolVal(False),
                              f"the mask broadcasts to the tensor's shape ({what})"))

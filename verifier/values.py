@@ -492,13 +492,19 @@ class ValueEval:
             for bound, is_lo in ((lo, True), (hi, False)):
                 if bound is None:
                     continue
-                bv = self.to(self.eval(bound), x.dtype)
+                b = self.eval(bound)
+                if b.dtype not in ("pyfloat", "pyint", "pybool", x.dtype):
+                    # a tensor bound of another dtype promotes (a float16 x and a float32 bound give
+                    # float32 when the bound has dims): not modelled (helper-104)
+                    raise Unsupported(f"clamp of a {x.dtype} tensor at a {b.dtype} bound")
+                bv = self.to(b, x.dtype)
+                # a NaN bound gives NaN (torch.tensor([1.]).clamp_min(nan) is nan, measured)
                 if is_lo:
                     inside.append(z3.fpGEQ(x.term, bv))
-                    t = z3.If(z3.fpIsNaN(t), t, z3.If(z3.fpLT(t, bv), bv, t))
+                    t = z3.If(z3.fpIsNaN(t), t, z3.If(z3.fpIsNaN(bv), bv, z3.If(z3.fpLT(t, bv), bv, t)))
                 else:
                     inside.append(z3.fpLEQ(x.term, bv))
-                    t = z3.If(z3.fpIsNaN(t), t, z3.If(z3.fpGT(t, bv), bv, t))
+                    t = z3.If(z3.fpIsNaN(t), t, z3.If(z3.fpIsNaN(bv), bv, z3.If(z3.fpGT(t, bv), bv, t)))
             out = V(t, x.dtype)
             zero = z3.FPVal(0.0, fp_sort(x.dtype))
             cond = z3.And(*inside) if inside else z3.BoolVal(True)
