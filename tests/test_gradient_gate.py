@@ -99,10 +99,12 @@ def _same(a, b):
 
 
 def test_soft_cap_fixture_one_graph_and_the_original_gradient_at_zero(tmp_path):
-    res = fix(str(FIXTURES / "gated_soft_cap.py"), max_examples=8)
+    res = fix(str(FIXTURES / "gated_soft_cap.py"), max_examples=8, unsafe_fixes=True)
     assert (res.before.graph_count, res.after.graph_count) == (4, 1), res.declined
     (rw,) = res.rewrites
-    assert rw["safety"]["label"] == "safe", rw["safety"]
+    # helper-104 B1: anomaly detection enabled around backward() only still sees the gated side's NaN step
+    assert rw["safety"]["label"] == "unsafe", rw["safety"]
+    assert any("enabled around backward() alone" in r for r in rw["safety"]["reasons"]), rw["safety"]
     kinds = {o["kind"]: o for o in rw["obligations"]}
     assert kinds["gradient-gated"]["result"] == "checked" and "finite-gradient" not in kinds
     (tmp_path / "m.py").write_text(res.mended)

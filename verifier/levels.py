@@ -75,9 +75,14 @@ def failed_kinds(results: list[dict], level: str, *, required=frozenset()) -> li
 
 
 # proof tiers whose premises are facts of the example run or an assumption on the inputs
-CONDITIONAL_TIERS = {"equal-sizes": "the example's equal sizes stay equal", "observed": "the example's sizes and dtypes",
+CONDITIONAL_TIERS = {"equal-sizes": "the example's equal sizes stay equal", "observed": "the example's sizes, dtypes and values",
                      "finite-leaves": "finite leaf values"}
 SAFE, UNSAFE = "safe", "unsafe"
+# checks that hold as stated but leave a documented difference, which a safe fix may not have
+CAVEATS = {"anomaly-keeps-original": "the original if runs under anomaly detection enabled during the forward call "
+                                     "only: enabled around backward() alone (or compiled with backend='eager'), the "
+                                     "gated side's backward step still returns NaN and anomaly detection raises where "
+                                     "the original's did not (helper-104)"}
 
 
 def fix_safety(results: list[dict], evidence: dict | None, use: str = "training and inference") -> dict:
@@ -97,8 +102,11 @@ def fix_safety(results: list[dict], evidence: dict | None, use: str = "training 
         kind, res = r["kind"], r["result"]
         if res == "unknown":
             reasons.append(f"{kind} is unknown ({r.get('reason') or 'not decided'})")
-        elif res == "proved" and r.get("tier") in CONDITIONAL_TIERS:
-            reasons.append(f"{kind} is proved assuming {CONDITIONAL_TIERS[r['tier']]} (tier {r['tier']})")
+        elif res in ("proved", "checked") and r.get("tier") in CONDITIONAL_TIERS:
+            # `checked` at a conditional tier: the encoding is trivially true only with its premises
+            reasons.append(f"{kind} is {res} assuming {CONDITIONAL_TIERS[r['tier']]} (tier {r['tier']})")
+        elif res == "checked" and kind in CAVEATS:
+            reasons.append(CAVEATS[kind])
         elif res == "checked" and kind in OBSERVED:
             reasons.append(f"{kind} rests on an observation, not a proof ({r.get('checked_by') or 'observed'})")
         elif res == "refuted" and kind != "finite-gradient":

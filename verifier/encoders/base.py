@@ -123,7 +123,7 @@ def _witnesses(terms: list, values: tuple[int, ...], limit: int = 48):
 def shape_tiers(ctx: Ctx, build: Callable[[ShapeEval], tuple[Any, Any]], *,
                 uniform: Callable[[str, bool], bool] | None = None, observed: bool = True) -> list:
     """Tiers for shape/dtype claims: general (independent sizes, dtype categories), equal
-    sizes (sizes equal on the example stay equal), observed (the example's sizes and dtypes;
+    sizes (sizes equal on the example stay equal), observed (the example's sizes, dtypes and local Python values;
     left out when ``observed`` is False). ``build(ev) -> (negated claim, extra)``;
     ``uniform``: see :class:`ShapeEval`."""
     def make(tier: str):

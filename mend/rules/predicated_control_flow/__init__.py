@@ -147,7 +147,9 @@ torch.compiler.is_compiling() and torch.is_anomaly_enabled():``, ``anomaly-keeps
 static screen): the untaken side's backward still runs, with a zero gradient, and anomaly
 detection raised "SqrtBackward0 returned nan values" there (helper-88 F2). The test breaks the
 graph under Dynamo, hence only outside torch.compile; compiled with ``backend="eager"`` and
-anomaly detection on, the difference remains.
+anomaly detection on, the difference remains, and so it does in eager when anomaly detection
+is enabled around ``backward()`` only (helper-104 B1): a gated rewrite is therefore unsafe
+(``verifier.levels.CAVEATS``), applied with ``--unsafe-fixes``.
 
 Inference-only: at ``--verify standard`` a refuted ``finite-gradient`` does not decline;
 the rewrite is marked ``inference-only`` (a gradient through the untaken side may be NaN,
