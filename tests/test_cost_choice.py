@@ -151,6 +151,8 @@ def test_every_refused_form_is_named_in_the_decline():
                            "untaken-side-cannot-raise refuted: `x // d`")
     assert both.failed_obligations == ["cond-branch-types"] and both.counterexample == "x: int8"
     assert _refusals({"where": where}, "where") is where
+    ruled = _refusals({"where": where}, "where", {"cond": "the rule declines it: a side returns `h`"})
+    assert ruled.reason.endswith("; also declined, torch.cond: the rule declines it: a side returns `h`")
     held = Declined.withheld("m.py:5", "predicated-control-flow", "withheld: ", {"label": "unsafe",
                                                                                "reasons": ["tier observed"]})
     lead = _refusals({"cond": cond, "where": held}, "cond")

@@ -54,16 +54,19 @@ def _refusal(v: Verified, unsafe_fixes: bool) -> Declined | None:
     return None
 
 
-def _refusals(refused: dict[str, Declined], own: str) -> Declined:
+def _refusals(refused: dict[str, Declined], own: str, ruled: dict[str, str] | None = None) -> Declined:
     """The site's decline when every candidate was refused: a withheld unsafe fix first (it
     applies with --unsafe-fixes, which the user should hear), else the rule's own form's; the
     other forms' reasons follow it, each named (helper-102's m45: only torch.cond's dtype
-    counterexample was shown, not that torch.where's untaken ``x // d`` divides by zero)."""
+    counterexample was shown, not that torch.where's untaken ``x // d`` divides by zero). ``ruled``:
+    the forms the rule declined before verification, with why (helper-104), said last."""
     order = sorted(refused, key=lambda f: (refused[f].safety != "unsafe", f != own))
     first = refused[order[0]]
-    if len(order) == 1:
+    others = [f"torch.{f}: {refused[f].reason}" for f in order[1:]] + [f"torch.{f}: {why}" for f, why in
+                                                                        sorted((ruled or {}).items())]
+    if not others:
         return first
-    rest = "; ".join(f"torch.{f}: {refused[f].reason}" for f in order[1:])
+    rest = "; ".join(others)
     return dataclasses.replace(first, reason=f"torch.{order[0]}: {first.reason}; also declined, {rest}")
 
 
@@ -143,7 +146,8 @@ def choose_rewrite(verify_fn, ex, rule, site, current: str, res, first: Verified
     chosen = rec["chosen"]
     if chosen == "keep":
         if not ok() and not unverified:  # nothing verified, nothing left untried: every refusal, said
-            return dataclasses.replace(_refusals(refused, res.form), choice=rec)
+            ruled = {f: why for f, why in declined.items() if f not in refused}   # forms the rule itself declined
+            return dataclasses.replace(_refusals(refused, res.form, ruled), choice=rec)
         if not ok():  # the rule's form was refused; the other was predicted slower than keep
             slower = ", ".join(sorted(unverified))
             why = refused.get(res.form) or next(iter(refused.values()))
