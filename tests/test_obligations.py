@@ -119,10 +119,19 @@ def test_clamp_min_and_clamp_max_have_transfer_functions():
     f = facts(h=tensor(shape=(2, 3)), n=tensor("int64", shape=(2, 1)), bad=tensor(shape=(4, 1)))
     ok = one("fall-through-cannot-raise", f, expr="h / n.clamp_min(1e-6)")
     assert ok["result"] in ("proved", "checked"), ok
-    same = one("same-dtype", f, target="n", lhs="torch.clamp_max(n, max=0.5)", rhs="h")
-    assert same["result"] == "proved", same
-    kept = one("same-dtype", f, target="n", lhs="n.clamp_max(5)", rhs="h")
-    assert kept["result"] == "refuted", kept   # an int bound keeps int64
+    # the dtype terms at the example's int64 `n` (evaluated directly: a same-dtype query over the
+    # promotion table takes ~1.5 s, near the solver's timeout on a loaded machine)
+    import ast as _ast
+
+    from verifier.dtypes import DT, DTC
+    from verifier.shapes import ShapeEval
+
+    ev = ShapeEval(facts(n=tensor("int64", shape=(2, 1))), {}, "observed", strict_dtypes=True)
+    at_int64 = [(z3.Const("n.dtype", DT), DTC["int64"])]
+    for expr, want in (("torch.clamp_max(n, max=0.5)", "float32"), ("n.clamp_max(5)", "int64"),
+                       ("n.clamp_min(1e-6)", "float32")):
+        got = ev.eval(_ast.parse(expr, mode="eval").body).dtype
+        assert z3.simplify(z3.substitute(got, *at_int64)).eq(DTC[want]), expr   # an int bound keeps int64
     r = one("fall-through-cannot-raise", f, expr="h / bad.clamp_min(1e-6)")
     assert r["result"] == "refuted" and "broadcast" in r["counterexample"], r
 

@@ -67,7 +67,7 @@ def raise_query(expr: str, traced_only: bool = False):
 
     def describe(model, extra):
         failing = [t for p, t in extra[1] if z3.is_false(model.eval(p, model_completion=True))]
-        return "; ".join(failing[:3]) + (" with " + model_text(model) if model_text(model) else "")
+        return "; ".join(failing[:3]) + (" (at " + model_text(model) + ")" if model_text(model) else "")
     return build, describe
 
 
