@@ -174,6 +174,27 @@ def test_reductions_over_an_empty_dim_or_one_element():
     assert one("untaken-side-cannot-raise", f, expr="x.sum(-1)", guard="x.sum() > 0")["tier"] == "general"
 
 
+def test_second_review_raise_preconditions():
+    """helper-105, each measured on torch 2.13: a 0-d int64 -1e9 masked into a float16 tensor
+    raised where the model had proved it (F1, labelled safe end to end), a value tensor with
+    dims raises (F5), an integer `**` at a negative Python int (F2), `frac` of an integer,
+    `hypot` of integers, `-` with a bool and abs/floor/... of a bool raise (F3), std/var warn
+    below correction + 1 elements, not below two (F6), Python ints beyond int64 (F8)."""
+    f = facts(h=tensor("float16", shape=(4, 8)), x=tensor(shape=(2, 3)), i=tensor("int64", shape=(2, 3)),
+              b=tensor("bool", shape=(2, 3)), neg=tensor("int64", shape=()), row=tensor(shape=(1, 3)),
+              k={"kind": "num", "cat": "int", "value": 2})
+    refuted = ["h.masked_fill(h < 0, neg)", "x.masked_fill(x > 0, x[0])", "i ** k", "i.frac()", "torch.hypot(i, i)",
+               "b - b", "x - True", "b.abs()", "b.floor()", "row.var(dim=0)", "x.var(dim=0, correction=2)",
+               "i.masked_fill(i > 0, 2**63)", "x.clamp(min=-2**63-1)"]
+    held = ["x.masked_fill(x > 0, x.sum())", "i ** 2", "x ** k", "x.frac()", "torch.hypot(x, x)", "x - 1", "i.abs()",
+            "row.var(dim=0, correction=0)", "row.std(dim=0, unbiased=False)", "i.masked_fill(i > 0, 2**62)"]
+    for expr in refuted:
+        assert one("untaken-side-cannot-raise", f, expr=expr, guard="x.sum() > 0")["result"] == "refuted", expr
+    for expr in held:
+        r = one("untaken-side-cannot-raise", f, expr=expr, guard="x.sum() > 0")
+        assert r["result"] in ("proved", "checked"), (expr, r)
+
+
 def test_a_nan_clamp_bound_gives_nan():
     """helper-104: the value model read `clamp_min(x, nan)` as `x`; torch gives NaN for a NaN
     bound on either side (measured)."""

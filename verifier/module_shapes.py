@@ -163,8 +163,11 @@ def _fits(ev, v: M, name: str, what: str):
             return z3.BoolVal(False)
         return z3.Or(*[d == DTC[w] for w in _FMAX if _FMAX[w] <= _FMAX[name]])
     if v.cat == "int":
+        known = v.ival is not None and z3.is_int_value(z3.simplify(v.ival))
+        if known and not -2**63 <= z3.simplify(v.ival).as_long() < 2**63:
+            return z3.BoolVal(False)   # beyond int64: OverflowError or "cannot be converted" (helper-105 F8)
         if name in ("float32", "bfloat16", "int64"):
-            return z3.BoolVal(True)   # a Python int torch takes at all is within int64, whose range these hold
+            return z3.BoolVal(True)   # a size or literal within int64, whose range these hold
         lo, hi = _IRANGE.get(name, (-_FMAX["float16"], _FMAX["float16"]))
         return z3.And(v.ival >= lo, v.ival <= hi) if v.ival is not None else z3.BoolVal(False)
     f = v.fval
@@ -179,3 +182,87 @@ def _fits(ev, v: M, name: str, what: str):
         return z3.BoolVal(abs(f) <= _FMAX[name])
     lo, hi = _IRANGE[name]
     return z3.BoolVal(lo <= f <= hi)
+
+
+# raise on a bool tensor (NotImplementedError or RuntimeError, measured on torch 2.13); frac on any integer
+_BOOL_RAISES = {"abs", "neg", "negative", "relu", "floor", "ceil", "round", "trunc", "frac", "positive", "fix"}
+# the dtypes each dtype converts into without overflow (masked_fill's value tensor): every value fits
+_WIDER = {"bool": ("uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64"),
+          "uint8": ("int16", "int32", "int64", "float16", "bfloat16", "float32", "float64"),
+          "int8": ("int16", "int32", "int64", "float16", "bfloat16", "float32", "float64"),
+          "int16": ("int32", "int64", "float16", "bfloat16", "float32", "float64"),
+          "int32": ("int64", "bfloat16", "float32", "float64"), "int64": ("bfloat16", "float32", "float64"),
+          "float16": ("bfloat16", "float32", "float64"), "bfloat16": ("float32", "float64"), "float32": ("float64",)}
+
+
+def unary_pre(ev, name: str, x: M, what: str) -> None:
+    """Raise preconditions of a same-dtype unary op (helper-105 F3)."""
+    from verifier.dtypes import DTC
+
+    if name in _BOOL_RAISES:
+        ev.pre.append((x.dtype != DTC["bool"], f"`{name}` of a bool tensor raises ({what})"))
+    if name == "frac":
+        ev.pre.append((is_float(x.dtype), f"`frac` of an integer tensor raises ({what})"))
+
+
+def binary_pre(ev, op: str, a: M, b: M, rt, what: str) -> None:
+    """Raise preconditions of ``a <op> b`` on tensors (helper-105 F2, F3, measured): ``-`` with a
+    bool operand; an integer ``**`` at a negative Python int ("Integers to negative integer powers
+    are not allowed")."""
+    from verifier.dtypes import DTC
+
+    if op == "-":
+        for v in (a, b):
+            ok = v.dtype != DTC["bool"] if v.kind == "tensor" else z3.BoolVal(v.cat != "bool")
+            ev.pre.append((ok, f"`-` with a bool operand raises ({what})"))
+    if op == "**" and b.kind == "num" and b.cat == "int":
+        text = f"an integer `**` at a negative exponent raises ({what})"
+        ev.pre.append((is_float(rt) if b.ival is None else z3.Or(is_float(rt), b.ival >= 0), text))
+        ev.value_pre.add(text)
+
+
+def hypot_pre(ev, a: M, b: M, what: str) -> None:
+    """``hypot`` of integer or bool tensors raises NotImplementedError (measured)."""
+    for v in (a, b):
+        if v.kind == "tensor":
+            ev.pre.append((is_float(v.dtype), f"`hypot` of an integer tensor raises ({what})"))
+
+
+def fill_tensor_pre(ev, value: M, x: M, what: str) -> None:
+    """``masked_fill(mask, value)`` with a tensor ``value``: 0-dim only, and its dtype must convert
+    to ``x``'s without overflow for every value it may hold (helper-105 F1, F5: a 0-d int64
+    -1e9 into a float16 tensor raised where the model had proved it)."""
+    from verifier.dtypes import DTC
+
+    ev.pre.append((z3.BoolVal(value.rank == 0), f"masked_fill takes a 0-dim value tensor ({what})"))
+    wider = [z3.And(value.dtype == DTC[s], z3.Or(*[x.dtype == DTC[d] for d in ds])) for s, ds in _WIDER.items()]
+    ev.pre.append((z3.Or(value.dtype == x.dtype, *wider),
+                   f"masked_fill's value tensor converts to the tensor's dtype without overflow ({what})"))
+
+
+def correction_of(name: str, kwargs: dict) -> int:
+    """std/var's correction (1 by default; ``unbiased=False`` is 0): fewer than ``correction + 1``
+    elements warn "degrees of freedom is <= 0" (helper-105 F6)."""
+    if "correction" in kwargs:
+        c = kwargs["correction"]
+        if c.kind != "num" or c.cat != "int" or c.ival is None or not z3.is_int_value(z3.simplify(c.ival)):
+            raise Unsupported(f"`{name}` with a correction that is not a literal int")
+        return z3.simplify(c.ival).as_long()
+    if "unbiased" in kwargs:
+        u = kwargs["unbiased"]
+        if u.kind != "num" or u.cat != "bool" or u.ival is None:
+            raise Unsupported(f"`{name}` with unbiased= that is not a literal")
+        return 1 if z3.is_true(z3.simplify(u.ival)) else 0
+    return 1
+
+
+def signed(v: M, out: M, node) -> M:
+    """``out`` (``-v`` or ``+v`` of a number) keeping what :func:`scalar_fits` reads of ``v``: a
+    finfo magnitude, and a local's observed value with its sign."""
+    import ast
+
+    out.owner = v.owner if isinstance(v.owner, tuple) else None
+    if v.fact is not None and isinstance(v.fact.get("value"), float):
+        sign = -1.0 if isinstance(node.op, ast.USub) else 1.0
+        out.fact, out.name = {**v.fact, "value": sign * v.fact["value"]}, ast.unparse(node)
+    return out

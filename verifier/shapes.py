@@ -20,7 +20,8 @@ from verifier.effects import dotted_name as _dotted
 from verifier.ops import BINARY as _BINARY, CAST as _CAST, COMPARE as _COMPARE, NAMESPACES as _NAMESPACES
 from verifier.ops import REDUCE as _REDUCE, SHAPE_SAME_DTYPE as _SHAPE_SAME_DTYPE, UNARY_BOOL as _UNARY_BOOL
 from verifier.ops import CLAMPS as _CLAMPS, UNARY_FLOAT as _UNARY_FLOAT, UNARY_SAME as _UNARY_SAME, clamp_bounds as _clamp_bounds
-from verifier.module_shapes import M, _num, _numel, builtin_call, finfo_call, module_call, scalar_fits, size_query
+from verifier.module_shapes import M, _num, _numel, binary_pre, builtin_call, correction_of, fill_tensor_pre, finfo_call
+from verifier.module_shapes import hypot_pre, module_call, scalar_fits, signed, size_query, unary_pre
 from verifier.smt import Unsupported
 
 
@@ -231,12 +232,7 @@ class ShapeEval:
             if isinstance(node.op, ast.USub) and v.cat == "int" and v.ival is not None:
                 return _num(v.cat, -v.ival)
             out = _num("int" if v.cat == "bool" else v.cat, fval=-v.fval if v.fval is not None and isinstance(node.op, ast.USub) else None)
-            if isinstance(node.op, (ast.USub, ast.UAdd)):   # what scalar_fits reads: a magnitude kept
-                out.owner = v.owner if isinstance(v.owner, tuple) else None
-                if v.fact is not None and isinstance(v.fact.get("value"), float):
-                    sign = -1.0 if isinstance(node.op, ast.USub) else 1.0
-                    out.fact, out.name = {**v.fact, "value": sign * v.fact["value"]}, ast.unparse(node)
-            return out
+            return signed(v, out, node) if isinstance(node.op, (ast.USub, ast.UAdd)) else out
         if v.kind != "tensor":
             raise Unsupported(f"unary op on a {v.kind}")
         if isinstance(node.op, ast.USub):
@@ -299,6 +295,8 @@ class ShapeEval:
                 return _num("bool")
             if a.cat == b.cat == "int" and a.ival is not None and b.ival is not None and op in ("+", "-", "*"):
                 return _num("int", {"+": a.ival + b.ival, "-": a.ival - b.ival, "*": a.ival * b.ival}[op])
+            if op == "**" and all(v.ival is not None and z3.is_int_value(z3.simplify(v.ival)) for v in (a, b)):
+                return _num("int", z3.IntVal(z3.simplify(a.ival).as_long() ** min(max(z3.simplify(b.ival).as_long(), 0), 256)))
             return _num("int")
         for v in (a, b):
             if v.kind not in ("tensor", "num"):
@@ -324,6 +322,7 @@ class ShapeEval:
                 "" if known else "; a tensor divisor's values are not modelled")
             self.pre.append((z3.Or(is_float(rt), b.ival != 0) if known else is_float(rt), text))
             self.value_pre.add(text)
+        binary_pre(self, op, a, b, rt, what)
         if op == "**" and not (b.kind == "num" and b.cat in ("int", "float")):
             text = f"integer `**` with a tensor exponent may raise on negative exponents ({what})"
             self.pre.append((is_float(rt), text))
@@ -544,8 +543,7 @@ class ShapeEval:
         if name in _UNARY_FLOAT:
             return M("tensor", shape=list(x.shape), dtype=z3.If(is_float(x.dtype), x.dtype, DTC["float32"]))
         if name in _UNARY_SAME:
-            if name in ("neg", "negative"):
-                self.pre.append((x.dtype != DTC["bool"], f"negating a bool tensor raises ({what})"))
+            unary_pre(self, name, x, what)
             return M("tensor", shape=list(x.shape), dtype=x.dtype)
         if name in _UNARY_BOOL:
             return M("tensor", shape=list(x.shape), dtype=DTC["bool"])
@@ -562,6 +560,8 @@ class ShapeEval:
             return M("tensor", shape=shape, dtype=rt)
         if name in _BINARY:
             other = kwargs.get("other", args[1] if len(args) > 1 else None)
+            if name == "hypot" and other is not None:
+                hypot_pre(self, x, other, what)
             if other is None:
                 other = kwargs.get("exponent")
             if other is None:
@@ -655,8 +655,8 @@ class ShapeEval:
                 self.pre.append((_numel(x.shape) > 0, f"`{name}` of an empty tensor raises ({what})"))
             if name == "logsumexp":
                 self.pre.append((z3.BoolVal(False), f"logsumexp without dim raises TypeError ({what})"))
-            if name in ("std", "var"):   # fewer than two elements: a UserWarning (degrees of freedom <= 0)
-                self.pre.append((_numel(x.shape) > 1, f"`{name}` of fewer than two elements warns ({what})"))
+            if name in ("std", "var"):   # too few elements: a UserWarning (degrees of freedom <= 0)
+                self.pre.append((_numel(x.shape) > correction_of(name, kwargs), f"`{name}` of too few elements warns ({what})"))
             return M("tensor", shape=[], dtype=dt)
         dims = [dim] if isinstance(dim, int) else dim
         nd = {self._norm_dim(d, x.rank, what) for d in dims}
@@ -664,7 +664,7 @@ class ShapeEval:
         if name in ("amax", "amin", "argmax", "argmin"):   # helper-104 B3: IndexError over an empty dim
             self.pre.append((z3.And(*[n > 0 for n in sizes]), f"`{name}` over an empty dim raises ({what})"))
         if name in ("std", "var"):
-            self.pre.append((_numel(sizes) > 1, f"`{name}` over fewer than two elements warns ({what})"))
+            self.pre.append((_numel(sizes) > correction_of(name, kwargs), f"`{name}` over too few elements warns ({what})"))
         shape = [(z3.IntVal(1) if i in nd else s) for i, s in enumerate(x.shape) if keep or i not in nd]
         return M("tensor", shape=shape, dtype=dt)
 
@@ -691,6 +691,8 @@ class ShapeEval:
             mask, value = args[1], args[2]
             self.pre.append((mask.dtype == DTC["bool"], f"masked_fill needs a bool mask ({what})"))
             scalar_fits(self, value, x.dtype, name, what)
+            if value.kind == "tensor":
+                fill_tensor_pre(self, value, x, what)
             shape = self.broadcast([x.shape, mask.shape], what)
             self.pre.append((z3.And(*[a == b for a, b in zip(shape, x.shape)]) if len(shape) == x.rank else z3.BoolVal(False),
                              f"the mask broadcasts to the tensor's shape ({what})"))
