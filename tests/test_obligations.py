@@ -179,7 +179,8 @@ def test_second_review_raise_preconditions():
     raised where the model had proved it (F1, labelled safe end to end), a value tensor with
     dims raises (F5), an integer `**` at a negative Python int (F2), `frac` of an integer,
     `hypot` of integers, `-` with a bool and abs/floor/... of a bool raise (F3), std/var warn
-    below correction + 1 elements, not below two (F6), Python ints beyond int64 (F8)."""
+    below correction + 1 elements, not below two (F6), Python ints beyond int64 (F8); every
+    reshape(-1, n) side was refuted (F7)."""
     f = facts(h=tensor("float16", shape=(4, 8)), x=tensor(shape=(2, 3)), i=tensor("int64", shape=(2, 3)),
               b=tensor("bool", shape=(2, 3)), neg=tensor("int64", shape=()), row=tensor(shape=(1, 3)),
               k={"kind": "num", "cat": "int", "value": 2})
@@ -190,6 +191,9 @@ def test_second_review_raise_preconditions():
             "row.var(dim=0, correction=0)", "row.std(dim=0, unbiased=False)", "i.masked_fill(i > 0, 2**62)"]
     for expr in refuted:
         assert one("untaken-side-cannot-raise", f, expr=expr, guard="x.sum() > 0")["result"] == "refuted", expr
+    # F7: reshape(-1, n)'s inferred size is numel / n, not a free variable the solver could pick wrong
+    assert one("untaken-side-cannot-raise", f, expr="(h + 1.0).reshape(-1, 8)", guard="x.sum() > 0")["result"] == "proved"
+    assert one("untaken-side-cannot-raise", f, expr="h.reshape(-1, 5)", guard="x.sum() > 0")["result"] == "refuted"
     for expr in held:
         r = one("untaken-side-cannot-raise", f, expr=expr, guard="x.sum() > 0")
         assert r["result"] in ("proved", "checked"), (expr, r)

@@ -809,9 +809,9 @@ class ShapeEval:
             if minus is None:
                 self.pre.append((known == numel, f"`{name}` keeps the number of elements ({what})"))
             else:
-                q = z3.Int(f"_{name}_inferred_{len(self.pre)}")
-                self.pre.append((z3.And(known > 0, q * known == numel), f"`{name}` sizes divide the number of elements ({what})"))
-                out[minus] = q
+                # the -1 size is numel / known, a term (a free variable here let the solver pick a wrong one: helper-105 F7)
+                self.pre.append((z3.And(known > 0, numel % known == 0), f"`{name}` sizes divide the number of elements ({what})"))
+                out[minus] = numel / known
             return M("tensor", shape=out, dtype=x.dtype)
         if name == "movedim":
             raise Unsupported("movedim")
