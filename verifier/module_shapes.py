@@ -8,7 +8,7 @@ from typing import Any
 
 import z3
 
-from verifier.dtypes import is_float
+from verifier.dtypes import DTC, DTYPES, is_float
 from verifier.smt import Unsupported
 
 
@@ -139,8 +139,6 @@ def scalar_fits(ev, v: M, dt, op: str, what: str, promoted: bool = False) -> Non
     ``promoted``: ``dt`` is a result type ``v`` took part in, so a float ``v`` makes it floating."""
     if v is None or v.kind != "num" or v.cat == "bool":
         return
-    from verifier.dtypes import DTC, DTYPES
-
     names = [n for n in DTYPES if not (promoted and v.cat == "float" and n not in _FMAX and n != "float64")]
     fits = {name: z3.simplify(_fits(ev, v, name, what)) for name in names}
     parts = [z3.Implies(dt == DTC[name], f) for name, f in fits.items() if not z3.is_true(f)]
@@ -154,8 +152,6 @@ def _fits(ev, v: M, name: str, what: str):
     if name in ("bool", "float64"):
         return z3.BoolVal(True)
     if isinstance(v.owner, tuple) and v.owner[0] == "finfo":   # torch.finfo(d).max (or -max, eps, ...)
-        from verifier.dtypes import DTC
-
         _, attr, d = v.owner
         if attr not in ("max", "min"):
             return z3.BoolVal(True)   # eps, tiny: magnitudes below 1, which every dtype converts
@@ -197,8 +193,6 @@ _WIDER = {"bool": ("uint8", "int8", "int16", "int32", "int64", "float16", "bfloa
 
 def unary_pre(ev, name: str, x: M, what: str) -> None:
     """Raise preconditions of a same-dtype unary op (helper-105 F3)."""
-    from verifier.dtypes import DTC
-
     if name in _BOOL_RAISES:
         ev.pre.append((x.dtype != DTC["bool"], f"`{name}` of a bool tensor raises ({what})"))
     if name == "frac":
@@ -209,8 +203,6 @@ def binary_pre(ev, op: str, a: M, b: M, rt, what: str) -> None:
     """Raise preconditions of ``a <op> b`` on tensors (helper-105 F2, F3, measured): ``-`` with a
     bool operand; an integer ``**`` at a negative Python int ("Integers to negative integer powers
     are not allowed")."""
-    from verifier.dtypes import DTC
-
     if op == "-":
         for v in (a, b):
             ok = v.dtype != DTC["bool"] if v.kind == "tensor" else z3.BoolVal(v.cat != "bool")
@@ -232,8 +224,6 @@ def fill_tensor_pre(ev, value: M, x: M, what: str) -> None:
     """``masked_fill(mask, value)`` with a tensor ``value``: 0-dim only, and its dtype must convert
     to ``x``'s without overflow for every value it may hold (helper-105 F1, F5: a 0-d int64
     -1e9 into a float16 tensor raised where the model had proved it)."""
-    from verifier.dtypes import DTC
-
     ev.pre.append((z3.BoolVal(value.rank == 0), f"masked_fill takes a 0-dim value tensor ({what})"))
     wider = [z3.And(value.dtype == DTC[s], z3.Or(*[x.dtype == DTC[d] for d in ds])) for s, ds in _WIDER.items()]
     ev.pre.append((z3.Or(value.dtype == x.dtype, *wider),

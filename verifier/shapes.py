@@ -793,19 +793,14 @@ class ShapeEval:
                     out.append(None)
                 else:
                     out.append(v.ival)
-            numel = z3.IntVal(1)
-            for d in s:
-                numel = numel * d
+            numel = _numel(s)
             if name == "expand":
                 if minus is not None:
                     raise Unsupported("expand(-1)")
                 sh = self.broadcast([s, out], what)
                 self.pre.append((z3.And(*[a == b for a, b in zip(sh, out)]), f"expand sizes ({what})"))
                 return M("tensor", shape=out, dtype=x.dtype)
-            known = z3.IntVal(1)
-            for d in out:
-                if d is not None:
-                    known = known * d
+            known = _numel([d for d in out if d is not None])
             if minus is None:
                 self.pre.append((known == numel, f"`{name}` keeps the number of elements ({what})"))
             else:
