@@ -15,6 +15,7 @@ from mend.targets import load_file_module
 from tests.conftest import FIXTURES
 from verifier.encoders.base import Ctx
 from verifier.encoders.cond import cond_modules_unhooked
+from verifier.smt import Unsupported
 
 SOURCE = (FIXTURES / "cond_submodule_branch.py").read_text()
 READY_CALL = '_mend_cond_ready(self, getattr(self, "mlp_a", None), getattr(self, "mlp_b", None), h, dense=(x,))'
@@ -139,6 +140,33 @@ def test_branch_dtypes_rest_on_the_guard_that_checks_them():
     for call, guard in ((None, roots), ("_mend_cond_ready(dense=(x,))", ["dense=(x,)"])):
         out = _branch_types(call, guard)   # refuted (float16 beside bfloat16), or unknown on a loaded machine
         assert out.result in ("refuted", "unknown") and out.tier != "observed", out   # either declines the cond
+
+
+def test_a_view_of_a_dense_tensor_rests_on_the_guard_that_checks_its_strides():
+    """helper-105 F4: `view` raises on strides that do not fit. The guard checks each `dense`
+    tensor contiguous (else the `if` runs), so a side's `x.view(...)` traces; without the guard an
+    input's layout is the example's only (the observed tier, an unsafe fix), and after a transpose
+    nothing is known (unknown)."""
+    from verifier.encoders.cond import READY_TEXT, cond_sides_trace
+
+    def sides(guard_call, guard, expr):
+        code = READY_TEXT.format(torch="torch") + (
+            "\n\nclass Model:\n    def forward(self, x):\n"
+            f"        if torch.compiler.is_compiling() and {guard_call}:\n"
+            f"            return torch.cond(x.sum() > 0, lambda: {expr}, lambda: x.clone())\n")
+        facts = {"names": {"x": {"kind": "tensor", "shape": [3, 4], "dtype": "float32", "contiguous": True}}}
+        ob = {"kind": "cond-sides-trace", "expr": expr, "guard": guard, "torch": "torch"}
+        return cond_sides_trace(ob, Ctx(facts, {}, code, ""))
+    guarded = sides("_mend_cond_ready(dense=(x,))", ["dense=(x,)"], "x.view(12)")
+    assert guarded.result == "proved" and guarded.tier == "observed", guarded   # 12 elements: the example's sizes
+    assert any("`x` is contiguous: the guard checks it" in a for a in guarded.assumptions), guarded.assumptions
+    general = sides("_mend_cond_ready(dense=(x,))", ["dense=(x,)"], "x.view(-1)")
+    assert general.result == "proved" and general.tier == "general", general
+    unguarded = sides("_mend_cond_ready()", [], "x.view(-1)")
+    assert unguarded.result == "proved" and unguarded.tier == "observed", unguarded
+    assert any("`x` is contiguous, as on the example" in a for a in unguarded.assumptions), unguarded.assumptions
+    with pytest.raises(Unsupported, match="after a transpose"):   # the obligation is unknown
+        sides("_mend_cond_ready(dense=(x,))", ["dense=(x,)"], "x.t().view(-1)")
 
 
 def test_a_side_of_a_fixed_dtype_is_refuted_or_labelled():

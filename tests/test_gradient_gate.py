@@ -2,6 +2,8 @@
 ``gradient-gated`` check (verifier/encoders/gradient_gate.py) and proofs/pcf_gate_gradient.smt2.
 The untaken side of a torch.where used to send 0 * inf = NaN into the gradient (held-out
 cases 204 and 205 of the second review round); a gate on each input stops it."""
+import ast
+
 import libcst as cst
 import pytest
 import torch
@@ -232,6 +234,21 @@ def test_anomaly_form_keeps_an_early_exit_with_its_fall_through(tmp_path):
     for code, before in ((result.code.replace(kept, "        else:", 1), EARLY_EXIT),
                          (result.code, EARLY_EXIT.replace("y = h.abs() + 1", "y = h.abs() + 2"))):
         assert anomaly_keeps_original(ob, Ctx({}, {}, code, before)).result == "refuted"
+    # helper-104 S1: the screen accepted the kept run anywhere in the file; now the guarded if must
+    # stand where the run stood, with the new code in its else (exclusive: nothing runs twice)
+    def guarded_if(tree):
+        return next((fn, j) for fn in ast.walk(tree) if isinstance(fn, ast.FunctionDef) for j, st in enumerate(fn.body)
+                    if isinstance(st, ast.If) and "is_anomaly_enabled" in ast.unparse(st.test))
+    for mutate in ("no else", "new code after the if"):
+        tree = ast.parse(result.code)
+        fn, j = guarded_if(tree)
+        new_code, fn.body[j].orelse = fn.body[j].orelse, []
+        if mutate != "no else":
+            fn.body[j + 1:j + 1] = new_code   # the kept run would fall through into the new code
+        assert anomaly_keeps_original(ob, Ctx({}, {}, ast.unparse(tree), EARLY_EXIT)).result == "refuted", mutate
+    moved = EARLY_EXIT + "\n\ndef elsewhere(h):\n    if not torch.compiler.is_compiling() and torch.is_anomaly_enabled():\n" + \
+        "".join("        " + line + "\n" for line in ob["original"].splitlines()) + "    else:\n        return h\n"
+    assert anomaly_keeps_original(ob, Ctx({}, {}, moved, EARLY_EXIT)).result == "refuted"
     (tmp_path / "orig.py").write_text(EARLY_EXIT)
     (tmp_path / "mended.py").write_text(result.code)
     grads = []

@@ -19,7 +19,7 @@ from verifier.outcomes import BadOutcome, Outcome
 
 
 def tensor(dtype="float32", shape=(2, 5), device="cpu"):
-    return {"kind": "tensor", "dtype": dtype, "shape": list(shape), "device": device, "param": False}
+    return {"kind": "tensor", "dtype": dtype, "shape": list(shape), "device": device, "param": False, "contiguous": True}
 
 
 def facts(**names):
@@ -197,6 +197,29 @@ def test_second_review_raise_preconditions():
     for expr in held:
         r = one("untaken-side-cannot-raise", f, expr=expr, guard="x.sum() > 0")
         assert r["result"] in ("proved", "checked"), (expr, r)
+
+
+def test_view_needs_a_contiguous_tensor():
+    """helper-105 F4, measured on torch 2.13: `x.t().view(6)` raises "view size is not compatible
+    with input tensor's size and stride" where `x.t().reshape(6)` copies; the shape model had
+    proved such a side. Strides are not modelled: a view is shown not to raise only on a tensor
+    known contiguous, and an input's layout is the example's (the observed tier, which says so)."""
+    old = {k: v for k, v in tensor(shape=(2, 3)).items() if k != "contiguous"}   # facts recorded before layouts were
+    f = facts(x=tensor(shape=(2, 3)), nc={**tensor(shape=(2, 3)), "contiguous": False}, old=old)
+    unknown = {"x.t().view(6)": "after a transpose", "x.t().abs().view(6)": "after a transpose",
+               "(x.mT * 2.0).view(6)": "after a transpose", "x[:, 1:].view(4)": "strided index",
+               "x.permute(1, 0).view(6)": "after a transpose", "torch.cat([x.t(), x.t()]).view(12)": "after a transpose",
+               "x.expand(2, 2, 3).view(12)": "expand", "nc.view(6)": "not contiguous on the example",
+               "old.view(6)": "layout was not recorded"}
+    for expr, why in unknown.items():
+        r = one("untaken-side-cannot-raise", f, expr=expr, guard="x.sum() > 0")
+        assert r["result"] == "unknown" and why in r["reason"], (expr, r)
+    for expr in ("x.view(6)", "(x + 1.0).view(3, 2)", "x[1:].view(3)", "x[0, 1:].view(2)", "x.permute(0, 1).view(6)"):
+        r = one("untaken-side-cannot-raise", f, expr=expr, guard="x.sum() > 0")
+        assert r["result"] == "proved" and r["tier"] == "observed", (expr, r)
+        assert "`x` is contiguous, as on the example" in " ".join(r["assumptions"]), r
+    for expr in ("x.t().contiguous().view(6)", "x.t().reshape(6)", "nc.reshape(3, 2)"):
+        assert one("untaken-side-cannot-raise", f, expr=expr, guard="x.sum() > 0")["result"] == "proved", expr
 
 
 def test_a_nan_clamp_bound_gives_nan():
@@ -417,7 +440,7 @@ def test_facts_are_read_where_the_rewrite_runs(tmp_path):
         return load_file_module(cand, "_mend_under_test").Model().eval()
     f, _ = O.facts_in_process(build, str(cand), t.args, {}, rw.obligations, code, rw.code)
     h = f["names"]["h"]
-    assert h == {"kind": "tensor", "dtype": "float32", "shape": [2, 8], "device": "cpu", "param": False}
+    assert h == {"kind": "tensor", "dtype": "float32", "shape": [2, 8], "device": "cpu", "param": False, "contiguous": True}
     assert f["hits"] >= 1 and "state" not in f
     request, defs = O.fact_request(rw.obligations, code, rw.code)
     import json

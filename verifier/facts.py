@@ -42,7 +42,8 @@ def summarize(value: Any, depth: int = 0) -> dict:
 
     if isinstance(value, torch.Tensor):
         out = {"kind": "tensor", "dtype": str(value.dtype).replace("torch.", ""), "shape": list(value.shape),
-               "device": value.device.type, "param": isinstance(value, torch.nn.Parameter)}
+               "device": value.device.type, "param": isinstance(value, torch.nn.Parameter),
+               "contiguous": value.is_contiguous()}   # strides: what `view` needs (verifier.shapes.need_contiguous)
         if type(value) not in (torch.Tensor, torch.nn.Parameter):
             # a subclass may override any operator (`__contains__`, `__eq__`): named, so a
             # check resting on torch's own methods can refuse it

@@ -26,6 +26,10 @@ class M:
     name: str | None = None
     items: list | None = None
     owner: Any = None
+    # a tensor's layout: the empty set when it is contiguous, a set of leaf names when it is
+    # contiguous if those leaves are (their layout is an observation), None when it may not be
+    # contiguous (after a transpose, permute, expand or a strided index: strides are not modelled)
+    layout: frozenset | None = frozenset()
 
     @property
     def rank(self) -> int:
@@ -256,3 +260,39 @@ def signed(v: M, out: M, node) -> M:
         sign = -1.0 if isinstance(node.op, ast.USub) else 1.0
         out.fact, out.name = {**v.fact, "value": sign * v.fact["value"]}, ast.unparse(node)
     return out
+
+
+def concat(ev, name: str, x: M, args, kwargs, what: str) -> M:
+    """``torch.cat``/``stack`` of a literal list of tensors: equal ranks, equal sizes outside the
+    dim (all of them for stack), one result dtype (``ev.result_type``)."""
+    seq = x if x.kind == "seq" else None
+    if seq is None or not seq.items or any(t.kind != "tensor" for t in seq.items):
+        raise Unsupported(f"`{name}` of something other than a literal list of tensors")
+    ts = seq.items
+    d = ev._dim_arg(args, kwargs, 1) or 0
+    r0 = ts[0].rank
+    if name == "stack":
+        d = ev._norm_dim(d, r0 + 1, what)
+        for t in ts[1:]:
+            if t.rank != r0:
+                ev.pre.append((z3.BoolVal(False), f"stack of tensors of different ranks ({what})"))
+            else:
+                ev.pre.append((z3.And(*[a == b for a, b in zip(ts[0].shape, t.shape)]) if r0 else z3.BoolVal(True),
+                                 f"stack needs equal shapes ({what})"))
+        shape = list(ts[0].shape[:d]) + [z3.IntVal(len(ts))] + list(ts[0].shape[d:])
+        return M("tensor", shape=shape, dtype=ev.result_type(ts))
+    if r0 == 0:
+        ev.pre.append((z3.BoolVal(False), f"cat of 0-dim tensors raises ({what})"))
+        return M("tensor", shape=[], dtype=ts[0].dtype)
+    d = ev._norm_dim(d, r0, what)
+    total = ts[0].shape[d]
+    for t in ts[1:]:
+        if t.rank != r0:
+            ev.pre.append((z3.BoolVal(False), f"cat of tensors of different ranks ({what})"))
+            continue
+        ev.pre.append((z3.And(*[a == b for i, (a, b) in enumerate(zip(ts[0].shape, t.shape)) if i != d] or [z3.BoolVal(True)]),
+                         f"cat needs equal sizes outside dim {d} ({what})"))
+        total = total + t.shape[d]
+    shape = list(ts[0].shape)
+    shape[d] = total
+    return M("tensor", shape=shape, dtype=ev.result_type(ts))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import math
+from dataclasses import replace
 from typing import Any, Callable
 
 import z3
@@ -21,7 +22,8 @@ from verifier.ops import BINARY as _BINARY, CAST as _CAST, COMPARE as _COMPARE, 
 from verifier.ops import REDUCE as _REDUCE, SHAPE_SAME_DTYPE as _SHAPE_SAME_DTYPE, UNARY_BOOL as _UNARY_BOOL
 from verifier.ops import CLAMPS as _CLAMPS, UNARY_FLOAT as _UNARY_FLOAT, UNARY_SAME as _UNARY_SAME, clamp_bounds as _clamp_bounds
 from verifier.module_shapes import M, _num, _numel, binary_pre, builtin_call, correction_of, fill_tensor_pre, finfo_call
-from verifier.module_shapes import hypot_pre, module_call, scalar_fits, signed, size_query, unary_pre
+from verifier.module_shapes import concat, hypot_pre, module_call, scalar_fits, signed, size_query, unary_pre
+from verifier.layout import index_layout, need_contiguous, result_layout
 from verifier.smt import Unsupported
 
 
@@ -30,7 +32,7 @@ class ShapeEval:
     preconditions (``pre``) whose failure makes some op raise."""
 
     def __init__(self, facts: dict, defs: dict[str, str], tier: str, *, strict_dtypes: bool = False,
-                 uniform: Callable[[str, bool], bool] | None = None):
+                 uniform: Callable[[str, bool], bool] | None = None, dense: frozenset = frozenset()):
         self.facts = facts.get("names", {}) if facts else {}
         self.self_modules = facts.get("self", {}) if facts else {}
         self.defs = defs
@@ -49,6 +51,8 @@ class ShapeEval:
         # dtype a runtime guard checks every such tensor shares (torch.cond's `_mend_cond_ready`)
         self.uniform = uniform
         self.one_float = None
+        self.dense = dense   # tensors a runtime guard checks contiguous (torch.cond's `_mend_cond_ready(dense=...)`)
+        self._seen: list[M] = []   # the values evaluated directly under the node being evaluated
 
     # leaves -----------------------------------------------------------------------------
     def leaf(self, dotted: str) -> M:
@@ -115,7 +119,13 @@ class ShapeEval:
             if state and f["shape"]:
                 self.assume.append((z3.BoolVal(True), f"module state `{dotted}` has its observed shape {tuple(f['shape'])}"))
             dt = self.dtype_of(dotted, f["dtype"], state, bool(f.get("param")))
-            return M("tensor", shape=dims, dtype=dt, name=dotted, fact=f)
+            # the layout is an observation (facts written before it was recorded: not known); module
+            # state is taken as observed (as its shape), another tensor's only at the observed tier
+            layout = (frozenset() if state else frozenset({dotted})) if f.get("contiguous") else None
+            if dotted in self.dense:
+                layout = frozenset()
+                self.assume.append((z3.BoolVal(True), f"`{dotted}` is contiguous: the guard checks it, else the `if` runs"))
+            return M("tensor", shape=dims, dtype=dt, name=dotted, fact=f, layout=layout)
         if k == "num":
             cat = f["cat"]
             if cat == "int":
@@ -151,7 +161,15 @@ class ShapeEval:
         meth = getattr(self, f"e_{type(node).__name__}", None)
         if meth is None:
             raise Unsupported(f"`{ast.unparse(node)}` ({type(node).__name__}) is not modelled")
-        return meth(node)
+        outer, self._seen = self._seen, []
+        try:
+            out = meth(node)
+        finally:
+            seen, self._seen = self._seen, outer
+        if out.kind == "tensor":
+            out = result_layout(node, out, seen)
+        outer.append(out)
+        return out
 
     def e_Expression(self, node):
         return self.eval(node.body)
@@ -456,7 +474,7 @@ class ShapeEval:
                 continue
             raise Unsupported(f"index `{ast.unparse(p)}` (tensor or computed indices are not modelled)")
         out.extend(base.shape[dim:])
-        return M("tensor", shape=out, dtype=base.dtype)
+        return M("tensor", shape=out, dtype=base.dtype, layout=index_layout(parts, base.rank, n_real))
 
     # calls ------------------------------------------------------------------------------
     def e_Call(self, node):
@@ -698,64 +716,33 @@ class ShapeEval:
                              f"the mask broadcasts to the tensor's shape ({what})"))
             return M("tensor", shape=list(x.shape), dtype=x.dtype)
         if name in ("cat", "concat", "concatenate", "stack"):
-            return self._concat(name, x, args, kwargs, what)
+            return concat(self, name, x, args, kwargs, what)
         return None
-
-    def _concat(self, name, x, args, kwargs, what) -> M:
-        seq = x if x.kind == "seq" else None
-        if seq is None or not seq.items or any(t.kind != "tensor" for t in seq.items):
-            raise Unsupported(f"`{name}` of something other than a literal list of tensors")
-        ts = seq.items
-        d = self._dim_arg(args, kwargs, 1) or 0
-        r0 = ts[0].rank
-        if name == "stack":
-            d = self._norm_dim(d, r0 + 1, what)
-            for t in ts[1:]:
-                if t.rank != r0:
-                    self.pre.append((z3.BoolVal(False), f"stack of tensors of different ranks ({what})"))
-                else:
-                    self.pre.append((z3.And(*[a == b for a, b in zip(ts[0].shape, t.shape)]) if r0 else z3.BoolVal(True),
-                                     f"stack needs equal shapes ({what})"))
-            shape = list(ts[0].shape[:d]) + [z3.IntVal(len(ts))] + list(ts[0].shape[d:])
-            return M("tensor", shape=shape, dtype=self.result_type(ts))
-        if r0 == 0:
-            self.pre.append((z3.BoolVal(False), f"cat of 0-dim tensors raises ({what})"))
-            return M("tensor", shape=[], dtype=ts[0].dtype)
-        d = self._norm_dim(d, r0, what)
-        total = ts[0].shape[d]
-        for t in ts[1:]:
-            if t.rank != r0:
-                self.pre.append((z3.BoolVal(False), f"cat of tensors of different ranks ({what})"))
-                continue
-            self.pre.append((z3.And(*[a == b for i, (a, b) in enumerate(zip(ts[0].shape, t.shape)) if i != d] or [z3.BoolVal(True)]),
-                             f"cat needs equal sizes outside dim {d} ({what})"))
-            total = total + t.shape[d]
-        shape = list(ts[0].shape)
-        shape[d] = total
-        return M("tensor", shape=shape, dtype=self.result_type(ts))
 
     def shape_op(self, name, x: M, args, kwargs, what="") -> M:
         r = x.rank
         s = list(x.shape)
+        moved = M("tensor", shape=s, dtype=x.dtype, layout=None)   # a view with other strides: may not be contiguous
         if name in ("t",):
             if r > 2:
                 self.pre.append((z3.BoolVal(False), f".t() of a tensor with more than 2 dims raises ({what})"))
-            return M("tensor", shape=s[::-1], dtype=x.dtype)
+            return replace(moved, shape=s[::-1]) if r == 2 else M("tensor", shape=s, dtype=x.dtype)
         if name == "mT":
-            return M("tensor", shape=s[:-2] + s[-2:][::-1], dtype=x.dtype)
+            return replace(moved, shape=s[:-2] + s[-2:][::-1])
         if name in ("transpose", "swapaxes"):
             a, b = self._dim_arg(args, kwargs, 0, "dim0"), self._dim_arg(args, kwargs, 1, "dim1")
             a, b = self._norm_dim(a, r, what), self._norm_dim(b, r, what)
             if r:
                 s[a], s[b] = s[b], s[a]
-            return M("tensor", shape=s, dtype=x.dtype)
+            return moved if a != b else M("tensor", shape=s, dtype=x.dtype)
         if name == "permute":
             dims = [self._dim_arg([a], {}, 0) for a in args] if len(args) != 1 or args[0].kind != "seq" else \
                 self._dim_arg(args, {}, 0)
             if sorted(d % max(r, 1) for d in dims) != list(range(r)):
                 self.pre.append((z3.BoolVal(False), f"permute dims are not a permutation ({what})"))
                 return M("tensor", shape=s, dtype=x.dtype)
-            return M("tensor", shape=[s[d % r] for d in dims], dtype=x.dtype)
+            order = [d % r for d in dims] if r else []
+            return M("tensor", shape=[s[d] for d in order], dtype=x.dtype, layout=None if order != sorted(order) else frozenset())
         if name == "unsqueeze":
             d = self._dim_arg(args, kwargs, 0)
             d = d % (r + 1) if -(r + 1) <= d <= r else self._norm_dim(d, r + 1, what)
@@ -799,7 +786,9 @@ class ShapeEval:
                     raise Unsupported("expand(-1)")
                 sh = self.broadcast([s, out], what)
                 self.pre.append((z3.And(*[a == b for a, b in zip(sh, out)]), f"expand sizes ({what})"))
-                return M("tensor", shape=out, dtype=x.dtype)
+                return replace(moved, shape=out)
+            if name == "view":
+                need_contiguous(self, x, what)
             known = _numel([d for d in out if d is not None])
             if minus is None:
                 self.pre.append((known == numel, f"`{name}` keeps the number of elements ({what})"))

@@ -20,6 +20,12 @@ class Unsupported(Exception):
     """The obligation (or a part of it) is outside what is encoded: result unknown."""
 
 
+class TierUnknown(Unsupported):
+    """This tier of a ladder cannot decide (it lacks a fact a later tier assumes, such as a
+    tensor's observed layout): :func:`verifier.encoders.base.decide` tries the next tier, and
+    at the last one it is unknown like any :class:`Unsupported`."""
+
+
 def solver_version() -> str:
     return f"z3 {z3.get_full_version()}"
 

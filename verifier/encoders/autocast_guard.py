@@ -6,7 +6,11 @@
   is refuted)
   (``<torch>`` bound only by ``import torch``) whose body is the recorded statement (an ``if``
   of predicated control flow, a counting loop of host-count-reduction), and that statement is
-  one of the version before the rewrite, token for token (``ast.dump``, positions aside).
+  one of the version before the rewrite, token for token (``ast.dump``, positions aside), and
+  the ``if`` stands where that statement stood (its block is the version before's with the
+  statement replaced by it) with the new code in its ``else``: the two are exclusive, and
+  whatever follows runs after either (helper-104 S1: the screen had accepted such an ``if``
+  anywhere in the file).
   Under autocast on those devices the original statement runs, so the rewrite's other
   obligations (about the new code in the ``else``) are needed only outside autocast. Dynamo folds the test and guards on autocast's state (measured on torch 2.13:
   ``GLOBAL_STATE changed: autocast(cpu)_enabled`` recompiles), so each state gets its own graph.
@@ -21,7 +25,7 @@ from verifier.outcomes import Outcome, check_refuted, checked, unknown
 
 BY = ("static screen of the mended file and the version before: the recorded statement is one of the version "
       "before, kept verbatim as the whole body of `if torch.is_autocast_enabled(...) or ...:` for every recorded "
-      "device type")
+      "device type, that if standing where the statement stood with the new code in its else")
 
 # the device types autocast has on torch 2.13 that a user may enable around the model
 DEVICES = frozenset({"cpu", "cuda", "xpu", "mps"})
@@ -60,22 +64,23 @@ def autocast_keeps_original(ob: dict, ctx: Ctx) -> Outcome:
     found = _kept(ob, ctx, BY, ternaries=False)
     if isinstance(found, Outcome):
         return found
-    want, tree = found
+    want, tree, before = found
     devices = set(ob.get("devices") or ()) | DEVICES
     torch_names = _module_aliases(tree, "torch")
     for node in ast.walk(tree):
-        if isinstance(node, ast.If) and _is_body(node, want):
+        if isinstance(node, ast.If) and _is_body(node, want) and _in_place(node, want, tree, before):
             got = _guard_devices(node.test, torch_names)
             if got is not None and devices and devices <= got:
                 return checked(BY, [f"autocast on any of {', '.join(sorted(got))} runs the original statement, the graph "
                                     "break included; autocast on another device type is not guarded",
                                     "Dynamo folds torch.is_autocast_enabled and guards on it (torch 2.13)"])
     return check_refuted(BY, "no `if torch.is_autocast_enabled(...) or ...:` in the mended file has the recorded statement "
-                             f"as its whole body for the device types {sorted(devices)}")
+                             f"as its whole body for the device types {sorted(devices)}, in its place, with the new code "
+                             "in its else")
 
 
-def _kept(ob: dict, ctx: Ctx, by: str, ternaries: bool) -> tuple[list[str], ast.Module] | Outcome:
-    """(the recorded original statements, each dumped; the mended file's tree), or the outcome
+def _kept(ob: dict, ctx: Ctx, by: str, ternaries: bool) -> tuple[list[str], ast.Module, ast.Module] | Outcome:
+    """(the recorded original statements, each dumped; the mended file's tree; the version before's), or the outcome
     when either version is missing or does not parse, or the statements are not a run of
     consecutive statements of one block of the version before (an ``if`` and the early exit's
     fall-through after it; with ``ternaries``, one statement may also be a conditional
@@ -90,20 +95,27 @@ def _kept(ob: dict, ctx: Ctx, by: str, ternaries: bool) -> tuple[list[str], ast.
     if not kept:
         return unknown("the recorded original holds no statement")
     want = [ast.dump(k) for k in kept]
-    if not any(_runs(block, want) for block in _blocks(before)) and not (
-            ternaries and len(want) == 1 and want[0] in _ternaries_as_ifs(before)):
+    if not any(_runs(block, want) for _, block in _blocks(before)) and not (
+            ternaries and len(want) == 1 and any(_ternary_if(n) == want[0] for n in ast.walk(before))):
         return check_refuted(by, "the recorded statements are not consecutive statements of one block of the version "
                              "before the rewrite" + (" (nor its conditional expression written as an if)" if ternaries else ""))
-    return want, tree
+    return want, tree, before
 
 
-def _blocks(tree: ast.AST):
-    """Every statement list of ``tree`` (bodies, else and finally blocks, handlers' bodies)."""
-    for node in ast.walk(tree):
-        for field in ("body", "orelse", "finalbody"):
-            block = getattr(node, field, None)
-            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
-                yield block
+def _blocks(node: ast.AST, address: tuple = ()):
+    """(address, block) for every statement list under ``node`` (bodies, else and finally blocks,
+    handlers' bodies, match cases'). The address names the enclosing classes and functions, and
+    each other enclosing statement by its field and position: what a rewrite inside the block
+    (or a helper added at the top of the module) leaves as it was."""
+    for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+        block = getattr(node, field, None)
+        if not isinstance(block, list) or not block:
+            continue
+        if isinstance(block[0], ast.stmt):
+            yield (*address, field), block
+        for i, child in enumerate(block):
+            named = isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            yield from _blocks(child, (*address, type(child).__name__, child.name) if named else (*address, field, i))
 
 
 def _runs(block: list[ast.stmt], want: list[str]) -> bool:
@@ -117,21 +129,37 @@ def _is_body(node: ast.If, want: list[str]) -> bool:
     return [ast.dump(s) for s in node.body] == want
 
 
-def _ternaries_as_ifs(tree: ast.Module) -> set[str]:
-    """Each ``return A if P else B`` / ``x = A if P else B`` of ``tree`` as the ``if P: return A
-    else: return B`` the rule plans it as (the same evaluation: P, then the one side), dumped."""
-    out = set()
-    for node in ast.walk(tree):
-        value = getattr(node, "value", None)
-        if not isinstance(value, ast.IfExp) or not isinstance(node, (ast.Return, ast.Assign)):
-            continue
-        if isinstance(node, ast.Return):
-            sides = [ast.Return(value=value.body), ast.Return(value=value.orelse)]
-        else:
-            sides = [ast.Assign(targets=node.targets, value=value.body), ast.Assign(targets=node.targets,
-                                                                                 value=value.orelse)]
-        out.add(ast.dump(ast.If(test=value.test, body=[sides[0]], orelse=[sides[1]])))
-    return out
+def _in_place(node: ast.If, want: list[str], tree: ast.Module, before: ast.Module) -> bool:
+    """Whether ``node`` has an ``else`` (the new code) and stands where the kept statements
+    stood: its block in ``tree`` is ``node`` between statements that, with the kept ones (or the
+    conditional expression they write as an if) between them, are the block of ``before`` at the
+    same address (:func:`_blocks`)."""
+    if not node.orelse:
+        return False
+    olds = dict(_blocks(before))
+    for address, block in _blocks(tree):
+        at = next((j for j, s in enumerate(block) if s is node), None)
+        old = olds.get(address)
+        if at is not None and old is not None:
+            head, tail = [ast.dump(s) for s in block[:at]], [ast.dump(s) for s in block[at + 1:]]
+            seg = old[at:len(old) - len(tail)]
+            if [ast.dump(s) for s in old[:at]] == head and [ast.dump(s) for s in old[len(old) - len(tail):]] == tail \
+                    and ([ast.dump(s) for s in seg] == want or len(seg) == len(want) == 1 and _ternary_if(seg[0]) == want[0]):
+                return True
+    return False
+
+
+def _ternary_if(node: ast.AST) -> str | None:
+    """``return A if P else B`` / ``x = A if P else B`` as the ``if P: return A else: return B``
+    the rule plans it as (the same evaluation: P, then the one side), dumped; else None."""
+    value = getattr(node, "value", None)
+    if not isinstance(value, ast.IfExp) or not isinstance(node, (ast.Return, ast.Assign)):
+        return None
+    if isinstance(node, ast.Return):
+        sides = [ast.Return(value=value.body), ast.Return(value=value.orelse)]
+    else:
+        sides = [ast.Assign(targets=node.targets, value=value.body), ast.Assign(targets=node.targets, value=value.orelse)]
+    return ast.dump(ast.If(test=value.test, body=[sides[0]], orelse=[sides[1]]))
 
 
 def anomaly_keeps_original(ob: dict, ctx: Ctx) -> Outcome:
@@ -141,20 +169,22 @@ def anomaly_keeps_original(ob: dict, ctx: Ctx) -> Outcome:
     every backward step, a gated side's included: helper-88 F2) an eager call runs the original."""
     by = ("static screen of the mended file and the version before: the recorded statement is one of the version "
           "before, kept verbatim as the whole body of `if not torch.compiler.is_compiling() and "
-          "torch.is_anomaly_enabled():`")
+          "torch.is_anomaly_enabled():`, that if standing where the statement stood with the new code in its else")
     found = _kept(ob, ctx, by, ternaries=True)
     if isinstance(found, Outcome):
         return found
-    want, tree = found
+    want, tree, before = found
     tests = {ast.dump(ast.parse(f"not {t}.compiler.is_compiling() and {t}.is_anomaly_enabled()", mode="eval").body)
              for t in _module_aliases(tree, "torch")}
-    if any(isinstance(n, ast.If) and ast.dump(n.test) in tests and _is_body(n, want) for n in ast.walk(tree)):
+    if any(isinstance(n, ast.If) and ast.dump(n.test) in tests and _is_body(n, want) and _in_place(n, want, tree, before)
+           for n in ast.walk(tree)):
         return checked(by, ["under torch.autograd anomaly detection an eager call runs the original statement",
                             "a compiled call runs the selection: with an AOT backend its backward is one autograd "
                             "node whose outputs are the gated gradients; with backend='eager' anomaly detection "
                             "still sees the untaken side's step (not covered)"])
     return check_refuted(by, "no `if not torch.compiler.is_compiling() and torch.is_anomaly_enabled():` in the "
-                             "mended file has the recorded statement as its whole body")
+                             "mended file has the recorded statement as its whole body, in its place, with the new "
+                             "code in its else")
 
 
 ENCODERS = {"autocast-keeps-original": autocast_keeps_original, "anomaly-keeps-original": anomaly_keeps_original}

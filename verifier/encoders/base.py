@@ -20,7 +20,7 @@ from z3.z3util import get_vars
 from verifier.dtypes import FP_FORMAT
 from verifier.outcomes import Outcome, checked
 from verifier.shapes import ShapeEval
-from verifier.smt import TIMEOUT_MS, fixed_false, model_text, result_of, solve
+from verifier.smt import TIMEOUT_MS, TierUnknown, fixed_false, model_text, result_of, solve
 from verifier.values import ValueEval
 
 
@@ -65,7 +65,12 @@ def decide(kind: str, tiers: list[tuple[str, Callable[[], Query]]], ctx: Ctx, ar
     last = None
     total = 0.0
     for i, (tier_name, build) in enumerate(tiers):
-        q = build()
+        try:
+            q = build()
+        except TierUnknown:
+            if i < len(tiers) - 1:
+                continue   # a fact only a later tier assumes (a layout as observed)
+            raise
         if fixed_false(q.claim):
             by = fixed_by or "the encoding itself: the negated claim is false before any solving"
             return checked(by, q.assumptions, lemmas, tier=tier_name, arithmetic=arithmetic)
@@ -121,14 +126,15 @@ def _witnesses(terms: list, values: tuple[int, ...], limit: int = 48):
 
 
 def shape_tiers(ctx: Ctx, build: Callable[[ShapeEval], tuple[Any, Any]], *,
-                uniform: Callable[[str, bool], bool] | None = None, observed: bool = True) -> list:
+                uniform: Callable[[str, bool], bool] | None = None, observed: bool = True,
+                dense: frozenset = frozenset()) -> list:
     """Tiers for shape/dtype claims: general (independent sizes, dtype categories), equal
     sizes (sizes equal on the example stay equal), observed (the example's sizes, dtypes and local Python values;
     left out when ``observed`` is False). ``build(ev) -> (negated claim, extra)``;
-    ``uniform``: see :class:`ShapeEval`."""
+    ``uniform``, ``dense``: see :class:`ShapeEval`."""
     def make(tier: str):
         def run():
-            ev = ShapeEval(ctx.facts, ctx.defs, tier, strict_dtypes=(tier == "observed"), uniform=uniform)
+            ev = ShapeEval(ctx.facts, ctx.defs, tier, strict_dtypes=(tier == "observed"), uniform=uniform, dense=dense)
             claim_neg, extra = build(ev)
             premises = [a for a, _ in ev.assume]
             texts = assumption_texts(ev.assume)
