@@ -26,10 +26,10 @@ def _ob(kind, result, **kw):
     ([_ob("order-preserved", "checked", checked_by="the operator registry")], {}, "training and inference", None),
     ([_ob("same-shape", "unknown", reason="timeout")], {}, "training and inference", "same-shape is unknown"),
     ([_ob("same-shape", "proved", tier="equal-sizes")], {}, "training and inference", "assuming the example's equal"),
-    ([_ob("same-shape", "proved", tier="observed")], {}, "training and inference", "sizes, dtypes and values"),
+    ([_ob("same-shape", "proved", tier="observed")], {}, "training and inference", "sizes, dtypes, values and layouts"),
     # trivially true only with the example's premises (a local's observed value): not safe either
     ([_ob("untaken-side-cannot-raise", "checked", tier="observed")], {}, "training and inference",
-     "untaken-side-cannot-raise is checked assuming the example's sizes, dtypes and values"),
+     "untaken-side-cannot-raise is checked assuming the example's sizes, dtypes, values and layouts"),
     ([_ob("untaken-side-cannot-raise", "checked", tier="general")], {}, "training and inference", None),
     ([_ob("anomaly-keeps-original", "checked")], {}, "training and inference", "around backward() alone"),
     ([_ob("where-equals-ite", "proved", tier="finite-leaves")], {}, "training and inference", "finite leaf values"),

@@ -220,6 +220,18 @@ def test_view_needs_a_contiguous_tensor():
         assert "`x` is contiguous, as on the example" in " ".join(r["assumptions"]), r
     for expr in ("x.t().contiguous().view(6)", "x.t().reshape(6)", "nc.reshape(3, 2)"):
         assert one("untaken-side-cannot-raise", f, expr=expr, guard="x.sum() > 0")["result"] == "proved", expr
+    # helper-106, measured: a memory_format= other than contiguous_format (each raises on the example
+    # itself), cat of a contiguous (N, C, 1, 1) tensor with channels_last strides (`x` pooled from a
+    # channels_last input: cat keeps the suggested format), and `.mT` of a 1-D tensor
+    g = facts(x=tensor(shape=(2, 3, 4, 5)), p=tensor(shape=(2, 3, 1, 1)), v=tensor(shape=(4,)))
+    for expr in ("x.contiguous(memory_format=torch.channels_last).view(-1)", "x.clone(memory_format=torch.channels_last).view(-1)",
+                 "x.to(memory_format=torch.channels_last).view(-1)", "torch.zeros_like(x, memory_format=torch.channels_last).view(-1)",
+                 "torch.cat([p, p], -1).view(-1)", "torch.stack([p, p]).view(-1)"):
+        r = one("untaken-side-cannot-raise", g, expr=expr, guard="x.sum() > 0")
+        assert r["result"] == "unknown" and "may not be contiguous" in r["reason"], (expr, r)
+    assert one("untaken-side-cannot-raise", g, expr="v.mT", guard="x.sum() > 0")["result"] == "refuted"
+    for expr in ("x.contiguous(memory_format=torch.contiguous_format).view(-1)", "torch.cat([v, v]).view(2, 4)"):
+        assert one("untaken-side-cannot-raise", g, expr=expr, guard="x.sum() > 0")["result"] == "proved", expr
 
 
 def test_a_nan_clamp_bound_gives_nan():

@@ -20,12 +20,16 @@ from verifier.smt import TierUnknown, Unsupported
 
 
 def result_layout(node: ast.AST, out: M, seen: list[M]) -> M:
-    """``out`` (the tensor ``node`` evaluates to) with its layout: ``.contiguous()`` is
-    contiguous; any other result is contiguous when the tensors it was computed from (``seen``:
+    """``out`` (the tensor ``node`` evaluates to) with its layout: ``.contiguous()`` (or any call
+    with ``memory_format=torch.contiguous_format``) is contiguous, a call with another
+    ``memory_format`` may not be; any other result is contiguous when the tensors it was computed from (``seen``:
     the values evaluated directly under ``node``) are, a conservative rule (TensorIterator gives
     an elementwise result its inputs' stride order), unless its own op set it to None."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "contiguous" \
-            and not node.args and not node.keywords:
+    fmt = next((k.value for k in node.keywords if k.arg == "memory_format"), None) if isinstance(node, ast.Call) else None
+    if fmt is not None:   # helper-106: `x.contiguous(memory_format=torch.channels_last)`, `clone`, `to`, `*_like`
+        layout = frozenset() if isinstance(fmt, ast.Attribute) and fmt.attr == "contiguous_format" else None
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "contiguous" \
+            and not node.args:
         layout = frozenset()
     else:
         layout = out.layout
@@ -62,7 +66,7 @@ def need_contiguous(ev, x: M, what: str) -> None:
     :class:`Unsupported` where ``x`` may not be, and :class:`TierUnknown` where it is contiguous if
     leaves are, which only the observed tier assumes (and says so in ``ev.assume``)."""
     if x.layout is None:
-        why = "after a transpose, permute, expand or strided index" if x.fact is None else \
+        why = "after a transpose, permute, expand, strided index, memory_format= or a cat of 4+ dims" if x.fact is None else \
             "its layout was not recorded" if "contiguous" not in x.fact else "it was not contiguous on the example"
         raise Unsupported(f"`{what}` views a tensor that may not be contiguous ({why}): strides are not "
                           "modelled, and view raises where they do not fit")

@@ -75,7 +75,7 @@ def failed_kinds(results: list[dict], level: str, *, required=frozenset()) -> li
 
 
 # proof tiers whose premises are facts of the example run or an assumption on the inputs
-CONDITIONAL_TIERS = {"equal-sizes": "the example's equal sizes stay equal", "observed": "the example's sizes, dtypes and values",
+CONDITIONAL_TIERS = {"equal-sizes": "the example's equal sizes stay equal", "observed": "the example's sizes, dtypes, values and layouts",
                      "finite-leaves": "finite leaf values"}
 SAFE, UNSAFE = "safe", "unsafe"
 # checks that hold as stated but leave a documented difference, which a safe fix may not have

@@ -280,7 +280,7 @@ def concat(ev, name: str, x: M, args, kwargs, what: str) -> M:
                 ev.pre.append((z3.And(*[a == b for a, b in zip(ts[0].shape, t.shape)]) if r0 else z3.BoolVal(True),
                                  f"stack needs equal shapes ({what})"))
         shape = list(ts[0].shape[:d]) + [z3.IntVal(len(ts))] + list(ts[0].shape[d:])
-        return M("tensor", shape=shape, dtype=ev.result_type(ts))
+        return M("tensor", shape=shape, dtype=ev.result_type(ts), layout=_cat_layout(shape))
     if r0 == 0:
         ev.pre.append((z3.BoolVal(False), f"cat of 0-dim tensors raises ({what})"))
         return M("tensor", shape=[], dtype=ts[0].dtype)
@@ -295,4 +295,11 @@ def concat(ev, name: str, x: M, args, kwargs, what: str) -> M:
         total = total + t.shape[d]
     shape = list(ts[0].shape)
     shape[d] = total
-    return M("tensor", shape=shape, dtype=ev.result_type(ts))
+    return M("tensor", shape=shape, dtype=ev.result_type(ts), layout=_cat_layout(shape))
+
+
+def _cat_layout(shape: list):
+    """cat/stack follow their inputs' suggested memory format: a contiguous (N, C, 1, 1) tensor can
+    have channels_last strides, and `torch.cat([x, x], -1)` of it is not contiguous (helper-106,
+    measured): a result of 4 or more dims may not be contiguous."""
+    return None if len(shape) >= 4 else frozenset()

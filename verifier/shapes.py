@@ -728,6 +728,8 @@ class ShapeEval:
                 self.pre.append((z3.BoolVal(False), f".t() of a tensor with more than 2 dims raises ({what})"))
             return replace(moved, shape=s[::-1]) if r == 2 else M("tensor", shape=s, dtype=x.dtype)
         if name == "mT":
+            if r < 2:   # helper-106: "tensor.mT is only supported on matrices or batches of matrices"
+                self.pre.append((z3.BoolVal(False), f".mT of a tensor with fewer than 2 dims raises ({what})"))
             return replace(moved, shape=s[:-2] + s[-2:][::-1])
         if name in ("transpose", "swapaxes"):
             a, b = self._dim_arg(args, kwargs, 0, "dim0"), self._dim_arg(args, kwargs, 1, "dim1")

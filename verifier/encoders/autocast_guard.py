@@ -102,20 +102,27 @@ def _kept(ob: dict, ctx: Ctx, by: str, ternaries: bool) -> tuple[list[str], ast.
     return want, tree, before
 
 
+_BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
 def _blocks(node: ast.AST, address: tuple = ()):
     """(address, block) for every statement list under ``node`` (bodies, else and finally blocks,
-    handlers' bodies, match cases'). The address names the enclosing classes and functions, and
-    each other enclosing statement by its field and position: what a rewrite inside the block
-    (or a helper added at the top of the module) leaves as it was."""
-    for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+    handlers' bodies, match cases'). The address is the chain of enclosing statements, each by
+    its field, its header (everything but its blocks: a def's name, arguments and decorators, an
+    if's test, a loop's target and iterable, a with's items) and how many siblings before it
+    have that header: a rewrite elsewhere (another site, a helper added at the top of the
+    module) leaves it as it was; one that changes an enclosing statement does not."""
+    for field in _BLOCK_FIELDS:
         block = getattr(node, field, None)
         if not isinstance(block, list) or not block:
             continue
         if isinstance(block[0], ast.stmt):
             yield (*address, field), block
-        for i, child in enumerate(block):
-            named = isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-            yield from _blocks(child, (*address, type(child).__name__, child.name) if named else (*address, field, i))
+        seen: dict[str, int] = {}
+        for child in block:
+            head = ast.dump(type(child)(**{f: [] if f in _BLOCK_FIELDS else getattr(child, f, None) for f in child._fields}))
+            seen[head] = seen.get(head, 0) + 1
+            yield from _blocks(child, (*address, field, head, seen[head]))
 
 
 def _runs(block: list[ast.stmt], want: list[str]) -> bool:
@@ -130,22 +137,33 @@ def _is_body(node: ast.If, want: list[str]) -> bool:
 
 
 def _in_place(node: ast.If, want: list[str], tree: ast.Module, before: ast.Module) -> bool:
-    """Whether ``node`` has an ``else`` (the new code) and stands where the kept statements
-    stood: its block in ``tree`` is ``node`` between statements that, with the kept ones (or the
-    conditional expression they write as an if) between them, are the block of ``before`` at the
-    same address (:func:`_blocks`)."""
+    """Whether ``node`` has an ``else`` (the new code, so the kept run and it are exclusive) and
+    stands where the kept statements stood: the block of ``before`` at its block's address
+    (:func:`_blocks`) holds them (or the conditional expression they write as an if), the
+    statements around ``node`` that are in that block are on the same side of them (other
+    rewrites may have changed the rest), and a run of several statements (an early exit's
+    fall-through) ends in ``return``/``raise`` or ends both blocks, so nothing after it runs twice."""
     if not node.orelse:
         return False
     olds = dict(_blocks(before))
     for address, block in _blocks(tree):
-        at = next((j for j, s in enumerate(block) if s is node), None)
+        at = next((j for j, st in enumerate(block) if st is node), None)
+        if at is None:
+            continue
         old = olds.get(address)
-        if at is not None and old is not None:
-            head, tail = [ast.dump(s) for s in block[:at]], [ast.dump(s) for s in block[at + 1:]]
-            seg = old[at:len(old) - len(tail)]
-            if [ast.dump(s) for s in old[:at]] == head and [ast.dump(s) for s in old[len(old) - len(tail):]] == tail \
-                    and ([ast.dump(s) for s in seg] == want or len(seg) == len(want) == 1 and _ternary_if(seg[0]) == want[0]):
+        if old is None:
+            return False
+        dumps = [ast.dump(st) for st in old]
+        head, tail = [ast.dump(st) for st in block[:at]], [ast.dump(st) for st in block[at + 1:]]
+        for lo in range(len(old) - len(want) + 1):
+            hi = lo + len(want)
+            if dumps[lo:hi] != want and not (len(want) == 1 and _ternary_if(old[lo]) == want[0]):
+                continue
+            ends = isinstance(old[hi - 1], (ast.Return, ast.Raise)) or hi == len(old) and not tail
+            if all(d in dumps[:lo] for d in head if d in dumps) and all(d in dumps[hi:] for d in tail if d in dumps) \
+                    and (len(want) == 1 or ends):
                 return True
+        return False
     return False
 
 
