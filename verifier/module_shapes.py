@@ -116,10 +116,11 @@ def size_query(ev, name: str, x: M | None, args, kwargs, what: str) -> M | None:
         raise Unsupported(f"`{what or name}` with arguments other than a literal dim")
     if name == "size":
         return M("shape", shape=list(x.shape)) if d is None else _num("int", x.shape[ev._norm_dim(d, x.rank, what)])
-    return _num("int", _numel(x.shape) if name in ("numel", "nelement") else z3.IntVal(x.rank))
+    return _num("int", numel(x.shape) if name in ("numel", "nelement") else z3.IntVal(x.rank))
 
 
-def _numel(shape):
+def numel(shape):
+    """The number of elements of a tensor of ``shape`` (symbolic sizes): their product, a z3 term."""
     n = z3.IntVal(1)
     for d in shape:
         n = n * d

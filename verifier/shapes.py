@@ -21,8 +21,8 @@ from verifier.effects import dotted_name as _dotted
 from verifier.ops import BINARY as _BINARY, CAST as _CAST, COMPARE as _COMPARE, NAMESPACES as _NAMESPACES
 from verifier.ops import REDUCE as _REDUCE, SHAPE_SAME_DTYPE as _SHAPE_SAME_DTYPE, UNARY_BOOL as _UNARY_BOOL
 from verifier.ops import CLAMPS as _CLAMPS, UNARY_FLOAT as _UNARY_FLOAT, UNARY_SAME as _UNARY_SAME, clamp_bounds as _clamp_bounds
-from verifier.module_shapes import M, _num, _numel, binary_pre, builtin_call, correction_of, fill_tensor_pre, finfo_call
-from verifier.module_shapes import concat, hypot_pre, module_call, scalar_fits, signed, size_query, unary_pre
+from verifier.module_shapes import M, _num, binary_pre, builtin_call, correction_of, fill_tensor_pre, finfo_call
+from verifier.module_shapes import concat, hypot_pre, module_call, numel, scalar_fits, signed, size_query, unary_pre
 from verifier.layout import index_layout, need_contiguous, result_layout
 from verifier.smt import Unsupported
 
@@ -262,10 +262,7 @@ class ShapeEval:
         return v
 
     def need_single(self, v: M, what: str) -> None:
-        n = z3.IntVal(1)
-        for d in v.shape:
-            n = n * d
-        self.pre.append((n == 1, f"bool() of `{what}` needs exactly one element"))
+        self.pre.append((numel(v.shape) == 1, f"bool() of `{what}` needs exactly one element"))
 
     # broadcasting and promotion -----------------------------------------------------------
     def broadcast(self, shapes: list[list], what: str) -> list:
@@ -670,11 +667,11 @@ class ShapeEval:
             raise Unsupported(f"`{name}(dim)` returns (values, indices)")
         if dim is None:
             if name in ("max", "min", "amax", "amin", "argmax", "argmin"):
-                self.pre.append((_numel(x.shape) > 0, f"`{name}` of an empty tensor raises ({what})"))
+                self.pre.append((numel(x.shape) > 0, f"`{name}` of an empty tensor raises ({what})"))
             if name == "logsumexp":
                 self.pre.append((z3.BoolVal(False), f"logsumexp without dim raises TypeError ({what})"))
             if name in ("std", "var"):   # too few elements: a UserWarning (degrees of freedom <= 0)
-                self.pre.append((_numel(x.shape) > correction_of(name, kwargs), f"`{name}` of too few elements warns ({what})"))
+                self.pre.append((numel(x.shape) > correction_of(name, kwargs), f"`{name}` of too few elements warns ({what})"))
             return M("tensor", shape=[], dtype=dt)
         dims = [dim] if isinstance(dim, int) else dim
         nd = {self._norm_dim(d, x.rank, what) for d in dims}
@@ -682,7 +679,7 @@ class ShapeEval:
         if name in ("amax", "amin", "argmax", "argmin"):   # helper-104 B3: IndexError over an empty dim
             self.pre.append((z3.And(*[n > 0 for n in sizes]), f"`{name}` over an empty dim raises ({what})"))
         if name in ("std", "var"):
-            self.pre.append((_numel(sizes) > correction_of(name, kwargs), f"`{name}` over too few elements warns ({what})"))
+            self.pre.append((numel(sizes) > correction_of(name, kwargs), f"`{name}` over too few elements warns ({what})"))
         shape = [(z3.IntVal(1) if i in nd else s) for i, s in enumerate(x.shape) if keep or i not in nd]
         return M("tensor", shape=shape, dtype=dt)
 
@@ -782,7 +779,7 @@ class ShapeEval:
                     out.append(None)
                 else:
                     out.append(v.ival)
-            numel = _numel(s)
+            count = numel(s)
             if name == "expand":
                 if minus is not None:
                     raise Unsupported("expand(-1)")
@@ -791,13 +788,13 @@ class ShapeEval:
                 return replace(moved, shape=out)
             if name == "view":
                 need_contiguous(self, x, what)
-            known = _numel([d for d in out if d is not None])
+            known = numel([d for d in out if d is not None])
             if minus is None:
-                self.pre.append((known == numel, f"`{name}` keeps the number of elements ({what})"))
+                self.pre.append((known == count, f"`{name}` keeps the number of elements ({what})"))
             else:
                 # the -1 size is numel / known, a term (a free variable here let the solver pick a wrong one: helper-105 F7)
-                self.pre.append((z3.And(known > 0, numel % known == 0), f"`{name}` sizes divide the number of elements ({what})"))
-                out[minus] = numel / known
+                self.pre.append((z3.And(known > 0, count % known == 0), f"`{name}` sizes divide the number of elements ({what})"))
+                out[minus] = count / known
             return M("tensor", shape=out, dtype=x.dtype)
         if name == "movedim":
             raise Unsupported("movedim")

@@ -18,7 +18,8 @@ import z3
 
 from verifier.effects import dotted_name as _dotted
 from verifier.effects import op_writes
-from verifier.encoders.base import Ctx, decide, fp_arith, numel, shape_tiers, value_tiers
+from verifier.encoders.base import Ctx, decide, fp_arith, shape_tiers, value_tiers
+from verifier.module_shapes import numel
 from verifier.outcomes import Outcome, check_refuted, checked, unknown
 from verifier.shapes import ShapeEval, _expr
 from verifier.smt import Unsupported

@@ -120,6 +120,8 @@ def _blocks(node: ast.AST, address: tuple = ()):
             yield (*address, field), block
         seen: dict[str, int] = {}
         for child in block:
+            if not any(getattr(child, f, None) for f in _BLOCK_FIELDS):
+                continue   # a simple statement: no block under it to address
             head = ast.dump(type(child)(**{f: [] if f in _BLOCK_FIELDS else getattr(child, f, None) for f in child._fields}))
             seen[head] = seen.get(head, 0) + 1
             yield from _blocks(child, (*address, field, head, seen[head]))

@@ -183,13 +183,6 @@ def fp_arith(ctx: Ctx) -> str:
             "(PyTorch's CPU kernels compute float16/bfloat16 in float32 and round once); never reals")
 
 
-def numel(shape):
-    n = z3.IntVal(1)
-    for d in shape:
-        n = n * d
-    return n
-
-
 def names_bound_by(node: ast.AST) -> list[str]:
     """The names one AST node binds in its scope: a stored/deleted name, a def or class, a
     parameter, an import's names, ``global``/``nonlocal``, an ``except ... as`` name, a

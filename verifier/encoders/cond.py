@@ -15,7 +15,8 @@ import re
 import z3
 
 from verifier.dtypes import DTC
-from verifier.encoders.base import Ctx, decide, numel, shape_tiers
+from verifier.encoders.base import Ctx, decide, shape_tiers
+from verifier.module_shapes import numel
 from verifier.encoders.where import raise_query, untaken_runs
 from verifier.outcomes import Outcome, check_refuted, checked, unknown
 from verifier.shapes import ShapeEval, _expr
@@ -64,35 +65,27 @@ def cond_branch_types(ob: dict, ctx: Ctx) -> Outcome:
         if a.kind != "tensor" or b.kind != "tensor":
             return "a side is a Python number, not a tensor: the branch outputs differ in structure"
         return model_text(model)
-    return decide("cond-branch-types", shape_tiers(ctx, build, uniform=_uniform(ob, ctx), observed=False,
-                                                   dense=_dense(ob, ctx)), ctx,
+    return decide("cond-branch-types", shape_tiers(ctx, build, observed=False, **_guard_premises(ob, ctx)), ctx,
                   "pytree structure (one tensor per name) and PyTorch type promotion (torch.promote_types table, "
                   "ATen combine_categories) over a DType datatype", describe,
                   fixed_by="the dtype model gives both branch outputs the same dtype term (no solver query needed)")
 
 
-def _uniform(ob: dict, ctx: Ctx):
-    """The one-dtype premise of the cond's guard (:class:`ShapeEval`'s ``uniform``) when the
-    mended file guards the cond with ``_mend_cond_ready(<ob["guard"]>)``, else None."""
+def _guard_premises(ob: dict, ctx: Ctx) -> dict:
+    """:func:`shape_tiers`'s premises from the cond's guard, when the mended file guards the cond
+    with ``_mend_cond_ready(<ob["guard"]>)`` (else none): ``uniform``, the one-dtype premise (see
+    :class:`ShapeEval`), and ``dense``, the tensors it checks contiguous (a non-contiguous one sends
+    the call to the original ``if``), whose ``view`` keeps its strides."""
     guard = ob.get("guard") or []
     if not guard or _guard_missing(ctx.code, guard, ob.get("torch") or "torch"):
-        return None
+        return {}
     roots = _guarded(guard)
+    call = ast.parse(f"{READY}({', '.join(guard)})", mode="eval").body
 
     def uniform(name: str, param: bool) -> bool:
         return name in roots or param and any(name.startswith(r + ".") for r in roots)
-    return uniform
-
-
-def _dense(ob: dict, ctx: Ctx) -> frozenset:
-    """The tensors the cond's guard ``_mend_cond_ready(..., dense=(x, ...))`` checks contiguous
-    (a non-contiguous one sends the call to the original ``if``): a ``view`` of them keeps its strides."""
-    guard = ob.get("guard") or []
-    if not guard or _guard_missing(ctx.code, guard, ob.get("torch") or "torch"):
-        return frozenset()
-    call = ast.parse(f"{READY}({', '.join(guard)})", mode="eval").body
-    return frozenset(e.id for k in call.keywords if k.arg == "dense" and isinstance(k.value, ast.Tuple)
-                     for e in k.value.elts if isinstance(e, ast.Name))
+    return {"uniform": uniform, "dense": frozenset(e.id for k in call.keywords if k.arg == "dense" and isinstance(
+        k.value, ast.Tuple) for e in k.value.elts if isinstance(e, ast.Name))}
 
 
 def cond_sides_trace(ob: dict, ctx: Ctx) -> Outcome:
@@ -103,7 +96,7 @@ def cond_sides_trace(ob: dict, ctx: Ctx) -> Outcome:
     zero). Preconditions on values (a zero integer divisor) fail only when the op runs, which
     the cond does for the taken side only: they are not part of it."""
     build, describe = raise_query(ob["expr"], traced_only=True)
-    return decide("cond-sides-trace", shape_tiers(ctx, build, uniform=_uniform(ob, ctx), dense=_dense(ob, ctx)), ctx,
+    return decide("cond-sides-trace", shape_tiers(ctx, build, **_guard_premises(ob, ctx)), ctx,
                   "preconditions of each op on sizes, ranks and dtypes (broadcasting, matmul/linear sizes, dims) "
                   "over symbolic sizes", describe,
                   fixed_by="the shape transfer functions: no op of the side has a size, rank or dtype precondition "

@@ -14,7 +14,8 @@ import z3
 from verifier.dtypes import DEFAULT_FOR_CAT, DTC, FP_FORMAT, INT_BITS, as_name, fp_sort, promote_py, sort_of
 from verifier.effects import dotted_name as _dotted
 from verifier.facts import candidate_line
-from verifier.encoders.base import Ctx, decide, fp_arith, numel, shape_tiers, value_tiers
+from verifier.encoders.base import Ctx, decide, fp_arith, shape_tiers, value_tiers
+from verifier.module_shapes import numel
 from verifier.outcomes import Outcome, check_refuted, checked, unknown
 from verifier.shapes import M, ShapeEval, _expr
 from verifier.smt import Unsupported, model_text
